@@ -1,0 +1,89 @@
+package snapshot
+
+import (
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// Options control how evidence is read. The zero value is usable: it reads
+// everything with DefaultLimits. Options is a struct so that it can grow
+// without breaking callers.
+type Options struct {
+	// Format forces the exposition format of dump files: "" (detect from
+	// content and name), "text" (Prometheus text 0.0.4) or "openmetrics"
+	// (OpenMetrics 1.0).
+	Format string
+	// TargetName, when non-nil, overrides the name of the target a dump
+	// file's samples belong to. It receives the file path and the name
+	// whyslow would use (from the pod label, the instance label or the
+	// path); its result is used as is.
+	TargetName func(path, name string) string
+	// Start and End limit TSDB reads (and dump samples) to [Start, End];
+	// zero means unbounded.
+	Start, End time.Time
+	// Matchers narrow TSDB reads (like a PromQL selector); nil reads all.
+	Matchers []*labels.Matcher
+	// Metrics, when non-empty, keeps only families whose lookup name (see
+	// Family.Name) or sample name is listed; readers skip the rest as early
+	// as they can (on raw bytes, before labels are built).
+	Metrics []string
+	// SandboxDir is where a TSDB's head and WAL are copied for a
+	// read-only replay; "" uses os.TempDir(). It must not be under an
+	// input path.
+	SandboxDir string
+	// Limits bound what one input may cost; the zero value means
+	// DefaultLimits.
+	Limits Limits
+}
+
+// Limits bound the cost of reading untrusted evidence. A limit of 0 takes
+// the default. Exceeding a limit is a Problem (or an error when nothing
+// could be read), never a crash or a silent truncation.
+type Limits struct {
+	// MaxBytesPerScrape bounds the decompressed size of one dump file
+	// (a gzip bomb stops here).
+	MaxBytesPerScrape int64
+	// MaxSeriesPerScrape bounds the number of samples in one dump file
+	// (a cardinality bomb stops here).
+	MaxSeriesPerScrape int
+	// MaxLabelBytes bounds the size of one label value, and of a whole
+	// label set.
+	MaxLabelBytes int
+	// MaxTotalBytes bounds the decompressed bytes read over all inputs.
+	MaxTotalBytes int64
+	// MaxWALBytes bounds how much of a TSDB's wal/ and chunks_head/ is
+	// copied into the sandbox for replay.
+	MaxWALBytes int64
+}
+
+// DefaultLimits are at least 100x what a real vLLM dump needs (about
+// 100 KB and 1,000 samples per scrape).
+var DefaultLimits = Limits{
+	MaxBytesPerScrape:  64 << 20,
+	MaxSeriesPerScrape: 200_000,
+	MaxLabelBytes:      64 << 10,
+	MaxTotalBytes:      16 << 30,
+	MaxWALBytes:        4 << 30,
+}
+
+// withDefaults returns l with each zero field replaced by its default.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.MaxBytesPerScrape > 0 {
+		d.MaxBytesPerScrape = l.MaxBytesPerScrape
+	}
+	if l.MaxSeriesPerScrape > 0 {
+		d.MaxSeriesPerScrape = l.MaxSeriesPerScrape
+	}
+	if l.MaxLabelBytes > 0 {
+		d.MaxLabelBytes = l.MaxLabelBytes
+	}
+	if l.MaxTotalBytes > 0 {
+		d.MaxTotalBytes = l.MaxTotalBytes
+	}
+	if l.MaxWALBytes > 0 {
+		d.MaxWALBytes = l.MaxWALBytes
+	}
+	return d
+}
