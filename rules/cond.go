@@ -1,0 +1,417 @@
+package rules
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Cond is one condition of the decision map, such as "queue_time_p95 >=
+// 1.5x baseline" or "gpu_util_mean < 0.5". Conditions are built by the
+// map (see map.go); callers read them through String and Facts.
+//
+// A condition evaluates to holds, fails or unknown: unknown when a fact
+// it needs is missing, has too few samples, or lacks the baseline the
+// comparison needs. Unknown is never read as holds or fails.
+type Cond struct {
+	kind  condKind
+	fact  FactID
+	other FactID // second fact of ratio and delta-share conditions
+	lim   limit
+	syms  []SymptomID
+	subs  []Cond
+}
+
+type condKind int
+
+const (
+	kRises        condKind = iota // fact >= lim x baseline
+	kSteady                       // fact within [1/lim, lim] x baseline
+	kFlat                         // fact < lim x baseline (not up)
+	kDrops                        // baseline - fact >= lim (absolute, for ratios 0..1)
+	kAtLeast                      // fact >= lim
+	kAbove                        // fact > lim
+	kBelow                        // fact < lim
+	kAtMost                       // fact <= lim
+	kAbsBelow                     // |fact| < lim
+	kRatioAtLeast                 // fact / other >= lim (incident window)
+	kDeltaShare                   // (fact - baseline) >= lim x (other - other baseline) > 0
+	kSymptom                      // any of syms present
+	kNoSymptom                    // every one of syms evaluated and absent
+	kAll                          // every sub holds
+	kAny                          // some sub holds
+	kNot                          // the only sub fails
+)
+
+func rises(f FactID) Cond             { return Cond{kind: kRises, fact: f, lim: limRise} }
+func steady(f FactID) Cond            { return Cond{kind: kSteady, fact: f, lim: limSteady} }
+func flat(f FactID) Cond              { return Cond{kind: kFlat, fact: f, lim: limRise} }
+func drops(f FactID, l limit) Cond    { return Cond{kind: kDrops, fact: f, lim: l} }
+func atLeast(f FactID, l limit) Cond  { return Cond{kind: kAtLeast, fact: f, lim: l} }
+func above(f FactID, l limit) Cond    { return Cond{kind: kAbove, fact: f, lim: l} }
+func below(f FactID, l limit) Cond    { return Cond{kind: kBelow, fact: f, lim: l} }
+func atMost(f FactID, l limit) Cond   { return Cond{kind: kAtMost, fact: f, lim: l} }
+func absBelow(f FactID, l limit) Cond { return Cond{kind: kAbsBelow, fact: f, lim: l} }
+func ratioAtLeast(f, of FactID, l limit) Cond {
+	return Cond{kind: kRatioAtLeast, fact: f, other: of, lim: l}
+}
+func explainsRise(f, of FactID, l limit) Cond {
+	return Cond{kind: kDeltaShare, fact: f, other: of, lim: l}
+}
+func symptom(ids ...SymptomID) Cond   { return Cond{kind: kSymptom, syms: ids} }
+func noSymptom(ids ...SymptomID) Cond { return Cond{kind: kNoSymptom, syms: ids} }
+func allOf(cs ...Cond) Cond           { return Cond{kind: kAll, subs: cs} }
+func anyOf(cs ...Cond) Cond           { return Cond{kind: kAny, subs: cs} }
+func not(c Cond) Cond                 { return Cond{kind: kNot, subs: []Cond{c}} }
+
+// Facts returns the facts the condition reads, in order of appearance,
+// without duplicates.
+func (c Cond) Facts() []FactID {
+	var ids []FactID
+	seen := map[FactID]bool{}
+	var walk func(Cond)
+	walk = func(c Cond) {
+		for _, id := range []FactID{c.fact, c.other} {
+			if id != "" && !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		for _, s := range c.subs {
+			walk(s)
+		}
+	}
+	walk(c)
+	return ids
+}
+
+// String describes the condition with the default thresholds.
+func (c Cond) String() string { return c.Describe(DefaultThresholds) }
+
+// Describe describes the condition with the given thresholds.
+func (c Cond) Describe(th Thresholds) string {
+	v := c.lim.get
+	switch c.kind {
+	case kRises:
+		return fmt.Sprintf("%s >= %gx baseline", c.fact, v(th))
+	case kSteady:
+		return fmt.Sprintf("%s within %gx of baseline", c.fact, v(th))
+	case kFlat:
+		return fmt.Sprintf("%s < %gx baseline", c.fact, v(th))
+	case kDrops:
+		return fmt.Sprintf("%s falls by >= %g from baseline", c.fact, v(th))
+	case kAtLeast:
+		return fmt.Sprintf("%s >= %s", c.fact, fmtValue(c.fact, v(th)))
+	case kAbove:
+		return fmt.Sprintf("%s > %s", c.fact, fmtValue(c.fact, v(th)))
+	case kBelow:
+		return fmt.Sprintf("%s < %s", c.fact, fmtValue(c.fact, v(th)))
+	case kAtMost:
+		return fmt.Sprintf("%s <= %s", c.fact, fmtValue(c.fact, v(th)))
+	case kAbsBelow:
+		return fmt.Sprintf("|%s| < %g", c.fact, v(th))
+	case kRatioAtLeast:
+		return fmt.Sprintf("%s >= %gx %s", c.fact, v(th), c.other)
+	case kDeltaShare:
+		return fmt.Sprintf("rise of %s covers >= %g of the rise of %s", c.fact, v(th), c.other)
+	case kSymptom:
+		return "symptom " + joinSyms(c.syms, " or ")
+	case kNoSymptom:
+		return "no symptom " + joinSyms(c.syms, " or ")
+	case kNot:
+		return "not (" + c.subs[0].Describe(th) + ")"
+	case kAll, kAny:
+		sep := " and "
+		if c.kind == kAny {
+			sep = " or "
+		}
+		parts := make([]string, len(c.subs))
+		for i, s := range c.subs {
+			parts[i] = s.Describe(th)
+			if s.kind == kAll || s.kind == kAny {
+				parts[i] = "(" + parts[i] + ")"
+			}
+		}
+		return strings.Join(parts, sep)
+	}
+	return "?"
+}
+
+func joinSyms(ids []SymptomID, sep string) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = string(id)
+	}
+	return strings.Join(s, sep)
+}
+
+// outcome is the three-valued result of a condition.
+type outcome int8
+
+const (
+	unknown outcome = iota
+	holds
+	fails
+)
+
+// Missing names a fact that could not be evaluated, and why.
+type Missing struct {
+	Fact   FactID `json:"fact"`
+	Reason string `json:"reason"`
+}
+
+// String returns "fact: reason".
+func (m Missing) String() string { return string(m.Fact) + ": " + m.Reason }
+
+// result is the evaluation of one condition.
+type result struct {
+	out     outcome
+	ev      []Evidence // known facts behind the outcome
+	missing []Missing
+}
+
+// env is what conditions are evaluated against.
+type env struct {
+	facts    Facts
+	th       Thresholds
+	symptoms []Symptom
+}
+
+// fact returns a fact usable in the incident window, or the reason it is
+// not: absent, marked missing, NaN, or a quantile with too few samples.
+func (e *env) fact(id FactID) (Fact, string) {
+	f, why := e.facts.lookup(id)
+	if why != "" {
+		return f, why
+	}
+	if min := e.minSamples(id); !math.IsNaN(f.Count) && f.Count < min {
+		return f, fmt.Sprintf("only %g observations in the incident window, need >= %g", f.Count, min)
+	}
+	return f, ""
+}
+
+// baseline returns the reason the fact's baseline is not usable, or "".
+func (e *env) baseline(id FactID, f Fact) string {
+	if !f.HasBaseline() {
+		return "no baseline"
+	}
+	if min := e.minSamples(id); !math.IsNaN(f.BaselineCount) && f.BaselineCount < min {
+		return fmt.Sprintf("only %g observations in the baseline window, need >= %g", f.BaselineCount, min)
+	}
+	return ""
+}
+
+func (e *env) minSamples(id FactID) float64 {
+	info, ok := Info(id)
+	if !ok || info.Kind != Quantile {
+		return 0
+	}
+	if strings.HasSuffix(string(id), "_p99") {
+		return e.th.MinSamplesTail
+	}
+	return e.th.MinSamples
+}
+
+func (e *env) symptom(id SymptomID) Symptom {
+	for _, s := range e.symptoms {
+		if s.ID == id {
+			return s
+		}
+	}
+	return Symptom{ID: id, Missing: []Missing{{Reason: "symptom not judged"}}}
+}
+
+func verdict(ok bool) outcome {
+	if ok {
+		return holds
+	}
+	return fails
+}
+
+func (c Cond) eval(e *env) result {
+	switch c.kind {
+	case kSymptom, kNoSymptom:
+		return c.evalSymptoms(e)
+	case kAll, kAny:
+		return c.evalGroup(e)
+	case kNot:
+		r := c.subs[0].eval(e)
+		switch r.out {
+		case holds:
+			r.out = fails
+		case fails:
+			r.out = holds
+		}
+		return r
+	}
+	f, why := e.fact(c.fact)
+	if why != "" {
+		return result{missing: []Missing{{c.fact, why}}}
+	}
+	lim := c.lim.get(e.th)
+	ev := evidenceOf(c.fact, f)
+	switch c.kind {
+	case kRises, kSteady, kFlat, kDrops, kDeltaShare:
+		if why := e.baseline(c.fact, f); why != "" {
+			return result{missing: []Missing{{c.fact, why}}}
+		}
+	}
+	var out outcome
+	switch c.kind {
+	case kRises:
+		r := ratio(f.Value, f.Baseline)
+		out = verdict(r >= lim)
+		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s >= %gx)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), fmtRatio(r), upDown(out, "rises", "does not rise"), lim)
+	case kSteady:
+		r := ratio(f.Value, f.Baseline)
+		out = verdict(r >= 1/lim && r <= lim)
+		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s within %gx)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), fmtRatio(r), upDown(out, "steady", "not steady"), lim)
+	case kFlat:
+		r := ratio(f.Value, f.Baseline)
+		out = verdict(r < lim)
+		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s < %gx)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), fmtRatio(r), upDown(out, "not up", "up"), lim)
+	case kDrops:
+		d := f.Baseline - f.Value
+		out = verdict(d >= lim)
+		ev.Text = fmt.Sprintf("%s %s vs baseline %s (%s by >= %g)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), upDown(out, "falls", "does not fall"), lim)
+	case kAtLeast, kAbove, kBelow, kAtMost, kAbsBelow:
+		var op string
+		switch c.kind {
+		case kAtLeast:
+			out, op = verdict(f.Value >= lim), ">="
+		case kAbove:
+			out, op = verdict(f.Value > lim), ">"
+		case kBelow:
+			out, op = verdict(f.Value < lim), "<"
+		case kAtMost:
+			out, op = verdict(f.Value <= lim), "<="
+		case kAbsBelow:
+			out, op = verdict(math.Abs(f.Value) < lim), "|x| <"
+		}
+		ev.Text = fmt.Sprintf("%s %s (%s %s %s)", c.fact, fmtValue(c.fact, f.Value), upDown(out, "", "not"), op, fmtValue(c.fact, lim))
+		ev.Text = strings.Replace(ev.Text, "( ", "(", 1)
+	case kRatioAtLeast, kDeltaShare:
+		g, why := e.fact(c.other)
+		if why != "" {
+			return result{missing: []Missing{{c.other, why}}}
+		}
+		ev2 := evidenceOf(c.other, g)
+		if c.kind == kRatioAtLeast {
+			r := ratio(f.Value, g.Value)
+			out = verdict(r >= lim)
+			ev.Text = fmt.Sprintf("%s %s vs %s %s: %s (%s >= %gx)", c.fact, fmtValue(c.fact, f.Value), c.other, fmtValue(c.other, g.Value), fmtRatio(r), upDown(out, "", "not"), lim)
+		} else {
+			if why := e.baseline(c.other, g); why != "" {
+				return result{missing: []Missing{{c.other, why}}}
+			}
+			d, dOther := f.Value-f.Baseline, g.Value-g.Baseline
+			out = verdict(dOther > 0 && d >= lim*dOther)
+			share := math.NaN()
+			if dOther > 0 {
+				share = d / dOther
+			}
+			ev.Text = fmt.Sprintf("%s rose by %s while %s rose by %s: covers %s (%s >= %g)", c.fact, fmtValue(c.fact, d), c.other, fmtValue(c.other, dOther), fmtNum(share), upDown(out, "", "not"), lim)
+		}
+		ev.Text = strings.Replace(ev.Text, "( ", "(", 1)
+		ev2.Text = fmt.Sprintf("%s %s (reference of the line above)", c.other, fmtValue(c.other, g.Value))
+		return result{out: out, ev: []Evidence{ev, ev2}}
+	}
+	return result{out: out, ev: []Evidence{ev}}
+}
+
+func upDown(o outcome, yes, no string) string {
+	if o == holds {
+		return yes
+	}
+	return no
+}
+
+func (c Cond) evalSymptoms(e *env) result {
+	var r result
+	var present, absent []Evidence
+	anyPresent, allKnown := false, true
+	for _, id := range c.syms {
+		s := e.symptom(id)
+		switch {
+		case !s.Evaluable:
+			allKnown = false
+			for _, m := range s.Missing {
+				r.missing = append(r.missing, m)
+			}
+		case s.Present:
+			anyPresent = true
+			present = append(present, s.up...)
+		default:
+			absent = append(absent, s.Evidence...)
+		}
+	}
+	// Keep the evidence that decides: the signals that are up when a
+	// symptom shows, else those that are not.
+	r.ev = absent
+	if anyPresent {
+		r.ev = present
+	}
+	switch {
+	case c.kind == kSymptom && anyPresent, c.kind == kNoSymptom && !anyPresent && allKnown:
+		r.out = holds
+	case anyPresent, allKnown:
+		r.out = fails
+	}
+	if r.out != unknown {
+		r.missing = nil
+	}
+	return r
+}
+
+func (c Cond) evalGroup(e *env) result {
+	rs := make([]result, len(c.subs))
+	n := map[outcome]int{}
+	for i, s := range c.subs {
+		rs[i] = s.eval(e)
+		n[rs[i].out]++
+	}
+	var out outcome
+	if c.kind == kAll {
+		switch {
+		case n[fails] > 0:
+			out = fails
+		case n[unknown] == 0:
+			out = holds
+		}
+	} else {
+		switch {
+		case n[holds] > 0:
+			out = holds
+		case n[unknown] == 0:
+			out = fails
+		}
+	}
+	// Keep the evidence that decided the outcome: for a failed "all" the
+	// failing parts, for a held "any" the holding parts, else everything
+	// known (with what is missing).
+	r := result{out: out}
+	for _, s := range rs {
+		keep := true
+		switch {
+		case c.kind == kAll && out == fails, c.kind == kAny && out == holds:
+			keep = s.out == out
+		}
+		if keep {
+			r.ev = append(r.ev, s.ev...)
+			if out == unknown {
+				r.missing = append(r.missing, s.missing...)
+			}
+		}
+	}
+	return r
+}
+
+func ratio(v, base float64) float64 {
+	if base == 0 {
+		if v == 0 {
+			return 1
+		}
+		return math.Inf(int(math.Copysign(1, v)))
+	}
+	return v / base
+}

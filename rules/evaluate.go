@@ -1,0 +1,392 @@
+package rules
+
+import (
+	"sort"
+)
+
+// HypothesisID names a row of the decision map (public contract).
+type HypothesisID string
+
+// Hypothesis ids, in the article's order.
+const (
+	// QueueSustained: arrivals exceed capacity or admission blocks; the
+	// queue accumulates (case A).
+	QueueSustained HypothesisID = "queue-sustained"
+	// QueueBurst: bursts of arrivals queue and drain again; the p99 shows
+	// what the mean hides (case A).
+	QueueBurst HypothesisID = "queue-burst"
+	// PrefillLongPrompts: a group of longer prompts costs prefill time
+	// (case B).
+	PrefillLongPrompts HypothesisID = "prefill-long-prompts"
+	// PrefixCacheLoss: identical token prefixes are no longer reused
+	// (case B).
+	PrefixCacheLoss HypothesisID = "prefix-cache-loss"
+	// DecodePressure: more active sequences slow every decode step (case C).
+	DecodePressure HypothesisID = "decode-pressure"
+	// KVPreemption: KV space runs out; requests are preempted and
+	// recomputed (case D).
+	KVPreemption HypothesisID = "kv-preemption"
+	// OutsideGPU: work queues while the GPU idles: CPU, gateway, routing
+	// or clients (case E).
+	OutsideGPU HypothesisID = "outside-gpu"
+	// ReplicaHotspot: one replica takes more than its share.
+	ReplicaHotspot HypothesisID = "replica-hotspot"
+	// ProxyNetwork: client TTFT well above server TTFT: proxy buffering
+	// or network.
+	ProxyNetwork HypothesisID = "proxy-network"
+)
+
+// Status is the state of a finding (public JSON values).
+type Status string
+
+// Statuses.
+const (
+	// Supported: every support condition holds and no counter-evidence
+	// does.
+	Supported Status = "supported"
+	// Contradicted: named counter-evidence holds, or a support condition
+	// fails.
+	Contradicted Status = "contradicted"
+	// NotEvaluable: a fact a support condition needs is missing, and
+	// nothing contradicts the hypothesis.
+	NotEvaluable Status = "not-evaluable"
+)
+
+// Verdict is the outcome of an evaluation: the id of the primary
+// hypothesis, NoIncident or Undetermined.
+type Verdict string
+
+// Verdicts other than hypothesis ids.
+const (
+	// NoIncident: every symptom was evaluated and none is present.
+	NoIncident Verdict = "no-incident"
+	// Undetermined: symptoms are present (or could not be evaluated) but
+	// no hypothesis is supported.
+	Undetermined Verdict = "undetermined"
+)
+
+// Rule is one row of the decision map.
+type Rule struct {
+	ID HypothesisID
+	// Title names the hypothesis to check first.
+	Title string
+	// Observed is the article's observed combination of signals.
+	Observed string
+	// Source points at the article's section.
+	Source string
+	// Explains lists the symptoms the hypothesis can explain.
+	Explains []SymptomID
+	// Support are the conditions that must all hold.
+	Support []Cond
+	// Counter is the named counter-evidence: any that holds contradicts.
+	Counter []Counter
+	// Checks are the next checks, automated where a condition is given.
+	Checks []Check
+	// Mitigations stop the bleeding during the incident.
+	Mitigations []string
+	// RootCause are the steps that find the cause after recovery.
+	RootCause []string
+	// Prevention keeps it from happening again.
+	Prevention []string
+	// Experiment tests the hypothesis by changing one variable.
+	Experiment Plan
+	// Refines lists more general hypotheses this one explains: when both
+	// are supported, this one ranks first.
+	Refines []HypothesisID
+}
+
+// Counter is named counter-evidence.
+type Counter struct {
+	// Text is the article's wording.
+	Text string
+	When Cond
+}
+
+// Check is a next check: automated when When is set and its facts are
+// available, else the article's manual checklist item.
+type Check struct {
+	Text string
+	When *Cond
+	// Neutral checks are reported but do not count for or against the
+	// hypothesis (e.g. "output length shifted": another explanation).
+	Neutral bool
+}
+
+// NextCheck is a check as reported in a finding.
+type NextCheck struct {
+	Text string `json:"text"`
+	// Outcome is "holds", "does-not-hold", "unknown" (automated but a
+	// fact is missing) or "manual".
+	Outcome  string     `json:"outcome"`
+	Evidence []Evidence `json:"evidence,omitempty"`
+	Missing  []Missing  `json:"missing,omitempty"`
+}
+
+// Check outcomes.
+const (
+	CheckHolds   = "holds"
+	CheckFails   = "does-not-hold"
+	CheckUnknown = "unknown"
+	CheckManual  = "manual"
+)
+
+// Finding is the evaluation of one rule.
+type Finding struct {
+	ID     HypothesisID `json:"id"`
+	Title  string       `json:"title"` // the rule's title
+	Status Status       `json:"status"`
+	// Score ranks findings of the same status: the weighted share of the
+	// rule's support conditions (weight 2) and automated, non-neutral
+	// checks (weight 1) that hold, in 0..1.
+	Score float64 `json:"score"`
+	// Explains lists the present symptoms the hypothesis explains.
+	Explains []SymptomID `json:"explains"`
+	// Evidence holds the facts behind the support conditions that hold.
+	Evidence []Evidence `json:"evidence"`
+	// CounterEvidence holds the named counter-evidence that holds (a
+	// sentence item "counter-evidence: ..." followed by its facts), then
+	// the facts behind support conditions that fail.
+	CounterEvidence []Evidence `json:"counter_evidence"`
+	// Missing lists the facts that kept the finding from being judged.
+	Missing     []Missing   `json:"missing,omitempty"`
+	NextChecks  []NextCheck `json:"next_checks"`
+	Mitigations []string    `json:"mitigations"` // immediate, during the incident
+	RootCause   []string    `json:"root_cause"`  // after recovery
+	Prevention  []string    `json:"prevention"`  // so it does not recur
+	Experiment  Plan        `json:"experiment"`  // the proposed single-variable test
+}
+
+// Note is a counter-case the map recognises that must not read as an
+// incident, such as a high but healthy KV cache.
+type Note struct {
+	ID       string     `json:"id"`
+	Text     string     `json:"text"`
+	Evidence []Evidence `json:"evidence"`
+}
+
+// Result is the outcome of Evaluate.
+type Result struct {
+	Verdict  Verdict   `json:"verdict"`
+	Symptoms []Symptom `json:"symptoms"`
+	// Findings are ranked: supported first, then not-evaluable, then
+	// contradicted; by score within a status, a hypothesis before the
+	// more general ones it refines, then in map order.
+	Findings []Finding `json:"hypotheses"`
+	Notes    []Note    `json:"notes,omitempty"`
+	// Warnings are non-fatal problems: unknown fact ids, symptoms that
+	// could not be evaluated.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Evaluate judges the symptoms, evaluates every rule of the map against
+// the facts and chooses the verdict:
+//
+//   - the top supported hypothesis, when a symptom is present and some
+//     hypothesis is supported;
+//   - Undetermined when a symptom is present but none is supported, or
+//     when no symptom is present but some symptom could not be evaluated
+//     (a missing signal never reads as "no incident");
+//   - NoIncident when every symptom was evaluated and none is present.
+//
+// Evaluate does not modify f.
+func Evaluate(f Facts, slo SLO, th Thresholds) Result {
+	e := &env{facts: f, th: th}
+	e.symptoms = Symptoms(f, slo, th)
+	var res Result
+	res.Symptoms = e.symptoms
+
+	for _, id := range f.Sorted() {
+		if _, ok := Info(id); !ok {
+			res.Warnings = append(res.Warnings, "fact "+string(id)+" is not used by any rule")
+		}
+	}
+
+	rules := Map()
+	order := map[HypothesisID]int{}
+	for i, r := range rules {
+		order[r.ID] = i
+		res.Findings = append(res.Findings, evalRule(e, r))
+	}
+	rank(res.Findings, rules, order)
+
+	for _, o := range observations() {
+		if r := o.when.eval(e); r.out == holds {
+			res.Notes = append(res.Notes, Note{ID: o.id, Text: o.text, Evidence: dedupe(r.ev)})
+		}
+	}
+
+	present, allKnown := false, true
+	for _, s := range e.symptoms {
+		present = present || s.Present
+		if !s.Evaluable {
+			allKnown = false
+			res.Warnings = append(res.Warnings, "symptom "+string(s.ID)+" cannot be evaluated: "+missingText(s.Missing))
+		}
+	}
+	switch {
+	case present && len(res.Findings) > 0 && res.Findings[0].Status == Supported:
+		res.Verdict = Verdict(res.Findings[0].ID)
+	case present || !allKnown:
+		res.Verdict = Undetermined
+	default:
+		res.Verdict = NoIncident
+	}
+	return res
+}
+
+func missingText(ms []Missing) string {
+	s := ""
+	for i, m := range ms {
+		if i > 0 {
+			s += "; "
+		}
+		s += m.String()
+	}
+	return s
+}
+
+func evalRule(e *env, r Rule) Finding {
+	fd := Finding{
+		ID: r.ID, Title: r.Title,
+		Evidence: []Evidence{}, CounterEvidence: []Evidence{}, Explains: []SymptomID{},
+		Mitigations: r.Mitigations, RootCause: r.RootCause, Prevention: r.Prevention,
+		Experiment: r.Experiment,
+	}
+	for _, id := range r.Explains {
+		if e.symptom(id).Present {
+			fd.Explains = append(fd.Explains, id)
+		}
+	}
+	var weight, held float64
+	failed, unknownSupport := false, false
+	for _, c := range r.Support {
+		res := c.eval(e)
+		weight += 2
+		switch res.out {
+		case holds:
+			held += 2
+			fd.Evidence = append(fd.Evidence, res.ev...)
+		case fails:
+			failed = true
+			fd.CounterEvidence = append(fd.CounterEvidence, res.ev...)
+		default:
+			unknownSupport = true
+			fd.Missing = append(fd.Missing, res.missing...)
+		}
+	}
+	// Named counter-evidence first, then the support that failed.
+	var named []Evidence
+	for _, c := range r.Counter {
+		res := c.When.eval(e)
+		if res.out == holds {
+			named = append(named, textEvidence("counter-evidence: "+c.Text))
+			named = append(named, res.ev...)
+		}
+	}
+	countered := len(named) > 0
+	fd.CounterEvidence = append(named, fd.CounterEvidence...)
+	for _, ch := range r.Checks {
+		nc := NextCheck{Text: ch.Text, Outcome: CheckManual}
+		if ch.When != nil {
+			res := ch.When.eval(e)
+			nc.Evidence, nc.Missing = res.ev, res.missing
+			switch res.out {
+			case holds:
+				nc.Outcome = CheckHolds
+			case fails:
+				nc.Outcome = CheckFails
+			default:
+				nc.Outcome = CheckUnknown
+			}
+			if !ch.Neutral {
+				weight++
+				if res.out == holds {
+					held++
+				}
+			}
+		}
+		fd.NextChecks = append(fd.NextChecks, nc)
+	}
+	switch {
+	case countered || failed:
+		fd.Status = Contradicted
+	case unknownSupport:
+		fd.Status = NotEvaluable
+	default:
+		fd.Status = Supported
+	}
+	if weight > 0 {
+		fd.Score = held / weight
+	}
+	fd.Evidence = dedupe(fd.Evidence)
+	fd.CounterEvidence = dedupe(fd.CounterEvidence)
+	return fd
+}
+
+// dedupe drops evidence items identical in fact and text to an earlier
+// one, keeping the order.
+func dedupe(ev []Evidence) []Evidence {
+	type key struct {
+		f FactID
+		t string
+	}
+	seen := map[key]bool{}
+	out := ev[:0:0]
+	for _, e := range ev {
+		k := key{e.Fact, e.Text}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	if out == nil {
+		out = []Evidence{}
+	}
+	return out
+}
+
+var statusRank = map[Status]int{Supported: 0, NotEvaluable: 1, Contradicted: 2}
+
+// rank orders findings in place: by status, then score (descending), then
+// refinement, then map order. A supported finding that refines another
+// supported finding first takes at least its score, so that the specific
+// explanation (a hot replica) ranks above the general one (a sustained
+// queue) it explains.
+func rank(fs []Finding, rules []Rule, order map[HypothesisID]int) {
+	byID := map[HypothesisID]*Finding{}
+	for i := range fs {
+		byID[fs[i].ID] = &fs[i]
+	}
+	refines := map[HypothesisID]int{}
+	for _, r := range rules {
+		a := byID[r.ID]
+		for _, g := range r.Refines {
+			b := byID[g]
+			if a.Status == Supported && b != nil && b.Status == Supported {
+				refines[a.ID]++
+				if b.Score > a.Score {
+					a.Score = b.Score
+				}
+			}
+		}
+	}
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if statusRank[a.Status] != statusRank[b.Status] {
+			return statusRank[a.Status] < statusRank[b.Status]
+		}
+		if a.Score != b.Score {
+			return a.Score > b.Score
+		}
+		if refines[a.ID] != refines[b.ID] {
+			return refines[a.ID] > refines[b.ID]
+		}
+		return order[a.ID] < order[b.ID]
+	})
+}
+
+// observation is a counter-case that must not read as an incident.
+type observation struct {
+	id, title, text string
+	when            Cond
+}

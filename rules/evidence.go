@@ -1,0 +1,154 @@
+package rules
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Evidence is one number behind a symptom or finding: the fact, its
+// incident and baseline values with bounds, counts and windows, and a
+// sentence saying what it shows. Unknown numbers are NaN (null in JSON).
+type Evidence struct {
+	Fact           FactID  // empty for a sentence-only item
+	Value          float64 // incident-window value
+	Baseline       float64 // baseline-window value
+	Lower, Upper   float64 // bounds of Value
+	Count          float64 // observations behind Value
+	BaselineCount  float64 // observations behind Baseline
+	Window         string  // incident window
+	BaselineWindow string  // baseline window
+	Source         string  // metric name and version
+	// Text says what the number shows, e.g. "queue_time_p95 450ms vs
+	// baseline 120ms: 3.75x (rises >= 1.5x)".
+	Text string
+}
+
+func evidenceOf(id FactID, f Fact) Evidence {
+	return Evidence{
+		Fact: id, Value: f.Value, Baseline: f.Baseline,
+		Lower: f.Lower, Upper: f.Upper, Count: f.Count, BaselineCount: f.BaselineCount,
+		Window: f.Window, BaselineWindow: f.BaselineWindow, Source: f.Source,
+	}
+}
+
+// textEvidence is an evidence item that carries only a sentence.
+func textEvidence(text string) Evidence {
+	e := evidenceOf("", MissingFact(""))
+	e.Text = text
+	return e
+}
+
+// String returns the text followed by bounds, count, window and source
+// where known.
+func (e Evidence) String() string {
+	var b strings.Builder
+	b.WriteString(e.Text)
+	var extra []string
+	if !math.IsNaN(e.Lower) || !math.IsNaN(e.Upper) {
+		extra = append(extra, fmt.Sprintf("in [%s, %s]", fmtValue(e.Fact, e.Lower), fmtValue(e.Fact, e.Upper)))
+	}
+	if !math.IsNaN(e.Count) {
+		c := fmt.Sprintf("n=%g", e.Count)
+		if !math.IsNaN(e.BaselineCount) {
+			c += fmt.Sprintf(" (baseline n=%g)", e.BaselineCount)
+		}
+		extra = append(extra, c)
+	}
+	if e.Window != "" {
+		w := e.Window
+		if e.BaselineWindow != "" {
+			w += " vs " + e.BaselineWindow
+		}
+		extra = append(extra, w)
+	}
+	if e.Source != "" {
+		extra = append(extra, e.Source)
+	}
+	if len(extra) > 0 {
+		b.WriteString("; ")
+		b.WriteString(strings.Join(extra, "; "))
+	}
+	return b.String()
+}
+
+// number is a float64 that marshals non-finite values as null.
+type number float64
+
+// MarshalJSON writes null for NaN and infinities.
+func (n number) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(f)
+}
+
+// MarshalJSON writes the evidence with snake_case keys; non-finite
+// numbers (unknown values, an unbounded upper bound) are null.
+func (e Evidence) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Fact           FactID `json:"fact,omitempty"`
+		Value          number `json:"value"`
+		Baseline       number `json:"baseline"`
+		Lower          number `json:"lower"`
+		Upper          number `json:"upper"`
+		Count          number `json:"count"`
+		BaselineCount  number `json:"baseline_count"`
+		Window         string `json:"window,omitempty"`
+		BaselineWindow string `json:"baseline_window,omitempty"`
+		Source         string `json:"source,omitempty"`
+		Text           string `json:"text"`
+	}{e.Fact, number(e.Value), number(e.Baseline), number(e.Lower), number(e.Upper),
+		number(e.Count), number(e.BaselineCount), e.Window, e.BaselineWindow, e.Source, e.Text})
+}
+
+// fmtValue formats a value in the unit of the fact: seconds as ms or s,
+// tokens and requests as integers where whole, ratios with two digits.
+func fmtValue(id FactID, v float64) string {
+	if math.IsNaN(v) {
+		return "?"
+	}
+	if math.IsInf(v, 1) {
+		return "+Inf"
+	}
+	info, _ := Info(id)
+	switch info.Unit {
+	case "s":
+		if math.Abs(v) < 1 {
+			return fmtNum(v*1000) + "ms"
+		}
+		return fmtNum(v) + "s"
+	case "tokens":
+		return fmtNum(v) + " tokens"
+	case "req/s", "tokens/s", "1/s", "requests/s":
+		return fmtNum(v) + "/s"
+	case "x":
+		return fmtRatio(v)
+	}
+	return fmtNum(v)
+}
+
+func fmtNum(v float64) string {
+	if math.IsNaN(v) {
+		return "?"
+	}
+	if math.IsInf(v, 0) {
+		return fmt.Sprint(v)
+	}
+	if math.Abs(v) >= 100 || v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+func fmtRatio(r float64) string {
+	if math.IsInf(r, 1) {
+		return "up from 0"
+	}
+	if math.IsInf(r, 0) || math.IsNaN(r) {
+		return fmt.Sprintf("%vx", r)
+	}
+	return fmt.Sprintf("%.2fx", r)
+}

@@ -1,0 +1,412 @@
+package rules
+
+import (
+	"math"
+	"sort"
+)
+
+// FactID names one fact, the input vocabulary of the decision map. Fact
+// ids are snake_case strings and part of the public contract: package
+// diagnose computes them from metrics, reports print them, and experiment
+// plans name their metrics with them.
+//
+// Conventions shared by all facts:
+//   - values are in base units: seconds, tokens, requests, ratios in 0..1;
+//   - "_pNN" facts are quantiles of a histogram merged across the fleet
+//     (buckets summed over replicas, then histogram_quantile), over the
+//     window; Lower and Upper are the bucket bounds that contain the
+//     quantile and Count is the number of observations in the window;
+//   - "_rate" facts are per second, from counter increases over the window
+//     (resets handled); Count is the counter increase when it is a count
+//     of events, else the number of scrapes;
+//   - "_share" facts are fractions 0..1 of finished requests;
+//   - gauge facts ("_mean", "_max") are over the scrapes in the window,
+//     summed over replicas at each scrape time; Count is the number of
+//     scrape times.
+type FactID string
+
+// Latency quantiles (seconds), from vLLM request histograms.
+const (
+	// TTFTP50 is the median time to first token (s), from
+	// vllm:time_to_first_token_seconds.
+	TTFTP50 FactID = "ttft_p50"
+	// TTFTP95 is the 95th percentile time to first token (s).
+	TTFTP95 FactID = "ttft_p95"
+	// TTFTP99 is the 99th percentile time to first token (s).
+	TTFTP99 FactID = "ttft_p99"
+	// QueueTimeP50 is the median time spent waiting before the first
+	// schedule (s), from vllm:request_queue_time_seconds.
+	QueueTimeP50 FactID = "queue_time_p50"
+	// QueueTimeP95 is the 95th percentile queue time (s).
+	QueueTimeP95 FactID = "queue_time_p95"
+	// PrefillTimeP95 is the 95th percentile prefill time (s), from
+	// vllm:request_prefill_time_seconds.
+	PrefillTimeP95 FactID = "prefill_time_p95"
+	// DecodeTimeP95 is the 95th percentile decode time (s), from
+	// vllm:request_decode_time_seconds.
+	DecodeTimeP95 FactID = "decode_time_p95"
+	// TPOTP50 is the median per-request time per output token (s), from
+	// vllm:request_time_per_output_token_seconds (vLLM >= 0.11). Never the
+	// older per-step vllm:time_per_output_token_seconds, which is ITL.
+	TPOTP50 FactID = "tpot_p50"
+	// TPOTP95 is the 95th percentile per-request time per output token
+	// (s); see TPOTP50.
+	TPOTP95 FactID = "tpot_p95"
+	// TPOTMean is the mean decode time per output token (s) where no
+	// per-request TPOT histogram exists: request_decode_time_seconds_sum /
+	// (request_generation_tokens_sum - request_generation_tokens_count)
+	// over the window. It stands in for TPOTP95 in the tpot symptom, with
+	// that substitution stated in the evidence.
+	TPOTMean FactID = "tpot_mean"
+	// ITLP95 is the 95th percentile inter-token latency (s), from
+	// vllm:inter_token_latency_seconds or, before vLLM 0.11,
+	// vllm:time_per_output_token_seconds (one observation per step).
+	ITLP95 FactID = "itl_p95"
+	// E2EP50 is the median end-to-end request latency (s), from
+	// vllm:e2e_request_latency_seconds.
+	E2EP50 FactID = "e2e_p50"
+	// E2EP95 is the 95th percentile end-to-end latency (s).
+	E2EP95 FactID = "e2e_p95"
+	// E2EP99 is the 99th percentile end-to-end latency (s).
+	E2EP99 FactID = "e2e_p99"
+	// InferenceTimeP95 is the 95th percentile prefill+decode time (s),
+	// from vllm:request_inference_time_seconds.
+	InferenceTimeP95 FactID = "inference_time_p95"
+	// ClientTTFTP95 is the 95th percentile TTFT measured on the client or
+	// gateway side (s), from a histogram the caller names. Optional: only
+	// the proxy-network hypothesis needs it.
+	ClientTTFTP95 FactID = "client_ttft_p95"
+)
+
+// Request sizes (tokens), from vLLM request histograms.
+const (
+	// PromptTokensP50 is the median prompt length (tokens), from
+	// vllm:request_prompt_tokens.
+	PromptTokensP50 FactID = "prompt_tokens_p50"
+	// PromptTokensP95 is the 95th percentile prompt length (tokens).
+	PromptTokensP95 FactID = "prompt_tokens_p95"
+	// PromptTokensP99 is the 99th percentile prompt length (tokens).
+	PromptTokensP99 FactID = "prompt_tokens_p99"
+	// GenerationTokensP50 is the median output length (tokens), from
+	// vllm:request_generation_tokens.
+	GenerationTokensP50 FactID = "generation_tokens_p50"
+	// GenerationTokensP95 is the 95th percentile output length (tokens).
+	GenerationTokensP95 FactID = "generation_tokens_p95"
+)
+
+// Rates and shares.
+const (
+	// ArrivalRate is the estimated arrival rate (requests/s): completions
+	// per second plus the growth of (waiting + running) over the window,
+	// divided by the window length. http_requests_total counts responses
+	// when they end, so it is a completion rate, not arrivals.
+	ArrivalRate FactID = "arrival_rate"
+	// CompletionRate is finished requests per second, all finished_reason
+	// values, from rate(vllm:request_success_total).
+	CompletionRate FactID = "completion_rate"
+	// ErrorShare is the share (0..1) of finished requests with
+	// finished_reason="error".
+	ErrorShare FactID = "error_share"
+	// AbortShare is the share (0..1) of finished requests with
+	// finished_reason="abort" (client cancellations and disconnects,
+	// often client timeouts).
+	AbortShare FactID = "abort_share"
+	// HTTP5xxShare is the share (0..1) of HTTP responses with status 5xx,
+	// from http_requests_total{status="5xx"} over all statuses.
+	HTTP5xxShare FactID = "http_5xx_share"
+	// TimeoutShare is the share (0..1) of requests that timed out, from a
+	// gateway or client metric the caller names. Optional.
+	TimeoutShare FactID = "timeout_share"
+	// PromptTokenRate is prompt tokens processed per second, from
+	// rate(vllm:prompt_tokens_total).
+	PromptTokenRate FactID = "prompt_token_rate"
+	// GenerationTokenRate is output tokens per second, from
+	// rate(vllm:generation_tokens_total).
+	GenerationTokenRate FactID = "generation_token_rate"
+	// PreemptionRate is preemptions per second, from
+	// rate(vllm:num_preemptions_total) over the window (never the
+	// lifetime counter value); Count is the increase.
+	PreemptionRate FactID = "preemption_rate"
+	// PrefixHitRatio is the prefix-cache hit ratio (0..1): increase of
+	// vllm:prefix_cache_hits_total over increase of
+	// vllm:prefix_cache_queries_total (tokens), or the older
+	// gpu_prefix_cache_* series.
+	PrefixHitRatio FactID = "prefix_hit_ratio"
+)
+
+// Scheduler state, from gauges sampled at scrape times (fleet sum per
+// scrape time unless stated).
+const (
+	// WaitingMean is the mean of vllm:num_requests_waiting (requests).
+	WaitingMean FactID = "waiting_mean"
+	// WaitingMax is the maximum of vllm:num_requests_waiting (requests).
+	WaitingMax FactID = "waiting_max"
+	// WaitingSlope is the least-squares slope of waiting over time
+	// (requests/s, gonum stat.LinearRegression of value on seconds):
+	// clearly positive means the queue accumulates.
+	WaitingSlope FactID = "waiting_slope"
+	// WaitingBurst is the peak short-interval arrival rate (or, lacking
+	// arrivals, the peak waiting) divided by its window mean (ratio >= 1):
+	// a large value with no slope means bursts that drain again.
+	WaitingBurst FactID = "waiting_burst"
+	// RunningMean is the mean of vllm:num_requests_running (requests).
+	RunningMean FactID = "running_mean"
+	// RunningMax is the maximum of vllm:num_requests_running (requests).
+	RunningMax FactID = "running_max"
+	// MaxNumSeqs is the configured max_num_seqs summed over replicas
+	// (requests), from vllm:cache_config_info or the caller; optional.
+	MaxNumSeqs FactID = "max_num_seqs"
+	// KVUsageMean is the mean KV-cache usage (0..1) of vllm:kv_cache_usage_perc
+	// (vllm:gpu_cache_usage_perc before 0.9), averaged over replicas.
+	KVUsageMean FactID = "kv_usage_mean"
+	// KVUsageMax is the maximum KV-cache usage (0..1) of any replica.
+	KVUsageMax FactID = "kv_usage_max"
+	// GPUUtilMean is the mean GPU utilisation (0..1) over GPUs and
+	// scrapes, from DCGM_FI_DEV_GPU_UTIL (0-100, divide by 100) or a ratio
+	// metric such as DCGM_FI_PROF_GR_ENGINE_ACTIVE.
+	GPUUtilMean FactID = "gpu_util_mean"
+	// BacklogEnd is waiting + running at the last scrape of the window
+	// (requests): work left when an experiment run ends.
+	BacklogEnd FactID = "backlog_end"
+)
+
+// Replica balance and relations.
+const (
+	// ReplicaShareMax is the largest replica's share of completions
+	// divided by the fair share 1/N (ratio; 1 = balanced, 2 = twice its
+	// share). Needs at least two replicas.
+	ReplicaShareMax FactID = "replica_share_max"
+	// ReplicaTTFTRatio is the worst replica's TTFT p95 divided by the
+	// fleet TTFT p95 (ratio).
+	ReplicaTTFTRatio FactID = "replica_ttft_ratio"
+	// CorrRunningTPOT is the Pearson correlation (-1..1, gonum
+	// stat.Correlation) between running sequences and windowed TPOT (or
+	// ITL) per scrape interval over the incident window; Count is the
+	// number of intervals.
+	CorrRunningTPOT FactID = "corr_running_tpot"
+)
+
+// Kind says how a fact was measured; it decides the sample-count checks.
+type Kind int
+
+const (
+	// Quantile is a histogram quantile with bucket bounds.
+	Quantile Kind = iota
+	// Rate is a per-second rate or a share derived from counters.
+	Rate
+	// Gauge is a statistic of a gauge over scrape times.
+	Gauge
+	// Derived is a ratio or correlation computed from other signals, or a
+	// configuration value.
+	Derived
+)
+
+// FactInfo documents one fact.
+type FactInfo struct {
+	ID   FactID
+	Kind Kind
+	// Unit is the unit of the value: "s", "tokens", "req/s", "tokens/s",
+	// "1/s", "ratio" (0..1), "requests", "x" (dimensionless multiple) or
+	// "r" (correlation).
+	Unit string
+	// Better is the direction in which the fact improves ("lower",
+	// "higher"), or "" when neither is better by itself.
+	Better Direction
+	// Doc says what the fact means, in one line.
+	Doc string
+}
+
+// catalog lists every fact the rules know, sorted by id.
+var catalog = []FactInfo{
+	{AbortShare, Rate, "ratio", Lower, "share of finished requests aborted (finished_reason=abort)"},
+	{ArrivalRate, Rate, "req/s", "", "estimated arrivals: completions + growth of waiting and running"},
+	{BacklogEnd, Gauge, "requests", Lower, "waiting + running at the end of the window"},
+	{ClientTTFTP95, Quantile, "s", Lower, "client/gateway-side TTFT p95"},
+	{CompletionRate, Rate, "req/s", Higher, "finished requests per second"},
+	{CorrRunningTPOT, Derived, "r", "", "Pearson correlation of running sequences and windowed TPOT"},
+	{DecodeTimeP95, Quantile, "s", Lower, "decode time p95"},
+	{E2EP50, Quantile, "s", Lower, "end-to-end latency p50"},
+	{E2EP95, Quantile, "s", Lower, "end-to-end latency p95"},
+	{E2EP99, Quantile, "s", Lower, "end-to-end latency p99"},
+	{ErrorShare, Rate, "ratio", Lower, "share of finished requests with finished_reason=error"},
+	{GenerationTokenRate, Rate, "tokens/s", Higher, "output tokens per second"},
+	{GenerationTokensP50, Quantile, "tokens", "", "output length p50"},
+	{GenerationTokensP95, Quantile, "tokens", "", "output length p95"},
+	{GPUUtilMean, Gauge, "ratio", "", "mean GPU utilisation"},
+	{HTTP5xxShare, Rate, "ratio", Lower, "share of HTTP responses with status 5xx"},
+	{InferenceTimeP95, Quantile, "s", Lower, "prefill + decode time p95"},
+	{ITLP95, Quantile, "s", Lower, "inter-token latency p95"},
+	{KVUsageMax, Gauge, "ratio", "", "maximum KV-cache usage of any replica"},
+	{KVUsageMean, Gauge, "ratio", "", "mean KV-cache usage"},
+	{MaxNumSeqs, Derived, "requests", "", "configured max_num_seqs, summed over replicas"},
+	{PreemptionRate, Rate, "1/s", Lower, "preemptions per second"},
+	{PrefillTimeP95, Quantile, "s", Lower, "prefill time p95"},
+	{PrefixHitRatio, Rate, "ratio", Higher, "prefix-cache hit ratio (tokens hit / tokens queried)"},
+	{PromptTokenRate, Rate, "tokens/s", "", "prompt tokens per second"},
+	{PromptTokensP50, Quantile, "tokens", "", "prompt length p50"},
+	{PromptTokensP95, Quantile, "tokens", "", "prompt length p95"},
+	{PromptTokensP99, Quantile, "tokens", "", "prompt length p99"},
+	{QueueTimeP50, Quantile, "s", Lower, "queue time p50"},
+	{QueueTimeP95, Quantile, "s", Lower, "queue time p95"},
+	{ReplicaShareMax, Derived, "x", Lower, "largest replica's completion share / fair share"},
+	{ReplicaTTFTRatio, Derived, "x", Lower, "worst replica TTFT p95 / fleet TTFT p95"},
+	{RunningMax, Gauge, "requests", "", "maximum running sequences"},
+	{RunningMean, Gauge, "requests", "", "mean running sequences"},
+	{TPOTMean, Rate, "s", Lower, "mean decode time per output token, from sums"},
+	{TPOTP50, Quantile, "s", Lower, "per-request time per output token p50"},
+	{TPOTP95, Quantile, "s", Lower, "per-request time per output token p95"},
+	{TTFTP50, Quantile, "s", Lower, "time to first token p50"},
+	{TTFTP95, Quantile, "s", Lower, "time to first token p95"},
+	{TTFTP99, Quantile, "s", Lower, "time to first token p99"},
+	{WaitingBurst, Derived, "x", "", "peak short-interval arrivals (or waiting) / window mean"},
+	{WaitingMax, Gauge, "requests", "", "maximum waiting requests"},
+	{WaitingMean, Gauge, "requests", "", "mean waiting requests"},
+	{WaitingSlope, Derived, "requests/s", "", "trend of waiting requests (regression slope)"},
+}
+
+// FactIDs returns every fact id the rules know, sorted.
+func FactIDs() []FactID {
+	ids := make([]FactID, len(catalog))
+	for i, c := range catalog {
+		ids[i] = c.ID
+	}
+	return ids
+}
+
+// Info returns the documentation of a fact, and false for an unknown id.
+func Info(id FactID) (FactInfo, bool) {
+	i := sort.Search(len(catalog), func(i int) bool { return catalog[i].ID >= id })
+	if i < len(catalog) && catalog[i].ID == id {
+		return catalog[i], true
+	}
+	return FactInfo{}, false
+}
+
+// Fact is one measured value of the incident window, with its baseline,
+// bounds, count and provenance.
+//
+// Unknown numbers are NaN, never zero: build facts with Measured (which
+// sets every optional number to NaN) and the With methods, or set all
+// fields in a literal. A fact whose Value is NaN, or whose Missing is
+// set, cannot be evaluated; rules that need it report "not-evaluable".
+type Fact struct {
+	// Value is the incident-window value.
+	Value float64
+	// Lower and Upper bound Value when it is an estimate (the bucket that
+	// holds a histogram quantile); NaN when exact or unknown. Upper may
+	// be +Inf.
+	Lower, Upper float64
+	// Count is the number of observations behind Value (requests for a
+	// histogram, events for a counter, scrapes for a gauge); NaN when
+	// unknown. Quantiles with fewer than Thresholds.MinSamples
+	// observations are not evaluated.
+	Count float64
+	// Window describes the incident window, e.g. "10:00-10:30Z (30m)".
+	Window string
+
+	// Baseline is the baseline-window value; NaN when there is no
+	// baseline.
+	Baseline float64
+	// BaselineLower and BaselineUpper bound Baseline; NaN when unknown.
+	BaselineLower, BaselineUpper float64
+	// BaselineCount is the number of observations behind Baseline.
+	BaselineCount float64
+	// BaselineWindow describes the baseline window.
+	BaselineWindow string
+
+	// Source names the metric (and version) the value came from, e.g.
+	// "vllm:time_to_first_token_seconds (V1)".
+	Source string
+	// Missing, when not empty, says why the fact cannot be evaluated,
+	// e.g. "no GPU exporter in the evidence". A missing fact is never
+	// read as zero.
+	Missing string
+}
+
+// Measured returns a fact with the given incident value and every
+// optional number (bounds, count, baseline) unknown.
+func Measured(value float64) Fact {
+	nan := math.NaN()
+	return Fact{
+		Value: value, Lower: nan, Upper: nan, Count: nan,
+		Baseline: nan, BaselineLower: nan, BaselineUpper: nan, BaselineCount: nan,
+	}
+}
+
+// MissingFact returns a fact that cannot be evaluated, for the given
+// reason.
+func MissingFact(reason string) Fact {
+	f := Measured(math.NaN())
+	f.Missing = reason
+	return f
+}
+
+// WithBaseline returns f with its baseline value set.
+func (f Fact) WithBaseline(baseline float64) Fact {
+	f.Baseline = baseline
+	return f
+}
+
+// WithBounds returns f with the bounds of its incident value set.
+func (f Fact) WithBounds(lower, upper float64) Fact {
+	f.Lower, f.Upper = lower, upper
+	return f
+}
+
+// WithCount returns f with the incident and baseline sample counts set.
+func (f Fact) WithCount(incident, baseline float64) Fact {
+	f.Count, f.BaselineCount = incident, baseline
+	return f
+}
+
+// WithWindow returns f with the incident and baseline window texts set.
+func (f Fact) WithWindow(incident, baseline string) Fact {
+	f.Window, f.BaselineWindow = incident, baseline
+	return f
+}
+
+// WithSource returns f with its source set.
+func (f Fact) WithSource(source string) Fact {
+	f.Source = source
+	return f
+}
+
+// Known reports whether the incident value can be evaluated.
+func (f Fact) Known() bool { return f.Missing == "" && !math.IsNaN(f.Value) }
+
+// HasBaseline reports whether the fact carries a baseline value.
+func (f Fact) HasBaseline() bool { return !math.IsNaN(f.Baseline) }
+
+// Facts holds the facts of one evaluation, keyed by id.
+//
+// A map rather than a struct with one field per fact: the vocabulary is
+// sparse (evidence rarely carries every signal, and an absent key reads
+// as "not computed", never as zero), it grows without breaking callers,
+// and a caller can add facts under ids the rules do not know yet
+// (Evaluate warns about them). Evaluation never ranges over the map, so
+// its order does not leak into results.
+type Facts map[FactID]Fact
+
+// lookup returns the fact and a reason when it cannot be evaluated.
+func (fs Facts) lookup(id FactID) (Fact, string) {
+	f, ok := fs[id]
+	switch {
+	case !ok:
+		return Measured(math.NaN()), "not computed"
+	case f.Missing != "":
+		return f, f.Missing
+	case math.IsNaN(f.Value):
+		return f, "no value"
+	}
+	return f, ""
+}
+
+// Sorted returns the ids present in fs, sorted.
+func (fs Facts) Sorted() []FactID {
+	ids := make([]FactID, 0, len(fs))
+	for id := range fs {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}

@@ -1,0 +1,578 @@
+package rules
+
+// This file is the decision map of the article "vLLM은 왜 느려졌을까?"
+// (sections 4-13), one struct literal per row. It is a map of what to
+// check next, not a table of verdicts: no single metric decides a root
+// cause.
+//
+//	observed combination            hypothesis to check first               counter-evidence
+//	TTFT up + queue up              arrivals exceed capacity / admission    same inbound rate, no queue growth
+//	TTFT up + short queue + long    prefill cost, or loss of prefix reuse   prompt length and prefill time stable
+//	  prompts
+//	TTFT normal + TPOT/ITL up       decode concurrency or memory pressure   active sequences and TPOT unrelated
+//	KV up + preemptions up          KV space shortage and recompute         preemption rate 0 and SLOs fine
+//	GPU low + queue up              bottleneck outside the GPU              GPU steadily fed with work
+//
+// plus the checks of cases A-E: burst vs sustained queue, one replica over
+// its share, client vs server TTFT.
+
+import "time"
+
+const minute = time.Minute
+
+// held returns what every experiment keeps the same in both arms
+// (section 12).
+func held() []string {
+	return []string{"dataset", "arrival trace", "output policy", "cache state", "duration"}
+}
+
+// Map returns the decision map, one rule per hypothesis, in the article's
+// order. Each call returns a fresh copy the caller may change.
+func Map() []Rule {
+	return []Rule{
+		{
+			ID:       QueueSustained,
+			Title:    "arrivals exceed capacity, or admission blocks",
+			Observed: "TTFT up + queue up and accumulating",
+			Source:   "sections 4, 5 (case A)",
+			Explains: []SymptomID{SymptomTTFT, SymptomTail, SymptomReliability},
+			Support: []Cond{
+				symptom(SymptomTTFT, SymptomTail),
+				anyOf(rises(QueueTimeP95), rises(WaitingMean)),
+				atLeast(WaitingSlope, limAccumulating),
+			},
+			Counter: []Counter{
+				{"same inbound rate and no queue growth", allOf(steady(ArrivalRate), below(WaitingSlope, limAccumulating))},
+			},
+			Checks: []Check{
+				auto("Has the gap between arrival and completion rates grown?", ratioAtLeast(ArrivalRate, CompletionRate, limArrivalExcess)),
+				auto("Does the queue-time increase explain the TTFT increase?", explainsRise(QueueTimeP95, TTFTP95, limExplains)),
+				auto("Are running sequences at max_num_seqs (engine saturated)?", ratioAtLeast(RunningMax, MaxNumSeqs, limNearCapacity)),
+				auto("Is the load spread over the replicas (else see replica-hotspot)?", below(ReplicaShareMax, limHotspot)),
+				manual("Do interactive and batch requests compete in the same pool?"),
+				manual("Do client retries amplify the real arrivals?"),
+			},
+			Mitigations: []string{
+				"tighten admission control or rate limits at the gateway",
+				"cap client retries (retry budget, backoff)",
+				"move batch traffic out of the interactive pool for now",
+				"add replicas or route to healthy ones",
+			},
+			RootCause: []string{
+				"compare the sustained arrival rate with the completion rate the fleet holds within SLO",
+				"replay the incident's arrival trace to measure the sustainable rate per replica",
+				"compare admission control, retry limits, workload split, routing, replica count and scheduler settings one at a time (a larger batch is not the default answer)",
+			},
+			Prevention: []string{
+				"alert on queue time p95 and the waiting trend, not on mean RPS",
+				"document headroom and admission criteria per workload type",
+			},
+			Experiment: Plan{
+				Hypothesis: string(QueueSustained),
+				Change:     Change{Name: "replicas", From: "current", To: "current + 1"},
+				Hold:       held(),
+				Expect: []Expectation{
+					{Metric: QueueTimeP95, Direction: Lower, MinEffect: 0.3},
+					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.2},
+				},
+				Guards: []Guard{
+					{Metric: TPOTP95, Better: Lower, Tolerance: 0.1},
+					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+				},
+				Falsification: []Falsifier{
+					{Kind: NoImprovement, Metric: QueueTimeP95, Text: "queue time p95 does not fall with more capacity: admission or routing blocks, not capacity"},
+					{Kind: Inconsistent, Metric: TTFTP95, Text: "TTFT p95 moves in different directions across repeats"},
+				},
+				Runs: MinRuns, WarmUp: 5 * minute,
+			},
+		},
+		{
+			ID:       QueueBurst,
+			Title:    "bursts of arrivals queue and drain again",
+			Observed: "TTFT or tail up + waiting spikes without accumulating",
+			Source:   "section 5 (case A)",
+			Explains: []SymptomID{SymptomTail, SymptomTTFT},
+			Support: []Cond{
+				symptom(SymptomTail, SymptomTTFT),
+				atLeast(WaitingBurst, limBurst),
+				below(WaitingSlope, limAccumulating),
+			},
+			Counter: []Counter{
+				{"waiting accumulates over the window (sustained, not bursts)", atLeast(WaitingSlope, limAccumulating)},
+			},
+			Checks: []Check{
+				auto("Is the mean arrival rate unchanged (a 10 s burst hides in a 5 min mean)?", steady(ArrivalRate)),
+				auto("Did queue time p95 rise?", rises(QueueTimeP95)),
+				auto("Is the load spread over the replicas (else see replica-hotspot)?", below(ReplicaShareMax, limHotspot)),
+				manual("Look at arrivals per 10 s around the p99 spikes: do batch jobs, fan-out or client retries start together?"),
+			},
+			Mitigations: []string{
+				"smooth bursts at the gateway (token bucket, queue with deadline)",
+				"spread scheduled batch jobs over time",
+				"cap client retries with jittered backoff",
+			},
+			RootCause: []string{
+				"find the burst sources in gateway logs at 10 s resolution",
+				"replay the burst trace and measure p99 with and without smoothing",
+			},
+			Prevention: []string{
+				"dashboards with short-interval (10 s) arrival peaks, not only 5 min means",
+				"alert on p99 with a minimum sample count and duration",
+			},
+			Experiment: Plan{
+				Hypothesis: string(QueueBurst),
+				Change:     Change{Name: "gateway burst limit", From: "current", To: "token bucket at the mean arrival rate"},
+				Hold:       held(),
+				Expect: []Expectation{
+					{Metric: TTFTP99, Direction: Lower, MinEffect: 0.2},
+					{Metric: QueueTimeP95, Direction: Lower, MinEffect: 0.2},
+				},
+				Guards: []Guard{
+					{Metric: CompletionRate, Better: Higher, Tolerance: 0.05},
+					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+				},
+				Falsification: []Falsifier{
+					{Kind: NoImprovement, Metric: TTFTP99, Text: "TTFT p99 does not improve when bursts are smoothed"},
+					{Kind: WorseThanGain, Metric: TTFTP99, Versus: []FactID{CompletionRate}, Text: "completions fall by more than TTFT p99 improves"},
+					{Kind: Inconsistent, Metric: TTFTP99, Text: "TTFT p99 moves in different directions across repeats"},
+				},
+				Runs: MinRuns, WarmUp: 5 * minute,
+			},
+			Refines: nil,
+		},
+		{
+			ID:       PrefillLongPrompts,
+			Title:    "prefill cost of longer prompts",
+			Observed: "TTFT up + short queue + long prompts (p95/p99 up)",
+			Source:   "sections 4, 6 (case B), 10",
+			Explains: []SymptomID{SymptomTTFT, SymptomTail},
+			Support: []Cond{
+				symptom(SymptomTTFT, SymptomTail),
+				flat(QueueTimeP95),
+				anyOf(rises(PromptTokensP95), rises(PromptTokensP99)),
+				rises(PrefillTimeP95),
+			},
+			Counter: []Counter{
+				{"prompt length and prefill time stable", allOf(steady(PromptTokensP95), steady(PrefillTimeP95))},
+			},
+			Checks: []Check{
+				auto("Is prompt tokens p50 unchanged while p95/p99 grew (a group of long requests)?", steady(PromptTokensP50)),
+				auto("Does the prefill-time increase explain the TTFT increase?", explainsRise(PrefillTimeP95, TTFTP95, limExplains)),
+				auto("Is TPOT stable (decode unaffected)?", noSymptom(SymptomTPOT)),
+				manual("Did RAG return more chunks or more tokens?"),
+				manual("Did the system prompt or tool schemas grow?"),
+				manual("Are cold-cache and warm-cache traffic mixed in the dashboards?"),
+				manual("Is chunked prefill applied as expected (startup log, max_num_batched_tokens)?"),
+			},
+			Mitigations: []string{
+				"apply the approved context-length cap",
+				"route long-context requests to a separate pool",
+				"reduce retrieved chunks for now",
+			},
+			RootCause: []string{
+				"find the request group with long prompts (workload type, RAG pipeline, tenant) and its change record",
+				"shrink retrieval results, compress context, simplify tool schemas, keep a stable prefix",
+				"then compare max_num_batched_tokens on the same workload",
+			},
+			Prevention: []string{
+				"dashboards of prompt tokens p50/p95/p99 per workload type",
+				"regression benchmark with the long-prompt mix before prompt or RAG releases",
+			},
+			Experiment: Plan{
+				Hypothesis: string(PrefillLongPrompts),
+				Change:     Change{Name: "max_num_batched_tokens", From: "current", To: "2x current"},
+				Hold:       held(),
+				Expect: []Expectation{
+					{Metric: PrefillTimeP95, Direction: Lower, MinEffect: 0.15},
+					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.15},
+				},
+				Guards: []Guard{
+					{Metric: ITLP95, Better: Lower, Tolerance: 0.1},
+					{Metric: TPOTP95, Better: Lower, Tolerance: 0.1},
+				},
+				Falsification: []Falsifier{
+					{Kind: NoImprovement, Metric: TTFTP95, Text: "TTFT p95 does not improve with a larger token budget"},
+					{Kind: WorseThanGain, Metric: TTFTP95, Versus: []FactID{ITLP95, TPOTP95}, Text: "ITL and TPOT get worse by more than TTFT improves"},
+					{Kind: Inconsistent, Metric: TTFTP95, Text: "TTFT p95 moves in different directions across repeats"},
+				},
+				Runs: MinRuns, WarmUp: 5 * minute,
+			},
+		},
+		{
+			ID:       PrefixCacheLoss,
+			Title:    "loss of prefix-cache reuse",
+			Observed: "TTFT up + short queue + prefix hit ratio down, prompts not longer",
+			Source:   "sections 4, 6 (case B)",
+			Explains: []SymptomID{SymptomTTFT, SymptomTail},
+			Support: []Cond{
+				symptom(SymptomTTFT, SymptomTail),
+				flat(QueueTimeP95),
+				drops(PrefixHitRatio, limPrefixDrop),
+				steady(PromptTokensP95), // longer prompts lower the hit ratio by themselves
+				rises(PrefillTimeP95),
+			},
+			Counter: []Counter{
+				{"prefix-cache hit ratio stable", not(drops(PrefixHitRatio, limPrefixDrop))},
+			},
+			Checks: []Check{
+				auto("Is KV usage high (cached prefixes evicted)?", atLeast(KVUsageMax, limKVHigh)),
+				manual("Is a per-request time or id placed before the shared instructions? Automatic prefix caching reuses identical token prefixes only"),
+				manual("Did the prompt template, system prompt or tokenizer change?"),
+				manual("Did restarts or scale-out leave caches cold?"),
+			},
+			Mitigations: []string{
+				"roll back the prompt template change",
+				"route sessions to the replica that holds their prefix (sticky routing)",
+			},
+			RootCause: []string{
+				"diff the prompt templates before and after at the token level",
+				"move per-request fields (time, ids) after the shared prefix",
+			},
+			Prevention: []string{
+				"track the prefix-cache hit ratio per workload type",
+				"review prompt templates for a stable shared prefix",
+			},
+			Experiment: Plan{
+				Hypothesis: string(PrefixCacheLoss),
+				Change:     Change{Name: "prompt prefix layout", From: "current", To: "per-request fields after the shared prefix"},
+				Hold:       held(),
+				Expect: []Expectation{
+					{Metric: PrefixHitRatio, Direction: Higher, MinEffect: 0.1},
+					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.1},
+				},
+				Guards: []Guard{
+					{Metric: TPOTP95, Better: Lower, Tolerance: 0.1},
+				},
+				Falsification: []Falsifier{
+					{Kind: NoImprovement, Metric: PrefixHitRatio, Text: "the hit ratio does not recover with a stable prefix"},
+					{Kind: NoImprovement, Metric: TTFTP95, Text: "the hit ratio recovers but TTFT p95 does not improve"},
+					{Kind: Inconsistent, Metric: TTFTP95, Text: "TTFT p95 moves in different directions across repeats"},
+				},
+				Runs: MinRuns, WarmUp: 5 * minute,
+			},
+		},
+		{
+			ID:       DecodePressure,
+			Title:    "decode concurrency or memory-bandwidth pressure",
+			Observed: "TTFT normal + TPOT/ITL up + more running sequences",
+			Source:   "sections 4, 7 (case C), 12",
+			Explains: []SymptomID{SymptomTPOT, SymptomTail},
+			Support: []Cond{
+				symptom(SymptomTPOT),
+				anyOf(rises(RunningMean), atLeast(CorrRunningTPOT, limCorrStrong)),
+			},
+			Counter: []Counter{
+				{"active sequences and TPOT unrelated", allOf(absBelow(CorrRunningTPOT, limCorrWeak), steady(RunningMean))},
+			},
+			Checks: []Check{
+				auto("Is TTFT normal?", noSymptom(SymptomTTFT)),
+				auto("Did active sequences and TPOT worsen at the same time?", atLeast(CorrRunningTPOT, limCorrStrong)),
+				{Text: "Did the output length distribution change?", When: ptr(rises(GenerationTokensP95)), Neutral: true},
+				manual("After raising max_num_seqs, did output goodput actually grow?"),
+				manual("Does batch work share the pool with interactive decode?"),
+				manual("Is TPOT bad while ITL is fine, or do mid-stream stalls worsen too?"),
+			},
+			Mitigations: []string{
+				"lower max_num_seqs one step within the approved range",
+				"move batch traffic to a separate pool",
+				"apply the approved output-length cap",
+			},
+			RootCause: []string{
+				"line up running sequences and TPOT on one timeline",
+				"check whether the output length distribution shifted",
+				"replay the trace with max_num_seqs one step lower",
+			},
+			Prevention: []string{
+				"separate serving pools for interactive and batch latency needs",
+				"regression benchmark of TPOT against concurrency around upgrades",
+			},
+			Experiment: Plan{
+				Hypothesis: string(DecodePressure),
+				Change:     Change{Name: "max_num_seqs", From: "current", To: "one step lower"},
+				Hold:       held(),
+				Expect: []Expectation{
+					{Metric: TPOTP95, Direction: Lower, MinEffect: 0.1},
+				},
+				Guards: []Guard{
+					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
+					{Metric: GenerationTokenRate, Better: Higher, Tolerance: 0.1},
+					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					{Metric: BacklogEnd, Better: Lower, Tolerance: 0.1},
+				},
+				Falsification: []Falsifier{
+					{Kind: NoImprovement, Metric: TPOTP95, Text: "active sequences fall but TPOT p95 does not improve"},
+					{Kind: WorseThanGain, Metric: TPOTP95, Versus: []FactID{QueueTimeP95, TTFTP95}, Text: "queue and TTFT get worse by more than TPOT improves"},
+					{Kind: Inconsistent, Metric: TPOTP95, Text: "the direction of the TPOT change is not the same in every repeat"},
+					{Kind: Manual, Text: "GPU memory activity (e.g. DCGM_FI_PROF_DRAM_ACTIVE) and TPOT are unrelated"},
+				},
+				Runs: MinRuns, WarmUp: 5 * minute,
+			},
+		},
+		{
+			ID:       KVPreemption,
+			Title:    "KV-cache shortage with preemption and recompute",
+			Observed: "KV usage high + preemptions + latency up",
+			Source:   "sections 4, 8 (case D), 11",
+			Explains: []SymptomID{SymptomTail, SymptomTPOT, SymptomTTFT, SymptomReliability},
+			Support: []Cond{
+				symptom(SymptomTail, SymptomTPOT, SymptomTTFT),
+				atLeast(KVUsageMax, limKVHigh),
+				above(PreemptionRate, limPreemption),
+			},
+			Counter: []Counter{
+				{"preemption rate 0 (high KV usage alone is not an incident)", atMost(PreemptionRate, limPreemption)},
+			},
+			Checks: []Check{
+				auto("Did preemptions rise over the baseline window (increase, not lifetime counters)?", rises(PreemptionRate)),
+				auto("Is KV usage high on average, not only at a peak?", atLeast(KVUsageMean, limKVHigh)),
+				auto("Are running sequences near max_num_seqs?", ratioAtLeast(RunningMax, MaxNumSeqs, limNearCapacity)),
+				manual("Split preempted requests by prompt and output length: do a few very long requests push the cache out, or does it happen at normal concurrency?"),
+				manual("Check pod restarts and counter resets inside the window"),
+			},
+			Mitigations: []string{
+				"lower max_num_seqs or max_num_batched_tokens within the approved range",
+				"apply the approved context cap or route very long requests to a separate pool",
+				"tighten admission",
+			},
+			RootCause: []string{
+				"preserve the config snapshot (gpu_memory_utilization, num_gpu_blocks, max_num_seqs)",
+				"replay with more KV memory or lower concurrency, one at a time",
+				"consider another parallelism layout for more KV space",
+			},
+			Prevention: []string{
+				"alert on KV high + preemptions + SLO breach together, not on KV > 90% alone",
+				"record the KV block count of every release",
+			},
+			Experiment: Plan{
+				Hypothesis: string(KVPreemption),
+				Change:     Change{Name: "gpu_memory_utilization", From: "current", To: "higher (more KV blocks)"},
+				Hold:       held(),
+				Expect: []Expectation{
+					{Metric: PreemptionRate, Direction: Lower, MinEffect: 0.5},
+					{Metric: E2EP99, Direction: Lower, MinEffect: 0.1},
+				},
+				Guards: []Guard{
+					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
+					{Metric: GenerationTokenRate, Better: Higher, Tolerance: 0.05},
+					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+				},
+				Falsification: []Falsifier{
+					{Kind: NoImprovement, Metric: PreemptionRate, Text: "preemptions do not fall with more KV space"},
+					{Kind: NoImprovement, Metric: E2EP99, Text: "preemptions fall but E2E p99 does not improve: recompute was not the cost"},
+					{Kind: Inconsistent, Metric: E2EP99, Text: "E2E p99 moves in different directions across repeats"},
+				},
+				Runs: MinRuns, WarmUp: 5 * minute,
+			},
+			Refines: []HypothesisID{DecodePressure},
+		},
+		{
+			ID:       OutsideGPU,
+			Title:    "bottleneck outside the GPU: CPU, gateway, routing or clients",
+			Observed: "GPU utilisation low + queue up",
+			Source:   "sections 4, 9 (case E)",
+			Explains: []SymptomID{SymptomTTFT, SymptomTail},
+			Support: []Cond{
+				symptom(SymptomTTFT, SymptomTail),
+				anyOf(atLeast(WaitingMean, limQueueMin), rises(QueueTimeP95)),
+				below(GPUUtilMean, limGPULow),
+			},
+			Counter: []Counter{
+				{"GPU steadily fed with work", atLeast(GPUUtilMean, limGPULow)},
+			},
+			Checks: []Check{
+				auto("Is the load spread over the replicas?", below(ReplicaShareMax, limHotspot)),
+				manual("CPU tokenisation or request preprocessing (API-server CPU throttling)"),
+				manual("API gateway or proxy buffering"),
+				manual("client connection pools and synchronous calls"),
+				manual("network or model storage problems"),
+				manual("saturation of the load generator itself"),
+				manual("many tiny requests and scheduling overhead"),
+			},
+			Mitigations: []string{
+				"route to healthy replicas",
+				"scale the gateway or tokenisation workers",
+				"roll back a recent gateway or client change",
+			},
+			RootCause: []string{
+				"put CPU throttling, gateway latency, accepted RPS, running and waiting on one timeline",
+				"rule out the load generator and client pools",
+			},
+			Prevention: []string{
+				"dashboards of gateway latency and API-server CPU next to GPU utilisation",
+			},
+			Experiment: Plan{
+				Hypothesis: string(OutsideGPU),
+				Change:     Change{Name: "api_server_count", From: "current", To: "2x current"},
+				Hold:       held(),
+				Expect: []Expectation{
+					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.2},
+					{Metric: GPUUtilMean, Direction: Higher, MinEffect: 0.1},
+				},
+				Guards: []Guard{
+					{Metric: TPOTP95, Better: Lower, Tolerance: 0.1},
+					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+				},
+				Falsification: []Falsifier{
+					{Kind: NoImprovement, Metric: TTFTP95, Text: "TTFT p95 does not improve with more front-end capacity"},
+					{Kind: Inconsistent, Metric: TTFTP95, Text: "TTFT p95 moves in different directions across repeats"},
+				},
+				Runs: MinRuns, WarmUp: 5 * minute,
+			},
+			Refines: []HypothesisID{QueueSustained},
+		},
+		{
+			ID:       ReplicaHotspot,
+			Title:    "one replica takes more than its share",
+			Observed: "one replica's completions or TTFT well above the fleet",
+			Source:   "sections 5, 9, 11",
+			Explains: []SymptomID{SymptomTTFT, SymptomTail, SymptomTPOT},
+			Support: []Cond{
+				symptom(SymptomTTFT, SymptomTail, SymptomTPOT),
+				anyOf(atLeast(ReplicaShareMax, limHotspot), atLeast(ReplicaTTFTRatio, limHotspot)),
+			},
+			Counter: []Counter{
+				{"replicas balanced in load and TTFT", allOf(below(ReplicaShareMax, limHotspot), below(ReplicaTTFTRatio, limHotspot))},
+			},
+			Checks: []Check{
+				manual("Do sticky sessions, prefix-aware routing or a stale endpoint list send load to one pod?"),
+				manual("Does the hot replica differ in version or configuration?"),
+			},
+			Mitigations: []string{
+				"route away from the hot replica or rebalance",
+				"drain or restart the replica only after preserving its counters",
+			},
+			RootCause: []string{
+				"compare per-replica completions, waiting and TTFT",
+				"check the router policy and endpoint health checks",
+			},
+			Prevention: []string{
+				"keep per-replica panels next to fleet quantiles: fleet sums hide hot spots",
+			},
+			Experiment: Plan{
+				Hypothesis: string(ReplicaHotspot),
+				Change:     Change{Name: "routing policy", From: "current", To: "least outstanding requests"},
+				Hold:       held(),
+				Expect: []Expectation{
+					{Metric: ReplicaShareMax, Direction: Lower, MinEffect: 0.2},
+					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.1},
+				},
+				Guards: []Guard{
+					{Metric: PrefixHitRatio, Better: Higher, Tolerance: 0.1},
+					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+				},
+				Falsification: []Falsifier{
+					{Kind: NoImprovement, Metric: TTFTP95, Text: "load evens out but TTFT p95 does not improve"},
+					{Kind: Inconsistent, Metric: TTFTP95, Text: "TTFT p95 moves in different directions across repeats"},
+				},
+				Runs: MinRuns, WarmUp: 5 * minute,
+			},
+			Refines: []HypothesisID{QueueSustained, QueueBurst},
+		},
+		{
+			ID:       ProxyNetwork,
+			Title:    "proxy buffering or network between client and server",
+			Observed: "client TTFT well above server TTFT",
+			Source:   "sections 3, 9",
+			Explains: []SymptomID{SymptomTTFT},
+			Support: []Cond{
+				symptom(SymptomTTFT),
+				ratioAtLeast(ClientTTFTP95, TTFTP95, limProxyGap),
+			},
+			Counter: []Counter{
+				{"client and server TTFT agree", not(ratioAtLeast(ClientTTFTP95, TTFTP95, limProxyGap))},
+			},
+			Checks: []Check{
+				auto("Is server TTFT normal?", flat(TTFTP95)),
+				manual("Align where both sides start measuring and what counts as the first streamed event"),
+				manual("Does a proxy buffer streamed responses?"),
+				manual("Network path, TLS, connection-pool limits"),
+			},
+			Mitigations: []string{
+				"disable response buffering on streaming routes",
+				"bypass the slow proxy hop for interactive traffic",
+			},
+			RootCause: []string{
+				"trace one request across client, gateway and server timestamps",
+			},
+			Prevention: []string{
+				"record client-side TTFT next to server TTFT, with the same definition",
+			},
+			Experiment: Plan{
+				Hypothesis: string(ProxyNetwork),
+				Change:     Change{Name: "proxy response buffering", From: "current", To: "off"},
+				Hold:       held(),
+				Expect: []Expectation{
+					{Metric: ClientTTFTP95, Direction: Lower, MinEffect: 0.2},
+				},
+				Guards: []Guard{
+					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
+					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+				},
+				Falsification: []Falsifier{
+					{Kind: NoImprovement, Metric: ClientTTFTP95, Text: "client TTFT p95 does not improve without buffering"},
+					{Kind: Inconsistent, Metric: ClientTTFTP95, Text: "client TTFT p95 moves in different directions across repeats"},
+				},
+				Runs: MinRuns, WarmUp: 5 * minute,
+			},
+		},
+	}
+}
+
+// observations are the counter-cases that must not read as incidents
+// (sections 8 and 9).
+func observations() []observation {
+	all := []SymptomID{SymptomTTFT, SymptomTPOT, SymptomTail, SymptomReliability}
+	return []observation{
+		{
+			id:    "kv-high-healthy",
+			title: "KV usage high, no preemption, SLOs met",
+			text:  "KV usage is high but nothing is preempted and no symptom shows: ~90% KV usage within SLO can be an efficient operating point, not an incident",
+			when:  allOf(atLeast(KVUsageMax, limKVHigh), atMost(PreemptionRate, limPreemption), noSymptom(all...)),
+		},
+		{
+			id:    "low-traffic",
+			title: "GPU lightly used, no queue, SLOs met",
+			text:  "GPU utilisation is low with no queue and no symptom: this is low traffic; design a capacity test to find how much more load fits within the SLO",
+			when:  allOf(below(GPUUtilMean, limGPULow), below(WaitingMean, limQueueMin), noSymptom(all...)),
+		},
+	}
+}
+
+// IncidentResponse holds the article's general steps (section 13), apart
+// from any one hypothesis: incident response is not tuning.
+type IncidentResponse struct {
+	Mitigations []string
+	RootCause   []string
+	Prevention  []string
+}
+
+// General returns the general incident-response steps of section 13.
+func General() IncidentResponse {
+	return IncidentResponse{
+		Mitigations: []string{
+			"tighten admission or rate limits",
+			"separate batch traffic for now",
+			"apply the approved output and context caps",
+			"restore routing to healthy replicas",
+			"roll back to the last verified configuration",
+		},
+		RootCause: []string{
+			"preserve the incident window's workload and configuration snapshots",
+			"collect counters and logs before restarting pods",
+			"replay a representative trace",
+			"benchmark one variable at a time",
+			"re-estimate the capacity sustainable within SLO",
+		},
+		Prevention: []string{
+			"dashboards and alerts per workload type",
+			"change records of configuration and image versions",
+			"documented headroom and admission criteria",
+			"regression benchmarks before and after upgrades",
+			"manifests that can be rolled back",
+		},
+	}
+}
+
+func auto(text string, c Cond) Check { return Check{Text: text, When: &c} }
+func manual(text string) Check       { return Check{Text: text} }
+func ptr(c Cond) *Cond               { return &c }

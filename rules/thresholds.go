@@ -1,0 +1,136 @@
+package rules
+
+// Thresholds are the tunable limits of the decision map. Start from
+// DefaultThresholds and change single fields; the zero value is not
+// useful.
+//
+// Ratios compare the incident value with the baseline value of the same
+// fact ("rises" means incident >= Rise x baseline). Absolute limits are
+// in the fact's unit.
+type Thresholds struct {
+	// Rise is the multiple of the baseline at which a signal counts as
+	// up: TTFT p95 up >= 1.5x baseline is a TTFT symptom, prompt tokens
+	// p95 up >= 1.5x is a long-prompt shift.
+	Rise float64
+	// Steady is the multiple within which a signal counts as unchanged:
+	// within [1/Steady, Steady] of the baseline, e.g. the article's queue
+	// time p95 120ms -> 130ms.
+	Steady float64
+	// Accumulating is the waiting-queue slope (requests/s, fleet sum) at
+	// and above which the queue accumulates rather than spikes: 0.01/s is
+	// 18 more waiting requests over a 30-minute window.
+	Accumulating float64
+	// Burst is the peak-to-mean ratio of short-interval arrivals (or
+	// waiting) at and above which the window holds bursts: a 10 s burst
+	// hides in a 5 min mean.
+	Burst float64
+	// QueueMin is the mean number of waiting requests (fleet sum) at and
+	// above which a queue exists at all.
+	QueueMin float64
+	// ArrivalExcess is the arrival/completion rate ratio at and above
+	// which arrivals exceed what the fleet completes.
+	ArrivalExcess float64
+	// Explains is the least share of the TTFT p95 increase that a phase
+	// (queue or prefill time p95) increase must cover to "explain" it.
+	Explains float64
+	// NearCapacity is the fraction of max_num_seqs at and above which the
+	// running sequences count as saturated.
+	NearCapacity float64
+	// KVHigh is the KV-cache usage (0..1) at and above which KV space is
+	// under pressure. High KV alone is not an incident.
+	KVHigh float64
+	// Preemption is the preemption rate (1/s) above which preemptions
+	// count as occurring; the default 0 means any preemption in the window.
+	Preemption float64
+	// GPULow is the GPU utilisation (0..1) below which the GPU counts as
+	// under-fed.
+	GPULow float64
+	// Hotspot is the multiple of its fair share (completions) or of the
+	// fleet TTFT p95 at and above which one replica is a hot spot.
+	Hotspot float64
+	// ProxyGap is the client/server TTFT p95 ratio at and above which the
+	// time is spent outside the server (proxy, network).
+	ProxyGap float64
+	// PrefixDrop is the absolute fall of the prefix-cache hit ratio (0..1)
+	// from baseline that counts as lost reuse.
+	PrefixDrop float64
+	// CorrStrong is the Pearson correlation at and above which running
+	// sequences and TPOT move together.
+	CorrStrong float64
+	// CorrWeak is the absolute correlation below which they are
+	// unrelated.
+	CorrWeak float64
+	// ErrorShare is the share (0..1) of failed, aborted or timed-out
+	// requests at and above which requests are not completing, when no
+	// SLO target is given.
+	ErrorShare float64
+	// MinSamples is the fewest observations a p50/p95 quantile needs to
+	// be evaluated at all (in each window).
+	MinSamples float64
+	// MinSamplesTail is the fewest observations a p99 quantile needs:
+	// with few observations p99 is a handful of requests.
+	MinSamplesTail float64
+}
+
+// DefaultThresholds are the thresholds used when the caller has no
+// better knowledge of its fleet.
+var DefaultThresholds = Thresholds{
+	Rise:           1.5,
+	Steady:         1.2,
+	Accumulating:   0.01,
+	Burst:          3,
+	QueueMin:       1,
+	ArrivalExcess:  1.05,
+	Explains:       0.5,
+	NearCapacity:   0.9,
+	KVHigh:         0.9,
+	Preemption:     0,
+	GPULow:         0.5,
+	Hotspot:        1.5,
+	ProxyGap:       1.5,
+	PrefixDrop:     0.1,
+	CorrStrong:     0.5,
+	CorrWeak:       0.3,
+	ErrorShare:     0.01,
+	MinSamples:     20,
+	MinSamplesTail: 100,
+}
+
+// SLO holds optional service-level targets. A zero field means "no
+// target": the symptom it would judge is then judged against the
+// baseline. Latencies are in seconds, shares in 0..1.
+type SLO struct {
+	TTFTP95 float64 // upper limit of TTFT p95 (server and client side)
+	TTFTP99 float64 // upper limit of TTFT p99
+	TPOTP95 float64 // upper limit of per-request TPOT p95
+	ITLP95  float64 // upper limit of ITL p95
+	E2EP99  float64 // upper limit of E2E p99
+	// ErrorShare is the upper limit of each failure share (error, abort,
+	// HTTP 5xx, timeout).
+	ErrorShare float64
+}
+
+// limit names one field of Thresholds so that conditions can print it.
+type limit struct {
+	name string
+	get  func(Thresholds) float64
+}
+
+var (
+	limRise          = limit{"Rise", func(t Thresholds) float64 { return t.Rise }}
+	limSteady        = limit{"Steady", func(t Thresholds) float64 { return t.Steady }}
+	limAccumulating  = limit{"Accumulating", func(t Thresholds) float64 { return t.Accumulating }}
+	limBurst         = limit{"Burst", func(t Thresholds) float64 { return t.Burst }}
+	limQueueMin      = limit{"QueueMin", func(t Thresholds) float64 { return t.QueueMin }}
+	limArrivalExcess = limit{"ArrivalExcess", func(t Thresholds) float64 { return t.ArrivalExcess }}
+	limExplains      = limit{"Explains", func(t Thresholds) float64 { return t.Explains }}
+	limNearCapacity  = limit{"NearCapacity", func(t Thresholds) float64 { return t.NearCapacity }}
+	limKVHigh        = limit{"KVHigh", func(t Thresholds) float64 { return t.KVHigh }}
+	limPreemption    = limit{"Preemption", func(t Thresholds) float64 { return t.Preemption }}
+	limGPULow        = limit{"GPULow", func(t Thresholds) float64 { return t.GPULow }}
+	limHotspot       = limit{"Hotspot", func(t Thresholds) float64 { return t.Hotspot }}
+	limProxyGap      = limit{"ProxyGap", func(t Thresholds) float64 { return t.ProxyGap }}
+	limPrefixDrop    = limit{"PrefixDrop", func(t Thresholds) float64 { return t.PrefixDrop }}
+	limCorrStrong    = limit{"CorrStrong", func(t Thresholds) float64 { return t.CorrStrong }}
+	limCorrWeak      = limit{"CorrWeak", func(t Thresholds) float64 { return t.CorrWeak }}
+)
