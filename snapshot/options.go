@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"io"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -35,6 +36,8 @@ type Options struct {
 	// Limits bound what one input may cost; the zero value means
 	// DefaultLimits.
 	Limits Limits
+	// Stdin is what the path "-" reads; nil means os.Stdin.
+	Stdin io.Reader
 }
 
 // Limits bound the cost of reading untrusted evidence. A limit of 0 takes

@@ -1,0 +1,264 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// CounterIncrease is the increase of a counter over a window: the exact
+// delta observed between two scrapes, corrected for counter resets.
+//
+// It differs from PromQL's increase() in three ways. increase(x[d])
+// extrapolates the delta between the first and last samples inside the
+// range towards the range's edges (up to half a scrape interval beyond them,
+// and down to zero for a counter that started inside the range), so it
+// returns non-integer values for integer counters; CounterIncrease does not
+// extrapolate: Value is what the counter gained between the edge samples
+// From and To, which are chosen as described under Lookback. increase() uses
+// the samples inside (t-d, t]; CounterIncrease starts at the last sample at
+// or before the window's start, as "x - x offset d" does, so consecutive
+// windows share an edge sample and their increases add up. Finally it is not
+// a rate: Rate divides by the observed duration To-From, not by the window's
+// nominal length.
+//
+// Resets follow Prometheus's rule: when a sample is lower than the one before
+// it, the counter restarted in between and the increase of that step is the
+// new value. A change of the OpenMetrics start timestamp (_created) also
+// counts as a reset, even when the value did not go down. The counts made
+// between the last sample before a reset and the restart are never observed,
+// so with Resets > 0 Value is a lower bound (LowerBound is set); the gap is
+// one scrape interval with regular scrapes, but the whole window when only
+// the two edge samples exist.
+type CounterIncrease struct {
+	// Window is the window asked for; the zero Window means each series'
+	// first to last sample.
+	Window Window
+	// From and To are the times of the edge samples actually used (for a sum
+	// over several series, the earliest From and the latest To). For a
+	// Lifetime result From is the process start time when the source carries
+	// one (OpenMetrics _created), else equal to To.
+	From, To time.Time
+	// Value is the increase.
+	Value float64
+	// N is the number of valid samples used, both edges included, summed
+	// over series.
+	N int
+	// Skipped is the number of samples between the edges ignored as invalid
+	// for a counter: NaN, ±Inf or negative.
+	Skipped int
+	// Series is the number of series summed (1 for a single series).
+	Series int
+	// Excluded is the number of series that matched but were not evaluable
+	// over the window (see ErrNotEvaluable), left out of the sum.
+	Excluded int
+	// Resets is the number of counter resets detected between the edges.
+	Resets int
+	// LowerBound is set when a reset lost counts, so that the true increase
+	// may be larger than Value.
+	LowerBound bool
+	// Lifetime is set when a series had a single sample and the window's
+	// start was open (zero): Value is the counter itself, the total since
+	// the process started.
+	Lifetime bool
+	// StartClipped is set when no sample stood for the window's start
+	// within Lookback: From is the first sample inside the window and what
+	// was counted before it is missing.
+	StartClipped bool
+}
+
+// Duration returns To - From, the time over which Value was observed.
+func (c CounterIncrease) Duration() time.Duration { return c.To.Sub(c.From) }
+
+// Rate returns Value per second of Duration, or NaN when Duration is not
+// positive (a Lifetime result without a known start).
+func (c CounterIncrease) Rate() float64 {
+	d := c.Duration()
+	if d <= 0 {
+		return math.NaN()
+	}
+	return c.Value / d.Seconds()
+}
+
+// String formats the increase with its window, sample count and flags, as
+// "increase 1234 over 2026-09-22T10:00:00Z/2026-09-22T10:30:00Z (121 samples
+// from 2026-09-22T09:59:45Z to 2026-09-22T10:29:45Z, 1 reset, lower bound)".
+func (c CounterIncrease) String() string {
+	var extra []string
+	if c.Resets > 0 {
+		extra = append(extra, windowPlural(c.Resets, "reset"))
+	}
+	if c.LowerBound {
+		extra = append(extra, "lower bound")
+	}
+	if c.Lifetime {
+		extra = append(extra, "lifetime total since process start")
+	}
+	if c.StartClipped {
+		extra = append(extra, "start not covered")
+	}
+	if c.Skipped > 0 {
+		extra = append(extra, fmt.Sprintf("%d invalid skipped", c.Skipped))
+	}
+	if c.Excluded > 0 {
+		extra = append(extra, fmt.Sprintf("%s not evaluable", windowPlural(c.Excluded, "series")))
+	}
+	return "increase " + windowValue(c.Value) + windowDescribe(c.Window, c.From, c.To, c.N, c.Series, extra)
+}
+
+// validCounter reports whether v can be a counter's value.
+func validCounter(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
+
+// Increase returns the increase of counter s over w. The edges are chosen as
+// described under Lookback; the samples between them are walked in order,
+// summing the increase of every step and applying Prometheus's reset rule
+// (see CounterIncrease).
+//
+// When a single sample is left and w.Start is zero, the result is that
+// sample's value, flagged Lifetime. When a single sample stands for both
+// edges of a window with a Start (the window is shorter than the scrape
+// interval, or the series has one sample), the increase is not observed and
+// the error wraps ErrNotEvaluable. Errors name the series.
+func (s *Series) Increase(w Window) (CounterIncrease, error) {
+	ok := func(i int) bool { return validCounter(s.V[i]) }
+	from, to, clipped, err := windowEdges(s.T, ok, w)
+	if err != nil {
+		return CounterIncrease{}, fmt.Errorf("%s: %w", seriesID(s.Name, s.Labels), err)
+	}
+	r := CounterIncrease{
+		Window:       w,
+		From:         time.UnixMilli(s.T[from]),
+		To:           time.UnixMilli(s.T[to]),
+		N:            1,
+		Series:       1,
+		StartClipped: clipped,
+	}
+	if from == to {
+		if !w.Start.IsZero() {
+			return CounterIncrease{}, fmt.Errorf("%s: %w: only one sample (at %s) covers window %s",
+				seriesID(s.Name, s.Labels), ErrNotEvaluable, windowMillis(s.T[to]), w)
+		}
+		r.Value = s.V[to]
+		r.Lifetime = true
+		if st := s.startT(to); st > 0 && st <= s.T[to] {
+			r.From = time.UnixMilli(st)
+		}
+		return r, nil
+	}
+	prev := from
+	for i := from + 1; i <= to; i++ {
+		cur := s.V[i]
+		if !validCounter(cur) {
+			r.Skipped++
+			continue
+		}
+		if p := s.V[prev]; cur < p || s.restarted(prev, i) {
+			r.Value += cur
+			r.Resets++
+		} else {
+			r.Value += cur - p
+		}
+		r.N++
+		prev = i
+	}
+	r.LowerBound = r.Resets > 0
+	return r, nil
+}
+
+// startT returns the start timestamp of sample i, or 0 when unknown.
+func (s *Series) startT(i int) int64 {
+	if i >= len(s.StartT) {
+		return 0
+	}
+	return s.StartT[i]
+}
+
+// restarted reports whether the start timestamp moved forward between
+// samples i and j, both known.
+func (s *Series) restarted(i, j int) bool {
+	a, b := s.startT(i), s.startT(j)
+	return a > 0 && b > a
+}
+
+// SumIncreases adds counter increases of several series (the engines of one
+// pod, or the pods of a fleet) into one: values, sample counts, series
+// counts and resets add up, flags are combined with OR, From is the
+// earliest and To the latest edge. Window is kept when all agree, else it is
+// the zero Window. The sum of no increase is the zero CounterIncrease.
+func SumIncreases(incs ...CounterIncrease) CounterIncrease {
+	var r CounterIncrease
+	for i, c := range incs {
+		if i == 0 {
+			r.Window, r.From, r.To = c.Window, c.From, c.To
+		} else {
+			if c.Window != r.Window {
+				r.Window = Window{}
+			}
+			if c.From.Before(r.From) {
+				r.From = c.From
+			}
+			if c.To.After(r.To) {
+				r.To = c.To
+			}
+		}
+		r.Value += c.Value
+		r.N += c.N
+		r.Skipped += c.Skipped
+		r.Series += c.Series
+		r.Excluded += c.Excluded
+		r.Resets += c.Resets
+		r.LowerBound = r.LowerBound || c.LowerBound
+		r.Lifetime = r.Lifetime || c.Lifetime
+		r.StartClipped = r.StartClipped || c.StartClipped
+	}
+	return r
+}
+
+// Increase returns the sum of the increases over w of the float series of
+// f that match (see Series.Matches), treated as counters: for vLLM V1, the
+// engines of one pod. Series that are not evaluable over w are left out and
+// counted in Excluded; when none is evaluable, or none matches, the error
+// wraps ErrNotEvaluable.
+func (f *Family) Increase(w Window, match map[string]string) (CounterIncrease, error) {
+	ss := f.SeriesMatching(match)
+	if len(ss) == 0 {
+		return CounterIncrease{}, f.noMatch(match)
+	}
+	incs := make([]CounterIncrease, 0, len(ss))
+	var errs []error
+	for _, s := range ss {
+		inc, err := s.Increase(w)
+		switch {
+		case err == nil:
+			incs = append(incs, inc)
+		case errors.Is(err, ErrNotEvaluable):
+			errs = append(errs, err)
+		default:
+			return CounterIncrease{}, err
+		}
+	}
+	if len(incs) == 0 {
+		return CounterIncrease{}, noneEvaluable(errs)
+	}
+	r := SumIncreases(incs...)
+	r.Window = w
+	r.Excluded = len(errs)
+	return r, nil
+}
+
+// noMatch is the error for a selector that matches no series of f.
+func (f *Family) noMatch(match map[string]string) error {
+	if len(match) == 0 {
+		return fmt.Errorf("%s: %w: no series", f.Name, ErrNotEvaluable)
+	}
+	return fmt.Errorf("%s: %w: no series matches %s", f.Name, ErrNotEvaluable, windowMatch(match))
+}
+
+// noneEvaluable reports the first of errs and how many more there are.
+func noneEvaluable(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return fmt.Errorf("%w (and %d more series not evaluable)", errs[0], len(errs)-1)
+}

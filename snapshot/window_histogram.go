@@ -1,0 +1,453 @@
+package snapshot
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/whyslow/whyslow/histogram"
+)
+
+// HistogramIncrease is the increase of a classic histogram over a window:
+// the observations made between two scrapes, bucket by bucket, corrected for
+// counter resets. Its edges, and how they differ from PromQL's increase(),
+// are those of CounterIncrease.
+//
+// The samples between the edges are walked in order and the increases of
+// the steps are summed bucket by bucket (between two resets they telescope
+// to one histogram.Sub). A step in which the count or any bucket went down
+// is a reset, as for histogram.Sub: its increase is the later sample itself,
+// and Resets counts it. A change of bucket layout (a replica restarted on a vLLM
+// version with other buckets; the Family then holds one HistogramSeries per
+// layout with equal Labels) is also a reset, counted in both Resets and
+// LayoutChanges. The increases made under each layout are added with
+// histogram.Merge, which keeps only the bounds all layouts share (there the
+// cumulative counts add exactly) and lists the others in Dropped. When the
+// layouts share no finite bound, only the increase under the layout in force
+// at To is kept and a warning says what was left out.
+//
+// As with counters, each reset loses the observations made between the last
+// sample before it and the restart: with Resets > 0 the counts are lower
+// bounds (LowerBound is set).
+type HistogramIncrease struct {
+	// Window is the window asked for; the zero Window means each series'
+	// first to last sample.
+	Window Window
+	// From and To are the times of the edge samples actually used (for a
+	// merge of several series, the earliest From and the latest To).
+	From, To time.Time
+	// Histogram holds the observations made between From and To. Its
+	// Count and Sum are NaN when the samples lacked _count or _sum.
+	Histogram histogram.Histogram
+	// N is the number of valid samples used, both edges included, summed
+	// over series.
+	N int
+	// Skipped is the number of samples between the edges ignored because
+	// they fail histogram.Histogram.Validate.
+	Skipped int
+	// Series is the number of series merged (1 for a single series; a
+	// series whose layout changed counts once).
+	Series int
+	// Excluded is the number of series that matched but were not evaluable
+	// over the window, left out of the merge.
+	Excluded int
+	// Resets is the number of counter resets, layout changes included.
+	Resets int
+	// LayoutChanges is the number of bucket layout changes between the
+	// edges.
+	LayoutChanges int
+	// Dropped lists, ascending, the finite bounds left out because not all
+	// the layouts merged have them (see histogram.Merged).
+	Dropped []float64
+	// LowerBound is set when a reset lost observations, so that the true
+	// counts may be larger.
+	LowerBound bool
+	// Lifetime is set when a series had a single sample and the window's
+	// start was open (zero): Histogram is that sample, all observations
+	// since the process started.
+	Lifetime bool
+	// StartClipped is set when no sample stood for the window's start
+	// within Lookback: From is the first sample inside the window.
+	StartClipped bool
+	// Warnings are problems that changed the result without preventing it,
+	// such as increases under an earlier layout that could not be merged.
+	Warnings []error
+}
+
+// Duration returns To - From, the time over which the increase was
+// observed.
+func (h HistogramIncrease) Duration() time.Duration { return h.To.Sub(h.From) }
+
+// Rate returns the number of observations (the +Inf bucket) per second of
+// Duration, or NaN when Duration is not positive (a Lifetime result).
+func (h HistogramIncrease) Rate() float64 {
+	d := h.Duration()
+	if d <= 0 {
+		return math.NaN()
+	}
+	return h.Histogram.Total() / d.Seconds()
+}
+
+// String formats the increase with its window, sample count and flags, as
+// "histogram increase 1234 observations, sum 56.7 over ... (121 samples from
+// ... to ..., 1 reset, lower bound)".
+func (h HistogramIncrease) String() string {
+	var extra []string
+	if h.Resets > 0 {
+		extra = append(extra, windowPlural(h.Resets, "reset"))
+	}
+	if h.LayoutChanges > 0 {
+		extra = append(extra, windowPlural(h.LayoutChanges, "layout change"))
+	}
+	if len(h.Dropped) > 0 {
+		bs := make([]string, len(h.Dropped))
+		for i, b := range h.Dropped {
+			bs[i] = strconv.FormatFloat(b, 'g', -1, 64)
+		}
+		extra = append(extra, "dropped le=["+strings.Join(bs, " ")+"]")
+	}
+	if h.LowerBound {
+		extra = append(extra, "lower bound")
+	}
+	if h.Lifetime {
+		extra = append(extra, "lifetime total since process start")
+	}
+	if h.StartClipped {
+		extra = append(extra, "start not covered")
+	}
+	if h.Skipped > 0 {
+		extra = append(extra, fmt.Sprintf("%d invalid skipped", h.Skipped))
+	}
+	if h.Excluded > 0 {
+		extra = append(extra, fmt.Sprintf("%s not evaluable", windowPlural(h.Excluded, "series")))
+	}
+	if len(h.Warnings) > 0 {
+		extra = append(extra, windowPlural(len(h.Warnings), "warning"))
+	}
+	return fmt.Sprintf("histogram increase %s observations, sum %s", windowValue(h.Histogram.Total()), windowValue(h.Histogram.Sum)) +
+		windowDescribe(h.Window, h.From, h.To, h.N, h.Series, extra)
+}
+
+// Matches reports whether the labels of s match every entry of match, as
+// Series.Matches does; a HistogramSeries has no name, so "__name__" is an
+// ordinary (absent) label here.
+func (s *HistogramSeries) Matches(match map[string]string) bool {
+	for k, v := range match {
+		if s.Labels.Get(k) != v {
+			return false
+		}
+	}
+	return true
+}
+
+// HistogramsMatching returns the histogram series of f whose labels match
+// (see HistogramSeries.Matches), in the family's order.
+func (f *Family) HistogramsMatching(match map[string]string) []*HistogramSeries {
+	var out []*HistogramSeries
+	for _, s := range f.Histograms {
+		if s.Matches(match) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Increase returns the increase of histogram s over w; see
+// HistogramIncrease for the rules and CounterIncrease's Increase for the
+// single-sample cases (Lifetime, or ErrNotEvaluable when w has a Start).
+// A series has one layout; use Family.HistogramIncrease to follow a layout
+// change. Errors name the series.
+func (s *HistogramSeries) Increase(w Window) (HistogramIncrease, error) {
+	return histogramIncrease("", []*HistogramSeries{s}, w)
+}
+
+// HistogramIncrease returns the increase over w of the histogram series of
+// f that match (see HistogramSeries.Matches), merged with histogram.Merge:
+// for vLLM V1, the engines of one pod, whose layouts are equal so that the
+// merge is exact. Series with equal Labels are one timeline whose layout
+// changed (see HistogramIncrease). Series not evaluable over w are left out
+// and counted in Excluded; when none is evaluable, or none matches, the
+// error wraps ErrNotEvaluable.
+func (f *Family) HistogramIncrease(w Window, match map[string]string) (HistogramIncrease, error) {
+	hs := f.HistogramsMatching(match)
+	if len(hs) == 0 {
+		return HistogramIncrease{}, f.noMatch(match)
+	}
+	// Group the layouts of one timeline; groups keep the family's order.
+	var groups [][]*HistogramSeries
+next:
+	for _, h := range hs {
+		for i, g := range groups {
+			if labels.Equal(g[0].Labels, h.Labels) {
+				groups[i] = append(g, h)
+				continue next
+			}
+		}
+		groups = append(groups, []*HistogramSeries{h})
+	}
+	incs := make([]HistogramIncrease, 0, len(groups))
+	var errs []error
+	for _, g := range groups {
+		inc, err := histogramIncrease(f.Name, g, w)
+		switch {
+		case err == nil:
+			incs = append(incs, inc)
+		case errors.Is(err, ErrNotEvaluable):
+			errs = append(errs, err)
+		default:
+			return HistogramIncrease{}, err
+		}
+	}
+	if len(incs) == 0 {
+		return HistogramIncrease{}, noneEvaluable(errs)
+	}
+	r, err := MergeHistogramIncreases(incs...)
+	if err != nil {
+		return HistogramIncrease{}, fmt.Errorf("%s: %w", f.Name, err)
+	}
+	r.Window = w
+	r.Excluded += len(errs)
+	return r, nil
+}
+
+// MergeHistogramIncreases merges histogram increases of several series (the
+// engines of one pod, or the pods of a fleet) with histogram.Merge: counts
+// add up bucket by bucket on the bounds all inputs share, bounds dropped by
+// the inputs or by this merge are listed in Dropped, sample, series and reset
+// counts add up, flags are combined with OR, From is the earliest and To
+// the latest edge, and Window is kept when all agree, else zero. It fails
+// when there is no input or when histogram.Merge does (no common bounds).
+func MergeHistogramIncreases(incs ...HistogramIncrease) (HistogramIncrease, error) {
+	if len(incs) == 0 {
+		return HistogramIncrease{}, errors.New("merge of no histogram increase")
+	}
+	var r HistogramIncrease
+	hs := make([]histogram.Histogram, len(incs))
+	for i, h := range incs {
+		hs[i] = h.Histogram
+		if i == 0 {
+			r.Window, r.From, r.To = h.Window, h.From, h.To
+		} else {
+			if h.Window != r.Window {
+				r.Window = Window{}
+			}
+			if h.From.Before(r.From) {
+				r.From = h.From
+			}
+			if h.To.After(r.To) {
+				r.To = h.To
+			}
+		}
+		r.N += h.N
+		r.Skipped += h.Skipped
+		r.Series += h.Series
+		r.Excluded += h.Excluded
+		r.Resets += h.Resets
+		r.LayoutChanges += h.LayoutChanges
+		r.Dropped = unionBounds(r.Dropped, h.Dropped)
+		r.LowerBound = r.LowerBound || h.LowerBound
+		r.Lifetime = r.Lifetime || h.Lifetime
+		r.StartClipped = r.StartClipped || h.StartClipped
+		r.Warnings = append(r.Warnings, h.Warnings...)
+	}
+	if len(incs) == 1 {
+		r.Histogram = incs[0].Histogram.Clone()
+		return r, nil
+	}
+	m, err := histogram.Merge(hs...)
+	if err != nil {
+		return HistogramIncrease{}, err
+	}
+	r.Histogram = m.Histogram
+	r.Dropped = unionBounds(r.Dropped, m.Dropped)
+	return r, nil
+}
+
+// histogramIncrease computes the increase over w of one timeline: the
+// layouts segs of one labelled histogram, each sorted by time. name (the
+// family, or "") prefixes errors.
+func histogramIncrease(name string, segs []*HistogramSeries, w Window) (HistogramIncrease, error) {
+	tl := newHistTimeline(segs)
+	ok := func(j int) bool { return tl.at(j).Validate() == nil }
+	from, to, clipped, err := windowEdges(tl.t, ok, w)
+	if err != nil {
+		if errors.Is(err, ErrNotEvaluable) && len(tl.t) > 0 && nextValid(ok, 0, len(tl.t)) < 0 {
+			err = fmt.Errorf("%w: %w", err, tl.at(len(tl.t)-1).Validate())
+		}
+		return HistogramIncrease{}, fmt.Errorf("%s: %w", seriesID(name, segs[0].Labels), err)
+	}
+	r := HistogramIncrease{
+		Window:       w,
+		From:         time.UnixMilli(tl.t[from]),
+		To:           time.UnixMilli(tl.t[to]),
+		N:            1,
+		Series:       1,
+		StartClipped: clipped,
+	}
+	if from == to {
+		if !w.Start.IsZero() {
+			return HistogramIncrease{}, fmt.Errorf("%s: %w: only one sample (at %s) covers window %s",
+				seriesID(name, segs[0].Labels), ErrNotEvaluable, windowMillis(tl.t[to]), w)
+		}
+		r.Histogram = tl.at(to).Clone()
+		r.Lifetime = true
+		return r, nil
+	}
+	// One accumulator per layout met, in time order.
+	type acc struct {
+		seg int
+		h   histogram.Histogram
+	}
+	var accs []acc
+	add := func(seg int, d histogram.Histogram) {
+		if len(accs) == 0 || !histogram.SameLayout(segs[accs[len(accs)-1].seg].Bounds, segs[seg].Bounds) {
+			b := slices.Clone(segs[seg].Bounds)
+			accs = append(accs, acc{seg: seg, h: histogram.Histogram{Bounds: b, Counts: make([]float64, len(b))}})
+		}
+		a := &accs[len(accs)-1].h
+		for i, c := range d.Counts {
+			a.Counts[i] += c
+		}
+		a.Count += d.Count
+		a.Sum += d.Sum
+	}
+	// Between resets the steps' increases telescope: a run of samples in
+	// which nothing went down adds histogram.Sub(last, first) of the run.
+	runStart, prev := from, from
+	flush := func() error {
+		if runStart == prev {
+			return nil
+		}
+		d, err := histogram.Sub(tl.at(prev), tl.at(runStart))
+		if err != nil {
+			return fmt.Errorf("%s: samples at %s and %s: %w", seriesID(name, segs[0].Labels),
+				windowMillis(tl.t[runStart]), windowMillis(tl.t[prev]), err)
+		}
+		add(tl.seg(prev), d)
+		return nil
+	}
+	for j := from + 1; j <= to; j++ {
+		cur := tl.at(j)
+		if cur.Validate() != nil {
+			r.Skipped++
+			continue
+		}
+		p := tl.at(prev)
+		changed := tl.seg(j) != tl.seg(prev) && !histogram.SameLayout(p.Bounds, cur.Bounds)
+		if changed || wentDown(cur, p) {
+			// A reset: the run before it ends at prev, and the step's
+			// increase is cur itself.
+			if err := flush(); err != nil {
+				return HistogramIncrease{}, err
+			}
+			add(tl.seg(j), cur)
+			r.Resets++
+			if changed {
+				r.LayoutChanges++
+			}
+			runStart = j
+		}
+		r.N++
+		prev = j
+	}
+	if err := flush(); err != nil {
+		return HistogramIncrease{}, err
+	}
+	r.LowerBound = r.Resets > 0
+	if len(accs) == 1 {
+		r.Histogram = accs[0].h
+		return r, nil
+	}
+	hs := make([]histogram.Histogram, len(accs))
+	for i, a := range accs {
+		hs[i] = a.h
+	}
+	m, err := histogram.Merge(hs...)
+	if err != nil {
+		last := accs[len(accs)-1]
+		r.Histogram = last.h
+		r.Warnings = append(r.Warnings, fmt.Errorf("%s: increase before the layout change at %s left out: %w",
+			seriesID(name, segs[0].Labels), windowMillis(segs[last.seg].T[0]), err))
+		return r, nil
+	}
+	r.Histogram = m.Histogram
+	r.Dropped = m.Dropped
+	return r, nil
+}
+
+// wentDown reports whether the count or a bucket of later is lower than in
+// earlier, histogram.Sub's sign of a counter reset. Both share one layout.
+func wentDown(later, earlier histogram.Histogram) bool {
+	if later.Count < earlier.Count {
+		return true
+	}
+	for i, c := range later.Counts {
+		if c < earlier.Counts[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// histTimeline is the samples of the layouts of one labelled histogram in
+// time order.
+type histTimeline struct {
+	segs []*HistogramSeries
+	t    []int64
+	// ref[j] locates sample j as (segment, index); nil for a single
+	// segment, where sample j is segs[0]'s sample j.
+	ref [][2]int
+}
+
+func newHistTimeline(segs []*HistogramSeries) histTimeline {
+	tl := histTimeline{segs: segs}
+	if len(segs) == 1 {
+		tl.t = segs[0].T
+		return tl
+	}
+	for k, s := range segs {
+		for i := range s.T {
+			tl.ref = append(tl.ref, [2]int{k, i})
+		}
+	}
+	slices.SortStableFunc(tl.ref, func(a, b [2]int) int {
+		return cmp.Compare(segs[a[0]].T[a[1]], segs[b[0]].T[b[1]])
+	})
+	tl.t = make([]int64, len(tl.ref))
+	for j, r := range tl.ref {
+		tl.t[j] = segs[r[0]].T[r[1]]
+	}
+	return tl
+}
+
+func (tl histTimeline) seg(j int) int {
+	if tl.ref == nil {
+		return 0
+	}
+	return tl.ref[j][0]
+}
+
+func (tl histTimeline) at(j int) histogram.Histogram {
+	if tl.ref == nil {
+		return tl.segs[0].At(j)
+	}
+	r := tl.ref[j]
+	return tl.segs[r[0]].At(r[1])
+}
+
+// unionBounds returns the union of two ascending slices, ascending.
+func unionBounds(a, b []float64) []float64 {
+	if len(b) == 0 {
+		return a
+	}
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
