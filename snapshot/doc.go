@@ -1,0 +1,84 @@
+// Package snapshot reads preserved Prometheus evidence (what an SRE saved
+// before the pods restarted) into one model: targets (replicas), each with
+// a timeline of scrapes and metric families of series.
+//
+// # Sources
+//
+// Read takes any mix of paths:
+//
+//   - /metrics dumps in Prometheus text 0.0.4 or OpenMetrics 1.0, parsed
+//     by github.com/prometheus/prometheus/model/textparse. The format comes
+//     from the content ("# EOF" at the end or a "# UNIT" line means
+//     OpenMetrics), else from the name (.om, .openmetrics), else text;
+//     Options.Format overrides. Gzip is detected from the magic bytes.
+//   - Dump directories: DIR/<pod>/<timestamp>.prom[.gz], flat
+//     DIR/<pod>_<timestamp>.prom, DIR/<timestamp>/<pod>.prom, and other
+//     exporters of a pod saved beside vLLM's dump (DIR/<pod>/dcgm-<ts>.prom)
+//     which join that pod's timeline. Files are read in the order of the
+//     times in their names; hidden files are skipped, and so (with a
+//     warning) are files without a dump extension.
+//   - Prometheus /federate dumps: many targets and timestamps in one file.
+//   - TSDB data and snapshot directories, through ReadTSDB.
+//
+// ParseDump parses one exposition held in memory; a Builder accumulates
+// any number of dumps and Evidence values into one Evidence, and Merge
+// combines Evidence values.
+//
+// # Time and targets
+//
+// A sample's time is its own timestamp when it has one. Otherwise it is
+// the time in the file name (RFC 3339 and variants such as
+// 2026-09-22T10-00-15Z, 20260922T100015Z, Unix seconds or milliseconds;
+// UTC when no zone is given), else the latest sample timestamp of the
+// file, else the file's mtime, reported with an ErrNoTime warning because
+// copying a file changes it. Scrape.TimeFrom says which.
+//
+// A sample belongs to the target named by its pod label, else its
+// instance label, else the path: the directory of DIR/<pod>/<file>, the
+// prefix of <pod>_<timestamp>.prom, or the file name. The pod label wins
+// over instance so that a GPU exporter's series (whose instance is the
+// exporter) join the vLLM pod they serve. Options.TargetName overrides
+// the result. Labels with empty values are dropped, as Prometheus does on
+// ingestion; every other label, vLLM V1's engine included, is kept.
+//
+// # Families
+//
+// textparse does not map samples to families. A sample belongs to the
+// family of the last TYPE line when its name is that name plus a suffix
+// the type allows (counter: _total; histogram: _bucket, _sum, _count;
+// summary: _sum, _count; info: _info); text 0.0.4 "X_created" gauge
+// families, as prometheus_client writes them, stay gauges, while
+// OpenMetrics _created samples are dropped and become Series.StartT.
+// Where no TYPE applies (federate dumps expose everything untyped), the
+// type is inferred and Family.TypeInferred set: _bucket with le is a
+// histogram part, _sum and _count are too when the file holds the
+// base's buckets, _total is a counter, the rest is unknown.
+//
+// Classic histograms are assembled from their parts in any order (vLLM V0
+// writes _sum first), comparing le values as numbers, keeping buckets in
+// the order read. Each assembled sample is checked with
+// histogram.Histogram.Validate; an invalid one (no +Inf bucket, bounds out
+// of order, counts that decrease, _count unlike the +Inf bucket) is kept as
+// read and reported once per family and file as an ErrInvalidHistogram
+// Problem of SeverityError. Exemplars are never read. NaN and ±Inf values
+// are kept: they are legal.
+//
+// # Bad input
+//
+// Nothing under an input path is written, renamed, locked or changed;
+// files are opened read-only. A problem with one file does not stop the
+// others: it becomes a Problem naming the file, the line (or byte offset)
+// and the reason, wrapping a sentinel error (ErrSyntax, ErrTruncated,
+// ErrNotExposition, ErrLimit, ...). textparse's errors carry no position;
+// the line is derived from the last entry textparse returned, which is a
+// subslice of the input. What a file held before a syntax error is kept.
+// Options.Limits bound bytes, samples and label sizes per file and the
+// total bytes read.
+//
+// # Cost
+//
+// The text of every series is interned: a series met in an earlier dump is
+// neither parsed into labels nor classified again, and samples are stored
+// in columns with labels once per series. Options.Metrics filters on the
+// raw text, before labels are built. See BENCHMARKS.md.
+package snapshot

@@ -1,0 +1,144 @@
+package snapshot
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+// Sentinel errors. Problems and errors returned by this package wrap them
+// (with the file, the line or offset and the details), so that callers can
+// test for a kind of problem with errors.Is.
+var (
+	// ErrSyntax: the exposition does not parse; the Problem names the
+	// line. Errors wrapping ErrSyntax also wrap a *SyntaxError.
+	ErrSyntax = errors.New("syntax error")
+	// ErrTruncated: the input stops early: a dump cut in the middle of a
+	// line (the pod died during curl), an OpenMetrics dump without its
+	// "# EOF" line, a gzip stream cut short.
+	ErrTruncated = errors.New("truncated input")
+	// ErrNotExposition: the input is not a metrics exposition at all: an
+	// HTML error page saved as .prom, binary data.
+	ErrNotExposition = errors.New("not a Prometheus exposition")
+	// ErrLimit: a limit of Options.Limits was exceeded (bytes, series or
+	// label size per scrape, or the total budget).
+	ErrLimit = errors.New("limit exceeded")
+	// ErrDuplicateSeries: a series appeared twice at the same timestamp;
+	// the first sample is kept.
+	ErrDuplicateSeries = errors.New("duplicate series")
+	// ErrInvalidHistogram: a classic histogram assembled from _bucket,
+	// _sum and _count is invalid (no +Inf bucket, bounds out of order,
+	// counts that decrease, _count different from the +Inf bucket). The
+	// Problem also wraps the histogram package's error.
+	ErrInvalidHistogram = errors.New("invalid histogram")
+	// ErrNotVLLM is a warning: a target exposes no vllm: metric (an SGLang
+	// server, an exporter dumped alone).
+	ErrNotVLLM = errors.New("no vllm: metrics")
+	// ErrNoTime is a warning: no timestamp in the file name and none on
+	// the samples; the time comes from the file's mtime, or, when there is
+	// none either, the scrape is placed at the Unix epoch.
+	ErrNoTime = errors.New("no scrape time")
+	// ErrEmpty: an input holds no data: an empty file, a dump with no
+	// sample, a directory with no dump.
+	ErrEmpty = errors.New("no data")
+	// ErrTypeConflict is a warning: two inputs declare different types
+	// for one family; the first type is kept.
+	ErrTypeConflict = errors.New("conflicting metric types")
+)
+
+// SyntaxError is an error in an exposition, located by file and line
+// (like golang.org/x/perf/benchfmt's SyntaxError). Line is 1-based;
+// Offset is the byte offset of the start of that line in the
+// decompressed input.
+type SyntaxError struct {
+	File   string
+	Line   int
+	Offset int64
+	Msg    string
+	// Err is the sentinel the error belongs to (ErrSyntax, ErrTruncated,
+	// ErrNotExposition, ErrLimit), or nil.
+	Err error
+}
+
+// Error formats the error as "file:line: msg".
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+}
+
+// Unwrap returns the sentinel error.
+func (e *SyntaxError) Unwrap() error { return e.Err }
+
+// reason is the Err of a Problem built from a SyntaxError: its message is
+// the bare reason (the Problem prints the file and line) while errors.As
+// still finds the *SyntaxError.
+type reason struct{ se *SyntaxError }
+
+func (r reason) Error() string { return r.se.Msg }
+func (r reason) Unwrap() error { return r.se }
+
+// syntaxProblem builds an error-severity Problem located at the line that
+// holds byte off of data.
+func syntaxProblem(file string, data []byte, off int64, sentinel error, msg string) Problem {
+	line, start := lineAt(data, off)
+	se := &SyntaxError{File: file, Line: line, Offset: start, Msg: msg, Err: sentinel}
+	return Problem{Severity: SeverityError, File: file, Line: line, Offset: start, Err: reason{se}}
+}
+
+// lineAt returns the 1-based line number holding byte off of data and the
+// offset of that line's first byte. An off at or beyond the end is
+// placed on the last line.
+func lineAt(data []byte, off int64) (line int, start int64) {
+	if off < 0 {
+		off = 0
+	}
+	if off >= int64(len(data)) {
+		off = int64(len(data))
+		if off > 0 && data[off-1] == '\n' {
+			off-- // the empty "line" after a final newline is not a line
+		}
+	}
+	line = bytes.Count(data[:off], []byte{'\n'}) + 1
+	start = int64(bytes.LastIndexByte(data[:off], '\n') + 1)
+	return line, start
+}
+
+// offsetIn returns the offset of sub in data when sub is a subslice of
+// data (textparse returns subslices of its input), else -1.
+func offsetIn(data, sub []byte) int64 {
+	if len(sub) == 0 || len(data) == 0 {
+		return -1
+	}
+	d := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	s := uintptr(unsafe.Pointer(unsafe.SliceData(sub)))
+	if s < d || s >= d+uintptr(len(data)) {
+		return -1
+	}
+	return int64(s - d)
+}
+
+// nextLine returns the offset of the first non-blank line after the line
+// holding off (or of the first non-blank line when off < 0): where the
+// parser stopped when the entry at off was the last good one.
+func nextLine(data []byte, off int64) int64 {
+	i := int64(0)
+	if off >= 0 {
+		nl := bytes.IndexByte(data[off:], '\n')
+		if nl < 0 {
+			return off // the last good entry is on the last line
+		}
+		i = off + int64(nl) + 1
+	}
+	for i < int64(len(data)) {
+		j := i
+		for j < int64(len(data)) && (data[j] == ' ' || data[j] == '\t' || data[j] == '\r') {
+			j++
+		}
+		if j < int64(len(data)) && data[j] == '\n' {
+			i = j + 1
+			continue
+		}
+		break
+	}
+	return i
+}
