@@ -572,7 +572,12 @@ func (b *Builder) classify(raw []byte, ctx *typeCtx, p textparse.Parser, ls *lab
 	}
 	info.part = c.part
 	info.needST = fs.om && (c.typ == model.MetricTypeCounter || c.typ == model.MetricTypeHistogram || c.typ == model.MetricTypeSummary)
-	if v := ls.Get("pod"); v != "" {
+	// exported_pod first: a GPU exporter scraped through Kubernetes
+	// service discovery (a /federate dump) keeps the workload's pod there,
+	// while pod is the exporter's own.
+	if v := ls.Get("exported_pod"); v != "" {
+		info.target, info.from = v, "pod"
+	} else if v := ls.Get("pod"); v != "" {
 		info.target, info.from = v, "pod"
 	} else if v := ls.Get("instance"); v != "" {
 		info.target, info.from = v, "instance"

@@ -240,10 +240,15 @@ func (r *tsdbRaw) addNHCB(t int64, fh *promhistogram.FloatHistogram) error {
 	return nil
 }
 
-// targetName names the target of a series: pod, else instance, else job,
-// else the directory; then the caller's override.
+// targetName names the target of a series: exported_pod, else pod, else
+// instance, else job, else the directory; then the caller's override.
+// exported_pod comes first because a GPU exporter scraped through
+// Kubernetes service discovery keeps the workload's pod there, while pod
+// is the exporter's own.
 func (a *tsdbAccumulator) targetName(lset labels.Labels) (name, from string) {
 	switch {
+	case lset.Get("exported_pod") != "":
+		name, from = lset.Get("exported_pod"), "pod"
 	case lset.Get("pod") != "":
 		name, from = lset.Get("pod"), "pod"
 	case lset.Get("instance") != "":
