@@ -24,6 +24,13 @@
 // verdict is the top supported hypothesis, "no-incident" when every
 // symptom was evaluated and none shows, or "undetermined".
 //
+// Judge closes the loop: given a Plan and the facts of N >= 3 runs per
+// arm (baseline and treatment, same workload, one variable changed), it
+// decides adopt, reject, inconclusive or refused, the way benchstat
+// compares benchmarks: per metric the centre and spread of each arm, the
+// change, whether its direction held in every run, and a Mann-Whitney U
+// p-value only where the run counts can reach significance.
+//
 // The package does no I/O, reads no clock and keeps no state; results
 // are plain values with String methods.
 package rules
