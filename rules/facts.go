@@ -39,6 +39,10 @@ const (
 	QueueTimeP50 FactID = "queue_time_p50"
 	// QueueTimeP95 is the 95th percentile queue time (s).
 	QueueTimeP95 FactID = "queue_time_p95"
+	// PrefillTimeP50 is the median prefill time (s), from
+	// vllm:request_prefill_time_seconds. Lost prefix reuse shows here
+	// first: the p95 is often held by long prompts that were never cached.
+	PrefillTimeP50 FactID = "prefill_time_p50"
 	// PrefillTimeP95 is the 95th percentile prefill time (s), from
 	// vllm:request_prefill_time_seconds.
 	PrefillTimeP95 FactID = "prefill_time_p95"
@@ -240,6 +244,7 @@ var catalog = []FactInfo{
 	{KVUsageMean, Gauge, "ratio", "", "mean KV-cache usage"},
 	{MaxNumSeqs, Derived, "requests", "", "configured max_num_seqs, summed over replicas"},
 	{PreemptionRate, Rate, "1/s", Lower, "preemptions per second"},
+	{PrefillTimeP50, Quantile, "s", Lower, "prefill time p50"},
 	{PrefillTimeP95, Quantile, "s", Lower, "prefill time p95"},
 	{PrefixHitRatio, Rate, "ratio", Higher, "prefix-cache hit ratio (tokens hit / tokens queried)"},
 	{PromptTokenRate, Rate, "tokens/s", "", "prompt tokens per second"},

@@ -85,6 +85,8 @@ func Map() []Rule {
 				},
 				Runs: MinRuns, WarmUp: 5 * minute,
 			},
+			// An overloaded engine runs at max_num_seqs: decode slows as a consequence.
+			Refines: []HypothesisID{DecodePressure},
 		},
 		{
 			ID:       QueueBurst,
@@ -209,7 +211,12 @@ func Map() []Rule {
 				flat(QueueTimeP95),
 				drops(PrefixHitRatio, limPrefixDrop),
 				steady(PromptTokensP95), // longer prompts lower the hit ratio by themselves
-				rises(PrefillTimeP95),
+				// The p95 is often held by long prompts that were never
+				// cached; lost reuse shows in the median first. vLLM's
+				// prefill buckets start at 0.3 s, too coarse for short
+				// prefills; with the queue flat, a rise of the TTFT
+				// median (fine buckets) is prefill time too.
+				anyOf(rises(PrefillTimeP50), rises(PrefillTimeP95), rises(TTFTP50)),
 			},
 			Counter: []Counter{
 				{"prefix-cache hit ratio stable", not(drops(PrefixHitRatio, limPrefixDrop))},
@@ -250,6 +257,8 @@ func Map() []Rule {
 				},
 				Runs: MinRuns, WarmUp: 5 * minute,
 			},
+			// Recomputed prefixes fill the token budget of mixed steps: ITL rises as a consequence.
+			Refines: []HypothesisID{DecodePressure},
 		},
 		{
 			ID:       DecodePressure,
@@ -363,7 +372,9 @@ func Map() []Rule {
 				},
 				Runs: MinRuns, WarmUp: 5 * minute,
 			},
-			Refines: []HypothesisID{DecodePressure},
+			// Preemption and recompute shrink capacity: the queue grows and
+			// decode slows as consequences.
+			Refines: []HypothesisID{DecodePressure, QueueSustained},
 		},
 		{
 			ID:       OutsideGPU,
