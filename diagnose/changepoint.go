@@ -1,0 +1,185 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"gonum.org/v1/gonum/stat"
+)
+
+// Change-point search.
+//
+// The search proposes when the incident started, from per-interval fleet
+// series on the timeline grid: the TTFT p95 of each interval (the
+// observations made in it, buckets merged across replicas) and the mean
+// number of waiting requests (fleet sum). For every split of the grid that
+// leaves at least MinWindow on each side it computes, per series, the
+// standardised shift
+//
+//	d = |mean(after) - mean(before)| / pooled standard deviation
+//
+// (Cohen's d; the pooled deviation is that of the two sides around their
+// own means, so a step is not diluted by its own size), and sums d over the
+// series. A series counts only when its shift is material: at least
+// cpMinRelShift of the larger side's mean and at least its absolute floor
+// (cpMinShiftTTFT, cpMinShiftWaiting), so that noise around a flat level,
+// however small its deviation, proposes nothing. Each d is capped at
+// cpMaxD, which a noiseless step would otherwise make infinite. The split
+// with the largest sum is proposed when the sum reaches
+// ChangePointThreshold; ties go to the earliest split. Because the largest
+// shift of a ramp (a queue that accumulates) lies in its middle, the
+// proposed split is then moved back to the onset of the change (see
+// onset): the earliest split after which a shifting series leaves its own
+// past by more than three standard deviations; the score is that of the
+// split finally proposed. Intervals where a
+// series is unknown (no request finished) are left out of that series.
+const (
+	// ChangePointThreshold is the least score (sum of standardised shifts)
+	// at which the search proposes a change point.
+	ChangePointThreshold = 2.0
+
+	cpMaxD            = 10
+	cpMinRelShift     = 0.2
+	cpMinShiftTTFT    = 0.05 // seconds
+	cpMinShiftWaiting = 1    // requests
+)
+
+// cpSeries is one input series of the change-point search.
+type cpSeries struct {
+	name     string
+	values   []float64 // per interval; NaN = unknown
+	minShift float64   // absolute floor of a material shift
+}
+
+// findChangePoint returns the proposed split: the index k of the first
+// interval after the change (times[k-1] is the last interval end before
+// it, and the change point time), its score, and whether the score
+// reaches ChangePointThreshold. minEach is the least number of intervals
+// on each side. It returns ok false when no split is possible.
+func findChangePoint(series []cpSeries, minEach int) (k int, score float64, ok bool) {
+	n := 0
+	for _, s := range series {
+		n = max(n, len(s.values))
+	}
+	if minEach < 1 {
+		minEach = 1
+	}
+	best, bestK := 0.0, -1
+	for split := minEach; split <= n-minEach; split++ {
+		sum := 0.0
+		for _, s := range series {
+			sum += shiftScore(s, split, minEach)
+		}
+		if bestK < 0 || sum > best {
+			best, bestK = sum, split
+		}
+	}
+	if bestK < 0 {
+		return 0, 0, false
+	}
+	if best < ChangePointThreshold {
+		return bestK, best, false
+	}
+	if t := onset(series, bestK, minEach); t < bestK {
+		sum := 0.0
+		for _, s := range series {
+			sum += shiftScore(s, t, minEach)
+		}
+		return t, sum, true
+	}
+	return bestK, best, true
+}
+
+// onset moves a split found by the largest shift back to where the change
+// began. The largest shift of a ramp (a queue that accumulates) lies in
+// its middle, which would put the first half of the incident into the
+// baseline; onset returns the earliest split t <= k at which some series
+// that shifts materially at k leaves its own past: the median of the
+// minEach values from t on, and the value at t itself, lie beyond the
+// mean of the values before t by more than the larger of 3 standard
+// deviations, the series' floor and
+// cpMinRelShift of that mean, in the direction of the shift at k. It
+// returns k when no earlier split qualifies.
+func onset(series []cpSeries, k, minEach int) int {
+	for t := minEach; t < k; t++ {
+		for _, s := range series {
+			if t+minEach > len(s.values) || shiftScore(s, k, minEach) == 0 {
+				continue
+			}
+			past := finiteValues(s.values[:t])
+			next := finiteValues(s.values[t : t+minEach])
+			all := finiteValues(s.values[:k])
+			after := finiteValues(s.values[k:])
+			if len(past) < minEach || len(next) == 0 || len(all) == 0 || len(after) == 0 {
+				continue
+			}
+			up := stat.Mean(after, nil) > stat.Mean(all, nil)
+			mu, sd := stat.MeanStdDev(past, nil)
+			if len(past) < 2 {
+				sd = 0
+			}
+			margin := math.Max(3*sd, math.Max(s.minShift, cpMinRelShift*math.Abs(mu)))
+			sorted := append([]float64(nil), next...)
+			sort.Float64s(sorted)
+			med := stat.Quantile(0.5, stat.Empirical, sorted, nil)
+			first := s.values[t]
+			if (up && med > mu+margin && first > mu+margin) || (!up && med < mu-margin && first < mu-margin) {
+				return t
+			}
+		}
+	}
+	return k
+}
+
+// shiftScore is the capped standardised shift of s at split, or 0 when the
+// shift is not material or a side has fewer than minEach known values.
+func shiftScore(s cpSeries, split, minEach int) float64 {
+	before := finiteValues(s.values[:min(split, len(s.values))])
+	var after []float64
+	if split < len(s.values) {
+		after = finiteValues(s.values[split:])
+	}
+	if len(before) < minEach || len(after) < minEach || len(before)+len(after) < 3 {
+		return 0
+	}
+	mb, vb := stat.MeanVariance(before, nil)
+	ma, va := stat.MeanVariance(after, nil)
+	if len(before) < 2 {
+		vb = 0
+	}
+	if len(after) < 2 {
+		va = 0
+	}
+	shift := math.Abs(ma - mb)
+	level := math.Max(math.Abs(ma), math.Abs(mb))
+	if shift < s.minShift || shift < cpMinRelShift*level || shift == 0 {
+		return 0
+	}
+	nb, na := float64(len(before)), float64(len(after))
+	pooled := math.Sqrt(((nb-1)*vb + (na-1)*va) / (nb + na - 2))
+	if !(pooled > 0) {
+		return cpMaxD
+	}
+	return math.Min(shift/pooled, cpMaxD)
+}
+
+func finiteValues(xs []float64) []float64 {
+	out := make([]float64, 0, len(xs))
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// changePointMethod describes the search for a report.
+func changePointMethod(step, minWindow time.Duration) string {
+	return fmt.Sprintf("split maximising the sum of standardised shifts |mean after - mean before| / pooled sd "+
+		"of fleet TTFT p95 and fleet waiting per %v interval, at least %v each side "+
+		"(a series counts when it shifts by >= %.0f%% and >= %gs TTFT or %g waiting; each term capped at %d); "+
+		"proposed when the score is >= %g",
+		step, minWindow, cpMinRelShift*100, cpMinShiftTTFT, float64(cpMinShiftWaiting), cpMaxD, ChangePointThreshold)
+}

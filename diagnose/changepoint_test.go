@@ -1,0 +1,104 @@
+package diagnose
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// noisy returns n values level(i) * (1 + rel*N(0,1)), seeded.
+func noisy(seed uint64, n int, rel float64, level func(i int) float64) []float64 {
+	r := rand.New(rand.NewPCG(seed, 1))
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = level(i) * (1 + rel*r.NormFloat64())
+	}
+	return out
+}
+
+func TestFindChangePoint(t *testing.T) {
+	const n, minEach = 60, 5
+	flat := func(v float64) func(int) float64 { return func(int) float64 { return v } }
+	step := func(at int, before, after float64) func(int) float64 {
+		return func(i int) float64 {
+			if i < at {
+				return before
+			}
+			return after
+		}
+	}
+	ramp := func(at int, before, slope float64) func(int) float64 {
+		return func(i int) float64 {
+			if i < at {
+				return before
+			}
+			return before + slope*float64(i-at+1)
+		}
+	}
+	tests := []struct {
+		name    string
+		ttft    []float64
+		waiting []float64
+		wantOK  bool
+		wantK   int // when wantOK
+		slack   int
+	}{
+		{name: "flat noisy", ttft: noisy(1, n, 0.08, flat(0.3)), waiting: noisy(2, n, 0.5, flat(0.2))},
+		{name: "constant", ttft: noisy(1, n, 0, flat(0.3)), waiting: noisy(2, n, 0, flat(0))},
+		{name: "tiny relative shift", ttft: noisy(3, n, 0.01, step(30, 0.30, 0.33)), waiting: noisy(4, n, 0, flat(0))},
+		{name: "ttft step", ttft: noisy(5, n, 0.08, step(30, 0.3, 1.2)), waiting: noisy(6, n, 0.5, flat(0.2)), wantOK: true, wantK: 30, slack: 1},
+		{name: "both step", ttft: noisy(7, n, 0.08, step(20, 0.3, 2)), waiting: noisy(8, n, 0.1, step(20, 0.5, 40)), wantOK: true, wantK: 20, slack: 1},
+		{name: "waiting ramp", ttft: noisy(9, n, 0.05, ramp(30, 0.3, 0.5)), waiting: noisy(10, n, 0.05, ramp(30, 1, 300)), wantOK: true, wantK: 30, slack: 1},
+		{name: "step downwards", ttft: noisy(11, n, 0.08, step(40, 2, 0.3)), waiting: noisy(12, n, 0, flat(0)), wantOK: true, wantK: 40, slack: 1},
+		// A change in the last two intervals is still proposed, but no
+		// later than MinWindow before the end.
+		{name: "step near the end", ttft: noisy(13, n, 0.02, step(58, 0.3, 3)), waiting: noisy(14, n, 0, flat(0)), wantOK: true, wantK: n - minEach},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ttft, waiting := slices.Clone(tt.ttft), slices.Clone(tt.waiting)
+			series := []cpSeries{
+				{name: "ttft", values: ttft, minShift: cpMinShiftTTFT},
+				{name: "waiting", values: waiting, minShift: cpMinShiftWaiting},
+			}
+			k, score, ok := findChangePoint(series, minEach)
+			assert.Equal(t, tt.ttft, ttft, "input modified")
+			assert.Equal(t, tt.waiting, waiting, "input modified")
+			require.Equal(t, tt.wantOK, ok, "k=%d score=%.2f", k, score)
+			if !ok {
+				assert.Less(t, score, ChangePointThreshold)
+				return
+			}
+			assert.GreaterOrEqual(t, score, ChangePointThreshold)
+			assert.InDelta(t, tt.wantK, k, float64(tt.slack), "score %.2f", score)
+			assert.GreaterOrEqual(t, k, minEach)
+			assert.LessOrEqual(t, k, n-minEach)
+		})
+	}
+}
+
+func TestFindChangePointUnknownIntervals(t *testing.T) {
+	ttft := noisy(1, 40, 0.05, func(i int) float64 {
+		if i < 20 {
+			return 0.3
+		}
+		return 3
+	})
+	for i := 0; i < len(ttft); i += 3 {
+		ttft[i] = math.NaN() // intervals in which no request finished
+	}
+	k, score, ok := findChangePoint([]cpSeries{{values: ttft, minShift: cpMinShiftTTFT}}, 5)
+	require.True(t, ok, "score %.2f", score)
+	assert.InDelta(t, 20, k, 1)
+}
+
+func TestFindChangePointTooShort(t *testing.T) {
+	_, _, ok := findChangePoint([]cpSeries{{values: []float64{1, 2, 3}, minShift: 0}}, 5)
+	assert.False(t, ok)
+	_, _, ok = findChangePoint(nil, 5)
+	assert.False(t, ok)
+}

@@ -1,0 +1,500 @@
+package diagnose
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/whyslow/whyslow/rules"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// Diagnose reads the signals of the evidence, judges the four symptoms,
+// runs the decision map of package rules and returns the report. It is
+// pure: it reads only ev (which it does not modify) and opts, and neither
+// clock nor files.
+//
+// The steps:
+//
+//  1. Every target is resolved against the catalog: which metric carries
+//     each signal, and which vLLM versions its names are consistent with.
+//  2. The fleet is split by Options.By (by model_name when several models
+//     are served: signals are never merged across models); each group is
+//     diagnosed on its own and the report summarises the groups.
+//  3. The timelines (per-interval TTFT, queue, prefill, TPOT and ITL p95,
+//     waiting, running, KV usage, preemption rate, GPU utilisation) are
+//     built on a grid of Options.TimelineStep, fleet-wide and per replica.
+//  4. The windows are chosen (see chooseWindows in the package source and
+//     WindowInfo.From): as given; by the change-point search; as halves;
+//     or, for dumps taken once or twice, from lifetime counters.
+//  5. The signals are measured over both windows: histogram increases
+//     merged across replicas with histogram.Merge before any quantile is
+//     taken (never an average of per-pod quantiles), counter increases
+//     with resets handled, gauges summed (or, for KV usage and GPU
+//     utilisation, averaged) across replicas at each scrape instant.
+//  6. Every fact of rules.FactIDs is computed, or marked missing with the
+//     reason; rules.Evaluate judges symptoms and hypotheses.
+//
+// Diagnose returns an error only when opts are invalid or ev holds no
+// scrape of a selected target; everything else (missing signals, low
+// counts, resets, version skew) becomes a warning or a missing fact.
+func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
+	set, err := opts.settings()
+	if err != nil {
+		return nil, err
+	}
+	if ev == nil || len(ev.Targets) == 0 {
+		return nil, errors.New("diagnose: the evidence holds no target")
+	}
+	res := set.catalog.Resolve(ev)
+	reps := make([]replica, len(ev.Targets))
+	for i, t := range ev.Targets {
+		reps[i] = replica{t: t, res: &res.Targets[i]}
+	}
+
+	groups, by, err := splitGroups(set, reps)
+	if err != nil {
+		return nil, err
+	}
+	common := commonWarnings(ev, res)
+	inputs := makeInputs(ev, res)
+
+	if len(groups) == 1 {
+		rep, err := diagnoseScope(newScope(set, groups[0].sel, groups[0].reps))
+		if err != nil {
+			return nil, err
+		}
+		rep.Group = groups[0].sel
+		rep.Inputs = inputs
+		if groups[0].sel != nil {
+			rep.Inputs = inputs.restrict(groups[0].reps)
+		}
+		rep.Warnings = append(common, rep.Warnings...)
+		rep.Dimensions = dimensions(set, rep, by, nil)
+		return rep, nil
+	}
+
+	top := &Report{SchemaVersion: SchemaVersion, Inputs: inputs, Facts: map[rules.FactID]FactValue{},
+		Signals: Signals{Fleet: []Signal{}, Replicas: map[string][]Signal{}}}
+	var values []string
+	for _, g := range groups {
+		rep, err := diagnoseScope(newScope(set, g.sel, g.reps))
+		if err != nil {
+			return nil, err
+		}
+		rep.Group = g.sel
+		rep.Inputs = makeInputs(ev, res).restrict(g.reps)
+		rep.Dimensions = dimensions(set, rep, by, nil)
+		top.Groups = append(top.Groups, rep)
+		values = append(values, groupName(g.sel))
+	}
+	primary := top.Groups[0]
+	for _, g := range top.Groups[1:] {
+		if verdictRank(g.Verdict) < verdictRank(primary.Verdict) {
+			primary = g
+		}
+	}
+	top.Verdict = primary.Verdict
+	top.Windows = primary.Windows
+	parts := make([]string, len(top.Groups))
+	for i, g := range top.Groups {
+		parts[i] = fmt.Sprintf("%s: %s", groupName(g.Group), g.Verdict)
+	}
+	top.Summary = fmt.Sprintf("split by %s into %d groups (%s); the top-level verdict is that of %s",
+		by, len(top.Groups), strings.Join(parts, "; "), groupName(primary.Group))
+	top.Warnings = common
+	top.Dimensions = dimensions(set, top, by, values)
+	top.Symptoms = []rules.Symptom{}
+	top.Hypotheses = []rules.Finding{}
+	return top, nil
+}
+
+// verdictRank orders verdicts for the summary of split reports: a
+// supported hypothesis first, then undetermined, then no incident.
+func verdictRank(v rules.Verdict) int {
+	switch v {
+	case rules.NoIncident:
+		return 2
+	case rules.Undetermined:
+		return 1
+	}
+	return 0
+}
+
+func groupName(sel map[string]string) string {
+	if len(sel) == 0 {
+		return "all"
+	}
+	keys := slices.Sorted(maps.Keys(sel))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%q", k, sel[k])
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// group is one slice of the fleet.
+type group struct {
+	sel  map[string]string
+	reps []replica
+}
+
+// splitGroups splits the replicas by the split label (and model_name),
+// keeping only Options.Model when set. It returns the label used.
+func splitGroups(set settings, reps []replica) ([]group, string, error) {
+	base := map[string]string{}
+	if set.Model != "" {
+		base["model_name"] = set.Model
+	}
+	// label tuples seen on the catalog's families
+	byLabels := []string{}
+	if set.By != "" {
+		byLabels = append(byLabels, set.By)
+	}
+	models := labelValues(reps, "model_name", base)
+	if set.Model == "" && len(models) > 1 && set.By != "model_name" {
+		byLabels = append(byLabels, "model_name")
+	}
+	by := strings.Join(byLabels, ", ")
+	if len(byLabels) == 0 {
+		sel := base
+		if len(sel) == 0 {
+			sel = nil
+		}
+		g := group{sel: sel, reps: servingReplicas(reps, sel)}
+		if len(g.reps) == 0 {
+			return nil, "", fmt.Errorf("diagnose: no target serves model %q (models seen: %s)", set.Model, strings.Join(labelValues(reps, "model_name", nil), ", "))
+		}
+		return []group{g}, "", nil
+	}
+	tuples := labelTuples(reps, byLabels, base)
+	if len(tuples) == 0 {
+		return nil, "", fmt.Errorf("diagnose: no series carries the split label %s", by)
+	}
+	var gs []group
+	for _, tup := range tuples {
+		sel := maps.Clone(base)
+		maps.Copy(sel, tup)
+		gs = append(gs, group{sel: sel, reps: servingReplicas(reps, sel)})
+	}
+	return gs, by, nil
+}
+
+// catalogFamilies calls f for every family the resolution matched on r.
+func catalogFamilies(r replica, f func(*snapshot.Family)) {
+	for _, m := range r.res.Matches {
+		if m.Found() {
+			f(m.Family)
+		}
+	}
+}
+
+func familyLabelSets(fam *snapshot.Family, f func(get func(string) string)) {
+	for _, s := range fam.Series {
+		f(s.Labels.Get)
+	}
+	for _, h := range fam.Histograms {
+		f(h.Labels.Get)
+	}
+}
+
+func matchesSel(get func(string) string, sel map[string]string) bool {
+	for k, v := range sel {
+		if get(k) != v {
+			return false
+		}
+	}
+	return true
+}
+
+// labelValues returns the values of label seen on series matching sel.
+func labelValues(reps []replica, label string, sel map[string]string) []string {
+	seen := map[string]bool{}
+	for _, r := range reps {
+		catalogFamilies(r, func(fam *snapshot.Family) {
+			familyLabelSets(fam, func(get func(string) string) {
+				if v := get(label); v != "" && matchesSel(get, sel) {
+					seen[v] = true
+				}
+			})
+		})
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// labelTuples returns the distinct combinations of the labels' values seen
+// together on series matching sel (series lacking any label are skipped).
+func labelTuples(reps []replica, labels []string, sel map[string]string) []map[string]string {
+	seen := map[string]map[string]string{}
+	for _, r := range reps {
+		catalogFamilies(r, func(fam *snapshot.Family) {
+			familyLabelSets(fam, func(get func(string) string) {
+				if !matchesSel(get, sel) {
+					return
+				}
+				tup := map[string]string{}
+				var key []string
+				for _, l := range labels {
+					v := get(l)
+					if v == "" {
+						return
+					}
+					tup[l] = v
+					key = append(key, v)
+				}
+				seen[strings.Join(key, "\xff")] = tup
+			})
+		})
+	}
+	keys := slices.Sorted(maps.Keys(seen))
+	out := make([]map[string]string, len(keys))
+	for i, k := range keys {
+		out[i] = seen[k]
+	}
+	return out
+}
+
+// servingReplicas returns the replicas with a series matching sel on a
+// catalog family (all replicas for a nil sel).
+func servingReplicas(reps []replica, sel map[string]string) []replica {
+	if len(sel) == 0 {
+		return reps
+	}
+	var out []replica
+	for _, r := range reps {
+		found := false
+		catalogFamilies(r, func(fam *snapshot.Family) {
+			if found {
+				return
+			}
+			familyLabelSets(fam, func(get func(string) string) {
+				if matchesSel(get, sel) {
+					found = true
+				}
+			})
+		})
+		if found {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// diagnoseScope builds the report of one scope.
+func diagnoseScope(sc *scope) (*Report, error) {
+	st := sc.scrapeStats()
+	if len(st.times) == 0 {
+		return nil, fmt.Errorf("diagnose: %s: no scrape", groupName(sc.group))
+	}
+	step := sc.set.TimelineStep
+	if step == 0 {
+		step = max(time.Minute, st.interval)
+	}
+	var tl *timelines
+	if st.maxPerTarget >= 3 {
+		tl = sc.buildTimelines(snapshot.Window{Start: st.first, End: st.last}, step)
+	}
+	base, inc, cp, warns := sc.chooseWindows(st, tl)
+	facts := sc.computeFacts(base, inc, tl, st)
+	result := rules.Evaluate(facts, sc.set.SLO, sc.set.Thresholds)
+
+	rep := &Report{
+		SchemaVersion: SchemaVersion,
+		Verdict:       result.Verdict,
+		Windows:       Windows{Baseline: base.info, Incident: inc.info, ChangePoint: cp},
+		Symptoms:      result.Symptoms,
+		Hypotheses:    result.Findings,
+		Notes:         result.Notes,
+		Facts:         factValues(facts),
+	}
+	if !base.ok {
+		rep.Windows.Baseline = WindowInfo{From: "none"}
+	}
+	if tl != nil {
+		rep.Timelines = tl.list
+	}
+	rep.Signals = sc.signals(base, inc)
+	rep.Warnings = append(rep.Warnings, warns...)
+	rep.Warnings = append(rep.Warnings, sc.scopeWarnings(base, inc, rep)...)
+	rep.Warnings = append(rep.Warnings, result.Warnings...)
+	rep.Summary = summary(rep, result, facts)
+	return rep, nil
+}
+
+// factValues converts facts for the report.
+func factValues(fs rules.Facts) map[rules.FactID]FactValue {
+	out := make(map[rules.FactID]FactValue, len(fs))
+	for id, f := range fs {
+		out[id] = FactValue{
+			Value: Float(f.Value), Lower: Float(f.Lower), Upper: Float(f.Upper), Count: Float(f.Count),
+			Baseline: Float(f.Baseline), BaselineCount: Float(f.BaselineCount),
+			Window: f.Window, BaselineWindow: f.BaselineWindow, Source: f.Source, Missing: f.Missing,
+		}
+	}
+	return out
+}
+
+// summary is the report's one sentence.
+func summary(rep *Report, res rules.Result, fs rules.Facts) string {
+	var present []string
+	var unknown []string
+	for _, s := range res.Symptoms {
+		switch {
+		case s.Present:
+			present = append(present, string(s.ID))
+		case !s.Evaluable:
+			unknown = append(unknown, string(s.ID))
+		}
+	}
+	switch res.Verdict {
+	case rules.NoIncident:
+		s := "no incident: every symptom was evaluated and none is present"
+		if f := fs[rules.TTFTP95]; f.Known() {
+			s += fmt.Sprintf(" (TTFT p95 %s over %g requests", fmtValue(f.Value, "s"), f.Count)
+			if f.HasBaseline() {
+				s += fmt.Sprintf(", baseline %s", fmtValue(f.Baseline, "s"))
+			}
+			s += ")"
+		}
+		for _, n := range res.Notes {
+			s += "; " + n.ID
+		}
+		return s
+	case rules.Undetermined:
+		if len(present) > 0 {
+			return fmt.Sprintf("undetermined: symptoms %s present but no hypothesis is supported; see the not-evaluable hypotheses for missing signals", strings.Join(present, ", "))
+		}
+		return fmt.Sprintf("undetermined: symptoms %s could not be evaluated (missing signals or no baseline), so no incident cannot be claimed", strings.Join(unknown, ", "))
+	}
+	for _, f := range res.Findings {
+		if string(f.ID) != string(res.Verdict) {
+			continue
+		}
+		var ev []string
+		for _, e := range f.Evidence {
+			if e.Text != "" {
+				ev = append(ev, e.Text)
+			}
+			if len(ev) == 3 {
+				break
+			}
+		}
+		s := fmt.Sprintf("%s (%s), symptoms %s", f.ID, f.Title, strings.Join(present, ", "))
+		if len(ev) > 0 {
+			s += ": " + strings.Join(ev, "; ")
+		}
+		return s
+	}
+	return string(res.Verdict)
+}
+
+// fmtValue formats v with a unit, seconds as ms below one second.
+func fmtValue(v float64, unit string) string {
+	if unit == "s" && math.Abs(v) < 1 {
+		return fmt.Sprintf("%.3gms", v*1000)
+	}
+	return fmt.Sprintf("%.3g%s", v, unit)
+}
+
+// commonWarnings are the warnings of the whole evidence: reading problems
+// and the resolution's version skew, configuration drift and partial
+// signals.
+func commonWarnings(ev *snapshot.Evidence, res Resolution) []string {
+	var out []string
+	for _, p := range ev.Problems {
+		out = append(out, "reading: "+p.Error())
+	}
+	for _, w := range res.Warnings {
+		out = append(out, w.Error())
+	}
+	for _, t := range res.Targets {
+		for _, w := range t.Warnings {
+			out = append(out, w.Error())
+		}
+	}
+	return out
+}
+
+func makeInputs(ev *snapshot.Evidence, res Resolution) Inputs {
+	in := Inputs{Sources: slices.Clone(ev.Sources), Partial: ev.Partial(), Versions: map[string]string{}}
+	if in.Sources == nil {
+		in.Sources = []string{}
+	}
+	for _, t := range ev.Targets {
+		in.Replicas = append(in.Replicas, t.Name)
+	}
+	sort.Strings(in.Replicas)
+	for _, t := range res.Targets {
+		in.Versions[t.Target] = t.Versions.String()
+	}
+	for _, p := range ev.Problems {
+		in.Problems = append(in.Problems, p.Error())
+	}
+	return in
+}
+
+// restrict keeps only the replicas of a group.
+func (in Inputs) restrict(reps []replica) Inputs {
+	out := in
+	out.Replicas = nil
+	out.Versions = map[string]string{}
+	for _, r := range reps {
+		out.Replicas = append(out.Replicas, r.t.Name)
+		if v, ok := in.Versions[r.t.Name]; ok {
+			out.Versions[r.t.Name] = v
+		}
+	}
+	sort.Strings(out.Replicas)
+	return out
+}
+
+// dimensions says, for each of the article's dimensions, whether the
+// evidence supports it.
+func dimensions(set settings, rep *Report, by string, values []string) []Dimension {
+	has := func(id rules.FactID) bool {
+		f, ok := rep.Facts[id]
+		return ok && f.Missing == ""
+	}
+	var ds []Dimension
+	models := "one model"
+	if g := rep.Group["model_name"]; g != "" {
+		models = fmt.Sprintf("model_name=%q", g)
+	}
+	if len(values) > 0 {
+		models = fmt.Sprintf("%s: %s", by, strings.Join(values, ", "))
+	}
+	ds = append(ds, Dimension{Name: "model and replica", Supported: true,
+		How: fmt.Sprintf("model_name label (%s); %d replicas, each with its own signals", models, len(rep.Inputs.Replicas))})
+	if set.By != "" && set.By != "model_name" {
+		ds = append(ds, Dimension{Name: "workload type", Supported: true, How: fmt.Sprintf("split by the %s label", set.By)})
+	} else {
+		ds = append(ds, Dimension{Name: "workload type", Supported: false,
+			How: "vLLM's metrics carry no workload label; when a gateway adds one (chat, RAG, agent), split by it with Options.By"})
+	}
+	if has(rules.PromptTokensP95) || has(rules.GenerationTokensP95) {
+		ds = append(ds, Dimension{Name: "prompt/output length", Supported: true,
+			How: "prompt and output length distributions (request_prompt_tokens, request_generation_tokens) per window; latency per length range is not visible, since histograms are not joined per request"})
+	} else {
+		ds = append(ds, Dimension{Name: "prompt/output length", Supported: false, How: "no prompt or output length histogram in the evidence"})
+	}
+	ds = append(ds, Dimension{Name: "streaming vs not", Supported: false,
+		How: "not visible: vLLM's metrics do not tell streamed from non-streamed requests"})
+	if has(rules.AbortShare) {
+		ds = append(ds, Dimension{Name: "success/cancel/timeout", Supported: true,
+			How: "finished_reason (stop, length, abort, error where counted) and HTTP status; a client timeout and a cancellation both count as abort, so timeouts are not visible apart"})
+	} else {
+		ds = append(ds, Dimension{Name: "success/cancel/timeout", Supported: false, How: "no request_success counter by finished_reason in the evidence"})
+	}
+	if has(rules.PrefixHitRatio) {
+		ds = append(ds, Dimension{Name: "cold vs warm cache", Supported: true,
+			How: "prefix-cache hit ratio per window and restarts (counter resets); which requests hit a warm cache is not visible"})
+	} else {
+		ds = append(ds, Dimension{Name: "cold vs warm cache", Supported: false, How: "no prefix-cache counters in the evidence; only restarts (counter resets) are visible"})
+	}
+	return ds
+}

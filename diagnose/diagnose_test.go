@@ -1,0 +1,76 @@
+package diagnose_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/rules"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+func TestDiagnoseOptionsErrors(t *testing.T) {
+	ev := twoPodFleet(t)
+	for name, opts := range map[string]diagnose.Options{
+		"baseline without incident": {Baseline: snapshot.Window{Start: t0, End: t0.Add(time.Minute)}},
+		"incident end before start": {Incident: snapshot.Window{Start: t0.Add(time.Minute), End: t0}},
+		"open incident":             {Incident: snapshot.Window{End: t0}},
+		"bad quantile":              {Quantiles: []float64{1.5}},
+		"negative min window":       {MinWindow: -time.Minute},
+	} {
+		_, err := diagnose.Diagnose(ev, opts)
+		assert.Error(t, err, name)
+	}
+	_, err := diagnose.Diagnose(&snapshot.Evidence{}, diagnose.Options{})
+	assert.Error(t, err)
+}
+
+func TestDiagnoseDoesNotModifyEvidence(t *testing.T) {
+	ev := twoPodFleet(t)
+	before := ev.Targets[0].Family("vllm:num_requests_waiting").Series[0].V[0]
+	_, err := diagnose.Diagnose(ev, diagnose.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, before, ev.Targets[0].Family("vllm:num_requests_waiting").Series[0].V[0])
+}
+
+func TestDiagnoseSLOWithoutBaseline(t *testing.T) {
+	// One scrape per pod: no baseline, so the TTFT symptom can only be
+	// judged against an SLO target.
+	last := evidenceOf(t,
+		scrape{"a", t0, []podState{{model: "m", ttft: []float64{100, 100, 200, 200}, ttftSum: 80, stop: 190, abort: 10, waiting: 6, running: 12, kv: 0.5, gpuPct: 40}}},
+		scrape{"b", t0, []podState{{model: "m", ttft: []float64{400, 400, 400, 400}, ttftSum: 20, stop: 400, kv: 0.9, gpuPct: 40}}})
+	rep, err := diagnose.Diagnose(last, diagnose.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, rules.Undetermined, rep.Verdict, "without baseline or SLO a missing comparison never reads as no incident")
+	rep, err = diagnose.Diagnose(last, diagnose.Options{SLO: rules.SLO{TTFTP95: 0.5}})
+	require.NoError(t, err)
+	var ttft rules.Symptom
+	for _, s := range rep.Symptoms {
+		if s.ID == rules.SymptomTTFT {
+			ttft = s
+		}
+	}
+	assert.True(t, ttft.Present, "lifetime TTFT p95 0.9 s breaks the 0.5 s SLO")
+}
+
+var (
+	benchOnce sync.Once
+	benchEv   *snapshot.Evidence
+)
+
+// BenchmarkDiagnose diagnoses 8 pods x 60 min of 15 s scrapes (the
+// sustained-overload scenario) from evidence already loaded.
+func BenchmarkDiagnose(b *testing.B) {
+	benchOnce.Do(func() { benchEv = simulate(b, fleetsim.Scenario("sustained-overload")) })
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := diagnose.Diagnose(benchEv, diagnose.Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

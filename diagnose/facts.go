@@ -1,0 +1,664 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/rules"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// This file computes the facts of package rules (the decision map's input
+// vocabulary, documented in rules/facts.go) from the signals of a scope.
+// Every fact carries its incident and baseline values, bounds, counts,
+// windows and source, or the reason it is missing: never a zero in place
+// of an unknown.
+
+// factCtx computes the facts of one scope over two windows.
+type factCtx struct {
+	sc        *scope
+	base, inc evalWindow
+	tl        *timelines
+	st        scrapeStats
+}
+
+// computeFacts returns every fact of rules.FactIDs.
+func (sc *scope) computeFacts(base, inc evalWindow, tl *timelines, st scrapeStats) rules.Facts {
+	c := &factCtx{sc: sc, base: base, inc: inc, tl: tl, st: st}
+	fs := rules.Facts{}
+	quant := []struct {
+		id  rules.FactID
+		sig SignalID
+		q   float64
+	}{
+		{rules.TTFTP50, SignalTTFT, 0.5}, {rules.TTFTP95, SignalTTFT, 0.95}, {rules.TTFTP99, SignalTTFT, 0.99},
+		{rules.QueueTimeP50, SignalQueueTime, 0.5}, {rules.QueueTimeP95, SignalQueueTime, 0.95},
+		{rules.PrefillTimeP50, SignalPrefillTime, 0.5}, {rules.PrefillTimeP95, SignalPrefillTime, 0.95},
+		{rules.DecodeTimeP95, SignalDecodeTime, 0.95},
+		{rules.TPOTP50, SignalTPOT, 0.5}, {rules.TPOTP95, SignalTPOT, 0.95},
+		{rules.ITLP95, SignalITL, 0.95},
+		{rules.E2EP50, SignalE2E, 0.5}, {rules.E2EP95, SignalE2E, 0.95}, {rules.E2EP99, SignalE2E, 0.99},
+		{rules.InferenceTimeP95, SignalInferenceTime, 0.95},
+		{rules.ClientTTFTP95, SignalClientTTFT, 0.95},
+		{rules.PromptTokensP50, SignalPromptTokens, 0.5}, {rules.PromptTokensP95, SignalPromptTokens, 0.95},
+		{rules.PromptTokensP99, SignalPromptTokens, 0.99},
+		{rules.GenerationTokensP50, SignalGenerationTokens, 0.5}, {rules.GenerationTokensP95, SignalGenerationTokens, 0.95},
+	}
+	for _, qf := range quant {
+		fs[qf.id] = c.quantile(qf.sig, qf.q)
+	}
+	fs[rules.TPOTMean] = c.both(rules.TPOTMean, c.tpotMean)
+	fs[rules.CompletionRate] = c.both(rules.CompletionRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalRequestSuccess, w) })
+	fs[rules.PromptTokenRate] = c.both(rules.PromptTokenRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalPromptTokensTotal, w) })
+	fs[rules.GenerationTokenRate] = c.both(rules.GenerationTokenRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalGenerationTokensTotal, w) })
+	fs[rules.PreemptionRate] = c.both(rules.PreemptionRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalPreemptions, w) })
+	fs[rules.ArrivalRate] = c.both(rules.ArrivalRate, c.arrivalRate)
+	fs[rules.ErrorShare] = c.both(rules.ErrorShare, func(w evalWindow) rules.Fact { return c.reasonShare("error", w) })
+	fs[rules.AbortShare] = c.both(rules.AbortShare, func(w evalWindow) rules.Fact { return c.reasonShare("abort", w) })
+	fs[rules.HTTP5xxShare] = c.both(rules.HTTP5xxShare, c.http5xxShare)
+	fs[rules.TimeoutShare] = rules.MissingFact("no timeout metric in the evidence: vLLM counts a client that gives up as finished_reason=abort (see abort_share); alias a gateway's timeout counter to judge timeouts apart")
+	fs[rules.PrefixHitRatio] = c.both(rules.PrefixHitRatio, c.prefixHitRatio)
+
+	fs[rules.WaitingMean] = c.both(rules.WaitingMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalWaiting, w, "mean") })
+	fs[rules.WaitingMax] = c.both(rules.WaitingMax, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalWaiting, w, "max") })
+	fs[rules.WaitingSlope] = c.both(rules.WaitingSlope, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalWaiting, w, "slope") })
+	fs[rules.WaitingBurst] = c.both(rules.WaitingBurst, c.burst)
+	fs[rules.RunningMean] = c.both(rules.RunningMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalRunning, w, "mean") })
+	fs[rules.RunningMax] = c.both(rules.RunningMax, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalRunning, w, "max") })
+	fs[rules.MaxNumSeqs] = c.both(rules.MaxNumSeqs, c.maxNumSeqs)
+	fs[rules.KVUsageMean] = c.both(rules.KVUsageMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalKVUsage, w, "mean") })
+	fs[rules.KVUsageMax] = c.both(rules.KVUsageMax, c.kvMax)
+	fs[rules.GPUUtilMean] = c.both(rules.GPUUtilMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalGPUUtil, w, "mean") })
+	fs[rules.BacklogEnd] = c.both(rules.BacklogEnd, c.backlogEnd)
+
+	fs[rules.ReplicaShareMax] = c.both(rules.ReplicaShareMax, c.replicaShareMax)
+	fs[rules.ReplicaTTFTRatio] = c.both(rules.ReplicaTTFTRatio, c.replicaTTFTRatio)
+	fs[rules.CorrRunningTPOT] = c.corrRunningTPOT()
+	return fs
+}
+
+// both evaluates f over the incident window and, when there is one, the
+// baseline window, and joins them into one fact.
+func (c *factCtx) both(id rules.FactID, f func(evalWindow) rules.Fact) rules.Fact {
+	out := f(c.inc)
+	out.Window = c.inc.text()
+	if c.base.ok {
+		b := f(c.base)
+		if b.Missing == "" && !math.IsNaN(b.Value) {
+			out.Baseline, out.BaselineLower, out.BaselineUpper, out.BaselineCount = b.Value, b.Lower, b.Upper, b.Count
+			out.BaselineWindow = c.base.text()
+		}
+		if out.Source == "" {
+			out.Source = b.Source
+		}
+	}
+	return out
+}
+
+// missingSignal explains why signal id is missing.
+func (c *factCtx) missingSignal(id SignalID) string {
+	spec, ok := c.sc.set.catalog.Signal(id)
+	if !ok {
+		return fmt.Sprintf("the catalog has no %s signal", id)
+	}
+	switch id {
+	case SignalClientTTFT:
+		return "no client-side TTFT histogram given (name one with Catalog.Alias(SignalClientTTFT, ...))"
+	case SignalGPUUtil:
+		return "no GPU exporter (DCGM) metric in the evidence"
+	case SignalMaxNumSeqs:
+		return "vLLM exposes no max_num_seqs metric; name one with Catalog.Alias(SignalMaxNumSeqs, ...)"
+	}
+	if len(spec.Metrics()) == 0 {
+		return fmt.Sprintf("no source for %s (name one with Catalog.Alias)", id)
+	}
+	return fmt.Sprintf("no %s in the evidence", strings.Join(spec.Metrics(), " or "))
+}
+
+// quantile is a fleet quantile fact of histogram signal id.
+func (c *factCtx) quantile(id SignalID, q float64) rules.Fact {
+	if !c.sc.has(id) {
+		return rules.MissingFact(c.missingSignal(id))
+	}
+	one := func(w evalWindow) (rules.Fact, string) {
+		inc, err, _ := c.sc.fleetHist(id, w.w)
+		if err != nil {
+			return rules.MissingFact(err.Error()), err.Error()
+		}
+		if !(inc.Histogram.Total() > 0) {
+			return rules.MissingFact("no observation in the window"), "no observation"
+		}
+		e := inc.Histogram.Quantile(q)
+		f := rules.Measured(e.Value).WithBounds(e.Lower, e.Upper)
+		f.Count = e.Count
+		return f, ""
+	}
+	out, why := one(c.inc)
+	if why != "" {
+		out.Missing = fmt.Sprintf("%s over the incident window: %s", id, why)
+	}
+	out.Window = c.inc.text()
+	out.Source = c.sc.source(id)
+	if c.base.ok {
+		if b, why := one(c.base); why == "" {
+			out.Baseline, out.BaselineLower, out.BaselineUpper, out.BaselineCount = b.Value, b.Lower, b.Upper, b.Count
+			out.BaselineWindow = c.base.text()
+		}
+	}
+	return out
+}
+
+// rateOf returns inc's rate, or the reason it has none.
+func rateOf(inc snapshot.CounterIncrease) (float64, string) {
+	r := inc.Rate()
+	if math.IsNaN(r) {
+		if inc.Lifetime {
+			return r, "lifetime counter without a known start time: no rate"
+		}
+		return r, "no time elapsed between the edge samples"
+	}
+	return r, ""
+}
+
+func (c *factCtx) counterRate(id SignalID, w evalWindow) rules.Fact {
+	if !c.sc.has(id) {
+		return rules.MissingFact(c.missingSignal(id))
+	}
+	inc, err := c.sc.fleetCounter(id, w.w, nil)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	r, why := rateOf(inc)
+	if why != "" {
+		return rules.MissingFact(fmt.Sprintf("%s: %s", id, why))
+	}
+	f := rules.Measured(r).WithSource(c.sc.source(id))
+	f.Count = inc.Value
+	return f
+}
+
+// tpotMean is the mean decode time per output token from sums; see
+// MeanTPOTFromSums.
+func (c *factCtx) tpotMean(w evalWindow) rules.Fact {
+	for _, id := range []SignalID{SignalDecodeTime, SignalGenerationTokens} {
+		if !c.sc.has(id) {
+			return rules.MissingFact(c.missingSignal(id))
+		}
+	}
+	dec, err, _ := c.sc.fleetHist(SignalDecodeTime, w.w)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	gen, err, _ := c.sc.fleetHist(SignalGenerationTokens, w.w)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	v := MeanTPOTFromSums(dec.Histogram.Sum, gen.Histogram.Sum, gen.Histogram.Total())
+	if math.IsNaN(v) {
+		return rules.MissingFact("no output token decoded in the window (or _sum missing)")
+	}
+	f := rules.Measured(v).WithSource(TPOTFallback)
+	f.Count = gen.Histogram.Total()
+	return f
+}
+
+// arrivalRate estimates arrivals per second: completions plus the growth
+// of waiting + running, over the window's length.
+func (c *factCtx) arrivalRate(w evalWindow) rules.Fact {
+	if !c.sc.has(SignalRequestSuccess) {
+		return rules.MissingFact(c.missingSignal(SignalRequestSuccess))
+	}
+	if w.lifetime {
+		return rules.MissingFact("lifetime counters: no window to estimate arrivals over")
+	}
+	inc, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, nil)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	bl := c.sc.backlog(-1)
+	if bl == nil {
+		return rules.MissingFact("no waiting and running gauges: the growth of the backlog is unknown")
+	}
+	g, err := bl.Gauge(w.w)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	secs := inc.Duration().Seconds()
+	if !(secs > 0) {
+		return rules.MissingFact("no time elapsed between the edge samples")
+	}
+	f := rules.Measured((inc.Value + g.Last - g.First) / secs).WithSource(c.sc.source(SignalRequestSuccess) + " + growth of waiting + running")
+	f.Count = inc.Value
+	return f
+}
+
+// reasonShare is the share of finished requests with the given
+// finished_reason. A reason without a series had no request when other
+// reasons exist, except "error", which older versions do not count.
+func (c *factCtx) reasonShare(reason string, w evalWindow) rules.Fact {
+	if !c.sc.has(SignalRequestSuccess) {
+		return rules.MissingFact(c.missingSignal(SignalRequestSuccess))
+	}
+	total, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, nil)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	if !(total.Value > 0) {
+		return rules.MissingFact("no request finished in the window")
+	}
+	part := 0.0
+	reasons := c.sc.splitValues(SignalRequestSuccess, "finished_reason")
+	switch {
+	case containsString(reasons, reason):
+		inc, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, map[string]string{"finished_reason": reason})
+		if err != nil {
+			return rules.MissingFact(err.Error())
+		}
+		part = inc.Value
+	case reason == "error":
+		return rules.MissingFact(`no finished_reason="error" series: this vLLM version does not count failed requests apart`)
+	case len(reasons) == 0:
+		return rules.MissingFact("request_success has no finished_reason label")
+	}
+	f := rules.Measured(part / total.Value).WithSource(c.sc.source(SignalRequestSuccess) + `{finished_reason="` + reason + `"}`)
+	f.Count = total.Value
+	return f
+}
+
+func containsString(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// http5xxShare is the share of HTTP responses with a 5xx status. The
+// family counts every response, so a status without a series had none.
+func (c *factCtx) http5xxShare(w evalWindow) rules.Fact {
+	if !c.sc.has(SignalHTTPRequests) {
+		return rules.MissingFact(c.missingSignal(SignalHTTPRequests))
+	}
+	total, err := c.sc.fleetCounter(SignalHTTPRequests, w.w, nil)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	if !(total.Value > 0) {
+		return rules.MissingFact("no HTTP response in the window")
+	}
+	bad := 0.0
+	for _, st := range c.sc.splitValues(SignalHTTPRequests, "status") {
+		if !strings.HasPrefix(st, "5") {
+			continue
+		}
+		inc, err := c.sc.fleetCounter(SignalHTTPRequests, w.w, map[string]string{"status": st})
+		if err == nil {
+			bad += inc.Value
+		}
+	}
+	f := rules.Measured(bad / total.Value).WithSource(c.sc.source(SignalHTTPRequests) + `{status="5xx"}`)
+	f.Count = total.Value
+	return f
+}
+
+// prefixHitRatio is hits / queries of the prefix cache (tokens), or the V0
+// hit-rate gauge's mean.
+func (c *factCtx) prefixHitRatio(w evalWindow) rules.Fact {
+	if c.sc.has(SignalPrefixCacheQueries) && c.sc.has(SignalPrefixCacheHits) {
+		q, err := c.sc.fleetCounter(SignalPrefixCacheQueries, w.w, nil)
+		if err != nil {
+			return rules.MissingFact(err.Error())
+		}
+		h, err := c.sc.fleetCounter(SignalPrefixCacheHits, w.w, nil)
+		if err != nil {
+			return rules.MissingFact(err.Error())
+		}
+		if !(q.Value > 0) {
+			return rules.MissingFact("no prefix-cache lookup in the window (prefix caching disabled, or no traffic)")
+		}
+		f := rules.Measured(h.Value / q.Value).WithSource(c.sc.source(SignalPrefixCacheHits) + " / " + c.sc.source(SignalPrefixCacheQueries))
+		f.Count = q.Value
+		return f
+	}
+	if c.sc.has(SignalPrefixCacheHitRate) {
+		f := c.gaugeStat(SignalPrefixCacheHitRate, w, "mean")
+		if f.Known() && f.Value < 0 {
+			return rules.MissingFact("the prefix-cache hit-rate gauge is -1 (unknown)")
+		}
+		return f
+	}
+	return rules.MissingFact(c.missingSignal(SignalPrefixCacheHits))
+}
+
+// gaugeStat is a statistic of the fleet series of gauge id over w.
+func (c *factCtx) gaugeStat(id SignalID, w evalWindow, what string) rules.Fact {
+	s := c.sc.fleetGauge(id)
+	if s == nil {
+		return rules.MissingFact(c.missingSignal(id))
+	}
+	g, err := s.Gauge(w.w)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	var v float64
+	switch what {
+	case "mean":
+		v = g.Mean
+	case "max":
+		v = g.Max
+	case "slope":
+		v = g.Slope
+		if math.IsNaN(v) {
+			return rules.MissingFact("fewer than two scrapes in the window: no trend")
+		}
+	}
+	f := rules.Measured(v).WithSource(c.sc.source(id))
+	f.Count = float64(g.N)
+	return f
+}
+
+// kvMax is the largest KV usage of any replica over w.
+func (c *factCtx) kvMax(w evalWindow) rules.Fact {
+	best, n, found := math.NaN(), 0, false
+	for r := range c.sc.replicas {
+		s := c.sc.replicaGauge(SignalKVUsage, r)
+		if s == nil {
+			continue
+		}
+		g, err := s.Gauge(w.w)
+		if err != nil {
+			continue
+		}
+		found = true
+		n += g.N
+		if !(g.Max <= best) {
+			best = g.Max
+		}
+	}
+	if !found {
+		if !c.sc.has(SignalKVUsage) {
+			return rules.MissingFact(c.missingSignal(SignalKVUsage))
+		}
+		return rules.MissingFact("kv_usage: no replica scraped in the window")
+	}
+	f := rules.Measured(best).WithSource(c.sc.source(SignalKVUsage))
+	f.Count = float64(n)
+	return f
+}
+
+// maxNumSeqs sums the latest max_num_seqs of every replica.
+func (c *factCtx) maxNumSeqs(w evalWindow) rules.Fact {
+	if !c.sc.has(SignalMaxNumSeqs) {
+		return rules.MissingFact(c.missingSignal(SignalMaxNumSeqs))
+	}
+	sum, n := 0.0, 0
+	for r := range c.sc.replicas {
+		s := c.sc.replicaGauge(SignalMaxNumSeqs, r)
+		if s == nil {
+			continue
+		}
+		g, err := s.Gauge(w.w)
+		if err != nil {
+			continue
+		}
+		sum += g.Last
+		n++
+	}
+	if n == 0 {
+		return rules.MissingFact("max_num_seqs: no replica scraped in the window")
+	}
+	f := rules.Measured(sum).WithSource(c.sc.source(SignalMaxNumSeqs))
+	f.Count = float64(n)
+	return f
+}
+
+// backlogEnd is waiting + running at the window's last scrape.
+func (c *factCtx) backlogEnd(w evalWindow) rules.Fact {
+	bl := c.sc.backlog(-1)
+	if bl == nil {
+		return rules.MissingFact("no waiting and running gauges")
+	}
+	g, err := bl.Gauge(w.w)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	f := rules.Measured(g.Last).WithSource(c.sc.source(SignalWaiting) + " + " + c.sc.source(SignalRunning))
+	f.Count = 1
+	return f
+}
+
+// replicaShareMax is the largest replica's share of completions divided by
+// its fair share. The fair share of a replica is its number of engine
+// cores (values of the engine label: vLLM's data parallelism) over the
+// fleet's, so that a pod running two engines is expected to finish twice
+// as many requests; with one engine per pod it is 1/N.
+func (c *factCtx) replicaShareMax(w evalWindow) rules.Fact {
+	if !c.sc.has(SignalRequestSuccess) {
+		return rules.MissingFact(c.missingSignal(SignalRequestSuccess))
+	}
+	type rv struct{ done, engines float64 }
+	var vals []rv
+	total, engines := 0.0, 0.0
+	for r := range c.sc.replicas {
+		inc, err := c.sc.replicaCounter(SignalRequestSuccess, r, w.w, nil)
+		if err != nil {
+			continue
+		}
+		e := float64(max(1, len(c.sc.engineValues(r))))
+		vals = append(vals, rv{inc.Value, e})
+		total += inc.Value
+		engines += e
+	}
+	if len(vals) < 2 {
+		return rules.MissingFact("fewer than two replicas with completions in the window")
+	}
+	if !(total > 0) {
+		return rules.MissingFact("no request finished in the window")
+	}
+	top := 0.0
+	for _, v := range vals {
+		top = math.Max(top, (v.done/total)/(v.engines/engines))
+	}
+	f := rules.Measured(top).WithSource(c.sc.source(SignalRequestSuccess) + " per replica, fair share by engine count")
+	f.Count = total
+	return f
+}
+
+// engineValues returns the engine label values of replica r's completions.
+func (sc *scope) engineValues(r int) []string {
+	m := sc.match(r, SignalRequestSuccess)
+	if !m.Found() {
+		return nil
+	}
+	var out []string
+	for _, s := range m.Family.SeriesMatching(sc.selector(m.Family)) {
+		if e := s.Labels.Get("engine"); e != "" && !containsString(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// replicaTTFTRatio is the worst replica's TTFT p95 (among replicas with at
+// least MinSamples requests) over the fleet's. Each replica's histogram is
+// first reduced to the bounds of the fleet merge (histogram.Merge with the
+// fleet's empty layout), so that a replica with finer or longer buckets
+// (another vLLM version) is not compared with a fleet quantile clipped at
+// a lower largest bound.
+func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
+	if !c.sc.has(SignalTTFT) {
+		return rules.MissingFact(c.missingSignal(SignalTTFT))
+	}
+	if len(c.sc.replicas) < 2 {
+		return rules.MissingFact("fewer than two replicas")
+	}
+	fleet, err, _ := c.sc.fleetHist(SignalTTFT, w.w)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	fq := fleet.Histogram.Quantile(0.95)
+	if !(fq.Value > 0) {
+		return rules.MissingFact("fleet TTFT p95 is not positive")
+	}
+	empty := fleet.Histogram.Scale(0)
+	worst, n := math.NaN(), 0
+	for r := range c.sc.replicas {
+		res := c.sc.replicaHist(SignalTTFT, r, w.w)
+		if res.err != nil || res.inc.Histogram.Total() < c.sc.set.Thresholds.MinSamples {
+			continue
+		}
+		h := res.inc.Histogram
+		if !histogram.SameLayout(h.Bounds, fleet.Histogram.Bounds) {
+			m, err := histogram.Merge(h, empty)
+			if err != nil {
+				continue
+			}
+			h = m.Histogram
+		}
+		n++
+		if q := h.Quantile(0.95).Value; !(q <= worst) {
+			worst = q
+		}
+	}
+	if n < 2 {
+		return rules.MissingFact(fmt.Sprintf("fewer than two replicas with >= %g requests", c.sc.set.Thresholds.MinSamples))
+	}
+	f := rules.Measured(worst / fq.Value).WithSource(c.sc.source(SignalTTFT) + " per replica")
+	f.Count = fq.Count
+	return f
+}
+
+// burst is the peak arrival rate over one scrape interval divided by the
+// window's mean arrival rate (arrivals estimated as completions plus the
+// growth of waiting + running). Without completions it is the peak of
+// waiting over its mean.
+func (c *factCtx) burst(w evalWindow) rules.Fact {
+	if w.lifetime {
+		return rules.MissingFact("lifetime counters: no intervals to find bursts in")
+	}
+	step := c.st.interval
+	if step <= 0 {
+		return rules.MissingFact("unknown scrape interval")
+	}
+	bl := c.sc.backlog(-1)
+	if bl == nil {
+		return rules.MissingFact("no waiting and running gauges")
+	}
+	grid := snapshot.Grid(w.w, step)
+	var rates []float64
+	totalA, totalT := 0.0, 0.0
+	if c.sc.has(SignalRequestSuccess) {
+	intervals:
+		for _, g := range grid {
+			if g.Duration() < step {
+				continue
+			}
+			done := 0.0
+			for r := range c.sc.replicas {
+				if !c.sc.match(r, SignalRequestSuccess).Found() {
+					continue
+				}
+				inc, err := c.sc.replicaCounter(SignalRequestSuccess, r, g, nil)
+				if err != nil {
+					if isNotEvaluable(err) && c.replicaDown(r, g) {
+						continue // a replica that is not running takes no arrivals
+					}
+					continue intervals
+				}
+				done += inc.Value
+			}
+			gs, err := bl.Gauge(g)
+			if err != nil {
+				continue
+			}
+			a := done + gs.Last - gs.First
+			secs := g.Duration().Seconds()
+			rates = append(rates, a/secs)
+			totalA += a
+			totalT += secs
+		}
+	}
+	if len(rates) >= 4 && totalA > 0 {
+		mean := totalA / totalT
+		f := rules.Measured(maxOf(rates) / mean).WithSource(fmt.Sprintf("peak %v arrival rate (completions + growth of waiting + running) / window mean", step))
+		f.Count = float64(len(rates))
+		return f
+	}
+	ws := c.sc.fleetGauge(SignalWaiting)
+	if ws == nil {
+		return rules.MissingFact(c.missingSignal(SignalWaiting))
+	}
+	g, err := ws.Gauge(w.w)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	if !(g.Mean > 0) {
+		return rules.MissingFact("no arrivals estimate and no waiting request in the window")
+	}
+	f := rules.Measured(g.Max / g.Mean).WithSource("peak / mean of " + c.sc.source(SignalWaiting))
+	f.Count = float64(g.N)
+	return f
+}
+
+// replicaDown reports whether replica r has no scrape within w (it was
+// restarting or gone).
+func (c *factCtx) replicaDown(r int, w snapshot.Window) bool {
+	for _, s := range c.sc.replicas[r].t.Scrapes {
+		if !s.Time.Before(w.Start) && !s.Time.After(w.End) {
+			return false
+		}
+	}
+	return true
+}
+
+func maxOf(xs []float64) float64 {
+	m := math.Inf(-1)
+	for _, x := range xs {
+		m = math.Max(m, x)
+	}
+	return m
+}
+
+// corrRunningTPOT correlates the fleet's running sequences with its TPOT
+// p95 (ITL p95 when TPOT is missing) over the timeline intervals of the
+// incident window.
+func (c *factCtx) corrRunningTPOT() rules.Fact {
+	if c.tl == nil || c.inc.lifetime {
+		return rules.MissingFact("no timeline (fewer than three scrapes per replica)")
+	}
+	run := c.tl.fleet(SignalRunning)
+	lat, latID := c.tl.fleet(SignalTPOT), SignalTPOT
+	if lat == nil {
+		lat, latID = c.tl.fleet(SignalITL), SignalITL
+	}
+	if run == nil || lat == nil {
+		return rules.MissingFact("no running or TPOT/ITL timeline")
+	}
+	var xs, ys []float64
+	for i, p := range lat.Points {
+		t := p.T
+		if t.After(c.inc.w.Start) && !t.After(c.inc.w.End) {
+			x, y := float64(run.Points[i].Value), float64(p.Value)
+			if math.IsNaN(x) || math.IsNaN(y) {
+				continue
+			}
+			xs, ys = append(xs, x), append(ys, y)
+		}
+	}
+	if len(xs) < 5 {
+		return rules.MissingFact(fmt.Sprintf("only %d intervals with running and %s in the incident window (need 5)", len(xs), latID))
+	}
+	r := stat.Correlation(xs, ys, nil)
+	if math.IsNaN(r) {
+		return rules.MissingFact(fmt.Sprintf("running or %s constant over the incident window", latID))
+	}
+	f := rules.Measured(r).WithSource(fmt.Sprintf("Pearson correlation of fleet running and %s p95 per %v interval", latID, c.tl.step))
+	f.Count = float64(len(xs))
+	f.Window = c.inc.text()
+	return f
+}

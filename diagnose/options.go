@@ -1,0 +1,120 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/whyslow/whyslow/rules"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// DefaultMinWindow is the shortest baseline or incident window the
+// change-point search may propose (Options.MinWindow): five minutes each
+// side, so that each window holds at least a few scrape intervals and,
+// at typical traffic, hundreds of requests.
+const DefaultMinWindow = 5 * time.Minute
+
+// Options control Diagnose. The zero value is usable: it diagnoses the
+// whole evidence with the default catalog and thresholds, chooses the
+// windows itself and splits the fleet by model when it serves several.
+// Options is a struct so that it can grow without breaking callers.
+type Options struct {
+	// Catalog maps signals to metric names; nil means DefaultCatalog().
+	// Adapt a catalog with Alias (a gateway's client-side TTFT histogram,
+	// a custom GPU metric) or WithPrefix (Ray's ray_vllm:).
+	Catalog *Catalog
+
+	// Baseline and Incident are the windows to compare. A zero Incident
+	// lets Diagnose choose both windows (see the package documentation,
+	// "Windows"). A zero Baseline with a given Incident means everything
+	// before the incident (From "preceding"), or no baseline when the
+	// incident starts at the first scrape.
+	Baseline, Incident snapshot.Window
+
+	// SLO holds optional targets; a symptom without a target is judged
+	// against the baseline.
+	SLO rules.SLO
+	// Thresholds are the limits of the decision map; the zero value
+	// means rules.DefaultThresholds.
+	Thresholds rules.Thresholds
+
+	// Model, when not empty, keeps only the series whose model_name label
+	// equals it (and the target-level series, such as the GPU exporter's,
+	// of the targets that serve it).
+	Model string
+	// By is the label whose values split the evidence into groups, each
+	// diagnosed on its own (Report.Groups): "model_name", or a label a
+	// gateway adds such as a workload type. Empty means model_name when
+	// the evidence serves several models, else no split. Signals are
+	// never merged across models whatever By says: with another label,
+	// each group is further split by model when several are present.
+	By string
+
+	// MinWindow is the shortest window on each side of a proposed change
+	// point; zero means DefaultMinWindow.
+	MinWindow time.Duration
+	// Quantiles are reported for each histogram signal; nil means
+	// 0.5, 0.95 and 0.99. The decision map always gets p50, p95 and p99.
+	Quantiles []float64
+	// TimelineStep is the interval of the timelines and of the
+	// change-point search; zero means one minute or the scrape interval,
+	// whichever is larger.
+	TimelineStep time.Duration
+}
+
+// settings are Options with the defaults filled in.
+type settings struct {
+	Options
+	catalog   Catalog
+	scrape    time.Duration // median scrape interval, 0 when unknown
+	step      time.Duration
+	quantiles []float64
+}
+
+func (o Options) settings() (settings, error) {
+	s := settings{Options: o}
+	if o.Catalog != nil {
+		s.catalog = *o.Catalog
+	} else {
+		s.catalog = DefaultCatalog()
+	}
+	if s.Thresholds == (rules.Thresholds{}) {
+		s.Thresholds = rules.DefaultThresholds
+	}
+	if s.MinWindow == 0 {
+		s.MinWindow = DefaultMinWindow
+	}
+	if s.MinWindow < 0 {
+		return s, fmt.Errorf("diagnose: negative MinWindow %v", o.MinWindow)
+	}
+	if o.TimelineStep < 0 {
+		return s, fmt.Errorf("diagnose: negative TimelineStep %v", o.TimelineStep)
+	}
+	s.quantiles = []float64{0.5, 0.95, 0.99}
+	if o.Quantiles != nil {
+		for _, q := range o.Quantiles {
+			if math.IsNaN(q) || q < 0 || q > 1 {
+				return s, fmt.Errorf("diagnose: quantile %v outside [0, 1]", q)
+			}
+		}
+		s.quantiles = slices.Clone(o.Quantiles)
+		slices.Sort(s.quantiles)
+	}
+	for _, w := range []struct {
+		name string
+		w    snapshot.Window
+	}{{"Baseline", o.Baseline}, {"Incident", o.Incident}} {
+		if w.w.IsZero() {
+			continue
+		}
+		if w.w.Start.IsZero() || w.w.End.IsZero() || !w.w.End.After(w.w.Start) {
+			return s, fmt.Errorf("diagnose: %s window %v: needs a start before its end", w.name, w.w)
+		}
+	}
+	if !o.Baseline.IsZero() && o.Incident.IsZero() {
+		return s, fmt.Errorf("diagnose: a Baseline window needs an Incident window")
+	}
+	return s, nil
+}

@@ -1,0 +1,314 @@
+package diagnose
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// QuantileRequest asks for quantiles of one histogram across a fleet.
+type QuantileRequest struct {
+	// Metric is a histogram's base name ("vllm:time_to_first_token_seconds")
+	// or a catalog signal id ("ttft"); a signal id takes, per replica, the
+	// first of its candidate metrics that the replica exposes.
+	Metric string
+	// Catalog resolves signal ids; nil means DefaultCatalog().
+	Catalog *Catalog
+	// Quantiles to estimate; nil means 0.5, 0.95 and 0.99.
+	Quantiles []float64
+	// Window is the time range; the zero Window means each replica's
+	// first to last scrape.
+	Window snapshot.Window
+	// Match keeps only series whose labels have these values, e.g.
+	// {"model_name": "llama"}.
+	Match map[string]string
+}
+
+// QuantileReport holds fleet and per-replica quantiles of one histogram.
+// Its JSON form is a public contract (see README): metric, window,
+// fleet, replicas, warnings.
+type QuantileReport struct {
+	// Metric is what was asked for; Metrics the metric names used.
+	Metric  string   `json:"metric"`
+	Metrics []string `json:"metrics"`
+	// Window is the window asked for, or the span actually covered when
+	// none was given.
+	Window WindowSpan `json:"window"`
+	// Fleet holds the quantiles of the histogram merged across replicas
+	// (buckets summed first, quantile taken after).
+	Fleet []Quantile `json:"fleet"`
+	// FleetMean is the fleet's sum/count over the window.
+	FleetMean Float `json:"fleet_mean"`
+	// Replicas maps a replica name to its own quantiles.
+	Replicas map[string][]Quantile `json:"replicas"`
+	// Lifetime is true when some replica had a single scrape in the
+	// window: its values are since process start, not windowed.
+	Lifetime bool `json:"lifetime"`
+	// Dropped lists bucket bounds left out of the fleet merge because not
+	// every replica has them (mixed bucket layouts).
+	Dropped []float64 `json:"dropped_bounds,omitempty"`
+	// Warnings: low counts, resets, replicas left out, non-finite values.
+	Warnings []string `json:"warnings"`
+}
+
+// WindowSpan is a time range in JSON: {"start": ..., "end": ...} in
+// RFC 3339 UTC.
+type WindowSpan struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// DefaultQuantiles are the quantiles reported when none are asked for.
+var DefaultQuantiles = []float64{0.5, 0.95, 0.99}
+
+// ErrSeveralModels is returned when evidence holds several model_name
+// values and the request does not choose one: quantiles are never merged
+// across models.
+var ErrSeveralModels = errors.New("the evidence holds several models")
+
+// FleetQuantiles estimates quantiles of one histogram, fleet-wide and per
+// replica, from evidence. Each replica's histogram increase over the window
+// is computed first (counter resets handled, engines of one pod merged);
+// the fleet histogram is the exact merge of the replicas' increases (see
+// histogram.Merge), and quantiles are taken after. Averaging per-replica
+// quantiles would be wrong, so it is not offered.
+//
+// When the matching series carry several model_name values and Match does
+// not fix model_name, FleetQuantiles returns an error wrapping
+// ErrSeveralModels that lists them.
+func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport, error) {
+	qs := req.Quantiles
+	if len(qs) == 0 {
+		qs = DefaultQuantiles
+	}
+	cat := req.Catalog
+	if cat == nil {
+		c := DefaultCatalog()
+		cat = &c
+	}
+	names, err := histogramNames(cat, req.Metric)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := req.Match["model_name"]; !ok {
+		if models := modelNames(ev, names, req.Match); len(models) > 1 {
+			return nil, fmt.Errorf("%w (%s): choose one with --model or split with --by model_name", ErrSeveralModels, strings.Join(models, ", "))
+		}
+	}
+	rep := &QuantileReport{Metric: req.Metric, Replicas: map[string][]Quantile{}, Window: WindowSpan{Start: req.Window.Start, End: req.Window.End}}
+	var perReplica []histogram.Histogram
+	used := map[string]bool{}
+	var span WindowSpan
+	for _, t := range ev.Targets {
+		fam := firstFamily(t, names)
+		if fam == nil {
+			continue
+		}
+		inc, err := fam.HistogramIncrease(req.Window, req.Match)
+		if err != nil {
+			if !errors.Is(err, snapshot.ErrNotEvaluable) {
+				return nil, fmt.Errorf("%s: %s: %w", t.Name, fam.Name, err)
+			}
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: %s: %v", t.Name, fam.Name, err))
+			continue
+		}
+		used[fam.Name] = true
+		rep.Lifetime = rep.Lifetime || inc.Lifetime
+		rep.Warnings = append(rep.Warnings, increaseWarnings(t.Name, fam.Name, inc)...)
+		perReplica = append(perReplica, inc.Histogram)
+		rep.Replicas[t.Name] = estimates(inc.Histogram, qs)
+		for _, q := range rep.Replicas[t.Name] {
+			if !q.Stable {
+				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: p%s from %g observations is unstable (need >= %g)", t.Name, qLabel(q.Q), float64(q.Count), histogram.MinCount(q.Q)))
+			}
+		}
+		if span.Start.IsZero() || inc.From.Before(span.Start) {
+			span.Start = inc.From
+		}
+		if inc.To.After(span.End) {
+			span.End = inc.To
+		}
+	}
+	for n := range used {
+		rep.Metrics = append(rep.Metrics, n)
+	}
+	sort.Strings(rep.Metrics)
+	if len(perReplica) == 0 {
+		return nil, fmt.Errorf("no replica has histogram %s over window %s", strings.Join(names, " or "), req.Window)
+	}
+	if req.Window.IsZero() {
+		rep.Window = span
+	}
+	merged, err := histogram.Merge(perReplica...)
+	if err != nil {
+		return nil, fmt.Errorf("merging %d replicas: %w", len(perReplica), err)
+	}
+	if len(merged.Dropped) > 0 {
+		rep.Dropped = merged.Dropped
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("fleet merge: bucket layouts differ; bounds %v left out (not shared by every replica)", merged.Dropped))
+	}
+	rep.Fleet = estimates(merged.Histogram, qs)
+	rep.FleetMean = Float(merged.Histogram.Mean())
+	for _, q := range rep.Fleet {
+		if !q.Stable {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("fleet: p%s from %g observations is unstable (need >= %g)", qLabel(q.Q), float64(q.Count), histogram.MinCount(q.Q)))
+		}
+	}
+	return rep, nil
+}
+
+// histogramNames returns the metric names a request may mean: a signal's
+// candidates, or the name itself.
+func histogramNames(cat *Catalog, metric string) ([]string, error) {
+	if metric == "" {
+		return nil, errors.New("no metric given")
+	}
+	if spec, ok := cat.Signal(SignalID(metric)); ok {
+		if spec.Kind != KindHistogram {
+			return nil, fmt.Errorf("signal %q is a %s, not a histogram", metric, spec.Kind)
+		}
+		if len(spec.Candidates) == 0 {
+			return nil, fmt.Errorf("signal %q has no metric name: give one with an alias", metric)
+		}
+		return spec.Metrics(), nil
+	}
+	return []string{strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(metric, "_bucket"), "_count"), "_sum")}, nil
+}
+
+// firstFamily returns the target's first family among names that holds
+// histograms.
+func firstFamily(t *snapshot.Target, names []string) *snapshot.Family {
+	for _, n := range names {
+		if f := t.Family(n); f != nil && len(f.Histograms) > 0 {
+			return f
+		}
+	}
+	return nil
+}
+
+// modelNames lists the distinct model_name values of the matching series.
+func modelNames(ev *snapshot.Evidence, names []string, match map[string]string) []string {
+	seen := map[string]bool{}
+	for _, t := range ev.Targets {
+		f := firstFamily(t, names)
+		if f == nil {
+			continue
+		}
+		for _, h := range f.HistogramsMatching(match) {
+			if m := h.Labels.Get("model_name"); m != "" {
+				seen[m] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for m := range seen {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func estimates(h histogram.Histogram, qs []float64) []Quantile {
+	out := make([]Quantile, len(qs))
+	for i, q := range qs {
+		out[i] = QuantileOf(h.Quantile(q))
+	}
+	return out
+}
+
+// increaseWarnings turns the flags of a histogram increase into warnings.
+func increaseWarnings(target, metric string, inc snapshot.HistogramIncrease) []string {
+	var w []string
+	if inc.Resets > 0 {
+		w = append(w, fmt.Sprintf("%s: %s: %d counter reset(s) in the window (restart?)", target, metric, inc.Resets))
+	}
+	if inc.LowerBound {
+		w = append(w, fmt.Sprintf("%s: %s: a reset between the edge scrapes lost observations: counts are a lower bound", target, metric))
+	}
+	if inc.Lifetime {
+		w = append(w, fmt.Sprintf("%s: %s: a single scrape: lifetime values since process start, not windowed", target, metric))
+	}
+	if inc.StartClipped {
+		w = append(w, fmt.Sprintf("%s: %s: no scrape at the window start; measured from %s", target, metric, inc.From.UTC().Format(time.RFC3339)))
+	}
+	if len(inc.Dropped) > 0 {
+		w = append(w, fmt.Sprintf("%s: %s: bucket layout changed; bounds %v left out", target, metric, inc.Dropped))
+	}
+	for _, e := range inc.Warnings {
+		w = append(w, fmt.Sprintf("%s: %s: %v", target, metric, e))
+	}
+	return w
+}
+
+// qLabel formats 0.95 as "95" and 0.999 as "99.9".
+func qLabel(q float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.4f", q*100), "0"), ".")
+}
+
+// String prints the fleet quantiles and the per-replica table.
+func (r *QuantileReport) String() string {
+	var b strings.Builder
+	span := r.Window.Start.UTC().Format(time.RFC3339) + "/" + r.Window.End.UTC().Format(time.RFC3339)
+	if r.Lifetime {
+		span = "the replicas' lifetime (single scrape at " + r.Window.End.UTC().Format(time.RFC3339) + "; since process start, not windowed)"
+		if !r.Window.Start.Equal(r.Window.End) {
+			span = r.Window.Start.UTC().Format(time.RFC3339) + "/" + r.Window.End.UTC().Format(time.RFC3339) + " (some replicas: single scrape, lifetime values)"
+		}
+	}
+	fmt.Fprintf(&b, "%s over %s\n", r.Metric, span)
+	if len(r.Metrics) > 0 && (len(r.Metrics) > 1 || r.Metrics[0] != r.Metric) {
+		fmt.Fprintf(&b, "metric: %s\n", strings.Join(r.Metrics, ", "))
+	}
+	names := make([]string, 0, len(r.Replicas))
+	for n := range r.Replicas {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	width := len("fleet (merged)")
+	for _, n := range names {
+		if len(n) > width {
+			width = len(n)
+		}
+	}
+	fmt.Fprintf(&b, "%-*s", width, "replica")
+	for _, q := range r.Fleet {
+		fmt.Fprintf(&b, "  %-28s", "p"+qLabel(q.Q)+" [bounds]")
+	}
+	fmt.Fprintf(&b, "  %s\n", "n")
+	row := func(name string, qs []Quantile) {
+		fmt.Fprintf(&b, "%-*s", width, name)
+		var n Float
+		for _, q := range qs {
+			cell := fmt.Sprintf("%s [%s, %s]", fmtNum(float64(q.Value)), fmtNum(float64(q.Lower)), fmtNum(float64(q.Upper)))
+			if !q.Stable {
+				cell += " ~"
+			}
+			fmt.Fprintf(&b, "  %-28s", cell)
+			n = q.Count
+		}
+		fmt.Fprintf(&b, "  %s\n", fmtNum(float64(n)))
+	}
+	row("fleet (merged)", r.Fleet)
+	for _, n := range names {
+		row(n, r.Replicas[n])
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("warnings:\n")
+		for _, w := range r.Warnings {
+			fmt.Fprintf(&b, "  %s\n", w)
+		}
+	}
+	b.WriteString("~ marks an estimate from too few observations for its quantile.\n")
+	return b.String()
+}
+
+// fmtNum prints a number compactly: 4 significant digits, ±Inf and NaN
+// spelled out.
+func fmtNum(v float64) string {
+	return strings.Replace(fmt.Sprintf("%.4g", v), "e+0", "e+", 1)
+}

@@ -1,0 +1,358 @@
+package diagnose
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// This file reads signals out of the evidence of one scope (a group of the
+// fleet): per replica, where each signal comes from the catalog's
+// resolution, and fleet-wide, where histograms are merged bucket by bucket
+// and gauges summed (or averaged) at each instant.
+
+// replica is one target of a scope with its catalog resolution.
+type replica struct {
+	t   *snapshot.Target
+	res *TargetResolution
+}
+
+// scope is the slice of the evidence one report covers: the replicas that
+// serve it and the label values that select its series.
+type scope struct {
+	set      settings
+	group    map[string]string // label values selecting the scope's series; nil for all
+	replicas []replica
+
+	// caches
+	gaugeSeries map[gaugeKey]*snapshot.Series
+	fleetGauges map[SignalID]*snapshot.Series
+	histCache   map[histKey]histResult
+}
+
+type gaugeKey struct {
+	id SignalID
+	r  int
+}
+
+type histKey struct {
+	id  SignalID
+	r   int // replica index, -1 for the fleet
+	win snapshot.Window
+}
+
+type histResult struct {
+	inc    snapshot.HistogramIncrease
+	err    error
+	metric string
+}
+
+func newScope(set settings, group map[string]string, reps []replica) *scope {
+	return &scope{
+		set: set, group: group, replicas: reps,
+		gaugeSeries: map[gaugeKey]*snapshot.Series{},
+		fleetGauges: map[SignalID]*snapshot.Series{},
+		histCache:   map[histKey]histResult{},
+	}
+}
+
+// selector returns the label matcher that selects the scope's series in
+// fam: the group's labels that fam's series carry. A family without the
+// group's label (the GPU exporter's, the HTTP server's) belongs to the
+// whole target and is shared by every group the target serves.
+func (sc *scope) selector(fam *snapshot.Family) map[string]string {
+	if len(sc.group) == 0 || fam == nil {
+		return nil
+	}
+	var sel map[string]string
+	for name, value := range sc.group {
+		if familyHasLabel(fam, name) {
+			if sel == nil {
+				sel = map[string]string{}
+			}
+			sel[name] = value
+		}
+	}
+	return sel
+}
+
+func familyHasLabel(fam *snapshot.Family, name string) bool {
+	for _, s := range fam.Series {
+		if s.Labels.Has(name) {
+			return true
+		}
+	}
+	for _, h := range fam.Histograms {
+		if h.Labels.Has(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// match returns where signal id comes from on replica r, or a zero Match.
+func (sc *scope) match(r int, id SignalID) Match {
+	m, _ := sc.replicas[r].res.Match(id)
+	return m
+}
+
+// has reports whether some replica carries signal id.
+func (sc *scope) has(id SignalID) bool {
+	for r := range sc.replicas {
+		if sc.match(r, id).Found() {
+			return true
+		}
+	}
+	return false
+}
+
+// metrics returns the distinct metric names signal id comes from, and the
+// version ranges of those names.
+func (sc *scope) metrics(id SignalID) (names []string, versions []string) {
+	for r := range sc.replicas {
+		m := sc.match(r, id)
+		if !m.Found() || slices.Contains(names, m.Metric) {
+			continue
+		}
+		names = append(names, m.Metric)
+		for _, vr := range m.Candidate.Versions {
+			if s := vr.String(); !slices.Contains(versions, s) {
+				versions = append(versions, s)
+			}
+		}
+	}
+	return names, versions
+}
+
+// source describes where signal id comes from, for facts and reports.
+func (sc *scope) source(id SignalID) string {
+	names, versions := sc.metrics(id)
+	if len(names) == 0 {
+		return ""
+	}
+	s := strings.Join(names, ", ")
+	if len(versions) > 0 {
+		s += " (" + strings.Join(versions, "; ") + ")"
+	}
+	return s
+}
+
+// replicaHist returns the increase of histogram signal id on replica r over
+// w, bounds scaled into the signal's unit.
+func (sc *scope) replicaHist(id SignalID, r int, w snapshot.Window) histResult {
+	key := histKey{id, r, w}
+	if res, ok := sc.histCache[key]; ok {
+		return res
+	}
+	var res histResult
+	m := sc.match(r, id)
+	if !m.Found() {
+		res.err = fmt.Errorf("%s: %w: no %s metric", sc.replicas[r].t.Name, snapshot.ErrNotEvaluable, id)
+	} else {
+		res.metric = m.Metric
+		res.inc, res.err = m.Family.HistogramIncrease(w, sc.selector(m.Family))
+		if res.err == nil {
+			if scale := m.Candidate.ScaleFor(math.NaN()); scale != 1 {
+				res.inc.Histogram = scaleBounds(res.inc.Histogram, scale)
+			}
+		}
+	}
+	sc.histCache[key] = res
+	return res
+}
+
+// fleetHist merges the increases of every replica that carries signal id
+// (histogram.Merge: exact on shared bounds, others dropped and listed).
+// skipped lists the replicas left out, with the reason.
+func (sc *scope) fleetHist(id SignalID, w snapshot.Window) (inc snapshot.HistogramIncrease, err error, skipped []string) {
+	key := histKey{id, -1, w}
+	if res, ok := sc.histCache[key]; ok {
+		return res.inc, res.err, nil
+	}
+	var incs []snapshot.HistogramIncrease
+	for r := range sc.replicas {
+		if !sc.match(r, id).Found() {
+			continue
+		}
+		res := sc.replicaHist(id, r, w)
+		if res.err != nil {
+			skipped = append(skipped, sc.replicas[r].t.Name)
+			continue
+		}
+		incs = append(incs, res.inc)
+	}
+	if len(incs) == 0 {
+		err = fmt.Errorf("%w: no replica has %s over %v", snapshot.ErrNotEvaluable, id, w)
+	} else {
+		inc, err = snapshot.MergeHistogramIncreases(incs...)
+	}
+	sc.histCache[key] = histResult{inc: inc, err: err}
+	return inc, err, skipped
+}
+
+func scaleBounds(h histogram.Histogram, scale float64) histogram.Histogram {
+	out := h
+	out.Bounds = make([]float64, len(h.Bounds))
+	for i, b := range h.Bounds {
+		out.Bounds[i] = b * scale
+	}
+	out.Sum = h.Sum * scale
+	return out
+}
+
+// replicaCounter returns the increase of counter signal id on replica r
+// over w, with extra label values (e.g. finished_reason) narrowing the
+// series.
+func (sc *scope) replicaCounter(id SignalID, r int, w snapshot.Window, extra map[string]string) (snapshot.CounterIncrease, error) {
+	m := sc.match(r, id)
+	if !m.Found() {
+		return snapshot.CounterIncrease{}, fmt.Errorf("%s: %w: no %s metric", sc.replicas[r].t.Name, snapshot.ErrNotEvaluable, id)
+	}
+	sel := sc.selector(m.Family)
+	if len(extra) > 0 {
+		merged := map[string]string{}
+		for k, v := range sel {
+			merged[k] = v
+		}
+		for k, v := range extra {
+			merged[k] = v
+		}
+		sel = merged
+	}
+	return m.Family.Increase(w, sel)
+}
+
+// fleetCounter sums the increases of counter id over the replicas. The
+// error wraps ErrNotEvaluable when no replica could be evaluated.
+func (sc *scope) fleetCounter(id SignalID, w snapshot.Window, extra map[string]string) (snapshot.CounterIncrease, error) {
+	var incs []snapshot.CounterIncrease
+	for r := range sc.replicas {
+		if !sc.match(r, id).Found() {
+			continue
+		}
+		inc, err := sc.replicaCounter(id, r, w, extra)
+		if err != nil {
+			continue
+		}
+		incs = append(incs, inc)
+	}
+	if len(incs) == 0 {
+		return snapshot.CounterIncrease{}, fmt.Errorf("%w: no replica has %s over %v", snapshot.ErrNotEvaluable, id, w)
+	}
+	return snapshot.SumIncreases(incs...), nil
+}
+
+// splitValues returns the values of signal id's split label (its SplitBy,
+// e.g. finished_reason) seen on any replica, sorted.
+func (sc *scope) splitValues(id SignalID, label string) []string {
+	var vals []string
+	for r := range sc.replicas {
+		m := sc.match(r, id)
+		if !m.Found() {
+			continue
+		}
+		for _, s := range m.Family.SeriesMatching(sc.selector(m.Family)) {
+			if v := s.Labels.Get(label); v != "" && !slices.Contains(vals, v) {
+				vals = append(vals, v)
+			}
+		}
+	}
+	sort.Strings(vals)
+	return vals
+}
+
+// replicaGauge returns the gauge series of signal id on replica r: its
+// engines (or GPUs) combined with the signal's aggregation and the values
+// scaled into the signal's unit. Nil when the replica lacks the signal.
+func (sc *scope) replicaGauge(id SignalID, r int) *snapshot.Series {
+	key := gaugeKey{id, r}
+	if s, ok := sc.gaugeSeries[key]; ok {
+		return s
+	}
+	var out *snapshot.Series
+	m := sc.match(r, id)
+	if m.Found() {
+		spec, _ := sc.set.catalog.Signal(id)
+		agg := snapshot.AggregateSum
+		if spec.Aggregation == AggregateMean {
+			agg = snapshot.AggregateMean
+		}
+		if s := m.Family.Aggregate(sc.selector(m.Family), agg); s != nil && len(s.V) > 0 {
+			maxRaw := math.NaN()
+			for _, v := range s.V {
+				if !math.IsNaN(v) && !(v <= maxRaw) {
+					maxRaw = v
+				}
+			}
+			scale := m.Candidate.ScaleFor(maxRaw)
+			c := &snapshot.Series{Name: string(id), Labels: labels.FromStrings("replica", sc.replicas[r].t.Name), T: s.T, V: s.V}
+			if scale != 1 {
+				c.V = make([]float64, len(s.V))
+				for i, v := range s.V {
+					c.V[i] = v * scale
+				}
+			}
+			out = c
+		}
+	}
+	sc.gaugeSeries[key] = out
+	return out
+}
+
+// fleetGauge returns signal id combined over the replicas at every instant
+// one of them was scraped, as PromQL's sum() (or avg() for a signal
+// averaged over engines, such as KV usage) evaluated at those instants.
+func (sc *scope) fleetGauge(id SignalID) *snapshot.Series {
+	if s, ok := sc.fleetGauges[id]; ok {
+		return s
+	}
+	var members []*snapshot.Series
+	for r := range sc.replicas {
+		if s := sc.replicaGauge(id, r); s != nil {
+			members = append(members, s)
+		}
+	}
+	var out *snapshot.Series
+	if len(members) > 0 {
+		spec, _ := sc.set.catalog.Signal(id)
+		agg := snapshot.AggregateSum
+		if spec.Aggregation == AggregateMean {
+			agg = snapshot.AggregateMean
+		}
+		fam := &snapshot.Family{Name: string(id), Series: members}
+		out = fam.Aggregate(nil, agg)
+	}
+	sc.fleetGauges[id] = out
+	return out
+}
+
+// backlog returns waiting + running summed over the fleet (or over one
+// replica when r >= 0) at every instant; nil when either is missing.
+func (sc *scope) backlog(r int) *snapshot.Series {
+	var w, run *snapshot.Series
+	if r < 0 {
+		w, run = sc.fleetGauge(SignalWaiting), sc.fleetGauge(SignalRunning)
+	} else {
+		w, run = sc.replicaGauge(SignalWaiting, r), sc.replicaGauge(SignalRunning, r)
+	}
+	if w == nil || run == nil {
+		return nil
+	}
+	a := *w
+	a.Labels = labels.FromStrings("part", "waiting")
+	b := *run
+	b.Labels = labels.FromStrings("part", "running")
+	fam := &snapshot.Family{Name: "backlog", Series: []*snapshot.Series{&a, &b}}
+	return fam.Aggregate(nil, snapshot.AggregateSum)
+}
+
+// isNotEvaluable reports whether err only says the window is not covered.
+func isNotEvaluable(err error) bool { return errors.Is(err, snapshot.ErrNotEvaluable) }

@@ -1,0 +1,345 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/rules"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// This file turns the signals of a scope into the report's Signal values:
+// one per catalog signal (and per value of a split label such as
+// finished_reason), fleet-wide and per replica, each measured over the
+// baseline and the incident window.
+
+// reportUnit maps catalog units to the report's.
+func reportUnit(u string) string {
+	switch u {
+	case UnitSeconds:
+		return "s"
+	case UnitUnixSeconds:
+		return "s"
+	}
+	return u
+}
+
+func nanMeasure(info WindowInfo) *Measure {
+	n := Float(math.NaN())
+	return &Measure{Window: info, Mean: n, Count: n, Rate: n, Min: n, Max: n, Last: n, Slope: n}
+}
+
+func histMeasure(inc snapshot.HistogramIncrease, w evalWindow, qs []float64) *Measure {
+	m := nanMeasure(w.info)
+	h := inc.Histogram
+	for _, q := range qs {
+		m.Quantiles = append(m.Quantiles, QuantileOf(h.Quantile(q)))
+	}
+	m.Mean = Float(h.Mean())
+	m.Count = Float(h.Total())
+	m.Rate = Float(inc.Rate())
+	m.Resets = inc.Resets
+	m.LowerBound = inc.LowerBound
+	m.Lifetime = inc.Lifetime || w.lifetime
+	return m
+}
+
+func counterMeasure(inc snapshot.CounterIncrease, w evalWindow) *Measure {
+	m := nanMeasure(w.info)
+	m.Count = Float(inc.Value)
+	m.Rate = Float(inc.Rate())
+	m.Resets = inc.Resets
+	m.LowerBound = inc.LowerBound
+	m.Lifetime = inc.Lifetime || w.lifetime
+	return m
+}
+
+func gaugeMeasure(g snapshot.GaugeStats, w evalWindow) *Measure {
+	m := nanMeasure(w.info)
+	m.Mean, m.Count, m.Min, m.Max, m.Last, m.Slope = Float(g.Mean), Float(g.N), Float(g.Min), Float(g.Max), Float(g.Last), Float(g.Slope)
+	m.Lifetime = w.lifetime
+	return m
+}
+
+// signals measures every signal of the scope, fleet-wide and per replica.
+func (sc *scope) signals(base, inc evalWindow) Signals {
+	out := Signals{Fleet: []Signal{}, Replicas: map[string][]Signal{}}
+	for _, spec := range sc.set.catalog.Signals() {
+		if spec.Kind == KindInfo || spec.ID == SignalProcessStart {
+			continue
+		}
+		out.Fleet = append(out.Fleet, sc.signalOf(spec, -1, base, inc)...)
+		for r := range sc.replicas {
+			name := sc.replicas[r].t.Name
+			if !sc.match(r, spec.ID).Found() {
+				continue
+			}
+			out.Replicas[name] = append(out.Replicas[name], sc.signalOf(spec, r, base, inc)...)
+		}
+	}
+	out.Fleet = append(out.Fleet, sc.derivedSignals(base, inc)...)
+	return out
+}
+
+// signalOf measures one catalog signal over both windows for the fleet
+// (r < 0) or one replica. Counters split by a label (finished_reason,
+// status) give one extra signal per value, named id_value.
+func (sc *scope) signalOf(spec SignalSpec, r int, base, inc evalWindow) []Signal {
+	sig := Signal{ID: string(spec.ID), Kind: spec.Kind.String(), Unit: reportUnit(spec.Unit)}
+	names, versions := sc.metrics(spec.ID)
+	if r >= 0 {
+		m := sc.match(r, spec.ID)
+		names, versions = nil, nil
+		if m.Found() {
+			names = []string{m.Metric}
+			for _, vr := range m.Candidate.Versions {
+				versions = append(versions, vr.String())
+			}
+		}
+	}
+	sig.Metric = strings.Join(names, ", ")
+	sig.Versions = strings.Join(versions, "; ")
+	if len(names) == 0 {
+		sig.Missing = (&factCtx{sc: sc}).missingSignal(spec.ID)
+		if spec.ID == SignalTPOT && spec.Fallback != "" {
+			sig.Missing += "; see tpot_mean (" + spec.Fallback + ")"
+		}
+		return []Signal{sig}
+	}
+	windows := []evalWindow{base, inc}
+	var measures [2]*Measure
+	var warns []string
+	switch spec.Kind {
+	case KindHistogram:
+		for i, w := range windows {
+			if !w.ok {
+				continue
+			}
+			var hi snapshot.HistogramIncrease
+			var err error
+			var skipped []string
+			if r < 0 {
+				hi, err, skipped = sc.fleetHist(spec.ID, w.w)
+			} else {
+				res := sc.replicaHist(spec.ID, r, w.w)
+				hi, err = res.inc, res.err
+			}
+			if err != nil {
+				warns = append(warns, fmt.Sprintf("%s window: %v", w.info.From, err))
+				continue
+			}
+			measures[i] = histMeasure(hi, w, sc.set.quantiles)
+			warns = append(warns, histWarnings(hi, w, i == 1, skipped, sc.set.Thresholds)...)
+		}
+	case KindCounter:
+		for i, w := range windows {
+			if !w.ok {
+				continue
+			}
+			ci, err := sc.counterOf(spec.ID, r, w, nil)
+			if err != nil {
+				warns = append(warns, fmt.Sprintf("%s window: %v", w.info.From, err))
+				continue
+			}
+			measures[i] = counterMeasure(ci, w)
+			if ci.Resets > 0 {
+				warns = append(warns, fmt.Sprintf("%d counter reset(s) in the %s window (a restart): the increase is a lower bound", ci.Resets, windowRole(i)))
+			}
+		}
+	case KindGauge:
+		var s *snapshot.Series
+		if r < 0 {
+			s = sc.fleetGauge(spec.ID)
+		} else {
+			s = sc.replicaGauge(spec.ID, r)
+		}
+		for i, w := range windows {
+			if !w.ok || s == nil {
+				continue
+			}
+			g, err := s.Gauge(w.w)
+			if err != nil {
+				warns = append(warns, fmt.Sprintf("%s window: %v", w.info.From, err))
+				continue
+			}
+			measures[i] = gaugeMeasure(g, w)
+		}
+	}
+	sig.Baseline, sig.Incident = measures[0], measures[1]
+	sig.Warnings = warns
+	out := []Signal{sig}
+	if spec.Kind == KindCounter && spec.SplitBy != "" {
+		for _, v := range sc.splitValues(spec.ID, spec.SplitBy) {
+			part := Signal{ID: string(spec.ID) + "_" + snakeValue(v), Kind: sig.Kind, Unit: sig.Unit,
+				Metric: fmt.Sprintf("%s{%s=%q}", sig.Metric, spec.SplitBy, v), Versions: sig.Versions}
+			var pm [2]*Measure
+			for i, w := range windows {
+				if !w.ok {
+					continue
+				}
+				ci, err := sc.counterOf(spec.ID, r, w, map[string]string{spec.SplitBy: v})
+				if err != nil {
+					continue
+				}
+				pm[i] = counterMeasure(ci, w)
+			}
+			part.Baseline, part.Incident = pm[0], pm[1]
+			if part.Baseline == nil && part.Incident == nil {
+				part.Missing = fmt.Sprintf("no %s=%q series evaluable over the windows", spec.SplitBy, v)
+			}
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+func windowRole(i int) string {
+	if i == 0 {
+		return "baseline"
+	}
+	return "incident"
+}
+
+// snakeValue turns a label value into an id part: "5xx" stays, "2xx"
+// stays, "Stop" becomes "stop", other characters become "_".
+func snakeValue(v string) string {
+	b := []byte(strings.ToLower(v))
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+func (sc *scope) counterOf(id SignalID, r int, w evalWindow, extra map[string]string) (snapshot.CounterIncrease, error) {
+	if r < 0 {
+		return sc.fleetCounter(id, w.w, extra)
+	}
+	return sc.replicaCounter(id, r, w.w, extra)
+}
+
+// histWarnings lists what makes a histogram measure less certain.
+func histWarnings(inc snapshot.HistogramIncrease, w evalWindow, incident bool, skipped []string, th rules.Thresholds) []string {
+	var out []string
+	role := windowRole(0)
+	if incident {
+		role = windowRole(1)
+	}
+	n := inc.Histogram.Total()
+	for _, q := range []float64{0.5, 0.95, 0.99} {
+		if e := inc.Histogram.Quantile(q); math.IsInf(e.Upper, 1) && n > 0 {
+			out = append(out, fmt.Sprintf("p%g in the %s window lies beyond the largest bucket bound %g: the value is a lower bound", q*100, role, e.Lower))
+			break
+		}
+	}
+	if need := histogram.MinCount(0.99); n < need {
+		out = append(out, fmt.Sprintf("low count in the %s window: %g observations (p99 needs >= %g, p95 >= %g)", role, n, need, histogram.MinCount(0.95)))
+	}
+	if n < th.MinSamples {
+		out = append(out, fmt.Sprintf("too few observations in the %s window for the decision map (%g < %g)", role, n, th.MinSamples))
+	}
+	if inc.Resets > 0 {
+		out = append(out, fmt.Sprintf("%d counter reset(s) in the %s window (a restart): counts are lower bounds", inc.Resets, role))
+	}
+	if len(inc.Dropped) > 0 {
+		out = append(out, fmt.Sprintf("bucket layouts differ in the %s window: bounds %v left out of the merge", role, inc.Dropped))
+	}
+	if len(skipped) > 0 {
+		out = append(out, fmt.Sprintf("replicas not evaluable over the %s window, left out: %s", role, strings.Join(skipped, ", ")))
+	}
+	if inc.StartClipped {
+		out = append(out, fmt.Sprintf("the %s window starts before the first sample of some series", role))
+	}
+	for _, e := range inc.Warnings {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+// derivedSignals are fleet signals computed from others: the TPOT estimate
+// from sums, the prefix-cache hit ratio and the arrival rate estimate.
+func (sc *scope) derivedSignals(base, inc evalWindow) []Signal {
+	c := &factCtx{sc: sc, base: base, inc: inc}
+	one := func(id, kind, unit, source string, f func(evalWindow) rules.Fact, field string) Signal {
+		sig := Signal{ID: id, Kind: kind, Unit: unit, Metric: source}
+		var ms [2]*Measure
+		var missing string
+		for i, w := range []evalWindow{base, inc} {
+			if !w.ok {
+				continue
+			}
+			fact := f(w)
+			if !fact.Known() {
+				if i == 1 {
+					missing = fact.Missing
+				}
+				continue
+			}
+			m := nanMeasure(w.info)
+			m.Count = Float(fact.Count)
+			m.Lifetime = w.lifetime
+			switch field {
+			case "rate":
+				m.Rate = Float(fact.Value)
+			default:
+				m.Mean = Float(fact.Value)
+			}
+			ms[i] = m
+			if sig.Metric == "" {
+				sig.Metric = fact.Source
+			}
+		}
+		sig.Baseline, sig.Incident = ms[0], ms[1]
+		if ms[1] == nil {
+			sig.Missing = missing
+		}
+		return sig
+	}
+	return []Signal{
+		one("tpot_mean", "ratio", "s", TPOTFallback, c.tpotMean, "mean"),
+		one("prefix_hit_ratio", "ratio", "ratio", "", c.prefixHitRatio, "mean"),
+		one("arrival_rate", "counter", "requests", "", c.arrivalRate, "rate"),
+	}
+}
+
+// scopeWarnings are the warnings of one scope: restarts, low counts of the
+// main signal, missing baseline.
+func (sc *scope) scopeWarnings(base, inc evalWindow, rep *Report) []string {
+	var out []string
+	for r, rp := range sc.replicas {
+		for i, w := range []evalWindow{base, inc} {
+			if !w.ok || w.lifetime {
+				continue
+			}
+			resets := 0
+			if sc.match(r, SignalRequestSuccess).Found() {
+				if ci, err := sc.replicaCounter(SignalRequestSuccess, r, w.w, nil); err == nil {
+					resets = ci.Resets
+				}
+			} else if res := sc.replicaHist(SignalTTFT, r, w.w); res.err == nil {
+				resets = res.inc.Resets
+			}
+			if resets > 0 {
+				out = append(out, fmt.Sprintf("counter reset: %s restarted inside the %s window; its counts there are lower bounds", rp.t.Name, windowRole(i)))
+			}
+		}
+		if s := sc.replicaGauge(SignalProcessStart, r); s != nil {
+			starts := map[float64]bool{}
+			for _, v := range s.V {
+				if !math.IsNaN(v) {
+					starts[v] = true
+				}
+			}
+			if len(starts) > 1 {
+				out = append(out, fmt.Sprintf("%s: process_start_time_seconds takes %d values: the process restarted", rp.t.Name, len(starts)))
+			}
+		}
+	}
+	if f, ok := rep.Facts[rules.TTFTP95]; ok && f.Missing == "" && float64(f.Count) < sc.set.Thresholds.MinSamples {
+		out = append(out, fmt.Sprintf("low sample count: %g requests in the incident window (the decision map needs >= %g)", float64(f.Count), sc.set.Thresholds.MinSamples))
+	}
+	return out
+}

@@ -1,0 +1,190 @@
+package diagnose
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// evalWindow is a window as the snapshot helpers take it, with how it is
+// reported.
+type evalWindow struct {
+	w    snapshot.Window
+	info WindowInfo
+	// ok is false for a missing window (no baseline).
+	ok bool
+	// lifetime is set when values are since process start.
+	lifetime bool
+}
+
+// text describes the window for facts: "2026-09-22 10:00:00–10:30:00Z
+// (30m0s)" or "lifetime (since process start, at 10:00:00Z)".
+func (e evalWindow) text() string {
+	if !e.ok {
+		return ""
+	}
+	if e.lifetime {
+		return fmt.Sprintf("lifetime (since process start, to %s)", e.info.End.UTC().Format("2006-01-02 15:04:05Z"))
+	}
+	s, en := e.info.Start.UTC(), e.info.End.UTC()
+	endFmt := "15:04:05Z"
+	if s.YearDay() != en.YearDay() || s.Year() != en.Year() {
+		endFmt = "2006-01-02 15:04:05Z"
+	}
+	return fmt.Sprintf("%s–%s (%v)", s.Format("2006-01-02 15:04:05"), en.Format(endFmt), en.Sub(s).Round(time.Second))
+}
+
+// scrapeStats describes the scrapes of a scope.
+type scrapeStats struct {
+	first, last  time.Time // earliest and latest scrape
+	maxPerTarget int       // most scrapes of one replica
+	// firstEach and lastEach are the latest first scrape and the latest
+	// last scrape over replicas: a window from firstEach to lastEach has
+	// an edge sample on every replica scraped twice.
+	firstEach, lastEach time.Time
+	interval            time.Duration // median scrape interval; 0 when unknown
+	times               []time.Time   // every scrape instant, sorted
+}
+
+func (sc *scope) scrapeStats() scrapeStats {
+	var st scrapeStats
+	var gaps []time.Duration
+	for _, r := range sc.replicas {
+		sc := r.t.Scrapes
+		if len(sc) == 0 {
+			continue
+		}
+		st.maxPerTarget = max(st.maxPerTarget, len(sc))
+		f, l := sc[0].Time, sc[len(sc)-1].Time
+		if st.first.IsZero() || f.Before(st.first) {
+			st.first = f
+		}
+		if l.After(st.last) {
+			st.last = l
+		}
+		if f.After(st.firstEach) {
+			st.firstEach = f
+		}
+		if l.After(st.lastEach) {
+			st.lastEach = l
+		}
+		for i, s := range sc {
+			st.times = append(st.times, s.Time)
+			if i > 0 {
+				gaps = append(gaps, s.Time.Sub(sc[i-1].Time))
+			}
+		}
+	}
+	slices.SortFunc(st.times, func(a, b time.Time) int { return a.Compare(b) })
+	if len(gaps) > 0 {
+		slices.Sort(gaps)
+		st.interval = gaps[len(gaps)/2]
+	}
+	return st
+}
+
+// count returns the number of scrape instants (over all replicas) in
+// [start, end].
+func (st scrapeStats) count(start, end time.Time) int {
+	n := 0
+	for _, t := range st.times {
+		if (start.IsZero() || !t.Before(start)) && !t.After(end) {
+			n++
+		}
+	}
+	return n
+}
+
+func (st scrapeStats) window(w snapshot.Window, from string) evalWindow {
+	return evalWindow{w: w, ok: true, info: WindowInfo{Start: w.Start, End: w.End, From: from, Scrapes: st.count(w.Start, w.End)}}
+}
+
+// chooseWindows picks the baseline and incident windows of a scope.
+//
+//   - Given windows are used as given. A given Incident without a
+//     Baseline compares with everything before it ("preceding"), when at
+//     least one scrape interval precedes it.
+//   - A single scrape per replica: the incident is the counters' lifetime
+//     ("lifetime, not windowed") and there is no baseline.
+//   - Two scrapes per replica (dumps taken before and after): only one
+//     interval exists, so it is the incident ("whole"), and the baseline is
+//     the lifetime before the first dump: the counters' values at the first
+//     dump, since each process started ("lifetime"). That baseline may hold
+//     older incidents and warm-up; a warning says so.
+//   - Three or more: the change-point search on the timelines; when it
+//     proposes a point, baseline and incident are the two sides
+//     ("change-point"); otherwise the first and second half ("halves").
+func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWindow, cp *ChangePoint, warns []string) {
+	o := sc.set.Options
+	switch {
+	case !o.Incident.IsZero():
+		inc = st.window(o.Incident, "given")
+		switch {
+		case !o.Baseline.IsZero():
+			base = st.window(o.Baseline, "given")
+		case st.interval > 0 && o.Incident.Start.Sub(st.first) >= st.interval:
+			base = st.window(snapshot.Window{Start: st.first, End: o.Incident.Start}, "preceding")
+		default:
+			warns = append(warns, "no baseline: the incident window starts at the first scrape; symptoms are judged against SLO targets only")
+		}
+		if tl != nil {
+			cp = sc.searchChangePoint(st, tl)
+		}
+		return base, inc, cp, warns
+
+	case st.maxPerTarget <= 1:
+		inc = evalWindow{ok: true, lifetime: true, info: WindowInfo{End: st.last, From: "lifetime", Scrapes: len(st.times)}}
+		warns = append(warns, "lifetime, not windowed: one scrape per replica, so every value is since the process started; there is no baseline, and symptoms are judged against SLO targets only")
+		return base, inc, nil, warns
+
+	case st.maxPerTarget == 2:
+		inc = st.window(snapshot.Window{Start: st.firstEach, End: st.lastEach}, "whole")
+		base = evalWindow{w: snapshot.Window{End: st.firstEach}, ok: true, lifetime: true,
+			info: WindowInfo{End: st.firstEach, From: "lifetime", Scrapes: st.count(time.Time{}, st.firstEach)}}
+		warns = append(warns, "two scrapes per replica: the incident is the interval between them and the baseline is the lifetime before the first (since each process started), which may include warm-up and older incidents")
+		return base, inc, nil, warns
+	}
+
+	cp = sc.searchChangePoint(st, tl)
+	if cp != nil && cp.Used {
+		base = st.window(snapshot.Window{Start: st.first, End: cp.Time}, "change-point")
+		inc = st.window(snapshot.Window{Start: cp.Time, End: st.last}, "change-point")
+		return base, inc, cp, warns
+	}
+	mid := st.first.Add(st.last.Sub(st.first) / 2)
+	base = st.window(snapshot.Window{Start: st.first, End: mid}, "halves")
+	inc = st.window(snapshot.Window{Start: mid, End: st.last}, "halves")
+	warns = append(warns, "no change point found: the windows are the first and second half of the evidence; give Options.Incident (and Baseline) to compare chosen windows")
+	return base, inc, cp, warns
+}
+
+// searchChangePoint runs the change-point search on the fleet timelines.
+// It returns nil when the timelines cannot hold two windows of MinWindow;
+// otherwise the best split, with Used set when its score reaches
+// ChangePointThreshold and the caller gave no windows.
+func (sc *scope) searchChangePoint(st scrapeStats, tl *timelines) *ChangePoint {
+	if tl == nil || len(tl.grid) < 2 {
+		return nil
+	}
+	minEach := int((sc.set.MinWindow + tl.step - 1) / tl.step)
+	series := []cpSeries{
+		{name: "ttft_p95", values: timelineValues(tl.fleet(SignalTTFT)), minShift: cpMinShiftTTFT},
+		{name: "waiting", values: timelineValues(tl.fleet(SignalWaiting)), minShift: cpMinShiftWaiting},
+	}
+	k, score, ok := findChangePoint(series, minEach)
+	if k <= 0 || k > len(tl.grid)-1 {
+		return nil
+	}
+	cp := &ChangePoint{
+		Time:   tl.grid[k-1].End,
+		Score:  score,
+		Method: changePointMethod(tl.step, sc.set.MinWindow),
+	}
+	if !ok {
+		return nil
+	}
+	cp.Used = sc.set.Incident.IsZero()
+	return cp
+}
