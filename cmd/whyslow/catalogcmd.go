@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+const catalogExamples = `  whyslow catalog ./evidence/
+  whyslow catalog --alias ttft=gateway_ttft_seconds --alias vllm:=ray_vllm: ./dump.prom
+`
+
+// runCatalog implements "whyslow catalog": which signals were found, under
+// which metric names and vLLM versions, and which are missing.
+func runCatalog(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e.stderr, "catalog", "[flags] PATH...", catalogExamples)
+	var in inputFlags
+	in.register(fs)
+	paths, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	cat, err := in.catalog()
+	if err != nil {
+		return err
+	}
+	ev, err := in.readEvidence(ctx, e, paths, snapshot.Options{})
+	if err != nil {
+		return err
+	}
+	out, closeOut, err := in.out(e)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(out, cat.Resolve(ev).String())
+	return errors.Join(err, closeOut())
+}

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/rules"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+const diagnoseExamples = `  whyslow diagnose ./evidence/
+  whyslow diagnose --slo ttft_p95=2s,tpot_p95=80ms --format markdown -o postmortem.md ./evidence/
+  whyslow diagnose --baseline 2026-09-22T09:00:00Z/2026-09-22T10:00:00Z \
+      --incident 2026-09-22T10:00:00Z/2026-09-22T10:30:00Z ./prometheus-data/
+  whyslow diagnose --format html -o report.html ./before/ ./after/
+  whyslow diagnose --alias vllm:=ray_vllm: --alias client_ttft=gateway_ttft_seconds ./federate.txt.gz
+`
+
+// diagnoseFlags are the flags of "diagnose" and "compare".
+type diagnoseFlags struct {
+	inputFlags
+	baseline, incident string
+	slo                string
+	model, by          string
+	format             string
+}
+
+func (f *diagnoseFlags) register(fsName string, e *env, synopsis, examples string, formats string) *flag.FlagSet {
+	fs := newFlagSet(e.stderr, fsName, synopsis, examples)
+	f.inputFlags.register(fs)
+	fs.StringVar(&f.baseline, "baseline", "", "baseline window, RFC 3339 interval `START/END`")
+	fs.StringVar(&f.incident, "incident", "", "incident window, RFC 3339 interval `START/END`; without it, the automatic change point")
+	fs.StringVar(&f.slo, "slo", "", "SLO `TARGETS`, e.g. ttft_p95=2s,ttft_p99=5s,tpot_p95=80ms,itl_p95=100ms,e2e_p99=30s,error_share=0.01")
+	fs.StringVar(&f.model, "model", "", "keep only model_name=`NAME`")
+	fs.StringVar(&f.by, "by", "", "split signals by `LABEL` (default: model_name when several models are present)")
+	fs.StringVar(&f.format, "format", "text", "output `FORMAT`: "+formats)
+	return fs
+}
+
+// options turns the flags into diagnose.Options.
+func (f *diagnoseFlags) options() (diagnose.Options, error) {
+	var opts diagnose.Options
+	var err error
+	if opts.Baseline, err = parseWindow(f.baseline); err != nil {
+		return opts, usagef("--baseline: %v", err)
+	}
+	if opts.Incident, err = parseWindow(f.incident); err != nil {
+		return opts, usagef("--incident: %v", err)
+	}
+	if !opts.Baseline.IsZero() && opts.Incident.IsZero() {
+		return opts, usagef("--baseline needs --incident")
+	}
+	if opts.SLO, err = parseSLO(f.slo); err != nil {
+		return opts, usagef("--slo: %v", err)
+	}
+	if opts.Catalog, err = f.catalog(); err != nil {
+		return opts, err
+	}
+	opts.Model = f.model
+	opts.By = f.by
+	return opts, nil
+}
+
+// parseSLO parses "ttft_p95=2s,tpot_p95=80ms,error_share=0.01". Latencies
+// take a Go duration or plain seconds.
+func parseSLO(s string) (rules.SLO, error) {
+	var slo rules.SLO
+	if s == "" {
+		return slo, nil
+	}
+	fields := map[string]*float64{
+		"ttft_p95":    &slo.TTFTP95,
+		"ttft_p99":    &slo.TTFTP99,
+		"tpot_p95":    &slo.TPOTP95,
+		"itl_p95":     &slo.ITLP95,
+		"e2e_p99":     &slo.E2EP99,
+		"error_share": &slo.ErrorShare,
+	}
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		dst, known := fields[k]
+		if !ok || !known {
+			names := make([]string, 0, len(fields))
+			for n := range fields {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return slo, fmt.Errorf("%q: want NAME=VALUE with NAME one of %s", kv, strings.Join(names, ", "))
+		}
+		if k == "error_share" {
+			x, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
+			if err != nil || x < 0 {
+				return slo, fmt.Errorf("%q: want a share such as 0.01 or 1%%", kv)
+			}
+			if strings.HasSuffix(v, "%") {
+				x /= 100
+			}
+			*dst = x
+			continue
+		}
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			*dst = d.Seconds()
+			continue
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || x <= 0 {
+			return slo, fmt.Errorf("%q: want a duration such as 2s or 80ms", kv)
+		}
+		*dst = x
+	}
+	return slo, nil
+}
+
+// runDiagnose implements "whyslow diagnose".
+func runDiagnose(ctx context.Context, e *env, args []string) error {
+	var f diagnoseFlags
+	fs := f.register("diagnose", e, "[flags] PATH...", diagnoseExamples, "text, markdown, json or html")
+	paths, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := checkFormat(f.format, "text", "markdown", "json", "html"); err != nil {
+		return err
+	}
+	opts, err := f.options()
+	if err != nil {
+		return err
+	}
+	ev, err := f.readEvidence(ctx, e, paths, snapshot.Options{})
+	if err != nil {
+		return err
+	}
+	rep, err := diagnose.Diagnose(ev, opts)
+	if err != nil {
+		return err
+	}
+	out, closeOut, err := f.out(e)
+	if err != nil {
+		return err
+	}
+	err = writeReport(out, f.format, rep)
+	return errors.Join(err, closeOut())
+}
+
+func writeReport(w io.Writer, format string, rep *diagnose.Report) error {
+	switch format {
+	case "markdown":
+		return rep.WriteMarkdown(w)
+	case "json":
+		return rep.WriteJSON(w)
+	case "html":
+		return rep.WriteHTML(w)
+	default:
+		return rep.WriteText(w)
+	}
+}
+
+const compareExamples = `  whyslow compare --baseline 2026-09-22T09:00:00Z/2026-09-22T09:30:00Z \
+      --incident 2026-09-22T10:00:00Z/2026-09-22T10:30:00Z ./evidence/
+  whyslow compare --format markdown ./before/ ./after/
+`
+
+// runCompare implements "whyslow compare": the before/after table of p50
+// and p95 per signal, marking what moved.
+func runCompare(ctx context.Context, e *env, args []string) error {
+	var f diagnoseFlags
+	fs := f.register("compare", e, "--baseline START/END --incident START/END [flags] PATH...", compareExamples, "text, markdown or json")
+	paths, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := checkFormat(f.format, "text", "markdown", "json"); err != nil {
+		return err
+	}
+	opts, err := f.options()
+	if err != nil {
+		return err
+	}
+	ev, err := f.readEvidence(ctx, e, paths, snapshot.Options{})
+	if err != nil {
+		return err
+	}
+	rep, err := diagnose.Diagnose(ev, opts)
+	if err != nil {
+		return err
+	}
+	out, closeOut, err := f.out(e)
+	if err != nil {
+		return err
+	}
+	err = writeCompare(out, f.format, rep)
+	return errors.Join(err, closeOut())
+}
+
+// writeCompare prints the before/after table. Its JSON form is
+// {"schema_version", "windows", "rows": [CompareRow...], "warnings"}.
+func writeCompare(w io.Writer, format string, rep *diagnose.Report) error {
+	rows := diagnose.CompareTable(rep)
+	switch format {
+	case "markdown":
+		return diagnose.WriteCompareMarkdown(w, rows)
+	case "json":
+		if rows == nil {
+			rows = []diagnose.CompareRow{}
+		}
+		warnings := rep.Warnings
+		if warnings == nil {
+			warnings = []string{}
+		}
+		return writeJSON(w, struct {
+			SchemaVersion int                   `json:"schema_version"`
+			Windows       diagnose.Windows      `json:"windows"`
+			Rows          []diagnose.CompareRow `json:"rows"`
+			Warnings      []string              `json:"warnings"`
+		}{diagnose.SchemaVersion, rep.Windows, rows, warnings})
+	default:
+		return diagnose.WriteCompareText(w, rows)
+	}
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// whyslow runs one command line in process and returns its exit status,
+// stdout and stderr.
+func whyslow(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	e := &env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb}
+	code := run(context.Background(), e, args)
+	return code, out.String(), errb.String()
+}
+
+// golden compares got with testdata/NAME, rewriting it under -update and
+// writing NAME.got on a mismatch.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./cmd/whyslow -update to create it")
+	if string(want) != got {
+		_ = os.WriteFile(path+".got", []byte(got), 0o644)
+		t.Errorf("output differs from %s (see %s.got; -update rewrites)", path, path)
+	}
+}
+
+// A dump with a time in its name, so that output does not depend on the
+// file's mtime.
+const capture = "testdata/captures/lora-multitenancy-0.30.0_2026-09-28T10-00-00Z.prom"
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		err  string
+	}{
+		{"no args", nil, exitUsage, "Usage"},
+		{"unknown command", []string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
+		{"help", []string{"--help"}, exitOK, ""},
+		{"version", []string{"--version"}, exitOK, ""},
+		{"command help", []string{"quantile", "--help"}, exitOK, "Usage: whyslow quantile"},
+		{"unknown flag", []string{"quantile", "--nope", capture}, exitUsage, "flag provided but not defined: -nope"},
+		{"missing metric", []string{"quantile", capture}, exitUsage, "--metric is required"},
+		{"bad quantile", []string{"quantile", "--metric", "ttft", "--q", "1.5", capture}, exitUsage, `quantile "1.5"`},
+		{"bad window", []string{"quantile", "--metric", "ttft", "--window", "yesterday", capture}, exitUsage, "want START/END"},
+		{"bad format", []string{"quantile", "--metric", "ttft", "--format", "xml", capture}, exitUsage, `--format "xml"`},
+		{"no path", []string{"quantile", "--metric", "ttft"}, exitUsage, "no PATH given"},
+		{"missing file", []string{"quantile", "--metric", "ttft", "testdata/does-not-exist.prom"}, exitInput, "does-not-exist.prom"},
+		{"not a histogram", []string{"quantile", "--metric", "waiting", capture}, exitInput, `signal "waiting" is a gauge`},
+		{"bad alias", []string{"catalog", "--alias", "nonsense", capture}, exitUsage, "want CANONICAL=NAME"},
+		{"rules takes no path", []string{"rules", capture}, exitUsage, "rules takes no PATH"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := whyslow(t, "", tt.args...)
+			assert.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			if tt.err != "" {
+				assert.Contains(t, out+errOut, tt.err)
+			}
+		})
+	}
+}
+
+func TestFlagsAfterPaths(t *testing.T) {
+	code1, out1, _ := whyslow(t, "", "quantile", "--metric", "ttft", capture)
+	code2, out2, _ := whyslow(t, "", "quantile", capture, "--metric", "ttft")
+	require.Equal(t, exitOK, code1)
+	require.Equal(t, exitOK, code2)
+	assert.Equal(t, out1, out2)
+}
+
+func TestQuantileText(t *testing.T) {
+	code, out, errOut := whyslow(t, "", "quantile", "--metric", "ttft", "--q", "0.5,0.95,0.99", capture)
+	require.Equal(t, exitOK, code, errOut)
+	golden(t, "quantile.txt", out)
+}
+
+func TestQuantileJSON(t *testing.T) {
+	code, out, errOut := whyslow(t, "", "quantile", "--metric", "vllm:time_to_first_token_seconds", "--format", "json", capture)
+	require.Equal(t, exitOK, code, errOut)
+	golden(t, "quantile.json", out)
+
+	// The JSON contract: metric, window{start,end}, fleet[{q,value,lower,upper,count}], replicas, warnings.
+	var doc struct {
+		Metric string `json:"metric"`
+		Window struct {
+			Start, End string
+		} `json:"window"`
+		Fleet    []map[string]any            `json:"fleet"`
+		Replicas map[string][]map[string]any `json:"replicas"`
+		Warnings []string                    `json:"warnings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, "vllm:time_to_first_token_seconds", doc.Metric)
+	assert.NotEmpty(t, doc.Window.Start)
+	require.Len(t, doc.Fleet, 3)
+	for _, k := range []string{"q", "value", "lower", "upper", "count"} {
+		assert.Contains(t, doc.Fleet[0], k)
+	}
+	assert.Len(t, doc.Replicas, 1)
+	assert.NotNil(t, doc.Warnings)
+}
+
+func TestQuantileStdin(t *testing.T) {
+	data, err := os.ReadFile(capture)
+	require.NoError(t, err)
+	code, out, errOut := whyslow(t, string(data), "quantile", "--metric", "ttft", "-")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "fleet (merged)")
+}
+
+func TestRules(t *testing.T) {
+	code, out, errOut := whyslow(t, "", "rules")
+	require.Equal(t, exitOK, code, errOut)
+	for _, id := range []string{"queue-sustained", "queue-burst", "prefill-long-prompts", "prefix-cache-loss",
+		"decode-pressure", "kv-preemption", "outside-gpu", "replica-hotspot", "proxy-network"} {
+		assert.Contains(t, out, id)
+	}
+}
+
+func TestCatalog(t *testing.T) {
+	code, out, errOut := whyslow(t, "", "catalog", capture)
+	require.Equal(t, exitOK, code, errOut)
+	golden(t, "catalog.txt", out)
+}
+
+func TestOutputFile(t *testing.T) {
+	dst := filepath.Join(t.TempDir(), "q.json")
+	code, out, errOut := whyslow(t, "", "quantile", "--metric", "ttft", "--format", "json", "-o", dst, capture)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Empty(t, out)
+	data, err := os.ReadFile(dst)
+	require.NoError(t, err)
+	assert.True(t, json.Valid(data))
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+const quantileExamples = `  whyslow quantile --metric ttft ./evidence/
+  whyslow quantile --metric vllm:time_to_first_token_seconds --q 0.5,0.95,0.99 \
+      --window 2026-09-22T10:00:00Z/2026-09-22T10:30:00Z --format json ./evidence/
+  whyslow quantile --metric e2e --by model_name ./federate.txt
+`
+
+// runQuantile implements "whyslow quantile": the fleet quantile from
+// merged buckets with bounds and counts, and the per-replica table.
+func runQuantile(ctx context.Context, e *env, args []string) error {
+	fs := newFlagSet(e.stderr, "quantile", "--metric NAME [flags] PATH...", quantileExamples)
+	var in inputFlags
+	in.register(fs)
+	metric := fs.String("metric", "", "histogram base `NAME` (vllm:time_to_first_token_seconds) or signal id (ttft)")
+	qflag := fs.String("q", "0.5,0.95,0.99", "comma-separated `QUANTILES`")
+	window := fs.String("window", "", "RFC 3339 interval `START/END`; default: each replica's first to last scrape")
+	model := fs.String("model", "", "keep only model_name=`NAME`")
+	by := fs.String("by", "", "split by `LABEL` (e.g. model_name): one table per value")
+	format := fs.String("format", "text", "output `FORMAT`: text or json")
+	paths, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if *metric == "" {
+		return usagef("--metric is required")
+	}
+	if err := checkFormat(*format, "text", "json"); err != nil {
+		return err
+	}
+	qs, err := parseQuantiles(*qflag)
+	if err != nil {
+		return usagef("--q: %v", err)
+	}
+	w, err := parseWindow(*window)
+	if err != nil {
+		return usagef("--window: %v", err)
+	}
+	cat, err := in.catalog()
+	if err != nil {
+		return err
+	}
+	ev, err := in.readEvidence(ctx, e, paths, snapshot.Options{})
+	if err != nil {
+		return err
+	}
+	req := diagnose.QuantileRequest{Metric: *metric, Catalog: cat, Quantiles: qs, Window: w, Match: modelMatch(*model)}
+	out, closeOut, err := in.out(e)
+	if err != nil {
+		return err
+	}
+	if *by == "" {
+		rep, err := diagnose.FleetQuantiles(ev, req)
+		if err != nil {
+			closeOut()
+			if errors.Is(err, diagnose.ErrSeveralModels) {
+				return usagef("%v", err)
+			}
+			return err
+		}
+		err = printQuantiles(out, *format, rep)
+		return errors.Join(err, closeOut())
+	}
+	// One report per value of the split label.
+	values := labelValues(ev, *by)
+	if len(values) == 0 {
+		closeOut()
+		return fmt.Errorf("--by %s: no series carries label %q", *by, *by)
+	}
+	reps := map[string]*diagnose.QuantileReport{}
+	for _, v := range values {
+		r := req
+		r.Match = map[string]string{*by: v}
+		for k, mv := range req.Match {
+			r.Match[k] = mv
+		}
+		rep, err := diagnose.FleetQuantiles(ev, r)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "%s=%s: %v\n", *by, v, err)
+			continue
+		}
+		reps[v] = rep
+	}
+	if *format == "json" {
+		err = writeJSON(out, map[string]any{"by": *by, "groups": reps})
+		return errors.Join(err, closeOut())
+	}
+	keys := make([]string, 0, len(reps))
+	for k := range reps {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		fmt.Fprintf(out, "%s=%s\n", *by, k)
+		if err := printQuantiles(out, "text", reps[k]); err != nil {
+			closeOut()
+			return err
+		}
+	}
+	return closeOut()
+}
+
+func printQuantiles(w io.Writer, format string, rep *diagnose.QuantileReport) error {
+	if format == "json" {
+		if rep.Warnings == nil {
+			rep.Warnings = []string{}
+		}
+		return writeJSON(w, rep)
+	}
+	_, err := io.WriteString(w, rep.String())
+	return err
+}
