@@ -1,0 +1,95 @@
+// Package fleetsim is a seeded simulator of vLLM serving fleets that writes
+// what an SRE would have preserved: /metrics dumps, /federate dumps,
+// OpenMetrics for promtool backfill, and Prometheus TSDB data directories.
+// It exists so that the tests of every whyslow package (snapshot, diagnose,
+// experiments) run on realistic fleets whose ground truth is known.
+//
+// # Physics, not hand-written metrics
+//
+// Metric values are never set directly; they come out of a model of
+// continuous batching:
+//
+//   - Requests arrive as Poisson processes whose rate, prompt and output
+//     lengths and shared prefixes change by [Phase]; [Burst]s add short
+//     surges. A request is routed to a pod by smooth weighted round-robin
+//     (pods that are down are skipped) and to an engine of the pod
+//     round-robin. The whole trace depends only on Config.TraceSeed and the
+//     workload, so [Replay] can run the same requests under other engine
+//     settings.
+//   - Each engine runs vLLM V1's scheduler step by step: running sequences
+//     first (decode tokens, then chunks of unfinished prefills) within
+//     max_num_batched_tokens, then waiting requests while fewer than
+//     max_num_seqs run and KV blocks can be allocated. KV memory is paged
+//     in blocks of block_size tokens; shared prefixes stay cached (and
+//     count as free, evictable LRU) after their last user finishes, so a
+//     later request with the same prefix skips that part of its prefill.
+//     When a running sequence needs a block and none is free, the newest
+//     running sequence is preempted by recompute (its blocks freed, back to
+//     the head of the queue, counted in vllm:num_preemptions_total).
+//   - A step lasts StepOverhead + PrefillPerToken*prefill tokens +
+//     DecodePerSeq*decoding sequences + AttentionPerKToken*context/1000
+//     of GPU time (±Jitter), plus CPU time during which the GPU idles
+//     ([CostModel], [Slowdown]). GPU utilisation is the busy fraction.
+//   - Every request records queue, prefill, decode, inference, E2E, TTFT,
+//     per-step inter-token latencies and its finish reason; vLLM's
+//     histograms and counters are filled exactly where vLLM fills them.
+//     Clients may abort requests that wait too long
+//     (Workload.ClientTimeout); prompts longer than max_model_len are
+//     rejected with HTTP 400.
+//
+// Consecutive pure-decode steps are advanced in O(1) each (decodeRun); a
+// test checks that this gives byte-identical output to stepping one
+// iteration at a time. Pods are simulated in parallel. Eight pods for 65
+// minutes (including the 5-minute warm-up) take well under a second of
+// CPU for the healthy scenario.
+//
+// # Exposition
+//
+// Each pod is scraped every 15 s (with a seeded skew of up to 2 s between
+// pods, and no scrape while it is down). [Scrape.VLLM] renders the page as
+// vLLM's prometheus_client does in text format 0.0.4: HELP and TYPE lines
+// with vLLM's own texts, counters with _total, _created gauge families
+// (V1), labels sorted, le as Python floats ("1.0", "2560.0"), values as
+// floatToGoString ("1.394703e+06"), process, python and HTTP
+// (prometheus-fastapi-instrumentator) families. Three generations are
+// modelled ([VersionV1] ≈0.11, [VersionV1Early] ≈0.9, [VersionV0] ≈0.6
+// in multiprocess mode) with their names, labels and bucket layouts; pods
+// of one fleet may mix them and may run data-parallel engines
+// (engine="0", "1"). [Scrape.DCGM] renders the NVIDIA DCGM exporter's page
+// (utilisation in percent or as a ratio, see [GPUExporter]).
+//
+// [Fleet.WriteDumps] writes DIR/<pod>/<time>.prom (plus dcgm-<time>.prom)
+// or a flat layout, optionally gzipped; [Fleet.WriteFederate] writes
+// concatenated /federate responses; [Fleet.WriteOpenMetrics] writes one
+// document for `promtool tsdb create-blocks-from openmetrics`;
+// [Fleet.WriteTSDB] writes a TSDB directory with blocks, a WAL head and
+// staleness markers, through github.com/prometheus/prometheus/tsdb.
+//
+// # Scenarios
+//
+// [Scenarios] lists named fleets (8 pods, 60 minutes, incident from
+// [IncidentStart]) for every row of the diagnosis map and its
+// counter-cases: healthy, sustained-overload, burst, long-prompts,
+// prefix-cache-loss, decode-pressure, kv-preemption, outside-gpu,
+// hot-replica, high-kv-healthy, low-traffic, restart, mixed-versions. Each
+// names the diagnosis it is built to produce ([ScenarioSpec.Expect]).
+//
+// # Ground truth
+//
+// [Fleet.Requests] holds every request with its times and fate;
+// [Scrape.Engines] the true running, waiting, KV usage and GPU busy
+// fraction at each scrape; [Pod] the largest running count and KV blocks
+// reached.
+//
+// # Simplifications
+//
+// Tensor parallelism, speculative decoding, LoRA, multi-modal inputs,
+// sampling with n > 1, CPU swap (V0), priority scheduling and the KV
+// connector are not modelled. Only shared prefixes declared by the
+// workload are cached (vLLM also reuses a preempted request's own blocks;
+// here a preempted request recomputes everything but its shared prefix).
+// The data-parallel load balancer is round-robin rather than
+// queue-aware. HTTP metrics count completions (2xx) and rejections (4xx);
+// client aborts and requests lost in a restart do not reach them. Process
+// and Python metrics are plausible, not modelled.
+package fleetsim

@@ -1,0 +1,284 @@
+package fleetsim
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// famType is the type of a metric family.
+type famType uint8
+
+const (
+	typeCounter famType = iota
+	typeGauge
+	typeHistogram
+	typeSummary
+)
+
+var famTypeNames = [...]string{"counter", "gauge", "histogram", "summary"}
+
+type label struct{ name, value string }
+
+// family is one metric family of a scrape, independent of the exposition
+// format.
+type family struct {
+	// name is the OpenMetrics family name: a counter's name without
+	// _total (the 0.0.4 text adds it back).
+	name     string
+	help     string
+	typ      famType
+	created  bool // prometheus_client's _created (V1 and HTTP metrics)
+	sumFirst bool // V0 multiprocess mode writes _sum before the buckets
+	series   []series
+}
+
+// series is one labelled child of a family.
+type series struct {
+	labels  []label // sorted by name, without le
+	value   float64 // counter or gauge
+	bounds  []float64
+	counts  []uint64 // histogram: per bucket, +Inf last
+	sum     float64  // histogram or summary
+	count   float64  // summary
+	created float64  // Unix seconds
+}
+
+// histCount returns the number of observations of a histogram series.
+func (s *series) histCount() float64 {
+	var n uint64
+	for _, c := range s.counts {
+		n += c
+	}
+	return float64(n)
+}
+
+// pyRepr formats v as Python's repr(float) does.
+func pyRepr(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	case math.IsNaN(v):
+		return "nan"
+	}
+	if v == 0 {
+		if math.Signbit(v) {
+			return "-0.0"
+		}
+		return "0.0"
+	}
+	// Python switches to exponent notation below 1e-4 and from 1e16; its
+	// exponent form matches Go's shortest 'e' format ("1e-05").
+	s := strconv.FormatFloat(v, 'e', -1, 64)
+	_, e, _ := strings.Cut(s, "e")
+	if ei, _ := strconv.Atoi(e); ei < -4 || ei >= 16 {
+		return s
+	}
+	s = strconv.FormatFloat(v, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+// formatFloat formats v as prometheus_client's floatToGoString does: Python
+// repr, with positive values of 7 or more integer digits in Go-like
+// exponent form ("1.394703e+06").
+func formatFloat(v float64) string {
+	switch {
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	case math.IsNaN(v):
+		return "NaN"
+	}
+	s := pyRepr(v)
+	dot := strings.IndexByte(s, '.')
+	if v > 0 && dot > 6 {
+		mant := strings.TrimRight(s[:1]+"."+s[1:dot]+s[dot+1:], "0.")
+		return mant + "e+" + twoDigits(dot-1)
+	}
+	return s
+}
+
+func twoDigits(n int) string {
+	if n < 10 {
+		return "0" + strconv.Itoa(n)
+	}
+	return strconv.Itoa(n)
+}
+
+// escapeLabel escapes a label value for the text formats.
+func escapeLabel(v string) string {
+	if !strings.ContainsAny(v, "\\\"\n") {
+		return v
+	}
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(v)
+}
+
+func escapeHelp(v string) string {
+	if !strings.ContainsAny(v, "\\\n") {
+		return v
+	}
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(v)
+}
+
+// appendLabels appends {a="x",le="y",...} with le inserted in name order
+// (prometheus_client sorts label names). le == "" omits it.
+func appendLabels(b []byte, ls []label, le string) []byte {
+	if len(ls) == 0 && le == "" {
+		return b
+	}
+	b = append(b, '{')
+	first := true
+	put := func(n, v string) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, n...)
+		b = append(b, '=', '"')
+		b = append(b, escapeLabel(v)...)
+		b = append(b, '"')
+	}
+	leDone := le == ""
+	for _, l := range ls {
+		if !leDone && l.name > "le" {
+			put("le", le)
+			leDone = true
+		}
+		put(l.name, l.value)
+	}
+	if !leDone {
+		put("le", le)
+	}
+	return append(b, '}')
+}
+
+func appendSample(b []byte, name, suffix string, ls []label, le string, v float64) []byte {
+	b = append(b, name...)
+	b = append(b, suffix...)
+	b = appendLabels(b, ls, le)
+	b = append(b, ' ')
+	b = append(b, formatFloat(v)...)
+	return append(b, '\n')
+}
+
+func appendHeader(b []byte, name, help, typ string) []byte {
+	b = append(b, "# HELP "...)
+	b = append(b, name...)
+	b = append(b, ' ')
+	b = append(b, escapeHelp(help)...)
+	b = append(b, "\n# TYPE "...)
+	b = append(b, name...)
+	b = append(b, ' ')
+	b = append(b, typ...)
+	return append(b, '\n')
+}
+
+// appendText writes fams in the Prometheus text format 0.0.4 exactly as
+// Python's prometheus_client (generate_latest) does.
+func appendText(b []byte, fams []family) []byte {
+	for i := range fams {
+		f := &fams[i]
+		name := f.name
+		if f.typ == typeCounter {
+			name += "_total"
+		}
+		b = appendHeader(b, name, f.help, famTypeNames[f.typ])
+		for j := range f.series {
+			s := &f.series[j]
+			switch f.typ {
+			case typeCounter:
+				b = appendSample(b, name, "", s.labels, "", s.value)
+			case typeGauge:
+				b = appendSample(b, name, "", s.labels, "", s.value)
+			case typeSummary:
+				b = appendSample(b, name, "_count", s.labels, "", s.count)
+				b = appendSample(b, name, "_sum", s.labels, "", s.sum)
+			case typeHistogram:
+				if f.sumFirst {
+					b = appendSample(b, name, "_sum", s.labels, "", s.sum)
+				}
+				b = appendBuckets(b, name, s)
+				b = appendSample(b, name, "_count", s.labels, "", s.histCount())
+				if !f.sumFirst {
+					b = appendSample(b, name, "_sum", s.labels, "", s.sum)
+				}
+			}
+		}
+		if f.created {
+			cname := f.name + "_created"
+			b = appendHeader(b, cname, f.help, "gauge")
+			for j := range f.series {
+				b = appendSample(b, cname, "", f.series[j].labels, "", f.series[j].created)
+			}
+		}
+	}
+	return b
+}
+
+func appendBuckets(b []byte, name string, s *series) []byte {
+	var cum uint64
+	for k, c := range s.counts {
+		cum += c
+		le := "+Inf"
+		if k < len(s.bounds) {
+			le = formatFloat(s.bounds[k])
+		}
+		b = appendSample(b, name, "_bucket", s.labels, le, float64(cum))
+	}
+	return b
+}
+
+// sampleFunc receives one sample: its full name, labels (sorted, le
+// included where relevant) and value.
+type sampleFunc func(name string, ls []label, v float64)
+
+// eachSample calls fn for every sample of fams as a Prometheus server
+// scraping the text format would store them (including _created gauges).
+func eachSample(fams []family, fn sampleFunc) {
+	var buf []label
+	withLE := func(ls []label, le string) []label {
+		buf = append(buf[:0], ls...)
+		i, _ := slices.BinarySearchFunc(buf, "le", func(l label, n string) int { return strings.Compare(l.name, n) })
+		buf = slices.Insert(buf, i, label{"le", le})
+		return buf
+	}
+	for i := range fams {
+		f := &fams[i]
+		for j := range f.series {
+			s := &f.series[j]
+			switch f.typ {
+			case typeCounter:
+				fn(f.name+"_total", s.labels, s.value)
+			case typeGauge:
+				fn(f.name, s.labels, s.value)
+			case typeSummary:
+				fn(f.name+"_count", s.labels, s.count)
+				fn(f.name+"_sum", s.labels, s.sum)
+			case typeHistogram:
+				var cum uint64
+				for k, c := range s.counts {
+					cum += c
+					le := "+Inf"
+					if k < len(s.bounds) {
+						le = formatFloat(s.bounds[k])
+					}
+					fn(f.name+"_bucket", withLE(s.labels, le), float64(cum))
+				}
+				fn(f.name+"_count", s.labels, s.histCount())
+				fn(f.name+"_sum", s.labels, s.sum)
+			}
+		}
+		if f.created {
+			for j := range f.series {
+				fn(f.name+"_created", f.series[j].labels, f.series[j].created)
+			}
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package fleetsim
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// Bucket sets of vLLM's histograms (see reference/vllm-metrics.md §3).
+var (
+	bucketsTTFTV0  = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0}
+	bucketsTTFTExt = append(slices.Clone(bucketsTTFTV0), 20, 40, 80, 160, 640, 2560)
+	bucketsTPOTV0  = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5}
+	bucketsTPOTExt = append(slices.Clone(bucketsTPOTV0), 5.0, 7.5, 10, 20, 40, 80)
+	bucketsReqV0   = []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10, 15, 20, 30, 40, 50, 60}
+	bucketsReqExt  = append(slices.Clone(bucketsReqV0), 120, 240, 480, 960, 1920, 7680)
+	bucketsIterOld = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8096}
+	bucketsIterNew = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
+	bucketsN       = []float64{1, 2, 5, 10, 20}
+	bucketsHTTP    = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 7.5, 10, 30, 60}
+	bucketsHTTPFew = []float64{0.1, 0.5, 1}
+)
+
+// buckets125 returns vLLM's 1-2-5 token buckets up to maxModelLen
+// (TOK_125).
+func buckets125(maxModelLen int) []float64 {
+	var b []float64
+	for m := 1.0; ; m *= 10 {
+		for _, k := range []float64{1, 2, 5} {
+			if k*m > float64(maxModelLen) {
+				return b
+			}
+			b = append(b, k*m)
+		}
+	}
+}
+
+// Histogram indices in engineStats.
+const (
+	hTTFT = iota
+	hITL
+	hTPOT // per-request decode time / (generated-1)
+	hE2E
+	hQueue
+	hInference
+	hPrefill
+	hDecode
+	hPromptTokens
+	hGenTokens
+	hMaxGenTokens
+	hMaxTokens
+	hN
+	hIter
+	hHTTPHighr
+	hHTTPDur
+	numHists
+)
+
+// layout gives the bucket bounds of every histogram of one engine.
+type layout [numHists][]float64
+
+func newLayout(v Version, maxModelLen int) *layout {
+	var l layout
+	tok := buckets125(maxModelLen)
+	l[hPromptTokens], l[hGenTokens], l[hMaxGenTokens], l[hMaxTokens] = tok, tok, tok, tok
+	l[hN] = bucketsN
+	l[hHTTPHighr], l[hHTTPDur] = bucketsHTTP, bucketsHTTPFew
+	switch v {
+	case VersionV0:
+		l[hTTFT], l[hITL], l[hTPOT] = bucketsTTFTV0, bucketsTPOTV0, bucketsTPOTV0
+		for _, h := range []int{hE2E, hQueue, hInference, hPrefill, hDecode} {
+			l[h] = bucketsReqV0
+		}
+		l[hIter] = bucketsIterOld
+	default:
+		l[hTTFT], l[hITL], l[hTPOT] = bucketsTTFTExt, bucketsTPOTExt, bucketsTPOTExt
+		for _, h := range []int{hE2E, hQueue, hInference, hPrefill, hDecode} {
+			l[h] = bucketsReqExt
+		}
+		l[hIter] = bucketsIterNew
+		if v == VersionV1Early {
+			l[hIter] = bucketsIterOld
+		}
+	}
+	return &l
+}
+
+// engineStats holds the cumulative counters and histograms of one engine
+// process (plus the API-server counters attributed to it), as vLLM would
+// export them.
+type engineStats struct {
+	lay *layout
+	// counts holds the per-bucket (non-cumulative) counts of every
+	// histogram, the +Inf bucket last; off[h] is where histogram h starts.
+	counts []uint64
+	off    [numHists + 1]int
+	sums   [numHists]float64
+
+	promptTokens, genTokens   float64
+	preemptions               float64
+	prefixQueries, prefixHits float64
+	success                   [3]float64 // stop, length, abort
+	http2xx, http4xx          float64
+	reqBytes, respBytes       float64
+	gpuBusy                   float64 // seconds
+	cpuSeconds                float64 // API server + engine CPU time
+	firstOK, first4xx         float64 // first HTTP 2xx / 4xx, NaN before
+}
+
+// Indices of success.
+const (
+	reasonStop = iota
+	reasonLength
+	reasonAbort
+)
+
+func newEngineStats(l *layout) *engineStats {
+	s := &engineStats{lay: l, firstOK: math.NaN(), first4xx: math.NaN()}
+	n := 0
+	for h := range numHists {
+		s.off[h] = n
+		n += len(l[h]) + 1
+	}
+	s.off[numHists] = n
+	s.counts = make([]uint64, n)
+	return s
+}
+
+// observe records one observation v in histogram h.
+func (s *engineStats) observe(h int, v float64) {
+	s.observeN(h, v, 1)
+}
+
+// observeN records n observations of v in histogram h.
+func (s *engineStats) observeN(h int, v float64, n int) {
+	if n <= 0 {
+		return
+	}
+	i := sort.SearchFloat64s(s.lay[h], v) // first bound >= v: le semantics
+	s.counts[s.off[h]+i] += uint64(n)
+	s.sums[h] += v * float64(n)
+}
+
+// hist returns the per-bucket counts of histogram h.
+func (s *engineStats) hist(h int) []uint64 {
+	return s.counts[s.off[h]:s.off[h+1]]
+}
+
+// count returns the number of observations of histogram h.
+func (s *engineStats) count(h int) uint64 {
+	var n uint64
+	for _, c := range s.hist(h) {
+		n += c
+	}
+	return n
+}
+
+// clone returns a deep copy of s.
+func (s *engineStats) clone() *engineStats {
+	c := *s
+	c.counts = slices.Clone(s.counts)
+	return &c
+}

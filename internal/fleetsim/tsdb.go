@@ -1,0 +1,224 @@
+package fleetsim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb"
+)
+
+// TSDBOptions refine WriteTSDB.
+type TSDBOptions struct {
+	// HeadSpan is how much of the end of the run stays in the head only
+	// (write-ahead log and chunks_head), as in a Prometheus that was
+	// running when its data directory was copied; the rest is compacted
+	// into persistent blocks aligned on BlockDuration. Zero means 10
+	// minutes; a negative value compacts everything into blocks; a value
+	// longer than the run leaves everything in the WAL.
+	HeadSpan time.Duration
+	// BlockDuration is the block range; zero means 2 h, Prometheus's
+	// default.
+	BlockDuration time.Duration
+	// NoStaleMarkers disables the staleness markers Prometheus writes
+	// when a target disappears (a pod restarting) or a series vanishes
+	// between scrapes.
+	NoStaleMarkers bool
+}
+
+// WriteTSDB writes the fleet into a Prometheus TSDB data directory at dir,
+// as a Prometheus server scraping every pod (job "vllm") and its GPU
+// exporter (job "dcgm-exporter") would have stored it: one sample per
+// scrape per series, with target labels, staleness markers when a pod goes
+// down, persisted blocks and a head (WAL) holding the last HeadSpan.
+// dir is created if needed and should be empty.
+func (f *Fleet) WriteTSDB(dir string, opts TSDBOptions) (err error) {
+	if opts.HeadSpan == 0 {
+		opts.HeadSpan = 10 * time.Minute
+	}
+	if opts.BlockDuration == 0 {
+		opts.BlockDuration = 2 * time.Hour
+	}
+	o := tsdb.DefaultOptions()
+	o.RetentionDuration = 0
+	o.MinBlockDuration = opts.BlockDuration.Milliseconds()
+	o.MaxBlockDuration = opts.BlockDuration.Milliseconds()
+	logger := slog.New(slog.DiscardHandler)
+	db, err := tsdb.Open(dir, logger, nil, o, nil)
+	if err != nil {
+		return fmt.Errorf("fleetsim: open TSDB %s: %w", dir, err)
+	}
+	defer func() { err = errors.Join(err, db.Close()) }()
+	db.DisableCompactions()
+
+	ctx := context.Background()
+	// Series are looked up by a key built in a reused buffer (map lookups
+	// with string(bytes) do not allocate); labels are built once per
+	// series.
+	type entry struct {
+		ref  storage.SeriesRef
+		lset labels.Labels
+	}
+	series := map[string]*entry{}
+	var (
+		sb  labels.ScratchBuilder
+		key []byte
+	)
+	app := db.AppenderV2(ctx)
+	appended := 0
+	add := func(name string, ls []label, t int64, v float64) error {
+		key = appendKey(key[:0], name, ls)
+		s := series[string(key)]
+		if s == nil {
+			sb.Reset()
+			sb.Add(labels.MetricName, name)
+			for _, l := range ls {
+				sb.Add(l.name, l.value)
+			}
+			sb.Sort()
+			s = &entry{lset: sb.Labels()}
+			series[string(key)] = s
+		}
+		ref, err := app.Append(s.ref, s.lset, 0, t, v, nil, nil, storage.AOptions{})
+		if err != nil {
+			return fmt.Errorf("fleetsim: append %s at %d: %w", s.lset, t, err)
+		}
+		s.ref = ref
+		appended++
+		if appended%50000 == 0 {
+			if err := app.Commit(); err != nil {
+				return err
+			}
+			app = db.AppenderV2(ctx)
+		}
+		return nil
+	}
+
+	// last holds, per target, the label sets of its previous scrape, for
+	// staleness markers.
+	type targetKey struct {
+		pod  int
+		dcgm bool
+	}
+	type stored struct {
+		name string
+		ls   []label
+	}
+	last := map[targetKey][]stored{}
+	staleAt := func(k targetKey, t int64, keep map[string]bool) error {
+		for _, s := range last[k] {
+			if keep != nil && keep[labelsKey(s.name, s.ls)] {
+				continue
+			}
+			if err := add(s.name, s.ls, t, math.Float64frombits(value.StaleNaN)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	iv := f.Config.ScrapeInterval
+	for _, round := range f.rounds() {
+		present := map[int]bool{}
+		for _, sc := range round {
+			present[sc.pod.Index] = true
+			for _, dcgm := range []bool{false, true} {
+				k := targetKey{sc.pod.Index, dcgm}
+				var cur []stored
+				var aerr error
+				sc.eachStored(dcgm, func(name string, ls []label, t int64, v float64) {
+					if aerr == nil {
+						aerr = add(name, ls, t, v)
+						if !opts.NoStaleMarkers {
+							cur = append(cur, stored{name, slices.Clone(ls)})
+						}
+					}
+				})
+				if aerr != nil {
+					return aerr
+				}
+				if !opts.NoStaleMarkers && len(last[k]) > 0 {
+					keep := map[string]bool{}
+					for _, s := range cur {
+						keep[labelsKey(s.name, s.ls)] = true
+					}
+					if err := staleAt(k, sc.Time.UnixMilli(), keep); err != nil {
+						return err
+					}
+				}
+				last[k] = cur
+			}
+		}
+		if opts.NoStaleMarkers || len(round) == 0 {
+			continue
+		}
+		// A pod missing from a round failed its scrape: everything it
+		// exposed before goes stale at that scrape's instant.
+		k0 := int(round[0].Offset / iv)
+		for _, p := range f.Pods {
+			if present[p.Index] {
+				continue
+			}
+			at := time.Duration(k0)*iv + p.skew
+			if at > f.Config.Duration {
+				continue // not due within the run
+			}
+			ts := f.Config.Start.Add(at).UnixMilli()
+			for _, dcgm := range []bool{false, true} {
+				k := targetKey{p.Index, dcgm}
+				if err := staleAt(k, ts, nil); err != nil {
+					return err
+				}
+				last[k] = nil
+			}
+		}
+	}
+	if err := app.Commit(); err != nil {
+		return err
+	}
+
+	head := db.Head()
+	if head.NumSeries() == 0 {
+		return nil
+	}
+	mint, maxt := head.MinTime(), head.MaxTime()
+	cut := maxt + 1
+	if opts.HeadSpan > 0 {
+		cut = maxt + 1 - opts.HeadSpan.Milliseconds()
+	}
+	br := opts.BlockDuration.Milliseconds()
+	for lo := mint - mint%br; lo < cut; lo += br {
+		from, to := max(lo, mint), min(lo+br, cut)
+		if from >= to {
+			continue
+		}
+		if err := db.CompactHead(tsdb.NewRangeHead(head, from, to-1)); err != nil {
+			return fmt.Errorf("fleetsim: compact head [%d, %d): %w", from, to, err)
+		}
+	}
+	return nil
+}
+
+// labelsKey is a map key for a series.
+func labelsKey(name string, ls []label) string {
+	return string(appendKey(nil, name, ls))
+}
+
+// appendKey appends an unambiguous encoding of a series to b.
+func appendKey(b []byte, name string, ls []label) []byte {
+	b = append(b, name...)
+	b = append(b, 0)
+	for _, l := range ls {
+		b = append(b, l.name...)
+		b = append(b, 0)
+		b = append(b, l.value...)
+		b = append(b, 0)
+	}
+	return b
+}
