@@ -99,14 +99,20 @@ func (b *Builder) addDir(ctx context.Context, dir string) error {
 		}
 		return cmp.Compare(x.path, y.path)
 	})
-	for _, f := range files {
+	for i, f := range files {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if b.opts.Progress != nil {
+			b.opts.Progress(Progress{Path: dir, What: "dumps", Done: i, Total: len(files)})
 		}
 		if !f.time.IsZero() && !b.inRange(f.time) {
 			continue
 		}
 		b.addFile(f.path, f.inSubdir)
+	}
+	if b.opts.Progress != nil && len(files) > 0 {
+		b.opts.Progress(Progress{Path: dir, What: "dumps", Done: len(files), Total: len(files)})
 	}
 	for _, d := range tsdbs {
 		if err := ctx.Err(); err != nil {

@@ -38,6 +38,22 @@ type Options struct {
 	Limits Limits
 	// Stdin is what the path "-" reads; nil means os.Stdin.
 	Stdin io.Reader
+	// Progress, when non-nil, is called as reading advances: after each
+	// dump file of a directory, and before each TSDB block and the head
+	// replay. It is called from the reading goroutine and must be cheap;
+	// the command draws its progress bar from it.
+	Progress func(Progress)
+}
+
+// Progress reports how far a read has come within one input.
+type Progress struct {
+	// Path is the directory (or file) being read.
+	Path string
+	// What is being read: "dumps", "tsdb block" or "tsdb head".
+	What string
+	// Done of Total units (files or blocks) are read. The head replay
+	// counts as one unit after the blocks.
+	Done, Total int
 }
 
 // Limits bound the cost of reading untrusted evidence. A limit of 0 takes

@@ -146,7 +146,17 @@ func ReadTSDB(ctx context.Context, dir string, opts Options) (ev *Evidence, err 
 	for _, b := range blocks {
 		maxBlockTime = max(maxBlockTime, b.block.MaxTime())
 	}
-	for _, b := range blocks {
+	units := len(blocks)
+	if layout.hasHead() {
+		units++
+	}
+	progress := func(what string, done int) {
+		if opts.Progress != nil {
+			opts.Progress(Progress{Path: dir, What: what, Done: done, Total: units})
+		}
+	}
+	for i, b := range blocks {
+		progress("tsdb block", i)
 		if b.inRange {
 			if err := acc.readSource(ctx, b.dir, b.block, mint, maxt, matchers); err != nil {
 				return nil, err
@@ -159,6 +169,7 @@ func ReadTSDB(ctx context.Context, dir string, opts Options) (ev *Evidence, err 
 	// (Prometheus's own rule for a read-only replay), so a range that ends
 	// before skips the WAL altogether.
 	if layout.hasHead() && maxt >= maxBlockTime {
+		progress("tsdb head", len(blocks))
 		h, hprobs, herr := openTSDBHead(layout, opts.SandboxDir, lim.MaxWALBytes, maxBlockTime)
 		problems = append(problems, hprobs...)
 		if herr != nil {
@@ -184,6 +195,7 @@ func ReadTSDB(ctx context.Context, dir string, opts Options) (ev *Evidence, err 
 			Err: errors.New("out-of-order samples in wbl/ are not read")})
 	}
 
+	progress("tsdb", units)
 	ev = acc.evidence()
 	ev.Problems = append(problems, ev.Problems...)
 	if read == 0 && ev.Partial() {
