@@ -32,6 +32,10 @@ var (
 	// counts that decrease, _count different from the +Inf bucket). The
 	// Problem also wraps the histogram package's error.
 	ErrInvalidHistogram = errors.New("invalid histogram")
+	// ErrUnorderedBuckets is a warning: a declared histogram exposed its
+	// buckets out of ascending order of le. They were sorted, as PromQL
+	// sorts them.
+	ErrUnorderedBuckets = errors.New("histogram buckets out of order")
 	// ErrNotVLLM is a warning: a target exposes no vllm: metric (an SGLang
 	// server, an exporter dumped alone).
 	ErrNotVLLM = errors.New("no vllm: metrics")

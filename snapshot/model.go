@@ -209,8 +209,10 @@ func (s *Series) Len() int { return len(s.T) }
 type HistogramSeries struct {
 	// Labels are the series' labels without __name__ and le.
 	Labels labels.Labels
-	// Bounds are the upper bounds, ascending as read; they may lack +Inf in
-	// a broken capture, which histogram.Histogram.Validate reports.
+	// Bounds are the upper bounds in ascending order (readers sort the
+	// buckets by le, as PromQL does: /federate output orders them by label
+	// text); they may lack +Inf in a broken capture, which
+	// histogram.Histogram.Validate reports.
 	Bounds []float64
 	// T holds sample times in ms since the Unix epoch, ascending, distinct.
 	T []int64

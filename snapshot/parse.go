@@ -744,6 +744,12 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 		n   int
 		off int64
 	}
+	var (
+		unordered     int
+		unorderedAt   int64
+		unorderedName string
+		unorderedFam  string
+	)
 	var invalid map[*famB]*famErr
 	for i := range fs.pend {
 		ph := &fs.pend[i]
@@ -764,6 +770,15 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 		if ph.dups > 0 {
 			if dups += ph.dups; dups == ph.dups {
 				dupAt, dupName = ph.dupOff, seriesString(ph.hb.fam.f.Name, ph.hb.lset)
+			}
+		}
+		// Buckets are put in numerical order of le, as PromQL does: a
+		// /federate dump (untyped) orders series by label text, so
+		// le="+Inf" comes first there. A declared histogram exposed out of
+		// order is worth a warning.
+		if sortBuckets(ph.bounds, ph.counts) && !ph.hb.fam.f.TypeInferred {
+			if unordered++; unordered == 1 {
+				unorderedAt, unorderedName, unorderedFam = ph.off, seriesString(ph.hb.fam.f.Name, ph.hb.lset), ph.hb.fam.f.Name
 			}
 		}
 		h := histogram.Histogram{Bounds: ph.bounds, Counts: ph.counts, Sum: sum, Count: count}
@@ -796,6 +811,9 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 	}
 	if dups > 0 {
 		b.problem(SeverityWarning, dupAt, "", fmt.Errorf("%w: %s repeated at the same instant (%d samples dropped in this file)", ErrDuplicateSeries, dupName, dups))
+	}
+	if unordered > 0 {
+		b.problem(SeverityWarning, unorderedAt, unorderedFam, fmt.Errorf("%w: buckets of %s (and %d more histogram samples in this file) not in ascending order of le; sorted", ErrUnorderedBuckets, unorderedName, unordered-1))
 	}
 	if fs.bigLabels > 0 {
 		b.problem(SeverityError, fs.bigLabelAt, "", fmt.Errorf("%w: series text longer than Limits.MaxLabelBytes (%d bytes); %d samples dropped", ErrLimit, b.lim.MaxLabelBytes, fs.bigLabels))
@@ -876,4 +894,19 @@ func seriesString(name string, lset labels.Labels) string {
 		return name
 	}
 	return name + lset.String()
+}
+
+// sortBuckets sorts the (bound, count) pairs by bound, in place, and
+// reports whether they were out of order. Histograms have a few dozen
+// buckets: insertion sort, no allocation.
+func sortBuckets(bounds, counts []float64) bool {
+	moved := false
+	for i := 1; i < len(bounds); i++ {
+		for j := i; j > 0 && bounds[j] < bounds[j-1]; j-- {
+			bounds[j], bounds[j-1] = bounds[j-1], bounds[j]
+			counts[j], counts[j-1] = counts[j-1], counts[j]
+			moved = true
+		}
+	}
+	return moved
 }

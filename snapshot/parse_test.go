@@ -240,7 +240,7 @@ func TestBadInput(t *testing.T) {
 		{name: "duplicate series", data: []byte("vllm:a{x=\"1\"} 1\nvllm:b 1\nvllm:a{x=\"1\"} 2\n"), sentinel: snapshot.ErrDuplicateSeries, line: 3, contains: `vllm:a{x="1"}`, sev: snapshot.SeverityWarning},
 		{name: "duplicate bucket", data: hist(`vllm:x_bucket{le="1"} 1`, `vllm:x_bucket{le="+Inf"} 2`, `vllm:x_bucket{le="1.0"} 1`, `vllm:x_count 2`), sentinel: snapshot.ErrDuplicateSeries, line: 4, contains: "vllm:x repeated", sev: snapshot.SeverityWarning},
 		{name: "histogram without +Inf", data: hist(`vllm:x_sum 3`, `vllm:x_bucket{le="1"} 1`, `vllm:x_bucket{le="2"} 2`), sentinel: snapshot.ErrInvalidHistogram, line: 2, family: "vllm:x", contains: "no +Inf bucket", sev: snapshot.SeverityError},
-		{name: "histogram buckets out of order", data: hist(`vllm:x_bucket{le="2"} 2`, `vllm:x_bucket{le="1"} 1`, `vllm:x_bucket{le="+Inf"} 2`, `vllm:x_count 2`), sentinel: snapshot.ErrInvalidHistogram, line: 2, family: "vllm:x", contains: "not strictly ascending", sev: snapshot.SeverityError},
+		{name: "histogram buckets out of order", data: hist(`vllm:x_bucket{le="2"} 2`, `vllm:x_bucket{le="1"} 1`, `vllm:x_bucket{le="+Inf"} 2`, `vllm:x_count 2`), sentinel: snapshot.ErrUnorderedBuckets, line: 2, family: "vllm:x", contains: "not in ascending order of le; sorted", sev: snapshot.SeverityWarning},
 		{name: "histogram count mismatch", data: hist(`vllm:x_bucket{le="1"} 1`, `vllm:x_bucket{le="+Inf"} 2`, `vllm:x_count 5`), sentinel: snapshot.ErrInvalidHistogram, family: "vllm:x", contains: "count is 5", sev: snapshot.SeverityError},
 		{name: "histogram counts decrease", data: hist(`vllm:x_bucket{le="1"} 3`, `vllm:x_bucket{le="+Inf"} 2`), sentinel: snapshot.ErrInvalidHistogram, family: "vllm:x", contains: "decrease", sev: snapshot.SeverityError},
 		{name: "le not a number", data: hist(`vllm:x_bucket{le="one"} 1`, `vllm:x_bucket{le="+Inf"} 2`), sentinel: snapshot.ErrSyntax, line: 2, contains: `le="one"`, sev: snapshot.SeverityError},
@@ -383,9 +383,30 @@ vllm:ttft_bucket{le="1e0",m="a"} 3
 	f := e.Targets[0].Family("vllm:ttft")
 	require.Len(t, f.Histograms, 1)
 	h := f.Histograms[0]
-	assert.Equal(t, []float64{math.Inf(1), 0.5, 1}, h.Bounds, "order as read")
-	require.Len(t, e.Problems, 1, "out of order as read: %v", e.Problems)
-	assert.ErrorIs(t, e.Problems[0], snapshot.ErrInvalidHistogram)
+	assert.Equal(t, []float64{0.5, 1, math.Inf(1)}, h.Bounds, "sorted by le, as PromQL sorts")
+	assert.Equal(t, []float64{1, 3, 4}, h.Counts[:3])
+	require.NoError(t, h.At(0).Validate())
+	require.Len(t, e.Problems, 1, "a declared histogram out of order is worth a warning: %v", e.Problems)
+	assert.Equal(t, snapshot.SeverityWarning, e.Problems[0].Severity)
+	assert.ErrorIs(t, e.Problems[0], snapshot.ErrUnorderedBuckets)
+	assert.Contains(t, e.Problems[0].Error(), "p_1758535215.prom:2: ")
+	assert.Contains(t, e.Problems[0].Error(), "not in ascending order of le")
+
+	// A /federate dump (untyped) orders series by label text, so le="+Inf"
+	// comes first: sorted silently.
+	fed := `vllm:ttft_bucket{le="+Inf",pod="p"} 4 1758535215000
+vllm:ttft_bucket{le="0.5",pod="p"} 1 1758535215000
+vllm:ttft_bucket{le="1.0",pod="p"} 3 1758535215000
+vllm:ttft_count{pod="p"} 4 1758535215000
+vllm:ttft_sum{pod="p"} 2.5 1758535215000
+`
+	e, err = snapshot.ParseDump([]byte(fed), "federate.txt", snapshot.Options{})
+	require.NoError(t, err)
+	assert.Empty(t, e.Problems)
+	fh := e.Targets[0].Family("vllm:ttft")
+	require.Len(t, fh.Histograms, 1)
+	assert.Equal(t, []float64{0.5, 1, math.Inf(1)}, fh.Histograms[0].Bounds)
+	assert.Equal(t, 0.75, fh.Histograms[0].At(0).Quantile(0.5).Value)
 
 	// The same histogram in order, with le="1", "1.0" and "1e0" across
 	// three scrapes of one target: one HistogramSeries.
