@@ -79,6 +79,11 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 			}
 		}
 	}
+	if e.stderrIsTerminal {
+		bar := newProgressBar(e.stderr)
+		opts.Progress = bar.update
+		defer bar.finish()
+	}
 	ev, err := snapshot.Read(ctx, paths, opts)
 	if ev != nil {
 		for _, p := range ev.Problems {

@@ -9,9 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -153,4 +156,28 @@ func TestOutputFile(t *testing.T) {
 	data, err := os.ReadFile(dst)
 	require.NoError(t, err)
 	assert.True(t, json.Valid(data))
+}
+
+func TestProgressBar(t *testing.T) {
+	var b bytes.Buffer
+	clock := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
+	p := newProgressBar(&b)
+	p.now = func() time.Time { return clock }
+	p.update(snapshot.Progress{Path: "evidence", What: "dumps", Done: 0, Total: 4})
+	p.update(snapshot.Progress{Path: "evidence", What: "dumps", Done: 1, Total: 4}) // throttled
+	clock = clock.Add(time.Second)
+	p.update(snapshot.Progress{Path: "evidence", What: "dumps", Done: 2, Total: 4})
+	p.update(snapshot.Progress{Path: "evidence", What: "dumps", Done: 4, Total: 4}) // completion is always drawn
+	p.finish()
+	out := b.String()
+	assert.NotContains(t, out, "1/4")
+	assert.Contains(t, out, "2/4 dumps")
+	assert.Contains(t, out, "[###############...............]")
+	assert.Contains(t, out, "4/4 dumps")
+	assert.True(t, strings.HasSuffix(out, "\r\033[K"), "the bar erases itself")
+
+	// Not a terminal: no bar at all.
+	code, _, errOut := whyslow(t, "", "quantile", "--metric", "ttft", capture)
+	require.Equal(t, exitOK, code)
+	assert.NotContains(t, errOut, "reading")
 }
