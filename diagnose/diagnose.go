@@ -332,7 +332,8 @@ func factValues(fs rules.Facts) map[rules.FactID]FactValue {
 	for id, f := range fs {
 		out[id] = FactValue{
 			Value: Float(f.Value), Lower: Float(f.Lower), Upper: Float(f.Upper), Count: Float(f.Count),
-			Baseline: Float(f.Baseline), BaselineCount: Float(f.BaselineCount),
+			Baseline: Float(f.Baseline), BaselineLower: Float(f.BaselineLower), BaselineUpper: Float(f.BaselineUpper),
+			BaselineCount: Float(f.BaselineCount),
 			Window: f.Window, BaselineWindow: f.BaselineWindow, Source: f.Source, Missing: f.Missing,
 		}
 	}

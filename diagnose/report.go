@@ -190,11 +190,34 @@ type FactValue struct {
 	Upper          Float  `json:"upper"`
 	Count          Float  `json:"count"`
 	Baseline       Float  `json:"baseline"`
+	BaselineLower  Float  `json:"baseline_lower"`
+	BaselineUpper  Float  `json:"baseline_upper"`
 	BaselineCount  Float  `json:"baseline_count"`
 	Window         string `json:"window,omitempty"`
 	BaselineWindow string `json:"baseline_window,omitempty"`
 	Source         string `json:"source,omitempty"`
 	Missing        string `json:"missing,omitempty"`
+}
+
+// Fact converts the value back into the decision map's input.
+func (v FactValue) Fact() rules.Fact {
+	return rules.Fact{
+		Value: float64(v.Value), Lower: float64(v.Lower), Upper: float64(v.Upper), Count: float64(v.Count), Window: v.Window,
+		Baseline: float64(v.Baseline), BaselineLower: float64(v.BaselineLower), BaselineUpper: float64(v.BaselineUpper),
+		BaselineCount: float64(v.BaselineCount), BaselineWindow: v.BaselineWindow, Source: v.Source, Missing: v.Missing,
+	}
+}
+
+// RuleFacts returns the facts the report's verdict was judged on, as
+// rules.Facts: rules.Evaluate(r.RuleFacts(), slo, th) reproduces the
+// symptoms and hypotheses, and lets a notebook try other SLOs or
+// thresholds on the same evidence without reading it again.
+func (r *Report) RuleFacts() rules.Facts {
+	fs := make(rules.Facts, len(r.Facts))
+	for id, v := range r.Facts {
+		fs[id] = v.Fact()
+	}
+	return fs
 }
 
 // Inputs describe the evidence behind a report.
