@@ -125,13 +125,21 @@ func parseSLO(s string) (rules.SLO, error) {
 
 // runDiagnose implements "whyslow diagnose".
 func runDiagnose(ctx context.Context, e *env, args []string) error {
+	return diagnoseAndWrite(ctx, e, args, "diagnose", "[flags] PATH...", diagnoseExamples,
+		[]string{"text", "markdown", "json", "html"}, writeReport)
+}
+
+// diagnoseAndWrite parses the flags of diagnose and compare, reads the
+// evidence, diagnoses it and writes the report with write.
+func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis, examples string, formats []string,
+	write func(io.Writer, string, *diagnose.Report) error) error {
 	var f diagnoseFlags
-	fs := f.register("diagnose", e, "[flags] PATH...", diagnoseExamples, "text, markdown, json or html")
+	fs := f.register(name, e, synopsis, examples, strings.Join(formats, ", "))
 	paths, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := checkFormat(f.format, "text", "markdown", "json", "html"); err != nil {
+	if err := checkFormat(f.format, formats...); err != nil {
 		return err
 	}
 	opts, err := f.options()
@@ -150,7 +158,7 @@ func runDiagnose(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	err = writeReport(out, f.format, rep)
+	err = write(out, f.format, rep)
 	return errors.Join(err, closeOut())
 }
 
@@ -175,33 +183,8 @@ const compareExamples = `  whyslow compare --baseline 2026-09-22T09:00:00Z/2026-
 // runCompare implements "whyslow compare": the before/after table of p50
 // and p95 per signal, marking what moved.
 func runCompare(ctx context.Context, e *env, args []string) error {
-	var f diagnoseFlags
-	fs := f.register("compare", e, "--baseline START/END --incident START/END [flags] PATH...", compareExamples, "text, markdown or json")
-	paths, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := checkFormat(f.format, "text", "markdown", "json"); err != nil {
-		return err
-	}
-	opts, err := f.options()
-	if err != nil {
-		return err
-	}
-	ev, err := f.readEvidence(ctx, e, paths, snapshot.Options{})
-	if err != nil {
-		return err
-	}
-	rep, err := diagnose.Diagnose(ev, opts)
-	if err != nil {
-		return err
-	}
-	out, closeOut, err := f.out(e)
-	if err != nil {
-		return err
-	}
-	err = writeCompare(out, f.format, rep)
-	return errors.Join(err, closeOut())
+	return diagnoseAndWrite(ctx, e, args, "compare", "[--baseline START/END --incident START/END] [flags] PATH...", compareExamples,
+		[]string{"text", "markdown", "json"}, writeCompare)
 }
 
 // writeCompare prints the before/after table. Its JSON form is

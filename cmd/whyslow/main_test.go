@@ -181,3 +181,94 @@ func TestProgressBar(t *testing.T) {
 	require.Equal(t, exitOK, code)
 	assert.NotContains(t, errOut, "reading")
 }
+
+// The embedded sample incident: 4 pods, one hour, long prompts from 10:30.
+const sample = "../../examples/postmortem/evidence/long-prompts.om.gz"
+
+func TestDiagnoseSample(t *testing.T) {
+	code, out, errOut := whyslow(t, "", "diagnose", sample)
+	require.Equal(t, exitOK, code, errOut)
+	assert.True(t, strings.HasPrefix(out, "whyslow report: prefill-long-prompts\n"), out[:min(len(out), 200)])
+
+	code, out, errOut = whyslow(t, "", "diagnose", "--format", "json", "--slo", "ttft_p95=500ms", sample)
+	require.Equal(t, exitOK, code, errOut)
+	var doc map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	for _, k := range []string{"schema_version", "verdict", "windows", "symptoms", "hypotheses", "signals", "warnings"} {
+		assert.Contains(t, doc, k)
+	}
+	assert.JSONEq(t, `1`, string(doc["schema_version"]))
+	assert.JSONEq(t, `"prefill-long-prompts"`, string(doc["verdict"]))
+
+	for _, format := range []string{"markdown", "html"} {
+		code, out, errOut = whyslow(t, "", "diagnose", sample, "--format", format)
+		require.Equal(t, exitOK, code, errOut)
+		assert.Contains(t, out, "prefill-long-prompts", format)
+	}
+}
+
+func TestDiagnoseGivenWindows(t *testing.T) {
+	code, out, errOut := whyslow(t, "", "diagnose",
+		"--baseline", "2026-09-22T10:00:00Z/2026-09-22T10:25:00Z",
+		"--incident", "2026-09-22T10:35:00Z/25m", "--format", "json", sample)
+	require.Equal(t, exitOK, code, errOut)
+	var doc struct {
+		Verdict string `json:"verdict"`
+		Windows struct {
+			Baseline struct{ Start, End, From string } `json:"baseline"`
+			Incident struct{ Start, End, From string } `json:"incident"`
+		} `json:"windows"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, "prefill-long-prompts", doc.Verdict)
+	assert.Equal(t, "given", doc.Windows.Incident.From)
+	assert.Equal(t, "2026-09-22T10:35:00Z", doc.Windows.Incident.Start)
+	assert.Equal(t, "2026-09-22T11:00:00Z", doc.Windows.Incident.End)
+	assert.Equal(t, "2026-09-22T10:00:00Z", doc.Windows.Baseline.Start)
+
+	code, _, errOut = whyslow(t, "", "diagnose", "--baseline", "2026-09-22T10:00:00Z/2026-09-22T10:25:00Z", sample)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "--baseline needs --incident")
+	code, _, errOut = whyslow(t, "", "diagnose", "--slo", "ttft=2s", sample)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "NAME one of")
+}
+
+func TestCompareSample(t *testing.T) {
+	code, out, errOut := whyslow(t, "", "compare", sample)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "prompt_tokens")
+	assert.Contains(t, out, "MOVED")
+
+	code, out, errOut = whyslow(t, "", "compare", "--format", "json", sample)
+	require.Equal(t, exitOK, code, errOut)
+	var doc struct {
+		SchemaVersion int `json:"schema_version"`
+		Rows          []struct {
+			Signal string `json:"signal"`
+			Moved  bool   `json:"moved"`
+		} `json:"rows"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, 1, doc.SchemaVersion)
+	moved := map[string]bool{}
+	for _, r := range doc.Rows {
+		moved[r.Signal] = r.Moved
+	}
+	assert.True(t, moved["prompt_tokens"], "prompt p95 tripled")
+	assert.True(t, moved["ttft"])
+	assert.False(t, moved["queue_time"], "the queue did not move")
+}
+
+func TestParseSLO(t *testing.T) {
+	slo, err := parseSLO("ttft_p95=2s, tpot_p95=80ms,e2e_p99=30,error_share=1%")
+	require.NoError(t, err)
+	assert.Equal(t, 2.0, slo.TTFTP95)
+	assert.InDelta(t, 0.08, slo.TPOTP95, 1e-12)
+	assert.Equal(t, 30.0, slo.E2EP99)
+	assert.InDelta(t, 0.01, slo.ErrorShare, 1e-12)
+	for _, bad := range []string{"ttft_p95", "ttft_p95=-1s", "nope=1s", "error_share=x"} {
+		_, err := parseSLO(bad)
+		assert.Error(t, err, bad)
+	}
+}
