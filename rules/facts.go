@@ -257,6 +257,7 @@ var catalog = []FactInfo{
 	{ReplicaTTFTRatio, Derived, "x", Lower, "worst replica TTFT p95 / fleet TTFT p95"},
 	{RunningMax, Gauge, "requests", "", "maximum running sequences"},
 	{RunningMean, Gauge, "requests", "", "mean running sequences"},
+	{TimeoutShare, Rate, "ratio", Lower, "share of requests that timed out (gateway or client metric)"},
 	{TPOTMean, Rate, "s", Lower, "mean decode time per output token, from sums"},
 	{TPOTP50, Quantile, "s", Lower, "per-request time per output token p50"},
 	{TPOTP95, Quantile, "s", Lower, "per-request time per output token p95"},

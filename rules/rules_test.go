@@ -516,3 +516,22 @@ func TestResultJSON(t *testing.T) {
 	assert.Equal(t, "max_num_seqs", v.Hypotheses[1].Experiment.Change.Name)
 	assert.Contains(t, string(b), `"upper":null`)
 }
+
+// Every fact id the package declares is in its catalog: a fact diagnose
+// computes never draws the "not used by any rule" warning.
+func TestEveryDeclaredFactIsKnown(t *testing.T) {
+	declared := []rules.FactID{
+		rules.TTFTP50, rules.TTFTP95, rules.TTFTP99, rules.QueueTimeP50, rules.QueueTimeP95, rules.PrefillTimeP50, rules.PrefillTimeP95, rules.DecodeTimeP95,
+		rules.TPOTP50, rules.TPOTP95, rules.TPOTMean, rules.ITLP95, rules.E2EP50, rules.E2EP95, rules.E2EP99, rules.InferenceTimeP95, rules.ClientTTFTP95,
+		rules.PromptTokensP50, rules.PromptTokensP95, rules.PromptTokensP99, rules.GenerationTokensP50, rules.GenerationTokensP95,
+		rules.ArrivalRate, rules.CompletionRate, rules.ErrorShare, rules.AbortShare, rules.HTTP5xxShare, rules.TimeoutShare, rules.PromptTokenRate,
+		rules.GenerationTokenRate, rules.PreemptionRate, rules.PrefixHitRatio, rules.WaitingMean, rules.WaitingMax, rules.WaitingSlope, rules.WaitingBurst,
+		rules.RunningMean, rules.RunningMax, rules.MaxNumSeqs, rules.KVUsageMean, rules.KVUsageMax, rules.GPUUtilMean, rules.BacklogEnd,
+		rules.ReplicaShareMax, rules.ReplicaTTFTRatio, rules.CorrRunningTPOT,
+	}
+	for _, id := range declared {
+		_, ok := rules.Info(id)
+		assert.True(t, ok, "fact %s has no catalog entry", id)
+	}
+	assert.Len(t, rules.FactIDs(), len(declared), "a declared fact is missing from this list")
+}

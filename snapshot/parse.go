@@ -102,7 +102,17 @@ type fileState struct {
 	help     map[string]string // family name -> HELP text, from this file
 	unit     map[string]string
 	buckets  map[string]bool // histogram base -> "base_bucket" occurs in the file
-	samples  int
+	// created holds the OpenMetrics family names with at least one
+	// "<family>_created" sample in the file. The parser's StartTimestamp
+	// scans ahead to the end of the family when there is none, so calling
+	// it for every sample of a family without _created is quadratic.
+	created map[string]bool
+	samples int
+	// times holds the distinct explicit sample timestamps seen: a file
+	// of many scrapes (a /federate dump) gets MaxSeriesPerScrape samples
+	// per scrape, not per file.
+	times  map[int64]struct{}
+	lastTS int64
 	// The input did not end with a newline: a line cut short is then
 	// the last line.
 	noNewline bool
@@ -212,6 +222,9 @@ func (b *Builder) parseFile(name string, data []byte, modTime time.Time, inSubdi
 	ni := parsePathName(name, inSubdir)
 	fs.defName, fs.defFrom = ni.target, "path"
 	fs.om = b.isOpenMetrics(name, data)
+	if fs.om {
+		fs.created = createdFamilies(data)
+	}
 	if data[len(data)-1] != '\n' {
 		// textparse appends the missing newline itself, to a copy when the
 		// input has no spare capacity: then its subslices would not point
@@ -341,8 +354,14 @@ func (b *Builder) tokenize(data []byte) {
 			raw, tsp, v := p.Series()
 			off := offsetIn(data, raw)
 			lastGood = off
-			if fs.samples++; fs.samples > maxSer {
-				b.problem(SeverityError, off, "", fmt.Errorf("%w: more than Limits.MaxSeriesPerScrape (%d) samples; the rest of the file is not read", ErrLimit, maxSer))
+			if tsp != nil && (len(fs.times) == 0 || *tsp != fs.lastTS) {
+				if fs.times == nil {
+					fs.times = map[int64]struct{}{}
+				}
+				fs.times[*tsp], fs.lastTS = struct{}{}, *tsp
+			}
+			if fs.samples++; fs.samples > maxSer*max(1, len(fs.times)) {
+				b.problem(SeverityError, off, "", fmt.Errorf("%w: more than Limits.MaxSeriesPerScrape (%d) samples per scrape (%d scrape times so far); the rest of the file is not read", ErrLimit, maxSer, max(1, len(fs.times))))
 				return
 			}
 			if len(raw) > maxLabel {
@@ -383,7 +402,7 @@ func (b *Builder) tokenize(data []byte) {
 					info.lastTB, info.lastS, info.lastH = tb, sb, nil
 				}
 				st := int64(0)
-				if info.needST {
+				if info.needST && info.ctx != nil && fs.created[info.ctx.name] {
 					st = p.StartTimestamp()
 				}
 				fs.floats = append(fs.floats, floatRec{sb: sb, t: t, hasT: hasT, v: v, st: st, off: off})
@@ -866,14 +885,15 @@ func (b *Builder) declare(ft int64, from TimeSource) {
 
 func (b *Builder) decompress(name string, data []byte) ([]byte, bool) {
 	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
-		if int64(len(data)) > b.lim.MaxBytesPerScrape {
+		if max, what := b.byteLimit(data); int64(len(data)) > max {
 			b.problems = append(b.problems, Problem{Severity: SeverityError, File: name, Offset: -1,
-				Err: fmt.Errorf("%w: %d bytes, more than Limits.MaxBytesPerScrape (%d); file not read", ErrLimit, len(data), b.lim.MaxBytesPerScrape)})
+				Err: fmt.Errorf("%w: %d bytes, more than %s (%d); file not read", ErrLimit, len(data), what, max)})
 			return nil, false
 		}
 		return data, true
 	}
-	out, err := gunzip(data, b.lim.MaxBytesPerScrape)
+	max, what := b.byteLimit(gunzipHead(data))
+	out, err := gunzip(data, max, what)
 	if err != nil {
 		b.problems = append(b.problems, Problem{Severity: SeverityError, File: name, Offset: int64(len(out)), Err: err})
 		if errors.Is(err, ErrTruncated) && len(out) > 0 {
@@ -909,4 +929,73 @@ func sortBuckets(bounds, counts []float64) bool {
 		}
 	}
 	return moved
+}
+
+// createdFamilies returns the names X of the samples "X_created" in an
+// OpenMetrics exposition, in one pass over data.
+func createdFamilies(data []byte) map[string]bool {
+	const suffix = "_created"
+	fams := map[string]bool{}
+	for pos := 0; ; {
+		i := bytes.Index(data[pos:], []byte(suffix))
+		if i < 0 {
+			return fams
+		}
+		end := pos + i
+		pos = end + len(suffix)
+		if pos < len(data) && data[pos] != '{' && data[pos] != ' ' {
+			continue // inside a longer name or a label value
+		}
+		start := bytes.LastIndexByte(data[:end], '\n') + 1
+		if start < end && data[start] != '#' && bytes.IndexAny(data[start:end], " {\"") < 0 {
+			fams[string(data[start:end])] = true
+		}
+	}
+}
+
+// byteLimit returns the size limit of a file that begins with head (its
+// first bytes, decompressed), and the limit's name for errors: a file
+// whose samples carry timestamps holds many scrapes (a /federate dump, an
+// OpenMetrics backfill file) and gets MaxBytesPerFile; any other file is
+// one scrape and gets MaxBytesPerScrape.
+func (b *Builder) byteLimit(head []byte) (int64, string) {
+	if hasTimestamps(head) {
+		return max(b.lim.MaxBytesPerFile, b.lim.MaxBytesPerScrape), "Limits.MaxBytesPerFile"
+	}
+	return b.lim.MaxBytesPerScrape, "Limits.MaxBytesPerScrape"
+}
+
+// headSize is how much of a file byteLimit looks at.
+const headSize = 64 << 10
+
+// hasTimestamps reports whether the first complete sample line of head
+// carries a timestamp after its value.
+func hasTimestamps(head []byte) bool {
+	if len(head) > headSize {
+		head = head[:headSize]
+	}
+	for len(head) > 0 {
+		nl := bytes.IndexByte(head, '\n')
+		if nl < 0 {
+			return false // an incomplete last line says nothing
+		}
+		line := bytes.TrimSpace(head[:nl])
+		head = head[nl+1:]
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		rest := line
+		if i := bytes.LastIndexByte(line, '}'); i >= 0 {
+			rest = line[i+1:]
+		} else if i := bytes.IndexByte(line, ' '); i >= 0 {
+			rest = line[i:]
+		} else {
+			return false
+		}
+		if i := bytes.Index(rest, []byte(" # ")); i >= 0 {
+			rest = rest[:i] // an OpenMetrics exemplar
+		}
+		return len(bytes.Fields(rest)) >= 2
+	}
+	return false
 }
