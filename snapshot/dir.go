@@ -154,9 +154,19 @@ func (b *Builder) readFile(path string) ([]byte, time.Time, error) {
 	if fi.IsDir() {
 		return nil, time.Time{}, fmt.Errorf("is a directory")
 	}
-	max := b.lim.MaxBytesPerScrape
+	max, what := b.lim.MaxBytesPerScrape, "Limits.MaxBytesPerScrape"
 	if fi.Size() > max {
-		return nil, fi.ModTime(), fmt.Errorf("%w: %d bytes, more than Limits.MaxBytesPerScrape (%d); file not read", ErrLimit, fi.Size(), max)
+		// Perhaps a file of many scrapes, which has a larger limit.
+		head := make([]byte, headSize)
+		n, _ := f.ReadAt(head, 0)
+		head = head[:n]
+		if len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
+			head = gunzipHead(head)
+		}
+		max, what = b.byteLimit(head)
+	}
+	if fi.Size() > max {
+		return nil, fi.ModTime(), fmt.Errorf("%w: %d bytes, more than %s (%d); file not read", ErrLimit, fi.Size(), what, max)
 	}
 	data := make([]byte, 0, fi.Size()+1)
 	for {
@@ -169,7 +179,7 @@ func (b *Builder) readFile(path string) ([]byte, time.Time, error) {
 			return nil, fi.ModTime(), err
 		}
 		if int64(len(data)) > max {
-			return nil, fi.ModTime(), fmt.Errorf("%w: file grew past Limits.MaxBytesPerScrape (%d) while read", ErrLimit, max)
+			return nil, fi.ModTime(), fmt.Errorf("%w: file grew past %s (%d) while read", ErrLimit, what, max)
 		}
 		if len(data) == cap(data) {
 			data = slices.Grow(data, 64<<10)

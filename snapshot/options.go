@@ -63,6 +63,11 @@ type Limits struct {
 	// MaxBytesPerScrape bounds the decompressed size of one dump file
 	// (a gzip bomb stops here).
 	MaxBytesPerScrape int64
+	// MaxBytesPerFile bounds the decompressed size of a file that holds
+	// many scrapes: a /federate dump or an OpenMetrics file whose samples
+	// carry timestamps (known from its first 64 KiB). A file of one
+	// scrape is bounded by MaxBytesPerScrape.
+	MaxBytesPerFile int64
 	// MaxSeriesPerScrape bounds the number of samples in one dump file
 	// (a cardinality bomb stops here).
 	MaxSeriesPerScrape int
@@ -80,6 +85,7 @@ type Limits struct {
 // 100 KB and 1,000 samples per scrape).
 var DefaultLimits = Limits{
 	MaxBytesPerScrape:  64 << 20,
+	MaxBytesPerFile:    4 << 30,
 	MaxSeriesPerScrape: 200_000,
 	MaxLabelBytes:      64 << 10,
 	MaxTotalBytes:      16 << 30,
@@ -91,6 +97,9 @@ func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
 	if l.MaxBytesPerScrape > 0 {
 		d.MaxBytesPerScrape = l.MaxBytesPerScrape
+	}
+	if l.MaxBytesPerFile > 0 {
+		d.MaxBytesPerFile = l.MaxBytesPerFile
 	}
 	if l.MaxSeriesPerScrape > 0 {
 		d.MaxSeriesPerScrape = l.MaxSeriesPerScrape

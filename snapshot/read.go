@@ -96,12 +96,25 @@ func (b *Builder) addStdin() {
 		in = b.opts.Stdin
 	}
 	data, err := io.ReadAll(io.LimitReader(in, b.lim.MaxBytesPerScrape+1))
+	max, what := b.lim.MaxBytesPerScrape, "Limits.MaxBytesPerScrape"
+	if err == nil && int64(len(data)) > max {
+		// Perhaps many scrapes (a /federate dump), which have a larger limit.
+		head := data
+		if len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
+			head = gunzipHead(head)
+		}
+		if max, what = b.byteLimit(head); max > b.lim.MaxBytesPerScrape {
+			var more []byte
+			more, err = io.ReadAll(io.LimitReader(in, max+1-int64(len(data))))
+			data = append(data, more...)
+		}
+	}
 	switch {
 	case err != nil:
 		b.problems = append(b.problems, Problem{Severity: SeverityError, File: stdinName, Offset: -1, Err: err})
-	case int64(len(data)) > b.lim.MaxBytesPerScrape:
+	case int64(len(data)) > max:
 		b.problems = append(b.problems, Problem{Severity: SeverityError, File: stdinName, Offset: -1,
-			Err: fmt.Errorf("%w: standard input exceeds Limits.MaxBytesPerScrape (%d bytes)", ErrLimit, b.lim.MaxBytesPerScrape)})
+			Err: fmt.Errorf("%w: standard input exceeds %s (%d bytes)", ErrLimit, what, max)})
 	default:
 		_ = b.addDump(stdinName, data, time.Time{}, false)
 		return
