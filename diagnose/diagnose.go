@@ -334,7 +334,7 @@ func factValues(fs rules.Facts) map[rules.FactID]FactValue {
 			Value: Float(f.Value), Lower: Float(f.Lower), Upper: Float(f.Upper), Count: Float(f.Count),
 			Baseline: Float(f.Baseline), BaselineLower: Float(f.BaselineLower), BaselineUpper: Float(f.BaselineUpper),
 			BaselineCount: Float(f.BaselineCount),
-			Window: f.Window, BaselineWindow: f.BaselineWindow, Source: f.Source, Missing: f.Missing,
+			Window:        f.Window, BaselineWindow: f.BaselineWindow, Source: f.Source, Missing: f.Missing,
 		}
 	}
 	return out

@@ -1,0 +1,527 @@
+package diagnose_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// evidenceFormat is one way an SRE may have preserved a fleet's metrics.
+type evidenceFormat struct {
+	name string
+	// short formats also run under -short.
+	short bool
+	// startTimes is set when the format carries OpenMetrics _created
+	// samples, which snapshot turns into Series.StartT: a counter whose
+	// start time moves forward counts as reset even when its value did
+	// not drop (a counter at 0 before and after a restart). Text 0.0.4
+	// dumps, /federate and TSDB keep _created as plain gauge families, so
+	// only such a format may see more counter resets than the others.
+	startTimes bool
+	// write preserves the fleet under dir and returns the path to read.
+	write func(t *testing.T, p *preserved, dir string) string
+}
+
+// preserved is one simulated fleet, written in several formats.
+type preserved struct {
+	fleet *fleetsim.Fleet
+	// dir lives as long as the fleet's test.
+	dir string
+	// om is the OpenMetrics file under dir once written.
+	om string
+}
+
+// openMetrics writes the fleet as one OpenMetrics document with timestamps,
+// once; later calls return the same file.
+func (p *preserved) openMetrics(t *testing.T) string {
+	t.Helper()
+	if p.om != "" {
+		return p.om
+	}
+	name := filepath.Join(p.dir, "fleet.om")
+	writeFile(t, name, false, func(w io.Writer) error { return p.fleet.WriteOpenMetrics(w, true) })
+	p.om = name
+	return name
+}
+
+// writeFile creates name and fills it with write, gzip-compressed when
+// gz is set.
+func writeFile(t *testing.T, name string, gz bool, write func(io.Writer) error) {
+	t.Helper()
+	var buf bytes.Buffer
+	w := io.Writer(&buf)
+	var zw *gzip.Writer
+	if gz {
+		// BestSpeed: the test is about reading, not compression.
+		zw, _ = gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		w = zw
+	}
+	require.NoError(t, write(w))
+	if zw != nil {
+		require.NoError(t, zw.Close())
+	}
+	require.NoError(t, os.WriteFile(name, buf.Bytes(), 0o644))
+}
+
+// evidenceFormats lists every kind of evidence snapshot reads. The first one
+// is the reference the others are compared with.
+var evidenceFormats = []evidenceFormat{
+	{name: "dump-dirs", short: true, write: func(t *testing.T, p *preserved, dir string) string {
+		require.NoError(t, p.fleet.WriteDumps(dir, fleetsim.DumpOptions{Layout: fleetsim.LayoutPodDirs}))
+		return dir
+	}},
+	{name: "flat-gzip", write: func(t *testing.T, p *preserved, dir string) string {
+		require.NoError(t, p.fleet.WriteDumps(dir, fleetsim.DumpOptions{Layout: fleetsim.LayoutFlat, Gzip: true}))
+		return dir
+	}},
+	{name: "federate-gzip", write: func(t *testing.T, p *preserved, dir string) string {
+		name := filepath.Join(dir, "federate.txt.gz")
+		writeFile(t, name, true, p.fleet.WriteFederate)
+		return name
+	}},
+	{name: "openmetrics", startTimes: true, write: func(t *testing.T, p *preserved, dir string) string {
+		return p.openMetrics(t)
+	}},
+	{name: "tsdb", short: true, write: func(t *testing.T, p *preserved, dir string) string {
+		// 30-minute blocks and a 20-minute head: the first 40 minutes are
+		// persisted blocks, the rest is replayed from the WAL.
+		require.NoError(t, p.fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: 20 * time.Minute, BlockDuration: 30 * time.Minute}))
+		var blocks int
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			if _, err := os.Stat(filepath.Join(dir, e.Name(), "meta.json")); err == nil {
+				blocks++
+			}
+		}
+		require.Positive(t, blocks, "persisted blocks")
+		wal, err := os.ReadDir(filepath.Join(dir, "wal"))
+		require.NoError(t, err)
+		require.NotEmpty(t, wal, "WAL segments")
+		return dir
+	}},
+	{name: "promtool-backfill", write: func(t *testing.T, p *preserved, dir string) string {
+		promtool, err := exec.LookPath("promtool")
+		if err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("promtool is required in CI: %v", err)
+			}
+			t.Skipf("promtool not installed: %v", err)
+		}
+		om := p.openMetrics(t)
+		out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", om, dir).CombinedOutput()
+		require.NoError(t, err, "promtool: %s", out)
+		return dir
+	}},
+}
+
+// formatFleet returns the named scenario at a size that keeps the test
+// fast: three of its eight pods, with 3/8 of its traffic so that each pod's
+// load is the scenario's, scraped every 30 s.
+func formatFleet(t *testing.T, name string) (fleetsim.ScenarioSpec, *fleetsim.Fleet) {
+	t.Helper()
+	spec, ok := fleetsim.LookupScenario(name)
+	require.True(t, ok, name)
+	cfg := spec.Config
+	const pods, of = 3, 8
+	if len(cfg.Pods) > 0 {
+		require.Len(t, cfg.Pods, of)
+		cfg.Pods = slices.Clone(cfg.Pods[:pods])
+	} else {
+		require.Zero(t, cfg.NumPods)
+		cfg.NumPods = pods
+	}
+	cfg.Workload.Phases = slices.Clone(cfg.Workload.Phases)
+	for i := range cfg.Workload.Phases {
+		cfg.Workload.Phases[i].Rate *= float64(pods) / of
+		require.Nil(t, cfg.Workload.Phases[i].Weights, "per-pod weights cannot be scaled")
+	}
+	cfg.ScrapeInterval = 30 * time.Second
+	fleet, err := fleetsim.Run(cfg)
+	require.NoError(t, err)
+	return spec, fleet
+}
+
+// TestFormatsSameDiagnosis writes one simulated fleet as every kind of
+// evidence whyslow reads (a dump folder per pod, flat gzip'ed dumps, a
+// gzip'ed /federate dump, OpenMetrics with timestamps, a TSDB data
+// directory with blocks and a WAL head, and a TSDB backfilled by promtool
+// from the OpenMetrics file), reads each back through snapshot.Read and
+// diagnoses it, with the windows chosen by Diagnose and with given ones.
+//
+// The fleet's vLLM samples are the same in every format, so the reports
+// must be identical, number for number, whatever the format: same verdict
+// (the scenario's), same ranked hypotheses, symptoms, facts, windows,
+// signals and timelines. The only expected difference is that an
+// OpenMetrics file, whose _created samples give each counter its start
+// time, may count more counter resets than the others (see
+// evidenceFormat.startTimes). Reading must change nothing under the input
+// path, and leave nothing in the TSDB sandbox.
+func TestFormatsSameDiagnosis(t *testing.T) {
+	for _, scenario := range []string{"kv-preemption", "restart"} {
+		t.Run(scenario, func(t *testing.T) {
+			t.Parallel()
+			spec, fleet := formatFleet(t, scenario)
+			p := &preserved{fleet: fleet, dir: t.TempDir()}
+			start := fleet.Config.Start
+			given := diagnose.Options{
+				Baseline: snapshot.Window{Start: start.Add(5 * time.Minute), End: start.Add(25 * time.Minute)},
+				Incident: snapshot.Window{Start: start.Add(fleetsim.IncidentStart + 5*time.Minute), End: start.Add(55 * time.Minute)},
+			}
+			var (
+				refEv  *snapshot.Evidence
+				refRep [2]*diagnose.Report
+			)
+			for k, format := range evidenceFormats {
+				isRef := k == 0
+				t.Run(format.name, func(t *testing.T) {
+					if testing.Short() && !format.short {
+						t.Skip("-short runs only the dump folder and the TSDB")
+					}
+					if !isRef && refRep[1] == nil {
+						t.Skip("the reference format failed")
+					}
+					path := format.write(t, p, t.TempDir())
+					before := treeState(t, path)
+					sandbox := t.TempDir()
+					ev, err := snapshot.Read(context.Background(), []string{path}, snapshot.Options{SandboxDir: sandbox})
+					require.NoError(t, err)
+					assert.Equal(t, before, treeState(t, path), "reading changed the input")
+					left, err := os.ReadDir(sandbox)
+					require.NoError(t, err)
+					assert.Empty(t, left, "the TSDB sandbox is left behind")
+
+					for _, pr := range ev.Problems {
+						assert.NotEqual(t, snapshot.SeverityError, pr.Severity, "problem: %v", pr)
+					}
+					requireScrapesAsSimulated(t, fleet, ev)
+					if isRef {
+						refEv = ev
+					} else {
+						assertSameSamples(t, refEv, ev)
+					}
+
+					for i, opts := range []diagnose.Options{{}, given} {
+						rep, err := diagnose.Diagnose(ev, opts)
+						require.NoError(t, err)
+						windows := []string{"chosen windows", "given windows"}[i]
+						assert.Equal(t, spec.Expect, string(rep.Verdict), "%s: %s", windows, rep.Summary)
+						assert.False(t, rep.Inputs.Partial, windows)
+						assert.Len(t, rep.Inputs.Replicas, len(fleet.Pods), windows)
+						if i == 1 {
+							assert.Equal(t, "given", rep.Windows.Baseline.From)
+							assert.Equal(t, "given", rep.Windows.Incident.From)
+						}
+						if isRef {
+							refRep[i] = rep
+						} else {
+							assertSameReport(t, refRep[i], rep, format.startTimes, windows)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// requireScrapesAsSimulated checks that ev holds one target per pod with
+// exactly the pod's scrape instants: none lost, none invented (a
+// restarting pod's gap and its TSDB staleness markers included).
+func requireScrapesAsSimulated(t *testing.T, fleet *fleetsim.Fleet, ev *snapshot.Evidence) {
+	t.Helper()
+	require.Len(t, ev.Targets, len(fleet.Pods))
+	for _, pod := range fleet.Pods {
+		tg := ev.Target(pod.Name)
+		require.NotNil(t, tg, pod.Name)
+		want := make([]int64, len(pod.Scrapes))
+		for i, sc := range pod.Scrapes {
+			want[i] = sc.Time.UnixMilli()
+		}
+		got := make([]int64, len(tg.Scrapes))
+		for i, sc := range tg.Scrapes {
+			got[i] = sc.Time.UnixMilli()
+		}
+		require.Equal(t, want, got, "scrape instants of %s", pod.Name)
+	}
+}
+
+// targetLabels are the labels a Prometheus server adds to what a pod
+// exposes; /federate, OpenMetrics and TSDB series carry them, dumps do not.
+var targetLabels = []string{"instance", "job", "namespace", "pod"}
+
+// seriesKey identifies a series within a target whatever the format.
+func seriesKey(name string, ls labels.Labels) string {
+	return name + labels.NewBuilder(ls).Del(targetLabels...).Labels().String()
+}
+
+// assertSameSamples checks that got holds exactly the samples of ref in
+// the families the diagnosis reads: every vllm: family and the GPU
+// exporter's utilisation. _created families are left out (OpenMetrics
+// turns them into start times), and so are the GPU exporter's other
+// gauges: its page prints power with six decimals while fleetsim's
+// /federate, OpenMetrics and TSDB writers keep every digit.
+func assertSameSamples(t *testing.T, ref, got *snapshot.Evidence) {
+	t.Helper()
+	nan := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
+	for _, rt := range ref.Targets {
+		gt := got.Target(rt.Name)
+		require.NotNil(t, gt, rt.Name)
+		compared := 0
+		for _, name := range rt.FamilyNames() {
+			if !strings.HasPrefix(name, "vllm:") && name != "DCGM_FI_DEV_GPU_UTIL" || strings.HasSuffix(name, "_created") {
+				continue
+			}
+			rf, gf := rt.Family(name), gt.Family(name)
+			if !assert.NotNil(t, gf, "%s: family %s", rt.Name, name) {
+				continue
+			}
+			series := map[string]*snapshot.Series{}
+			for _, s := range gf.Series {
+				series[seriesKey(s.Name, s.Labels)] = s
+			}
+			assert.Len(t, gf.Series, len(rf.Series), "%s: series of %s", rt.Name, name)
+			for _, rs := range rf.Series {
+				key := seriesKey(rs.Name, rs.Labels)
+				gs := series[key]
+				if assert.NotNil(t, gs, "%s: series %s", rt.Name, key) {
+					assert.Equal(t, rs.T, gs.T, "%s: times of %s", rt.Name, key)
+					assert.True(t, slices.EqualFunc(rs.V, gs.V, nan), "%s: values of %s", rt.Name, key)
+				}
+			}
+			hists := map[string]*snapshot.HistogramSeries{}
+			for _, h := range gf.Histograms {
+				hists[seriesKey(name, h.Labels)] = h
+			}
+			assert.Len(t, gf.Histograms, len(rf.Histograms), "%s: histograms of %s", rt.Name, name)
+			for _, rh := range rf.Histograms {
+				key := seriesKey(name, rh.Labels)
+				gh := hists[key]
+				if assert.NotNil(t, gh, "%s: histogram %s", rt.Name, key) {
+					assert.Equal(t, rh.Bounds, gh.Bounds, "%s: bounds of %s", rt.Name, key)
+					assert.Equal(t, rh.T, gh.T, "%s: times of %s", rt.Name, key)
+					assert.Equal(t, rh.Counts, gh.Counts, "%s: counts of %s", rt.Name, key)
+					assert.True(t, slices.EqualFunc(rh.Sum, gh.Sum, nan), "%s: sums of %s", rt.Name, key)
+					assert.True(t, slices.EqualFunc(rh.Count, gh.Count, nan), "%s: counts of %s", rt.Name, key)
+				}
+			}
+			compared++
+		}
+		assert.Greater(t, compared, 20, "%s: families compared", rt.Name)
+	}
+}
+
+// assertSameReport checks that got says what ref says: the verdict, the
+// ranking, the fleet's TTFT p95 and the replicas are checked by name for
+// readable failures, then the whole report (but the list of files read)
+// is compared field by field. With startTimes, counter resets may be more
+// numerous in got (see evidenceFormat.startTimes), never fewer.
+func assertSameReport(t *testing.T, ref, got *diagnose.Report, startTimes bool, windows string) {
+	t.Helper()
+	assert.Equal(t, ref.Verdict, got.Verdict, windows)
+	assert.Equal(t, topHypotheses(ref, 3), topHypotheses(got, 3), windows)
+	refP95, gotP95 := fleetQuantile(t, ref, diagnose.SignalTTFT, 0.95), fleetQuantile(t, got, diagnose.SignalTTFT, 0.95)
+	require.False(t, math.IsNaN(float64(refP95.Value)), "%s: fleet TTFT p95 is measured", windows)
+	// The merged buckets are the same counts in the same order, so the
+	// estimate is the same float, not merely close.
+	assert.Equal(t, refP95, gotP95, "%s: fleet TTFT p95", windows)
+	assert.Equal(t, ref.Inputs.Replicas, got.Inputs.Replicas, windows)
+	assert.Equal(t, ref.Inputs.Versions, got.Inputs.Versions, windows)
+
+	if startTimes {
+		assertResetsAtLeast(t, ref.Signals.Fleet, got.Signals.Fleet, windows+", fleet")
+		for name, sigs := range ref.Signals.Replicas {
+			assertResetsAtLeast(t, sigs, got.Signals.Replicas[name], windows+", "+name)
+		}
+	}
+	diffs := jsonDiff(reportJSON(t, ref, startTimes), reportJSON(t, got, startTimes), "", nil)
+	if n := len(diffs); n > 20 {
+		diffs = append(diffs[:20], fmt.Sprintf("... and %d more", n-20))
+	}
+	if len(diffs) > 0 {
+		t.Errorf("%s: the reports differ (JSON path: reference, this format):\n%s", windows, strings.Join(diffs, "\n"))
+	}
+}
+
+// topHypotheses returns "id status" of the first n ranked hypotheses.
+func topHypotheses(r *diagnose.Report, n int) []string {
+	var top []string
+	for _, h := range r.Hypotheses[:min(n, len(r.Hypotheses))] {
+		top = append(top, fmt.Sprintf("%s %s", h.ID, h.Status))
+	}
+	return top
+}
+
+// fleetQuantile returns quantile q of a fleet signal over the incident.
+func fleetQuantile(t *testing.T, r *diagnose.Report, id diagnose.SignalID, q float64) diagnose.Quantile {
+	t.Helper()
+	for _, s := range r.Signals.Fleet {
+		if s.ID != string(id) {
+			continue
+		}
+		require.NotNil(t, s.Incident, "%s over the incident: %s", id, s.Missing)
+		for _, e := range s.Incident.Quantiles {
+			if e.Q == q {
+				return e
+			}
+		}
+	}
+	require.Failf(t, "no such quantile", "%s p%g", id, 100*q)
+	return diagnose.Quantile{}
+}
+
+// assertResetsAtLeast checks that every counter measure of got sees at
+// least the resets of ref, and is a lower bound whenever ref's is.
+func assertResetsAtLeast(t *testing.T, ref, got []diagnose.Signal, where string) {
+	t.Helper()
+	require.Len(t, got, len(ref), where)
+	for i, rs := range ref {
+		gs := got[i]
+		require.Equal(t, rs.ID, gs.ID, where)
+		for _, m := range [][2]*diagnose.Measure{{rs.Baseline, gs.Baseline}, {rs.Incident, gs.Incident}} {
+			if m[0] == nil || m[1] == nil {
+				continue
+			}
+			assert.GreaterOrEqual(t, m[1].Resets, m[0].Resets, "%s: %s resets", where, rs.ID)
+			assert.True(t, !m[0].LowerBound || m[1].LowerBound, "%s: %s lower bound", where, rs.ID)
+		}
+	}
+}
+
+// reportJSON returns r's JSON form, decoded, without the list of files
+// read. With dropResets, the reset counts, lower-bound flags and reset
+// warnings of counter signals are removed.
+func reportJSON(t *testing.T, r *diagnose.Report, dropResets bool) any {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, r.WriteJSON(&buf))
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
+	delete(doc["inputs"].(map[string]any), "sources")
+	if !dropResets {
+		return doc
+	}
+	drop := func(sigs any) {
+		for _, s := range sigs.([]any) {
+			sig := s.(map[string]any)
+			if sig["kind"] != "counter" {
+				continue
+			}
+			for _, w := range []string{"baseline", "incident"} {
+				if m, ok := sig[w].(map[string]any); ok {
+					delete(m, "resets")
+					delete(m, "lower_bound")
+				}
+			}
+			if ws, ok := sig["warnings"].([]any); ok {
+				sig["warnings"] = slices.DeleteFunc(ws, func(w any) bool { return strings.Contains(w.(string), "counter reset") })
+			}
+		}
+	}
+	signals := doc["signals"].(map[string]any)
+	drop(signals["fleet"])
+	for _, sigs := range signals["replicas"].(map[string]any) {
+		drop(sigs)
+	}
+	return doc
+}
+
+// jsonDiff appends to diffs the paths at which the decoded JSON values a
+// and b differ, with both values.
+func jsonDiff(a, b any, path string, diffs []string) []string {
+	switch a := a.(type) {
+	case map[string]any:
+		bm, ok := b.(map[string]any)
+		if !ok {
+			break
+		}
+		keys := make([]string, 0, len(a)+len(bm))
+		for k := range a {
+			keys = append(keys, k)
+		}
+		for k := range bm {
+			if _, ok := a[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			diffs = jsonDiff(a[k], bm[k], path+"."+k, diffs)
+		}
+		return diffs
+	case []any:
+		bs, ok := b.([]any)
+		if !ok {
+			break
+		}
+		if len(a) != len(bs) {
+			diffs = append(diffs, fmt.Sprintf("%s: %d elements, %d elements", path, len(a), len(bs)))
+		}
+		for i := range min(len(a), len(bs)) {
+			elem := fmt.Sprintf("%s[%d]", path, i)
+			if m, ok := a[i].(map[string]any); ok && m["id"] != nil {
+				elem = fmt.Sprintf("%s[%d %v]", path, i, m["id"])
+			}
+			diffs = jsonDiff(a[i], bs[i], elem, diffs)
+		}
+		return diffs
+	default:
+		if a == b {
+			return diffs
+		}
+	}
+	return append(diffs, fmt.Sprintf("%s: %.200v, %.200v", path, a, b))
+}
+
+// treeState describes every file and directory under path (path itself
+// included): name, mode, size, modification time and, for files, a hash of
+// the content.
+func treeState(t *testing.T, path string) map[string]string {
+	t.Helper()
+	state := map[string]string{}
+	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		desc := fmt.Sprintf("%v %d %s", info.Mode(), info.Size(), info.ModTime().Format(time.RFC3339Nano))
+		if info.Mode().IsRegular() {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			desc += fmt.Sprintf(" %x", sha256.Sum256(data))
+		}
+		rel, err := filepath.Rel(path, p)
+		if err != nil {
+			return err
+		}
+		state[rel] = desc
+		return nil
+	})
+	require.NoError(t, err)
+	return state
+}
