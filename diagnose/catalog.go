@@ -1,13 +1,3 @@
-// Package diagnose knows vLLM: which metrics carry which signal in which
-// version, how a fleet's signals are built from snapshot evidence, and how
-// the decision map's findings are reported. It parses no bytes: its input
-// is the model of package snapshot.
-//
-// The metric catalog (Catalog, DefaultCatalog, Resolve) maps each signal
-// the diagnosis needs (TTFT, queue time, waiting requests, KV usage, GPU
-// utilisation, …) to the metric names that carry it across vLLM versions,
-// and infers from the names present which vLLM versions a capture is
-// consistent with, since no capture states its version.
 package diagnose
 
 import (

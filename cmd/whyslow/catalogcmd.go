@@ -15,9 +15,9 @@ const catalogExamples = `  whyslow catalog ./evidence/
 // runCatalog implements "whyslow catalog": which signals were found, under
 // which metric names and vLLM versions, and which are missing.
 func runCatalog(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e.stderr, "catalog", "[flags] PATH...", catalogExamples)
+	fs := newFlagSet(e.stdout, "catalog", "[flags] PATH...", catalogExamples)
 	var in inputFlags
-	in.register(fs)
+	in.register(fs.FlagSet)
 	paths, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err

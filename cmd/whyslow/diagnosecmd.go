@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -33,9 +32,9 @@ type diagnoseFlags struct {
 	format             string
 }
 
-func (f *diagnoseFlags) register(fsName string, e *env, synopsis, examples string, formats string) *flag.FlagSet {
-	fs := newFlagSet(e.stderr, fsName, synopsis, examples)
-	f.inputFlags.register(fs)
+func (f *diagnoseFlags) register(fsName string, e *env, synopsis, examples string, formats string) *flagSet {
+	fs := newFlagSet(e.stdout, fsName, synopsis, examples)
+	f.inputFlags.register(fs.FlagSet)
 	fs.StringVar(&f.baseline, "baseline", "", "baseline window, RFC 3339 interval `START/END`")
 	fs.StringVar(&f.incident, "incident", "", "incident window, RFC 3339 interval `START/END`; without it, the automatic change point")
 	fs.StringVar(&f.slo, "slo", "", "SLO `TARGETS`, e.g. ttft_p95=2s,ttft_p99=5s,tpot_p95=80ms,itl_p95=100ms,e2e_p99=30s,error_share=0.01")
@@ -148,6 +147,12 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	}
 	ev, err := f.readEvidence(ctx, e, paths, snapshot.Options{})
 	if err != nil {
+		return err
+	}
+	if err := checkWindow("--baseline", opts.Baseline, ev); err != nil {
+		return err
+	}
+	if err := checkWindow("--incident", opts.Incident, ev); err != nil {
 		return err
 	}
 	rep, err := diagnose.Diagnose(ev, opts)

@@ -3,12 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -19,18 +24,22 @@ import (
 
 // inputFlags are the flags every command that reads evidence shares.
 type inputFlags struct {
-	match   string
-	aliases listFlag
-	format  string
-	strict  bool
-	output  string
+	match      string
+	aliases    listFlag
+	format     string
+	strict     bool
+	output     string
+	maxBytes   string
+	maxSamples int
 }
 
 func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.match, "match", "", "PromQL `SELECTOR` narrowing TSDB input, e.g. '{namespace=\"llm\"}'")
-	fs.Var(&f.aliases, "alias", "`CANONICAL=NAME`: read signal CANONICAL (e.g. ttft, gpu_util, client_ttft) from metric NAME, or PREFIX:=NEWPREFIX: (e.g. vllm:=ray_vllm:); repeatable")
+	fs.Var(&f.aliases, "alias", "`CANONICAL=NAME` reads signal CANONICAL (e.g. ttft, gpu_util, client_ttft) from metric NAME; vllm:=NEWPREFIX: remaps the prefix (e.g. vllm:=ray_vllm:); repeatable")
 	fs.BoolVar(&f.strict, "strict", false, "treat a partial result (an unreadable file among many) as an error")
-	fs.StringVar(&f.output, "o", "", "write the output to `FILE` instead of standard output")
+	fs.StringVar(&f.output, "o", "", "write the output to `FILE` instead of standard output (never inside an input path)")
+	fs.StringVar(&f.maxBytes, "max-bytes", "", "largest decompressed dump `SIZE` to read from one file, e.g. 256MiB (default 64MiB; a long /federate dump may need more)")
+	fs.IntVar(&f.maxSamples, "max-samples", 0, "read at most `N` samples from one dump file (default 200000; a /federate dump holding many scrapes may need more)")
 }
 
 // catalog returns the default catalog with the --alias flags applied.
@@ -65,6 +74,9 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 	if len(paths) == 0 {
 		return nil, usagef("no PATH given (a dump, a folder of dumps, a TSDB directory, or - for stdin)")
 	}
+	if err := f.checkOutput(paths); err != nil {
+		return nil, err
+	}
 	if f.match != "" {
 		ms, err := parser.NewParser(parser.Options{}).ParseMetricSelector(f.match)
 		if err != nil {
@@ -72,31 +84,140 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 		}
 		opts.Matchers = append([]*labels.Matcher(nil), ms...)
 	}
-	if e.stdin != nil {
-		for _, p := range paths {
-			if p == "-" {
-				opts.Stdin = e.stdin
-			}
+	if f.maxBytes != "" {
+		n, err := parseSize(f.maxBytes)
+		if err != nil {
+			return nil, usagef("--max-bytes %q: %v", f.maxBytes, err)
+		}
+		opts.Limits.MaxBytesPerScrape = n
+	}
+	if f.maxSamples < 0 {
+		return nil, usagef("--max-samples %d: want a positive count", f.maxSamples)
+	}
+	opts.Limits.MaxSeriesPerScrape = f.maxSamples
+	stdin := 0
+	for _, p := range paths {
+		if p == "-" {
+			stdin++
 		}
 	}
+	if stdin > 1 {
+		return nil, usagef("\"-\" (standard input) given %d times: it can be read only once", stdin)
+	}
+	if stdin == 1 && e.stdin != nil {
+		opts.Stdin = e.stdin
+	}
+	var bar *progressBar
 	if e.stderrIsTerminal {
-		bar := newProgressBar(e.stderr)
+		bar = newProgressBar(e.stderr)
 		opts.Progress = bar.update
-		defer bar.finish()
 	}
 	ev, err := snapshot.Read(ctx, paths, opts)
+	if bar != nil {
+		// Erase the bar before anything else is printed on its line.
+		bar.finish()
+	}
+	limit := false
 	if ev != nil {
 		for _, p := range ev.Problems {
 			fmt.Fprintln(e.stderr, p.String())
+			limit = limit || errors.Is(p, snapshot.ErrLimit)
 		}
 	}
+	if limit {
+		fmt.Fprintln(e.stderr, "hint: --max-bytes and --max-samples raise the limits on one dump file")
+	}
 	if err != nil {
+		if ctx.Err() == nil && ev != nil && len(ev.Problems) > 0 {
+			// The problems, printed above, are the reasons.
+			return nil, fmt.Errorf("nothing usable read from %s (%d problem(s) above)", strings.Join(paths, ", "), len(ev.Problems))
+		}
+		if ctx.Err() == nil {
+			reason := strings.TrimPrefix(trimPackage(err.Error()), "nothing usable read: ")
+			if !opts.Start.IsZero() || !opts.End.IsZero() {
+				reason += fmt.Sprintf(" between %s and %s", fmtTime(opts.Start), fmtTime(opts.End))
+			}
+			if f.match != "" {
+				reason += " matching --match " + f.match
+			}
+			return nil, fmt.Errorf("nothing usable read from %s: %s", strings.Join(paths, ", "), reason)
+		}
 		return nil, err
 	}
 	if f.strict && ev.Partial() {
 		return nil, fmt.Errorf("partial result (--strict): %d problem(s) above", len(ev.Problems))
 	}
 	return ev, nil
+}
+
+// checkOutput refuses an output file (-o) that is an input path or lies
+// under one: evidence is never written, and a report written into a dump
+// folder would be read as a dump the next time.
+func (f *inputFlags) checkOutput(paths []string) error {
+	if f.output == "" || f.output == "-" {
+		return nil
+	}
+	out := canonicalPath(f.output)
+	outInfo, outErr := os.Stat(f.output)
+	for _, p := range paths {
+		if p == "-" {
+			continue
+		}
+		in := canonicalPath(p)
+		inside := out == in || strings.HasPrefix(out, strings.TrimSuffix(in, string(filepath.Separator))+string(filepath.Separator))
+		if !inside && outErr == nil {
+			if inInfo, err := os.Stat(p); err == nil && os.SameFile(outInfo, inInfo) {
+				inside = true
+			}
+		}
+		if inside {
+			return usagef("-o %s: inside the input path %s; evidence is never written: write the output elsewhere", f.output, p)
+		}
+	}
+	return nil
+}
+
+// canonicalPath returns the absolute path of p with symbolic links
+// resolved as far as p exists.
+func canonicalPath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	// Resolve the longest existing prefix, keep the rest as is.
+	rest := ""
+	for dir := abs; ; {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+		dir = parent
+	}
+}
+
+// parseSize parses a byte count such as 268435456, 256MiB, 256M or 1GiB
+// (K, M and G are binary multiples, as in the default 64MiB).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/mult {
+		return 0, errors.New("want a positive size such as 256MiB")
+	}
+	return n * mult, nil
 }
 
 // out opens the output: -o FILE or stdout. The returned close function
@@ -116,6 +237,8 @@ func (f *inputFlags) out(e *env) (io.Writer, func() error, error) {
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	// ">=" in a warning stays readable; nothing here is embedded in HTML.
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 
@@ -151,4 +274,12 @@ func labelValues(ev *snapshot.Evidence, label string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// fmtTime formats an edge of a read range; the zero time is an open edge.
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "(open)"
+	}
+	return t.UTC().Format(time.RFC3339)
 }

@@ -34,9 +34,9 @@ error.
 // experiment from the evidence of its runs, as benchstat judges
 // benchmarks.
 func runExperiment(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e.stderr, "experiment", "--plan FILE --baseline RUN... --treatment RUN... [flags]", experimentExamples)
+	fs := newFlagSet(e.stdout, "experiment", "--plan FILE --baseline RUN... --treatment RUN... [flags]", experimentExamples)
 	var in inputFlags
-	in.register(fs)
+	in.register(fs.FlagSet)
 	var baseline, treatment listFlag
 	planPath := fs.String("plan", "", "experiment plan `FILE` (JSON, the \"experiment\" object of the diagnose report)")
 	fs.Var(&baseline, "baseline", "one baseline `RUN` (dump folder or file, or PATH@START/END); repeat for each run")
@@ -77,6 +77,9 @@ func runExperiment(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	opts.Catalog = cat
+	if err := in.checkOutput([]string{*planPath}); err != nil {
+		return err
+	}
 	plan, err := readPlan(*planPath)
 	if err != nil {
 		return err
@@ -155,11 +158,37 @@ func readPlan(path string) (rules.Plan, error) {
 	if err != nil {
 		return p, err
 	}
-	if err := json.Unmarshal(data, &p); err != nil {
+	lineAt := func(off int64) int {
+		return 1 + strings.Count(string(data[:min(int(off), len(data))]), "\n")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
 		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			line := 1 + strings.Count(string(data[:min(int(se.Offset), len(data))]), "\n")
-			return p, fmt.Errorf("%s:%d: offset %d: %v", path, line, se.Offset, err)
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return p, fmt.Errorf("%s:%d: offset %d: %v", path, lineAt(se.Offset), se.Offset, err)
+		case errors.As(err, &te):
+			return p, fmt.Errorf("%s: not an experiment plan: want a JSON object, found a JSON %s", path, te.Value)
+		}
+		return p, fmt.Errorf("%s: %v", path, err)
+	}
+	if _, ok := fields["hypotheses"]; ok {
+		return p, fmt.Errorf("%s: a whole diagnose report, not a plan: save one hypothesis's \"experiment\" object, e.g. jq '.hypotheses[0].experiment' report.json > plan.json", path)
+	}
+	known := false
+	for _, k := range []string{"hypothesis", "change", "expect"} {
+		if _, ok := fields[k]; ok {
+			known = true
+		}
+	}
+	if !known {
+		return p, fmt.Errorf("%s: not an experiment plan: none of the fields \"hypothesis\", \"change\", \"expect\" (see the \"experiment\" object of whyslow diagnose --format json)", path)
+	}
+	if err := json.Unmarshal(data, &p); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return p, fmt.Errorf("%s:%d: offset %d: field %q: unexpected JSON %s", path, lineAt(te.Offset), te.Offset, strings.TrimPrefix(te.Field, "plain."), te.Value)
 		}
 		return p, fmt.Errorf("%s: %v", path, err)
 	}

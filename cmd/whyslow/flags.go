@@ -12,29 +12,47 @@ import (
 	"github.com/whyslow/whyslow/snapshot"
 )
 
-// newFlagSet returns a FlagSet that reports errors instead of exiting and
-// prints its usage with the given synopsis and examples.
-func newFlagSet(w io.Writer, name, synopsis, examples string) *flag.FlagSet {
+// flagSet is a command's flag.FlagSet with its help text. Parse errors
+// are reported once, by the caller (see report), not by the flag package;
+// --help prints the help text on the help writer (standard output), so that
+// "whyslow diagnose --help | less" works.
+type flagSet struct {
+	*flag.FlagSet
+	help io.Writer
+}
+
+// newFlagSet returns a flagSet that reports errors instead of exiting and
+// prints its help, with the given synopsis and examples, on help.
+func newFlagSet(help io.Writer, name, synopsis, examples string) *flagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(w)
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
+		w := fs.Output()
 		fmt.Fprintf(w, "Usage: whyslow %s %s\n\nFlags:\n", name, synopsis)
 		fs.PrintDefaults()
 		if examples != "" {
 			fmt.Fprintf(w, "\nExamples:\n%s", examples)
 		}
 	}
-	return fs
+	return &flagSet{FlagSet: fs, help: help}
+}
+
+// printHelp writes the command's help text on the help writer.
+func (fs *flagSet) printHelp() {
+	fs.SetOutput(fs.help)
+	defer fs.SetOutput(io.Discard)
+	fs.Usage()
 }
 
 // parseInterspersed parses args with fs, allowing flags after positional
 // arguments ("whyslow diagnose dir --format json"). A lone "-" is a
 // positional argument (stdin); "--" ends the flags.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseInterspersed(fs *flagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fs.printHelp()
 				return nil, errHelp
 			}
 			return nil, &usageError{err}

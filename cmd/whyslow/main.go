@@ -27,6 +27,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"strings"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -81,11 +83,18 @@ func run(ctx context.Context, e *env, args []string) int {
 		return exitUsage
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "help":
+		// "whyslow help diagnose" is "whyslow diagnose --help".
+		if len(args) > 1 {
+			return run(ctx, e, []string{args[1], "--help"})
+		}
+		usage(e.stdout)
+		return exitOK
+	case "-h", "-help", "--help":
 		usage(e.stdout)
 		return exitOK
 	case "-version", "--version", "version":
-		fmt.Fprintln(e.stdout, "whyslow", version)
+		fmt.Fprintln(e.stdout, "whyslow", versionString())
 		return exitOK
 	}
 	for _, c := range commands() {
@@ -109,13 +118,23 @@ func report(w io.Writer, name string, err error) int {
 	case errors.Is(err, errHelp):
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(w, "whyslow %s: %v\n", name, ue.err)
+		fmt.Fprintf(w, "whyslow %s: %s\n", name, trimPackage(ue.err.Error()))
 		fmt.Fprintf(w, "Run 'whyslow %s --help' for usage.\n", name)
 		return exitUsage
 	default:
-		fmt.Fprintf(w, "whyslow %s: %v\n", name, err)
+		fmt.Fprintf(w, "whyslow %s: %s\n", name, trimPackage(err.Error()))
 		return exitInput
 	}
+}
+
+// trimPackage drops the library's package prefix ("diagnose: ",
+// "snapshot: ") from an error message: on the command line the command's
+// name already says where the message comes from.
+func trimPackage(msg string) string {
+	for _, p := range []string{"diagnose: ", "snapshot: ", "rules: ", "histogram: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return msg
 }
 
 func usage(w io.Writer) {
@@ -132,7 +151,8 @@ Commands:
 	fmt.Fprintf(w, `
 PATH is a /metrics dump (text 0.0.4 or OpenMetrics, .gz allowed), a folder of
 dumps, a /federate dump, a Prometheus TSDB data directory, or "-" for stdin.
-Flags may come before or after the paths.
+Flags may come before or after the paths. "whyslow COMMAND --help" (or
+"whyslow help COMMAND") lists a command's flags with examples.
 
 Examples:
   whyslow diagnose ./evidence/
@@ -142,6 +162,37 @@ Examples:
 
 Exit status: 0 success (partial results too, unless --strict), 1 input problem, 2 usage error.
 `)
+}
+
+// versionString is the version set at build time, else the module version
+// recorded by "go install ...@VERSION", else "devel" with the VCS revision
+// when the build recorded one.
+func versionString() string {
+	if version != "devel" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return version
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return version
+	}
+	return fmt.Sprintf("devel (%.12s%s)", rev, modified)
 }
 
 // usageError marks an error in the command line.

@@ -20,9 +20,9 @@ const quantileExamples = `  whyslow quantile --metric ttft ./evidence/
 // runQuantile implements "whyslow quantile": the fleet quantile from
 // merged buckets with bounds and counts, and the per-replica table.
 func runQuantile(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e.stderr, "quantile", "--metric NAME [flags] PATH...", quantileExamples)
+	fs := newFlagSet(e.stdout, "quantile", "--metric NAME [flags] PATH...", quantileExamples)
 	var in inputFlags
-	in.register(fs)
+	in.register(fs.FlagSet)
 	metric := fs.String("metric", "", "histogram base `NAME` (vllm:time_to_first_token_seconds) or signal id (ttft)")
 	qflag := fs.String("q", "0.5,0.95,0.99", "comma-separated `QUANTILES`")
 	window := fs.String("window", "", "RFC 3339 interval `START/END`; default: each replica's first to last scrape")
@@ -53,6 +53,15 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 	}
 	ev, err := in.readEvidence(ctx, e, paths, snapshot.Options{})
 	if err != nil {
+		return err
+	}
+	if err := checkMetric(*metric, cat, ev); err != nil {
+		return err
+	}
+	if err := checkModel(*model, ev); err != nil {
+		return err
+	}
+	if err := checkWindow("--window", w, ev); err != nil {
 		return err
 	}
 	req := diagnose.QuantileRequest{Metric: *metric, Catalog: cat, Quantiles: qs, Window: w, Match: modelMatch(*model)}

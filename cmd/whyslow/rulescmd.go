@@ -11,7 +11,7 @@ import (
 // runRules implements "whyslow rules": print the decision map with the
 // default thresholds.
 func runRules(ctx context.Context, e *env, args []string) error {
-	fs := newFlagSet(e.stderr, "rules", "[flags]", "  whyslow rules\n")
+	fs := newFlagSet(e.stdout, "rules", "[flags]", "  whyslow rules\n")
 	output := fs.String("o", "", "write the output to `FILE` instead of standard output")
 	paths, err := parseInterspersed(fs, args)
 	if err != nil {

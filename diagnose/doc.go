@@ -1,0 +1,68 @@
+// Package diagnose knows vLLM: which metrics carry which signal in which
+// version, how a fleet's signals are built from snapshot evidence, and how
+// the decision map's findings are reported. It parses no bytes: its input
+// is the model of package snapshot, and it reads no clock and no file.
+//
+// # Catalog
+//
+// The metric catalog (Catalog, DefaultCatalog, Resolve) maps each signal
+// the diagnosis needs (TTFT, queue time, waiting requests, KV usage, GPU
+// utilisation, …) to the metric names that carry it across vLLM versions,
+// V0 and V1, renamed and deprecated names included, and infers from the
+// names present which vLLM versions a capture is consistent with, since no
+// capture states its version. Alias and WithPrefix adapt it to other names
+// (a gateway's client-side TTFT histogram, Ray's ray_vllm: prefix). A signal
+// no source carries is "cannot evaluate", never zero.
+//
+// # Windows
+//
+// Diagnose compares a baseline window with an incident window, chosen in
+// this order:
+//
+//   - as given in Options (a given incident without a baseline compares
+//     with everything before it: From "preceding");
+//   - one scrape per replica: the counters' lifetime, flagged "lifetime,
+//     not windowed", with no baseline (symptoms then need SLO targets);
+//   - two scrapes per replica (dumps taken before and after): the interval
+//     between them is the incident, the lifetime before the first dump the
+//     baseline;
+//   - three or more: the change-point search (see below) splits the
+//     evidence; when it finds no change, the first and second halves.
+//
+// The change-point search works on per-interval fleet TTFT p95 (the
+// observations made in each interval, buckets merged across replicas) and
+// fleet waiting requests. For every split that leaves Options.MinWindow on
+// each side it sums, over the two series, the standardised shift |mean
+// after − mean before| / pooled standard deviation, counting only material
+// shifts; the best split is proposed when the sum reaches
+// ChangePointThreshold, then moved back to where the change began (the
+// largest shift of an accumulating queue lies in its middle). The report
+// prints the point, its score and the method; a flat series proposes none.
+//
+// # Signals and facts
+//
+// Fleet histograms are the exact merge of the replicas' increases over a
+// window (histogram.Merge, after counter resets are handled): quantiles
+// are taken after the merge, never averaged over pods. Per-replica
+// signals sum the engines of a data-parallel pod (KV usage and GPU
+// utilisation are averaged). Signals are never merged across models:
+// evidence serving several model_name values is split into groups, as is
+// any label named in Options.By. From the signals Diagnose computes every
+// fact of package rules (rules.FactIDs), or marks it missing with the
+// reason, and runs rules.Evaluate.
+//
+// # Reports
+//
+// A Report is a plain value: Report.String and WriteText for a terminal or
+// notebook, WriteMarkdown for a postmortem, WriteJSON for tools (schema
+// version SchemaVersion; non-finite numbers are null), WriteHTML for one
+// self-contained page with timeline plots. CompareTable is the before and
+// after table of p50 and p95 per signal. FleetQuantiles answers one
+// histogram's quantiles for the fleet and per replica.
+//
+// # Experiments
+//
+// JudgeExperiment measures the runs of a single-variable experiment
+// (after warm-up) and hands their facts to rules.Judge: adopt, reject,
+// inconclusive or refused.
+package diagnose
