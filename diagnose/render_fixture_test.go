@@ -280,8 +280,8 @@ func renderReport() *diagnose.Report {
 		SchemaVersion: diagnose.SchemaVersion,
 		Verdict:       res.Verdict,
 		Summary: "prefill-long-prompts (prefill cost of longer prompts), symptoms ttft, tail: " +
-			"ttft_p95 2.2s vs baseline 900ms: 2.44x (up >= 1.5x); queue_time_p95 130ms vs baseline 120ms: 1.08x (not up < 1.5x); " +
-			"prompt_tokens_p95 6100 tokens vs baseline 2400 tokens: 2.54x (rises >= 1.5x)",
+			"ttft_p95 2.2s vs baseline 900ms: 2.44x (up: >= 1.5x); queue_time_p95 130ms vs baseline 120ms: 1.08x (not up: < 1.5x); " +
+			"prompt_tokens_p95 6100 tokens vs baseline 2400 tokens: 2.54x (rises: >= 1.5x)",
 		Windows: diagnose.Windows{Baseline: renderBaseline, Incident: renderIncident, ChangePoint: &diagnose.ChangePoint{
 			Time: renderSplit, Score: 7.42, Used: true,
 			Method: "split maximising the sum of standardised shifts of fleet TTFT p95 and fleet waiting per 1m0s interval, at least 5m0s each side",

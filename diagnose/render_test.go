@@ -182,7 +182,7 @@ func TestWriteJSONSchema(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b.Bytes(), &doc))
 	assert.Equal(t, float64(diagnose.SchemaVersion), doc["schema_version"])
 	assert.Equal(t, "prefill-long-prompts", doc["verdict"])
-	assert.Contains(t, b.String(), `(up >= 1.5x)`, "readable, not \\u003e")
+	assert.Contains(t, b.String(), `(up: >= 1.5x)`, "readable, not \\u003e")
 	for _, key := range []string{"windows", "symptoms", "hypotheses", "signals", "warnings", "facts", "timelines"} {
 		assert.Contains(t, doc, key)
 	}

@@ -261,35 +261,36 @@ func (c Cond) eval(e *env) result {
 	case kRises:
 		r := ratio(f.Value, f.Baseline)
 		out = verdict(r >= lim)
-		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s >= %gx)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), fmtRatio(r), upDown(out, "rises", "does not rise"), lim)
+		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), fmtRatio(r), upDown(out, "rises: >=", "no rise: <"), lim)
 	case kSteady:
 		r := ratio(f.Value, f.Baseline)
 		out = verdict(r >= 1/lim && r <= lim)
-		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s within %gx)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), fmtRatio(r), upDown(out, "steady", "not steady"), lim)
+		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), fmtRatio(r), upDown(out, "steady: within", "changed: outside"), lim)
 	case kFlat:
 		r := ratio(f.Value, f.Baseline)
 		out = verdict(r < lim)
-		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s < %gx)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), fmtRatio(r), upDown(out, "not up", "up"), lim)
+		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), fmtRatio(r), upDown(out, "not up: <", "up: >="), lim)
 	case kDrops:
 		d := f.Baseline - f.Value
 		out = verdict(d >= lim)
-		ev.Text = fmt.Sprintf("%s %s vs baseline %s (%s by >= %g)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), upDown(out, "falls", "does not fall"), lim)
+		ev.Text = fmt.Sprintf("%s %s vs baseline %s (%s %g)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), upDown(out, "falls by >=", "does not fall by"), lim)
 	case kAtLeast, kAbove, kBelow, kAtMost, kAbsBelow:
-		var op string
+		// The operator printed is the one that is true of the value, so
+		// that the line reads as a fact: "0.3 (< 0.5)", never "not >=".
+		var op, neg string
 		switch c.kind {
 		case kAtLeast:
-			out, op = verdict(f.Value >= lim), ">="
+			out, op, neg = verdict(f.Value >= lim), ">=", "<"
 		case kAbove:
-			out, op = verdict(f.Value > lim), ">"
+			out, op, neg = verdict(f.Value > lim), ">", "<="
 		case kBelow:
-			out, op = verdict(f.Value < lim), "<"
+			out, op, neg = verdict(f.Value < lim), "<", ">="
 		case kAtMost:
-			out, op = verdict(f.Value <= lim), "<="
+			out, op, neg = verdict(f.Value <= lim), "<=", ">"
 		case kAbsBelow:
-			out, op = verdict(math.Abs(f.Value) < lim), "|x| <"
+			out, op, neg = verdict(math.Abs(f.Value) < lim), "|x| <", "|x| >="
 		}
-		ev.Text = fmt.Sprintf("%s %s (%s %s %s)", c.fact, fmtValue(c.fact, f.Value), upDown(out, "", "not"), op, fmtValue(c.fact, lim))
-		ev.Text = strings.Replace(ev.Text, "( ", "(", 1)
+		ev.Text = fmt.Sprintf("%s %s (%s %s)", c.fact, fmtValue(c.fact, f.Value), upDown(out, op, neg), fmtValue(c.fact, lim))
 	case kRatioAtLeast, kDeltaShare:
 		g, why := e.fact(c.other)
 		if why != "" {
@@ -299,7 +300,7 @@ func (c Cond) eval(e *env) result {
 		if c.kind == kRatioAtLeast {
 			r := ratio(f.Value, g.Value)
 			out = verdict(r >= lim)
-			ev.Text = fmt.Sprintf("%s %s vs %s %s: %s (%s >= %gx)", c.fact, fmtValue(c.fact, f.Value), c.other, fmtValue(c.other, g.Value), fmtRatio(r), upDown(out, "", "not"), lim)
+			ev.Text = fmt.Sprintf("%s %s vs %s %s: %s (%s %gx)", c.fact, fmtValue(c.fact, f.Value), c.other, fmtValue(c.other, g.Value), fmtRatio(r), upDown(out, ">=", "<"), lim)
 		} else {
 			if why := e.baseline(c.other, g); why != "" {
 				return result{missing: []Missing{{c.other, why}}}
@@ -310,9 +311,8 @@ func (c Cond) eval(e *env) result {
 			if dOther > 0 {
 				share = d / dOther
 			}
-			ev.Text = fmt.Sprintf("%s rose by %s while %s rose by %s: covers %s (%s >= %g)", c.fact, fmtValue(c.fact, d), c.other, fmtValue(c.other, dOther), fmtNum(share), upDown(out, "", "not"), lim)
+			ev.Text = fmt.Sprintf("%s rose by %s while %s rose by %s: covers %s (%s %g)", c.fact, fmtValue(c.fact, d), c.other, fmtValue(c.other, dOther), fmtNum(share), upDown(out, ">=", "<"), lim)
 		}
-		ev.Text = strings.Replace(ev.Text, "( ", "(", 1)
 		ev2.Text = fmt.Sprintf("%s %s (reference of the line above)", c.other, fmtValue(c.other, g.Value))
 		return result{out: out, ev: []Evidence{ev, ev2}}
 	}
