@@ -3,9 +3,11 @@ package diagnose
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/snapshot"
@@ -36,6 +38,8 @@ type QuantileReport struct {
 	// Metric is what was asked for; Metrics the metric names used.
 	Metric  string   `json:"metric"`
 	Metrics []string `json:"metrics"`
+	// Unit is the unit of the values: "s", "tokens" or "" when unknown.
+	Unit string `json:"unit"`
 	// Window is the window asked for, or the span actually covered when
 	// none was given.
 	Window WindowSpan `json:"window"`
@@ -95,12 +99,13 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 	if err != nil {
 		return nil, err
 	}
+	unit := histogramUnit(cat, req.Metric, names)
 	if _, ok := req.Match["model_name"]; !ok {
 		if models := modelNames(ev, names, req.Match); len(models) > 1 {
 			return nil, fmt.Errorf("%w (%s): choose one with --model or split with --by model_name", ErrSeveralModels, strings.Join(models, ", "))
 		}
 	}
-	rep := &QuantileReport{Metric: req.Metric, Replicas: map[string][]Quantile{}, Window: WindowSpan{Start: req.Window.Start, End: req.Window.End}}
+	rep := &QuantileReport{Metric: req.Metric, Unit: unit, Replicas: map[string][]Quantile{}, Window: WindowSpan{Start: req.Window.Start, End: req.Window.End}}
 	var perReplica []histogram.Histogram
 	used := map[string]bool{}
 	var span WindowSpan
@@ -122,11 +127,7 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 		rep.Warnings = append(rep.Warnings, increaseWarnings(t.Name, fam.Name, inc)...)
 		perReplica = append(perReplica, inc.Histogram)
 		rep.Replicas[t.Name] = estimates(inc.Histogram, qs)
-		for _, q := range rep.Replicas[t.Name] {
-			if !q.Stable {
-				rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: p%s from %g observations is unstable (need >= %g)", t.Name, qLabel(q.Q), float64(q.Count), histogram.MinCount(q.Q)))
-			}
-		}
+		rep.Warnings = append(rep.Warnings, stabilityWarnings(t.Name, rep.Replicas[t.Name])...)
 		if span.Start.IsZero() || inc.From.Before(span.Start) {
 			span.Start = inc.From
 		}
@@ -143,6 +144,10 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 	}
 	if req.Window.IsZero() {
 		rep.Window = span
+		if rep.Lifetime && span.Start.Equal(span.End) {
+			// Since process start: the start is not known.
+			rep.Window.Start = time.Time{}
+		}
 	}
 	merged, err := histogram.Merge(perReplica...)
 	if err != nil {
@@ -154,11 +159,7 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 	}
 	rep.Fleet = estimates(merged.Histogram, qs)
 	rep.FleetMean = Float(merged.Histogram.Mean())
-	for _, q := range rep.Fleet {
-		if !q.Stable {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("fleet: p%s from %g observations is unstable (need >= %g)", qLabel(q.Q), float64(q.Count), histogram.MinCount(q.Q)))
-		}
-	}
+	rep.Warnings = append(rep.Warnings, stabilityWarnings("fleet", rep.Fleet)...)
 	return rep, nil
 }
 
@@ -250,15 +251,18 @@ func qLabel(q float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.4f", q*100), "0"), ".")
 }
 
-// String prints the fleet quantiles and the per-replica table.
+// String prints the fleet quantiles and the per-replica table, every
+// value with its bucket bounds and the number of observations behind it.
 func (r *QuantileReport) String() string {
 	var b strings.Builder
-	span := r.Window.Start.UTC().Format(time.RFC3339) + "/" + r.Window.End.UTC().Format(time.RFC3339)
-	if r.Lifetime {
+	var span string
+	switch {
+	case r.Lifetime && r.Window.Start.IsZero():
 		span = "the replicas' lifetime (single scrape at " + r.Window.End.UTC().Format(time.RFC3339) + "; since process start, not windowed)"
-		if !r.Window.Start.Equal(r.Window.End) {
-			span = r.Window.Start.UTC().Format(time.RFC3339) + "/" + r.Window.End.UTC().Format(time.RFC3339) + " (some replicas: single scrape, lifetime values)"
-		}
+	case r.Lifetime:
+		span = r.Window.Start.UTC().Format(time.RFC3339) + "/" + r.Window.End.UTC().Format(time.RFC3339) + " (some replicas: single scrape, lifetime values)"
+	default:
+		span = r.Window.Start.UTC().Format(time.RFC3339) + "/" + r.Window.End.UTC().Format(time.RFC3339)
 	}
 	fmt.Fprintf(&b, "%s over %s\n", r.Metric, span)
 	if len(r.Metrics) > 0 && (len(r.Metrics) > 1 || r.Metrics[0] != r.Metric) {
@@ -269,33 +273,53 @@ func (r *QuantileReport) String() string {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	width := len("fleet (merged)")
-	for _, n := range names {
-		if len(n) > width {
-			width = len(n)
-		}
-	}
-	fmt.Fprintf(&b, "%-*s", width, "replica")
+	rows := [][]string{{"replica"}}
 	for _, q := range r.Fleet {
-		fmt.Fprintf(&b, "  %-28s", "p"+qLabel(q.Q)+" [bounds]")
+		rows[0] = append(rows[0], "p"+qLabel(q.Q)+" [bucket]")
 	}
-	fmt.Fprintf(&b, "  %s\n", "n")
+	rows[0] = append(rows[0], "n")
+	marked := false
 	row := func(name string, qs []Quantile) {
-		fmt.Fprintf(&b, "%-*s", width, name)
+		cells := []string{name}
 		var n Float
 		for _, q := range qs {
-			cell := fmt.Sprintf("%s [%s, %s]", fmtNum(float64(q.Value)), fmtNum(float64(q.Lower)), fmtNum(float64(q.Upper)))
-			if !q.Stable {
-				cell += " ~"
+			cell := "n/a"
+			if !math.IsNaN(float64(q.Value)) {
+				cell = fmtQuantileValue(q, r.Unit)
 			}
-			fmt.Fprintf(&b, "  %-28s", cell)
+			if !q.Stable && float64(q.Count) > 0 {
+				cell += " ~"
+				marked = true
+			}
+			cells = append(cells, cell)
 			n = q.Count
 		}
-		fmt.Fprintf(&b, "  %s\n", fmtNum(float64(n)))
+		cells = append(cells, strings.TrimPrefix(fmtCount(n), "n="))
+		rows = append(rows, cells)
 	}
 	row("fleet (merged)", r.Fleet)
 	for _, n := range names {
 		row(n, r.Replicas[n])
+	}
+	widths := make([]int, len(rows[0]))
+	for _, cells := range rows {
+		for i, c := range cells {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, cells := range rows {
+		for i, c := range cells {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			pad := widths[i] - utf8.RuneCountInString(c)
+			if i == len(cells)-1 {
+				b.WriteString(strings.Repeat(" ", pad) + c)
+			} else {
+				b.WriteString(c + strings.Repeat(" ", pad))
+			}
+		}
+		b.WriteString("\n")
 	}
 	if len(r.Warnings) > 0 {
 		b.WriteString("warnings:\n")
@@ -303,12 +327,47 @@ func (r *QuantileReport) String() string {
 			fmt.Fprintf(&b, "  %s\n", w)
 		}
 	}
-	b.WriteString("~ marks an estimate from too few observations for its quantile.\n")
+	if marked {
+		b.WriteString("~ marks an estimate from too few observations for its quantile (see warnings).\n")
+	}
 	return b.String()
 }
 
-// fmtNum prints a number compactly: 4 significant digits, ±Inf and NaN
-// spelled out.
-func fmtNum(v float64) string {
-	return strings.Replace(fmt.Sprintf("%.4g", v), "e+0", "e+", 1)
+// stabilityWarnings says which quantiles rest on too few observations,
+// or that there is none at all.
+func stabilityWarnings(who string, qs []Quantile) []string {
+	var w []string
+	for _, q := range qs {
+		switch {
+		case !(float64(q.Count) > 0):
+			return []string{fmt.Sprintf("%s: no observation in the window: quantiles unknown", who)}
+		case !q.Stable:
+			w = append(w, fmt.Sprintf("%s: p%s from %s observations is unstable (need >= %s)", who, qLabel(q.Q), fmtPlain(float64(q.Count)), fmtPlain(math.Round(histogram.MinCount(q.Q)))))
+		}
+	}
+	return w
+}
+
+// histogramUnit is the unit of a histogram's values: the catalog's for a
+// signal or a known metric, else guessed from the name.
+func histogramUnit(cat *Catalog, metric string, names []string) string {
+	unit := ""
+	if spec, ok := cat.Signal(SignalID(metric)); ok {
+		unit = spec.Unit
+	} else {
+		for _, spec := range cat.Signals() {
+			for _, m := range spec.Metrics() {
+				if m == names[0] {
+					unit = spec.Unit
+				}
+			}
+		}
+	}
+	switch {
+	case unit == UnitSeconds || (unit == "" && strings.HasSuffix(names[0], "_seconds")):
+		return "s"
+	case unit == UnitTokens || (unit == "" && strings.HasSuffix(names[0], "_tokens")):
+		return "tokens"
+	}
+	return ""
 }
