@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -616,7 +617,15 @@ func drift(id SignalID, si int, targets []TargetResolution) []Drift {
 				if values[l.Name] == nil {
 					values[l.Name] = map[string][]string{}
 				}
-				values[l.Name][l.Value] = append(values[l.Name][l.Value], t.Target)
+				// Numbers compare as numbers: "0" and "0.0", "4294967296"
+				// and "4294967296.0" are one setting.
+				v := l.Value
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					v = strconv.FormatFloat(f, 'g', -1, 64)
+				}
+				if !slices.Contains(values[l.Name][v], t.Target) {
+					values[l.Name][v] = append(values[l.Name][v], t.Target)
+				}
 			})
 		}
 	}
@@ -744,9 +753,9 @@ func (res Resolution) String() string {
 			case sig.Fallback != "":
 				note += "; fallback: " + strings.SplitN(sig.Fallback, ":", 2)[0] + fallbackState(res, sig, si)
 			case len(sig.Candidates) == 0:
-				note += "; no default metric (add one with Alias)"
+				note += "; no default metric (name one with an alias: --alias " + string(sig.ID) + "=METRIC, or Catalog.Alias)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t-\t%s\n", id, kind, u, n-found, n, note)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d missing\t-\t%s\n", id, kind, u, n-found, n, note)
 		}
 	}
 	tw.Flush()

@@ -341,3 +341,18 @@ func TestTargetResolutionString(t *testing.T) {
 		}
 	}
 }
+
+func TestDriftComparesNumbersAsNumbers(t *testing.T) {
+	info := func(pod, gmu string) *snapshot.Target {
+		return &snapshot.Target{Name: pod, Scrapes: []snapshot.Scrape{{}}, Families: map[string]*snapshot.Family{
+			"vllm:cache_config_info":    gaugeFam("vllm:cache_config_info", "gpu_memory_utilization", gmu, "block_size", "16"),
+			"vllm:num_requests_waiting": gaugeFam("vllm:num_requests_waiting", "model_name", "m"),
+		}}
+	}
+	same := &snapshot.Evidence{Targets: []*snapshot.Target{info("a", "0.9"), info("b", "0.90")}}
+	assert.Empty(t, diagnose.DefaultCatalog().Resolve(same).Drift, "0.9 and 0.90 are one setting")
+	differ := &snapshot.Evidence{Targets: []*snapshot.Target{info("a", "0.9"), info("b", "0.95")}}
+	d := diagnose.DefaultCatalog().Resolve(differ).Drift
+	require.Len(t, d, 1)
+	assert.Equal(t, "gpu_memory_utilization", d[0].Label)
+}
