@@ -107,14 +107,14 @@ func (c *factCtx) missingSignal(id SignalID) string {
 	}
 	switch id {
 	case SignalClientTTFT:
-		return "no client-side TTFT histogram given (name one with Catalog.Alias(SignalClientTTFT, ...))"
+		return "no client-side TTFT histogram given (name a gateway's with --alias client_ttft=METRIC, or Catalog.Alias)"
 	case SignalGPUUtil:
 		return "no GPU exporter (DCGM) metric in the evidence"
 	case SignalMaxNumSeqs:
-		return "vLLM exposes no max_num_seqs metric; name one with Catalog.Alias(SignalMaxNumSeqs, ...)"
+		return "vLLM exposes no max_num_seqs metric (name one with --alias max_num_seqs=METRIC, or Catalog.Alias)"
 	}
 	if len(spec.Metrics()) == 0 {
-		return fmt.Sprintf("no source for %s (name one with Catalog.Alias)", id)
+		return fmt.Sprintf("no source for %s (name one with --alias %s=METRIC, or Catalog.Alias)", id, id)
 	}
 	return fmt.Sprintf("no %s in the evidence", strings.Join(spec.Metrics(), " or "))
 }
