@@ -76,6 +76,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 		}
 		rep.Warnings = append(common, rep.Warnings...)
 		rep.Dimensions = dimensions(set, rep, by, nil)
+		markPartial(rep)
 		return rep, nil
 	}
 
@@ -90,6 +91,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 		rep.Group = g.sel
 		rep.Inputs = makeInputs(ev, res).restrict(g.reps)
 		rep.Dimensions = dimensions(set, rep, by, nil)
+		markPartial(rep)
 		top.Groups = append(top.Groups, rep)
 		values = append(values, groupName(g.sel))
 	}
@@ -111,6 +113,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 	top.Dimensions = dimensions(set, top, by, values)
 	top.Symptoms = []rules.Symptom{}
 	top.Hypotheses = []rules.Finding{}
+	markPartial(top)
 	return top, nil
 }
 
@@ -326,6 +329,14 @@ func diagnoseScope(sc *scope) (*Report, error) {
 	return rep, nil
 }
 
+// markPartial prefixes the summary of a report on evidence that was not
+// read whole: a verdict must say so where it is read first.
+func markPartial(rep *Report) {
+	if rep.Inputs.Partial {
+		rep.Summary = "PARTIAL EVIDENCE (some input could not be read; see inputs): " + rep.Summary
+	}
+}
+
 // factValues converts facts for the report.
 func factValues(fs rules.Facts) map[rules.FactID]FactValue {
 	out := make(map[rules.FactID]FactValue, len(fs))
@@ -370,7 +381,7 @@ func summary(rep *Report, res rules.Result, fs rules.Facts) string {
 		if len(present) > 0 {
 			return fmt.Sprintf("undetermined: symptoms %s present but no hypothesis is supported; see the not-evaluable hypotheses for missing signals", strings.Join(present, ", "))
 		}
-		return fmt.Sprintf("undetermined: symptoms %s could not be evaluated (missing signals or no baseline), so no incident cannot be claimed", strings.Join(unknown, ", "))
+		return fmt.Sprintf("undetermined: symptoms %s could not be evaluated (missing signals or no baseline), so \"no incident\" cannot be claimed", strings.Join(unknown, ", "))
 	}
 	for _, f := range res.Findings {
 		if string(f.ID) != string(res.Verdict) {

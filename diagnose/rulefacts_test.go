@@ -3,6 +3,8 @@ package diagnose_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +13,7 @@ import (
 	"github.com/whyslow/whyslow/diagnose"
 	sample "github.com/whyslow/whyslow/examples/postmortem/evidence"
 	"github.com/whyslow/whyslow/rules"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // The facts in a report, also once written as JSON and read back,
@@ -37,4 +40,20 @@ func TestRuleFactsReproduceVerdict(t *testing.T) {
 	again := rules.Evaluate(back.RuleFacts(), rules.SLO{}, rules.DefaultThresholds)
 	assert.Equal(t, rep.Verdict, again.Verdict)
 	assert.Equal(t, rep.Facts[rules.TTFTP95].BaselineLower, back.Facts[rules.TTFTP95].BaselineLower)
+}
+
+// A verdict on evidence that was not read whole says so first.
+func TestPartialEvidenceIsFlaggedInTheSummary(t *testing.T) {
+	ev, err := sample.Read()
+	require.NoError(t, err)
+	whole, err := diagnose.Diagnose(ev, diagnose.Options{})
+	require.NoError(t, err)
+	assert.NotContains(t, whole.Summary, "PARTIAL")
+
+	ev.Problems = append(ev.Problems, snapshot.Problem{Severity: snapshot.SeverityError, File: "pod-3/10-40.prom", Offset: -1, Err: errors.New("truncated")})
+	part, err := diagnose.Diagnose(ev, diagnose.Options{})
+	require.NoError(t, err)
+	assert.True(t, part.Inputs.Partial)
+	assert.True(t, strings.HasPrefix(part.Summary, "PARTIAL EVIDENCE"), part.Summary)
+	assert.Equal(t, whole.Verdict, part.Verdict)
 }
