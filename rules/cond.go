@@ -261,15 +261,15 @@ func (c Cond) eval(e *env) result {
 	case kRises:
 		r := ratio(f.Value, f.Baseline)
 		out = verdict(r >= lim)
-		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), fmtRatio(r), upDown(out, "rises: >=", "no rise: <"), lim)
+		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", c.fact, fmtEst(c.fact, f.Value, f.Upper), fmtEst(c.fact, f.Baseline, f.BaselineUpper), fmtRatioEst(r, f), upDown(out, "rises: >=", "no rise: <"), lim)
 	case kSteady:
 		r := ratio(f.Value, f.Baseline)
 		out = verdict(r >= 1/lim && r <= lim)
-		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), fmtRatio(r), upDown(out, "steady: within", "changed: outside"), lim)
+		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", c.fact, fmtEst(c.fact, f.Value, f.Upper), fmtEst(c.fact, f.Baseline, f.BaselineUpper), fmtRatioEst(r, f), upDown(out, "steady: within", "changed: outside"), lim)
 	case kFlat:
 		r := ratio(f.Value, f.Baseline)
 		out = verdict(r < lim)
-		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), fmtRatio(r), upDown(out, "not up: <", "up: >="), lim)
+		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", c.fact, fmtEst(c.fact, f.Value, f.Upper), fmtEst(c.fact, f.Baseline, f.BaselineUpper), fmtRatioEst(r, f), upDown(out, "not up: <", "up: >="), lim)
 	case kDrops:
 		d := f.Baseline - f.Value
 		out = verdict(d >= lim)

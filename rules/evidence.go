@@ -152,3 +152,29 @@ func fmtRatio(r float64) string {
 	}
 	return fmt.Sprintf("%.2fx", r)
 }
+
+// fmtEst formats an estimate whose bucket has upper bound upper: a value
+// in the +Inf bucket is only a lower bound (histogram_quantile returns the
+// bucket's lower edge there), printed ">= v".
+func fmtEst(id FactID, v, upper float64) string {
+	if math.IsInf(upper, 1) && !math.IsInf(v, 0) && !math.IsNaN(v) {
+		return ">= " + fmtValue(id, v)
+	}
+	return fmtValue(id, v)
+}
+
+// fmtRatioEst formats value/baseline when either may be a lower bound
+// (an estimate in the +Inf bucket): a lower-bound value makes the ratio a
+// lower bound, a lower-bound baseline an upper bound, both unknown.
+func fmtRatioEst(r float64, f Fact) string {
+	vLow, bLow := math.IsInf(f.Upper, 1), math.IsInf(f.BaselineUpper, 1)
+	switch {
+	case vLow && bLow:
+		return "~" + fmtRatio(r) + " (both in the +Inf bucket)"
+	case vLow:
+		return ">= " + fmtRatio(r)
+	case bLow:
+		return "<= " + fmtRatio(r)
+	}
+	return fmtRatio(r)
+}

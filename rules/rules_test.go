@@ -535,3 +535,22 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 	}
 	assert.Len(t, rules.FactIDs(), len(declared), "a declared fact is missing from this list")
 }
+
+// An estimate in the +Inf bucket is only a lower bound, and so is its
+// ratio to the baseline: the evidence says ">=".
+func TestLowerBoundEstimatesSaySo(t *testing.T) {
+	f := rules.Facts{
+		rules.TTFTP95: rules.Measured(10).WithBounds(10, math.Inf(1)).WithBaseline(2).WithCount(5000, 5000),
+	}
+	var text string
+	for _, s := range rules.Symptoms(f, rules.SLO{}, rules.DefaultThresholds) {
+		if s.ID == rules.SymptomTTFT {
+			for _, e := range s.Evidence {
+				if e.Fact == rules.TTFTP95 {
+					text = e.Text
+				}
+			}
+		}
+	}
+	assert.Contains(t, text, "ttft_p95 >= 10s vs baseline 2s: >= 5.00x")
+}

@@ -159,7 +159,7 @@ func (e *env) latencyUp(sg signal) result {
 	}
 	r := ratio(f.Value, f.Baseline)
 	out := verdict(r >= e.th.Rise)
-	ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", sg.id, fmtValue(sg.id, f.Value), fmtValue(sg.id, f.Baseline), fmtRatio(r), upDown(out, "up: >=", "not up: <"), e.th.Rise)
+	ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", sg.id, fmtEst(sg.id, f.Value, f.Upper), fmtEst(sg.id, f.Baseline, f.BaselineUpper), fmtRatioEst(r, f), upDown(out, "up: >=", "not up: <"), e.th.Rise)
 	return result{out: out, ev: []Evidence{ev}}
 }
 
