@@ -481,7 +481,7 @@ func dimensions(set settings, rep *Report, by string, values []string) []Dimensi
 		models = fmt.Sprintf("%s: %s", by, strings.Join(values, ", "))
 	}
 	ds = append(ds, Dimension{Name: "model and replica", Supported: true,
-		How: fmt.Sprintf("model_name label (%s); %d replicas, each with its own signals", models, len(rep.Inputs.Replicas))})
+		How: fmt.Sprintf("model_name label (%s); %s, each with its own signals", models, plural(len(rep.Inputs.Replicas), "replica", "replicas"))})
 	if set.By != "" && set.By != "model_name" {
 		ds = append(ds, Dimension{Name: "workload type", Supported: true, How: fmt.Sprintf("split by the %s label", set.By)})
 	} else {

@@ -194,7 +194,7 @@ func fmtWindow(w WindowInfo) string {
 	}
 	var extra []string
 	if w.Scrapes > 0 {
-		extra = append(extra, fmt.Sprintf("%d scrapes", w.Scrapes))
+		extra = append(extra, plural(w.Scrapes, "scrape", "scrapes"))
 	}
 	if w.From != "" {
 		extra = append(extra, "from "+w.From)
@@ -221,4 +221,12 @@ func groupLabel(sel map[string]string) string {
 		parts = append(parts, k+"="+sel[k])
 	}
 	return strings.Join(parts, ",")
+}
+
+// plural formats "1 scrape", "2 scrapes".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
