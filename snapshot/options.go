@@ -23,7 +23,11 @@ type Options struct {
 	// Start and End limit TSDB reads (and dump samples) to [Start, End];
 	// zero means unbounded.
 	Start, End time.Time
-	// Matchers narrow TSDB reads (like a PromQL selector); nil reads all.
+	// Matchers keep only the series they match (like a PromQL selector);
+	// nil keeps all. They see the labels as stored: a TSDB or a /federate
+	// dump carries the target labels Prometheus added (pod, namespace,
+	// job), a /metrics dump only the labels the server exposed, so a
+	// matcher on pod drops every series of a plain dump.
 	Matchers []*labels.Matcher
 	// Metrics, when non-empty, keeps only families whose lookup name (see
 	// Family.Name) or sample name is listed; readers skip the rest as early

@@ -34,7 +34,7 @@ type inputFlags struct {
 }
 
 func (f *inputFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.match, "match", "", "PromQL `SELECTOR` narrowing TSDB input, e.g. '{namespace=\"llm\"}'")
+	fs.StringVar(&f.match, "match", "", "PromQL `SELECTOR` keeping only matching series, e.g. '{namespace=\"llm\"}' (target labels such as pod exist in TSDB and /federate input, not in plain /metrics dumps)")
 	fs.Var(&f.aliases, "alias", "`CANONICAL=NAME` reads signal CANONICAL (e.g. ttft, gpu_util, client_ttft) from metric NAME; vllm:=NEWPREFIX: remaps the prefix (e.g. vllm:=ray_vllm:); repeatable")
 	fs.BoolVar(&f.strict, "strict", false, "treat a partial result (an unreadable file among many) as an error")
 	fs.StringVar(&f.output, "o", "", "write the output to `FILE` instead of standard output (never inside an input path)")
