@@ -38,8 +38,8 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.aliases, "alias", "`CANONICAL=NAME` reads signal CANONICAL (e.g. ttft, gpu_util, client_ttft) from metric NAME; vllm:=NEWPREFIX: remaps the prefix (e.g. vllm:=ray_vllm:); repeatable")
 	fs.BoolVar(&f.strict, "strict", false, "treat a partial result (an unreadable file among many) as an error")
 	fs.StringVar(&f.output, "o", "", "write the output to `FILE` instead of standard output (never inside an input path)")
-	fs.StringVar(&f.maxBytes, "max-bytes", "", "largest decompressed dump `SIZE` to read from one file, e.g. 256MiB (default 64MiB; a long /federate dump may need more)")
-	fs.IntVar(&f.maxSamples, "max-samples", 0, "read at most `N` samples from one dump file (default 200000; a /federate dump holding many scrapes may need more)")
+	fs.StringVar(&f.maxBytes, "max-bytes", "", "largest decompressed `SIZE` of one scrape's dump, e.g. 256MiB (default 64MiB); a file of many scrapes (/federate, timestamped OpenMetrics) may hold up to 4GiB, or SIZE if larger")
+	fs.IntVar(&f.maxSamples, "max-samples", 0, "read at most `N` samples per scrape (default 200000; a file of many scrapes holds N per scrape time)")
 }
 
 // catalog returns the default catalog with the --alias flags applied.
@@ -90,6 +90,9 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 			return nil, usagef("--max-bytes %q: %v", f.maxBytes, err)
 		}
 		opts.Limits.MaxBytesPerScrape = n
+		if n > snapshot.DefaultLimits.MaxBytesPerFile {
+			opts.Limits.MaxBytesPerFile = n
+		}
 	}
 	if f.maxSamples < 0 {
 		return nil, usagef("--max-samples %d: want a positive count", f.maxSamples)
@@ -125,7 +128,7 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 		}
 	}
 	if limit {
-		fmt.Fprintln(e.stderr, "hint: --max-bytes and --max-samples raise the limits on one dump file")
+		fmt.Fprintln(e.stderr, "hint: --max-bytes and --max-samples raise the limits per scrape")
 	}
 	if err != nil {
 		if ctx.Err() == nil && ev != nil && len(ev.Problems) > 0 {
