@@ -504,6 +504,9 @@ func (b *Builder) parseError(data []byte, lastGood int64, err error) {
 	case fs.noNewline && bytes.IndexByte(data[min(off, int64(len(data))):], '\n') == len(data)-1-int(min(off, int64(len(data)))):
 		sentinel = ErrTruncated
 		msg = "dump ends in the middle of a line (truncated?): " + msg
+	case lastGood < 0 && fs.samples == 0 && len(fs.declared) == 0:
+		// Not one good line: this is likely not an exposition at all.
+		msg = "not a Prometheus or OpenMetrics exposition (the first line does not parse): " + msg
 	}
 	b.problems = append(b.problems, syntaxProblem(fs.name, data, off, sentinel, msg))
 }
