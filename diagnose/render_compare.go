@@ -187,6 +187,8 @@ func compareRTable(rows []CompareRow, withGroup bool) (*rtable, []ritem) {
 		}
 		moved := ""
 		switch {
+		case r.LowCount && r.BaselineWindow.From == "none":
+			moved = "no baseline"
 		case r.LowCount:
 			moved = "low n"
 		case r.Moved:
