@@ -3,6 +3,7 @@ package rules_test
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -553,4 +554,22 @@ func TestLowerBoundEstimatesSaySo(t *testing.T) {
 		}
 	}
 	assert.Contains(t, text, "ttft_p95 >= 10s vs baseline 2s: >= 5.00x")
+}
+
+func TestThresholdsSetByName(t *testing.T) {
+	th := rules.DefaultThresholds
+	require.NoError(t, th.Set("kv_high", 0.95))
+	assert.Equal(t, 0.95, th.KVHigh)
+	v, ok := th.Get("kv_high")
+	assert.True(t, ok)
+	assert.Equal(t, 0.95, v)
+	assert.Equal(t, 0.9, rules.DefaultThresholds.KVHigh, "the defaults are not changed")
+	assert.ErrorContains(t, th.Set("kv", 1), `unknown threshold "kv"`)
+	assert.Error(t, th.Set("rise", -1))
+	assert.Error(t, th.Set("rise", math.NaN()))
+	assert.Len(t, rules.ThresholdNames(), reflect.TypeOf(th).NumField(), "every field has a name")
+	for _, n := range rules.ThresholdNames() {
+		_, ok := th.Get(n)
+		assert.True(t, ok, n)
+	}
 }

@@ -1,5 +1,12 @@
 package rules
 
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
 // Thresholds are the tunable limits of the decision map. Start from
 // DefaultThresholds and change single fields; the zero value is not
 // useful.
@@ -134,3 +141,63 @@ var (
 	limCorrStrong    = limit{"CorrStrong", func(t Thresholds) float64 { return t.CorrStrong }}
 	limCorrWeak      = limit{"CorrWeak", func(t Thresholds) float64 { return t.CorrWeak }}
 )
+
+// fields maps the snake_case name of every threshold (used on
+// the command line: --thresholds rise=2,kv_high=0.95) to its field.
+func (t *Thresholds) fields() map[string]*float64 {
+	return map[string]*float64{
+		"rise": &t.Rise, "steady": &t.Steady, "accumulating": &t.Accumulating, "burst": &t.Burst,
+		"queue_min": &t.QueueMin, "arrival_excess": &t.ArrivalExcess, "explains": &t.Explains,
+		"near_capacity": &t.NearCapacity, "kv_high": &t.KVHigh, "preemption": &t.Preemption,
+		"gpu_low": &t.GPULow, "hotspot": &t.Hotspot, "proxy_gap": &t.ProxyGap, "prefix_drop": &t.PrefixDrop,
+		"corr_strong": &t.CorrStrong, "corr_weak": &t.CorrWeak, "error_share": &t.ErrorShare,
+		"min_samples": &t.MinSamples, "min_samples_tail": &t.MinSamplesTail,
+	}
+}
+
+// ThresholdNames returns the snake_case names Set accepts, sorted.
+func ThresholdNames() []string {
+	var t Thresholds
+	names := make([]string, 0, 19)
+	for n := range t.fields() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Set sets the threshold with the given snake_case name ("kv_high" for
+// KVHigh). It refuses unknown names and values that are negative or not
+// finite.
+func (t *Thresholds) Set(name string, v float64) error {
+	p, ok := t.fields()[name]
+	if !ok {
+		return fmt.Errorf("unknown threshold %q (known: %s)", name, strings.Join(ThresholdNames(), ", "))
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return fmt.Errorf("threshold %s = %v: want a finite value >= 0", name, v)
+	}
+	*p = v
+	return nil
+}
+
+// Get returns the threshold with the given snake_case name.
+func (t Thresholds) Get(name string) (float64, bool) {
+	p, ok := t.fields()[name]
+	if !ok {
+		return 0, false
+	}
+	return *p, true
+}
+
+// DescribeThresholds prints every threshold by its snake_case name with
+// its value and meaning, one per line, sorted by name.
+func DescribeThresholds(th Thresholds) string {
+	var b strings.Builder
+	b.WriteString("thresholds (set with --thresholds NAME=VALUE, or Thresholds.Set):\n")
+	for _, n := range ThresholdNames() {
+		v, _ := th.Get(n)
+		fmt.Fprintf(&b, "  %-16s %g\n", n, v)
+	}
+	return b.String()
+}

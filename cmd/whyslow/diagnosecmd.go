@@ -27,7 +27,7 @@ const diagnoseExamples = `  whyslow diagnose ./evidence/
 type diagnoseFlags struct {
 	inputFlags
 	baseline, incident string
-	slo                string
+	slo, thresholds    string
 	model, by          string
 	format             string
 }
@@ -38,6 +38,7 @@ func (f *diagnoseFlags) register(fsName string, e *env, synopsis, examples strin
 	fs.StringVar(&f.baseline, "baseline", "", "baseline window, RFC 3339 interval `START/END`")
 	fs.StringVar(&f.incident, "incident", "", "incident window, RFC 3339 interval `START/END`; without it, the automatic change point")
 	fs.StringVar(&f.slo, "slo", "", "SLO `TARGETS`, e.g. ttft_p95=2s,ttft_p99=5s,tpot_p95=80ms,itl_p95=100ms,e2e_p99=30s,error_share=0.01")
+	fs.StringVar(&f.thresholds, "thresholds", "", "decision-map `LIMITS` replacing the defaults (see whyslow rules), e.g. rise=2,kv_high=0.95,gpu_low=0.3")
 	fs.StringVar(&f.model, "model", "", "keep only model_name=`NAME`")
 	fs.StringVar(&f.by, "by", "", "split signals by `LABEL` (default: model_name when several models are present)")
 	fs.StringVar(&f.format, "format", "text", "output `FORMAT`: "+formats)
@@ -56,6 +57,9 @@ func (f *diagnoseFlags) options() (diagnose.Options, error) {
 	}
 	if !opts.Baseline.IsZero() && opts.Incident.IsZero() {
 		return opts, usagef("--baseline needs --incident")
+	}
+	if opts.Thresholds, err = parseThresholds(f.thresholds); err != nil {
+		return opts, usagef("--thresholds: %v", err)
 	}
 	if opts.SLO, err = parseSLO(f.slo); err != nil {
 		return opts, usagef("--slo: %v", err)
@@ -216,4 +220,28 @@ func writeCompare(w io.Writer, format string, rep *diagnose.Report) error {
 	default:
 		return diagnose.WriteCompareText(w, rows)
 	}
+}
+
+// parseThresholds parses "rise=2,kv_high=0.95" into the default
+// thresholds with those fields replaced.
+func parseThresholds(s string) (rules.Thresholds, error) {
+	th := rules.DefaultThresholds
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return th, fmt.Errorf("%q: want NAME=VALUE (names: %s)", kv, strings.Join(rules.ThresholdNames(), ", "))
+		}
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return th, fmt.Errorf("%q: %q is not a number", kv, v)
+		}
+		if err := th.Set(strings.TrimSpace(k), x); err != nil {
+			return th, err
+		}
+	}
+	return th, nil
 }

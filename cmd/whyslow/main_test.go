@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -272,4 +273,23 @@ func TestParseSLO(t *testing.T) {
 		_, err := parseSLO(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+func TestThresholdsFlag(t *testing.T) {
+	th, err := parseThresholds("rise=2, kv_high=0.95")
+	require.NoError(t, err)
+	assert.Equal(t, 2.0, th.Rise)
+	assert.Equal(t, 0.95, th.KVHigh)
+	assert.Equal(t, rules.DefaultThresholds.Steady, th.Steady)
+	for _, bad := range []string{"rise", "rise=x", "nope=1", "rise=-1"} {
+		_, err := parseThresholds(bad)
+		assert.Error(t, err, bad)
+	}
+	// A rise threshold above the sample's TTFT change turns its verdict.
+	code, out, errOut := whyslow(t, "", "diagnose", "--thresholds", "rise=10", "--format", "json", sample)
+	require.Equal(t, exitOK, code, errOut)
+	assert.NotContains(t, out, `"verdict": "prefill-long-prompts"`)
+	code, _, errOut = whyslow(t, "", "diagnose", "--thresholds", "kv=1", sample)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, `unknown threshold "kv"`)
 }

@@ -25,6 +25,6 @@ func runRules(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.WriteString(out, rules.Describe(rules.DefaultThresholds))
+	_, err = io.WriteString(out, rules.Describe(rules.DefaultThresholds)+"\n"+rules.DescribeThresholds(rules.DefaultThresholds))
 	return errors.Join(err, closeOut())
 }
