@@ -76,7 +76,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 		}
 		rep.Warnings = append(common, rep.Warnings...)
 		rep.Dimensions = dimensions(set, rep, by, nil)
-		markPartial(rep)
+		finishReport(rep, set)
 		return rep, nil
 	}
 
@@ -91,7 +91,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 		rep.Group = g.sel
 		rep.Inputs = makeInputs(ev, res).restrict(g.reps)
 		rep.Dimensions = dimensions(set, rep, by, nil)
-		markPartial(rep)
+		finishReport(rep, set)
 		top.Groups = append(top.Groups, rep)
 		values = append(values, groupName(g.sel))
 	}
@@ -113,7 +113,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 	top.Dimensions = dimensions(set, top, by, values)
 	top.Symptoms = []rules.Symptom{}
 	top.Hypotheses = []rules.Finding{}
-	markPartial(top)
+	finishReport(top, set)
 	return top, nil
 }
 
@@ -329,9 +329,11 @@ func diagnoseScope(sc *scope) (*Report, error) {
 	return rep, nil
 }
 
-// markPartial prefixes the summary of a report on evidence that was not
-// read whole: a verdict must say so where it is read first.
-func markPartial(rep *Report) {
+// finishReport records the settings a report was judged with, and
+// prefixes the summary of a report on evidence that was not read whole:
+// a verdict must say so where it is read first.
+func finishReport(rep *Report, set settings) {
+	rep.Settings = settingsOf(set.SLO, set.Thresholds)
 	if rep.Inputs.Partial {
 		rep.Summary = "PARTIAL EVIDENCE (some input could not be read; see inputs): " + rep.Summary
 	}

@@ -391,7 +391,7 @@ func layoutReplicas(d *rdoc, r *Report) {
 	if len(names) == 0 {
 		return
 	}
-	th := rules.DefaultThresholds
+	th := r.thresholds()
 	p95 := func(s Signal) (string, float64) {
 		q, ok := quantileOf(s.Incident, 0.95)
 		if !ok {

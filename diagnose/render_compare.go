@@ -37,9 +37,9 @@ type CompareRow struct {
 	ChangeP50 Float `json:"change_p50"`
 	ChangeP95 Float `json:"change_p95"`
 	// Moved is true when p50 or p95 left the steady band of the decision
-	// map: incident/baseline outside [1/Steady, Steady] of
-	// rules.DefaultThresholds, with at least MinSamples observations in
-	// each window.
+	// map: incident/baseline outside [1/Steady, Steady] of the report's
+	// thresholds (Report.Settings), with at least MinSamples observations
+	// in each window.
 	Moved bool `json:"moved"`
 	// LowCount is true when a window holds fewer than MinSamples
 	// observations, so that no change is judged.
@@ -47,6 +47,8 @@ type CompareRow struct {
 	// Missing says why the signal cannot be evaluated; the quantiles are
 	// then unknown.
 	Missing string `json:"missing,omitempty"`
+	// th are the thresholds Moved and LowCount were judged with.
+	th rules.Thresholds
 }
 
 // CompareTable returns the before/after table of r: one row per fleet
@@ -55,8 +57,10 @@ type CompareRow struct {
 // row with Missing set. For a report split into groups, the rows of every
 // group follow one another, each with its Group.
 //
-// Moved uses rules.DefaultThresholds (Steady and MinSamples), the same
-// band in which the decision map reads a signal as unchanged.
+// Moved uses the thresholds the report was judged with (Steady and
+// MinSamples; rules.DefaultThresholds for a report that does not record
+// them), the same band in which the decision map reads a signal as
+// unchanged.
 func CompareTable(r *Report) []CompareRow {
 	if r == nil {
 		return nil
@@ -71,13 +75,13 @@ func CompareTable(r *Report) []CompareRow {
 		}
 		return rows
 	}
-	th := rules.DefaultThresholds
+	th := r.thresholds()
 	var rows []CompareRow
 	for _, s := range r.Signals.Fleet {
 		if s.Kind != "histogram" {
 			continue
 		}
-		row := CompareRow{Signal: s.ID, Unit: s.Unit, Metric: s.Metric,
+		row := CompareRow{th: th, Signal: s.ID, Unit: s.Unit, Metric: s.Metric,
 			BaselineWindow: r.Windows.Baseline, IncidentWindow: r.Windows.Incident, Missing: s.Missing}
 		if s.Baseline != nil {
 			row.BaselineWindow = s.Baseline.Window
@@ -152,6 +156,9 @@ func fmtCompareCell(q Quantile, unit string) string {
 // compareCaption says what the table shows and over which windows.
 func compareCaption(rows []CompareRow) string {
 	th := rules.DefaultThresholds
+	if len(rows) > 0 && rows[0].th.Steady > 0 {
+		th = rows[0].th
+	}
 	base, inc := "none", "none"
 	for _, r := range rows {
 		if r.Missing == "" {

@@ -126,6 +126,12 @@ func normalizedReport(r *Report) *Report {
 	if c.Facts == nil {
 		c.Facts = map[rules.FactID]FactValue{}
 	}
+	if c.Settings.SLO == nil {
+		c.Settings.SLO = map[string]float64{}
+	}
+	if c.Settings.Thresholds == nil {
+		c.Settings.Thresholds = map[string]float64{}
+	}
 	c.Inputs.Sources = nonNil(c.Inputs.Sources)
 	c.Inputs.Replicas = nonNil(c.Inputs.Replicas)
 	if c.Groups != nil {

@@ -60,6 +60,10 @@ type Report struct {
 	// mismatched bucket layouts, version skew, configuration drift,
 	// unreadable files, non-finite numbers written as null.
 	Warnings []string `json:"warnings"`
+	// Settings are the SLO targets and decision-map thresholds the report
+	// was judged with, so that a saved report can be read (and re-judged)
+	// on its own.
+	Settings Settings `json:"settings"`
 	// Groups holds one report per value of the split label when the
 	// evidence was split (by model_name by default when several models
 	// are present); the top-level fields then summarise the groups.
@@ -351,4 +355,42 @@ func (t *Timeline) UnmarshalJSON(b []byte) error {
 	*t = Timeline(v.plain)
 	t.Step = time.Duration(v.StepSeconds * float64(time.Second))
 	return nil
+}
+
+// Settings are the SLO targets and thresholds a report was judged with.
+type Settings struct {
+	// SLO maps a target's name (ttft_p95, ttft_p99, tpot_p95, itl_p95,
+	// e2e_p99, error_share) to its limit in base units; targets not given
+	// are left out.
+	SLO map[string]float64 `json:"slo"`
+	// Thresholds maps every decision-map threshold's snake_case name
+	// (see rules.ThresholdNames) to its value.
+	Thresholds map[string]float64 `json:"thresholds"`
+}
+
+// settingsOf records slo and th.
+func settingsOf(slo rules.SLO, th rules.Thresholds) Settings {
+	s := Settings{SLO: map[string]float64{}, Thresholds: map[string]float64{}}
+	for name, v := range map[string]float64{
+		"ttft_p95": slo.TTFTP95, "ttft_p99": slo.TTFTP99, "tpot_p95": slo.TPOTP95,
+		"itl_p95": slo.ITLP95, "e2e_p99": slo.E2EP99, "error_share": slo.ErrorShare,
+	} {
+		if v > 0 {
+			s.SLO[name] = v
+		}
+	}
+	for _, n := range rules.ThresholdNames() {
+		s.Thresholds[n], _ = th.Get(n)
+	}
+	return s
+}
+
+// thresholds returns the thresholds the report was judged with, or
+// rules.DefaultThresholds for a report that does not record them.
+func (r *Report) thresholds() rules.Thresholds {
+	th := rules.DefaultThresholds
+	for n, v := range r.Settings.Thresholds {
+		_ = th.Set(n, v)
+	}
+	return th
 }
