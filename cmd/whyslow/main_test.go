@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -292,4 +293,33 @@ func TestThresholdsFlag(t *testing.T) {
 	code, _, errOut = whyslow(t, "", "diagnose", "--thresholds", "kv=1", sample)
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, `unknown threshold "kv"`)
+}
+
+// Quantiles are never merged across models: with two model_name values
+// the command asks for --model or --by.
+func TestQuantileSeveralModels(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("# TYPE vllm:time_to_first_token_seconds histogram\n")
+	for _, m := range []string{"llama", "qwen"} {
+		fmt.Fprintf(&b, "vllm:time_to_first_token_seconds_bucket{le=\"0.5\",model_name=%q} 80\n", m)
+		fmt.Fprintf(&b, "vllm:time_to_first_token_seconds_bucket{le=\"1.0\",model_name=%q} 100\n", m)
+		fmt.Fprintf(&b, "vllm:time_to_first_token_seconds_bucket{le=\"+Inf\",model_name=%q} 100\n", m)
+		fmt.Fprintf(&b, "vllm:time_to_first_token_seconds_sum{model_name=%q} 30\n", m)
+		fmt.Fprintf(&b, "vllm:time_to_first_token_seconds_count{model_name=%q} 100\n", m)
+	}
+	dump := filepath.Join(t.TempDir(), "vllm-0_2026-09-22T10-00-00Z.prom")
+	require.NoError(t, os.WriteFile(dump, []byte(b.String()), 0o644))
+
+	code, _, errOut := whyslow(t, "", "quantile", "--metric", "ttft", dump)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, errOut, "several models (llama, qwen)")
+
+	code, out, errOut := whyslow(t, "", "quantile", "--metric", "ttft", "--model", "qwen", dump)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "fleet (merged)")
+
+	code, out, errOut = whyslow(t, "", "quantile", "--metric", "ttft", "--by", "model_name", dump)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "model_name=llama")
+	assert.Contains(t, out, "model_name=qwen")
 }
