@@ -17,7 +17,7 @@ import (
 // realdataDir holds the eight real /metrics captures (see its SOURCES.md).
 // They are snapshot's fixtures; diagnose reads them rather than keeping a
 // second copy.
-const realdataDir = "../snapshot/testdata/realdata"
+const realdataDir = "../testdata/realdata/vllm"
 
 // goldenDir holds the expected Resolution.String() of each capture.
 const goldenDir = "testdata/catalog"

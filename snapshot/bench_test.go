@@ -34,7 +34,7 @@ type benchDump struct {
 }
 
 var benchCorpus = sync.OnceValues(func() ([]benchDump, int64) {
-	tmpl, err := os.ReadFile("testdata/realdata/lora-multitenancy-experiment-0.30.0.prom")
+	tmpl, err := os.ReadFile("../testdata/realdata/vllm/lora-multitenancy-experiment-0.30.0.prom")
 	if err != nil {
 		panic(err)
 	}

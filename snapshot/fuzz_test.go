@@ -14,7 +14,7 @@ import (
 // file, and the Evidence keeps its invariants (sorted distinct times,
 // columns of equal length).
 func FuzzParseDump(f *testing.F) {
-	files, _ := filepath.Glob("testdata/realdata/*.prom")
+	files, _ := filepath.Glob("../testdata/realdata/vllm/*.prom")
 	for _, p := range files {
 		data, err := os.ReadFile(p)
 		require.NoError(f, err)

@@ -59,7 +59,7 @@ func summary(e *snapshot.Evidence) string {
 }
 
 func realFiles(t testing.TB) []string {
-	files, err := filepath.Glob("testdata/realdata/*.prom")
+	files, err := filepath.Glob("../testdata/realdata/vllm/*.prom")
 	require.NoError(t, err)
 	require.Len(t, files, 8, "the eight captures of ../shared/realdata/vllm")
 	return files
@@ -118,10 +118,10 @@ func TestRealCaptures(t *testing.T) {
 	}
 }
 
-// TestRealCaptureDetails checks facts stated in testdata/realdata/SOURCES.md.
+// TestRealCaptureDetails checks facts stated in ../testdata/realdata/vllm/SOURCES.md.
 func TestRealCaptureDetails(t *testing.T) {
 	read := func(name string) *snapshot.Target {
-		data, err := os.ReadFile(filepath.Join("testdata/realdata", name))
+		data, err := os.ReadFile(filepath.Join("../testdata/realdata/vllm", name))
 		require.NoError(t, err)
 		e, err := snapshot.ParseDump(data, name, snapshot.Options{})
 		require.NoError(t, err)

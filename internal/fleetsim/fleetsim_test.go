@@ -586,7 +586,7 @@ func TestHelpMatchesRealCaptures(t *testing.T) {
 		{7, "vllm_composer-test-fixture-unknown.prom", 15},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			real := readTestdata(t, "real/"+tc.file)
+			real := readTestdata(t, "../../../testdata/realdata/vllm/"+tc.file)
 			rt, rh, _ := parseText(t, real, "text/plain; version=0.0.4")
 			ours := f.Pods[tc.pod].Scrapes[10].VLLM()
 			ot, oh, _ := parseText(t, ours, "text/plain; version=0.0.4")
