@@ -49,9 +49,28 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-// A dump with a time in its name, so that output does not depend on the
-// file's mtime.
-const capture = "testdata/captures/lora-multitenancy-0.30.0_2026-09-28T10-00-00Z.prom"
+// capture is the real vLLM 0.30.0 capture of ../../testdata/realdata/vllm,
+// copied by TestMain under a name with a time in it, so that output does
+// not depend on the file's mtime.
+var capture string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "whyslow-cmd-test")
+	if err != nil {
+		panic(err)
+	}
+	data, err := os.ReadFile("../../testdata/realdata/vllm/lora-multitenancy-experiment-0.30.0.prom")
+	if err != nil {
+		panic(err)
+	}
+	capture = filepath.Join(dir, "lora-multitenancy-0.30.0_2026-09-28T10-00-00Z.prom")
+	if err := os.WriteFile(capture, data, 0o644); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 func TestExitCodes(t *testing.T) {
 	tests := []struct {
