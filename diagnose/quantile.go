@@ -147,6 +147,7 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 		if rep.Lifetime && span.Start.Equal(span.End) {
 			// Since process start: the start is not known.
 			rep.Window.Start = time.Time{}
+			rep.Window.End = knownTime(span.End)
 		}
 	}
 	merged, err := histogram.Merge(perReplica...)
@@ -257,6 +258,8 @@ func (r *QuantileReport) String() string {
 	var b strings.Builder
 	var span string
 	switch {
+	case r.Lifetime && r.Window.Start.IsZero() && r.Window.End.IsZero():
+		span = "the replicas' lifetime (single scrape at an unknown time; since process start, not windowed)"
 	case r.Lifetime && r.Window.Start.IsZero():
 		span = "the replicas' lifetime (single scrape at " + r.Window.End.UTC().Format(time.RFC3339) + "; since process start, not windowed)"
 	case r.Lifetime:

@@ -165,6 +165,9 @@ func fmtDuration(d time.Duration) string {
 // 09:30–10:00Z (30m)"; "lifetime to ..." for values since process start;
 // "none" for a missing window.
 func fmtWindowSpan(w WindowInfo) string {
+	if w.From == "lifetime" && w.End.IsZero() {
+		return "lifetime (since process start; scrape time unknown)"
+	}
 	if w.From == "none" || (w.Start.IsZero() && w.End.IsZero()) {
 		return "none"
 	}

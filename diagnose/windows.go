@@ -26,6 +26,9 @@ func (e evalWindow) text() string {
 		return ""
 	}
 	if e.lifetime {
+		if e.info.End.IsZero() {
+			return "lifetime (since process start; scrape time unknown)"
+		}
 		return fmt.Sprintf("lifetime (since process start, to %s)", e.info.End.UTC().Format("2006-01-02 15:04:05Z"))
 	}
 	s, en := e.info.Start.UTC(), e.info.End.UTC()
@@ -135,7 +138,7 @@ func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWin
 		return base, inc, cp, warns
 
 	case st.maxPerTarget <= 1:
-		inc = evalWindow{ok: true, lifetime: true, info: WindowInfo{End: st.last, From: "lifetime", Scrapes: len(st.times)}}
+		inc = evalWindow{ok: true, lifetime: true, info: WindowInfo{End: knownTime(st.last), From: "lifetime", Scrapes: len(st.times)}}
 		warns = append(warns, "lifetime, not windowed: one scrape per replica, so every value is since the process started; there is no baseline, and symptoms are judged against SLO targets only")
 		return base, inc, nil, warns
 
@@ -187,4 +190,14 @@ func (sc *scope) searchChangePoint(st scrapeStats, tl *timelines) *ChangePoint {
 	}
 	cp.Used = sc.set.Incident.IsZero()
 	return cp
+}
+
+// knownTime returns t, or the zero time (null in JSON, "unknown" in text)
+// for the Unix epoch, where snapshot places a scrape whose time no source
+// gives (snapshot.TimeUnknown: a dump read from standard input).
+func knownTime(t time.Time) time.Time {
+	if t.Equal(time.Unix(0, 0)) {
+		return time.Time{}
+	}
+	return t
 }

@@ -27,3 +27,15 @@ DCGM_FI_DEV_GPU_UTIL{exported_pod="vllm-0",gpu="0",instance="10.0.0.9:9400",job=
 	assert.NotNil(t, tg.Family("vllm:num_requests_waiting"))
 	require.Len(t, tg.Scrapes, 1)
 }
+
+// A dump with no time in its name or samples and no file has no time at
+// all: the scrape is marked TimeUnknown, with a warning.
+func TestNoTimeAtAll(t *testing.T) {
+	ev, err := snapshot.ParseDump([]byte("# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 1\n"), "-", snapshot.Options{})
+	require.NoError(t, err)
+	require.Len(t, ev.Targets, 1)
+	require.Len(t, ev.Targets[0].Scrapes, 1)
+	assert.Equal(t, snapshot.TimeUnknown, ev.Targets[0].Scrapes[0].TimeFrom)
+	require.NotEmpty(t, ev.Problems)
+	assert.ErrorIs(t, ev.Problems[0], snapshot.ErrNoTime)
+}

@@ -126,9 +126,13 @@ const (
 	// TimeFromFileName: a timestamp in the file name (RFC 3339 and
 	// variants, or Unix seconds).
 	TimeFromFileName
-	// TimeFromModTime: the file's modification time, the weakest source:
+	// TimeFromModTime: the file's modification time, a weak source:
 	// copying a file changes it.
 	TimeFromModTime
+	// TimeUnknown: no source at all (a dump read from standard input or
+	// from memory with a name that holds no time): the scrape is placed at
+	// the Unix epoch, which only orders it; its values are lifetime values.
+	TimeUnknown
 )
 
 // String returns a short description such as "file name".
@@ -142,6 +146,8 @@ func (s TimeSource) String() string {
 		return "file name"
 	case TimeFromModTime:
 		return "file mtime"
+	case TimeUnknown:
+		return "unknown"
 	}
 	return fmt.Sprintf("TimeSource(%d)", int(s))
 }

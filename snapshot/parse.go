@@ -720,7 +720,7 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 			b.problem(SeverityWarning, -1, "", fmt.Errorf("%w: no time in the file name or on the samples; using the file's mtime %s", ErrNoTime, modTime.UTC().Format(time.RFC3339)))
 		}
 	default:
-		ft, from = 0, TimeFromModTime
+		ft, from = 0, TimeUnknown
 		if len(fs.floats)+len(fs.pend) > 0 {
 			b.problem(SeverityWarning, -1, "", fmt.Errorf("%w: no time in the name or on the samples, and no mtime; scrape placed at the Unix epoch", ErrNoTime))
 		}

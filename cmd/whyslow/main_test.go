@@ -153,6 +153,8 @@ func TestQuantileStdin(t *testing.T) {
 	code, out, errOut := whyslow(t, string(data), "quantile", "--metric", "ttft", "-")
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, "fleet (merged)")
+	assert.Contains(t, out, "single scrape at an unknown time", "stdin has no scrape time: none is made up")
+	assert.NotContains(t, out, "1970")
 }
 
 func TestRules(t *testing.T) {
