@@ -142,7 +142,7 @@ func outsideSteady(change Float, steady float64) bool {
 // fmtCompareCell formats a quantile for the table: "2.2s [2s–2.5s]",
 // "6100 tokens [5000–10000]".
 func fmtCompareCell(q Quantile, unit string) string {
-	v := fmtUnitValue(float64(q.Value), unit)
+	v := fmtQuantilePoint(q, unit)
 	if math.IsNaN(float64(q.Lower)) && math.IsNaN(float64(q.Upper)) {
 		return v
 	}

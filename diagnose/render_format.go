@@ -118,13 +118,25 @@ func fmtCount(c Float) string {
 }
 
 // fmtQuantileValue formats a quantile with its bucket bounds:
-// "2.2s [2s, 2.5s]". Bounds are left out when both are unknown.
+// "2.2s [2s, 2.5s]", or ">= 10000 tokens [10000 tokens, +Inf]" in the
+// overflow bucket. Bounds are left out when both are unknown.
 func fmtQuantileValue(q Quantile, u string) string {
-	s := fmtUnitValue(float64(q.Value), u)
+	s := fmtQuantilePoint(q, u)
 	if math.IsNaN(float64(q.Lower)) && math.IsNaN(float64(q.Upper)) {
 		return s
 	}
 	return fmt.Sprintf("%s [%s, %s]", s, fmtUnitValue(float64(q.Lower), u), fmtUnitValue(float64(q.Upper), u))
+}
+
+// fmtQuantilePoint formats a quantile's value alone: in the +Inf bucket
+// histogram_quantile returns the bucket's lower edge, so the quantile is
+// only known to be at least that, and the value says ">=".
+func fmtQuantilePoint(q Quantile, u string) string {
+	s := fmtUnitValue(float64(q.Value), u)
+	if math.IsInf(float64(q.Upper), 1) && !math.IsNaN(float64(q.Value)) && !math.IsInf(float64(q.Value), 0) {
+		s = ">= " + s
+	}
+	return s
 }
 
 // fmtChange formats a relative change: "+154%", "-3.2%", "n/a".

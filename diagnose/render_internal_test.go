@@ -136,3 +136,14 @@ func TestUnescapeHTML(t *testing.T) {
 		assert.Equal(t, tc.want, string(unescapeHTML([]byte(tc.in))), tc.in)
 	}
 }
+
+// A quantile in the +Inf bucket is a lower bound, and says so wherever it
+// is printed.
+func TestOverflowQuantileSaysAtLeast(t *testing.T) {
+	q := Quantile{Q: 0.99, Value: 10000, Lower: 10000, Upper: Float(math.Inf(1)), Count: 28805}
+	assert.Equal(t, ">= 10000 tokens", fmtQuantilePoint(q, "tokens"))
+	assert.Equal(t, ">= 10000 tokens [10000 tokens, +Inf]", fmtQuantileValue(q, "tokens"))
+	assert.Equal(t, ">= 10000 tokens [10000–+Inf]", fmtCompareCell(q, "tokens"))
+	in := Quantile{Q: 0.95, Value: 8112, Lower: 5000, Upper: 10000, Count: 28805}
+	assert.Equal(t, "8112 tokens", fmtQuantilePoint(in, "tokens"))
+}
