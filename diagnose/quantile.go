@@ -109,12 +109,24 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 	var perReplica []histogram.Histogram
 	used := map[string]bool{}
 	var span WindowSpan
+	spec, isSignal := cat.Signal(SignalID(req.Metric))
 	for _, t := range ev.Targets {
-		fam := firstFamily(t, names)
+		// A signal id takes the replica's metric as the catalog resolves
+		// it (the same choice Diagnose makes), with its unit scale (a
+		// millisecond histogram named by an alias becomes seconds).
+		fam, scale := firstFamily(t, names), 1.0
+		if isSignal {
+			if m, ok := cat.ResolveTarget(t).Match(spec.ID); ok && m.Found() && len(m.Family.Histograms) > 0 {
+				fam, scale = m.Family, m.Candidate.ScaleFor(math.NaN())
+			}
+		}
 		if fam == nil {
 			continue
 		}
 		inc, err := fam.HistogramIncrease(req.Window, req.Match)
+		if err == nil && scale != 1 {
+			inc.Histogram = scaleBounds(inc.Histogram, scale)
+		}
 		if err != nil {
 			if !errors.Is(err, snapshot.ErrNotEvaluable) {
 				return nil, fmt.Errorf("%s: %s: %w", t.Name, fam.Name, err)

@@ -57,3 +57,24 @@ func TestPartialEvidenceIsFlaggedInTheSummary(t *testing.T) {
 	assert.True(t, strings.HasPrefix(part.Summary, "PARTIAL EVIDENCE"), part.Summary)
 	assert.Equal(t, whole.Verdict, part.Verdict)
 }
+
+// A histogram in milliseconds named by an alias is read in seconds, by
+// FleetQuantiles as by Diagnose.
+func TestFleetQuantilesScaleAliasedMilliseconds(t *testing.T) {
+	dump := `# TYPE gateway_ttft_milliseconds histogram
+gateway_ttft_milliseconds_bucket{le="100"} 50
+gateway_ttft_milliseconds_bucket{le="1000"} 100
+gateway_ttft_milliseconds_bucket{le="+Inf"} 100
+gateway_ttft_milliseconds_sum 30000
+gateway_ttft_milliseconds_count 100
+`
+	ev, err := snapshot.ParseDump([]byte(dump), "gw_2026-09-22T10-00-00Z.prom", snapshot.Options{})
+	require.NoError(t, err)
+	cat := diagnose.DefaultCatalog()
+	require.NoError(t, cat.Alias(diagnose.SignalClientTTFT, "gateway_ttft_milliseconds"))
+	rep, err := diagnose.FleetQuantiles(ev, diagnose.QuantileRequest{Metric: "client_ttft", Catalog: &cat, Quantiles: []float64{0.5}})
+	require.NoError(t, err)
+	require.Len(t, rep.Fleet, 1)
+	assert.InDelta(t, 0.1, float64(rep.Fleet[0].Value), 1e-12, "p50 at the 100 ms bound, in seconds")
+	assert.InDelta(t, 0.1, float64(rep.Fleet[0].Upper), 1e-12, "bounds in seconds too")
+}
