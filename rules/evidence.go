@@ -21,8 +21,12 @@ type Evidence struct {
 	BaselineWindow string  // baseline window
 	Source         string  // metric name and version
 	// Text says what the number shows, e.g. "queue_time_p95 450ms vs
-	// baseline 120ms: 3.75x (rises >= 1.5x)".
+	// baseline 120ms: 3.75x, severe (beyond noise 3.1x-4.4x over 30/30
+	// intervals; rises: >= 1.2x)".
 	Text string
+	// Effect is the comparison with the baseline, for evidence that
+	// compares the windows; nil otherwise.
+	Effect *Effect
 }
 
 func evidenceOf(id FactID, f Fact) Evidence {
@@ -89,19 +93,20 @@ func (n number) MarshalJSON() ([]byte, error) {
 // numbers (unknown values, an unbounded upper bound) are null.
 func (e Evidence) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Fact           FactID `json:"fact,omitempty"`
-		Value          number `json:"value"`
-		Baseline       number `json:"baseline"`
-		Lower          number `json:"lower"`
-		Upper          number `json:"upper"`
-		Count          number `json:"count"`
-		BaselineCount  number `json:"baseline_count"`
-		Window         string `json:"window,omitempty"`
-		BaselineWindow string `json:"baseline_window,omitempty"`
-		Source         string `json:"source,omitempty"`
-		Text           string `json:"text"`
+		Fact           FactID  `json:"fact,omitempty"`
+		Value          number  `json:"value"`
+		Baseline       number  `json:"baseline"`
+		Lower          number  `json:"lower"`
+		Upper          number  `json:"upper"`
+		Count          number  `json:"count"`
+		BaselineCount  number  `json:"baseline_count"`
+		Window         string  `json:"window,omitempty"`
+		BaselineWindow string  `json:"baseline_window,omitempty"`
+		Source         string  `json:"source,omitempty"`
+		Text           string  `json:"text"`
+		Effect         *Effect `json:"effect,omitempty"`
 	}{e.Fact, number(e.Value), number(e.Baseline), number(e.Lower), number(e.Upper),
-		number(e.Count), number(e.BaselineCount), e.Window, e.BaselineWindow, e.Source, e.Text})
+		number(e.Count), number(e.BaselineCount), e.Window, e.BaselineWindow, e.Source, e.Text, e.Effect})
 }
 
 // fmtValue formats a value in the unit of the fact: seconds as ms or s,
