@@ -51,6 +51,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 	if ev == nil || len(ev.Targets) == 0 {
 		return nil, errors.New("diagnose: the evidence holds no target")
 	}
+	set.catalog = set.catalog.ForEvidence(ev) // Ray's ray_vllm: names, when present
 	res := set.catalog.Resolve(ev)
 	reps := make([]replica, len(ev.Targets))
 	for i, t := range ev.Targets {

@@ -90,11 +90,12 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 	if len(qs) == 0 {
 		qs = DefaultQuantiles
 	}
-	cat := req.Catalog
-	if cat == nil {
-		c := DefaultCatalog()
-		cat = &c
+	c := DefaultCatalog()
+	if req.Catalog != nil {
+		c = *req.Catalog
 	}
+	c = c.ForEvidence(ev) // Ray's ray_vllm: names, when present
+	cat := &c
 	names, err := histogramNames(cat, req.Metric)
 	if err != nil {
 		return nil, err

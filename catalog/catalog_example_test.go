@@ -1,4 +1,4 @@
-package diagnose_test
+package catalog_test
 
 import (
 	"fmt"
@@ -6,13 +6,13 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
-func ExampleDefaultCatalog() {
-	cat := diagnose.DefaultCatalog()
-	for _, id := range []diagnose.SignalID{diagnose.SignalTPOT, diagnose.SignalITL, diagnose.SignalKVUsage} {
+func ExampleDefault() {
+	cat := catalog.Default()
+	for _, id := range []catalog.SignalID{catalog.SignalTPOT, catalog.SignalITL, catalog.SignalKVUsage} {
 		s, _ := cat.Signal(id)
 		fmt.Println(s)
 		for _, c := range s.Candidates {
@@ -31,12 +31,12 @@ func ExampleDefaultCatalog() {
 }
 
 func ExampleCatalog_Alias() {
-	cat := diagnose.DefaultCatalog()
+	cat := catalog.Default()
 	// A gateway's client-side TTFT histogram, in milliseconds.
-	if err := cat.Alias(diagnose.SignalClientTTFT, "gateway_first_token_milliseconds"); err != nil {
+	if err := cat.Alias(catalog.SignalClientTTFT, "gateway_first_token_milliseconds"); err != nil {
 		fmt.Println(err)
 	}
-	s, _ := cat.Signal(diagnose.SignalClientTTFT)
+	s, _ := cat.Signal(catalog.SignalClientTTFT)
 	fmt.Println(s.Metrics(), s.Candidates[0].ScaleFor(250))
 
 	// A typo in the signal id.
@@ -47,12 +47,12 @@ func ExampleCatalog_Alias() {
 }
 
 func ExampleCatalog_WithPrefix() {
-	cat, err := diagnose.DefaultCatalog().WithPrefix("ray_vllm:")
+	cat, err := catalog.Default().WithPrefix("ray_vllm:")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	s, _ := cat.Signal(diagnose.SignalWaiting)
+	s, _ := cat.Signal(catalog.SignalWaiting)
 	fmt.Println(s.Metrics())
 	// Output:
 	// [vllm:num_requests_waiting ray_vllm:num_requests_waiting]
@@ -73,12 +73,12 @@ func ExampleCatalog_Resolve() {
 			"vllm:gpu_cache_usage_perc": gauge("vllm:gpu_cache_usage_perc"),
 		},
 	}}}
-	res := diagnose.DefaultCatalog().Resolve(ev)
+	res := catalog.Default().Resolve(ev)
 	tr := res.Targets[0]
 	fmt.Println(tr.Engine, tr.Versions)
-	kv, _ := tr.Match(diagnose.SignalKVUsage)
+	kv, _ := tr.Match(catalog.SignalKVUsage)
 	fmt.Println(kv.Metric, kv.Shadowed)
-	tpot, _ := tr.Match(diagnose.SignalTPOT)
+	tpot, _ := tr.Match(catalog.SignalTPOT)
 	fmt.Println(tpot.Found())
 	// Output:
 	// V1 0.9.2–0.10.x (V1)
@@ -89,17 +89,17 @@ func ExampleCatalog_Resolve() {
 func ExampleMeanTPOTFromSums() {
 	// Over a window: 120 s of decode time, 6,100 output tokens in 100
 	// finished requests (6,000 decoded after each first token).
-	fmt.Printf("%.3f s/token\n", diagnose.MeanTPOTFromSums(120, 6100, 100))
+	fmt.Printf("%.3f s/token\n", catalog.MeanTPOTFromSums(120, 6100, 100))
 	// Output:
 	// 0.020 s/token
 }
 
 func ExampleVersionRange_String() {
-	v1 := diagnose.Since(diagnose.EngineV1, diagnose.Version{Minor: 11})
-	old := diagnose.Between(diagnose.EngineV1, diagnose.Version{Minor: 8}, diagnose.Version{Minor: 10})
+	v1 := catalog.Since(catalog.EngineV1, catalog.Version{Minor: 11})
+	old := catalog.Between(catalog.EngineV1, catalog.Version{Minor: 8}, catalog.Version{Minor: 10})
 	fmt.Println(v1)
 	fmt.Println(old)
-	fmt.Println(old.Intersect(diagnose.Since(diagnose.EngineV1, diagnose.Version{Minor: 9, Patch: 2})))
+	fmt.Println(old.Intersect(catalog.Since(catalog.EngineV1, catalog.Version{Minor: 9, Patch: 2})))
 	fmt.Println(old.Intersect(v1))
 	// Output:
 	// >= 0.11 (V1)

@@ -1,4 +1,4 @@
-package diagnose
+package catalog
 
 import (
 	"fmt"
@@ -18,13 +18,13 @@ func ParseVersion(s string) (Version, error) {
 	t := strings.TrimPrefix(strings.TrimSpace(s), "v")
 	parts := strings.Split(t, ".")
 	if len(parts) < 2 || len(parts) > 3 {
-		return Version{}, fmt.Errorf("diagnose: version %q: want MAJOR.MINOR[.PATCH]", s)
+		return Version{}, fmt.Errorf("catalog: version %q: want MAJOR.MINOR[.PATCH]", s)
 	}
 	var n [3]int
 	for i, p := range parts {
 		v, err := strconv.Atoi(p)
 		if err != nil || v < 0 {
-			return Version{}, fmt.Errorf("diagnose: version %q: bad number %q", s, p)
+			return Version{}, fmt.Errorf("catalog: version %q: bad number %q", s, p)
 		}
 		n[i] = v
 	}

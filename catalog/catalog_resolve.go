@@ -1,4 +1,4 @@
-package diagnose
+package catalog
 
 import (
 	"errors"
@@ -17,7 +17,11 @@ import (
 
 // Warnings of Resolve, wrapped with details; test with errors.Is.
 var (
-	// ErrNotVLLM: a target exposes no vllm: metric.
+	// ErrNotVLLM: a target exposes no vllm: metric, under the vllm: name
+	// or a recognised prefix (RayPrefix, WithPrefix), and is not one of the
+	// exporters scraped beside vLLM (NVIDIA DCGM, the node exporter,
+	// process and runtime collectors), which are expected without vLLM
+	// names.
 	ErrNotVLLM = errors.New("no vllm: metric")
 	// ErrConflictingClues: a target's names contradict each other (V0-only
 	// and V1-only names together, or version ranges that do not meet); the
@@ -206,10 +210,11 @@ var driftIgnoredLabels = []string{"engine", "pod", "instance", "job", "namespace
 // cannot establish it reports as missing matches, unknown ranges and
 // warnings. A nil ev gives an empty Resolution.
 func (c Catalog) Resolve(ev *snapshot.Evidence) Resolution {
-	res := Resolution{Signals: c.Signals()}
 	if ev == nil {
-		return res
+		return Resolution{Signals: c.Signals()}
 	}
+	c = c.ForEvidence(ev)
+	res := Resolution{Signals: c.Signals()}
 	h := history()
 	for _, t := range ev.Targets {
 		res.Targets = append(res.Targets, c.resolveTarget(t, h))
@@ -220,7 +225,7 @@ func (c Catalog) Resolve(ev *snapshot.Evidence) Resolution {
 
 // ResolveTarget resolves one target against c.
 func (c Catalog) ResolveTarget(t *snapshot.Target) TargetResolution {
-	return c.resolveTarget(t, history())
+	return c.forTargets(t).resolveTarget(t, history())
 }
 
 func (c Catalog) resolveTarget(t *snapshot.Target, h []Era) TargetResolution {
@@ -248,6 +253,26 @@ func (c Catalog) resolveTarget(t *snapshot.Target, h []Era) TargetResolution {
 	}
 	c.inferVersions(t, h, &tr)
 	return tr
+}
+
+// companionPrefixes are the name prefixes of exporters commonly scraped
+// beside vLLM: NVIDIA's DCGM exporter, the node exporter and the generic
+// collectors of client libraries. A target whose families all carry one is
+// a companion, not a wrong input, and draws no ErrNotVLLM.
+var companionPrefixes = []string{"DCGM_", "dcgm_", "node_", "process_", "go_", "python_", "promhttp_", "scrape_", "up"}
+
+// companionOnly reports whether every family of t (at least one) has one of
+// companionPrefixes.
+func companionOnly(t *snapshot.Target) bool {
+	if len(t.Families) == 0 {
+		return false
+	}
+	for name := range t.Families {
+		if !slices.ContainsFunc(companionPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
+			return false
+		}
+	}
+	return true
 }
 
 // inferVersions fills Engine, Versions, Likely and Clues. See
@@ -278,6 +303,9 @@ func (c Catalog) inferVersions(t *snapshot.Target, h []Era, tr *TargetResolution
 		tr.Engine = EngineNotVLLM
 		tr.Versions = VersionRange{Engine: EngineNotVLLM}
 		tr.Likely = tr.Versions
+		if companionOnly(t) {
+			return // a DCGM or node exporter scraped beside vLLM: not a wrong input
+		}
 		msg := fmt.Errorf("%w on target %s", ErrNotVLLM, t.Name)
 		if others = slices.Compact(slices.Sorted(slices.Values(others))); len(others) > 0 {
 			msg = fmt.Errorf("%w on target %s (prefixes seen: %s)", ErrNotVLLM, t.Name, strings.Join(others, " "))

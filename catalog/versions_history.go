@@ -1,4 +1,4 @@
-package diagnose
+package catalog
 
 // This file is vLLM's metric name history as data: which versions of which
 // engine emit which family, and which bucket layouts changed. Sources:
