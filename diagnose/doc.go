@@ -1,7 +1,9 @@
 // Package diagnose turns snapshot evidence into a diagnosis: it chooses
 // the windows, measures the fleet's and each replica's signals, computes
-// the facts of package rules and runs the decision map. It parses no bytes
-// and reads no clock and no file.
+// the facts of package rules and runs the decision map. It parses no bytes,
+// reads no clock and no file and formats nothing itself (package report
+// writes what it decides); it must not import report/html nor a snapshot
+// reader's subpackage.
 //
 // # Catalog
 //
@@ -48,12 +50,15 @@
 //
 // # Reports
 //
-// A Report is a plain value: Report.String and WriteText for a terminal or
-// notebook, WriteMarkdown for a postmortem, WriteJSON for tools (schema
-// version SchemaVersion; non-finite numbers are null), WriteHTML for one
-// self-contained page with timeline plots. CompareTable is the before and
-// after table of p50 and p95 per signal. FleetQuantiles answers one
-// histogram's quantiles for the fleet and per replica.
+// Diagnose returns a report.Report (Report here is an alias): a plain
+// value with Report.String and WriteText for a terminal or notebook,
+// WriteMarkdown for a postmortem, WriteJSON for tools (schema version
+// SchemaVersion; non-finite numbers are null). The HTML page with timeline
+// plots is html.Write of package report/html, which diagnose does not
+// import, so a program that only diagnoses links no plotting package.
+// CompareTable is the before and after table of p50 and p95 per signal.
+// FleetQuantiles answers one histogram's quantiles for the fleet and per
+// replica.
 //
 // # Experiments
 //

@@ -1,4 +1,4 @@
-package diagnose
+package report
 
 import (
 	"bufio"
@@ -9,96 +9,121 @@ import (
 )
 
 // A report is rendered in two steps: its content is first laid out as a
-// small document (headings, paragraphs, nested lists, tables, preformatted
-// text), then the document is written as text, Markdown or HTML. The three
-// forms therefore say the same things in the same order.
+// small Document (headings, paragraphs, nested lists, tables, preformatted
+// text), then the document is written as text, Markdown or (package
+// report/html) HTML. The forms therefore say the same things in the same
+// order.
 
-// Kinds of rblock.
+// Kinds of Block.
 const (
-	blockHeading = "heading"
-	blockPara    = "para"
-	blockList    = "list"
-	blockTable   = "table"
-	blockPre     = "pre"
+	// BlockHeading is a heading of Level 1 (title) to 4.
+	BlockHeading = "heading"
+	// BlockPara is a paragraph of Text.
+	BlockPara = "para"
+	// BlockList is a list of Items.
+	BlockList = "list"
+	// BlockTable is a Table.
+	BlockTable = "table"
+	// BlockPre is preformatted Text.
+	BlockPre = "pre"
+	// BlockPlots marks where the HTML form draws the timeline plots of the
+	// report named in Text (a group label, or "all"); text and Markdown
+	// skip it.
+	BlockPlots = "plots"
 )
 
-// rblock is one block of a rendered document.
-type rblock struct {
-	Kind  string
-	Level int    // headings: 1 (title) to 4
-	Text  string // headings, paragraphs, preformatted text
-	Class string // a hint for HTML styling: "verdict", "warning", ...
-	Items []ritem
-	Table *rtable
+// Block is one block of a Document.
+type Block struct {
+	// Kind is one of the Block* constants.
+	Kind string
+	// Level is a heading's level: 1 (title) to 4.
+	Level int
+	// Text is the text of a heading, paragraph or preformatted block.
+	Text string
+	// Class is a hint for HTML styling: "verdict", "warning", ...
+	Class string
+	// Items are a list's items.
+	Items []Item
+	// Table is a table block's table.
+	Table *Table
 	// Plot is the name of a timeline plot the HTML form draws after the
 	// block; ignored by text and Markdown.
 	Plot string
 }
 
-// ritem is one item of a list, with its own sub-items.
-type ritem struct {
-	Text  string
+// Item is one item of a list, with its own sub-items.
+type Item struct {
+	// Text is the item's text; a newline breaks the line inside the item.
+	Text string
+	// Class is a hint for HTML styling.
 	Class string
-	Sub   []ritem
+	// Sub are nested items.
+	Sub []Item
 }
 
-// rtable is a table with a header row.
-type rtable struct {
-	Head  []string
-	Rows  [][]string
-	Right []bool // right-aligned columns
-	Marks []bool // rows to emphasise (a moved signal, a hot replica)
+// Table is a table with a header row.
+type Table struct {
+	// Head is the header row.
+	Head []string
+	// Rows are the body rows.
+	Rows [][]string
+	// Right marks right-aligned (numeric) columns.
+	Right []bool
+	// Marks marks rows to emphasise (a moved signal, a hot replica).
+	Marks []bool
 }
 
-// rdoc accumulates blocks.
-type rdoc struct {
-	blocks []rblock
+// Document is a laid-out report: the one document model every writer
+// (text, Markdown, HTML) renders.
+type Document struct {
+	// Blocks are the document's blocks in order.
+	Blocks []Block
 	// shift is added to every heading level (groups nest one level down).
 	shift int
 }
 
-func (d *rdoc) heading(level int, text string) {
-	d.blocks = append(d.blocks, rblock{Kind: blockHeading, Level: level + d.shift, Text: text})
+func (d *Document) heading(level int, text string) {
+	d.Blocks = append(d.Blocks, Block{Kind: BlockHeading, Level: level + d.shift, Text: text})
 }
 
-func (d *rdoc) para(class, text string) {
-	d.blocks = append(d.blocks, rblock{Kind: blockPara, Class: class, Text: text})
+func (d *Document) para(class, text string) {
+	d.Blocks = append(d.Blocks, Block{Kind: BlockPara, Class: class, Text: text})
 }
 
-func (d *rdoc) list(class string, items []ritem) {
+func (d *Document) list(class string, items []Item) {
 	if len(items) == 0 {
 		return
 	}
-	d.blocks = append(d.blocks, rblock{Kind: blockList, Class: class, Items: items})
+	d.Blocks = append(d.Blocks, Block{Kind: BlockList, Class: class, Items: items})
 }
 
-func (d *rdoc) table(class string, t *rtable) {
-	d.blocks = append(d.blocks, rblock{Kind: blockTable, Class: class, Table: t})
+func (d *Document) table(class string, t *Table) {
+	d.Blocks = append(d.Blocks, Block{Kind: BlockTable, Class: class, Table: t})
 }
 
-func (d *rdoc) pre(text string) {
-	d.blocks = append(d.blocks, rblock{Kind: blockPre, Text: strings.TrimRight(text, "\n")})
+func (d *Document) pre(text string) {
+	d.Blocks = append(d.Blocks, Block{Kind: BlockPre, Text: strings.TrimRight(text, "\n")})
 }
 
 // textItems makes list items of strings.
-func textItems(ss []string) []ritem {
-	items := make([]ritem, len(ss))
+func textItems(ss []string) []Item {
+	items := make([]Item, len(ss))
 	for i, s := range ss {
-		items[i] = ritem{Text: s}
+		items[i] = Item{Text: s}
 	}
 	return items
 }
 
-// writeText writes the document for a terminal: headings underlined,
+// WriteText writes the document for a terminal: headings underlined,
 // lists indented, tables aligned in columns.
-func (d *rdoc) writeText(w io.Writer) error {
+func (d *Document) WriteText(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	for i, b := range d.blocks {
-		if i > 0 && d.blocks[i-1].Kind != blockHeading {
+	for i, b := range d.Blocks {
+		if i > 0 && d.Blocks[i-1].Kind != BlockHeading {
 			bw.WriteString("\n")
 		}
 		switch b.Kind {
-		case blockHeading:
+		case BlockHeading:
 			bw.WriteString(b.Text + "\n")
 			switch b.Level {
 			case 1:
@@ -106,13 +131,13 @@ func (d *rdoc) writeText(w io.Writer) error {
 			case 2:
 				bw.WriteString(strings.Repeat("-", utf8.RuneCountInString(b.Text)) + "\n")
 			}
-		case blockPara:
+		case BlockPara:
 			bw.WriteString(b.Text + "\n")
-		case blockList:
+		case BlockList:
 			writeTextItems(bw, b.Items, "  ")
-		case blockTable:
+		case BlockTable:
 			writeTextTable(bw, b.Table, "  ")
-		case blockPre:
+		case BlockPre:
 			for _, line := range strings.Split(b.Text, "\n") {
 				bw.WriteString(strings.TrimRight("  "+line, " ") + "\n")
 			}
@@ -121,7 +146,7 @@ func (d *rdoc) writeText(w io.Writer) error {
 	return bw.Flush()
 }
 
-func writeTextItems(w *bufio.Writer, items []ritem, indent string) {
+func writeTextItems(w *bufio.Writer, items []Item, indent string) {
 	for _, it := range items {
 		lines := strings.Split(it.Text, "\n")
 		w.WriteString(indent + "- " + lines[0] + "\n")
@@ -132,7 +157,7 @@ func writeTextItems(w *bufio.Writer, items []ritem, indent string) {
 	}
 }
 
-func writeTextTable(w *bufio.Writer, t *rtable, indent string) {
+func writeTextTable(w *bufio.Writer, t *Table, indent string) {
 	widths := make([]int, len(t.Head))
 	measure := func(row []string) {
 		for i, c := range row {
@@ -176,34 +201,34 @@ func writeTextTable(w *bufio.Writer, t *rtable, indent string) {
 	}
 }
 
-// writeMarkdown writes the document as CommonMark with GitHub tables.
-func (d *rdoc) writeMarkdown(w io.Writer) error {
+// WriteMarkdown writes the document as CommonMark with GitHub tables.
+func (d *Document) WriteMarkdown(w io.Writer) error {
 	bw := bufio.NewWriter(w)
-	for i, b := range d.blocks {
+	for i, b := range d.Blocks {
 		if i > 0 {
 			bw.WriteString("\n")
 		}
 		switch b.Kind {
-		case blockHeading:
+		case BlockHeading:
 			bw.WriteString(strings.Repeat("#", min(b.Level, 6)) + " " + mdInline(b.Text) + "\n")
-		case blockPara:
+		case BlockPara:
 			text := mdInline(b.Text)
 			if b.Class == "verdict" {
 				text = "**" + text + "**"
 			}
 			bw.WriteString(text + "\n")
-		case blockList:
+		case BlockList:
 			writeMarkdownItems(bw, b.Items, "")
-		case blockTable:
+		case BlockTable:
 			writeMarkdownTable(bw, b.Table)
-		case blockPre:
+		case BlockPre:
 			bw.WriteString("```text\n" + b.Text + "\n```\n")
 		}
 	}
 	return bw.Flush()
 }
 
-func writeMarkdownItems(w *bufio.Writer, items []ritem, indent string) {
+func writeMarkdownItems(w *bufio.Writer, items []Item, indent string) {
 	for _, it := range items {
 		lines := strings.Split(mdInline(it.Text), "\n")
 		w.WriteString(indent + "- " + lines[0])
@@ -216,7 +241,7 @@ func writeMarkdownItems(w *bufio.Writer, items []ritem, indent string) {
 	}
 }
 
-func writeMarkdownTable(w *bufio.Writer, t *rtable) {
+func writeMarkdownTable(w *bufio.Writer, t *Table) {
 	rawRow := func(cells []string) {
 		w.WriteString("|")
 		for _, c := range cells {

@@ -1,4 +1,4 @@
-package diagnose
+package report
 
 import (
 	"fmt"
@@ -69,7 +69,7 @@ func CompareTable(r *Report) []CompareRow {
 		var rows []CompareRow
 		for _, g := range r.Groups {
 			for _, row := range CompareTable(g) {
-				row.Group = groupLabel(g.Group)
+				row.Group = GroupLabel(g.Group)
 				rows = append(rows, row)
 			}
 		}
@@ -162,7 +162,7 @@ func compareCaption(rows []CompareRow) string {
 	base, inc := "none", "none"
 	for _, r := range rows {
 		if r.Missing == "" {
-			base, inc = fmtWindowSpan(r.BaselineWindow), fmtWindowSpan(r.IncidentWindow)
+			base, inc = FormatWindowSpan(r.BaselineWindow), FormatWindowSpan(r.IncidentWindow)
 			break
 		}
 	}
@@ -174,22 +174,22 @@ func compareCaption(rows []CompareRow) string {
 
 // compareRTable lays the rows out as a table (with a group column when
 // asked) and lists the signals that cannot be evaluated.
-func compareRTable(rows []CompareRow, withGroup bool) (*rtable, []ritem) {
-	t := &rtable{Head: []string{"signal", "baseline p50", "incident p50", "baseline p95", "incident p95",
+func compareRTable(rows []CompareRow, withGroup bool) (*Table, []Item) {
+	t := &Table{Head: []string{"signal", "baseline p50", "incident p50", "baseline p95", "incident p95",
 		"change p50", "change p95", "n baseline", "n incident", "moved"}}
 	t.Right = []bool{false, true, true, true, true, true, true, true, true, false}
 	if withGroup {
 		t.Head = append([]string{"group"}, t.Head...)
 		t.Right = append([]bool{false}, t.Right...)
 	}
-	var missing []ritem
+	var missing []Item
 	for _, r := range rows {
 		if r.Missing != "" {
 			text := r.Signal + ": " + r.Missing
 			if withGroup {
 				text = r.Group + " " + text
 			}
-			missing = append(missing, ritem{Text: text})
+			missing = append(missing, Item{Text: text})
 			continue
 		}
 		moved := ""
@@ -217,14 +217,14 @@ func compareRTable(rows []CompareRow, withGroup bool) (*rtable, []ritem) {
 		t.Marks = append(t.Marks, r.Moved)
 	}
 	if len(missing) > 0 {
-		missing = []ritem{{Text: "cannot evaluate:", Sub: missing}}
+		missing = []Item{{Text: "cannot evaluate:", Sub: missing}}
 	}
 	return t, missing
 }
 
 // compareDoc lays out a before/after table on its own.
-func compareDoc(rows []CompareRow) *rdoc {
-	d := &rdoc{}
+func compareDoc(rows []CompareRow) *Document {
+	d := &Document{}
 	withGroup := false
 	for _, r := range rows {
 		withGroup = withGroup || r.Group != ""
@@ -247,11 +247,11 @@ func compareDoc(rows []CompareRow) *rdoc {
 // table under a caption naming the windows, the bounds and counts shown,
 // and the definition of "moved"; moved rows say MOVED up or down.
 func WriteCompareText(w io.Writer, rows []CompareRow) error {
-	return compareDoc(rows).writeText(w)
+	return compareDoc(rows).WriteText(w)
 }
 
 // WriteCompareMarkdown writes rows (from CompareTable) as a Markdown
 // table, moved rows in bold.
 func WriteCompareMarkdown(w io.Writer, rows []CompareRow) error {
-	return compareDoc(rows).writeMarkdown(w)
+	return compareDoc(rows).WriteMarkdown(w)
 }

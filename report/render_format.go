@@ -1,7 +1,8 @@
-package diagnose
+package report
 
 import (
 	"fmt"
+	"github.com/whyslow/whyslow/catalog"
 	"maps"
 	"math"
 	"slices"
@@ -26,28 +27,28 @@ func fmtUnitValue(v float64, u string) string {
 		return "-Inf"
 	}
 	switch u {
-	case "s", UnitSeconds:
+	case "s", catalog.UnitSeconds:
 		return fmtSeconds(v)
 	case "tokens":
 		return fmtLarge(v) + " tokens"
 	case "requests", "req":
 		return fmtLarge(v) + " req"
 	case "ratio":
-		return fmtPlain(100*v) + "%"
+		return FormatNumber(100*v) + "%"
 	case "req/s", "requests/s":
-		return fmtPlain(v) + " req/s"
+		return FormatNumber(v) + " req/s"
 	case "tokens/s":
-		return fmtPlain(v) + " tokens/s"
+		return FormatNumber(v) + " tokens/s"
 	case "1/s", "count/s", "/s":
-		return fmtPlain(v) + "/s"
+		return FormatNumber(v) + "/s"
 	case "x":
-		return fmtPlain(v) + "x"
+		return FormatNumber(v) + "x"
 	case "r":
-		return "r=" + fmtPlain(v)
+		return "r=" + FormatNumber(v)
 	case "", "count":
 		return fmtLarge(v)
 	}
-	return fmtPlain(v) + " " + u
+	return FormatNumber(v) + " " + u
 }
 
 // rateUnit is the unit of a per-second rate of a counter in unit u.
@@ -68,18 +69,20 @@ func fmtSeconds(v float64) string {
 	case a == 0:
 		return "0s"
 	case a < 1e-3:
-		return fmtPlain(v*1e6) + "µs"
+		return FormatNumber(v*1e6) + "µs"
 	case a < 1:
-		return fmtPlain(v*1e3) + "ms"
+		return FormatNumber(v*1e3) + "ms"
 	case a < 100:
-		return fmtPlain(v) + "s"
+		return FormatNumber(v) + "s"
 	}
 	return time.Duration(v * float64(time.Second)).Round(time.Second).String()
 }
 
-// fmtPlain formats a number with three significant digits, whole numbers
-// of 100 and more without decimals and without exponent.
-func fmtPlain(v float64) string {
+// FormatNumber is the reports' number formatter: three significant
+// digits, whole numbers and numbers of 100 and more without decimals and
+// without exponent; NaN (a value that cannot be evaluated) is "n/a", ±Inf
+// "+Inf" and "-Inf".
+func FormatNumber(v float64) string {
 	switch {
 	case math.IsNaN(v):
 		return "n/a"
@@ -100,7 +103,7 @@ func fmtLarge(v float64) string {
 	a := math.Abs(v)
 	switch {
 	case math.IsNaN(v) || math.IsInf(v, 0) || a < 1e5:
-		return fmtPlain(v)
+		return FormatNumber(v)
 	case a < 1e6:
 		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "k"
 	case a < 1e9:
@@ -114,7 +117,7 @@ func fmtCount(c Float) string {
 	if !finiteFloat(c) {
 		return "n=?"
 	}
-	return "n=" + fmtPlain(math.Round(float64(c)*100)/100)
+	return "n=" + FormatNumber(math.Round(float64(c)*100)/100)
 }
 
 // fmtQuantileValue formats a quantile with its bucket bounds:
@@ -148,7 +151,7 @@ func fmtChange(c Float) string {
 	case math.IsInf(v, 1):
 		return "up from 0"
 	}
-	s := fmtPlain(100 * v)
+	s := FormatNumber(100 * v)
 	if v > 0 {
 		s = "+" + s
 	}
@@ -160,9 +163,9 @@ func fmtQ(q float64) string {
 	return "p" + strconv.FormatFloat(100*q, 'f', -1, 64)
 }
 
-// fmtDuration formats a window length without trailing zero units: 30m,
+// FormatDuration formats a window length without trailing zero units: 30m,
 // 1h30m, 45s.
-func fmtDuration(d time.Duration) string {
+func FormatDuration(d time.Duration) string {
 	s := d.Round(time.Second).String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
@@ -173,10 +176,10 @@ func fmtDuration(d time.Duration) string {
 	return s
 }
 
-// fmtWindowSpan formats the time range of a window: "2026-03-14
+// FormatWindowSpan formats the time range of a window: "2026-03-14
 // 09:30–10:00Z (30m)"; "lifetime to ..." for values since process start;
 // "none" for a missing window.
-func fmtWindowSpan(w WindowInfo) string {
+func FormatWindowSpan(w WindowInfo) string {
 	if w.From == "lifetime" && w.End.IsZero() {
 		return "lifetime (since process start; scrape time unknown)"
 	}
@@ -195,12 +198,12 @@ func fmtWindowSpan(w WindowInfo) string {
 	if s.YearDay() != e.YearDay() || s.Year() != e.Year() {
 		end = e.Format("2006-01-02 " + layout + "Z")
 	}
-	return fmt.Sprintf("%s–%s (%s)", s.Format("2006-01-02 "+layout), end, fmtDuration(e.Sub(s)))
+	return fmt.Sprintf("%s–%s (%s)", s.Format("2006-01-02 "+layout), end, FormatDuration(e.Sub(s)))
 }
 
 // fmtWindow formats a window with its scrape count and how it was chosen.
 func fmtWindow(w WindowInfo) string {
-	span := fmtWindowSpan(w)
+	span := FormatWindowSpan(w)
 	if span == "none" {
 		if w.From != "" && w.From != "none" {
 			return "none (" + w.From + ")"
@@ -209,7 +212,7 @@ func fmtWindow(w WindowInfo) string {
 	}
 	var extra []string
 	if w.Scrapes > 0 {
-		extra = append(extra, plural(w.Scrapes, "scrape", "scrapes"))
+		extra = append(extra, Plural(w.Scrapes, "scrape", "scrapes"))
 	}
 	if w.From != "" {
 		extra = append(extra, "from "+w.From)
@@ -226,8 +229,8 @@ func finiteFloat(f Float) bool {
 	return !math.IsNaN(v) && !math.IsInf(v, 0)
 }
 
-// groupLabel names a group selector: "model_name=llama", or "all".
-func groupLabel(sel map[string]string) string {
+// GroupLabel names a group selector (Report.Group): "model_name=llama", or "all".
+func GroupLabel(sel map[string]string) string {
 	if len(sel) == 0 {
 		return "all"
 	}
@@ -238,8 +241,8 @@ func groupLabel(sel map[string]string) string {
 	return strings.Join(parts, ",")
 }
 
-// plural formats "1 scrape", "2 scrapes".
-func plural(n int, one, many string) string {
+// Plural formats a count with its noun: "1 scrape", "2 scrapes".
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}

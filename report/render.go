@@ -1,4 +1,4 @@
-package diagnose
+package report
 
 import (
 	"fmt"
@@ -9,7 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/rules"
+	"time"
 )
 
 // WriteText writes the report for a terminal: the verdict and its summary
@@ -27,7 +29,7 @@ import (
 // A report split into groups (Report.Groups, e.g. one per model_name)
 // prints a short summary of the groups, then each group in turn.
 func (r *Report) WriteText(w io.Writer) error {
-	return r.layout(layoutOptions{}).writeText(w)
+	return r.Layout(LayoutOptions{}).WriteText(w)
 }
 
 // String returns the text form of the report (see WriteText), so that a
@@ -42,24 +44,23 @@ func (r *Report) String() string {
 // postmortem: the same content as WriteText under headings, with tables,
 // and every hypothesis in full.
 func (r *Report) WriteMarkdown(w io.Writer) error {
-	return r.layout(layoutOptions{full: true}).writeMarkdown(w)
+	return r.Layout(LayoutOptions{Full: true}).WriteMarkdown(w)
 }
 
-// layoutOptions select what a form of the report shows.
-type layoutOptions struct {
-	// full prints contradicted hypotheses in full.
-	full bool
-	// plots adds the timeline plots (HTML only).
-	plots bool
+// LayoutOptions select what a form of the report shows.
+type LayoutOptions struct {
+	// Full prints contradicted hypotheses in full (Markdown, HTML).
+	Full bool
+	// Plots adds BlockPlots blocks where the timeline plots go (HTML).
+	Plots bool
 }
 
-// blockPlots marks where the HTML form draws the timeline plots of the
-// report in Text (a group label, or "" for the whole report).
-const blockPlots = "plots"
-
-// layout lays out the report as a document.
-func (r *Report) layout(o layoutOptions) *rdoc {
-	d := &rdoc{}
+// Layout lays out the report as a Document, the model every writer
+// renders: WriteText is Layout(LayoutOptions{}).WriteText, WriteMarkdown
+// Layout(LayoutOptions{Full: true}).WriteMarkdown. A nil report gives a
+// document that says "no report".
+func (r *Report) Layout(o LayoutOptions) *Document {
+	d := &Document{}
 	if r == nil {
 		d.heading(1, "whyslow report")
 		d.para("", "no report")
@@ -75,10 +76,10 @@ func (r *Report) layout(o layoutOptions) *rdoc {
 		d.para("", r.Summary)
 	}
 	d.heading(2, "Groups")
-	t := &rtable{Head: []string{"group", "verdict", "symptoms present", "replicas", "incident window"}}
+	t := &Table{Head: []string{"group", "verdict", "symptoms present", "replicas", "incident window"}}
 	for _, g := range r.Groups {
-		t.Rows = append(t.Rows, []string{groupLabel(g.Group), string(g.Verdict), presentSymptoms(g),
-			fmt.Sprint(len(g.Inputs.Replicas)), fmtWindowSpan(g.Windows.Incident)})
+		t.Rows = append(t.Rows, []string{GroupLabel(g.Group), string(g.Verdict), presentSymptoms(g),
+			fmt.Sprint(len(g.Inputs.Replicas)), FormatWindowSpan(g.Windows.Incident)})
 		t.Marks = append(t.Marks, g.Verdict != rules.NoIncident)
 	}
 	d.table("groups", t)
@@ -87,7 +88,7 @@ func (r *Report) layout(o layoutOptions) *rdoc {
 	layoutInputs(d, r)
 	for _, g := range r.Groups {
 		d.shift = 1
-		layoutReport(d, g, o, "group "+groupLabel(g.Group)+": "+string(g.Verdict))
+		layoutReport(d, g, o, "group "+GroupLabel(g.Group)+": "+string(g.Verdict))
 	}
 	d.shift = 0
 	return d
@@ -116,7 +117,7 @@ func verdictLine(r *Report) string {
 	}
 	for _, g := range r.Groups {
 		if g != nil && g.Verdict == r.Verdict && len(g.Hypotheses) > 0 {
-			return verdictLine(g) + " in group " + groupLabel(g.Group)
+			return verdictLine(g) + " in group " + GroupLabel(g.Group)
 		}
 	}
 	switch r.Verdict {
@@ -129,7 +130,7 @@ func verdictLine(r *Report) string {
 }
 
 // layoutReport lays out one report (not split, or one group).
-func layoutReport(d *rdoc, r *Report, o layoutOptions, title string) {
+func layoutReport(d *Document, r *Report, o LayoutOptions, title string) {
 	d.heading(1, title)
 	d.para("verdict", verdictLine(r))
 	if r.Summary != "" {
@@ -140,8 +141,8 @@ func layoutReport(d *rdoc, r *Report, o layoutOptions, title string) {
 	layoutHypotheses(d, r, o)
 	layoutNotes(d, r)
 	layoutCompare(d, r)
-	if o.plots {
-		d.blocks = append(d.blocks, rblock{Kind: blockPlots, Text: groupLabel(r.Group)})
+	if o.Plots {
+		d.Blocks = append(d.Blocks, Block{Kind: BlockPlots, Text: GroupLabel(r.Group)})
 	}
 	layoutReplicas(d, r)
 	layoutSignals(d, r)
@@ -150,9 +151,9 @@ func layoutReport(d *rdoc, r *Report, o layoutOptions, title string) {
 	layoutInputs(d, r)
 }
 
-func layoutWindows(d *rdoc, r *Report) {
+func layoutWindows(d *Document, r *Report) {
 	d.heading(2, "Windows")
-	items := []ritem{
+	items := []Item{
 		{Text: "baseline: " + fmtWindow(r.Windows.Baseline)},
 		{Text: "incident: " + fmtWindow(r.Windows.Incident)},
 	}
@@ -161,13 +162,13 @@ func layoutWindows(d *rdoc, r *Report) {
 		if cp.Used {
 			used = "used to choose the windows"
 		}
-		it := ritem{Text: fmt.Sprintf("change point: %s, score %s (%s)", cp.Time.UTC().Format("2006-01-02 15:04:05Z"), fmtPlain(cp.Score), used)}
+		it := Item{Text: fmt.Sprintf("change point: %s, score %s (%s)", cp.Time.UTC().Format("2006-01-02 15:04:05Z"), FormatNumber(cp.Score), used)}
 		if cp.Method != "" {
-			it.Sub = []ritem{{Text: "method: " + cp.Method}}
+			it.Sub = []Item{{Text: "method: " + cp.Method}}
 		}
 		items = append(items, it)
 	} else {
-		items = append(items, ritem{Text: "change point: none proposed"})
+		items = append(items, Item{Text: "change point: none proposed"})
 	}
 	d.list("windows", items)
 }
@@ -183,18 +184,18 @@ func symptomState(s rules.Symptom) string {
 	return "absent"
 }
 
-func layoutSymptoms(d *rdoc, r *Report) {
+func layoutSymptoms(d *Document, r *Report) {
 	d.heading(2, "Symptoms")
 	if len(r.Symptoms) == 0 {
 		d.para("", "no symptom was judged")
 		return
 	}
-	var items []ritem
+	var items []Item
 	for _, s := range r.Symptoms {
-		it := ritem{Text: fmt.Sprintf("%s: %s", s.ID, symptomState(s)), Class: strings.ReplaceAll(symptomState(s), " ", "-")}
+		it := Item{Text: fmt.Sprintf("%s: %s", s.ID, symptomState(s)), Class: strings.ReplaceAll(symptomState(s), " ", "-")}
 		it.Sub = evidenceItems(r, s.Evidence)
 		for _, m := range s.Missing {
-			it.Sub = append(it.Sub, ritem{Text: "cannot evaluate " + m.String()})
+			it.Sub = append(it.Sub, Item{Text: "cannot evaluate " + m.String()})
 		}
 		items = append(items, it)
 	}
@@ -204,10 +205,10 @@ func layoutSymptoms(d *rdoc, r *Report) {
 // evidenceItems formats evidence like rules.Evidence.String, except that
 // a window equal to one of the report's is named ("incident window")
 // rather than repeated: the Windows section states it once.
-func evidenceItems(r *Report, ev []rules.Evidence) []ritem {
-	items := make([]ritem, 0, len(ev))
+func evidenceItems(r *Report, ev []rules.Evidence) []Item {
+	items := make([]Item, 0, len(ev))
 	for _, e := range ev {
-		items = append(items, ritem{Text: fmtEvidence(r, e)})
+		items = append(items, Item{Text: fmtEvidence(r, e)})
 	}
 	return items
 }
@@ -217,7 +218,26 @@ func windowText(w WindowInfo) string {
 	if w.From == "none" || (w.Start.IsZero() && w.End.IsZero()) {
 		return ""
 	}
-	return evalWindow{info: w, ok: true, lifetime: w.From == "lifetime"}.text()
+	return WindowText(w, w.From == "lifetime")
+}
+
+// WindowText describes a window as facts and reports say it:
+// "2026-09-22 10:00:00–10:30:00Z (30m0s)", or for counters read since
+// process start (lifetime) "lifetime (since process start, to
+// 2026-09-22 10:30:00Z)".
+func WindowText(w WindowInfo, lifetime bool) string {
+	if lifetime {
+		if w.End.IsZero() {
+			return "lifetime (since process start; scrape time unknown)"
+		}
+		return fmt.Sprintf("lifetime (since process start, to %s)", w.End.UTC().Format("2006-01-02 15:04:05Z"))
+	}
+	s, en := w.Start.UTC(), w.End.UTC()
+	endFmt := "15:04:05Z"
+	if s.YearDay() != en.YearDay() || s.Year() != en.Year() {
+		endFmt = "2006-01-02 15:04:05Z"
+	}
+	return fmt.Sprintf("%s–%s (%v)", s.Format("2006-01-02 15:04:05"), en.Format(endFmt), en.Sub(s).Round(time.Second))
 }
 
 func fmtEvidence(r *Report, e rules.Evidence) string {
@@ -265,7 +285,7 @@ func fmtEvidence(r *Report, e rules.Evidence) string {
 	return e.Text + "; " + strings.Join(extra, "; ")
 }
 
-func layoutHypotheses(d *rdoc, r *Report, o layoutOptions) {
+func layoutHypotheses(d *Document, r *Report, o LayoutOptions) {
 	d.heading(2, "Hypotheses, ranked")
 	if len(r.Hypotheses) == 0 {
 		d.para("", "no hypothesis was evaluated")
@@ -273,7 +293,7 @@ func layoutHypotheses(d *rdoc, r *Report, o layoutOptions) {
 	}
 	for i, f := range r.Hypotheses {
 		d.heading(3, fmt.Sprintf("%d. %s [%s, score %.2f]: %s", i+1, f.ID, f.Status, f.Score, f.Title))
-		d.blocks[len(d.blocks)-1].Class = "status-" + string(f.Status)
+		d.Blocks[len(d.Blocks)-1].Class = "status-" + string(f.Status)
 		if len(f.Explains) > 0 {
 			ex := make([]string, len(f.Explains))
 			for j, s := range f.Explains {
@@ -281,29 +301,29 @@ func layoutHypotheses(d *rdoc, r *Report, o layoutOptions) {
 			}
 			d.para("status-"+string(f.Status), "explains the symptoms "+strings.Join(ex, ", "))
 		}
-		var items []ritem
-		section := func(title string, sub []ritem) {
+		var items []Item
+		section := func(title string, sub []Item) {
 			if len(sub) > 0 {
-				items = append(items, ritem{Text: title, Sub: sub})
+				items = append(items, Item{Text: title, Sub: sub})
 			}
 		}
 		section("evidence:", evidenceItems(r, f.Evidence))
 		section("counter-evidence:", evidenceItems(r, f.CounterEvidence))
-		var miss []ritem
+		var miss []Item
 		for _, m := range f.Missing {
-			miss = append(miss, ritem{Text: m.String()})
+			miss = append(miss, Item{Text: m.String()})
 		}
 		section("cannot evaluate:", miss)
-		if f.Status == rules.Contradicted && !o.full {
+		if f.Status == rules.Contradicted && !o.Full {
 			d.list("finding", items)
 			continue
 		}
-		var checks []ritem
+		var checks []Item
 		for _, c := range f.NextChecks {
-			it := ritem{Text: fmt.Sprintf("[%s] %s", c.Outcome, c.Text), Class: "check-" + c.Outcome}
+			it := Item{Text: fmt.Sprintf("[%s] %s", c.Outcome, c.Text), Class: "check-" + c.Outcome}
 			it.Sub = evidenceItems(r, c.Evidence)
 			for _, m := range c.Missing {
-				it.Sub = append(it.Sub, ritem{Text: "missing " + m.String()})
+				it.Sub = append(it.Sub, Item{Text: "missing " + m.String()})
 			}
 			checks = append(checks, it)
 		}
@@ -314,29 +334,29 @@ func layoutHypotheses(d *rdoc, r *Report, o layoutOptions) {
 		if f.Experiment.Hypothesis != "" {
 			lines := strings.Split(strings.TrimRight(f.Experiment.String(), "\n"), "\n")
 			head := strings.TrimPrefix(lines[0], "experiment for "+f.Experiment.Hypothesis+": ")
-			var sub []ritem
+			var sub []Item
 			for _, l := range lines[1:] {
-				sub = append(sub, ritem{Text: strings.TrimSpace(l)})
+				sub = append(sub, Item{Text: strings.TrimSpace(l)})
 			}
-			items = append(items, ritem{Text: "proposed experiment: " + head, Sub: sub})
+			items = append(items, Item{Text: "proposed experiment: " + head, Sub: sub})
 		}
 		d.list("finding", items)
 	}
 }
 
-func layoutNotes(d *rdoc, r *Report) {
+func layoutNotes(d *Document, r *Report) {
 	if len(r.Notes) == 0 {
 		return
 	}
 	d.heading(2, "Not incidents")
-	var items []ritem
+	var items []Item
 	for _, n := range r.Notes {
-		items = append(items, ritem{Text: n.ID + ": " + n.Text, Sub: evidenceItems(r, n.Evidence)})
+		items = append(items, Item{Text: n.ID + ": " + n.Text, Sub: evidenceItems(r, n.Evidence)})
 	}
 	d.list("notes", items)
 }
 
-func layoutCompare(d *rdoc, r *Report) {
+func layoutCompare(d *Document, r *Report) {
 	rows := CompareTable(r)
 	d.heading(2, "Before and after: p50 and p95 per signal")
 	if len(rows) == 0 {
@@ -354,7 +374,7 @@ func layoutCompare(d *rdoc, r *Report) {
 // replicaColumn is one column of the per-replica table.
 type replicaColumn struct {
 	head string
-	id   SignalID
+	id   catalog.SignalID
 	// value returns the cell text and the number it shows.
 	value func(s Signal) (string, float64)
 }
@@ -371,7 +391,7 @@ func quantileOf(m *Measure, q float64) (Quantile, bool) {
 	return Quantile{}, false
 }
 
-func signalByID(sigs []Signal, id SignalID) (Signal, bool) {
+func signalByID(sigs []Signal, id catalog.SignalID) (Signal, bool) {
 	for _, s := range sigs {
 		if s.ID == string(id) {
 			return s, true
@@ -380,7 +400,7 @@ func signalByID(sigs []Signal, id SignalID) (Signal, bool) {
 	return Signal{}, false
 }
 
-func layoutReplicas(d *rdoc, r *Report) {
+func layoutReplicas(d *Document, r *Report) {
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n := range r.Signals.Replicas {
 			if !yield(n) {
@@ -413,16 +433,16 @@ func layoutReplicas(d *rdoc, r *Report) {
 		return fmtUnitValue(float64(s.Incident.Rate), rateUnit(s.Unit)), float64(s.Incident.Rate)
 	}
 	cols := []replicaColumn{
-		{"completions", SignalRequestSuccess, rate},
-		{"TTFT p95", SignalTTFT, p95},
-		{"queue p95", SignalQueueTime, p95},
-		{"prefill p95", SignalPrefillTime, p95},
-		{"TPOT p95", SignalTPOT, p95},
-		{"waiting mean", SignalWaiting, gauge},
-		{"running mean", SignalRunning, gauge},
-		{"KV usage mean", SignalKVUsage, gauge},
-		{"preemptions", SignalPreemptions, rate},
-		{"GPU util mean", SignalGPUUtil, gauge},
+		{"completions", catalog.SignalRequestSuccess, rate},
+		{"TTFT p95", catalog.SignalTTFT, p95},
+		{"queue p95", catalog.SignalQueueTime, p95},
+		{"prefill p95", catalog.SignalPrefillTime, p95},
+		{"TPOT p95", catalog.SignalTPOT, p95},
+		{"waiting mean", catalog.SignalWaiting, gauge},
+		{"running mean", catalog.SignalRunning, gauge},
+		{"KV usage mean", catalog.SignalKVUsage, gauge},
+		{"preemptions", catalog.SignalPreemptions, rate},
+		{"GPU util mean", catalog.SignalGPUUtil, gauge},
 	}
 	var used []replicaColumn
 	for _, c := range cols {
@@ -441,18 +461,18 @@ func layoutReplicas(d *rdoc, r *Report) {
 	var total float64
 	shares := make(map[string]float64, len(names))
 	for _, n := range names {
-		if s, ok := signalByID(r.Signals.Replicas[n], SignalRequestSuccess); ok && s.Incident != nil && finiteFloat(s.Incident.Count) {
+		if s, ok := signalByID(r.Signals.Replicas[n], catalog.SignalRequestSuccess); ok && s.Incident != nil && finiteFloat(s.Incident.Count) {
 			shares[n] = float64(s.Incident.Count)
 			total += float64(s.Incident.Count)
 		}
 	}
 	fleetTTFT := math.NaN()
-	if s, ok := signalByID(r.Signals.Fleet, SignalTTFT); ok {
+	if s, ok := signalByID(r.Signals.Fleet, catalog.SignalTTFT); ok {
 		if q, ok := quantileOf(s.Incident, 0.95); ok {
 			fleetTTFT = float64(q.Value)
 		}
 	}
-	t := &rtable{Head: []string{"replica"}, Right: []bool{false}}
+	t := &Table{Head: []string{"replica"}, Right: []bool{false}}
 	for _, c := range used {
 		t.Head = append(t.Head, c.head)
 		t.Right = append(t.Right, true)
@@ -470,7 +490,7 @@ func layoutReplicas(d *rdoc, r *Report) {
 			}
 			text, v := c.value(s)
 			row = append(row, text)
-			if c.id == SignalTTFT && v >= th.Hotspot*fleetTTFT {
+			if c.id == catalog.SignalTTFT && v >= th.Hotspot*fleetTTFT {
 				hot = append(hot, fmt.Sprintf("TTFT p95 %.1fx the fleet's", v/fleetTTFT))
 			}
 		}
@@ -489,7 +509,7 @@ func layoutReplicas(d *rdoc, r *Report) {
 	d.heading(2, "Per replica")
 	d.para("", fmt.Sprintf("incident window %s; gauges are means (and maxima) over the window's scrapes, rates per second; "+
 		"share is the replica's share of completions; a hot spot takes >= %gx its fair share or has a TTFT p95 >= %gx the fleet's",
-		fmtWindowSpan(r.Windows.Incident), th.Hotspot, th.Hotspot))
+		FormatWindowSpan(r.Windows.Incident), th.Hotspot, th.Hotspot))
 	d.table("replicas", t)
 }
 
@@ -511,7 +531,7 @@ func measureText(s Signal, m *Measure) string {
 	case "gauge":
 		parts = append(parts, "mean "+fmtUnitValue(float64(m.Mean), s.Unit), "max "+fmtUnitValue(float64(m.Max), s.Unit))
 		if finiteFloat(m.Slope) {
-			parts = append(parts, "slope "+fmtPlain(float64(m.Slope))+"/s")
+			parts = append(parts, "slope "+FormatNumber(float64(m.Slope))+"/s")
 		}
 		parts = append(parts, fmtCount(m.Count)+" scrapes")
 	default:
@@ -533,19 +553,19 @@ func measureText(s Signal, m *Measure) string {
 	return strings.Join(parts, ", ")
 }
 
-func layoutSignals(d *rdoc, r *Report) {
+func layoutSignals(d *Document, r *Report) {
 	if len(r.Signals.Fleet) == 0 {
 		return
 	}
 	d.heading(2, "Signals, fleet-wide")
 	d.para("", fmt.Sprintf("baseline %s; incident %s; histograms merged across replicas before quantiles are taken",
-		fmtWindowSpan(r.Windows.Baseline), fmtWindowSpan(r.Windows.Incident)))
-	var items, missing, warns []ritem
+		FormatWindowSpan(r.Windows.Baseline), FormatWindowSpan(r.Windows.Incident)))
+	var items, missing, warns []Item
 	warnIDs := map[string][]string{}
 	var warnOrder []string
 	for _, s := range r.Signals.Fleet {
 		if s.Missing != "" && s.Incident == nil && s.Baseline == nil {
-			missing = append(missing, ritem{Text: s.ID + ": " + s.Missing})
+			missing = append(missing, Item{Text: s.ID + ": " + s.Missing})
 			continue
 		}
 		head := s.ID
@@ -555,7 +575,7 @@ func layoutSignals(d *rdoc, r *Report) {
 		if s.Versions != "" {
 			head += " (vLLM " + s.Versions + ")"
 		}
-		items = append(items, ritem{Text: head, Sub: []ritem{
+		items = append(items, Item{Text: head, Sub: []Item{
 			{Text: "baseline: " + measureText(s, s.Baseline)},
 			{Text: "incident: " + measureText(s, s.Incident)},
 		}})
@@ -568,7 +588,7 @@ func layoutSignals(d *rdoc, r *Report) {
 	}
 	// A warning shared by several signals is listed once, with them.
 	for _, w := range warnOrder {
-		warns = append(warns, ritem{Text: w + " (" + strings.Join(warnIDs[w], ", ") + ")"})
+		warns = append(warns, Item{Text: w + " (" + strings.Join(warnIDs[w], ", ") + ")"})
 	}
 	d.list("signals", items)
 	if len(missing) > 0 {
@@ -581,12 +601,12 @@ func layoutSignals(d *rdoc, r *Report) {
 	}
 }
 
-func layoutDimensions(d *rdoc, r *Report) {
+func layoutDimensions(d *Document, r *Report) {
 	if len(r.Dimensions) == 0 {
 		return
 	}
 	d.heading(2, "Dimensions")
-	t := &rtable{Head: []string{"dimension", "supported", "how"}}
+	t := &Table{Head: []string{"dimension", "supported", "how"}}
 	for _, dm := range r.Dimensions {
 		sup := "no"
 		if dm.Supported {
@@ -597,7 +617,7 @@ func layoutDimensions(d *rdoc, r *Report) {
 	d.table("dimensions", t)
 }
 
-func layoutWarnings(d *rdoc, r *Report) {
+func layoutWarnings(d *Document, r *Report) {
 	d.heading(2, "Warnings")
 	if len(r.Warnings) == 0 {
 		d.para("", "none")
@@ -606,31 +626,31 @@ func layoutWarnings(d *rdoc, r *Report) {
 	d.list("warnings", textItems(r.Warnings))
 }
 
-func layoutInputs(d *rdoc, r *Report) {
+func layoutInputs(d *Document, r *Report) {
 	in := r.Inputs
 	if len(in.Sources) == 0 && len(in.Replicas) == 0 && len(in.Problems) == 0 {
 		return
 	}
 	d.heading(2, "Inputs")
-	var items []ritem
+	var items []Item
 	if len(in.Sources) > 0 {
-		items = append(items, ritem{Text: fmt.Sprintf("sources (%d):", len(in.Sources)), Sub: textItems(summarizeSources(in.Sources))})
+		items = append(items, Item{Text: fmt.Sprintf("sources (%d):", len(in.Sources)), Sub: textItems(summarizeSources(in.Sources))})
 	}
 	if len(in.Replicas) > 0 {
-		var reps []ritem
+		var reps []Item
 		for _, n := range in.Replicas {
 			text := n
 			if v := in.Versions[n]; v != "" {
 				text += ": vLLM " + v
 			}
-			reps = append(reps, ritem{Text: text})
+			reps = append(reps, Item{Text: text})
 		}
-		items = append(items, ritem{Text: fmt.Sprintf("replicas (%d):", len(in.Replicas)), Sub: reps})
+		items = append(items, Item{Text: fmt.Sprintf("replicas (%d):", len(in.Replicas)), Sub: reps})
 	}
 	if in.Partial {
-		items = append(items, ritem{Text: "partial: some input could not be read", Sub: textItems(in.Problems)})
+		items = append(items, Item{Text: "partial: some input could not be read", Sub: textItems(in.Problems)})
 	} else if len(in.Problems) > 0 {
-		items = append(items, ritem{Text: "problems:", Sub: textItems(in.Problems)})
+		items = append(items, Item{Text: "problems:", Sub: textItems(in.Problems)})
 	}
 	d.list("inputs", items)
 }

@@ -1,4 +1,4 @@
-package diagnose
+package html
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/whyslow/whyslow/report"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -84,11 +85,11 @@ type plotLegend struct {
 }
 
 // timelinePlots draws the timelines of r (not of its groups).
-func timelinePlots(r *Report) ([]htmlPlot, error) {
+func timelinePlots(r *report.Report) ([]htmlPlot, error) {
 	var out []htmlPlot
 	for _, spec := range plotSpecs {
-		var fleet *Timeline
-		var reps []*Timeline
+		var fleet *report.Timeline
+		var reps []*report.Timeline
 		for i := range r.Timelines {
 			t := &r.Timelines[i]
 			if t.Signal != spec.signal {
@@ -132,7 +133,7 @@ func plotScale(unit string, maxV float64) (label string, scale float64) {
 }
 
 // segments splits a timeline into runs of finite points, scaled.
-func segments(t *Timeline, scale float64) []plotter.XYs {
+func segments(t *report.Timeline, scale float64) []plotter.XYs {
 	var out []plotter.XYs
 	var cur plotter.XYs
 	for _, p := range t.Points {
@@ -155,10 +156,10 @@ func segments(t *Timeline, scale float64) []plotter.XYs {
 func cssColor(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
 
 // drawTimeline draws one plot; nil when no point is finite.
-func drawTimeline(r *Report, spec plotSpec, fleet *Timeline, reps []*Timeline) (*htmlPlot, error) {
+func drawTimeline(r *report.Report, spec plotSpec, fleet *report.Timeline, reps []*report.Timeline) (*htmlPlot, error) {
 	all := reps
 	if fleet != nil {
-		all = append([]*Timeline{fleet}, reps...)
+		all = append([]*report.Timeline{fleet}, reps...)
 	}
 	// The ranges of the data, in base units.
 	xMin, xMax, yMax := math.Inf(1), math.Inf(-1), 0.0
@@ -206,7 +207,7 @@ func drawTimeline(r *Report, spec plotSpec, fleet *Timeline, reps []*Timeline) (
 	p.X.Label.Text = "UTC"
 	p.Add(plotter.NewGrid())
 
-	shade := func(w WindowInfo, c color.Color) error {
+	shade := func(w report.WindowInfo, c color.Color) error {
 		if w.Start.IsZero() || w.End.IsZero() || w.From == "none" || w.From == "lifetime" {
 			return nil
 		}
@@ -228,7 +229,7 @@ func drawTimeline(r *Report, spec plotSpec, fleet *Timeline, reps []*Timeline) (
 	}
 
 	var legend []plotLegend
-	add := func(t *Timeline, c color.RGBA, width vg.Length, name string, bold bool) error {
+	add := func(t *report.Timeline, c color.RGBA, width vg.Length, name string, bold bool) error {
 		segs := segments(t, scale)
 		if len(segs) == 0 {
 			return nil
@@ -293,7 +294,7 @@ func drawTimeline(r *Report, spec plotSpec, fleet *Timeline, reps []*Timeline) (
 		title += " (" + plotStatText(stat) + ")"
 	}
 	caption := fmt.Sprintf("per %s interval; shaded: incident window %s (red), baseline %s (grey)",
-		fmtDuration(step), fmtWindowSpan(r.Windows.Incident), fmtWindowSpan(r.Windows.Baseline))
+		report.FormatDuration(step), report.FormatWindowSpan(r.Windows.Incident), report.FormatWindowSpan(r.Windows.Baseline))
 	return &htmlPlot{Title: title, Caption: caption, SVG: inlineSVG(buf.Bytes()), Legend: legend}, nil
 }
 
@@ -309,14 +310,14 @@ func plotStatText(stat string) string {
 	return stat
 }
 
-func windowStart(w WindowInfo, def float64) float64 {
+func windowStart(w report.WindowInfo, def float64) float64 {
 	if w.Start.IsZero() || w.From == "none" || w.From == "lifetime" {
 		return def
 	}
 	return float64(w.Start.Unix())
 }
 
-func windowEnd(w WindowInfo, def float64) float64 {
+func windowEnd(w report.WindowInfo, def float64) float64 {
 	if w.End.IsZero() || w.From == "none" || w.From == "lifetime" {
 		return def
 	}

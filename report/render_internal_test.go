@@ -1,4 +1,4 @@
-package diagnose
+package report
 
 import (
 	"math"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestFmtUnitValue(t *testing.T) {
@@ -42,7 +41,7 @@ func TestFmtWindow(t *testing.T) {
 	w := WindowInfo{Start: t0, End: t0.Add(90 * time.Minute), From: "given", Scrapes: 12}
 	assert.Equal(t, "2026-03-14 09:30–11:00Z (1h30m), 12 scrapes, from given", fmtWindow(w))
 	w.End = t0.Add(24*time.Hour + 15*time.Second)
-	assert.Equal(t, "2026-03-14 09:30:00–2026-03-15 09:30:15Z (24h0m15s)", fmtWindowSpan(w))
+	assert.Equal(t, "2026-03-14 09:30:00–2026-03-15 09:30:15Z (24h0m15s)", FormatWindowSpan(w))
 	assert.Equal(t, "none", fmtWindow(WindowInfo{From: "none"}))
 	assert.Contains(t, fmtWindow(WindowInfo{End: t0, From: "lifetime"}), "lifetime (since process start)")
 	// The window text of evidence is recognised as the report's.
@@ -59,35 +58,6 @@ func TestRelChange(t *testing.T) {
 	assert.False(t, outsideSteady(relChange(0.12, 0.13), 1.2))
 	assert.True(t, outsideSteady(relChange(1, 0.8), 1.2), "a fall counts too")
 	assert.False(t, outsideSteady(Float(math.NaN()), 1.2))
-}
-
-func TestSegmentsSplitAtGaps(t *testing.T) {
-	t0 := time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
-	nan := Float(math.NaN())
-	tl := &Timeline{Points: []Point{
-		{T: t0, Value: 1}, {T: t0.Add(time.Minute), Value: 2}, {T: t0.Add(2 * time.Minute), Value: nan},
-		{T: t0.Add(3 * time.Minute), Value: 4}, {T: t0.Add(4 * time.Minute), Value: Float(math.Inf(1))},
-	}}
-	segs := segments(tl, 1000)
-	require.Len(t, segs, 2)
-	assert.Len(t, segs[0], 2)
-	assert.Equal(t, 2000.0, segs[0][1].Y)
-	assert.Equal(t, float64(t0.Add(3*time.Minute).Unix()), segs[1][0].X)
-}
-
-func TestTimeTicks(t *testing.T) {
-	t0 := time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
-	ticks := timeTicks{}.Ticks(float64(t0.Unix()), float64(t0.Add(time.Hour).Unix()))
-	var labels []string
-	for _, tk := range ticks {
-		if tk.Label != "" {
-			labels = append(labels, tk.Label)
-		}
-	}
-	assert.Equal(t, []string{"09:30", "09:40", "09:50", "10:00", "10:10", "10:20", "10:30"}, labels)
-	days := timeTicks{}.Ticks(float64(t0.Unix()), float64(t0.Add(72*time.Hour).Unix()))
-	require.NotEmpty(t, days)
-	assert.Nil(t, timeTicks{}.Ticks(5, 5))
 }
 
 func TestMarkdownEscaping(t *testing.T) {

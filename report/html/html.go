@@ -1,11 +1,13 @@
-package diagnose
+package html
 
 import (
 	"html/template"
 	"io"
+
+	"github.com/whyslow/whyslow/report"
 )
 
-// WriteHTML writes the report as one self-contained HTML file for a
+// Write writes the report as one self-contained HTML file for a
 // postmortem: no script, no external style sheet, font or image, so it
 // opens offline. The verdict comes first, then the symptoms, the ranked
 // hypotheses with their evidence, the before/after table, timeline plots
@@ -22,8 +24,8 @@ import (
 //
 // All text is escaped (html/template). A report split into groups draws
 // the plots of each group in its section.
-func (r *Report) WriteHTML(w io.Writer) error {
-	view, err := r.htmlView()
+func Write(w io.Writer, r *report.Report) error {
+	view, err := htmlView(r)
 	if err != nil {
 		return err
 	}
@@ -38,7 +40,7 @@ type htmlPage struct {
 
 // htmlBlock is a block of the document, with its plots for a plots block.
 type htmlBlock struct {
-	rblock
+	report.Block
 	Plots []htmlPlotView
 }
 
@@ -50,15 +52,15 @@ type htmlPlotView struct {
 	Inline template.HTML
 }
 
-func (r *Report) htmlView() (*htmlPage, error) {
-	d := r.layout(layoutOptions{full: true, plots: true})
+func htmlView(r *report.Report) (*htmlPage, error) {
+	d := r.Layout(report.LayoutOptions{Full: true, Plots: true})
 	page := &htmlPage{Title: "whyslow report"}
 	if r != nil {
 		page.Title += ": " + string(r.Verdict)
 	}
 	// Plots are drawn per report: the top level's, or each group's.
 	plots := map[string][]htmlPlotView{}
-	reports := []*Report{r}
+	reports := []*report.Report{r}
 	if r != nil && len(r.Groups) > 0 {
 		reports = r.Groups
 	}
@@ -76,11 +78,11 @@ func (r *Report) htmlView() (*htmlPage, error) {
 			// string it draws; no text of the report enters it.
 			views[i] = htmlPlotView{htmlPlot: p, Inline: template.HTML(p.SVG)} // #nosec G203 -- see above
 		}
-		plots[groupLabel(rep.Group)] = views
+		plots[report.GroupLabel(rep.Group)] = views
 	}
-	for _, b := range d.blocks {
-		hb := htmlBlock{rblock: b}
-		if b.Kind == blockPlots {
+	for _, b := range d.Blocks {
+		hb := htmlBlock{Block: b}
+		if b.Kind == report.BlockPlots {
 			hb.Plots = plots[b.Text]
 		}
 		page.Blocks = append(page.Blocks, hb)
@@ -89,8 +91,8 @@ func (r *Report) htmlView() (*htmlPage, error) {
 }
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"right": func(t *rtable, i int) bool { return i < len(t.Right) && t.Right[i] },
-	"mark":  func(t *rtable, i int) bool { return i < len(t.Marks) && t.Marks[i] },
+	"right": func(t *report.Table, i int) bool { return i < len(t.Right) && t.Right[i] },
+	"mark":  func(t *report.Table, i int) bool { return i < len(t.Marks) && t.Marks[i] },
 }).Parse(htmlSource))
 
 const htmlSource = `<!DOCTYPE html>
