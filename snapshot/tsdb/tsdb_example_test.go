@@ -1,4 +1,4 @@
-package snapshot_test
+package tsdb_test
 
 import (
 	"context"
@@ -6,16 +6,17 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/tsdb"
 )
 
-// ExampleReadTSDB reads a TSDB block written by promtool: a classic
+// ExampleRead reads a TSDB block written by promtool: a classic
 // histogram stored as _bucket, _sum and _count series comes back assembled.
-func ExampleReadTSDB() {
+func ExampleRead() {
 	dir := "testdata/tsdb-promtool"
 	fmt.Println("is TSDB:", snapshot.IsTSDB(dir))
 
 	start := time.Date(2025, 9, 22, 10, 0, 0, 0, time.UTC)
-	ev, err := snapshot.ReadTSDB(context.Background(), dir, snapshot.Options{
+	ev, err := tsdb.Read(context.Background(), dir, snapshot.Options{
 		Start:   start,
 		End:     start.Add(time.Minute), // both ends inclusive
 		Metrics: []string{"vllm:time_to_first_token_seconds"},

@@ -1,4 +1,4 @@
-package snapshot
+package tsdb
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // tsdbRaw is one TSDB series as read, before it is classified: labels
@@ -50,19 +51,19 @@ type nhcbRows struct {
 const tsdbSampleBytes = 16
 
 // tsdbAccumulator collects the series of one TSDB directory over all its
-// sources (blocks and head), then builds Evidence.
+// sources (blocks and head), then builds snapshot.Evidence.
 type tsdbAccumulator struct {
 	dir      string
-	opts     Options
-	lim      Limits
+	opts     snapshot.Options
+	lim      snapshot.Limits
 	series   map[uint64][]*tsdbRaw
 	nseries  map[string]int // series per target name
 	bytes    int64          // approximate memory held by samples and labels
 	full     bool           // MaxTotalBytes reached: stop reading
-	problems []Problem
+	problems []snapshot.Problem
 }
 
-func newTSDBAccumulator(dir string, opts Options, lim Limits) *tsdbAccumulator {
+func newTSDBAccumulator(dir string, opts snapshot.Options, lim snapshot.Limits) *tsdbAccumulator {
 	return &tsdbAccumulator{
 		dir:     dir,
 		opts:    opts,
@@ -72,8 +73,8 @@ func newTSDBAccumulator(dir string, opts Options, lim Limits) *tsdbAccumulator {
 	}
 }
 
-func (a *tsdbAccumulator) problem(sev Severity, file string, err error) {
-	a.problems = append(a.problems, Problem{Severity: sev, File: file, Offset: -1, Err: err})
+func (a *tsdbAccumulator) problem(sev snapshot.Severity, file string, err error) {
+	a.problems = append(a.problems, snapshot.Problem{Severity: sev, File: file, Offset: -1, Err: err})
 }
 
 // get returns the raw series for lset, creating it unless a limit forbids.
@@ -85,12 +86,12 @@ func (a *tsdbAccumulator) get(src string, lset labels.Labels) *tsdbRaw {
 		}
 	}
 	if n := lset.ByteSize(); n > uint64(a.lim.MaxLabelBytes) {
-		a.problem(SeverityError, src, fmt.Errorf("%w: series %.200s: labels of %d bytes exceed Limits.MaxLabelBytes (%d); dropped", ErrLimit, lset.String(), n, a.lim.MaxLabelBytes))
+		a.problem(snapshot.SeverityError, src, fmt.Errorf("%w: series %.200s: labels of %d bytes exceed snapshot.Limits.MaxLabelBytes (%d); dropped", snapshot.ErrLimit, lset.String(), n, a.lim.MaxLabelBytes))
 		return nil
 	}
 	name, _ := a.targetName(lset)
 	if a.nseries[name] == a.lim.MaxSeriesPerScrape {
-		a.problem(SeverityError, src, fmt.Errorf("%w: target %q: more than Limits.MaxSeriesPerScrape (%d) series; further series dropped", ErrLimit, name, a.lim.MaxSeriesPerScrape))
+		a.problem(snapshot.SeverityError, src, fmt.Errorf("%w: target %q: more than snapshot.Limits.MaxSeriesPerScrape (%d) series; further series dropped", snapshot.ErrLimit, name, a.lim.MaxSeriesPerScrape))
 	}
 	a.nseries[name]++
 	if a.nseries[name] > a.lim.MaxSeriesPerScrape {
@@ -111,12 +112,12 @@ func (a *tsdbAccumulator) readSource(ctx context.Context, src string, br tsdb.Bl
 	}
 	q, err := tsdb.NewBlockQuerier(br, mint, maxt)
 	if err != nil {
-		a.problem(SeverityError, src, fmt.Errorf("%w: %w", ErrBadBlock, err))
+		a.problem(snapshot.SeverityError, src, fmt.Errorf("%w: %w", ErrBadBlock, err))
 		return nil
 	}
 	defer func() {
 		if cerr := q.Close(); cerr != nil {
-			a.problem(SeverityWarning, src, fmt.Errorf("closing querier: %w", cerr))
+			a.problem(snapshot.SeverityWarning, src, fmt.Errorf("closing querier: %w", cerr))
 		}
 	}()
 	ss := q.Select(ctx, false, &storage.SelectHints{Start: mint, End: maxt}, ms...)
@@ -132,7 +133,7 @@ func (a *tsdbAccumulator) readSource(ctx context.Context, src string, br tsdb.Bl
 	)
 	defer func() {
 		if bad > 0 {
-			a.problem(SeverityError, src, fmt.Errorf("%w: samples of %d series lost, first: %w", ErrBadBlock, bad, firstBad))
+			a.problem(snapshot.SeverityError, src, fmt.Errorf("%w: samples of %d series lost, first: %w", ErrBadBlock, bad, firstBad))
 		}
 	}()
 	for ss.Next() {
@@ -173,7 +174,7 @@ func (a *tsdbAccumulator) readSource(ctx context.Context, src string, br tsdb.Bl
 					continue
 				}
 				if err := r.addNHCB(t, fh); err != nil {
-					a.problem(SeverityError, src, fmt.Errorf("series %s at %d: %w", s.Labels(), t, err))
+					a.problem(snapshot.SeverityError, src, fmt.Errorf("series %s at %d: %w", s.Labels(), t, err))
 					continue
 				}
 				a.bytes += int64(len(fh.CustomValues)+4) * 8
@@ -189,7 +190,7 @@ func (a *tsdbAccumulator) readSource(ctx context.Context, src string, br tsdb.Bl
 		}
 		if a.bytes > a.lim.MaxTotalBytes {
 			a.full = true
-			a.problem(SeverityError, src, fmt.Errorf("%w: samples read exceed Limits.MaxTotalBytes (%d bytes); reading stopped, result is partial", ErrLimit, a.lim.MaxTotalBytes))
+			a.problem(snapshot.SeverityError, src, fmt.Errorf("%w: samples read exceed snapshot.Limits.MaxTotalBytes (%d bytes); reading stopped, result is partial", snapshot.ErrLimit, a.lim.MaxTotalBytes))
 			return nil
 		}
 	}
@@ -197,10 +198,10 @@ func (a *tsdbAccumulator) readSource(ctx context.Context, src string, br tsdb.Bl
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
-		a.problem(SeverityError, src, fmt.Errorf("%w: %w", ErrBadBlock, err))
+		a.problem(snapshot.SeverityError, src, fmt.Errorf("%w: %w", ErrBadBlock, err))
 	}
 	for _, w := range ss.Warnings() {
-		a.problem(SeverityWarning, src, w)
+		a.problem(snapshot.SeverityWarning, src, w)
 	}
 	return nil
 }
@@ -267,8 +268,8 @@ func (a *tsdbAccumulator) targetName(lset labels.Labels) (name, from string) {
 }
 
 // evidence classifies the series read into targets and families.
-func (a *tsdbAccumulator) evidence() *Evidence {
-	ev := &Evidence{Sources: []string{a.dir}}
+func (a *tsdbAccumulator) evidence() *snapshot.Evidence {
+	ev := &snapshot.Evidence{Sources: []string{a.dir}}
 	type tgt struct {
 		from string
 		raws []*tsdbRaw
@@ -292,7 +293,7 @@ func (a *tsdbAccumulator) evidence() *Evidence {
 	a.series = nil // let the raws go as they are converted
 	keep := tsdbKeepFamily(a.opts.Metrics)
 	for name, t := range targets {
-		tg := &Target{Name: name, NameFrom: t.from, Families: map[string]*Family{}}
+		tg := &snapshot.Target{Name: name, NameFrom: t.from, Families: map[string]*snapshot.Family{}}
 		a.buildFamilies(tg, t.raws)
 		for fname := range tg.Families {
 			if !keep(tg.Families[fname]) {
@@ -371,7 +372,7 @@ type tsdbFamilyKind struct {
 
 // buildFamilies classifies a target's raws by name and labels and fills
 // tg.Families.
-func (a *tsdbAccumulator) buildFamilies(tg *Target, raws []*tsdbRaw) {
+func (a *tsdbAccumulator) buildFamilies(tg *snapshot.Target, raws []*tsdbRaw) {
 	byName := map[string][]*tsdbRaw{}
 	histBase := map[string]bool{}
 	summaryBase := map[string]bool{}
@@ -407,10 +408,10 @@ func (a *tsdbAccumulator) buildFamilies(tg *Target, raws []*tsdbRaw) {
 		}
 		return tsdbFamilyKind{name, model.MetricTypeUnknown, ""}
 	}
-	family := func(name string, typ model.MetricType) *Family {
+	family := func(name string, typ model.MetricType) *snapshot.Family {
 		f := tg.Families[name]
 		if f == nil {
-			f = &Family{Name: name, Type: typ, TypeInferred: true}
+			f = &snapshot.Family{Name: name, Type: typ, TypeInferred: true}
 			tg.Families[name] = f
 		}
 		return f
@@ -428,7 +429,7 @@ func (a *tsdbAccumulator) buildFamilies(tg *Target, raws []*tsdbRaw) {
 		k := classify(name)
 		for _, r := range byName[name] {
 			if r.exp > 0 {
-				a.problems = append(a.problems, Problem{Severity: SeverityError, File: a.dir, Offset: -1, Family: name,
+				a.problems = append(a.problems, snapshot.Problem{Severity: snapshot.SeverityError, File: a.dir, Offset: -1, Family: name,
 					Err: fmt.Errorf("%w: %d samples of %s dropped", ErrExponentialHistogram, r.exp, r.lset)})
 			}
 			if r.nh != nil && len(r.nh.t) > 0 {
@@ -471,7 +472,7 @@ func (a *tsdbAccumulator) buildFamilies(tg *Target, raws []*tsdbRaw) {
 				continue
 			}
 			f := family(k.family, k.typ)
-			f.Series = append(f.Series, &Series{
+			f.Series = append(f.Series, &snapshot.Series{
 				Name:   name,
 				Labels: labels.NewBuilder(r.lset).Del(labels.MetricName).Labels(),
 				T:      r.t,
@@ -516,13 +517,13 @@ type tsdbHistParts struct {
 }
 
 // assembleClassic assembles the parts of one classic histogram into
-// HistogramSeries, one per run of timestamps with the same set of buckets
+// snapshot.HistogramSeries, one per run of timestamps with the same set of buckets
 // present: a layout change (other buckets after an upgrade) starts a new
-// HistogramSeries. Parts that cannot be assembled (a bad le, a _sum or
-// _count without buckets) are returned as float Series.
-func (a *tsdbAccumulator) assembleClassic(family string, g *tsdbHistParts) (out []*HistogramSeries, leftovers []*Series) {
-	asSeries := func(r *tsdbRaw) *Series {
-		return &Series{
+// snapshot.HistogramSeries. Parts that cannot be assembled (a bad le, a _sum or
+// _count without buckets) are returned as float snapshot.Series.
+func (a *tsdbAccumulator) assembleClassic(family string, g *tsdbHistParts) (out []*snapshot.HistogramSeries, leftovers []*snapshot.Series) {
+	asSeries := func(r *tsdbRaw) *snapshot.Series {
+		return &snapshot.Series{
 			Name:   r.lset.Get(labels.MetricName),
 			Labels: labels.NewBuilder(r.lset).Del(labels.MetricName).Labels(),
 			T:      r.t,
@@ -538,7 +539,7 @@ func (a *tsdbAccumulator) assembleClassic(family string, g *tsdbHistParts) (out 
 	for _, r := range g.buckets {
 		le, err := strconv.ParseFloat(r.lset.Get("le"), 64)
 		if err != nil {
-			a.problems = append(a.problems, Problem{Severity: SeverityError, File: a.dir, Offset: -1, Family: family,
+			a.problems = append(a.problems, snapshot.Problem{Severity: snapshot.SeverityError, File: a.dir, Offset: -1, Family: family,
 				Err: fmt.Errorf("series %s: bad le: %w", r.lset, err)})
 			leftovers = append(leftovers, asSeries(r))
 			continue
@@ -561,7 +562,7 @@ func (a *tsdbAccumulator) assembleClassic(family string, g *tsdbHistParts) (out 
 	}
 
 	var (
-		cur              *HistogramSeries
+		cur              *snapshot.HistogramSeries
 		curMask, present []int
 		vals             = make([]float64, 0, len(bs))
 		si, ci           int
@@ -595,7 +596,7 @@ func (a *tsdbAccumulator) assembleClassic(family string, g *tsdbHistParts) (out 
 		if cur == nil || !slices.Equal(present, curMask) {
 			curMask = slices.Clone(present)
 			rows := len(all) - row
-			cur = &HistogramSeries{
+			cur = &snapshot.HistogramSeries{
 				Labels: g.labels,
 				Bounds: make([]float64, len(present)),
 				T:      make([]int64, 0, rows),
@@ -620,7 +621,7 @@ func (a *tsdbAccumulator) assembleClassic(family string, g *tsdbHistParts) (out 
 		}
 	}
 	if lost := total - matched; lost > 0 {
-		a.problems = append(a.problems, Problem{Severity: SeverityWarning, File: a.dir, Offset: -1, Family: family,
+		a.problems = append(a.problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: a.dir, Offset: -1, Family: family,
 			Err: fmt.Errorf("series %s: %d _sum/_count samples at timestamps without any bucket dropped", g.labels, lost)})
 	}
 	// The bucket raws are now copied; drop them early.
@@ -630,17 +631,17 @@ func (a *tsdbAccumulator) assembleClassic(family string, g *tsdbHistParts) (out 
 	return out, leftovers
 }
 
-// nhcbSeries splits the NHCB rows of r into one HistogramSeries per run of
+// nhcbSeries splits the NHCB rows of r into one snapshot.HistogramSeries per run of
 // samples with the same bucket layout.
-func nhcbSeries(r *tsdbRaw) []*HistogramSeries {
+func nhcbSeries(r *tsdbRaw) []*snapshot.HistogramSeries {
 	nh := r.nh
 	ls := labels.NewBuilder(r.lset).Del(labels.MetricName).Labels()
-	var out []*HistogramSeries
-	var cur *HistogramSeries
+	var out []*snapshot.HistogramSeries
+	var cur *snapshot.HistogramSeries
 	for i, t := range nh.t {
 		b := nh.layouts[nh.lay[i]]
 		if cur == nil || nh.lay[i] != nh.lay[i-1] {
-			cur = &HistogramSeries{Labels: ls, Bounds: b}
+			cur = &snapshot.HistogramSeries{Labels: ls, Bounds: b}
 			out = append(out, cur)
 		}
 		cur.T = append(cur.T, t)
@@ -652,8 +653,8 @@ func nhcbSeries(r *tsdbRaw) []*HistogramSeries {
 	return out
 }
 
-// tsdbScrapes returns one Scrape per distinct sample timestamp of tg.
-func tsdbScrapes(tg *Target) []Scrape {
+// tsdbScrapes returns one snapshot.Scrape per distinct sample timestamp of tg.
+func tsdbScrapes(tg *snapshot.Target) []snapshot.Scrape {
 	var all []int64
 	for _, f := range tg.Families {
 		for _, s := range f.Series {
@@ -663,9 +664,9 @@ func tsdbScrapes(tg *Target) []Scrape {
 			all = unionSorted(all, h.T)
 		}
 	}
-	out := make([]Scrape, len(all))
+	out := make([]snapshot.Scrape, len(all))
 	for i, t := range all {
-		out[i] = Scrape{Time: time.UnixMilli(t).UTC(), TimeFrom: TimeFromTSDB}
+		out[i] = snapshot.Scrape{Time: time.UnixMilli(t).UTC(), TimeFrom: snapshot.TimeFromTSDB}
 	}
 	return out
 }
@@ -701,18 +702,18 @@ func unionSorted(a, b []int64) []int64 {
 	return append(out, b[j:]...)
 }
 
-// tsdbKeepFamily returns the filter of Options.Metrics: a family is kept
+// tsdbKeepFamily returns the filter of snapshot.Options.Metrics: a family is kept
 // when its lookup name, one of its sample names, or the name of one of its
 // histogram parts is listed. Nil metrics keep everything.
-func tsdbKeepFamily(metrics []string) func(*Family) bool {
+func tsdbKeepFamily(metrics []string) func(*snapshot.Family) bool {
 	if len(metrics) == 0 {
-		return func(*Family) bool { return true }
+		return func(*snapshot.Family) bool { return true }
 	}
 	want := map[string]bool{}
 	for _, m := range metrics {
 		want[m] = true
 	}
-	return func(f *Family) bool {
+	return func(f *snapshot.Family) bool {
 		if want[f.Name] {
 			return true
 		}

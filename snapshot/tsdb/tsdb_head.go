@@ -1,4 +1,4 @@
-package snapshot
+package tsdb
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/wlog"
 	"github.com/prometheus/prometheus/util/compression"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // tsdbHead is a head replayed from a sandbox copy of wal/ and chunks_head/.
@@ -37,7 +38,7 @@ func (h *tsdbHead) Close() error {
 //
 // The returned Problems report a repaired WAL. On error the sandbox is
 // already removed.
-func openTSDBHead(l *tsdbLayout, sandboxRoot string, maxBytes, minValidTime int64) (_ *tsdbHead, problems []Problem, err error) {
+func openTSDBHead(l *tsdbLayout, sandboxRoot string, maxBytes, minValidTime int64) (_ *tsdbHead, problems []snapshot.Problem, err error) {
 	if !l.hasWAL {
 		// Without the WAL's series records, m-mapped head chunks belong to
 		// no series.
@@ -62,7 +63,7 @@ func openTSDBHead(l *tsdbLayout, sandboxRoot string, maxBytes, minValidTime int6
 		size += n
 	}
 	if size > maxBytes {
-		return nil, nil, fmt.Errorf("%w: wal/ and chunks_head/ hold %d bytes, more than Limits.MaxWALBytes (%d)", ErrLimit, size, maxBytes)
+		return nil, nil, fmt.Errorf("%w: wal/ and chunks_head/ hold %d bytes, more than snapshot.Limits.MaxWALBytes (%d)", snapshot.ErrLimit, size, maxBytes)
 	}
 	for _, d := range []string{tsdbWALDir, tsdbChunksHeadDir} {
 		if err := copyTree(filepath.Join(l.dir, d), filepath.Join(sandbox, d)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -99,8 +100,8 @@ func openTSDBHead(l *tsdbLayout, sandboxRoot string, maxBytes, minValidTime int6
 	if err := w.Close(); err != nil {
 		return nil, nil, fmt.Errorf("closing repaired WAL copy: %w", err)
 	}
-	p := Problem{
-		Severity: SeverityWarning,
+	p := snapshot.Problem{
+		Severity: snapshot.SeverityWarning,
 		File:     wlog.SegmentName(filepath.Join(l.dir, tsdbWALDir), cerr.Segment),
 		Offset:   cerr.Offset,
 		Err: fmt.Errorf("%w beyond this offset: torn or corrupt WAL record (%v); the sandbox copy was cut there, as Prometheus does on restart",
@@ -108,7 +109,7 @@ func openTSDBHead(l *tsdbLayout, sandboxRoot string, maxBytes, minValidTime int6
 	}
 	if later > 0 {
 		// Not a torn tail: whole segments are lost.
-		p.Severity = SeverityError
+		p.Severity = snapshot.SeverityError
 		p.Err = fmt.Errorf("%w; %d later segments dropped", p.Err, later)
 	}
 	problems = append(problems, p)

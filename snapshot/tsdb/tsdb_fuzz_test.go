@@ -1,4 +1,4 @@
-package snapshot
+package tsdb
 
 import (
 	"math"
@@ -8,12 +8,13 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // FuzzTSDBAssembleClassic checks the assembly of classic histograms from
 // bucket series that come and go (scrapes lost, layouts changed): every
 // sample lands in exactly one row under its own bound, rows are in time
-// order, and a new HistogramSeries starts exactly when the set of buckets
+// order, and a new snapshot.HistogramSeries starts exactly when the set of buckets
 // present changes.
 func FuzzTSDBAssembleClassic(f *testing.F) {
 	f.Add([]byte{3, 0xff, 0xff, 0xff, 0xff})
@@ -54,7 +55,7 @@ func FuzzTSDBAssembleClassic(f *testing.F) {
 			sum.v = append(sum.v, float64(i))
 		}
 		g.sum = sum
-		a := newTSDBAccumulator("fuzz", Options{}, DefaultLimits)
+		a := newTSDBAccumulator("fuzz", snapshot.Options{}, snapshot.DefaultLimits)
 		out, leftovers := a.assembleClassic("x", g)
 		require.Empty(t, leftovers)
 

@@ -1,4 +1,4 @@
-package snapshot
+package tsdb
 
 import (
 	"context"
@@ -17,10 +17,11 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // Errors of the TSDB reader, for errors.Is on a returned error or on a
-// Problem's Err.
+// snapshot.Problem's Err.
 var (
 	// ErrNotTSDB: the directory holds no block, no wal/ and no chunks_head/.
 	ErrNotTSDB = errors.New("not a Prometheus TSDB directory")
@@ -45,37 +46,12 @@ const (
 	tsdbChunksDir     = "chunks"
 )
 
-// IsTSDB reports whether path looks like a Prometheus TSDB data directory
-// or snapshot directory: a directory holding block directories (with a
-// meta.json), a wal/ or a chunks_head/ directory. It only reads directory
-// entries.
-func IsTSDB(path string) bool {
-	fi, err := os.Stat(path)
-	if err != nil || !fi.IsDir() {
-		return false
-	}
-	for _, d := range []string{tsdbWALDir, tsdbChunksHeadDir} {
-		if fi, err := os.Stat(filepath.Join(path, d)); err == nil && fi.IsDir() {
-			return true
-		}
-	}
-	ents, err := os.ReadDir(path)
-	if err != nil {
-		return false
-	}
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(path, e.Name(), tsdbMetaFile)); err == nil {
-			return true
-		}
-	}
-	return false
+func init() {
+	snapshot.RegisterSource(snapshot.Source{Name: "tsdb", Match: snapshot.IsTSDB, Read: Read})
 }
 
-// ReadTSDB reads a Prometheus TSDB data directory, or a snapshot directory
-// written by /api/v1/admin/tsdb/snapshot, into Evidence, without altering
+// Read reads a Prometheus TSDB data directory, or a snapshot directory
+// written by /api/v1/admin/tsdb/snapshot, into snapshot.Evidence, without altering
 // it.
 //
 // Persisted blocks are opened in place, read-only (memory-mapped, no lock
@@ -83,7 +59,7 @@ func IsTSDB(path string) bool {
 // into a sandbox under opts.SandboxDir (os.TempDir() when empty), at most
 // opts.Limits.MaxWALBytes, and the copy is replayed; a torn WAL tail, as a
 // crash leaves it, is repaired in the copy as Prometheus would repair it on
-// restart. The sandbox is removed before ReadTSDB returns. The evidence may
+// restart. The sandbox is removed before Read returns. The evidence may
 // be on a read-only mount, on another filesystem than the sandbox, and
 // locked by a Prometheus that is still running.
 //
@@ -93,25 +69,25 @@ func IsTSDB(path string) bool {
 // with what is asked for, not with the size of the TSDB.
 //
 // TSDB stores no metric type, so families are classified by name and
-// labels (Family.TypeInferred): a "_bucket" series with an "le" label is a
+// labels (snapshot.Family.TypeInferred): a "_bucket" series with an "le" label is a
 // part of a classic histogram, assembled with its "_sum" and "_count" per
 // timestamp; a series with a "quantile" label makes a summary; a name
 // ending in "_total" a counter; anything else is of unknown type. Native
-// histograms with custom buckets (NHCB) become classic HistogramSeries;
-// native histograms with exponential buckets are dropped with a Problem
+// histograms with custom buckets (NHCB) become classic snapshot.HistogramSeries;
+// native histograms with exponential buckets are dropped with a snapshot.Problem
 // (ErrExponentialHistogram). Stale markers are not data and are dropped.
 //
 // A series belongs to the target named by its "pod" label, else its
 // "instance" label, else its "job" label (opts.TargetName may override).
-// Each target has one Scrape per distinct sample timestamp among its series.
+// Each target has one snapshot.Scrape per distinct sample timestamp among its series.
 //
 // A bad block (missing index, broken meta.json, corrupt chunks) or a head
-// that cannot be replayed is a Problem of SeverityError naming the file and
-// the reason, and the rest is still read: check Evidence.Partial. ReadTSDB
+// that cannot be replayed is a snapshot.Problem of snapshot.SeverityError naming the file and
+// the reason, and the rest is still read: check snapshot.Evidence.Partial. Read
 // returns an error only when dir is not a TSDB directory, when nothing at
 // all could be read, or when ctx is done.
-func ReadTSDB(ctx context.Context, dir string, opts Options) (ev *Evidence, err error) {
-	lim := opts.Limits.withDefaults()
+func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.Evidence, err error) {
+	lim := opts.Limits.WithDefaults()
 	mint, maxt := int64(math.MinInt64), int64(math.MaxInt64)
 	if !opts.Start.IsZero() {
 		mint = opts.Start.UnixMilli()
@@ -132,7 +108,7 @@ func ReadTSDB(ctx context.Context, dir string, opts Options) (ev *Evidence, err 
 	}
 
 	acc := newTSDBAccumulator(dir, opts, lim)
-	var problems []Problem
+	var problems []snapshot.Problem
 	read := 0 // sources read, at least in part
 
 	blocks, bprobs := openTSDBBlocks(layout, mint, maxt)
@@ -152,7 +128,7 @@ func ReadTSDB(ctx context.Context, dir string, opts Options) (ev *Evidence, err 
 	}
 	progress := func(what string, done int) {
 		if opts.Progress != nil {
-			opts.Progress(Progress{Path: dir, What: what, Done: done, Total: units})
+			opts.Progress(snapshot.Progress{Path: dir, What: what, Done: done, Total: units})
 		}
 	}
 	for i, b := range blocks {
@@ -173,8 +149,8 @@ func ReadTSDB(ctx context.Context, dir string, opts Options) (ev *Evidence, err 
 		h, hprobs, herr := openTSDBHead(layout, opts.SandboxDir, lim.MaxWALBytes, maxBlockTime)
 		problems = append(problems, hprobs...)
 		if herr != nil {
-			problems = append(problems, Problem{
-				Severity: SeverityError, File: layout.walOrChunksHead(), Offset: -1,
+			problems = append(problems, snapshot.Problem{
+				Severity: snapshot.SeverityError, File: layout.walOrChunksHead(), Offset: -1,
 				Err: fmt.Errorf("%w: only persisted blocks were read: %w", ErrHeadNotRead, herr),
 			})
 		} else {
@@ -184,14 +160,14 @@ func ReadTSDB(ctx context.Context, dir string, opts Options) (ev *Evidence, err 
 				return nil, errors.Join(rerr, cerr)
 			}
 			if cerr != nil {
-				problems = append(problems, Problem{Severity: SeverityWarning, File: h.sandbox, Offset: -1,
+				problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: h.sandbox, Offset: -1,
 					Err: fmt.Errorf("removing sandbox: %w", cerr)})
 			}
 			read++
 		}
 	}
 	if layout.hasWBL {
-		problems = append(problems, Problem{Severity: SeverityWarning, File: filepath.Join(dir, tsdbWBLDir), Offset: -1,
+		problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: filepath.Join(dir, tsdbWBLDir), Offset: -1,
 			Err: errors.New("out-of-order samples in wbl/ are not read")})
 	}
 
@@ -292,9 +268,9 @@ type tsdbBlock struct {
 // openTSDBBlocks opens every block candidate of l. Broken blocks become
 // Problems; blocks superseded by a compacted block that is present too are
 // skipped, as Prometheus does.
-func openTSDBBlocks(l *tsdbLayout, mint, maxt int64) (blocks []tsdbBlock, problems []Problem) {
+func openTSDBBlocks(l *tsdbLayout, mint, maxt int64) (blocks []tsdbBlock, problems []snapshot.Problem) {
 	for _, name := range l.skipped {
-		problems = append(problems, Problem{Severity: SeverityWarning, File: filepath.Join(l.dir, name), Offset: -1,
+		problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: filepath.Join(l.dir, name), Offset: -1,
 			Err: errors.New("incomplete block (left by an interrupted compaction or deletion) skipped")})
 	}
 	type cand struct {
@@ -344,7 +320,7 @@ func openTSDBBlocks(l *tsdbLayout, mint, maxt int64) (blocks []tsdbBlock, proble
 
 // readBlockMeta reads and checks a block's meta.json, so that a broken one
 // is reported with its path and reason before tsdb opens the block.
-func readBlockMeta(bdir string) (tsdb.BlockMeta, *Problem) {
+func readBlockMeta(bdir string) (tsdb.BlockMeta, *snapshot.Problem) {
 	fn := filepath.Join(bdir, tsdbMetaFile)
 	var meta tsdb.BlockMeta
 	b, err := os.ReadFile(fn)
@@ -373,19 +349,19 @@ func readBlockMeta(bdir string) (tsdb.BlockMeta, *Problem) {
 	return meta, nil
 }
 
-func blockProblem(file string, err error) Problem {
+func blockProblem(file string, err error) snapshot.Problem {
 	if errors.Is(err, fs.ErrNotExist) {
 		err = fmt.Errorf("%w: %s missing", ErrBadBlock, filepath.Base(file))
 	} else {
 		err = fmt.Errorf("%w: %w", ErrBadBlock, err)
 	}
-	return Problem{Severity: SeverityError, File: file, Offset: -1, Err: err}
+	return snapshot.Problem{Severity: snapshot.SeverityError, File: file, Offset: -1, Err: err}
 }
 
 // tsdbMatchers returns the matchers of a Select: opts.Matchers, plus a
 // __name__ matcher for opts.Metrics (each name, and the _bucket, _sum and
 // _count series of a histogram or summary of that name).
-func tsdbMatchers(opts Options) ([]*labels.Matcher, error) {
+func tsdbMatchers(opts snapshot.Options) ([]*labels.Matcher, error) {
 	ms := slices.Clone(opts.Matchers)
 	if len(opts.Metrics) > 0 {
 		var alts []string
@@ -394,7 +370,7 @@ func tsdbMatchers(opts Options) ([]*labels.Matcher, error) {
 		}
 		m, err := labels.NewMatcher(labels.MatchRegexp, labels.MetricName, strings.Join(alts, "|"))
 		if err != nil {
-			return nil, fmt.Errorf("matcher for Options.Metrics: %w", err)
+			return nil, fmt.Errorf("matcher for snapshot.Options.Metrics: %w", err)
 		}
 		ms = append(ms, m)
 	}

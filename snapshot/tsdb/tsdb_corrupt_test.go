@@ -1,4 +1,4 @@
-package snapshot
+package tsdb
 
 import (
 	"context"
@@ -9,10 +9,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // TestReadTSDBCorruptions damages one of two blocks (or the whole
-// directory) and checks that the error or Problem names the file and the
+// directory) and checks that the error or snapshot.Problem names the file and the
 // reason, and that the other block is still read.
 func TestReadTSDBCorruptions(t *testing.T) {
 	// Two blocks, no head: the good one must survive the bad one.
@@ -24,7 +25,7 @@ func TestReadTSDBCorruptions(t *testing.T) {
 		damage  func(t *testing.T, block string) // block: the bad block's dir
 		file    string                           // relative to the bad block, "" = the block dir
 		reason  string
-		wantErr bool // nothing readable: ReadTSDB fails
+		wantErr bool // nothing readable: Read fails
 	}{
 		{
 			name:   "missing index",
@@ -93,10 +94,10 @@ func TestReadTSDBCorruptions(t *testing.T) {
 			require.NoError(t, copyTree(filepath.Join(base.dir, good), bad))
 			tc.damage(t, bad)
 
-			ev, err := ReadTSDB(context.Background(), dir, Options{})
+			ev, err := Read(context.Background(), dir, snapshot.Options{})
 			require.NoError(t, err)
 			require.True(t, ev.Partial())
-			var p *Problem
+			var p *snapshot.Problem
 			for i := range ev.Problems {
 				if errors.Is(ev.Problems[i], ErrBadBlock) {
 					p = &ev.Problems[i]
@@ -104,7 +105,7 @@ func TestReadTSDBCorruptions(t *testing.T) {
 				}
 			}
 			require.NotNil(t, p, "%v", ev.Problems)
-			assert.Equal(t, SeverityError, p.Severity)
+			assert.Equal(t, snapshot.SeverityError, p.Severity)
 			if tc.file == "" {
 				assert.Equal(t, bad, p.File)
 			} else {
@@ -120,7 +121,7 @@ func TestReadTSDBCorruptions(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "data")
 		require.NoError(t, copyTree(filepath.Join(base.dir, good), filepath.Join(dir, good)))
 		require.NoError(t, os.Remove(filepath.Join(dir, good, "index")))
-		_, err := ReadTSDB(context.Background(), dir, Options{})
+		_, err := Read(context.Background(), dir, snapshot.Options{})
 		require.ErrorIs(t, err, ErrBadBlock)
 		assert.ErrorContains(t, err, filepath.Join(dir, good, "index"))
 		assert.ErrorContains(t, err, "nothing could be read")
@@ -137,7 +138,7 @@ func TestReadTSDBCorruptions(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := mk(t)
-			_, err := ReadTSDB(context.Background(), dir, Options{})
+			_, err := Read(context.Background(), dir, snapshot.Options{})
 			require.Error(t, err)
 			assert.ErrorContains(t, err, dir)
 			if name != "missing dir" {

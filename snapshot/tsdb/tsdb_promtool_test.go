@@ -1,4 +1,4 @@
-package snapshot
+package tsdb
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // needPromtool returns the path of promtool, skipping the test when it is
@@ -72,11 +73,11 @@ func TestReadTSDBPromtoolBlocks(t *testing.T) {
 	cmd := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", in, out)
 	msg, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", msg)
-	require.True(t, IsTSDB(out))
+	require.True(t, snapshot.IsTSDB(out))
 	require.Greater(t, len(tsdbBlockDirs(t, out)), 1, "several blocks")
 	before := treeHash(t, out)
 
-	ev, err := ReadTSDB(context.Background(), out, Options{})
+	ev, err := Read(context.Background(), out, snapshot.Options{})
 	require.NoError(t, err)
 	require.Empty(t, ev.Problems)
 	require.Len(t, ev.Targets, pods)
@@ -113,7 +114,7 @@ func TestReadTSDBPromtoolBlocks(t *testing.T) {
 func TestReadTSDBCommittedPromtoolBlock(t *testing.T) {
 	dir := filepath.Join("testdata", "tsdb-promtool")
 	before := treeHash(t, dir)
-	ev, err := ReadTSDB(context.Background(), dir, Options{})
+	ev, err := Read(context.Background(), dir, snapshot.Options{})
 	require.NoError(t, err)
 	require.Empty(t, ev.Problems)
 	tg := ev.Target("vllm-0")

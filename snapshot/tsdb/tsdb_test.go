@@ -1,4 +1,4 @@
-package snapshot
+package tsdb
 
 import (
 	"context"
@@ -18,11 +18,12 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
-// checkTSDBFixture checks everything ReadTSDB returned for scrapes
+// checkTSDBFixture checks everything Read returned for scrapes
 // [from, to) of the fixture.
-func checkTSDBFixture(t *testing.T, f *tsdbFix, ev *Evidence, from, to int) {
+func checkTSDBFixture(t *testing.T, f *tsdbFix, ev *snapshot.Evidence, from, to int) {
 	t.Helper()
 	require.Len(t, ev.Targets, len(f.pods))
 	for _, pod := range f.pods {
@@ -32,7 +33,7 @@ func checkTSDBFixture(t *testing.T, f *tsdbFix, ev *Evidence, from, to int) {
 		require.Len(t, tg.Scrapes, to-from, pod)
 		for k, s := range tg.Scrapes {
 			require.Equal(t, f.ts(from+k), s.Time.UnixMilli())
-			require.Equal(t, TimeFromTSDB, s.TimeFrom)
+			require.Equal(t, snapshot.TimeFromTSDB, s.TimeFrom)
 			require.Empty(t, s.Files)
 		}
 		assert.Equal(t, []string{
@@ -95,7 +96,7 @@ func checkTSDBFixture(t *testing.T, f *tsdbFix, ev *Evidence, from, to int) {
 		}
 	}
 	// The exponential histogram of pod-a is reported, not read.
-	var exp []Problem
+	var exp []snapshot.Problem
 	for _, p := range ev.Problems {
 		if errors.Is(p, ErrExponentialHistogram) {
 			exp = append(exp, p)
@@ -103,17 +104,17 @@ func checkTSDBFixture(t *testing.T, f *tsdbFix, ev *Evidence, from, to int) {
 	}
 	require.Len(t, exp, 1, "%v", ev.Problems)
 	assert.Equal(t, "vllm:exp_latency_seconds", exp[0].Family)
-	assert.Equal(t, SeverityError, exp[0].Severity)
+	assert.Equal(t, snapshot.SeverityError, exp[0].Severity)
 	assert.Contains(t, exp[0].Error(), "samples")
 }
 
 func TestReadTSDBBlocksAndHead(t *testing.T) {
 	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
 	require.DirExists(t, filepath.Join(f.dir, "wal"))
-	require.True(t, IsTSDB(f.dir))
+	require.True(t, snapshot.IsTSDB(f.dir))
 	before := treeHash(t, f.dir)
 
-	ev, err := ReadTSDB(context.Background(), f.dir, Options{SandboxDir: t.TempDir()})
+	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir()})
 	require.NoError(t, err)
 	checkTSDBFixture(t, f, ev, 0, f.n)
 	assert.Equal(t, []string{f.dir}, ev.Sources)
@@ -163,11 +164,11 @@ func TestReadTSDBTornWAL(t *testing.T) {
 
 	before = treeHash(t, f.dir)
 
-	ev, err := ReadTSDB(context.Background(), f.dir, Options{SandboxDir: t.TempDir()})
+	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir()})
 	require.NoError(t, err)
 	// The cut record was the stale marker: no sample is lost.
 	checkTSDBFixture(t, f, ev, 0, f.n)
-	var torn []Problem
+	var torn []snapshot.Problem
 	for _, p := range ev.Problems {
 		if errors.Is(p, ErrHeadNotRead) {
 			torn = append(torn, p)
@@ -175,7 +176,7 @@ func TestReadTSDBTornWAL(t *testing.T) {
 	}
 	require.Len(t, torn, 1, "%v", ev.Problems)
 	assert.Equal(t, seg, torn[0].File)
-	assert.Equal(t, SeverityWarning, torn[0].Severity, "a torn tail is what a crash leaves")
+	assert.Equal(t, snapshot.SeverityWarning, torn[0].Severity, "a torn tail is what a crash leaves")
 	assert.Positive(t, torn[0].Offset)
 	assert.Contains(t, torn[0].Error(), "torn or corrupt WAL record")
 	requireTreeUnchanged(t, before, treeHash(t, f.dir))
@@ -185,7 +186,7 @@ func TestReadTSDBTornWALLosesLastScrape(t *testing.T) {
 	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
 	// Cut deeper: into the records of the last scrape.
 	tearWAL(t, f.dir, 400)
-	ev, err := ReadTSDB(context.Background(), f.dir, Options{SandboxDir: t.TempDir()})
+	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir()})
 	require.NoError(t, err)
 	// Every series is a prefix of what was written: the blocks and the
 	// head up to the tear are kept, and something after it is lost.
@@ -238,7 +239,7 @@ func TestReadTSDBSandboxOnOtherFilesystem(t *testing.T) {
 	require.NoError(t, db.Close())
 
 	before := treeHash(t, f.dir)
-	ev, err := ReadTSDB(context.Background(), f.dir, Options{SandboxDir: sandbox})
+	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: sandbox})
 	require.NoError(t, err)
 	checkTSDBFixture(t, f, ev, 0, f.n)
 	requireTreeUnchanged(t, before, treeHash(t, f.dir))
@@ -258,7 +259,7 @@ func TestReadTSDBWhileLocked(t *testing.T) {
 	db.DisableCompactions()
 
 	before := treeHash(t, f.dir)
-	ev, err := ReadTSDB(context.Background(), f.dir, Options{SandboxDir: t.TempDir()})
+	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir()})
 	require.NoError(t, err)
 	checkTSDBFixture(t, f, ev, 0, f.n)
 	requireTreeUnchanged(t, before, treeHash(t, f.dir))
@@ -289,7 +290,7 @@ func TestReadTSDBReadOnlyEvidence(t *testing.T) {
 		})
 	})
 	before := treeHash(t, f.dir)
-	ev, err := ReadTSDB(context.Background(), f.dir, Options{SandboxDir: t.TempDir()})
+	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir()})
 	require.NoError(t, err)
 	checkTSDBFixture(t, f, ev, 0, f.n)
 	requireTreeUnchanged(t, before, treeHash(t, f.dir))
@@ -299,18 +300,18 @@ func TestReadTSDBSelection(t *testing.T) {
 	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
 	at := func(i int) time.Time { return time.UnixMilli(f.ts(i)) }
 	t.Run("range across block and head", func(t *testing.T) {
-		ev, err := ReadTSDB(context.Background(), f.dir, Options{Start: at(200), End: at(300), SandboxDir: t.TempDir()})
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{Start: at(200), End: at(300), SandboxDir: t.TempDir()})
 		require.NoError(t, err)
 		checkTSDBFixture(t, f, ev, 200, 301) // both ends inclusive
 	})
 	t.Run("range in the block skips the head", func(t *testing.T) {
 		// A sandbox that cannot be created proves the WAL is not touched.
-		ev, err := ReadTSDB(context.Background(), f.dir, Options{Start: at(10), End: at(20), SandboxDir: "/nonexistent/sandbox"})
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{Start: at(10), End: at(20), SandboxDir: "/nonexistent/sandbox"})
 		require.NoError(t, err)
 		checkTSDBFixture(t, f, ev, 10, 21)
 	})
 	t.Run("matchers", func(t *testing.T) {
-		ev, err := ReadTSDB(context.Background(), f.dir, Options{
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{
 			Matchers:   []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "pod", "pod-b")},
 			SandboxDir: t.TempDir(),
 		})
@@ -320,7 +321,7 @@ func TestReadTSDBSelection(t *testing.T) {
 		assert.False(t, ev.Partial(), "pod-b has no exponential histogram: %v", ev.Problems)
 	})
 	t.Run("metrics", func(t *testing.T) {
-		ev, err := ReadTSDB(context.Background(), f.dir, Options{
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{
 			Metrics:    []string{"vllm:e2e_request_latency_seconds", "vllm:num_requests_waiting", "vllm:time_to_first_token_seconds_bucket"},
 			SandboxDir: t.TempDir(),
 		})
@@ -333,7 +334,7 @@ func TestReadTSDBSelection(t *testing.T) {
 		assert.Empty(t, ev.Problems, "the exponential histogram was not even selected")
 	})
 	t.Run("target name override", func(t *testing.T) {
-		ev, err := ReadTSDB(context.Background(), f.dir, Options{
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{
 			TargetName: func(path, name string) string { return "replica/" + name },
 			Metrics:    []string{"vllm:num_requests_waiting"},
 			SandboxDir: t.TempDir(),
@@ -343,13 +344,13 @@ func TestReadTSDBSelection(t *testing.T) {
 		assert.Equal(t, "override", ev.Target("replica/pod-a").NameFrom)
 	})
 	t.Run("start after end", func(t *testing.T) {
-		_, err := ReadTSDB(context.Background(), f.dir, Options{Start: at(2), End: at(1)})
+		_, err := Read(context.Background(), f.dir, snapshot.Options{Start: at(2), End: at(1)})
 		require.ErrorContains(t, err, "after end")
 	})
 	t.Run("canceled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_, err := ReadTSDB(ctx, f.dir, Options{SandboxDir: t.TempDir()})
+		_, err := Read(ctx, f.dir, snapshot.Options{SandboxDir: t.TempDir()})
 		require.ErrorIs(t, err, context.Canceled)
 	})
 }
@@ -357,40 +358,40 @@ func TestReadTSDBSelection(t *testing.T) {
 func TestReadTSDBLimits(t *testing.T) {
 	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
 	t.Run("MaxWALBytes", func(t *testing.T) {
-		ev, err := ReadTSDB(context.Background(), f.dir, Options{Limits: Limits{MaxWALBytes: 1000}, SandboxDir: t.TempDir()})
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{Limits: snapshot.Limits{MaxWALBytes: 1000}, SandboxDir: t.TempDir()})
 		require.NoError(t, err)
 		require.True(t, ev.Partial())
-		var p *Problem
+		var p *snapshot.Problem
 		for i := range ev.Problems {
 			if errors.Is(ev.Problems[i], ErrHeadNotRead) {
 				p = &ev.Problems[i]
 			}
 		}
 		require.NotNil(t, p, "%v", ev.Problems)
-		assert.ErrorIs(t, p, ErrLimit)
+		assert.ErrorIs(t, p, snapshot.ErrLimit)
 		assert.Equal(t, filepath.Join(f.dir, "wal"), p.File)
 		assert.Contains(t, p.Error(), "MaxWALBytes")
 		// The block is still read.
 		checkTSDBFixture(t, f, ev, 0, f.nBlock)
 	})
 	t.Run("MaxSeriesPerScrape", func(t *testing.T) {
-		ev, err := ReadTSDB(context.Background(), f.dir, Options{Limits: Limits{MaxSeriesPerScrape: 3}, SandboxDir: t.TempDir()})
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{Limits: snapshot.Limits{MaxSeriesPerScrape: 3}, SandboxDir: t.TempDir()})
 		require.NoError(t, err)
 		require.True(t, ev.Partial())
-		assert.ErrorIs(t, ev.Problems[len(ev.Problems)-1], ErrLimit)
+		assert.ErrorIs(t, ev.Problems[len(ev.Problems)-1], snapshot.ErrLimit)
 	})
 	t.Run("MaxTotalBytes", func(t *testing.T) {
-		ev, err := ReadTSDB(context.Background(), f.dir, Options{Limits: Limits{MaxTotalBytes: 10_000}, SandboxDir: t.TempDir()})
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{Limits: snapshot.Limits{MaxTotalBytes: 10_000}, SandboxDir: t.TempDir()})
 		require.NoError(t, err)
 		require.True(t, ev.Partial())
 		found := false
 		for _, p := range ev.Problems {
-			found = found || (errors.Is(p, ErrLimit) && strings.Contains(p.Error(), "MaxTotalBytes"))
+			found = found || (errors.Is(p, snapshot.ErrLimit) && strings.Contains(p.Error(), "MaxTotalBytes"))
 		}
 		assert.True(t, found, "%v", ev.Problems)
 	})
 	t.Run("sandbox inside evidence", func(t *testing.T) {
-		ev, err := ReadTSDB(context.Background(), f.dir, Options{SandboxDir: filepath.Join(f.dir, "wal")})
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: filepath.Join(f.dir, "wal")})
 		require.NoError(t, err)
 		require.True(t, ev.Partial())
 		found := false
@@ -418,6 +419,6 @@ func TestIsTSDB(t *testing.T) {
 		{t.TempDir(), false},
 		{"/nonexistent", false},
 	} {
-		assert.Equal(t, tc.want, IsTSDB(tc.path), tc.path)
+		assert.Equal(t, tc.want, snapshot.IsTSDB(tc.path), tc.path)
 	}
 }

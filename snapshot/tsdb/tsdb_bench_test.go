@@ -1,4 +1,4 @@
-package snapshot
+package tsdb
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // The benchmark fleet: pods scraped every 15 s for 6 h, each exposing a
@@ -164,8 +165,8 @@ func peakHeap() (stop func() (peakBytes uint64)) {
 }
 
 // BenchmarkReadTSDB extracts the histograms and gauges a diagnosis needs
-// (4 histograms, 6 gauges, Options.Metrics) of a 100-pod fleet over 6 h,
-// for two windows (baseline and incident), per op. Window lengths of
+// (4 histograms, 6 gauges, snapshot.Options.Metrics) of a 100-pod fleet over 6 h,
+// for two windows (baseline and incident), per op. snapshot.Window lengths of
 // 30 min and 2 h show how peak memory grows: with the series selected and
 // the samples kept, never with the size of the TSDB.
 func BenchmarkReadTSDB(b *testing.B) {
@@ -195,7 +196,7 @@ func BenchmarkReadTSDB(b *testing.B) {
 				b.StartTimer()
 				gotSeries, gotSamples = 0, 0
 				for _, w0 := range windows {
-					ev, err := ReadTSDB(context.Background(), dir, Options{Start: w0, End: w0.Add(win), Metrics: catalog})
+					ev, err := Read(context.Background(), dir, snapshot.Options{Start: w0, End: w0.Add(win), Metrics: catalog})
 					if err != nil {
 						b.Fatal(err)
 					}
