@@ -114,29 +114,13 @@ func quantileOrNaN(m *Measure, q float64) Quantile {
 	return Quantile{Q: q, Value: n, Lower: n, Upper: n, Count: n}
 }
 
-// relChange is incident/baseline - 1: NaN when either is unknown or the
-// baseline is 0 while the incident is too, +Inf when it grew from 0.
-func relChange(base, inc Float) Float {
-	b, i := float64(base), float64(inc)
-	switch {
-	case math.IsNaN(b) || math.IsNaN(i) || math.IsInf(b, 0) || math.IsInf(i, 0):
-		return Float(math.NaN())
-	case b == 0 && i == 0:
-		return 0
-	case b == 0:
-		return Float(math.Inf(1))
-	}
-	return Float(i/b - 1)
-}
+// relChange is incident/baseline - 1 as rules computes it (RelChange).
+func relChange(base, inc Float) Float { return Float(rules.RelChange(float64(base), float64(inc))) }
 
-// outsideSteady reports whether a relative change leaves [1/steady, steady].
+// outsideSteady reports whether a relative change leaves the decision
+// map's steady band [1/steady, steady] (rules.OutsideSteady).
 func outsideSteady(change Float, steady float64) bool {
-	c := float64(change)
-	if math.IsNaN(c) {
-		return false
-	}
-	ratio := 1 + c
-	return ratio > steady || ratio < 1/steady
+	return rules.OutsideSteady(float64(change), steady)
 }
 
 // fmtCompareCell formats a quantile for the table: "2.2s [2s–2.5s]",

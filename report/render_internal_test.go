@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/whyslow/whyslow/rules"
 )
 
 func TestFmtUnitValue(t *testing.T) {
@@ -58,6 +60,12 @@ func TestRelChange(t *testing.T) {
 	assert.False(t, outsideSteady(relChange(0.12, 0.13), 1.2))
 	assert.True(t, outsideSteady(relChange(1, 0.8), 1.2), "a fall counts too")
 	assert.False(t, outsideSteady(Float(math.NaN()), 1.2))
+	// The table reads ±Inf as the judge does (it used to say NaN): a rise
+	// to +Inf has moved, a fall from 0 to 0 has not.
+	for _, c := range [][2]float64{{0, 0}, {1, math.Inf(1)}, {math.Inf(1), math.Inf(1)}, {0, -2}, {2, 1}} {
+		assert.Equal(t, rules.RelChange(c[0], c[1]), float64(relChange(Float(c[0]), Float(c[1]))), "%v", c)
+	}
+	assert.True(t, outsideSteady(relChange(1, Float(math.Inf(1))), 1.2))
 }
 
 func TestMarkdownEscaping(t *testing.T) {
