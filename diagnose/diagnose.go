@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -51,6 +52,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 	if ev == nil || len(ev.Targets) == 0 {
 		return nil, errors.New("diagnose: the evidence holds no target")
 	}
+	set.catalog = set.catalog.ForEvidence(ev) // Ray's ray_vllm: names, when present
 	res := set.catalog.Resolve(ev)
 	reps := make([]replica, len(ev.Targets))
 	for i, t := range ev.Targets {
@@ -72,7 +74,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 		rep.Group = groups[0].sel
 		rep.Inputs = inputs
 		if groups[0].sel != nil {
-			rep.Inputs = inputs.restrict(groups[0].reps)
+			rep.Inputs = restrictInputs(inputs, groups[0].reps)
 		}
 		rep.Warnings = append(common, rep.Warnings...)
 		rep.Dimensions = dimensions(set, rep, by, nil)
@@ -89,7 +91,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 			return nil, err
 		}
 		rep.Group = g.sel
-		rep.Inputs = makeInputs(ev, res).restrict(g.reps)
+		rep.Inputs = restrictInputs(makeInputs(ev, res), g.reps)
 		rep.Dimensions = dimensions(set, rep, by, nil)
 		finishReport(rep, set)
 		top.Groups = append(top.Groups, rep)
@@ -334,7 +336,7 @@ func diagnoseScope(sc *scope) (*Report, error) {
 // prefixes the summary of a report on evidence that was not read whole:
 // a verdict must say so where it is read first.
 func finishReport(rep *Report, set settings) {
-	rep.Settings = settingsOf(set.SLO, set.Thresholds)
+	rep.Settings = report.NewSettings(set.SLO, set.Thresholds)
 	if rep.Inputs.Partial {
 		rep.Summary = "PARTIAL EVIDENCE (some input could not be read; see inputs): " + rep.Summary
 	}
@@ -466,8 +468,8 @@ func makeInputs(ev *snapshot.Evidence, res Resolution) Inputs {
 	return in
 }
 
-// restrict keeps only the replicas of a group.
-func (in Inputs) restrict(reps []replica) Inputs {
+// restrictInputs keeps only the replicas of a group.
+func restrictInputs(in Inputs, reps []replica) Inputs {
 	out := in
 	out.Replicas = nil
 	out.Versions = map[string]string{}
@@ -497,7 +499,7 @@ func dimensions(set settings, rep *Report, by string, values []string) []Dimensi
 		models = fmt.Sprintf("%s: %s", by, strings.Join(values, ", "))
 	}
 	ds = append(ds, Dimension{Name: "model and replica", Supported: true,
-		How: fmt.Sprintf("model_name label (%s); %s, each with its own signals", models, plural(len(rep.Inputs.Replicas), "replica", "replicas"))})
+		How: fmt.Sprintf("model_name label (%s); %s, each with its own signals", models, report.Plural(len(rep.Inputs.Replicas), "replica", "replicas"))})
 	if set.By != "" && set.By != "model_name" {
 		ds = append(ds, Dimension{Name: "workload type", Supported: true, How: fmt.Sprintf("split by the %s label", set.By)})
 	} else {

@@ -1,18 +1,15 @@
-// Package diagnose knows vLLM: which metrics carry which signal in which
-// version, how a fleet's signals are built from snapshot evidence, and how
-// the decision map's findings are reported. It parses no bytes: its input
-// is the model of package snapshot, and it reads no clock and no file.
+// Package diagnose turns snapshot evidence into a diagnosis: it chooses
+// the windows, measures the fleet's and each replica's signals, computes
+// the facts of package rules and runs the decision map. It parses no bytes,
+// reads no clock and no file and formats nothing itself (package report
+// writes what it decides); it must not import report/html nor a snapshot
+// reader's subpackage.
 //
 // # Catalog
 //
-// The metric catalog (Catalog, DefaultCatalog, Resolve) maps each signal
-// the diagnosis needs (TTFT, queue time, waiting requests, KV usage, GPU
-// utilisation, …) to the metric names that carry it across vLLM versions,
-// V0 and V1, renamed and deprecated names included, and infers from the
-// names present which vLLM versions a capture is consistent with, since no
-// capture states its version. Alias and WithPrefix adapt it to other names
-// (a gateway's client-side TTFT histogram, Ray's ray_vllm: prefix). A signal
-// no source carries is "cannot evaluate", never zero.
+// The vLLM metric catalog lives in package catalog; its names (Catalog,
+// DefaultCatalog, SignalID, …) are also declared here as aliases so that
+// code written before the move compiles. Options.Catalog adapts it.
 //
 // # Windows
 //
@@ -53,12 +50,15 @@
 //
 // # Reports
 //
-// A Report is a plain value: Report.String and WriteText for a terminal or
-// notebook, WriteMarkdown for a postmortem, WriteJSON for tools (schema
-// version SchemaVersion; non-finite numbers are null), WriteHTML for one
-// self-contained page with timeline plots. CompareTable is the before and
-// after table of p50 and p95 per signal. FleetQuantiles answers one
-// histogram's quantiles for the fleet and per replica.
+// Diagnose returns a report.Report (Report here is an alias): a plain
+// value with Report.String and WriteText for a terminal or notebook,
+// WriteMarkdown for a postmortem, WriteJSON for tools (schema version
+// SchemaVersion; non-finite numbers are null). The HTML page with timeline
+// plots is html.Write of package report/html, which diagnose does not
+// import, so a program that only diagnoses links no plotting package.
+// CompareTable is the before and after table of p50 and p95 per signal.
+// FleetQuantiles answers one histogram's quantiles for the fleet and per
+// replica.
 //
 // # Experiments
 //

@@ -25,6 +25,8 @@ import (
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/snapshot"
+
+	_ "github.com/whyslow/whyslow/snapshot/tsdb" // Read reads the TSDB cases
 )
 
 // evidenceFormat is one way an SRE may have preserved a fleet's metrics.

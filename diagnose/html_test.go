@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/report/html"
 )
 
 // svgElement matches one inline SVG plot.
@@ -25,7 +26,7 @@ func stripSVG(html []byte) []byte {
 func writeHTML(t *testing.T, r *diagnose.Report) string {
 	t.Helper()
 	var b bytes.Buffer
-	require.NoError(t, r.WriteHTML(&b))
+	require.NoError(t, html.Write(&b, r))
 	return b.String()
 }
 

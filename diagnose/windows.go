@@ -1,10 +1,10 @@
 package diagnose
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -19,24 +19,12 @@ type evalWindow struct {
 	lifetime bool
 }
 
-// text describes the window for facts: "2026-09-22 10:00:00–10:30:00Z
-// (30m0s)" or "lifetime (since process start, at 10:00:00Z)".
+// text describes the window for facts (see report.WindowText).
 func (e evalWindow) text() string {
 	if !e.ok {
 		return ""
 	}
-	if e.lifetime {
-		if e.info.End.IsZero() {
-			return "lifetime (since process start; scrape time unknown)"
-		}
-		return fmt.Sprintf("lifetime (since process start, to %s)", e.info.End.UTC().Format("2006-01-02 15:04:05Z"))
-	}
-	s, en := e.info.Start.UTC(), e.info.End.UTC()
-	endFmt := "15:04:05Z"
-	if s.YearDay() != en.YearDay() || s.Year() != en.Year() {
-		endFmt = "2006-01-02 15:04:05Z"
-	}
-	return fmt.Sprintf("%s–%s (%v)", s.Format("2006-01-02 15:04:05"), en.Format(endFmt), en.Sub(s).Round(time.Second))
+	return report.WindowText(e.info, e.lifetime)
 }
 
 // scrapeStats describes the scrapes of a scope.

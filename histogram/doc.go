@@ -7,6 +7,8 @@
 //
 // The package does no I/O, reads no clock and holds no state; its values
 // print well (String methods) and never change the inputs they are given.
+// It is the leaf of whyslow: it must not import any other whyslow package,
+// and knows nothing of vLLM, files or time.
 //
 // # Quantiles
 //

@@ -32,5 +32,6 @@
 // p-value only where the run counts can reach significance.
 //
 // The package does no I/O, reads no clock and keeps no state; results
-// are plain values with String methods.
+// are plain values with String methods. Of whyslow it may import only histogram:
+// never snapshot, catalog, diagnose or report (which renders its findings).
 package rules

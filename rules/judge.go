@@ -539,19 +539,6 @@ func median(sorted []float64) float64 {
 	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
-// relChange returns to/from - 1, with 0 for 0 -> 0 and ±Inf from 0.
-func relChange(from, to float64) float64 {
-	switch {
-	case math.IsNaN(from) || math.IsNaN(to):
-		return math.NaN()
-	case from == to:
-		return 0
-	case from == 0:
-		return math.Copysign(math.Inf(1), to)
-	}
-	return to/from - 1
-}
-
 func compare(id FactID, role string, better Direction, baseline, treatment []RunFacts, opts JudgeOptions) Comparison {
 	info, _ := Info(id)
 	c := Comparison{
@@ -560,10 +547,10 @@ func compare(id FactID, role string, better Direction, baseline, treatment []Run
 		Treatment: armStats(id, treatment, opts.MinSamples),
 		P:         math.NaN(), MinP: math.NaN(),
 	}
-	c.Change = relChange(c.Baseline.Center, c.Treatment.Center)
+	c.Change = RelChange(c.Baseline.Center, c.Treatment.Center)
 	c.RunChanges = make([]float64, len(c.Treatment.Values))
 	for i, v := range c.Treatment.Values {
-		c.RunChanges[i] = relChange(c.Baseline.Center, v)
+		c.RunChanges[i] = RelChange(c.Baseline.Center, v)
 		switch {
 		case math.IsNaN(c.RunChanges[i]):
 		case v > c.Baseline.Center:
@@ -795,7 +782,7 @@ func checkWorkload(baseline, treatment []RunFacts, opts JudgeOptions) []Workload
 	check := func(name string, get func(RunFacts) float64, fmtV func(float64) string) {
 		b, nb := medianOf(baseline, get)
 		t, nt := medianOf(treatment, get)
-		w := WorkloadCheck{Name: name, Baseline: b, Treatment: t, Change: relChange(b, t), Tolerance: opts.WorkloadTolerance}
+		w := WorkloadCheck{Name: name, Baseline: b, Treatment: t, Change: RelChange(b, t), Tolerance: opts.WorkloadTolerance}
 		switch {
 		case nb < len(baseline) || nt < len(treatment):
 			w.Outcome = outUnknown

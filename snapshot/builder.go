@@ -6,7 +6,6 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -475,16 +474,8 @@ func (b *Builder) Evidence() *Evidence {
 			t.Scrapes = append(t.Scrapes, *sc)
 		}
 		slices.SortFunc(t.Scrapes, func(a, c Scrape) int { return a.Time.Compare(c.Time) })
-		vllm := false
 		for name, fb := range tb.fams {
-			if strings.HasPrefix(name, "vllm:") && (len(fb.series) > 0 || len(fb.hists) > 0) {
-				vllm = true
-			}
 			t.Families[name] = b.finishFamily(tb, fb)
-		}
-		if !vllm && len(tb.fams) > 0 {
-			b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: tb.firstFile, Offset: -1,
-				Err: fmt.Errorf("%w: target %s exposes %d families, none named vllm:*", ErrNotVLLM, tb.name, len(tb.fams))})
 		}
 		e.Targets = append(e.Targets, t)
 	}

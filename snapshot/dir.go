@@ -22,7 +22,8 @@ type dumpFile struct {
 
 // addDir reads a dump directory: every dump file below dir (see
 // isDumpName), in the order of the times in their names, and every TSDB
-// directory below it through ReadTSDB. Nothing under dir is modified.
+// directory (or other Source) below it through its registered Source.
+// Nothing under dir is modified.
 func (b *Builder) addDir(ctx context.Context, dir string) error {
 	var (
 		files   []dumpFile
@@ -48,7 +49,7 @@ func (b *Builder) addDir(ctx context.Context, dir string) error {
 			return nil
 		}
 		if d.IsDir() {
-			if IsTSDB(path) {
+			if readsAsSource(path) {
 				tsdbs = append(tsdbs, path)
 				return fs.SkipDir
 			}
@@ -118,7 +119,7 @@ func (b *Builder) addDir(ctx context.Context, dir string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		b.addTSDB(ctx, d)
+		b.addSource(ctx, d)
 	}
 	return nil
 }
@@ -186,18 +187,4 @@ func (b *Builder) readFile(path string) ([]byte, time.Time, error) {
 		}
 	}
 	return data, fi.ModTime(), nil
-}
-
-// addTSDB reads a TSDB directory with ReadTSDB and merges it.
-func (b *Builder) addTSDB(ctx context.Context, dir string) {
-	e, err := ReadTSDB(ctx, dir, b.opts)
-	if err != nil {
-		b.problems = append(b.problems, Problem{Severity: SeverityError, File: dir, Offset: -1, Err: err})
-	}
-	if e != nil {
-		b.AddEvidence(e)
-	}
-	if e == nil || !slices.Contains(e.Sources, dir) {
-		b.sources = append(b.sources, dir)
-	}
 }

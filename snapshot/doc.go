@@ -1,6 +1,10 @@
 // Package snapshot reads preserved Prometheus evidence (what an SRE saved
 // before the pods restarted) into one model: targets (replicas), each with
-// a timeline of scrapes and metric families of series.
+// a timeline of scrapes and metric families of series. It does not
+// interpret what the metrics mean (no vLLM knowledge: that is package
+// catalog's) and imports no other whyslow package but histogram; heavier
+// readers live in subpackages that register themselves (snapshot/tsdb), so
+// a program that reads text dumps links no TSDB code.
 //
 // # Sources
 //
@@ -18,7 +22,10 @@
 //     times in their names; hidden files are skipped, and so (with a
 //     warning) are files without a dump extension.
 //   - Prometheus /federate dumps: many targets and timestamps in one file.
-//   - TSDB data and snapshot directories, through ReadTSDB.
+//   - Any path a registered Source reads (RegisterSource): TSDB data and
+//     snapshot directories once the program imports snapshot/tsdb, for
+//     its side effect or for tsdb.Read. Without it a TSDB directory is a
+//     problem (ErrNoReader) that names the import.
 //
 // ParseDump parses one exposition held in memory; a Builder accumulates
 // any number of dumps and Evidence values into one Evidence, and Merge

@@ -36,9 +36,6 @@ var (
 	// buckets out of ascending order of le. They were sorted, as PromQL
 	// sorts them.
 	ErrUnorderedBuckets = errors.New("histogram buckets out of order")
-	// ErrNotVLLM is a warning: a target exposes no vllm: metric (an SGLang
-	// server, an exporter dumped alone).
-	ErrNotVLLM = errors.New("no vllm: metrics")
 	// ErrNoTime is a warning: no timestamp in the file name and none on
 	// the samples; the time comes from the file's mtime, or, when there is
 	// none either, the scrape is placed at the Unix epoch.

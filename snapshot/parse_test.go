@@ -102,9 +102,6 @@ func TestRealCaptures(t *testing.T) {
 				assert.Equal(t, name, p.File)
 				switch {
 				case errors.Is(p, snapshot.ErrNoTime):
-				case errors.Is(p, snapshot.ErrNotVLLM):
-					assert.Contains(t, name, "sglang")
-					assert.Equal(t, snapshot.SeverityWarning, p.Severity)
 				case errors.Is(p, snapshot.ErrInvalidHistogram):
 					assert.Contains(t, name, "aibrix")
 					assert.Equal(t, "vllm:iteration_tokens_total", p.Family)
@@ -250,7 +247,6 @@ func TestBadInput(t *testing.T) {
 		{name: "gzip bomb", file: "bomb.prom.gz", data: bomb, opts: snapshot.Options{Limits: snapshot.Limits{MaxBytesPerScrape: 1 << 20}}, sentinel: snapshot.ErrLimit, fatal: true, contains: "gzip", sev: snapshot.SeverityError},
 		{name: "gzip cut short", file: "cut.prom.gz", data: cut, sentinel: snapshot.ErrTruncated, contains: "gzip stream cut", sev: snapshot.SeverityError},
 		{name: "OpenMetrics without EOF", file: "x.om", data: []byte("# TYPE vllm:a gauge\nvllm:a 1\n"), sentinel: snapshot.ErrTruncated, line: 2, contains: "# EOF", sev: snapshot.SeverityError},
-		{name: "not vLLM", data: []byte("# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 3\n"), sentinel: snapshot.ErrNotVLLM, sev: snapshot.SeverityWarning},
 		{name: "no time", data: []byte("vllm:a 1\n"), sentinel: snapshot.ErrNoTime, sev: snapshot.SeverityWarning},
 		{name: "native histogram type conflict across targets is not a problem", data: []byte("vllm:a{pod=\"p1\"} 1\nvllm:a{pod=\"p2\"} 2\n"), sentinel: snapshot.ErrNoTime, sev: snapshot.SeverityWarning},
 	}

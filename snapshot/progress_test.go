@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/snapshot"
+	_ "github.com/whyslow/whyslow/snapshot/tsdb" // Read reads the TSDB case
 )
 
 func TestProgress(t *testing.T) {
@@ -23,7 +24,7 @@ func TestProgress(t *testing.T) {
 		what string
 	}{
 		{"dump folder", dir, "dumps"},
-		{"tsdb", "testdata/tsdb-promtool", "tsdb"},
+		{"tsdb", "tsdb/testdata/tsdb-promtool", "tsdb"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

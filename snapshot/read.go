@@ -12,8 +12,9 @@ import (
 // Read reads every path into one Evidence: dump files (text 0.0.4 or
 // OpenMetrics 1.0, gzip-compressed or not, /federate dumps included), dump
 // directories (DIR/<pod>/<timestamp>.prom, flat <pod>_<timestamp>.prom,
-// several exporters of one pod side by side) and TSDB data or snapshot
-// directories (through ReadTSDB). "-" reads standard input.
+// several exporters of one pod side by side) and whatever a registered
+// Source reads: TSDB data or snapshot directories once the program imports
+// snapshot/tsdb (see RegisterSource). "-" reads standard input.
 //
 // Problems with single files or families become Evidence.Problems, and
 // the result is partial (see Evidence.Partial) with a nil error. Read
@@ -22,7 +23,8 @@ import (
 // when ctx is cancelled (with a nil Evidence).
 //
 // Read never writes, renames, locks or changes anything under the paths:
-// files are opened read-only and TSDB heads are replayed in a sandbox.
+// files are opened read-only, and sources promise the same (the TSDB
+// reader replays heads in a sandbox).
 func Read(ctx context.Context, paths []string, opts Options) (*Evidence, error) {
 	if err := checkFormat(opts.Format); err != nil {
 		return nil, err
@@ -39,12 +41,14 @@ func Read(ctx context.Context, paths []string, opts Options) (*Evidence, error) 
 			b.addStdin()
 			continue
 		}
+		if readsAsSource(p) {
+			b.addSource(ctx, p)
+			continue
+		}
 		fi, err := os.Stat(p)
 		switch {
 		case err != nil:
 			b.problems = append(b.problems, Problem{Severity: SeverityError, File: p, Offset: -1, Err: err})
-		case fi.IsDir() && IsTSDB(p):
-			b.addTSDB(ctx, p)
 		case fi.IsDir():
 			if err := b.addDir(ctx, p); err != nil {
 				if ctx.Err() != nil {

@@ -111,24 +111,30 @@ func (s *Series) Gauge(w Window) (GaugeStats, error) {
 }
 
 // Aggregation says how the series of a family are combined into one: summed
-// (vLLM's waiting and running requests across the engines of a pod) or
-// averaged (KV cache usage across engines).
+// (vLLM's waiting and running requests across the engines of a pod),
+// averaged (KV cache usage across engines) or kept apart (info metrics and
+// process start times, compared rather than combined). Package catalog
+// gives each signal one. The zero value is no aggregation chosen.
 type Aggregation int
 
 const (
 	// AggregateSum adds the series.
-	AggregateSum Aggregation = iota
+	AggregateSum Aggregation = iota + 1
 	// AggregateMean averages the series present.
 	AggregateMean
+	// AggregateNone keeps the series apart; Aggregate returns nil for it.
+	AggregateNone
 )
 
-// String returns "sum" or "mean".
+// String returns "sum", "mean" or "none".
 func (a Aggregation) String() string {
 	switch a {
 	case AggregateSum:
 		return "sum"
 	case AggregateMean:
 		return "mean"
+	case AggregateNone:
+		return "none"
 	}
 	return "Aggregation(" + strconv.Itoa(int(a)) + ")"
 }
@@ -142,7 +148,8 @@ func (a Aggregation) String() string {
 //
 // The result's Name is the members' common name (else f.Name), its Labels
 // those shared by all members with equal values, and it has no StartT. It
-// returns nil when no series matches or agg is unknown.
+// returns nil when no series matches or agg is neither AggregateSum nor
+// AggregateMean.
 func (f *Family) Aggregate(match map[string]string, agg Aggregation) *Series {
 	ss := f.SeriesMatching(match)
 	if len(ss) == 0 || (agg != AggregateSum && agg != AggregateMean) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -178,7 +179,7 @@ func writeReport(w io.Writer, format string, rep *diagnose.Report) error {
 	case "json":
 		return rep.WriteJSON(w)
 	case "html":
-		return rep.WriteHTML(w)
+		return html.Write(w, rep)
 	default:
 		return rep.WriteText(w)
 	}

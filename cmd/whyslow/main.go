@@ -29,6 +29,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+
+	_ "github.com/whyslow/whyslow/snapshot/tsdb" // registers the TSDB directory reader
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

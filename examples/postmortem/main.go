@@ -33,6 +33,7 @@ import (
 	"github.com/whyslow/whyslow/examples/internal/sample"
 	"github.com/whyslow/whyslow/examples/postmortem/evidence"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -133,7 +134,7 @@ var writers = map[string]func(*diagnose.Report, io.Writer) error{
 	"markdown": (*diagnose.Report).WriteMarkdown,
 	"md":       (*diagnose.Report).WriteMarkdown,
 	"json":     (*diagnose.Report).WriteJSON,
-	"html":     (*diagnose.Report).WriteHTML,
+	"html":     func(r *diagnose.Report, w io.Writer) error { return html.Write(w, r) },
 }
 
 func validFormat(format string) bool { return writers[format] != nil }

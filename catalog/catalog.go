@@ -1,0 +1,651 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// SignalID is the stable snake_case identifier of a signal. The ids are a
+// public contract: they appear in JSON reports and in the README.
+type SignalID string
+
+// Signal ids of the default catalog, in catalog order.
+const (
+	// Latency histograms of finished requests (seconds).
+	SignalTTFT          SignalID = "ttft"           // arrival to first token
+	SignalQueueTime     SignalID = "queue_time"     // queued to first scheduled
+	SignalPrefillTime   SignalID = "prefill_time"   // first scheduled to first token
+	SignalDecodeTime    SignalID = "decode_time"    // first token to last token
+	SignalTPOT          SignalID = "tpot"           // per-request time per output token
+	SignalITL           SignalID = "itl"            // per-step inter-token latency
+	SignalE2E           SignalID = "e2e"            // arrival to last token
+	SignalInferenceTime SignalID = "inference_time" // first scheduled to last token
+	SignalClientTTFT    SignalID = "client_ttft"    // TTFT seen by a gateway or client
+
+	// Token histograms of finished requests (tokens).
+	SignalPromptTokens     SignalID = "prompt_tokens"     // prompt length
+	SignalGenerationTokens SignalID = "generation_tokens" // output length
+	SignalMaxTokens        SignalID = "max_tokens"        // max_tokens requested
+	SignalIterationTokens  SignalID = "iteration_tokens"  // tokens per engine step
+
+	// Instantaneous gauges.
+	SignalWaiting            SignalID = "waiting"               // queued requests
+	SignalRunning            SignalID = "running"               // requests in the running batch
+	SignalSwapped            SignalID = "swapped"               // V0 requests swapped to CPU
+	SignalMaxNumSeqs         SignalID = "max_num_seqs"          // configured batch limit
+	SignalKVUsage            SignalID = "kv_usage"              // KV cache block usage 0..1
+	SignalGPUUtil            SignalID = "gpu_util"              // GPU busy ratio 0..1
+	SignalPrefixCacheHitRate SignalID = "prefix_cache_hit_rate" // V0 hit-rate gauge
+
+	// Counters.
+	SignalPreemptions           SignalID = "preemptions"
+	SignalPrefixCacheQueries    SignalID = "prefix_cache_queries"
+	SignalPrefixCacheHits       SignalID = "prefix_cache_hits"
+	SignalPromptTokensTotal     SignalID = "prompt_tokens_total"
+	SignalGenerationTokensTotal SignalID = "generation_tokens_total"
+	SignalRequestSuccess        SignalID = "request_success" // by finished_reason
+	SignalHTTPRequests          SignalID = "http_requests"   // responses by status
+
+	// Process and configuration.
+	SignalProcessStart SignalID = "process_start" // restart detection
+	SignalCacheConfig  SignalID = "cache_config"  // info: config drift
+)
+
+// SignalKind is the Prometheus shape a signal's metric must have.
+type SignalKind int
+
+const (
+	// KindHistogram: a classic histogram (or NHCB converted to one).
+	KindHistogram SignalKind = iota + 1
+	// KindCounter: a monotonic counter, judged by its increase.
+	KindCounter
+	// KindGauge: an instantaneous value sampled at scrape time.
+	KindGauge
+	// KindInfo: a gauge fixed at 1 whose labels carry configuration.
+	KindInfo
+)
+
+// String returns "histogram", "counter", "gauge" or "info".
+func (k SignalKind) String() string {
+	switch k {
+	case KindHistogram:
+		return "histogram"
+	case KindCounter:
+		return "counter"
+	case KindGauge:
+		return "gauge"
+	case KindInfo:
+		return "info"
+	}
+	return fmt.Sprintf("SignalKind(%d)", int(k))
+}
+
+// accepts reports whether a family of type t can carry a signal of kind k.
+// Families whose type was not declared (federate dumps, TSDB) are "unknown"
+// and accepted for every kind but histograms, which snapshot recognises by
+// their _bucket series.
+func (k SignalKind) accepts(t model.MetricType) bool {
+	switch k {
+	case KindHistogram:
+		return t == model.MetricTypeHistogram || t == model.MetricTypeGaugeHistogram
+	case KindCounter:
+		return t == model.MetricTypeCounter || t == model.MetricTypeUnknown
+	case KindGauge:
+		return t == model.MetricTypeGauge || t == model.MetricTypeUnknown
+	case KindInfo:
+		return t == model.MetricTypeGauge || t == model.MetricTypeInfo || t == model.MetricTypeUnknown
+	}
+	return false
+}
+
+// Aggregation says how the series of one replica are combined when vLLM
+// runs several engines in one pod (data parallelism exposes one series per
+// engine label) or a pod has several GPUs. It is snapshot's type, so a
+// signal's Aggregation is passed to snapshot's Gauge as it is.
+type Aggregation = snapshot.Aggregation
+
+const (
+	// AggregateSum adds the series: counters, histogram buckets, waiting
+	// and running requests.
+	AggregateSum = snapshot.AggregateSum
+	// AggregateMean averages the series: KV usage of each engine's own
+	// cache, utilisation of each GPU.
+	AggregateMean = snapshot.AggregateMean
+	// AggregateNone keeps the series apart: process start times and info
+	// metrics are compared, not combined.
+	AggregateNone = snapshot.AggregateNone
+)
+
+// Units of the catalog's signals. Values are in base units: seconds,
+// tokens, ratios 0..1.
+const (
+	UnitSeconds     = "seconds"
+	UnitTokens      = "tokens"
+	UnitRequests    = "requests"
+	UnitRatio       = "ratio"
+	UnitUnixSeconds = "unix seconds"
+	UnitCount       = "count"
+	UnitNone        = ""
+)
+
+// PercentGuardLimit is the largest raw value a ratio source may show before
+// ScaleFor reads it as a percentage. A ratio never exceeds 1; the margin
+// absorbs exporters that overshoot slightly at sampling edges. The guard
+// misreads a percent source that stays at or below 1.5 % (a nearly idle
+// GPU) as a ratio, which is why a source's unit is taken from its name
+// first and the guard is only the fallback.
+const PercentGuardLimit = 1.5
+
+// Candidate is one metric that may carry a signal.
+type Candidate struct {
+	// Metric is the family's lookup name (see snapshot.Family.Name):
+	// counters with _total, histograms without _bucket.
+	Metric string
+	// Versions are the vLLM versions that emit Metric by default, one
+	// range per engine generation, from the name history; nil for names
+	// the history does not know (exporters, gateways, aliases).
+	Versions []VersionRange
+	// Scale multiplies raw values (and histogram bounds) into the
+	// signal's unit: 0.01 for a percentage, 0.001 for milliseconds, else 1.
+	Scale float64
+	// PercentGuard is set on ratio sources whose unit is not certain:
+	// ScaleFor reads them as percentages when a value exceeds
+	// PercentGuardLimit.
+	PercentGuard bool
+	// Confidence says how well the name is established as a source of the
+	// signal (Unverified for the renamed DCGM fields of exporter 4.9).
+	Confidence Confidence
+	// Added is true for names added by Alias or WithPrefix.
+	Added bool
+	// Note says what to know about this source, e.g. "per-step ITL".
+	Note string
+}
+
+// ScaleFor returns the factor that turns the raw values of s into the
+// signal's unit, given the largest raw value seen over the series used
+// (NaN when none). It is Scale, except that a guarded ratio source showing
+// a value above PercentGuardLimit is a percentage and gets 0.01.
+//
+// The decision is per series, not per value: scaling each value on its
+// own would read 1.2 % as 120 % and 1.6 % as 1.6 %.
+func (s Candidate) ScaleFor(maxRaw float64) float64 {
+	scale := s.Scale
+	if scale == 0 {
+		scale = 1
+	}
+	if s.PercentGuard && scale == 1 && maxRaw > PercentGuardLimit {
+		return 0.01
+	}
+	return scale
+}
+
+// SignalSpec describes one quantity the diagnosis reasons about, with the metric names
+// that carry it.
+type SignalSpec struct {
+	// ID is the stable snake_case identifier.
+	ID SignalID
+	// Kind is the shape its metric must have.
+	Kind SignalKind
+	// Unit is the unit of the signal's values after Candidate.ScaleFor:
+	// one of the Unit constants.
+	Unit string
+	// Aggregation combines one replica's series (engines, GPUs).
+	Aggregation Aggregation
+	// SplitBy names the label whose values are kept apart, e.g.
+	// "finished_reason" for request_success; "" for none.
+	SplitBy string
+	// Candidates are the candidate metrics, most preferred first: the first
+	// present in a target wins. Empty for signals only the caller can
+	// supply (client_ttft, max_num_seqs).
+	Candidates []Candidate
+	// Description says what the signal measures and how to read it.
+	Description string
+	// Fallback, when not empty, describes how the signal layer estimates
+	// the signal when no source is present; FallbackFrom lists the
+	// signals it needs.
+	Fallback     string
+	FallbackFrom []SignalID
+}
+
+// String returns "ttft (histogram, seconds)".
+func (s SignalSpec) String() string {
+	if s.Unit == UnitNone {
+		return fmt.Sprintf("%s (%s)", s.ID, s.Kind)
+	}
+	return fmt.Sprintf("%s (%s, %s)", s.ID, s.Kind, s.Unit)
+}
+
+// Metrics returns the candidate metric names in order.
+func (s SignalSpec) Metrics() []string {
+	out := make([]string, len(s.Candidates))
+	for i, src := range s.Candidates {
+		out[i] = src.Metric
+	}
+	return out
+}
+
+// TPOTFallback describes the estimate of per-request TPOT used when
+// vllm:request_time_per_output_token_seconds is missing (before 0.11, and
+// on every V0 engine). MeanTPOTFromSums computes it.
+const TPOTFallback = "mean decode time per output token from sums: " +
+	"request_decode_time_seconds_sum / (request_generation_tokens_sum - request_generation_tokens_count)"
+
+// MeanTPOTFromSums estimates the mean time per output token of finished
+// requests, the quantity vLLM >= 0.11 observes per request as
+// vllm:request_time_per_output_token_seconds (decode time / (generated
+// tokens - 1)), from the sums of older histograms:
+//
+//	decodeTimeSum / (generationTokensSum - generationTokensCount)
+//
+// decodeTimeSum is the increase of vllm:request_decode_time_seconds_sum and
+// generationTokensSum and generationTokensCount the increases of
+// vllm:request_generation_tokens_sum and _count over the same window and
+// replicas. Each finished request decodes all its output tokens but the
+// first, which prefill produces; so the denominator counts decoded tokens.
+//
+// The result is a token-weighted mean, not the mean of per-request TPOT:
+// long outputs weigh more, and it has no quantiles. It returns NaN when an
+// input is NaN or negative, or when no token was decoded (every request
+// produced at most one token).
+func MeanTPOTFromSums(decodeTimeSum, generationTokensSum, generationTokensCount float64) float64 {
+	if math.IsNaN(decodeTimeSum) || math.IsNaN(generationTokensSum) || math.IsNaN(generationTokensCount) ||
+		decodeTimeSum < 0 || generationTokensSum < 0 || generationTokensCount < 0 {
+		return math.NaN()
+	}
+	decoded := generationTokensSum - generationTokensCount
+	if !(decoded > 0) || math.IsInf(decoded, 0) {
+		return math.NaN()
+	}
+	return decodeTimeSum / decoded
+}
+
+// Catalog is the list of signals and their candidate metrics. Build one
+// with Default, then adapt it with Alias and WithPrefix. A Catalog
+// is a value: copies are independent (methods that change it copy what they
+// change), and the zero Catalog has no signal.
+type Catalog struct {
+	signals  []SignalSpec
+	prefixes []string
+}
+
+// ErrUnknownSignal is returned (wrapped) by Alias for an id the catalog
+// does not have.
+var ErrUnknownSignal = errors.New("catalog: unknown signal id")
+
+// RayPrefix is the prefix under which Ray Serve re-exports vLLM's metrics
+// (ray_vllm:num_requests_waiting for vllm:num_requests_waiting). Every
+// catalog recognises it without WithPrefix: see ForEvidence.
+const RayPrefix = "ray_vllm:"
+
+// builtinPrefixes are the re-export prefixes ForEvidence adds when the
+// evidence uses them.
+var builtinPrefixes = []string{RayPrefix}
+
+// Default returns a fresh catalog of every signal whyslow knows, with
+// vLLM's names from 0.3 to the newest main (V1 names first, then older and
+// V0 ones), the HTTP metrics of vLLM's OpenAI server, the process collector
+// and NVIDIA's DCGM exporter. Names under RayPrefix are recognised when
+// the evidence has them (ForEvidence).
+func Default() Catalog {
+	h := history()
+	src := func(metric, note string) Candidate {
+		rs, conf := rangesOf(h, metric)
+		return Candidate{Metric: metric, Versions: rs, Scale: 1, Confidence: conf, Note: note}
+	}
+	other := func(metric string, scale float64, guard bool, conf Confidence, note string) Candidate {
+		s := src(metric, note)
+		s.Scale, s.PercentGuard, s.Confidence = scale, guard, conf
+		return s
+	}
+	hist := func(id SignalID, unit, desc string, sources ...Candidate) SignalSpec {
+		return SignalSpec{ID: id, Kind: KindHistogram, Unit: unit, Aggregation: AggregateSum, Candidates: sources, Description: desc}
+	}
+	counter := func(id SignalID, unit, split, desc string, sources ...Candidate) SignalSpec {
+		return SignalSpec{ID: id, Kind: KindCounter, Unit: unit, Aggregation: AggregateSum, SplitBy: split, Candidates: sources, Description: desc}
+	}
+	gauge := func(id SignalID, unit string, agg Aggregation, desc string, sources ...Candidate) SignalSpec {
+		return SignalSpec{ID: id, Kind: KindGauge, Unit: unit, Aggregation: agg, Candidates: sources, Description: desc}
+	}
+
+	tpot := hist(SignalTPOT, UnitSeconds,
+		"Per finished request: decode time / (output tokens - 1), vLLM >= 0.11. Not the per-step ITL.",
+		src("vllm:request_time_per_output_token_seconds", ""))
+	tpot.Fallback = TPOTFallback
+	tpot.FallbackFrom = []SignalID{SignalDecodeTime, SignalGenerationTokens}
+
+	return Catalog{signals: []SignalSpec{
+		hist(SignalTTFT, UnitSeconds,
+			"Frontend arrival (tokenization included) to first token: queue + prefill + scheduling overhead.",
+			src("vllm:time_to_first_token_seconds", "")),
+		hist(SignalQueueTime, UnitSeconds,
+			"Engine queued to first scheduled; observed when the request finishes.",
+			src("vllm:request_queue_time_seconds", ""),
+			src("vllm:time_in_queue_requests", "V0 duplicate of request_queue_time_seconds")),
+		hist(SignalPrefillTime, UnitSeconds,
+			"First scheduled to first token.",
+			src("vllm:request_prefill_time_seconds", "")),
+		hist(SignalDecodeTime, UnitSeconds,
+			"First token to last token.",
+			src("vllm:request_decode_time_seconds", "")),
+		tpot,
+		hist(SignalITL, UnitSeconds,
+			"Gap between successive outputs of a request, one observation per engine step "+
+				"(a step may carry several tokens with speculative decoding).",
+			src("vllm:inter_token_latency_seconds", ""),
+			src("vllm:time_per_output_token_seconds", "per-step ITL despite its name, not per-request TPOT")),
+		hist(SignalE2E, UnitSeconds,
+			"Arrival to last token: about queue + inference + frontend.",
+			src("vllm:e2e_request_latency_seconds", "")),
+		hist(SignalInferenceTime, UnitSeconds,
+			"First scheduled to last token: prefill + decode, preemptions included.",
+			src("vllm:request_inference_time_seconds", "")),
+		hist(SignalClientTTFT, UnitSeconds,
+			"TTFT measured by a gateway or client; no default name: supply the histogram with Alias. "+
+				"Well above server TTFT points at the proxy or network."),
+		hist(SignalPromptTokens, UnitTokens,
+			"Prompt length per finished request; buckets depend on max_model_len.",
+			src("vllm:request_prompt_tokens", "")),
+		hist(SignalGenerationTokens, UnitTokens,
+			"Output length per finished request.",
+			src("vllm:request_generation_tokens", "")),
+		hist(SignalMaxTokens, UnitTokens,
+			"max_tokens asked for per request: an output cap.",
+			src("vllm:request_params_max_tokens", "")),
+		hist(SignalIterationTokens, UnitTokens,
+			"Prompt + generated tokens per engine step (batch size in tokens); buckets vary by version and CUDA graphs.",
+			src("vllm:iteration_tokens_total", "a histogram despite _total")),
+		gauge(SignalWaiting, UnitRequests, AggregateSum,
+			"Requests queued, not yet scheduled, at scrape time.",
+			src("vllm:num_requests_waiting", "")),
+		gauge(SignalRunning, UnitRequests, AggregateSum,
+			"Requests in the running batch at scrape time; compare with max_num_seqs.",
+			src("vllm:num_requests_running", "")),
+		gauge(SignalSwapped, UnitRequests, AggregateSum,
+			"V0 only: preempted requests swapped to CPU memory.",
+			src("vllm:num_requests_swapped", "")),
+		gauge(SignalMaxNumSeqs, UnitRequests, AggregateSum,
+			"The scheduler's batch limit. vLLM exposes no such metric; supply one with Alias (e.g. from a config exporter)."),
+		gauge(SignalKVUsage, UnitRatio, AggregateMean,
+			"KV cache block usage, fraction 0..1 (not a percentage despite _perc). High alone is not an incident; with preemptions it is KV pressure.",
+			src("vllm:kv_cache_usage_perc", ""),
+			src("vllm:gpu_cache_usage_perc", "old name, removed in 0.12")),
+		gauge(SignalGPUUtil, UnitRatio, AggregateMean,
+			"GPU busy ratio 0..1 from the DCGM exporter: 'a kernel was running', not SM saturation.",
+			other("DCGM_FI_DEV_GPU_UTIL", 0.01, false, Documented, "percent 0-100, exporter <= 4.8; invalid under MIG"),
+			other("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1, true, Documented, "ratio, profiling field; works with MIG"),
+			other("DCGM_FI_DEV_GPU_UTIL_RATIO", 1, true, Unverified, "ratio, exporter >= 4.9 name (unverified)"),
+			other("DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO", 1, true, Unverified, "ratio, exporter >= 4.9 name (unverified)")),
+		gauge(SignalPrefixCacheHitRate, UnitRatio, AggregateMean,
+			"V0 only: prefix-cache block hit rate, -1 when unknown; V1 uses the hits/queries counters.",
+			src("vllm:gpu_prefix_cache_hit_rate", "")),
+		counter(SignalPreemptions, UnitCount, "",
+			"Scheduler preemptions (recompute); a sustained rate means KV pressure.",
+			src("vllm:num_preemptions_total", "")),
+		counter(SignalPrefixCacheQueries, UnitTokens, "",
+			"Prompt tokens looked up in the local prefix cache.",
+			src("vllm:prefix_cache_queries_total", ""),
+			src("vllm:gpu_prefix_cache_queries_total", "blocks, not tokens, in early 0.8.x")),
+		counter(SignalPrefixCacheHits, UnitTokens, "",
+			"Prompt tokens found in the local prefix cache; hits/queries is the hit ratio.",
+			src("vllm:prefix_cache_hits_total", ""),
+			src("vllm:gpu_prefix_cache_hits_total", "blocks, not tokens, in early 0.8.x")),
+		counter(SignalPromptTokensTotal, UnitTokens, "",
+			"Prompt tokens of completed prefills, prefix-cache hits included: input tokens per second.",
+			src("vllm:prompt_tokens_total", "")),
+		counter(SignalGenerationTokensTotal, UnitTokens, "",
+			"Output tokens: output tokens per second.",
+			src("vllm:generation_tokens_total", "")),
+		counter(SignalRequestSuccess, UnitRequests, "finished_reason",
+			"Finished requests by finished_reason (stop, length, abort; newer: error, repetition), aborts included: completions, not arrivals.",
+			src("vllm:request_success_total", "")),
+		counter(SignalHTTPRequests, UnitRequests, "status",
+			"HTTP responses by status class (2xx, 4xx, 5xx) and handler. Counted when a response ends, "+
+				"so it gives completions by status, not arrivals; a stream counts when it ends.",
+			src("http_requests_total", "prometheus-fastapi-instrumentator")),
+		gauge(SignalProcessStart, UnitUnixSeconds, AggregateNone,
+			"Start time of the API server process; a change means a restart (counters reset). Absent in multiprocess mode.",
+			src("process_start_time_seconds", "prometheus_client process collector")),
+		{
+			ID: SignalCacheConfig, Kind: KindInfo, Unit: UnitNone, Aggregation: AggregateNone,
+			Description: "KV cache configuration as labels (block_size, gpu_memory_utilization, num_gpu_blocks, " +
+				"enable_prefix_caching, …); values that differ between pods are configuration drift.",
+			Candidates: []Candidate{src("vllm:cache_config_info", "")},
+		},
+	}}
+}
+
+// Signals returns a copy of the catalog's signals in order.
+func (c Catalog) Signals() []SignalSpec {
+	out := make([]SignalSpec, len(c.signals))
+	for i, s := range c.signals {
+		out[i] = s.clone()
+	}
+	return out
+}
+
+// IDs returns the signal ids in catalog order.
+func (c Catalog) IDs() []SignalID {
+	out := make([]SignalID, len(c.signals))
+	for i, s := range c.signals {
+		out[i] = s.ID
+	}
+	return out
+}
+
+// Signal returns the signal with the given id.
+func (c Catalog) Signal(id SignalID) (SignalSpec, bool) {
+	i := c.index(id)
+	if i < 0 {
+		return SignalSpec{}, false
+	}
+	return c.signals[i].clone(), true
+}
+
+// Prefixes returns the prefixes added with WithPrefix.
+func (c Catalog) Prefixes() []string { return slices.Clone(c.prefixes) }
+
+func (c Catalog) index(id SignalID) int {
+	return slices.IndexFunc(c.signals, func(s SignalSpec) bool { return s.ID == id })
+}
+
+func (s SignalSpec) clone() SignalSpec {
+	s.Candidates = slices.Clone(s.Candidates)
+	for i := range s.Candidates {
+		s.Candidates[i].Versions = slices.Clone(s.Candidates[i].Versions)
+	}
+	s.FallbackFrom = slices.Clone(s.FallbackFrom)
+	return s
+}
+
+// Alias makes metric the preferred source of the signal id: it is tried
+// before every other candidate (if it was already one, it moves to the
+// front). Use it for a name the catalog does not know: a gateway's
+// client-side TTFT histogram for client_ttft, a custom GPU utilisation
+// metric, a renamed vLLM metric.
+//
+// metric is the family's lookup name as snapshot reads it (see
+// snapshot.Family.Name): a counter's name with its _total suffix, a
+// histogram's without _bucket. Its unit is taken from the name: for a
+// seconds signal, a name ending in _milliseconds or _ms is scaled by 0.001
+// and one in _microseconds or _us by 1e-6; for a ratio signal, a name with
+// "ratio", "fraction" or the vLLM suffix "_perc" is a ratio, one with
+// "percent", "pct" or "util" a percentage, and any other a ratio guarded by
+// PercentGuardLimit.
+//
+// Alias returns an error wrapping ErrUnknownSignal, listing the valid ids,
+// when the catalog has no signal id, and an error when metric is not a
+// valid metric name.
+func (c *Catalog) Alias(id SignalID, metric string) error {
+	i := c.index(id)
+	if i < 0 {
+		return fmt.Errorf("%w %q; valid ids: %s", ErrUnknownSignal, id, joinIDs(c.IDs()))
+	}
+	if metric == "" || !model.IsValidMetricName(model.LabelValue(metric)) || strings.ContainsAny(metric, " \t\n{}\"") {
+		return fmt.Errorf("catalog: alias for %s: invalid metric name %q", id, metric)
+	}
+	sig := c.signals[i].clone()
+	var added Candidate
+	if j := slices.IndexFunc(sig.Candidates, func(s Candidate) bool { return s.Metric == metric }); j >= 0 {
+		added = sig.Candidates[j]
+		sig.Candidates = slices.Delete(sig.Candidates, j, j+1)
+	} else {
+		added = Candidate{Metric: metric, Added: true, Confidence: Unverified, Note: "alias"}
+		added.Versions, _ = c.historyOf(metric)
+		added.Scale, added.PercentGuard = scaleFromName(sig.Unit, metric)
+	}
+	sig.Candidates = slices.Insert(sig.Candidates, 0, added)
+	c.signals = slices.Clone(c.signals)
+	c.signals[i] = sig
+	return nil
+}
+
+// WithPrefix returns a copy of c in which every vllm: name also matches
+// under prefix, tried right after the vllm: name: WithPrefix("ray_vllm:")
+// reads Ray Serve's re-export, whose vllm:num_requests_waiting is
+// ray_vllm:num_requests_waiting. Prefixed names count as vLLM names for
+// version inference. RayPrefix needs no WithPrefix (see ForEvidence);
+// adding it changes only Signals and Metrics before resolution. It
+// returns an error when prefix is empty, is "vllm:", or cannot start a
+// metric name.
+func (c Catalog) WithPrefix(prefix string) (Catalog, error) {
+	return c.withPrefix(prefix, true)
+}
+
+// ForEvidence returns c with the built-in re-export prefixes (RayPrefix)
+// that some family of ev uses added as WithPrefix would add them, so Ray
+// Serve's ray_vllm: names resolve without an alias; otherwise it returns
+// c. Resolve, ResolveTarget and package diagnose call it; call it before
+// reading Signals or Metrics for evidence yourself.
+func (c Catalog) ForEvidence(ev *snapshot.Evidence) Catalog {
+	if ev == nil {
+		return c
+	}
+	return c.forTargets(ev.Targets...)
+}
+
+func (c Catalog) forTargets(ts ...*snapshot.Target) Catalog {
+	for _, p := range builtinPrefixes {
+		if slices.Contains(c.prefixes, p) || !slices.ContainsFunc(ts, func(t *snapshot.Target) bool { return usesPrefix(t, p) }) {
+			continue
+		}
+		c, _ = c.withPrefix(p, false) // a valid constant prefix: no error
+	}
+	return c
+}
+
+// usesPrefix reports whether a family of t is named under prefix.
+func usesPrefix(t *snapshot.Target, prefix string) bool {
+	if t == nil {
+		return false
+	}
+	for name := range t.Families {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// withPrefix is WithPrefix; added marks the new candidates as the caller's
+// (Candidate.Added) rather than built in.
+func (c Catalog) withPrefix(prefix string, added bool) (Catalog, error) {
+	if prefix == "" || prefix == "vllm:" || !model.IsValidLegacyMetricName(prefix+"x") {
+		return c, fmt.Errorf("catalog: invalid metric name prefix %q", prefix)
+	}
+	if slices.Contains(c.prefixes, prefix) {
+		return c, nil
+	}
+	out := Catalog{signals: make([]SignalSpec, len(c.signals)), prefixes: append(slices.Clone(c.prefixes), prefix)}
+	for i, s := range c.signals {
+		s = s.clone()
+		var srcs []Candidate
+		for _, src := range s.Candidates {
+			srcs = append(srcs, src)
+			if rest, ok := strings.CutPrefix(src.Metric, "vllm:"); ok {
+				p := src
+				p.Metric = prefix + rest
+				p.Added = added
+				if p.Note == "" {
+					p.Note = "prefix " + prefix
+				} else {
+					p.Note += "; prefix " + prefix
+				}
+				if !slices.ContainsFunc(s.Candidates, func(x Candidate) bool { return x.Metric == p.Metric }) {
+					srcs = append(srcs, p)
+				}
+			}
+		}
+		s.Candidates = srcs
+		out.signals[i] = s
+	}
+	return out, nil
+}
+
+// canonical maps a name under one of c's prefixes back to its vllm: name.
+func (c Catalog) canonical(name string) string {
+	for _, p := range c.prefixes {
+		if rest, ok := strings.CutPrefix(name, p); ok {
+			return "vllm:" + rest
+		}
+	}
+	return name
+}
+
+// historyOf returns the version ranges of a (possibly prefixed) name.
+func (c Catalog) historyOf(metric string) ([]VersionRange, Confidence) {
+	return rangesOf(history(), c.canonical(metric))
+}
+
+// rangesOf returns the ranges of the name eras of metric in h, and the
+// weakest confidence among them (Documented when there is none).
+func rangesOf(h []Era, metric string) ([]VersionRange, Confidence) {
+	var rs []VersionRange
+	conf := Documented
+	for _, e := range h {
+		if e.Metric == metric && e.Bounds == nil {
+			rs = append(rs, e.Versions)
+			conf = max(conf, e.Confidence)
+		}
+	}
+	return rs, conf
+}
+
+// scaleFromName guesses the unit of an aliased metric from its name; see
+// Alias.
+func scaleFromName(unit, metric string) (scale float64, guard bool) {
+	n := strings.ToLower(metric)
+	switch unit {
+	case UnitSeconds:
+		base := strings.TrimSuffix(n, "_total")
+		switch {
+		case strings.HasSuffix(base, "_milliseconds"), strings.HasSuffix(base, "_ms"):
+			return 0.001, false
+		case strings.HasSuffix(base, "_microseconds"), strings.HasSuffix(base, "_us"):
+			return 1e-6, false
+		}
+	case UnitRatio:
+		switch {
+		case strings.Contains(n, "ratio"), strings.Contains(n, "fraction"), strings.HasSuffix(n, "_perc"):
+			return 1, true
+		case strings.Contains(n, "percent"), strings.Contains(n, "pct"), strings.Contains(n, "util"):
+			return 0.01, false
+		}
+		return 1, true
+	}
+	return 1, false
+}
+
+func joinIDs(ids []SignalID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = string(id)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,166 @@
+package catalog
+
+// This file is vLLM's metric name history as data: which versions of which
+// engine emit which family, and which bucket layouts changed. Sources:
+// reference/vllm-metrics.md and vllm-metrics.json (vllm/engine/metrics.py
+// for V0, vllm/v1/metrics/loggers.py for V1, the release notes and PRs they
+// cite). Upper bounds are exclusive: "until 0.10" is Between(…, 0.10.0).
+//
+// Confidence follows the reference's "verified" column: "yes" is
+// Documented, "partial" and "~" dates are Approximate, "no" and
+// "unknown(…)" are Unverified (an unknown first release is written as the
+// release after the last one known to lack the metric).
+
+// history returns the name history; History documents it.
+func history() []Era {
+	// Bucket sets of vllm-metrics.md section 3, finite bounds only.
+	bucketsTTFTV0 := []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0}
+	bucketsTTFTExt := append(append([]float64(nil), bucketsTTFTV0...), 20, 40, 80, 160, 640, 2560)
+	bucketsTPOTV0 := []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5}
+	bucketsTPOTExt := append(append([]float64(nil), bucketsTPOTV0...), 5.0, 7.5, 10, 20, 40, 80)
+	bucketsE2EOld := []float64{1.0, 2.5, 5.0, 10, 15, 20, 30, 40, 50, 60}
+	bucketsReqV0 := []float64{0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10, 15, 20, 30, 40, 50, 60}
+	bucketsReqExt := append(append([]float64(nil), bucketsReqV0...), 120, 240, 480, 960, 1920, 7680)
+	bucketsIterOld := []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8096}
+	bucketsIterFix := []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
+	v0 := func(first, last string) VersionRange { return Between(EngineV0, mustVersion(first), mustVersion(last)) }
+	v1 := func(first string) VersionRange { return Since(EngineV1, mustVersion(first)) }
+	v1b := func(first, last string) VersionRange { return Between(EngineV1, mustVersion(first), mustVersion(last)) }
+	upTo := func(e Engine, first, firstWithout string) VersionRange {
+		return VersionRange{Engine: e, Min: mustVersion(first), Max: mustVersion(firstWithout)}
+	}
+	const (
+		doc    = Documented
+		approx = Approximate
+		unver  = Unverified
+	)
+	era := func(name string, r VersionRange, c Confidence, def bool, note string) Era {
+		return Era{Metric: name, Versions: r, Confidence: c, Default: def, Note: note}
+	}
+	layout := func(name string, r VersionRange, c Confidence, b []float64, note string) Era {
+		return Era{Metric: name, Versions: r, Confidence: c, Bounds: b, Note: note}
+	}
+	return []Era{
+		// V0 engine (vllm/engine/metrics.py); no _created, label model_name.
+		era("vllm:num_requests_running", v0("0.3", "0.10"), doc, true, "running requests"),
+		era("vllm:num_requests_waiting", v0("0.3", "0.10"), doc, true, "queued requests"),
+		era("vllm:num_requests_swapped", v0("0.3", "0.8"), approx, true, "hidden from 0.9"),
+		era("vllm:gpu_cache_usage_perc", v0("0.3", "0.10"), doc, true, "KV usage, fraction 0..1"),
+		era("vllm:cpu_cache_usage_perc", v0("0.3", "0.8"), approx, true, "CPU swap space usage"),
+		era("vllm:gpu_prefix_cache_hit_rate", v0("0.6", "0.8"), approx, true, "block hit rate, -1 when unknown"),
+		era("vllm:cpu_prefix_cache_hit_rate", v0("0.6", "0.8"), approx, true, ""),
+		era("vllm:num_preemptions_total", v0("0.4", "0.10"), doc, true, ""),
+		era("vllm:prompt_tokens_total", v0("0.3", "0.10"), doc, true, ""),
+		era("vllm:generation_tokens_total", v0("0.3", "0.10"), doc, true, ""),
+		era("vllm:tokens_total", v0("0.6", "0.7"), approx, false, "registered, never incremented"),
+		era("vllm:request_success_total", v0("0.4", "0.10"), doc, true, "children created on first finish"),
+		era("vllm:avg_prompt_throughput_toks_per_s", v0("0.3", "0.6"), approx, true, "removed by PR 12383"),
+		era("vllm:avg_generation_throughput_toks_per_s", v0("0.3", "0.6"), approx, true, "removed by PR 12383"),
+		era("vllm:time_to_first_token_seconds", v0("0.3", "0.10"), doc, true, ""),
+		era("vllm:time_per_output_token_seconds", v0("0.3", "0.10"), doc, true, "per-step inter-token latency"),
+		era("vllm:e2e_request_latency_seconds", v0("0.3", "0.10"), doc, true, ""),
+		era("vllm:request_queue_time_seconds", v0("0.6.4", "0.10"), approx, true, "PR 4464"),
+		era("vllm:request_inference_time_seconds", v0("0.6.4", "0.10"), approx, true, "PR 4464"),
+		era("vllm:request_prefill_time_seconds", v0("0.6.4", "0.10"), approx, true, "PR 4464"),
+		era("vllm:request_decode_time_seconds", v0("0.6.4", "0.10"), approx, true, "PR 4464"),
+		era("vllm:time_in_queue_requests", v0("0.6.4", "0.8"), approx, true, "duplicate of request_queue_time_seconds"),
+		era("vllm:model_forward_time_milliseconds", v0("0.6", "0.8"), approx, false, "OTLP detailed traces only"),
+		era("vllm:model_execute_time_milliseconds", v0("0.6", "0.8"), approx, false, "OTLP detailed traces only"),
+		era("vllm:iteration_tokens_total", v0("0.6.4", "0.10"), approx, true, "a histogram despite _total"),
+		era("vllm:request_prompt_tokens", v0("0.4", "0.10"), doc, true, ""),
+		era("vllm:request_generation_tokens", v0("0.4", "0.10"), doc, true, ""),
+		era("vllm:request_max_num_generation_tokens", v0("0.6.4", "0.10"), approx, true, ""),
+		era("vllm:request_params_max_tokens", v0("0.6.4", "0.10"), approx, true, ""),
+		era("vllm:request_params_n", v0("0.4", "0.10"), doc, true, ""),
+		era("vllm:request_params_best_of", v0("0.4", "0.6"), approx, true, ""),
+		era("vllm:cache_config_info", v0("0.4", "0.10"), doc, true, "labels are CacheConfig fields"),
+		era("vllm:lora_requests_info", v0("0.6", "0.10"), approx, true, "always registered in V0"),
+		era("vllm:spec_decode_draft_acceptance_rate", v0("0.5", "0.10"), doc, false, "speculative decoding only"),
+		era("vllm:spec_decode_efficiency", v0("0.5", "0.10"), doc, false, "speculative decoding only"),
+		era("vllm:spec_decode_num_accepted_tokens_total", v0("0.5", "0.10"), doc, false, "speculative decoding only"),
+		era("vllm:spec_decode_num_draft_tokens_total", v0("0.5", "0.10"), doc, false, "speculative decoding only"),
+		era("vllm:spec_decode_num_emitted_tokens_total", v0("0.5", "0.10"), doc, false, "speculative decoding only"),
+
+		// V1 engine (vllm/v1/metrics/loggers.py); _created families,
+		// labels model_name and engine.
+		era("vllm:num_requests_running", v1("0.8"), doc, true, ""),
+		era("vllm:num_requests_waiting", v1("0.8"), doc, true, ""),
+		era("vllm:num_requests_waiting_by_reason", v1("0.13"), unver, false, "post-0.12, release unverified"),
+		era("vllm:gpu_cache_usage_perc", v1b("0.8", "0.10"), doc, true, "hidden 0.11, removed 0.12"),
+		era("vllm:kv_cache_usage_perc", v1("0.9.2"), doc, true, "KV usage, fraction 0..1"),
+		era("vllm:gpu_prefix_cache_queries_total", v1b("0.8", "0.10"), doc, true, "hidden 0.11, removed 0.12"),
+		era("vllm:gpu_prefix_cache_hits_total", v1b("0.8", "0.10"), doc, true, "hidden 0.11, removed 0.12"),
+		era("vllm:prefix_cache_queries_total", v1("0.9.2"), doc, true, "tokens looked up"),
+		era("vllm:prefix_cache_hits_total", v1("0.9.2"), doc, true, "tokens found"),
+		era("vllm:external_prefix_cache_queries_total", VersionRange{Engine: EngineV1}, unver, false, "KV connector only"),
+		era("vllm:external_prefix_cache_hits_total", VersionRange{Engine: EngineV1}, unver, false, "KV connector only"),
+		era("vllm:mm_cache_queries_total", v1("0.11"), unver, false, "multimodal processor cache"),
+		era("vllm:mm_cache_hits_total", v1("0.11"), unver, false, "multimodal processor cache"),
+		era("vllm:num_preemptions_total", v1("0.8"), doc, true, ""),
+		era("vllm:prompt_tokens_total", v1("0.8"), doc, true, "prefix-cache hits included"),
+		era("vllm:generation_tokens_total", v1("0.8"), doc, true, ""),
+		era("vllm:prompt_tokens_by_source_total", v1("0.13"), unver, false, "post-0.12"),
+		era("vllm:prompt_tokens_cached_total", v1("0.13"), unver, false, "post-0.12"),
+		era("vllm:request_success_total", v1("0.8"), doc, true, "all reasons pre-created at 0"),
+		era("vllm:corrupted_requests_total", VersionRange{Engine: EngineV1}, unver, false, "VLLM_COMPUTE_NANS_IN_LOGITS=1 only"),
+		era("vllm:iteration_tokens_total", v1("0.8"), doc, true, "a histogram despite _total"),
+		era("vllm:request_prompt_tokens", v1("0.8"), doc, true, ""),
+		era("vllm:request_generation_tokens", v1("0.8"), doc, true, ""),
+		era("vllm:request_max_num_generation_tokens", v1("0.8"), doc, true, ""),
+		era("vllm:request_params_max_tokens", v1("0.8"), doc, true, ""),
+		era("vllm:request_params_n", v1("0.8"), doc, true, ""),
+		era("vllm:request_prefill_kv_computed_tokens", v1("0.13"), unver, false, "post-0.12"),
+		era("vllm:time_to_first_token_seconds", v1("0.7"), doc, true, ""),
+		era("vllm:time_per_output_token_seconds", v1b("0.7", "0.11"), doc, true, "deprecated 0.11, hidden 0.12-0.13"),
+		era("vllm:inter_token_latency_seconds", v1("0.10.2"), approx, true, "0.11 in release notes, seen in a 0.10.2 dump"),
+		era("vllm:request_time_per_output_token_seconds", v1("0.11"), doc, true, "PR 24015"),
+		era("vllm:e2e_request_latency_seconds", v1("0.7"), doc, true, ""),
+		era("vllm:request_queue_time_seconds", v1("0.7"), doc, true, ""),
+		era("vllm:request_inference_time_seconds", v1("0.7"), doc, true, ""),
+		era("vllm:request_prefill_time_seconds", v1("0.7"), doc, true, ""),
+		era("vllm:request_decode_time_seconds", v1("0.7"), doc, true, ""),
+		era("vllm:request_num_preemptions", v1("0.13"), unver, false, "newest main"),
+		era("vllm:kv_block_lifetime_seconds", v1("0.12"), doc, false, "opt-in KV residency"),
+		era("vllm:kv_block_idle_before_evict_seconds", v1("0.12"), doc, false, "opt-in KV residency"),
+		era("vllm:kv_block_reuse_gap_seconds", v1("0.12"), doc, false, "opt-in KV residency"),
+		era("vllm:engine_sleep_state", VersionRange{Engine: EngineV1}, unver, false, ""),
+		era("vllm:cache_config_info", v1("0.8"), doc, true, "engine label from ~0.10"),
+		era("vllm:lora_requests_info", v1("0.8"), doc, false, "LoRA only"),
+		era("vllm:spec_decode_num_draft_tokens_total", v1("0.8"), doc, false, "speculative decoding only"),
+		era("vllm:spec_decode_num_accepted_tokens_total", v1("0.8"), doc, false, "speculative decoding only"),
+		era("vllm:spec_decode_num_drafts_total", v1("0.9"), unver, false, "speculative decoding only"),
+		era("vllm:spec_decode_num_accepted_tokens_per_pos_total", v1("0.9"), unver, false, "speculative decoding only"),
+		era("vllm:estimated_flops_per_gpu_total", v1("0.13"), unver, false, "opt-in MFU"),
+		era("vllm:estimated_read_bytes_per_gpu_total", v1("0.13"), unver, false, "opt-in MFU"),
+		era("vllm:estimated_write_bytes_per_gpu_total", v1("0.13"), unver, false, "opt-in MFU"),
+		era("vllm:request_priority", v1("0.13"), unver, false, "priority scheduling only"),
+		era("vllm:scheduler_policy_info", v1("0.13"), unver, false, "newest main"),
+
+		// OpenAI server HTTP metrics (prometheus-fastapi-instrumentator),
+		// either engine: PR 15657 (V0), fixed for V1 by PR 15894.
+		era("http_requests_total", Since(EngineUnknown, mustVersion("0.8.4")), approx, false, "counted when a response ends"),
+		era("http_request_size_bytes", Since(EngineUnknown, mustVersion("0.8.4")), approx, false, "summary"),
+		era("http_response_size_bytes", Since(EngineUnknown, mustVersion("0.8.4")), approx, false, "summary"),
+		era("http_request_duration_highr_seconds", Since(EngineUnknown, mustVersion("0.8.4")), approx, false, "to response end"),
+		era("http_request_duration_seconds", Since(EngineUnknown, mustVersion("0.8.4")), approx, false, "to response end"),
+
+		// Bucket layouts that changed (section 3).
+		layout("vllm:time_to_first_token_seconds", v0("0.3", "0.10"), doc, bucketsTTFTV0, "TTFT_V0"),
+		layout("vllm:time_to_first_token_seconds", upTo(EngineV1, "0.7", "0.8.4"), unver, bucketsTTFTV0, "TTFT_V0, assumed for early V1"),
+		layout("vllm:time_to_first_token_seconds", v1("0.8.4"), approx, bucketsTTFTExt, "TTFT_EXT, PR 15202"),
+		layout("vllm:time_per_output_token_seconds", v0("0.3", "0.10"), doc, bucketsTPOTV0, "TPOT_V0"),
+		layout("vllm:time_per_output_token_seconds", upTo(EngineV1, "0.7", "0.8.4"), unver, bucketsTPOTV0, "TPOT_V0, assumed for early V1"),
+		layout("vllm:time_per_output_token_seconds", v1b("0.8.4", "0.11"), approx, bucketsTPOTExt, "TPOT_EXT, PR 15202"),
+		layout("vllm:e2e_request_latency_seconds", upTo(EngineV0, "0.3", "0.6.4"), approx, bucketsE2EOld, "E2E_OLD"),
+		layout("vllm:e2e_request_latency_seconds", v0("0.6.4", "0.10"), approx, bucketsReqV0, "REQ_V0"),
+		layout("vllm:e2e_request_latency_seconds", upTo(EngineV1, "0.7", "0.8.4"), unver, bucketsReqV0, "REQ_V0, assumed for early V1"),
+		layout("vllm:e2e_request_latency_seconds", v1("0.8.4"), approx, bucketsReqExt, "REQ_EXT, PR 15202"),
+		layout("vllm:request_queue_time_seconds", v1("0.8.4"), approx, bucketsReqExt, "REQ_EXT, PR 15202"),
+		layout("vllm:request_inference_time_seconds", v1("0.8.4"), approx, bucketsReqExt, "REQ_EXT, PR 15202"),
+		layout("vllm:request_prefill_time_seconds", v1("0.8.4"), approx, bucketsReqExt, "REQ_EXT, PR 15202"),
+		layout("vllm:request_decode_time_seconds", v1("0.8.4"), approx, bucketsReqExt, "REQ_EXT, PR 15202"),
+		layout("vllm:iteration_tokens_total", v0("0.6.4", "0.10"), approx, bucketsIterOld, "ITER_OLD (enforce_eager)"),
+		layout("vllm:iteration_tokens_total", v1b("0.8", "0.9"), approx, bucketsIterOld, "ITER_OLD (enforce_eager)"),
+		layout("vllm:iteration_tokens_total", v1("0.10"), approx, bucketsIterFix, "ITER_FIXED"),
+	}
+}

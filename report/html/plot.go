@@ -1,0 +1,390 @@
+package html
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/whyslow/whyslow/report"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// This file draws a report's timelines as SVG with gonum.org/v1/plot, for
+// the HTML form. Each plot shows one signal over the evidence: the fleet
+// line bold, one thin line per replica where per-replica lines matter
+// (waiting, running, KV usage), the incident window shaded and the
+// baseline window lightly shaded. Intervals without observations are gaps,
+// never zeros.
+
+// plotSpec says how one timeline signal is drawn.
+type plotSpec struct {
+	signal   string
+	title    string
+	unit     string // "s", "ratio", "requests", "1/s"
+	replicas bool   // draw one line per replica
+}
+
+// plotSpecs are the plots of the HTML report, in order.
+var plotSpecs = []plotSpec{
+	{"ttft", "TTFT p95", "s", false},
+	{"queue_time", "queue time p95", "s", false},
+	{"prefill_time", "prefill time p95", "s", false},
+	{"tpot", "TPOT p95", "s", false},
+	{"itl", "ITL p95", "s", false},
+	{"waiting", "waiting requests", "requests", true},
+	{"running", "running requests", "requests", true},
+	{"kv_usage", "KV-cache usage", "ratio", true},
+	{"preemptions", "preemptions", "1/s", false},
+	{"gpu_util", "GPU utilisation", "ratio", false},
+}
+
+// Plot geometry and colours.
+const (
+	plotWidth  = 7 * vg.Inch
+	plotHeight = 2.1 * vg.Inch
+)
+
+var (
+	plotFleetColor    = color.RGBA{R: 0x1f, G: 0x3a, B: 0x5f, A: 0xff}
+	plotIncidentShade = color.NRGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0x30}
+	plotBaselineShade = color.NRGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0x20}
+	// plotReplicaColors are distinct colours for replica lines (Tableau
+	// 10 without the red of the incident shading).
+	plotReplicaColors = []color.RGBA{
+		{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x2c, 0xa0, 0x2c, 0xff},
+		{0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff}, {0xe3, 0x77, 0xc2, 0xff},
+		{0x7f, 0x7f, 0x7f, 0xff}, {0xbc, 0xbd, 0x22, 0xff}, {0x17, 0xbe, 0xcf, 0xff},
+	}
+	// plotFont is metric-compatible with Arial and Helvetica, so that a
+	// viewer without the Liberation fonts lays the text out the same way.
+	plotFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
+)
+
+// htmlPlot is one drawn timeline.
+type htmlPlot struct {
+	Title   string
+	Caption string
+	// SVG is the inline <svg> element drawn by gonum/plot.
+	SVG    []byte
+	Legend []plotLegend
+}
+
+// plotLegend is one line of a plot's legend, rendered in HTML.
+type plotLegend struct {
+	Name  string
+	Color string // CSS colour
+	Bold  bool
+}
+
+// timelinePlots draws the timelines of r (not of its groups).
+func timelinePlots(r *report.Report) ([]htmlPlot, error) {
+	var out []htmlPlot
+	for _, spec := range plotSpecs {
+		var fleet *report.Timeline
+		var reps []*report.Timeline
+		for i := range r.Timelines {
+			t := &r.Timelines[i]
+			if t.Signal != spec.signal {
+				continue
+			}
+			if t.Replica == "" {
+				fleet = t
+			} else if spec.replicas {
+				reps = append(reps, t)
+			}
+		}
+		if fleet == nil && len(reps) == 0 {
+			continue
+		}
+		p, err := drawTimeline(r, spec, fleet, reps)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", spec.signal, err)
+		}
+		if p != nil {
+			out = append(out, *p)
+		}
+	}
+	return out, nil
+}
+
+// plotScale chooses the unit the y axis shows and the factor from base
+// units.
+func plotScale(unit string, maxV float64) (label string, scale float64) {
+	switch unit {
+	case "s":
+		if maxV < 1 {
+			return "ms", 1000
+		}
+		return "s", 1
+	case "ratio":
+		return "%", 100
+	case "1/s":
+		return "per second", 1
+	}
+	return unit, 1
+}
+
+// segments splits a timeline into runs of finite points, scaled.
+func segments(t *report.Timeline, scale float64) []plotter.XYs {
+	var out []plotter.XYs
+	var cur plotter.XYs
+	for _, p := range t.Points {
+		v := float64(p.Value)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			if len(cur) > 0 {
+				out = append(out, cur)
+				cur = nil
+			}
+			continue
+		}
+		cur = append(cur, plotter.XY{X: float64(p.T.Unix()), Y: v * scale})
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+func cssColor(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
+
+// drawTimeline draws one plot; nil when no point is finite.
+func drawTimeline(r *report.Report, spec plotSpec, fleet *report.Timeline, reps []*report.Timeline) (*htmlPlot, error) {
+	all := reps
+	if fleet != nil {
+		all = append([]*report.Timeline{fleet}, reps...)
+	}
+	// The ranges of the data, in base units.
+	xMin, xMax, yMax := math.Inf(1), math.Inf(-1), 0.0
+	var step time.Duration
+	stat := ""
+	for _, t := range all {
+		step = max(step, t.Step)
+		if stat == "" {
+			stat = t.Stat
+		}
+		for _, p := range t.Points {
+			x := float64(p.T.Unix())
+			xMin, xMax = math.Min(xMin, x), math.Max(xMax, x)
+			if v := float64(p.Value); !math.IsNaN(v) && !math.IsInf(v, 0) {
+				yMax = math.Max(yMax, v)
+			}
+		}
+	}
+	if math.IsInf(xMin, 0) {
+		return nil, nil
+	}
+	label, scale := plotScale(spec.unit, yMax)
+	top := yMax * scale * 1.08
+	if spec.unit == "ratio" {
+		top = math.Max(top, 100)
+	}
+	if top <= 0 {
+		top = 1
+	}
+	// Intervals end at their points: the first interval starts one step
+	// before the first point.
+	if step > 0 {
+		xMin -= step.Seconds()
+	}
+	xMin = math.Min(xMin, windowStart(r.Windows.Baseline, xMin))
+	xMax = math.Max(xMax, windowEnd(r.Windows.Incident, xMax))
+
+	p := plot.New()
+	setPlotFonts(p)
+	// A little room on the right for the last time label.
+	p.X.Min, p.X.Max = xMin, xMax+0.04*(xMax-xMin)
+	p.Y.Min, p.Y.Max = 0, top
+	p.X.Tick.Marker = timeTicks{}
+	p.Y.Label.Text = label
+	p.X.Label.Text = "UTC"
+	p.Add(plotter.NewGrid())
+
+	shade := func(w report.WindowInfo, c color.Color) error {
+		if w.Start.IsZero() || w.End.IsZero() || w.From == "none" || w.From == "lifetime" {
+			return nil
+		}
+		x0, x1 := float64(w.Start.Unix()), float64(w.End.Unix())
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: x0, Y: 0}, {X: x1, Y: 0}, {X: x1, Y: top}, {X: x0, Y: top}})
+		if err != nil {
+			return err
+		}
+		poly.Color = c
+		poly.LineStyle.Width = 0
+		p.Add(poly)
+		return nil
+	}
+	if err := shade(r.Windows.Baseline, plotBaselineShade); err != nil {
+		return nil, err
+	}
+	if err := shade(r.Windows.Incident, plotIncidentShade); err != nil {
+		return nil, err
+	}
+
+	var legend []plotLegend
+	add := func(t *report.Timeline, c color.RGBA, width vg.Length, name string, bold bool) error {
+		segs := segments(t, scale)
+		if len(segs) == 0 {
+			return nil
+		}
+		for _, seg := range segs {
+			if len(seg) == 1 {
+				// A lone point between gaps: a dot, so it is not lost.
+				sc, err := plotter.NewScatter(seg)
+				if err != nil {
+					return err
+				}
+				sc.GlyphStyle.Color = c
+				sc.GlyphStyle.Radius = width
+				sc.GlyphStyle.Shape = draw.CircleGlyph{}
+				p.Add(sc)
+				continue
+			}
+			l, err := plotter.NewLine(seg)
+			if err != nil {
+				return err
+			}
+			l.Color = c
+			l.Width = width
+			p.Add(l)
+		}
+		legend = append(legend, plotLegend{Name: name, Color: cssColor(c), Bold: bold})
+		return nil
+	}
+	// The fleet first, so that a replica carrying all of it stays visible
+	// on top of the bold line.
+	if fleet != nil {
+		name := "fleet"
+		switch {
+		case spec.signal == "kv_usage" || spec.signal == "gpu_util":
+			name = "fleet (mean over replicas)"
+		case stat == "mean" || stat == "rate":
+			name = "fleet (sum over replicas)"
+		case stat == "p95":
+			name = "fleet (buckets merged across replicas)"
+		}
+		if err := add(fleet, plotFleetColor, vg.Points(2.5), name, true); err != nil {
+			return nil, err
+		}
+	}
+	for i, t := range reps {
+		if err := add(t, plotReplicaColors[i%len(plotReplicaColors)], vg.Points(1), t.Replica, false); err != nil {
+			return nil, err
+		}
+	}
+	if len(legend) == 0 {
+		return nil, nil
+	}
+
+	c := vgsvg.New(plotWidth, plotHeight)
+	p.Draw(draw.New(c))
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	title := spec.title
+	if stat != "" && !strings.Contains(title, stat) {
+		title += " (" + plotStatText(stat) + ")"
+	}
+	caption := fmt.Sprintf("per %s interval; shaded: incident window %s (red), baseline %s (grey)",
+		report.FormatDuration(step), report.FormatWindowSpan(r.Windows.Incident), report.FormatWindowSpan(r.Windows.Baseline))
+	return &htmlPlot{Title: title, Caption: caption, SVG: inlineSVG(buf.Bytes()), Legend: legend}, nil
+}
+
+func plotStatText(stat string) string {
+	switch stat {
+	case "mean":
+		return "mean over the interval's scrapes"
+	case "max":
+		return "max over the interval's scrapes"
+	case "rate":
+		return "per-second rate"
+	}
+	return stat
+}
+
+func windowStart(w report.WindowInfo, def float64) float64 {
+	if w.Start.IsZero() || w.From == "none" || w.From == "lifetime" {
+		return def
+	}
+	return float64(w.Start.Unix())
+}
+
+func windowEnd(w report.WindowInfo, def float64) float64 {
+	if w.End.IsZero() || w.From == "none" || w.From == "lifetime" {
+		return def
+	}
+	return float64(w.End.Unix())
+}
+
+// setPlotFonts sets every text of p to plotFont, keeping sizes.
+func setPlotFonts(p *plot.Plot) {
+	set := func(s *font.Font) { s.Typeface, s.Variant = plotFont.Typeface, plotFont.Variant }
+	set(&p.Title.TextStyle.Font)
+	set(&p.X.Label.TextStyle.Font)
+	set(&p.Y.Label.TextStyle.Font)
+	set(&p.X.Tick.Label.Font)
+	set(&p.Y.Tick.Label.Font)
+	set(&p.Legend.TextStyle.Font)
+}
+
+// inlineSVG strips the XML prolog and generator comment of a standalone
+// SVG document so that it can be embedded in HTML.
+func inlineSVG(b []byte) []byte {
+	if i := bytes.Index(b, []byte("<svg")); i >= 0 {
+		b = b[i:]
+	}
+	return bytes.TrimSpace(b)
+}
+
+// timeTicks labels a time axis (Unix seconds) at round UTC times: every
+// 1, 2, 5, 10, 15 or 30 minutes, or 1, 2, 3, 6 or 12 hours, or days,
+// whichever gives at most about eight labels, with unlabelled minor ticks
+// in between.
+type timeTicks struct{}
+
+// tickSteps are the candidate label steps, with their minor steps.
+var tickSteps = []struct{ major, minor time.Duration }{
+	{time.Minute, 15 * time.Second}, {2 * time.Minute, 30 * time.Second}, {5 * time.Minute, time.Minute},
+	{10 * time.Minute, 2 * time.Minute}, {15 * time.Minute, 5 * time.Minute}, {30 * time.Minute, 10 * time.Minute},
+	{time.Hour, 15 * time.Minute}, {2 * time.Hour, 30 * time.Minute}, {3 * time.Hour, time.Hour},
+	{6 * time.Hour, time.Hour}, {12 * time.Hour, 3 * time.Hour}, {24 * time.Hour, 6 * time.Hour},
+}
+
+// Ticks implements plot.Ticker.
+func (timeTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return nil
+	}
+	span := time.Duration((hi - lo) * float64(time.Second))
+	st := tickSteps[len(tickSteps)-1]
+	for _, s := range tickSteps {
+		if span/s.major <= 8 {
+			st = s
+			break
+		}
+	}
+	layout := "15:04"
+	if st.major >= 24*time.Hour || span > 24*time.Hour {
+		layout = "01-02 15:04"
+	}
+	minor := int64(st.minor / time.Second)
+	major := int64(st.major / time.Second)
+	first := (int64(math.Ceil(lo)) + minor - 1) / minor * minor
+	var ticks []plot.Tick
+	for t := first; float64(t) <= hi; t += minor {
+		tick := plot.Tick{Value: float64(t)}
+		if t%major == 0 {
+			tick.Label = time.Unix(t, 0).UTC().Format(layout)
+		}
+		ticks = append(ticks, tick)
+	}
+	return ticks
+}

@@ -1,0 +1,41 @@
+package html
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/report"
+)
+
+func TestSegmentsSplitAtGaps(t *testing.T) {
+	t0 := time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
+	nan := report.Float(math.NaN())
+	tl := &report.Timeline{Points: []report.Point{
+		{T: t0, Value: 1}, {T: t0.Add(time.Minute), Value: 2}, {T: t0.Add(2 * time.Minute), Value: nan},
+		{T: t0.Add(3 * time.Minute), Value: 4}, {T: t0.Add(4 * time.Minute), Value: report.Float(math.Inf(1))},
+	}}
+	segs := segments(tl, 1000)
+	require.Len(t, segs, 2)
+	assert.Len(t, segs[0], 2)
+	assert.Equal(t, 2000.0, segs[0][1].Y)
+	assert.Equal(t, float64(t0.Add(3*time.Minute).Unix()), segs[1][0].X)
+}
+
+func TestTimeTicks(t *testing.T) {
+	t0 := time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
+	ticks := timeTicks{}.Ticks(float64(t0.Unix()), float64(t0.Add(time.Hour).Unix()))
+	var labels []string
+	for _, tk := range ticks {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	assert.Equal(t, []string{"09:30", "09:40", "09:50", "10:00", "10:10", "10:20", "10:30"}, labels)
+	days := timeTicks{}.Ticks(float64(t0.Unix()), float64(t0.Add(72*time.Hour).Unix()))
+	require.NotEmpty(t, days)
+	assert.Nil(t, timeTicks{}.Ticks(5, 5))
+}

@@ -1,0 +1,685 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/rules"
+	"time"
+)
+
+// WriteText writes the report for a terminal: the verdict and its summary
+// first, then the windows (with how they were chosen and the change-point
+// score), the four symptoms with their evidence, the ranked hypotheses,
+// the before/after table of p50 and p95 per signal, per-replica hot spots,
+// every signal with its source metric and vLLM versions, the dimensions
+// the evidence can keep apart, the warnings and the inputs.
+//
+// Every number carries its unit, and its window and sample count where the
+// report has them; estimates carry their bucket bounds. Hypotheses that
+// named counter-evidence contradicts are printed in short (status, score,
+// evidence and counter-evidence); WriteMarkdown prints them in full.
+//
+// A report split into groups (Report.Groups, e.g. one per model_name)
+// prints a short summary of the groups, then each group in turn.
+func (r *Report) WriteText(w io.Writer) error {
+	return r.Layout(LayoutOptions{}).WriteText(w)
+}
+
+// String returns the text form of the report (see WriteText), so that a
+// report prints well in a notebook cell.
+func (r *Report) String() string {
+	var b strings.Builder
+	_ = r.WriteText(&b) // a strings.Builder never fails
+	return b.String()
+}
+
+// WriteMarkdown writes the report as a Markdown document for a
+// postmortem: the same content as WriteText under headings, with tables,
+// and every hypothesis in full.
+func (r *Report) WriteMarkdown(w io.Writer) error {
+	return r.Layout(LayoutOptions{Full: true}).WriteMarkdown(w)
+}
+
+// LayoutOptions select what a form of the report shows.
+type LayoutOptions struct {
+	// Full prints contradicted hypotheses in full (Markdown, HTML).
+	Full bool
+	// Plots adds BlockPlots blocks where the timeline plots go (HTML).
+	Plots bool
+}
+
+// Layout lays out the report as a Document, the model every writer
+// renders: WriteText is Layout(LayoutOptions{}).WriteText, WriteMarkdown
+// Layout(LayoutOptions{Full: true}).WriteMarkdown. A nil report gives a
+// document that says "no report".
+func (r *Report) Layout(o LayoutOptions) *Document {
+	d := &Document{}
+	if r == nil {
+		d.heading(1, "whyslow report")
+		d.para("", "no report")
+		return d
+	}
+	if len(r.Groups) == 0 {
+		layoutReport(d, r, o, "whyslow report: "+string(r.Verdict))
+		return d
+	}
+	d.heading(1, "whyslow report: "+string(r.Verdict))
+	d.para("verdict", verdictLine(r))
+	if r.Summary != "" {
+		d.para("", r.Summary)
+	}
+	d.heading(2, "Groups")
+	t := &Table{Head: []string{"group", "verdict", "symptoms present", "replicas", "incident window"}}
+	for _, g := range r.Groups {
+		t.Rows = append(t.Rows, []string{GroupLabel(g.Group), string(g.Verdict), presentSymptoms(g),
+			fmt.Sprint(len(g.Inputs.Replicas)), FormatWindowSpan(g.Windows.Incident)})
+		t.Marks = append(t.Marks, g.Verdict != rules.NoIncident)
+	}
+	d.table("groups", t)
+	layoutDimensions(d, r)
+	layoutWarnings(d, r)
+	layoutInputs(d, r)
+	for _, g := range r.Groups {
+		d.shift = 1
+		layoutReport(d, g, o, "group "+GroupLabel(g.Group)+": "+string(g.Verdict))
+	}
+	d.shift = 0
+	return d
+}
+
+// presentSymptoms lists the present symptoms of a report, or "none".
+func presentSymptoms(r *Report) string {
+	var s []string
+	for _, sy := range r.Symptoms {
+		if sy.Present {
+			s = append(s, string(sy.ID))
+		}
+	}
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// verdictLine says the verdict and, for a hypothesis, its title.
+func verdictLine(r *Report) string {
+	for _, f := range r.Hypotheses {
+		if string(f.ID) == string(r.Verdict) {
+			return fmt.Sprintf("verdict: %s: %s (score %.2f, %s confidence)", r.Verdict, f.Title, f.Score, f.Confidence)
+		}
+	}
+	for _, g := range r.Groups {
+		if g != nil && g.Verdict == r.Verdict && len(g.Hypotheses) > 0 {
+			return verdictLine(g) + " in group " + GroupLabel(g.Group)
+		}
+	}
+	switch r.Verdict {
+	case rules.NoIncident:
+		return "verdict: no-incident: every symptom was evaluated and none is present"
+	case rules.Undetermined:
+		return "verdict: undetermined: symptoms are present or could not be judged, and no hypothesis is supported"
+	}
+	return "verdict: " + string(r.Verdict)
+}
+
+// layoutReport lays out one report (not split, or one group).
+func layoutReport(d *Document, r *Report, o LayoutOptions, title string) {
+	d.heading(1, title)
+	d.para("verdict", verdictLine(r))
+	if r.Summary != "" {
+		d.para("", r.Summary)
+	}
+	layoutWindows(d, r)
+	layoutSymptoms(d, r)
+	layoutHypotheses(d, r, o)
+	layoutNotes(d, r)
+	layoutCompare(d, r)
+	if o.Plots {
+		d.Blocks = append(d.Blocks, Block{Kind: BlockPlots, Text: GroupLabel(r.Group)})
+	}
+	layoutReplicas(d, r)
+	layoutSignals(d, r)
+	layoutDimensions(d, r)
+	layoutWarnings(d, r)
+	layoutInputs(d, r)
+}
+
+func layoutWindows(d *Document, r *Report) {
+	d.heading(2, "Windows")
+	items := []Item{
+		{Text: "baseline: " + fmtWindow(r.Windows.Baseline)},
+		{Text: "incident: " + fmtWindow(r.Windows.Incident)},
+	}
+	if cp := r.Windows.ChangePoint; cp != nil {
+		used := "proposed, not used: the windows were given"
+		if cp.Used {
+			used = "used to choose the windows"
+		}
+		it := Item{Text: fmt.Sprintf("change point: %s, score %s (%s)", cp.Time.UTC().Format("2006-01-02 15:04:05Z"), FormatNumber(cp.Score), used)}
+		if cp.Method != "" {
+			it.Sub = []Item{{Text: "method: " + cp.Method}}
+		}
+		items = append(items, it)
+	} else {
+		items = append(items, Item{Text: "change point: none proposed"})
+	}
+	d.list("windows", items)
+}
+
+// symptomState names the state of a symptom.
+func symptomState(s rules.Symptom) string {
+	switch {
+	case !s.Evaluable:
+		return "not evaluable"
+	case s.Present:
+		return "PRESENT"
+	}
+	return "absent"
+}
+
+func layoutSymptoms(d *Document, r *Report) {
+	d.heading(2, "Symptoms")
+	if len(r.Symptoms) == 0 {
+		d.para("", "no symptom was judged")
+		return
+	}
+	var items []Item
+	for _, s := range r.Symptoms {
+		it := Item{Text: fmt.Sprintf("%s: %s", s.ID, symptomState(s)), Class: strings.ReplaceAll(symptomState(s), " ", "-")}
+		it.Sub = evidenceItems(r, s.Evidence)
+		for _, m := range s.Missing {
+			it.Sub = append(it.Sub, Item{Text: "cannot evaluate " + m.String()})
+		}
+		items = append(items, it)
+	}
+	d.list("symptoms", items)
+}
+
+// evidenceItems formats evidence like rules.Evidence.String, except that
+// a window equal to one of the report's is named ("incident window")
+// rather than repeated: the Windows section states it once.
+func evidenceItems(r *Report, ev []rules.Evidence) []Item {
+	items := make([]Item, 0, len(ev))
+	for _, e := range ev {
+		items = append(items, Item{Text: fmtEvidence(r, e)})
+	}
+	return items
+}
+
+// windowText is the window text Diagnose gives facts for w.
+func windowText(w WindowInfo) string {
+	if w.From == "none" || (w.Start.IsZero() && w.End.IsZero()) {
+		return ""
+	}
+	return WindowText(w, w.From == "lifetime")
+}
+
+// WindowText describes a window as facts and reports say it:
+// "2026-09-22 10:00:00–10:30:00Z (30m0s)", or for counters read since
+// process start (lifetime) "lifetime (since process start, to
+// 2026-09-22 10:30:00Z)".
+func WindowText(w WindowInfo, lifetime bool) string {
+	if lifetime {
+		if w.End.IsZero() {
+			return "lifetime (since process start; scrape time unknown)"
+		}
+		return fmt.Sprintf("lifetime (since process start, to %s)", w.End.UTC().Format("2006-01-02 15:04:05Z"))
+	}
+	s, en := w.Start.UTC(), w.End.UTC()
+	endFmt := "15:04:05Z"
+	if s.YearDay() != en.YearDay() || s.Year() != en.Year() {
+		endFmt = "2006-01-02 15:04:05Z"
+	}
+	return fmt.Sprintf("%s–%s (%v)", s.Format("2006-01-02 15:04:05"), en.Format(endFmt), en.Sub(s).Round(time.Second))
+}
+
+func fmtEvidence(r *Report, e rules.Evidence) string {
+	var extra []string
+	unit := ""
+	if info, ok := rules.Info(e.Fact); ok {
+		unit = info.Unit
+	}
+	if !math.IsNaN(e.Lower) || !math.IsNaN(e.Upper) {
+		extra = append(extra, fmt.Sprintf("in [%s, %s]", fmtUnitValue(e.Lower, unit), fmtUnitValue(e.Upper, unit)))
+	}
+	if !math.IsNaN(e.Count) {
+		c := fmtCount(Float(e.Count))
+		if !math.IsNaN(e.BaselineCount) {
+			c += " (baseline " + fmtCount(Float(e.BaselineCount)) + ")"
+		}
+		extra = append(extra, c)
+	}
+	if e.Window != "" {
+		inc, base := e.Window, e.BaselineWindow
+		if inc == windowText(r.Windows.Incident) {
+			inc = "incident window"
+		}
+		if base != "" && base == windowText(r.Windows.Baseline) {
+			base = "baseline window"
+		}
+		switch {
+		case base == "":
+			extra = append(extra, inc)
+		case inc == "incident window" && base == "baseline window":
+			extra = append(extra, "incident vs baseline window")
+		default:
+			extra = append(extra, inc+" vs "+base)
+		}
+	}
+	if e.Source != "" {
+		extra = append(extra, e.Source)
+	}
+	if len(extra) == 0 {
+		return e.Text
+	}
+	if e.Text == "" {
+		return strings.Join(extra, "; ")
+	}
+	return e.Text + "; " + strings.Join(extra, "; ")
+}
+
+func layoutHypotheses(d *Document, r *Report, o LayoutOptions) {
+	d.heading(2, "Hypotheses, ranked")
+	if len(r.Hypotheses) == 0 {
+		d.para("", "no hypothesis was evaluated")
+		return
+	}
+	for i, f := range r.Hypotheses {
+		d.heading(3, fmt.Sprintf("%d. %s [%s, score %.2f]: %s", i+1, f.ID, f.Status, f.Score, f.Title))
+		d.Blocks[len(d.Blocks)-1].Class = "status-" + string(f.Status)
+		if len(f.Explains) > 0 {
+			ex := make([]string, len(f.Explains))
+			for j, s := range f.Explains {
+				ex[j] = string(s)
+			}
+			d.para("status-"+string(f.Status), "explains the symptoms "+strings.Join(ex, ", "))
+		}
+		var items []Item
+		section := func(title string, sub []Item) {
+			if len(sub) > 0 {
+				items = append(items, Item{Text: title, Sub: sub})
+			}
+		}
+		section("evidence:", evidenceItems(r, f.Evidence))
+		section("counter-evidence:", evidenceItems(r, f.CounterEvidence))
+		var miss []Item
+		for _, m := range f.Missing {
+			miss = append(miss, Item{Text: m.String()})
+		}
+		section("cannot evaluate:", miss)
+		if f.Status == rules.Contradicted && !o.Full {
+			d.list("finding", items)
+			continue
+		}
+		var checks []Item
+		for _, c := range f.NextChecks {
+			it := Item{Text: fmt.Sprintf("[%s] %s", c.Outcome, c.Text), Class: "check-" + c.Outcome}
+			it.Sub = evidenceItems(r, c.Evidence)
+			for _, m := range c.Missing {
+				it.Sub = append(it.Sub, Item{Text: "missing " + m.String()})
+			}
+			checks = append(checks, it)
+		}
+		section("next checks:", checks)
+		section("mitigate now (immediate, during the incident):", textItems(f.Mitigations))
+		section("root cause (after recovery):", textItems(f.RootCause))
+		section("prevent:", textItems(f.Prevention))
+		if f.Experiment.Hypothesis != "" {
+			lines := strings.Split(strings.TrimRight(f.Experiment.String(), "\n"), "\n")
+			head := strings.TrimPrefix(lines[0], "experiment for "+f.Experiment.Hypothesis+": ")
+			var sub []Item
+			for _, l := range lines[1:] {
+				sub = append(sub, Item{Text: strings.TrimSpace(l)})
+			}
+			items = append(items, Item{Text: "proposed experiment: " + head, Sub: sub})
+		}
+		d.list("finding", items)
+	}
+}
+
+func layoutNotes(d *Document, r *Report) {
+	if len(r.Notes) == 0 {
+		return
+	}
+	d.heading(2, "Not incidents")
+	var items []Item
+	for _, n := range r.Notes {
+		items = append(items, Item{Text: n.ID + ": " + n.Text, Sub: evidenceItems(r, n.Evidence)})
+	}
+	d.list("notes", items)
+}
+
+func layoutCompare(d *Document, r *Report) {
+	rows := CompareTable(r)
+	d.heading(2, "Before and after: p50 and p95 per signal")
+	if len(rows) == 0 {
+		d.para("", "no latency or size histogram was found")
+		return
+	}
+	d.para("", compareCaption(rows))
+	t, missing := compareRTable(rows, false)
+	if len(t.Rows) > 0 {
+		d.table("compare", t)
+	}
+	d.list("missing", missing)
+}
+
+// replicaColumn is one column of the per-replica table.
+type replicaColumn struct {
+	head string
+	id   catalog.SignalID
+	// value returns the cell text and the number it shows.
+	value func(s Signal) (string, float64)
+}
+
+func quantileOf(m *Measure, q float64) (Quantile, bool) {
+	if m == nil {
+		return Quantile{}, false
+	}
+	for _, x := range m.Quantiles {
+		if math.Abs(x.Q-q) < 1e-9 {
+			return x, true
+		}
+	}
+	return Quantile{}, false
+}
+
+func signalByID(sigs []Signal, id catalog.SignalID) (Signal, bool) {
+	for _, s := range sigs {
+		if s.ID == string(id) {
+			return s, true
+		}
+	}
+	return Signal{}, false
+}
+
+func layoutReplicas(d *Document, r *Report) {
+	names := slices.Sorted(func(yield func(string) bool) {
+		for n := range r.Signals.Replicas {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	if len(names) == 0 {
+		return
+	}
+	th := r.thresholds()
+	p95 := func(s Signal) (string, float64) {
+		q, ok := quantileOf(s.Incident, 0.95)
+		if !ok {
+			return "n/a", math.NaN()
+		}
+		return fmt.Sprintf("%s %s", fmtUnitValue(float64(q.Value), s.Unit), fmtCount(q.Count)), float64(q.Value)
+	}
+	gauge := func(s Signal) (string, float64) {
+		if s.Incident == nil {
+			return "n/a", math.NaN()
+		}
+		m := s.Incident
+		return fmt.Sprintf("%s (max %s)", fmtUnitValue(float64(m.Mean), s.Unit), fmtUnitValue(float64(m.Max), s.Unit)), float64(m.Mean)
+	}
+	rate := func(s Signal) (string, float64) {
+		if s.Incident == nil {
+			return "n/a", math.NaN()
+		}
+		return fmtUnitValue(float64(s.Incident.Rate), rateUnit(s.Unit)), float64(s.Incident.Rate)
+	}
+	cols := []replicaColumn{
+		{"completions", catalog.SignalRequestSuccess, rate},
+		{"TTFT p95", catalog.SignalTTFT, p95},
+		{"queue p95", catalog.SignalQueueTime, p95},
+		{"prefill p95", catalog.SignalPrefillTime, p95},
+		{"TPOT p95", catalog.SignalTPOT, p95},
+		{"waiting mean", catalog.SignalWaiting, gauge},
+		{"running mean", catalog.SignalRunning, gauge},
+		{"KV usage mean", catalog.SignalKVUsage, gauge},
+		{"preemptions", catalog.SignalPreemptions, rate},
+		{"GPU util mean", catalog.SignalGPUUtil, gauge},
+	}
+	var used []replicaColumn
+	for _, c := range cols {
+		for _, n := range names {
+			if s, ok := signalByID(r.Signals.Replicas[n], c.id); ok && s.Incident != nil {
+				used = append(used, c)
+				break
+			}
+		}
+	}
+	if len(used) == 0 {
+		return
+	}
+	// Hot spots: a share of completions or a TTFT p95 at or above
+	// Hotspot times the fair share or the fleet's.
+	var total float64
+	shares := make(map[string]float64, len(names))
+	for _, n := range names {
+		if s, ok := signalByID(r.Signals.Replicas[n], catalog.SignalRequestSuccess); ok && s.Incident != nil && finiteFloat(s.Incident.Count) {
+			shares[n] = float64(s.Incident.Count)
+			total += float64(s.Incident.Count)
+		}
+	}
+	fleetTTFT := math.NaN()
+	if s, ok := signalByID(r.Signals.Fleet, catalog.SignalTTFT); ok {
+		if q, ok := quantileOf(s.Incident, 0.95); ok {
+			fleetTTFT = float64(q.Value)
+		}
+	}
+	t := &Table{Head: []string{"replica"}, Right: []bool{false}}
+	for _, c := range used {
+		t.Head = append(t.Head, c.head)
+		t.Right = append(t.Right, true)
+	}
+	t.Head = append(t.Head, "share", "hot spot")
+	t.Right = append(t.Right, true, false)
+	for _, n := range names {
+		row := []string{n}
+		var hot []string
+		for _, c := range used {
+			s, ok := signalByID(r.Signals.Replicas[n], c.id)
+			if !ok {
+				row = append(row, "n/a")
+				continue
+			}
+			text, v := c.value(s)
+			row = append(row, text)
+			if c.id == catalog.SignalTTFT && v >= th.Hotspot*fleetTTFT {
+				hot = append(hot, fmt.Sprintf("TTFT p95 %.1fx the fleet's", v/fleetTTFT))
+			}
+		}
+		share := "n/a"
+		if total > 0 && len(shares) >= 2 {
+			sh := shares[n] / total
+			share = fmtUnitValue(sh, "ratio")
+			if fair := 1 / float64(len(shares)); sh >= th.Hotspot*fair {
+				hot = append([]string{fmt.Sprintf("%.1fx its fair share", sh/fair)}, hot...)
+			}
+		}
+		row = append(row, share, strings.Join(hot, "; "))
+		t.Rows = append(t.Rows, row)
+		t.Marks = append(t.Marks, len(hot) > 0)
+	}
+	d.heading(2, "Per replica")
+	d.para("", fmt.Sprintf("incident window %s; gauges are means (and maxima) over the window's scrapes, rates per second; "+
+		"share is the replica's share of completions; a hot spot takes >= %gx its fair share or has a TTFT p95 >= %gx the fleet's",
+		FormatWindowSpan(r.Windows.Incident), th.Hotspot, th.Hotspot))
+	d.table("replicas", t)
+}
+
+// measureText summarises a measure by the kind of its signal.
+func measureText(s Signal, m *Measure) string {
+	if m == nil {
+		return "n/a"
+	}
+	var parts []string
+	switch s.Kind {
+	case "histogram":
+		for _, q := range m.Quantiles {
+			parts = append(parts, fmtQ(q.Q)+" "+fmtQuantileValue(q, s.Unit))
+		}
+		parts = append(parts, "mean "+fmtUnitValue(float64(m.Mean), s.Unit), fmtCount(m.Count))
+	case "counter":
+		parts = append(parts, fmtUnitValue(float64(m.Rate), rateUnit(s.Unit)),
+			"+"+fmtUnitValue(float64(m.Count), s.Unit)+" over the window")
+	case "gauge":
+		parts = append(parts, "mean "+fmtUnitValue(float64(m.Mean), s.Unit), "max "+fmtUnitValue(float64(m.Max), s.Unit))
+		if finiteFloat(m.Slope) {
+			parts = append(parts, "slope "+FormatNumber(float64(m.Slope))+"/s")
+		}
+		parts = append(parts, fmtCount(m.Count)+" scrapes")
+	default:
+		v, u := m.Mean, s.Unit
+		if !finiteFloat(v) && finiteFloat(m.Rate) {
+			v, u = m.Rate, rateUnit(s.Unit)
+		}
+		parts = append(parts, fmtUnitValue(float64(v), u), fmtCount(m.Count))
+	}
+	if m.Resets > 0 {
+		parts = append(parts, fmt.Sprintf("%d reset(s)", m.Resets))
+	}
+	if m.LowerBound {
+		parts = append(parts, "lower bound")
+	}
+	if m.Lifetime {
+		parts = append(parts, "lifetime, not windowed")
+	}
+	return strings.Join(parts, ", ")
+}
+
+func layoutSignals(d *Document, r *Report) {
+	if len(r.Signals.Fleet) == 0 {
+		return
+	}
+	d.heading(2, "Signals, fleet-wide")
+	d.para("", fmt.Sprintf("baseline %s; incident %s; histograms merged across replicas before quantiles are taken",
+		FormatWindowSpan(r.Windows.Baseline), FormatWindowSpan(r.Windows.Incident)))
+	var items, missing, warns []Item
+	warnIDs := map[string][]string{}
+	var warnOrder []string
+	for _, s := range r.Signals.Fleet {
+		if s.Missing != "" && s.Incident == nil && s.Baseline == nil {
+			missing = append(missing, Item{Text: s.ID + ": " + s.Missing})
+			continue
+		}
+		head := s.ID
+		if s.Metric != "" {
+			head += " from " + s.Metric
+		}
+		if s.Versions != "" {
+			head += " (vLLM " + s.Versions + ")"
+		}
+		items = append(items, Item{Text: head, Sub: []Item{
+			{Text: "baseline: " + measureText(s, s.Baseline)},
+			{Text: "incident: " + measureText(s, s.Incident)},
+		}})
+		for _, w := range s.Warnings {
+			if _, ok := warnIDs[w]; !ok {
+				warnOrder = append(warnOrder, w)
+			}
+			warnIDs[w] = append(warnIDs[w], s.ID)
+		}
+	}
+	// A warning shared by several signals is listed once, with them.
+	for _, w := range warnOrder {
+		warns = append(warns, Item{Text: w + " (" + strings.Join(warnIDs[w], ", ") + ")"})
+	}
+	d.list("signals", items)
+	if len(missing) > 0 {
+		d.para("", "cannot evaluate:")
+		d.list("missing", missing)
+	}
+	if len(warns) > 0 {
+		d.para("", "signal warnings:")
+		d.list("warnings", warns)
+	}
+}
+
+func layoutDimensions(d *Document, r *Report) {
+	if len(r.Dimensions) == 0 {
+		return
+	}
+	d.heading(2, "Dimensions")
+	t := &Table{Head: []string{"dimension", "supported", "how"}}
+	for _, dm := range r.Dimensions {
+		sup := "no"
+		if dm.Supported {
+			sup = "yes"
+		}
+		t.Rows = append(t.Rows, []string{dm.Name, sup, dm.How})
+	}
+	d.table("dimensions", t)
+}
+
+func layoutWarnings(d *Document, r *Report) {
+	d.heading(2, "Warnings")
+	if len(r.Warnings) == 0 {
+		d.para("", "none")
+		return
+	}
+	d.list("warnings", textItems(r.Warnings))
+}
+
+func layoutInputs(d *Document, r *Report) {
+	in := r.Inputs
+	if len(in.Sources) == 0 && len(in.Replicas) == 0 && len(in.Problems) == 0 {
+		return
+	}
+	d.heading(2, "Inputs")
+	var items []Item
+	if len(in.Sources) > 0 {
+		items = append(items, Item{Text: fmt.Sprintf("sources (%d):", len(in.Sources)), Sub: textItems(summarizeSources(in.Sources))})
+	}
+	if len(in.Replicas) > 0 {
+		var reps []Item
+		for _, n := range in.Replicas {
+			text := n
+			if v := in.Versions[n]; v != "" {
+				text += ": vLLM " + v
+			}
+			reps = append(reps, Item{Text: text})
+		}
+		items = append(items, Item{Text: fmt.Sprintf("replicas (%d):", len(in.Replicas)), Sub: reps})
+	}
+	if in.Partial {
+		items = append(items, Item{Text: "partial: some input could not be read", Sub: textItems(in.Problems)})
+	} else if len(in.Problems) > 0 {
+		items = append(items, Item{Text: "problems:", Sub: textItems(in.Problems)})
+	}
+	d.list("inputs", items)
+}
+
+// maxSources is the number of sources (or folders of sources) listed.
+const maxSources = 8
+
+// summarizeSources lists a few sources as they are, and many as the
+// folders that hold them, with counts.
+func summarizeSources(src []string) []string {
+	if len(src) <= maxSources {
+		return src
+	}
+	var dirs []string
+	count := map[string]int{}
+	for _, s := range src {
+		dir := path.Dir(filepath.ToSlash(s))
+		if count[dir] == 0 {
+			dirs = append(dirs, dir)
+		}
+		count[dir]++
+	}
+	var out []string
+	for i, dir := range dirs {
+		if i == maxSources {
+			out = append(out, fmt.Sprintf("and %d more folders", len(dirs)-maxSources))
+			break
+		}
+		out = append(out, fmt.Sprintf("%s/ (%d files)", dir, count[dir]))
+	}
+	return out
+}

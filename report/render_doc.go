@@ -1,0 +1,343 @@
+package report
+
+import (
+	"bufio"
+	"io"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// A report is rendered in two steps: its content is first laid out as a
+// small Document (headings, paragraphs, nested lists, tables, preformatted
+// text), then the document is written as text, Markdown or (package
+// report/html) HTML. The forms therefore say the same things in the same
+// order.
+
+// Kinds of Block.
+const (
+	// BlockHeading is a heading of Level 1 (title) to 4.
+	BlockHeading = "heading"
+	// BlockPara is a paragraph of Text.
+	BlockPara = "para"
+	// BlockList is a list of Items.
+	BlockList = "list"
+	// BlockTable is a Table.
+	BlockTable = "table"
+	// BlockPre is preformatted Text.
+	BlockPre = "pre"
+	// BlockPlots marks where the HTML form draws the timeline plots of the
+	// report named in Text (a group label, or "all"); text and Markdown
+	// skip it.
+	BlockPlots = "plots"
+)
+
+// Block is one block of a Document.
+type Block struct {
+	// Kind is one of the Block* constants.
+	Kind string
+	// Level is a heading's level: 1 (title) to 4.
+	Level int
+	// Text is the text of a heading, paragraph or preformatted block.
+	Text string
+	// Class is a hint for HTML styling: "verdict", "warning", ...
+	Class string
+	// Items are a list's items.
+	Items []Item
+	// Table is a table block's table.
+	Table *Table
+	// Plot is the name of a timeline plot the HTML form draws after the
+	// block; ignored by text and Markdown.
+	Plot string
+}
+
+// Item is one item of a list, with its own sub-items.
+type Item struct {
+	// Text is the item's text; a newline breaks the line inside the item.
+	Text string
+	// Class is a hint for HTML styling.
+	Class string
+	// Sub are nested items.
+	Sub []Item
+}
+
+// Table is a table with a header row.
+type Table struct {
+	// Head is the header row.
+	Head []string
+	// Rows are the body rows.
+	Rows [][]string
+	// Right marks right-aligned (numeric) columns.
+	Right []bool
+	// Marks marks rows to emphasise (a moved signal, a hot replica).
+	Marks []bool
+}
+
+// Document is a laid-out report: the one document model every writer
+// (text, Markdown, HTML) renders.
+type Document struct {
+	// Blocks are the document's blocks in order.
+	Blocks []Block
+	// shift is added to every heading level (groups nest one level down).
+	shift int
+}
+
+func (d *Document) heading(level int, text string) {
+	d.Blocks = append(d.Blocks, Block{Kind: BlockHeading, Level: level + d.shift, Text: text})
+}
+
+func (d *Document) para(class, text string) {
+	d.Blocks = append(d.Blocks, Block{Kind: BlockPara, Class: class, Text: text})
+}
+
+func (d *Document) list(class string, items []Item) {
+	if len(items) == 0 {
+		return
+	}
+	d.Blocks = append(d.Blocks, Block{Kind: BlockList, Class: class, Items: items})
+}
+
+func (d *Document) table(class string, t *Table) {
+	d.Blocks = append(d.Blocks, Block{Kind: BlockTable, Class: class, Table: t})
+}
+
+func (d *Document) pre(text string) {
+	d.Blocks = append(d.Blocks, Block{Kind: BlockPre, Text: strings.TrimRight(text, "\n")})
+}
+
+// textItems makes list items of strings.
+func textItems(ss []string) []Item {
+	items := make([]Item, len(ss))
+	for i, s := range ss {
+		items[i] = Item{Text: s}
+	}
+	return items
+}
+
+// WriteText writes the document for a terminal: headings underlined,
+// lists indented, tables aligned in columns.
+func (d *Document) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	for i, b := range d.Blocks {
+		if i > 0 && d.Blocks[i-1].Kind != BlockHeading {
+			bw.WriteString("\n")
+		}
+		switch b.Kind {
+		case BlockHeading:
+			bw.WriteString(b.Text + "\n")
+			switch b.Level {
+			case 1:
+				bw.WriteString(strings.Repeat("=", utf8.RuneCountInString(b.Text)) + "\n")
+			case 2:
+				bw.WriteString(strings.Repeat("-", utf8.RuneCountInString(b.Text)) + "\n")
+			}
+		case BlockPara:
+			bw.WriteString(b.Text + "\n")
+		case BlockList:
+			writeTextItems(bw, b.Items, "  ")
+		case BlockTable:
+			writeTextTable(bw, b.Table, "  ")
+		case BlockPre:
+			for _, line := range strings.Split(b.Text, "\n") {
+				bw.WriteString(strings.TrimRight("  "+line, " ") + "\n")
+			}
+		}
+	}
+	return bw.Flush()
+}
+
+func writeTextItems(w *bufio.Writer, items []Item, indent string) {
+	for _, it := range items {
+		lines := strings.Split(it.Text, "\n")
+		w.WriteString(indent + "- " + lines[0] + "\n")
+		for _, l := range lines[1:] {
+			w.WriteString(indent + "  " + l + "\n")
+		}
+		writeTextItems(w, it.Sub, indent+"    ")
+	}
+}
+
+func writeTextTable(w *bufio.Writer, t *Table, indent string) {
+	widths := make([]int, len(t.Head))
+	measure := func(row []string) {
+		for i, c := range row {
+			if i < len(widths) {
+				widths[i] = max(widths[i], utf8.RuneCountInString(c))
+			}
+		}
+	}
+	measure(t.Head)
+	for _, r := range t.Rows {
+		measure(r)
+	}
+	line := func(row []string) {
+		var b strings.Builder
+		b.WriteString(indent)
+		for i := range widths {
+			c := ""
+			if i < len(row) {
+				c = row[i]
+			}
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if i < len(t.Right) && t.Right[i] {
+				b.WriteString(pad + c)
+			} else {
+				b.WriteString(c + pad)
+			}
+		}
+		w.WriteString(strings.TrimRight(b.String(), " ") + "\n")
+	}
+	line(t.Head)
+	rule := make([]string, len(widths))
+	for i, n := range widths {
+		rule[i] = strings.Repeat("-", n)
+	}
+	line(rule)
+	for _, r := range t.Rows {
+		line(r)
+	}
+}
+
+// WriteMarkdown writes the document as CommonMark with GitHub tables.
+func (d *Document) WriteMarkdown(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	for i, b := range d.Blocks {
+		if i > 0 {
+			bw.WriteString("\n")
+		}
+		switch b.Kind {
+		case BlockHeading:
+			bw.WriteString(strings.Repeat("#", min(b.Level, 6)) + " " + mdInline(b.Text) + "\n")
+		case BlockPara:
+			text := mdInline(b.Text)
+			if b.Class == "verdict" {
+				text = "**" + text + "**"
+			}
+			bw.WriteString(text + "\n")
+		case BlockList:
+			writeMarkdownItems(bw, b.Items, "")
+		case BlockTable:
+			writeMarkdownTable(bw, b.Table)
+		case BlockPre:
+			bw.WriteString("```text\n" + b.Text + "\n```\n")
+		}
+	}
+	return bw.Flush()
+}
+
+func writeMarkdownItems(w *bufio.Writer, items []Item, indent string) {
+	for _, it := range items {
+		lines := strings.Split(mdInline(it.Text), "\n")
+		w.WriteString(indent + "- " + lines[0])
+		for _, l := range lines[1:] {
+			// A hard line break inside the item.
+			w.WriteString("\\\n" + indent + "  " + l)
+		}
+		w.WriteString("\n")
+		writeMarkdownItems(w, it.Sub, indent+"  ")
+	}
+}
+
+func writeMarkdownTable(w *bufio.Writer, t *Table) {
+	rawRow := func(cells []string) {
+		w.WriteString("|")
+		for _, c := range cells {
+			w.WriteString(" " + c + " |")
+		}
+		w.WriteString("\n")
+	}
+	row := func(cells []string) {
+		esc := make([]string, len(cells))
+		for i, c := range cells {
+			esc[i] = mdCell(c)
+		}
+		rawRow(esc)
+	}
+	row(t.Head)
+	w.WriteString("|")
+	for i := range t.Head {
+		if i < len(t.Right) && t.Right[i] {
+			w.WriteString("---:|")
+		} else {
+			w.WriteString("---|")
+		}
+	}
+	w.WriteString("\n")
+	for i, r := range t.Rows {
+		if i < len(t.Marks) && t.Marks[i] {
+			m := make([]string, len(r))
+			for j, c := range r {
+				if c != "" {
+					c = "**" + mdCell(c) + "**"
+				}
+				m[j] = c
+			}
+			rawRow(m)
+			continue
+		}
+		row(r)
+	}
+}
+
+// mdInline escapes the characters that would start Markdown markup in
+// running text (emphasis, code, links, HTML tags, table cells), and a
+// heading, quote or list marker at the start of a line. Underscores inside
+// words (fact ids such as ttft_p95) never emphasise and stay as they are;
+// a bracket only starts a link when "(", "[" or ":" follows "]", so
+// "[1s, 2.5s]" stays readable.
+func mdInline(s string) string { return mdEscape(s, true) }
+
+// mdCell escapes a table cell: inline markup, and line breaks as <br>.
+func mdCell(s string) string {
+	return strings.ReplaceAll(mdEscape(s, false), "\n", "<br>")
+}
+
+func mdEscape(s string, lines bool) string {
+	var b strings.Builder
+	rs := []rune(s)
+	for i, r := range rs {
+		next := rune(0)
+		if i+1 < len(rs) {
+			next = rs[i+1]
+		}
+		lineStart := i == 0 || rs[i-1] == '\n'
+		switch {
+		case r == '\\' || r == '`' || r == '*' || r == '|':
+			b.WriteByte('\\')
+		case r == ']' && (next == '(' || next == '[' || next == ':'):
+			b.WriteByte('\\')
+		case r == '<' && (next == '/' || next == '!' || next == '?' || unicode.IsLetter(next)):
+			b.WriteByte('\\')
+		case lines && lineStart && (r == '#' || r == '>' || r == '-' || r == '+'):
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return escapeEdgeUnderscores(b.String())
+}
+
+// escapeEdgeUnderscores escapes underscores that begin or end a word.
+func escapeEdgeUnderscores(s string) string {
+	if !strings.Contains(s, "_") {
+		return s
+	}
+	rs := []rune(s)
+	var b strings.Builder
+	word := func(r rune) bool {
+		return r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+	}
+	for i, r := range rs {
+		if r == '_' {
+			prev := i > 0 && word(rs[i-1]) && rs[i-1] != '_'
+			next := i+1 < len(rs) && word(rs[i+1]) && rs[i+1] != '_'
+			if !(prev && next) {
+				b.WriteByte('\\')
+			}
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

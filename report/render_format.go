@@ -1,0 +1,250 @@
+package report
+
+import (
+	"fmt"
+	"github.com/whyslow/whyslow/catalog"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// This file holds the number and window formatting shared by the text,
+// Markdown and HTML forms of a report. Every value is printed with its
+// unit; unknown values print as "n/a", never as zero.
+
+// fmtUnitValue formats v in the report unit u: seconds as µs, ms, s or a
+// duration; tokens; ratios as percentages; rates per second.
+func fmtUnitValue(v float64, u string) string {
+	switch {
+	case math.IsNaN(v):
+		return "n/a"
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	}
+	switch u {
+	case "s", catalog.UnitSeconds:
+		return fmtSeconds(v)
+	case "tokens":
+		return fmtLarge(v) + " tokens"
+	case "requests", "req":
+		return fmtLarge(v) + " req"
+	case "ratio":
+		return FormatNumber(100*v) + "%"
+	case "req/s", "requests/s":
+		return FormatNumber(v) + " req/s"
+	case "tokens/s":
+		return FormatNumber(v) + " tokens/s"
+	case "1/s", "count/s", "/s":
+		return FormatNumber(v) + "/s"
+	case "x":
+		return FormatNumber(v) + "x"
+	case "r":
+		return "r=" + FormatNumber(v)
+	case "", "count":
+		return fmtLarge(v)
+	}
+	return FormatNumber(v) + " " + u
+}
+
+// rateUnit is the unit of a per-second rate of a counter in unit u.
+func rateUnit(u string) string {
+	switch u {
+	case "requests":
+		return "req/s"
+	case "tokens":
+		return "tokens/s"
+	}
+	return "/s"
+}
+
+// fmtSeconds formats a duration in seconds: 850µs, 42ms, 1.9s, 2m30s.
+func fmtSeconds(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a == 0:
+		return "0s"
+	case a < 1e-3:
+		return FormatNumber(v*1e6) + "µs"
+	case a < 1:
+		return FormatNumber(v*1e3) + "ms"
+	case a < 100:
+		return FormatNumber(v) + "s"
+	}
+	return time.Duration(v * float64(time.Second)).Round(time.Second).String()
+}
+
+// FormatNumber is the reports' number formatter: three significant
+// digits, whole numbers and numbers of 100 and more without decimals and
+// without exponent; NaN (a value that cannot be evaluated) is "n/a", ±Inf
+// "+Inf" and "-Inf".
+func FormatNumber(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "n/a"
+	case math.IsInf(v, 0):
+		return fmt.Sprint(v)
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case math.Abs(v) >= 100:
+		return strconv.FormatFloat(math.Round(v), 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// fmtLarge formats a value with three significant digits and a k, M or
+// G suffix from 100 000 on: 13.3M. Sample counts use fmtCount instead,
+// which stays exact.
+func fmtLarge(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0) || a < 1e5:
+		return FormatNumber(v)
+	case a < 1e6:
+		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "k"
+	case a < 1e9:
+		return strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
+	}
+	return strconv.FormatFloat(v/1e9, 'g', 3, 64) + "G"
+}
+
+// fmtCount formats a sample count: "n=4000", or "n=?" when unknown.
+func fmtCount(c Float) string {
+	if !finiteFloat(c) {
+		return "n=?"
+	}
+	return "n=" + FormatNumber(math.Round(float64(c)*100)/100)
+}
+
+// fmtQuantileValue formats a quantile with its bucket bounds:
+// "2.2s [2s, 2.5s]", or ">= 10000 tokens [10000 tokens, +Inf]" in the
+// overflow bucket. Bounds are left out when both are unknown.
+func fmtQuantileValue(q Quantile, u string) string {
+	s := fmtQuantilePoint(q, u)
+	if math.IsNaN(float64(q.Lower)) && math.IsNaN(float64(q.Upper)) {
+		return s
+	}
+	return fmt.Sprintf("%s [%s, %s]", s, fmtUnitValue(float64(q.Lower), u), fmtUnitValue(float64(q.Upper), u))
+}
+
+// fmtQuantilePoint formats a quantile's value alone: in the +Inf bucket
+// histogram_quantile returns the bucket's lower edge, so the quantile is
+// only known to be at least that, and the value says ">=".
+func fmtQuantilePoint(q Quantile, u string) string {
+	s := fmtUnitValue(float64(q.Value), u)
+	if math.IsInf(float64(q.Upper), 1) && !math.IsNaN(float64(q.Value)) && !math.IsInf(float64(q.Value), 0) {
+		s = ">= " + s
+	}
+	return s
+}
+
+// fmtChange formats a relative change: "+154%", "-3.2%", "n/a".
+func fmtChange(c Float) string {
+	v := float64(c)
+	switch {
+	case math.IsNaN(v):
+		return "n/a"
+	case math.IsInf(v, 1):
+		return "up from 0"
+	}
+	s := FormatNumber(100 * v)
+	if v > 0 {
+		s = "+" + s
+	}
+	return s + "%"
+}
+
+// fmtQ names a quantile: 0.95 -> "p95", 0.999 -> "p99.9".
+func fmtQ(q float64) string {
+	return "p" + strconv.FormatFloat(100*q, 'f', -1, 64)
+}
+
+// FormatDuration formats a window length without trailing zero units: 30m,
+// 1h30m, 45s.
+func FormatDuration(d time.Duration) string {
+	s := d.Round(time.Second).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// FormatWindowSpan formats the time range of a window: "2026-03-14
+// 09:30–10:00Z (30m)"; "lifetime to ..." for values since process start;
+// "none" for a missing window.
+func FormatWindowSpan(w WindowInfo) string {
+	if w.From == "lifetime" && w.End.IsZero() {
+		return "lifetime (since process start; scrape time unknown)"
+	}
+	if w.From == "none" || (w.Start.IsZero() && w.End.IsZero()) {
+		return "none"
+	}
+	s, e := w.Start.UTC(), w.End.UTC()
+	if w.From == "lifetime" {
+		return "lifetime (since process start) to " + e.Format("2006-01-02 15:04:05Z")
+	}
+	layout := "15:04"
+	if s.Second() != 0 || e.Second() != 0 {
+		layout = "15:04:05"
+	}
+	end := e.Format(layout + "Z")
+	if s.YearDay() != e.YearDay() || s.Year() != e.Year() {
+		end = e.Format("2006-01-02 " + layout + "Z")
+	}
+	return fmt.Sprintf("%s–%s (%s)", s.Format("2006-01-02 "+layout), end, FormatDuration(e.Sub(s)))
+}
+
+// fmtWindow formats a window with its scrape count and how it was chosen.
+func fmtWindow(w WindowInfo) string {
+	span := FormatWindowSpan(w)
+	if span == "none" {
+		if w.From != "" && w.From != "none" {
+			return "none (" + w.From + ")"
+		}
+		return "none"
+	}
+	var extra []string
+	if w.Scrapes > 0 {
+		extra = append(extra, Plural(w.Scrapes, "scrape", "scrapes"))
+	}
+	if w.From != "" {
+		extra = append(extra, "from "+w.From)
+	}
+	if len(extra) == 0 {
+		return span
+	}
+	return span + ", " + strings.Join(extra, ", ")
+}
+
+// finiteFloat reports whether f is a finite number.
+func finiteFloat(f Float) bool {
+	v := float64(f)
+	return !math.IsNaN(v) && !math.IsInf(v, 0)
+}
+
+// GroupLabel names a group selector (Report.Group): "model_name=llama", or "all".
+func GroupLabel(sel map[string]string) string {
+	if len(sel) == 0 {
+		return "all"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(sel)) {
+		parts = append(parts, k+"="+sel[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// Plural formats a count with its noun: "1 scrape", "2 scrapes".
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

@@ -1,0 +1,279 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/whyslow/whyslow/rules"
+)
+
+// WriteJSON writes the report as indented JSON, in the versioned schema
+// the README documents (schema_version, verdict, windows, symptoms,
+// hypotheses, signals, timelines, facts, inputs, dimensions, warnings,
+// groups). Values are in base units (seconds, tokens, ratios 0..1) and
+// times in RFC 3339 UTC.
+//
+// JSON has no NaN or Inf, so non-finite numbers are written as null, and
+// WriteJSON adds a warning to the written report saying how many and,
+// for infinities (such as the unbounded upper bound of a quantile in the
+// +Inf bucket), where. Lists the schema promises (symptoms, hypotheses,
+// warnings, signals.fleet and the lists of each hypothesis) are written as
+// [] when empty, never null. WriteJSON does not modify r.
+func (r *Report) WriteJSON(w io.Writer) error {
+	out := r.forJSON()
+	if out == nil {
+		out = normalizedReport(&Report{SchemaVersion: SchemaVersion})
+	}
+	if warn := nonFiniteWarnings(out); len(warn) > 0 {
+		for _, s := range warn {
+			if !slices.Contains(out.Warnings, s) {
+				out.Warnings = append(out.Warnings, s)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := w.Write(unescapeHTML(buf.Bytes()))
+	return err
+}
+
+// unescapeHTML turns the \u003c, \u003e and \u0026 escapes that nested
+// json.Marshal calls (such as rules.Evidence's) write back into <, > and
+// &: the same JSON strings, readable ("up >= 1.5x"). Escape sequences are
+// read left to right, so an escaped backslash followed by "u003e" is left
+// alone.
+func unescapeHTML(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u00`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			switch string(b[i+2 : i+6]) {
+			case "003c", "003C":
+				out = append(out, '<')
+				i += 5
+				continue
+			case "003e", "003E":
+				out = append(out, '>')
+				i += 5
+				continue
+			case "0026":
+				out = append(out, '&')
+				i += 5
+				continue
+			}
+		}
+		out = append(out, b[i], b[i+1])
+		i++
+	}
+	return out
+}
+
+// forJSON returns a copy of r whose promised lists are non-nil.
+func (r *Report) forJSON() *Report {
+	if r == nil {
+		return nil
+	}
+	return normalizedReport(r)
+}
+
+// normalizedReport copies r (and its groups), replacing nil lists and
+// maps of the schema by empty ones. Slices are copied before they change.
+func normalizedReport(r *Report) *Report {
+	c := *r
+	if c.Symptoms == nil {
+		c.Symptoms = []rules.Symptom{}
+	} else {
+		c.Symptoms = slices.Clone(c.Symptoms)
+		for i := range c.Symptoms {
+			c.Symptoms[i].Evidence = nonNil(c.Symptoms[i].Evidence)
+		}
+	}
+	c.Hypotheses = slices.Clone(nonNil(c.Hypotheses))
+	for i := range c.Hypotheses {
+		f := &c.Hypotheses[i]
+		f.Explains = nonNil(f.Explains)
+		f.Evidence = nonNil(f.Evidence)
+		f.CounterEvidence = nonNil(f.CounterEvidence)
+		f.NextChecks = nonNil(f.NextChecks)
+		f.Mitigations = nonNil(f.Mitigations)
+		f.RootCause = nonNil(f.RootCause)
+		f.Prevention = nonNil(f.Prevention)
+	}
+	c.Warnings = slices.Clone(nonNil(c.Warnings))
+	c.Dimensions = nonNil(c.Dimensions)
+	c.Signals.Fleet = nonNil(c.Signals.Fleet)
+	if c.Signals.Replicas == nil {
+		c.Signals.Replicas = map[string][]Signal{}
+	}
+	if c.Facts == nil {
+		c.Facts = map[rules.FactID]FactValue{}
+	}
+	if c.Settings.SLO == nil {
+		c.Settings.SLO = map[string]float64{}
+	}
+	if c.Settings.Thresholds == nil {
+		c.Settings.Thresholds = map[string]float64{}
+	}
+	c.Inputs.Sources = nonNil(c.Inputs.Sources)
+	c.Inputs.Replicas = nonNil(c.Inputs.Replicas)
+	if c.Groups != nil {
+		gs := make([]*Report, len(c.Groups))
+		for i, g := range c.Groups {
+			if g != nil {
+				gs[i] = normalizedReport(g)
+			}
+		}
+		c.Groups = gs
+	}
+	return &c
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// maxInfPaths is the number of infinite values a warning names.
+const maxInfPaths = 5
+
+// nonFiniteWarnings walks the report as it will be written and returns
+// the warnings about the non-finite numbers it holds.
+func nonFiniteWarnings(r *Report) []string {
+	var nan int
+	var inf []string
+	walkFloats(reflect.ValueOf(r), "", func(path string, v float64) {
+		switch {
+		case math.IsNaN(v):
+			nan++
+		case math.IsInf(v, 0):
+			inf = append(inf, fmt.Sprintf("%s (%v)", path, v))
+		}
+	})
+	var out []string
+	if len(inf) > 0 {
+		shown := inf[:min(len(inf), maxInfPaths)]
+		more := ""
+		if len(inf) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(inf)-len(shown))
+		}
+		out = append(out, fmt.Sprintf("json: %d infinite number(s) written as null (an unbounded bucket bound or a ratio to zero): %s%s",
+			len(inf), strings.Join(shown, ", "), more))
+	}
+	if nan > 0 {
+		out = append(out, fmt.Sprintf("json: %d unknown number(s) (NaN: not measured, or not defined for the signal's kind) written as null", nan))
+	}
+	return out
+}
+
+// walkFloats calls f for every float64 reachable from v through exported
+// fields, slices, arrays, maps (in sorted key order) and pointers, with a
+// JSON-like path ("hypotheses[prefill-long-prompts].evidence[0].upper").
+// Fields tagged json:"-" are skipped, like the encoder does.
+func walkFloats(v reflect.Value, path string, f func(path string, v float64)) {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		f(path, v.Float())
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			walkFloats(v.Elem(), path, f)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			if !sf.IsExported() {
+				continue
+			}
+			name := snakeCase(sf.Name)
+			if tag, ok := sf.Tag.Lookup("json"); ok {
+				n, _, _ := strings.Cut(tag, ",")
+				if n == "-" {
+					continue
+				}
+				if n != "" {
+					name = n
+				}
+			}
+			p := name
+			if path != "" {
+				p = path + "." + name
+			}
+			walkFloats(v.Field(i), p, f)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			walkFloats(v.Index(i), path+"["+elementKey(v.Index(i), i)+"]", f)
+		}
+	case reflect.Map:
+		keys := v.MapKeys()
+		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+		for _, k := range keys {
+			walkFloats(v.MapIndex(k), fmt.Sprintf("%s.%v", path, k), f)
+		}
+	}
+}
+
+// elementKey names a list element by its id when it has one (a signal,
+// finding or symptom), by its quantile for a Quantile, else by index.
+func elementKey(v reflect.Value, i int) string {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return fmt.Sprint(i)
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return fmt.Sprint(i)
+	}
+	if q, ok := v.Interface().(Quantile); ok {
+		return fmtQ(q.Q)
+	}
+	for _, name := range []string{"ID", "Signal"} {
+		if fv := v.FieldByName(name); fv.IsValid() && fv.Kind() == reflect.String && fv.String() != "" {
+			if name == "Signal" {
+				if rv := v.FieldByName("Replica"); rv.IsValid() && rv.String() != "" {
+					return fv.String() + "@" + rv.String()
+				}
+			}
+			return fv.String()
+		}
+	}
+	return fmt.Sprint(i)
+}
+
+// snakeCase turns a Go field name into a JSON key: BaselineCount ->
+// baseline_count.
+func snakeCase(s string) string {
+	var b strings.Builder
+	rs := []rune(s)
+	for i, r := range rs {
+		if unicode.IsUpper(r) {
+			if i > 0 && (unicode.IsLower(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -1,0 +1,400 @@
+package tsdb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/tsdb"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// Errors of the TSDB reader, for errors.Is on a returned error or on a
+// snapshot.Problem's Err.
+var (
+	// ErrNotTSDB: the directory holds no block, no wal/ and no chunks_head/.
+	ErrNotTSDB = errors.New("not a Prometheus TSDB directory")
+	// ErrBadBlock: a persisted block could not be read (missing or broken
+	// meta.json, missing index, corrupt chunks).
+	ErrBadBlock = errors.New("unreadable TSDB block")
+	// ErrHeadNotRead: the head (wal/ and chunks_head/) could not be read, or
+	// was read only up to a corruption.
+	ErrHeadNotRead = errors.New("TSDB head not read")
+	// ErrExponentialHistogram: native histograms with exponential buckets
+	// have no classic (le) form; their samples are dropped.
+	ErrExponentialHistogram = errors.New("native histogram with exponential buckets not supported")
+)
+
+// Directory names inside a TSDB data directory that are not blocks.
+const (
+	tsdbWALDir        = "wal"
+	tsdbWBLDir        = "wbl"
+	tsdbChunksHeadDir = "chunks_head"
+	tsdbMetaFile      = "meta.json"
+	tsdbIndexFile     = "index"
+	tsdbChunksDir     = "chunks"
+)
+
+func init() {
+	snapshot.RegisterSource(snapshot.Source{Name: "tsdb", Match: snapshot.IsTSDB, Read: Read})
+}
+
+// Read reads a Prometheus TSDB data directory, or a snapshot directory
+// written by /api/v1/admin/tsdb/snapshot, into snapshot.Evidence, without altering
+// it.
+//
+// Persisted blocks are opened in place, read-only (memory-mapped, no lock
+// taken). The head is read from a copy: wal/ and chunks_head/ are copied
+// into a sandbox under opts.SandboxDir (os.TempDir() when empty), at most
+// opts.Limits.MaxWALBytes, and the copy is replayed; a torn WAL tail, as a
+// crash leaves it, is repaired in the copy as Prometheus would repair it on
+// restart. The sandbox is removed before Read returns. The evidence may
+// be on a read-only mount, on another filesystem than the sandbox, and
+// locked by a Prometheus that is still running.
+//
+// Only samples in [opts.Start, opts.End] (zero: unbounded) of series
+// matching opts.Matchers are read; when opts.Metrics is non-empty, only the
+// series of those families are selected from the index, so the cost grows
+// with what is asked for, not with the size of the TSDB.
+//
+// TSDB stores no metric type, so families are classified by name and
+// labels (snapshot.Family.TypeInferred): a "_bucket" series with an "le" label is a
+// part of a classic histogram, assembled with its "_sum" and "_count" per
+// timestamp; a series with a "quantile" label makes a summary; a name
+// ending in "_total" a counter; anything else is of unknown type. Native
+// histograms with custom buckets (NHCB) become classic snapshot.HistogramSeries;
+// native histograms with exponential buckets are dropped with a snapshot.Problem
+// (ErrExponentialHistogram). Stale markers are not data and are dropped.
+//
+// A series belongs to the target named by its "pod" label, else its
+// "instance" label, else its "job" label (opts.TargetName may override).
+// Each target has one snapshot.Scrape per distinct sample timestamp among its series.
+//
+// A bad block (missing index, broken meta.json, corrupt chunks) or a head
+// that cannot be replayed is a snapshot.Problem of snapshot.SeverityError naming the file and
+// the reason, and the rest is still read: check snapshot.Evidence.Partial. Read
+// returns an error only when dir is not a TSDB directory, when nothing at
+// all could be read, or when ctx is done.
+func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.Evidence, err error) {
+	lim := opts.Limits.WithDefaults()
+	mint, maxt := int64(math.MinInt64), int64(math.MaxInt64)
+	if !opts.Start.IsZero() {
+		mint = opts.Start.UnixMilli()
+	}
+	if !opts.End.IsZero() {
+		maxt = opts.End.UnixMilli()
+	}
+	if mint > maxt {
+		return nil, fmt.Errorf("snapshot: tsdb %s: start %s is after end %s", dir, opts.Start, opts.End)
+	}
+	layout, err := scanTSDBDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	matchers, err := tsdbMatchers(opts)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: tsdb %s: %w", dir, err)
+	}
+
+	acc := newTSDBAccumulator(dir, opts, lim)
+	var problems []snapshot.Problem
+	read := 0 // sources read, at least in part
+
+	blocks, bprobs := openTSDBBlocks(layout, mint, maxt)
+	problems = append(problems, bprobs...)
+	defer func() {
+		for _, b := range blocks {
+			err = errors.Join(err, b.block.Close())
+		}
+	}()
+	maxBlockTime := int64(math.MinInt64)
+	for _, b := range blocks {
+		maxBlockTime = max(maxBlockTime, b.block.MaxTime())
+	}
+	units := len(blocks)
+	if layout.hasHead() {
+		units++
+	}
+	progress := func(what string, done int) {
+		if opts.Progress != nil {
+			opts.Progress(snapshot.Progress{Path: dir, What: what, Done: done, Total: units})
+		}
+	}
+	for i, b := range blocks {
+		progress("tsdb block", i)
+		if b.inRange {
+			if err := acc.readSource(ctx, b.dir, b.block, mint, maxt, matchers); err != nil {
+				return nil, err
+			}
+			read++
+		}
+	}
+
+	// The head holds only samples at or after the end of the last block
+	// (Prometheus's own rule for a read-only replay), so a range that ends
+	// before skips the WAL altogether.
+	if layout.hasHead() && maxt >= maxBlockTime {
+		progress("tsdb head", len(blocks))
+		h, hprobs, herr := openTSDBHead(layout, opts.SandboxDir, lim.MaxWALBytes, maxBlockTime)
+		problems = append(problems, hprobs...)
+		if herr != nil {
+			problems = append(problems, snapshot.Problem{
+				Severity: snapshot.SeverityError, File: layout.walOrChunksHead(), Offset: -1,
+				Err: fmt.Errorf("%w: only persisted blocks were read: %w", ErrHeadNotRead, herr),
+			})
+		} else {
+			rerr := acc.readSource(ctx, filepath.Join(dir, tsdbWALDir), tsdb.NewRangeHead(h.head, mint, maxt), mint, maxt, matchers)
+			cerr := h.Close()
+			if rerr != nil {
+				return nil, errors.Join(rerr, cerr)
+			}
+			if cerr != nil {
+				problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: h.sandbox, Offset: -1,
+					Err: fmt.Errorf("removing sandbox: %w", cerr)})
+			}
+			read++
+		}
+	}
+	if layout.hasWBL {
+		problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: filepath.Join(dir, tsdbWBLDir), Offset: -1,
+			Err: errors.New("out-of-order samples in wbl/ are not read")})
+	}
+
+	progress("tsdb", units)
+	ev = acc.evidence()
+	ev.Problems = append(problems, ev.Problems...)
+	if read == 0 && ev.Partial() {
+		errs := make([]error, 0, len(ev.Problems))
+		for _, p := range ev.Problems {
+			errs = append(errs, p)
+		}
+		return nil, fmt.Errorf("snapshot: tsdb %s: nothing could be read: %w", dir, errors.Join(errs...))
+	}
+	return ev, nil
+}
+
+// tsdbLayout is what a TSDB directory holds, from its directory entries.
+type tsdbLayout struct {
+	dir           string
+	blockDirs     []string // candidate block directories, by name
+	skipped       []string // incomplete blocks (*.tmp-for-*)
+	hasWAL        bool
+	hasChunksHead bool
+	hasWBL        bool
+}
+
+func (l *tsdbLayout) hasHead() bool { return l.hasWAL || l.hasChunksHead }
+
+func (l *tsdbLayout) walOrChunksHead() string {
+	if l.hasWAL {
+		return filepath.Join(l.dir, tsdbWALDir)
+	}
+	return filepath.Join(l.dir, tsdbChunksHeadDir)
+}
+
+// scanTSDBDir lists dir and classifies its entries. A subdirectory is a
+// block candidate when its name is a ULID or it holds a meta.json.
+func scanTSDBDir(dir string) (*tsdbLayout, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: tsdb: %w", err)
+	}
+	l := &tsdbLayout{dir: dir}
+	for _, e := range ents {
+		name := e.Name()
+		if !e.IsDir() {
+			continue
+		}
+		switch {
+		case name == tsdbWALDir:
+			l.hasWAL = true
+		case name == tsdbChunksHeadDir:
+			l.hasChunksHead = true
+		case name == tsdbWBLDir:
+			l.hasWBL = nonEmptyDir(filepath.Join(dir, name))
+		case strings.Contains(name, ".tmp-for-"):
+			l.skipped = append(l.skipped, name)
+		case isULID(name):
+			l.blockDirs = append(l.blockDirs, name)
+		default:
+			if _, err := os.Stat(filepath.Join(dir, name, tsdbMetaFile)); err == nil {
+				l.blockDirs = append(l.blockDirs, name)
+			}
+		}
+	}
+	if len(l.blockDirs) == 0 && !l.hasHead() {
+		return nil, fmt.Errorf("snapshot: tsdb %s: %w: no block directories (ULID/meta.json), no wal/, no chunks_head/", dir, ErrNotTSDB)
+	}
+	return l, nil
+}
+
+func nonEmptyDir(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	return err == nil && len(ents) > 0
+}
+
+// isULID reports whether s is spelled like a ULID (26 characters of
+// Crockford's base32), the name Prometheus gives block directories.
+func isULID(s string) bool {
+	if len(s) != 26 {
+		return false
+	}
+	for _, c := range strings.ToUpper(s) {
+		if !strings.ContainsRune("0123456789ABCDEFGHJKMNPQRSTVWXYZ", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// tsdbBlock is an opened persisted block.
+type tsdbBlock struct {
+	dir     string
+	block   *tsdb.Block
+	inRange bool // overlaps the requested time range
+}
+
+// openTSDBBlocks opens every block candidate of l. Broken blocks become
+// Problems; blocks superseded by a compacted block that is present too are
+// skipped, as Prometheus does.
+func openTSDBBlocks(l *tsdbLayout, mint, maxt int64) (blocks []tsdbBlock, problems []snapshot.Problem) {
+	for _, name := range l.skipped {
+		problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: filepath.Join(l.dir, name), Offset: -1,
+			Err: errors.New("incomplete block (left by an interrupted compaction or deletion) skipped")})
+	}
+	type cand struct {
+		dir  string
+		meta tsdb.BlockMeta
+	}
+	var cands []cand
+	parents := map[string]bool{}
+	for _, name := range l.blockDirs {
+		bdir := filepath.Join(l.dir, name)
+		meta, p := readBlockMeta(bdir)
+		if p != nil {
+			problems = append(problems, *p)
+			continue
+		}
+		cands = append(cands, cand{bdir, meta})
+		for _, par := range meta.Compaction.Parents {
+			parents[par.ULID.String()] = true
+		}
+	}
+	for _, c := range cands {
+		if parents[c.meta.ULID.String()] {
+			continue // its data are in the compacted block
+		}
+		for _, f := range []string{tsdbIndexFile, tsdbChunksDir} {
+			if _, err := os.Stat(filepath.Join(c.dir, f)); err != nil {
+				problems = append(problems, blockProblem(filepath.Join(c.dir, f), err))
+				c.dir = ""
+				break
+			}
+		}
+		if c.dir == "" {
+			continue
+		}
+		b, err := tsdb.OpenBlock(tsdbLogger(), c.dir, nil, nil)
+		if err != nil {
+			problems = append(problems, blockProblem(c.dir, err))
+			continue
+		}
+		// MaxTime is exclusive.
+		in := c.meta.MinTime <= maxt && c.meta.MaxTime > mint
+		blocks = append(blocks, tsdbBlock{dir: c.dir, block: b, inRange: in})
+	}
+	sort.Slice(blocks, func(i, j int) bool { return blocks[i].block.MinTime() < blocks[j].block.MinTime() })
+	return blocks, problems
+}
+
+// readBlockMeta reads and checks a block's meta.json, so that a broken one
+// is reported with its path and reason before tsdb opens the block.
+func readBlockMeta(bdir string) (tsdb.BlockMeta, *snapshot.Problem) {
+	fn := filepath.Join(bdir, tsdbMetaFile)
+	var meta tsdb.BlockMeta
+	b, err := os.ReadFile(fn)
+	if err != nil {
+		p := blockProblem(fn, err)
+		return meta, &p
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		var se *json.SyntaxError
+		p := blockProblem(fn, err)
+		if errors.As(err, &se) {
+			p.Offset = se.Offset
+		}
+		return meta, &p
+	}
+	switch {
+	case meta.Version != 1:
+		err = fmt.Errorf("unsupported block version %d", meta.Version)
+	case meta.MinTime >= meta.MaxTime:
+		err = fmt.Errorf("empty time range [%d, %d)", meta.MinTime, meta.MaxTime)
+	}
+	if err != nil {
+		p := blockProblem(fn, err)
+		return meta, &p
+	}
+	return meta, nil
+}
+
+func blockProblem(file string, err error) snapshot.Problem {
+	if errors.Is(err, fs.ErrNotExist) {
+		err = fmt.Errorf("%w: %s missing", ErrBadBlock, filepath.Base(file))
+	} else {
+		err = fmt.Errorf("%w: %w", ErrBadBlock, err)
+	}
+	return snapshot.Problem{Severity: snapshot.SeverityError, File: file, Offset: -1, Err: err}
+}
+
+// tsdbMatchers returns the matchers of a Select: opts.Matchers, plus a
+// __name__ matcher for opts.Metrics (each name, and the _bucket, _sum and
+// _count series of a histogram or summary of that name).
+func tsdbMatchers(opts snapshot.Options) ([]*labels.Matcher, error) {
+	ms := slices.Clone(opts.Matchers)
+	if len(opts.Metrics) > 0 {
+		var alts []string
+		for _, name := range tsdbSampleNames(opts.Metrics) {
+			alts = append(alts, regexp.QuoteMeta(name))
+		}
+		m, err := labels.NewMatcher(labels.MatchRegexp, labels.MetricName, strings.Join(alts, "|"))
+		if err != nil {
+			return nil, fmt.Errorf("matcher for snapshot.Options.Metrics: %w", err)
+		}
+		ms = append(ms, m)
+	}
+	if len(ms) == 0 {
+		ms = append(ms, labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+"))
+	}
+	return ms, nil
+}
+
+// tsdbSampleNames expands family or sample names to the sample names that
+// may belong to their families, sorted and distinct.
+func tsdbSampleNames(metrics []string) []string {
+	var out []string
+	for _, m := range metrics {
+		base := m
+		for _, suf := range []string{"_bucket", "_sum", "_count"} {
+			if b, ok := strings.CutSuffix(m, suf); ok && b != "" {
+				base = b
+			}
+		}
+		out = append(out, m, base, base+"_bucket", base+"_sum", base+"_count")
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func tsdbLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

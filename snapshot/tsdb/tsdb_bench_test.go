@@ -1,0 +1,230 @@
+package tsdb
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// The benchmark fleet: pods scraped every 15 s for 6 h, each exposing a
+// catalog-like set of series: tsdbBenchHists histograms of 20 buckets
+// (+Inf included) with _sum and _count, and gauges and counters.
+const (
+	tsdbBenchStep     = 15 * time.Second
+	tsdbBenchSpan     = 6 * time.Hour
+	tsdbBenchHists    = 12
+	tsdbBenchBuckets  = 20
+	tsdbBenchGauges   = 40
+	tsdbBenchCounters = 40
+)
+
+// tsdbBenchPods is 100, or WHYSLOW_TSDB_BENCH_PODS, or 10 with -short.
+func tsdbBenchPods(b *testing.B) int {
+	if s := os.Getenv("WHYSLOW_TSDB_BENCH_PODS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	if testing.Short() {
+		return 10
+	}
+	return 100
+}
+
+func tsdbBenchHistName(i int) string  { return fmt.Sprintf("vllm:bench_hist_%02d_seconds", i) }
+func tsdbBenchGaugeName(i int) string { return fmt.Sprintf("vllm:bench_gauge_%02d", i) }
+
+// writeTSDBBench writes the fleet as 2 h blocks (as Prometheus cuts them)
+// with tsdb.BlockWriter, and returns the number of series and samples.
+func writeTSDBBench(b *testing.B, dir string, pods int, t0 time.Time) (series, samples int) {
+	ctx := context.Background()
+	logger := slog.New(slog.DiscardHandler)
+	type ser struct {
+		ls  labels.Labels
+		ref storage.SeriesRef
+		f   func(i int) float64
+	}
+	var all []*ser
+	bounds := make([]string, tsdbBenchBuckets)
+	for k := range bounds {
+		if k == tsdbBenchBuckets-1 {
+			bounds[k] = "+Inf"
+		} else {
+			bounds[k] = strconv.FormatFloat(0.001*float64(int(1)<<k), 'g', -1, 64)
+		}
+	}
+	for p := range pods {
+		pod := fmt.Sprintf("vllm-%03d", p)
+		base := []string{"pod", pod, "job", "vllm", "instance", "10.0.0." + strconv.Itoa(p) + ":8000", "model_name", "meta-llama/Llama-3.1-8B-Instruct"}
+		mk := func(name string, f func(int) float64, kv ...string) {
+			all = append(all, &ser{ls: labels.FromStrings(append(append([]string{"__name__", name}, base...), kv...)...), f: f})
+		}
+		for h := range tsdbBenchHists {
+			name := tsdbBenchHistName(h)
+			for k, le := range bounds {
+				mk(name+"_bucket", func(i int) float64 { return float64(i * (k + 1) * (p + 1)) }, "le", le)
+			}
+			mk(name+"_sum", func(i int) float64 { return 0.37 * float64(i*(p+1)) })
+			mk(name+"_count", func(i int) float64 { return float64(i * tsdbBenchBuckets * (p + 1)) })
+		}
+		for g := range tsdbBenchGauges {
+			mk(tsdbBenchGaugeName(g), func(i int) float64 { return float64((i*7+g+p)%97) / 97 })
+		}
+		for c := range tsdbBenchCounters {
+			mk(fmt.Sprintf("vllm:bench_counter_%02d_total", c), func(i int) float64 { return float64(i * (c + 3)) })
+		}
+	}
+	steps := int(tsdbBenchSpan / tsdbBenchStep)
+	perBlock := int(2 * time.Hour / tsdbBenchStep)
+	for start := 0; start < steps; start += perBlock {
+		w, err := tsdb.NewBlockWriter(logger, dir, (2 * time.Hour).Milliseconds())
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range all {
+			s.ref = 0
+		}
+		for i := start; i < min(start+perBlock, steps); i++ {
+			app := w.AppenderV2(ctx)
+			ts := t0.Add(time.Duration(i) * tsdbBenchStep).UnixMilli()
+			for _, s := range all {
+				ref, err := app.Append(s.ref, s.ls, 0, ts, s.f(i), nil, nil, storage.AOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.ref = ref
+				samples++
+			}
+			if err := app.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := w.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return len(all), samples
+}
+
+// peakHeap samples the heap every 2 ms until stop is called,
+// and returns the peak above the heap at start.
+func peakHeap() (stop func() (peakBytes uint64)) {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	base := s[0].Value.Uint64()
+	var (
+		mu   sync.Mutex
+		peak uint64
+		done = make(chan struct{})
+		wg   sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(s)
+			mu.Lock()
+			peak = max(peak, s[0].Value.Uint64())
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		if peak < base {
+			return 0
+		}
+		return peak - base
+	}
+}
+
+// BenchmarkReadTSDB extracts the histograms and gauges a diagnosis needs
+// (4 histograms, 6 gauges, snapshot.Options.Metrics) of a 100-pod fleet over 6 h,
+// for two windows (baseline and incident), per op. snapshot.Window lengths of
+// 30 min and 2 h show how peak memory grows: with the series selected and
+// the samples kept, never with the size of the TSDB.
+func BenchmarkReadTSDB(b *testing.B) {
+	pods := tsdbBenchPods(b)
+	dir := b.TempDir()
+	t0 := time.Date(2026, 9, 22, 0, 0, 0, 0, time.UTC)
+	start := time.Now()
+	series, samples := writeTSDBBench(b, dir, pods, t0)
+	b.Logf("fixture: %d pods, %d series, %d samples, 3 blocks of 2 h, written in %v", pods, series, samples, time.Since(start).Round(time.Second))
+
+	var catalog []string
+	for h := range 4 {
+		catalog = append(catalog, tsdbBenchHistName(h))
+	}
+	for g := range 6 {
+		catalog = append(catalog, tsdbBenchGaugeName(g))
+	}
+	for _, win := range []time.Duration{30 * time.Minute, 2 * time.Hour} {
+		b.Run("window="+win.String(), func(b *testing.B) {
+			windows := []time.Time{t0.Add(1 * time.Hour), t0.Add(3*time.Hour + 30*time.Minute)}
+			var peak uint64
+			var gotSeries, gotSamples int
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				stop := peakHeap() // runs a GC: not timed
+				b.StartTimer()
+				gotSeries, gotSamples = 0, 0
+				for _, w0 := range windows {
+					ev, err := Read(context.Background(), dir, snapshot.Options{Start: w0, End: w0.Add(win), Metrics: catalog})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if len(ev.Problems) > 0 {
+						b.Fatal(ev.Problems)
+					}
+					for _, tg := range ev.Targets {
+						for _, f := range tg.Families {
+							for _, s := range f.Series {
+								gotSeries++
+								gotSamples += s.Len()
+							}
+							for _, h := range f.Histograms {
+								gotSeries += len(h.Bounds) + 2
+								gotSamples += h.Len() * (len(h.Bounds) + 2)
+							}
+						}
+					}
+					runtime.KeepAlive(ev)
+				}
+				b.StopTimer()
+				peak = max(peak, stop())
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+			b.ReportMetric(float64(gotSeries), "series")
+			b.ReportMetric(float64(gotSamples), "samples")
+			b.ReportMetric(float64(peak)/float64(gotSamples), "peak-B/sample")
+		})
+	}
+}

@@ -1,0 +1,149 @@
+package tsdb
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// TestReadTSDBCorruptions damages one of two blocks (or the whole
+// directory) and checks that the error or snapshot.Problem names the file and the
+// reason, and that the other block is still read.
+func TestReadTSDBCorruptions(t *testing.T) {
+	// Two blocks, no head: the good one must survive the bad one.
+	base := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
+	good := tsdbBlockDirs(t, base.dir)[0]
+
+	for _, tc := range []struct {
+		name    string
+		damage  func(t *testing.T, block string) // block: the bad block's dir
+		file    string                           // relative to the bad block, "" = the block dir
+		reason  string
+		wantErr bool // nothing readable: Read fails
+	}{
+		{
+			name:   "missing index",
+			damage: func(t *testing.T, b string) { require.NoError(t, os.Remove(filepath.Join(b, "index"))) },
+			file:   "index",
+			reason: "index missing",
+		},
+		{
+			name:   "missing meta.json",
+			damage: func(t *testing.T, b string) { require.NoError(t, os.Remove(filepath.Join(b, "meta.json"))) },
+			file:   "meta.json",
+			reason: "meta.json missing",
+		},
+		{
+			name: "broken meta.json",
+			damage: func(t *testing.T, b string) {
+				require.NoError(t, os.WriteFile(filepath.Join(b, "meta.json"), []byte(`{"ulid": "01`), 0o644))
+			},
+			file:   "meta.json",
+			reason: "unexpected end of JSON input",
+		},
+		{
+			name: "meta.json of another version",
+			damage: func(t *testing.T, b string) {
+				require.NoError(t, os.WriteFile(filepath.Join(b, "meta.json"), []byte(`{"ulid":"01M8KZHE6580JP2RMGCQKZFXCD","minTime":1,"maxTime":2,"version":7}`), 0o644))
+			},
+			file:   "meta.json",
+			reason: "unsupported block version 7",
+		},
+		{
+			name: "corrupt chunk",
+			damage: func(t *testing.T, b string) {
+				fn := filepath.Join(b, "chunks", "000001")
+				data, err := os.ReadFile(fn)
+				require.NoError(t, err)
+				for i := 100; i < len(data)-100; i += 7 {
+					data[i] ^= 0xff
+				}
+				require.NoError(t, os.WriteFile(fn, data, 0o644))
+			},
+			file:   "",
+			reason: "checksum mismatch",
+		},
+		{
+			name:   "missing chunks dir",
+			damage: func(t *testing.T, b string) { require.NoError(t, os.RemoveAll(filepath.Join(b, "chunks"))) },
+			file:   "chunks",
+			reason: "chunks missing",
+		},
+		{
+			name: "empty block dir",
+			damage: func(t *testing.T, b string) {
+				require.NoError(t, os.RemoveAll(b))
+				require.NoError(t, os.Mkdir(b, 0o755))
+			},
+			file:   "meta.json",
+			reason: "meta.json missing",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			require.NoError(t, copyTree(filepath.Join(base.dir, good), filepath.Join(dir, good)))
+			// The bad block: a copy of the good one under another ULID,
+			// shifted in time by nothing (overlapping blocks are legal).
+			bad := filepath.Join(dir, "01M8KZHE6580JP2RMGCQKZFXCD")
+			require.NoError(t, copyTree(filepath.Join(base.dir, good), bad))
+			tc.damage(t, bad)
+
+			ev, err := Read(context.Background(), dir, snapshot.Options{})
+			require.NoError(t, err)
+			require.True(t, ev.Partial())
+			var p *snapshot.Problem
+			for i := range ev.Problems {
+				if errors.Is(ev.Problems[i], ErrBadBlock) {
+					p = &ev.Problems[i]
+					break
+				}
+			}
+			require.NotNil(t, p, "%v", ev.Problems)
+			assert.Equal(t, snapshot.SeverityError, p.Severity)
+			if tc.file == "" {
+				assert.Equal(t, bad, p.File)
+			} else {
+				assert.Equal(t, filepath.Join(bad, tc.file), p.File)
+			}
+			assert.Contains(t, p.Error(), tc.reason)
+			// The good block is whole.
+			checkTSDBFixture(t, base, ev, 0, base.nBlock)
+		})
+	}
+
+	t.Run("all blocks bad", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "data")
+		require.NoError(t, copyTree(filepath.Join(base.dir, good), filepath.Join(dir, good)))
+		require.NoError(t, os.Remove(filepath.Join(dir, good, "index")))
+		_, err := Read(context.Background(), dir, snapshot.Options{})
+		require.ErrorIs(t, err, ErrBadBlock)
+		assert.ErrorContains(t, err, filepath.Join(dir, good, "index"))
+		assert.ErrorContains(t, err, "nothing could be read")
+	})
+	for name, mk := range map[string]func(t *testing.T) string{
+		"empty dir": func(t *testing.T) string { return t.TempDir() },
+		"not a TSDB": func(t *testing.T) string {
+			d := t.TempDir()
+			require.NoError(t, os.Mkdir(filepath.Join(d, "pod-a"), 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(d, "pod-a", "1758535200.prom"), []byte("x 1\n"), 0o644))
+			return d
+		},
+		"missing dir": func(t *testing.T) string { return filepath.Join(t.TempDir(), "nope") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := mk(t)
+			_, err := Read(context.Background(), dir, snapshot.Options{})
+			require.Error(t, err)
+			assert.ErrorContains(t, err, dir)
+			if name != "missing dir" {
+				assert.ErrorIs(t, err, ErrNotTSDB)
+			}
+		})
+	}
+}
