@@ -71,7 +71,7 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 		}
 	}
 	rep := &QuantileReport{Metric: req.Metric, Unit: unit, Replicas: map[string][]Quantile{}, Window: WindowSpan{Start: req.Window.Start, End: req.Window.End}}
-	var perReplica []histogram.Histogram
+	var perReplica []snapshot.HistogramIncrease
 	used := map[string]bool{}
 	var span WindowSpan
 	spec, isSignal := cat.Signal(SignalID(req.Metric))
@@ -88,10 +88,7 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 		if fam == nil {
 			continue
 		}
-		inc, err := fam.HistogramIncrease(req.Window, req.Match)
-		if err == nil && scale != 1 {
-			inc.Histogram = scaleBounds(inc.Histogram, scale)
-		}
+		inc, err := replicaHistogram(fam, scale, req.Window, req.Match)
 		if err != nil {
 			if !errors.Is(err, snapshot.ErrNotEvaluable) {
 				return nil, fmt.Errorf("%s: %s: %w", t.Name, fam.Name, err)
@@ -102,7 +99,7 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 		used[fam.Name] = true
 		rep.Lifetime = rep.Lifetime || inc.Lifetime
 		rep.Warnings = append(rep.Warnings, increaseWarnings(t.Name, fam.Name, inc)...)
-		perReplica = append(perReplica, inc.Histogram)
+		perReplica = append(perReplica, inc)
 		rep.Replicas[t.Name] = estimates(inc.Histogram, qs)
 		rep.Warnings = append(rep.Warnings, stabilityWarnings(t.Name, rep.Replicas[t.Name])...)
 		if span.Start.IsZero() || inc.From.Before(span.Start) {
@@ -127,7 +124,7 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 			rep.Window.End = knownTime(span.End)
 		}
 	}
-	merged, err := histogram.Merge(perReplica...)
+	merged, err := mergeFleet(perReplica)
 	if err != nil {
 		return nil, fmt.Errorf("merging %d replicas: %w", len(perReplica), err)
 	}

@@ -82,24 +82,18 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 		return errors.Join(err, closeOut())
 	}
 	// One report per value of the split label.
-	values := labelValues(ev, *by)
-	if len(values) == 0 {
+	groups, err := diagnose.FleetQuantilesBy(ev, req, *by)
+	if err != nil {
 		closeOut()
-		return fmt.Errorf("--by %s: no series carries label %q", *by, *by)
+		return fmt.Errorf("--by %s: %w", *by, err)
 	}
 	reps := map[string]*diagnose.QuantileReport{}
-	for _, v := range values {
-		r := req
-		r.Match = map[string]string{*by: v}
-		for k, mv := range req.Match {
-			r.Match[k] = mv
-		}
-		rep, err := diagnose.FleetQuantiles(ev, r)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "%s=%s: %v\n", *by, v, err)
+	for _, g := range groups {
+		if g.Err != nil {
+			fmt.Fprintf(e.stderr, "%s=%s: %v\n", *by, g.Value, g.Err)
 			continue
 		}
-		reps[v] = rep
+		reps[g.Value] = g.Report
 	}
 	if *format == "json" {
 		err = writeJSON(out, map[string]any{"by": *by, "groups": reps})
