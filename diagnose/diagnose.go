@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -371,9 +370,9 @@ func summary(rep *Report, res rules.Result, fs rules.Facts) string {
 	case rules.NoIncident:
 		s := "no incident: every symptom was evaluated and none is present"
 		if f := fs[rules.TTFTP95]; f.Known() {
-			s += fmt.Sprintf(" (TTFT p95 %s over %g requests", fmtValue(f.Value, "s"), f.Count)
+			s += fmt.Sprintf(" (TTFT p95 %s over %g requests", report.FormatValue(f.Value, "s"), f.Count)
 			if f.HasBaseline() {
-				s += fmt.Sprintf(", baseline %s", fmtValue(f.Baseline, "s"))
+				s += fmt.Sprintf(", baseline %s", report.FormatValue(f.Baseline, "s"))
 			}
 			s += ")"
 		}
@@ -407,14 +406,6 @@ func summary(rep *Report, res rules.Result, fs rules.Facts) string {
 		return s
 	}
 	return string(res.Verdict)
-}
-
-// fmtValue formats v with a unit, seconds as ms below one second.
-func fmtValue(v float64, unit string) string {
-	if unit == "s" && math.Abs(v) < 1 {
-		return fmt.Sprintf("%.3gms", v*1000)
-	}
-	return fmt.Sprintf("%.3g%s", v, unit)
 }
 
 // commonWarnings are the warnings of the whole evidence: reading problems

@@ -108,7 +108,7 @@ func (e Evidence) MarshalJSON() ([]byte, error) {
 // tokens and requests as integers where whole, ratios with two digits.
 func fmtValue(id FactID, v float64) string {
 	if math.IsNaN(v) {
-		return "?"
+		return FormatNumber(v)
 	}
 	if math.IsInf(v, 1) {
 		return "+Inf"
@@ -130,18 +130,8 @@ func fmtValue(id FactID, v float64) string {
 	return fmtNum(v)
 }
 
-func fmtNum(v float64) string {
-	if math.IsNaN(v) {
-		return "?"
-	}
-	if math.IsInf(v, 0) {
-		return fmt.Sprint(v)
-	}
-	if math.Abs(v) >= 100 || v == math.Trunc(v) {
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.3g", v)
-}
+// fmtNum is FormatNumber.
+func fmtNum(v float64) string { return FormatNumber(v) }
 
 func fmtRatio(r float64) string {
 	if math.IsInf(r, 1) {
