@@ -3,7 +3,6 @@ package diagnose
 import (
 	"fmt"
 	"maps"
-	"slices"
 
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -60,25 +59,12 @@ func FleetQuantilesBy(ev *snapshot.Evidence, req QuantileRequest, label string) 
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	for _, t := range ev.Targets {
-		for _, n := range names {
-			f := t.Family(n)
-			if f == nil {
-				continue
-			}
-			for _, h := range f.Histograms {
-				if v := h.Labels.Get(label); v != "" && matchesSel(h.Labels.Get, req.Match) {
-					seen[v] = true
-				}
-			}
-		}
-	}
-	if len(seen) == 0 {
+	values := histogramLabelValues(ev, names, label, req.Match)
+	if len(values) == 0 {
 		return nil, fmt.Errorf("no series of %s carries label %q", req.Metric, label)
 	}
 	var groups []QuantileGroup
-	for _, v := range slices.Sorted(maps.Keys(seen)) {
+	for _, v := range values {
 		r := req
 		r.Catalog = &c
 		r.Match = map[string]string{label: v}

@@ -11,6 +11,8 @@ import (
 	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
+	"maps"
+	"slices"
 )
 
 // QuantileRequest asks for quantiles of one histogram across a fleet.
@@ -66,7 +68,7 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 	}
 	unit := histogramUnit(cat, req.Metric, names)
 	if _, ok := req.Match["model_name"]; !ok {
-		if models := modelNames(ev, names, req.Match); len(models) > 1 {
+		if models := histogramLabelValues(ev, names, "model_name", req.Match); len(models) > 1 {
 			return nil, fmt.Errorf("%w (%s): choose one with --model or split with --by model_name", ErrSeveralModels, strings.Join(models, ", "))
 		}
 	}
@@ -167,8 +169,10 @@ func firstFamily(t *snapshot.Target, names []string) *snapshot.Family {
 	return nil
 }
 
-// modelNames lists the distinct model_name values of the matching series.
-func modelNames(ev *snapshot.Evidence, names []string, match map[string]string) []string {
+// histogramLabelValues lists, sorted, the distinct values of label on the
+// histogram series matching match of each target's first family among
+// names (the family FleetQuantiles reads).
+func histogramLabelValues(ev *snapshot.Evidence, names []string, label string, match map[string]string) []string {
 	seen := map[string]bool{}
 	for _, t := range ev.Targets {
 		f := firstFamily(t, names)
@@ -176,17 +180,12 @@ func modelNames(ev *snapshot.Evidence, names []string, match map[string]string) 
 			continue
 		}
 		for _, h := range f.HistogramsMatching(match) {
-			if m := h.Labels.Get("model_name"); m != "" {
-				seen[m] = true
+			if v := h.Labels.Get(label); v != "" {
+				seen[v] = true
 			}
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for m := range seen {
-		out = append(out, m)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func estimates(h histogram.Histogram, qs []float64) []Quantile {

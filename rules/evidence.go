@@ -73,35 +73,23 @@ func (e Evidence) String() string {
 	return b.String()
 }
 
-// number is a float64 that marshals non-finite values as null.
-type number float64
-
-// MarshalJSON writes null for NaN and infinities.
-func (n number) MarshalJSON() ([]byte, error) {
-	f := float64(n)
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return []byte("null"), nil
-	}
-	return json.Marshal(f)
-}
-
 // MarshalJSON writes the evidence with snake_case keys; non-finite
 // numbers (unknown values, an unbounded upper bound) are null.
 func (e Evidence) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Fact           FactID `json:"fact,omitempty"`
-		Value          number `json:"value"`
-		Baseline       number `json:"baseline"`
-		Lower          number `json:"lower"`
-		Upper          number `json:"upper"`
-		Count          number `json:"count"`
-		BaselineCount  number `json:"baseline_count"`
+		Value          Number `json:"value"`
+		Baseline       Number `json:"baseline"`
+		Lower          Number `json:"lower"`
+		Upper          Number `json:"upper"`
+		Count          Number `json:"count"`
+		BaselineCount  Number `json:"baseline_count"`
 		Window         string `json:"window,omitempty"`
 		BaselineWindow string `json:"baseline_window,omitempty"`
 		Source         string `json:"source,omitempty"`
 		Text           string `json:"text"`
-	}{e.Fact, number(e.Value), number(e.Baseline), number(e.Lower), number(e.Upper),
-		number(e.Count), number(e.BaselineCount), e.Window, e.BaselineWindow, e.Source, e.Text})
+	}{e.Fact, Number(e.Value), Number(e.Baseline), Number(e.Lower), Number(e.Upper),
+		Number(e.Count), Number(e.BaselineCount), e.Window, e.BaselineWindow, e.Source, e.Text})
 }
 
 // fmtValue formats a value in the unit of the fact: seconds as ms or s,

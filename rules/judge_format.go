@@ -215,10 +215,10 @@ func mdEscape(s string) string {
 	return strings.ReplaceAll(s, "|", `\|`)
 }
 
-func numbers(xs []float64) []number {
-	out := make([]number, len(xs))
+func numbers(xs []float64) []Number {
+	out := make([]Number, len(xs))
 	for i, x := range xs {
-		out[i] = number(x)
+		out[i] = Number(x)
 	}
 	return out
 }
@@ -227,15 +227,15 @@ func numbers(xs []float64) []number {
 // unknown numbers are null.
 func (a ArmStats) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Values  []number `json:"values"`
-		Counts  []number `json:"counts"`
+		Values  []Number `json:"values"`
+		Counts  []Number `json:"counts"`
 		N       int      `json:"n"`
-		Center  number   `json:"center"`
-		Min     number   `json:"min"`
-		Max     number   `json:"max"`
-		Spread  number   `json:"spread"`
+		Center  Number   `json:"center"`
+		Min     Number   `json:"min"`
+		Max     Number   `json:"max"`
+		Spread  Number   `json:"spread"`
 		Missing []string `json:"missing,omitempty"`
-	}{numbers(a.Values), numbers(a.Counts), a.N, number(a.Center), number(a.Min), number(a.Max), number(a.Spread()), a.Missing})
+	}{numbers(a.Values), numbers(a.Counts), a.N, Number(a.Center), Number(a.Min), Number(a.Max), Number(a.Spread()), a.Missing})
 }
 
 // MarshalJSON writes the comparison with snake_case keys; non-finite
@@ -244,11 +244,11 @@ func (c Comparison) MarshalJSON() ([]byte, error) {
 	type plain Comparison
 	return json.Marshal(struct {
 		plain
-		Change     number   `json:"change"`
-		RunChanges []number `json:"run_changes"`
-		P          number   `json:"p"`
-		MinP       number   `json:"min_p"`
-	}{plain(c), number(c.Change), numbers(c.RunChanges), number(c.P), number(c.MinP)})
+		Change     Number   `json:"change"`
+		RunChanges []Number `json:"run_changes"`
+		P          Number   `json:"p"`
+		MinP       Number   `json:"min_p"`
+	}{plain(c), Number(c.Change), numbers(c.RunChanges), Number(c.P), Number(c.MinP)})
 }
 
 // MarshalJSON writes the check with snake_case keys; unknown numbers are
@@ -257,8 +257,8 @@ func (w WorkloadCheck) MarshalJSON() ([]byte, error) {
 	type plain WorkloadCheck
 	return json.Marshal(struct {
 		plain
-		Baseline  number `json:"baseline"`
-		Treatment number `json:"treatment"`
-		Change    number `json:"change"`
-	}{plain(w), number(w.Baseline), number(w.Treatment), number(w.Change)})
+		Baseline  Number `json:"baseline"`
+		Treatment Number `json:"treatment"`
+		Change    Number `json:"change"`
+	}{plain(w), Number(w.Baseline), Number(w.Treatment), Number(w.Change)})
 }

@@ -1,10 +1,39 @@
 package rules
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
 )
+
+// Number is a float64 whose JSON form is null when it is NaN (unknown) or
+// ±Inf, since JSON has no such numbers; null reads back as NaN. Findings,
+// judgements and reports (report.Float) all write numbers with it.
+type Number float64
+
+// MarshalJSON writes n, or null when n is not finite.
+func (n Number) MarshalJSON() ([]byte, error) {
+	v := float64(n)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads a number, or null as NaN.
+func (n *Number) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = Number(math.NaN())
+		return nil
+	}
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*n = Number(v)
+	return nil
+}
 
 // FormatNumber is whyslow's one number formatter, used by the evidence
 // lines of findings, the experiment judgement and (through package report)

@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -251,32 +250,6 @@ func modelMatch(model string) map[string]string {
 		return nil
 	}
 	return map[string]string{"model_name": model}
-}
-
-// labelValues lists the distinct values of label over every series of the
-// evidence, sorted.
-func labelValues(ev *snapshot.Evidence, label string) []string {
-	seen := map[string]bool{}
-	for _, t := range ev.Targets {
-		for _, f := range t.Families {
-			for _, s := range f.Series {
-				if v := s.Labels.Get(label); v != "" {
-					seen[v] = true
-				}
-			}
-			for _, h := range f.Histograms {
-				if v := h.Labels.Get(label); v != "" {
-					seen[v] = true
-				}
-			}
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for v := range seen {
-		out = append(out, v)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // fmtTime formats an edge of a read range; the zero time is an open edge.
