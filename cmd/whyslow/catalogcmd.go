@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-
-	"github.com/whyslow/whyslow/snapshot"
 )
 
 const catalogExamples = `  whyslow catalog ./evidence/
@@ -22,11 +20,7 @@ func runCatalog(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := in.catalog()
-	if err != nil {
-		return err
-	}
-	ev, err := in.readEvidence(ctx, e, paths, snapshot.Options{})
+	cat, ev, err := in.catalogAndEvidence(ctx, e, paths)
 	if err != nil {
 		return err
 	}

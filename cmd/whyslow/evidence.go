@@ -67,6 +67,17 @@ func (f *inputFlags) catalog() (*diagnose.Catalog, error) {
 	return &cat, nil
 }
 
+// catalogAndEvidence builds the catalog of the --alias flags, then reads
+// the evidence of paths: what the catalog and quantile commands start with.
+func (f *inputFlags) catalogAndEvidence(ctx context.Context, e *env, paths []string) (*diagnose.Catalog, *snapshot.Evidence, error) {
+	cat, err := f.catalog()
+	if err != nil {
+		return nil, nil, err
+	}
+	ev, err := f.readEvidence(ctx, e, paths, snapshot.Options{})
+	return cat, ev, err
+}
+
 // readEvidence reads the paths, printing problems on stderr. With --strict
 // a partial result is an error.
 func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, opts snapshot.Options) (*snapshot.Evidence, error) {

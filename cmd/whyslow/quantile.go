@@ -8,7 +8,6 @@ import (
 	"sort"
 
 	"github.com/whyslow/whyslow/diagnose"
-	"github.com/whyslow/whyslow/snapshot"
 )
 
 const quantileExamples = `  whyslow quantile --metric ttft ./evidence/
@@ -47,11 +46,7 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usagef("--window: %v", err)
 	}
-	cat, err := in.catalog()
-	if err != nil {
-		return err
-	}
-	ev, err := in.readEvidence(ctx, e, paths, snapshot.Options{})
+	cat, ev, err := in.catalogAndEvidence(ctx, e, paths)
 	if err != nil {
 		return err
 	}
