@@ -481,7 +481,7 @@ func dimensions(set settings, rep *Report, by string, values []string) []Dimensi
 		ds = append(ds, Dimension{Name: "workload type", Supported: true, How: fmt.Sprintf("split by the %s label", set.By)})
 	} else {
 		ds = append(ds, Dimension{Name: "workload type", Supported: false,
-			How: "vLLM's metrics carry no workload label; when a gateway adds one (chat, RAG, agent), split by it with --by LABEL (Options.By)"})
+			How: "vLLM's metrics carry no workload label; when a gateway adds one (chat, RAG, agent), split by it with Options.By"})
 	}
 	if has(rules.PromptTokensP95) || has(rules.GenerationTokensP95) {
 		ds = append(ds, Dimension{Name: "prompt/output length", Supported: true,

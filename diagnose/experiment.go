@@ -213,7 +213,7 @@ func runFacts(r Run, warm time.Duration, opts ExperimentOptions) (rules.RunFacts
 		return rules.RunFacts{}, nil, err
 	}
 	if len(rep.Groups) > 0 {
-		return rules.RunFacts{}, nil, fmt.Errorf("%w: set ExperimentOptions.Model (--model)", ErrSeveralModels)
+		return rules.RunFacts{}, nil, fmt.Errorf("%w: set ExperimentOptions.Model", ErrSeveralModels)
 	}
 	fs := make(rules.Facts, len(rep.Facts))
 	for id, v := range rep.Facts {

@@ -86,6 +86,8 @@ func TestTwoModelsAreDiagnosedApart(t *testing.T) {
 	// Quantiles refuse to mix the models unless one is chosen.
 	_, err = diagnose.FleetQuantiles(ev, diagnose.QuantileRequest{Metric: "ttft"})
 	assert.ErrorIs(t, err, diagnose.ErrSeveralModels)
+	assert.NotContains(t, err.Error(), "--", "a library error names no command-line flag")
+	assert.Contains(t, err.Error(), "FleetQuantilesBy")
 	q, err := diagnose.FleetQuantiles(ev, diagnose.QuantileRequest{Metric: "ttft", Match: map[string]string{"model_name": "llama-70b"}})
 	require.NoError(t, err)
 	assert.Len(t, q.Replicas, 3)

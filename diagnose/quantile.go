@@ -69,7 +69,7 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 	unit := histogramUnit(cat, req.Metric, names)
 	if _, ok := req.Match["model_name"]; !ok {
 		if models := histogramLabelValues(ev, names, "model_name", req.Match); len(models) > 1 {
-			return nil, fmt.Errorf("%w (%s): choose one with --model or split with --by model_name", ErrSeveralModels, strings.Join(models, ", "))
+			return nil, fmt.Errorf("%w (%s): choose one with QuantileRequest.Match[\"model_name\"] or split with FleetQuantilesBy", ErrSeveralModels, strings.Join(models, ", "))
 		}
 	}
 	rep := &QuantileReport{Metric: req.Metric, Unit: unit, Replicas: map[string][]Quantile{}, Window: WindowSpan{Start: req.Window.Start, End: req.Window.End}}

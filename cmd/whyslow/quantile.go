@@ -69,7 +69,7 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			closeOut()
 			if errors.Is(err, diagnose.ErrSeveralModels) {
-				return usagef("%v", err)
+				return usagef("%v (on the command line: choose one with --model NAME or split with --by model_name)", err)
 			}
 			return err
 		}
