@@ -75,7 +75,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 		if groups[0].sel != nil {
 			rep.Inputs = restrictInputs(inputs, groups[0].reps)
 		}
-		rep.Warnings = append(common, rep.Warnings...)
+		withCommon(rep, common)
 		rep.Dimensions = dimensions(set, rep, by, nil)
 		finishReport(rep, set)
 		return rep, nil
@@ -110,7 +110,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 	}
 	top.Summary = fmt.Sprintf("split by %s into %d groups (%s); the top-level verdict is that of %s",
 		by, len(top.Groups), strings.Join(parts, "; "), groupName(primary.Group))
-	top.Warnings = common
+	withCommon(top, common)
 	top.Dimensions = dimensions(set, top, by, values)
 	top.Symptoms = []rules.Symptom{}
 	top.Hypotheses = []rules.Finding{}
@@ -323,9 +323,9 @@ func diagnoseScope(sc *scope) (*Report, error) {
 		rep.Timelines = tl.list
 	}
 	rep.Signals = sc.signals(base, inc)
-	rep.Warnings = append(rep.Warnings, warns...)
-	rep.Warnings = append(rep.Warnings, sc.scopeWarnings(base, inc, rep)...)
-	rep.Warnings = append(rep.Warnings, result.Warnings...)
+	rep.AddWarnings(report.WarnWindow, report.SeverityWarning, warns...)
+	rep.AddWarnings(report.WarnSignal, report.SeverityWarning, sc.scopeWarnings(base, inc, rep)...)
+	rep.AddWarnings(report.WarnRules, report.SeverityWarning, result.Warnings...)
 	rep.Summary = summary(rep, result, facts)
 	return rep, nil
 }
@@ -411,20 +411,31 @@ func summary(rep *Report, res rules.Result, fs rules.Facts) string {
 // commonWarnings are the warnings of the whole evidence: reading problems
 // and the resolution's version skew, configuration drift and partial
 // signals.
-func commonWarnings(ev *snapshot.Evidence, res Resolution) []string {
-	var out []string
+func commonWarnings(ev *snapshot.Evidence, res Resolution) []report.Warning {
+	var out []report.Warning
 	for _, p := range ev.Problems {
-		out = append(out, "reading: "+p.Error())
+		out = append(out, report.Warning{Kind: report.WarnReading, Severity: p.Severity.String(), Text: "reading: " + p.Error()})
 	}
 	for _, w := range res.Warnings {
-		out = append(out, w.Error())
+		out = append(out, report.Warning{Kind: report.WarnCatalog, Severity: report.SeverityWarning, Text: w.Error()})
 	}
 	for _, t := range res.Targets {
 		for _, w := range t.Warnings {
-			out = append(out, w.Error())
+			out = append(out, report.Warning{Kind: report.WarnCatalog, Severity: report.SeverityWarning, Text: w.Error()})
 		}
 	}
 	return out
+}
+
+// withCommon returns rep's warnings preceded by the common ones.
+func withCommon(rep *Report, common []report.Warning) {
+	own, ownDetails := rep.Warnings, rep.WarningDetails
+	rep.Warnings, rep.WarningDetails = nil, nil
+	for _, w := range common {
+		rep.AddWarning(w)
+	}
+	rep.Warnings = append(rep.Warnings, own...)
+	rep.WarningDetails = append(rep.WarningDetails, ownDetails...)
 }
 
 func makeInputs(ev *snapshot.Evidence, res Resolution) Inputs {

@@ -59,6 +59,12 @@ type Report struct {
 	// mismatched bucket layouts, version skew, configuration drift,
 	// unreadable files, non-finite numbers written as null.
 	Warnings []string `json:"warnings"`
+	// WarningDetails types the warnings: the same texts, in the same
+	// order, each with its kind and severity, so that tools test Kind and
+	// Severity instead of grepping Text. Add warnings with AddWarnings to
+	// keep the two lists in step. Empty in reports written before it
+	// existed.
+	WarningDetails []Warning `json:"warning_details,omitempty"`
 	// Settings are the SLO targets and decision-map thresholds the report
 	// was judged with, so that a saved report can be read (and re-judged)
 	// on its own.
