@@ -376,5 +376,5 @@ func (r ExperimentReport) String() string {
 // Markdown returns the report as Markdown.
 func (r ExperimentReport) Markdown() string {
 	return r.Judgement.Markdown() + fmt.Sprintf("\nWarm-up excluded: %v per run. Configuration: %s.\n",
-		time.Duration(r.WarmUpSeconds*float64(time.Second)), strings.ReplaceAll(r.Configuration.Text, "|", `\|`))
+		time.Duration(r.WarmUpSeconds*float64(time.Second)), rules.MarkdownInline(r.Configuration.Text))
 }

@@ -94,15 +94,15 @@ func (j Judgement) writeText(b *strings.Builder) {
 // per-run values.
 func (j Judgement) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### %s\n\n", mdEscape(j.title()))
+	fmt.Fprintf(&b, "### %s\n\n", MarkdownInline(j.title()))
 	fmt.Fprintf(&b, "**Verdict: %s**\n\n", j.Verdict)
 	for _, r := range j.Reasons {
-		fmt.Fprintf(&b, "- **%s**: %s\n", r.Outcome, mdEscape(r.Text))
+		fmt.Fprintf(&b, "- **%s**: %s\n", r.Outcome, MarkdownInline(r.Text))
 	}
 	b.WriteString("\n| run | source | window |\n|---|---|---|\n")
 	for _, arm := range j.arms() {
 		for i, r := range arm.runs {
-			fmt.Fprintf(&b, "| %s%d | %s | %s |\n", arm.short, i+1, mdEscape(r.Name), mdEscape(runWindow(r)))
+			fmt.Fprintf(&b, "| %s%d | %s | %s |\n", arm.short, i+1, MarkdownCell(r.Name), MarkdownCell(runWindow(r)))
 		}
 	}
 	if len(j.Workload) > 0 {
@@ -142,7 +142,7 @@ func (j Judgement) Markdown() string {
 	if len(j.Warnings) > 0 {
 		b.WriteString("\nWarnings:\n\n")
 		for _, w := range j.Warnings {
-			fmt.Fprintf(&b, "- %s\n", mdEscape(w))
+			fmt.Fprintf(&b, "- %s\n", MarkdownInline(w))
 		}
 	}
 	return b.String()
@@ -209,10 +209,6 @@ func pCell(c Comparison) string {
 		return fmt.Sprintf("n=%d+%d", c.Baseline.N, c.Treatment.N)
 	}
 	return fmt.Sprintf("p=%.3f n=%d+%d", c.P, c.Baseline.N, c.Treatment.N)
-}
-
-func mdEscape(s string) string {
-	return strings.ReplaceAll(s, "|", `\|`)
 }
 
 func numbers(xs []float64) []Number {

@@ -379,3 +379,11 @@ func TestOutsideSteady(t *testing.T) {
 	assert.True(t, OutsideSteady(math.Inf(1), 1.2))
 	assert.False(t, OutsideSteady(math.NaN(), 1.2))
 }
+
+// The judgement's Markdown escapes as the reports do (it used to escape
+// only "|"): a run named like markup stays text.
+func TestMarkdownEscaper(t *testing.T) {
+	assert.Equal(t, `run_b \*1\* \| x`, MarkdownCell("run_b *1* | x"), "an underscore inside a word stays")
+	assert.Equal(t, `\# not a heading`, MarkdownInline("# not a heading"))
+	assert.Equal(t, "a<br>b", MarkdownCell("a\nb"))
+}
