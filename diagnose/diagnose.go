@@ -314,6 +314,7 @@ func diagnoseScope(sc *scope) (*Report, error) {
 		Symptoms:      result.Symptoms,
 		Hypotheses:    result.Findings,
 		Notes:         result.Notes,
+		Candidates:    result.Candidates,
 		Facts:         factValues(facts),
 	}
 	if !base.ok {
@@ -349,6 +350,8 @@ func factValues(fs rules.Facts) map[rules.FactID]FactValue {
 			Baseline: Float(f.Baseline), BaselineLower: Float(f.BaselineLower), BaselineUpper: Float(f.BaselineUpper),
 			BaselineCount: Float(f.BaselineCount),
 			Window:        f.Window, BaselineWindow: f.BaselineWindow, Source: f.Source, Missing: f.Missing,
+			NoiseLower: Float(f.NoiseLower), NoiseUpper: Float(f.NoiseUpper),
+			Intervals: f.Intervals, BaselineIntervals: f.BaselineIntervals,
 		}
 	}
 	return out
@@ -381,6 +384,17 @@ func summary(rep *Report, res rules.Result, fs rules.Facts) string {
 		}
 		return s
 	case rules.Undetermined:
+		if len(present) > 0 && len(res.Candidates) > 0 {
+			var cs []string
+			for _, id := range res.Candidates {
+				for _, f := range res.Findings {
+					if f.ID == id {
+						cs = append(cs, fmt.Sprintf("%s (%s confidence: %s)", id, f.Confidence, f.ConfidenceReason))
+					}
+				}
+			}
+			return fmt.Sprintf("undetermined: symptoms %s present; no hypothesis leads clearly; check next: %s", strings.Join(present, ", "), strings.Join(cs, "; "))
+		}
 		if len(present) > 0 {
 			return fmt.Sprintf("undetermined: symptoms %s present but no hypothesis is supported; see the not-evaluable hypotheses for missing signals", strings.Join(present, ", "))
 		}

@@ -30,25 +30,7 @@ type factCtx struct {
 func (sc *scope) computeFacts(base, inc evalWindow, tl *timelines, st scrapeStats) rules.Facts {
 	c := &factCtx{sc: sc, base: base, inc: inc, tl: tl, st: st}
 	fs := rules.Facts{}
-	quant := []struct {
-		id  rules.FactID
-		sig SignalID
-		q   float64
-	}{
-		{rules.TTFTP50, SignalTTFT, 0.5}, {rules.TTFTP95, SignalTTFT, 0.95}, {rules.TTFTP99, SignalTTFT, 0.99},
-		{rules.QueueTimeP50, SignalQueueTime, 0.5}, {rules.QueueTimeP95, SignalQueueTime, 0.95},
-		{rules.PrefillTimeP50, SignalPrefillTime, 0.5}, {rules.PrefillTimeP95, SignalPrefillTime, 0.95},
-		{rules.DecodeTimeP95, SignalDecodeTime, 0.95},
-		{rules.TPOTP50, SignalTPOT, 0.5}, {rules.TPOTP95, SignalTPOT, 0.95},
-		{rules.ITLP95, SignalITL, 0.95},
-		{rules.E2EP50, SignalE2E, 0.5}, {rules.E2EP95, SignalE2E, 0.95}, {rules.E2EP99, SignalE2E, 0.99},
-		{rules.InferenceTimeP95, SignalInferenceTime, 0.95},
-		{rules.ClientTTFTP95, SignalClientTTFT, 0.95},
-		{rules.PromptTokensP50, SignalPromptTokens, 0.5}, {rules.PromptTokensP95, SignalPromptTokens, 0.95},
-		{rules.PromptTokensP99, SignalPromptTokens, 0.99},
-		{rules.GenerationTokensP50, SignalGenerationTokens, 0.5}, {rules.GenerationTokensP95, SignalGenerationTokens, 0.95},
-	}
-	for _, qf := range quant {
+	for _, qf := range quantileFacts {
 		fs[qf.id] = c.quantile(qf.sig, qf.q)
 	}
 	fs[rules.TPOTMean] = c.both(rules.TPOTMean, c.tpotMean)
@@ -78,6 +60,7 @@ func (sc *scope) computeFacts(base, inc evalWindow, tl *timelines, st scrapeStat
 	fs[rules.ReplicaShareMax] = c.both(rules.ReplicaShareMax, c.replicaShareMax)
 	fs[rules.ReplicaTTFTRatio] = c.both(rules.ReplicaTTFTRatio, c.replicaTTFTRatio)
 	fs[rules.CorrRunningTPOT] = c.corrRunningTPOT()
+	c.addStrengthFacts(fs)
 	return fs
 }
 

@@ -84,5 +84,5 @@ func ExampleReport_WriteText() {
 	// Symptoms
 	// --------
 	//   - ttft: PRESENT
-	//       - ttft_p95 2.2s vs baseline 900ms: 2.44x (up: >= 1.5x); n=4000 (baseline n=3900)
+	//       - ttft_p95 2.2s vs baseline 900ms: 2.44x, severe; noise unknown (up: >= 1.2x); n=4000 (baseline n=3900)
 }

@@ -112,7 +112,7 @@ func presentSymptoms(r *Report) string {
 func verdictLine(r *Report) string {
 	for _, f := range r.Hypotheses {
 		if string(f.ID) == string(r.Verdict) {
-			return fmt.Sprintf("verdict: %s: %s (score %.2f)", r.Verdict, f.Title, f.Score)
+			return fmt.Sprintf("verdict: %s: %s (score %.2f, %s confidence)", r.Verdict, f.Title, f.Score, f.Confidence)
 		}
 	}
 	for _, g := range r.Groups {

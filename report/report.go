@@ -39,6 +39,10 @@ type Report struct {
 	// Notes are counter-cases recognised (e.g. a high but healthy KV
 	// cache) that must not read as incidents.
 	Notes []rules.Note `json:"notes,omitempty"`
+	// Candidates are the leading supported hypotheses when the verdict is
+	// undetermined (a weak lead, or unrelated causes close together):
+	// the next checks, never a verdict.
+	Candidates []rules.HypothesisID `json:"candidates,omitempty"`
 	// Signals are the measured signals, fleet-wide and per replica.
 	Signals Signals `json:"signals"`
 	// Timelines are per-interval series (fleet and per replica) over the
@@ -206,6 +210,13 @@ type FactValue struct {
 	BaselineWindow string `json:"baseline_window,omitempty"`
 	Source         string `json:"source,omitempty"`
 	Missing        string `json:"missing,omitempty"`
+	// NoiseLower and NoiseUpper bound Value / Baseline by the variation
+	// between intervals; Intervals and BaselineIntervals count them (0:
+	// noise unknown). See rules.Fact.
+	NoiseLower        Float `json:"noise_lower"`
+	NoiseUpper        Float `json:"noise_upper"`
+	Intervals         int   `json:"intervals,omitempty"`
+	BaselineIntervals int   `json:"baseline_intervals,omitempty"`
 }
 
 // Fact converts the value back into the decision map's input.
@@ -214,6 +225,7 @@ func (v FactValue) Fact() rules.Fact {
 		Value: float64(v.Value), Lower: float64(v.Lower), Upper: float64(v.Upper), Count: float64(v.Count), Window: v.Window,
 		Baseline: float64(v.Baseline), BaselineLower: float64(v.BaselineLower), BaselineUpper: float64(v.BaselineUpper),
 		BaselineCount: float64(v.BaselineCount), BaselineWindow: v.BaselineWindow, Source: v.Source, Missing: v.Missing,
+		NoiseLower: float64(v.NoiseLower), NoiseUpper: float64(v.NoiseUpper), Intervals: v.Intervals, BaselineIntervals: v.BaselineIntervals,
 	}
 }
 

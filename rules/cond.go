@@ -27,7 +27,8 @@ type condKind int
 const (
 	kRises        condKind = iota // fact >= lim x baseline
 	kSteady                       // fact within [1/lim, lim] x baseline
-	kFlat                         // fact < lim x baseline (not up)
+	kFlat                         // not (fact >= lim x baseline, beyond noise)
+	kFalls                        // fact <= baseline / lim, beyond noise
 	kDrops                        // baseline - fact >= lim (absolute, for ratios 0..1)
 	kAtLeast                      // fact >= lim
 	kAbove                        // fact > lim
@@ -46,6 +47,7 @@ const (
 func rises(f FactID) Cond             { return Cond{kind: kRises, fact: f, lim: limRise} }
 func steady(f FactID) Cond            { return Cond{kind: kSteady, fact: f, lim: limSteady} }
 func flat(f FactID) Cond              { return Cond{kind: kFlat, fact: f, lim: limRise} }
+func falls(f FactID) Cond             { return Cond{kind: kFalls, fact: f, lim: limRise} }
 func drops(f FactID, l limit) Cond    { return Cond{kind: kDrops, fact: f, lim: l} }
 func atLeast(f FactID, l limit) Cond  { return Cond{kind: kAtLeast, fact: f, lim: l} }
 func above(f FactID, l limit) Cond    { return Cond{kind: kAbove, fact: f, lim: l} }
@@ -93,11 +95,13 @@ func (c Cond) Describe(th Thresholds) string {
 	v := c.lim.get
 	switch c.kind {
 	case kRises:
-		return fmt.Sprintf("%s >= %gx baseline", c.fact, v(th))
+		return fmt.Sprintf("%s >= %gx baseline, beyond noise", c.fact, v(th))
 	case kSteady:
-		return fmt.Sprintf("%s within %gx of baseline", c.fact, v(th))
+		return fmt.Sprintf("%s within %gx of baseline or within noise", c.fact, v(th))
 	case kFlat:
-		return fmt.Sprintf("%s < %gx baseline", c.fact, v(th))
+		return fmt.Sprintf("%s not up (< %gx baseline or within noise)", c.fact, v(th))
+	case kFalls:
+		return fmt.Sprintf("%s <= baseline / %g, beyond noise", c.fact, v(th))
 	case kDrops:
 		return fmt.Sprintf("%s falls by >= %g from baseline", c.fact, v(th))
 	case kAtLeast:
@@ -168,6 +172,10 @@ type result struct {
 	out     outcome
 	ev      []Evidence // known facts behind the outcome
 	missing []Missing
+	// strength (0..1) is how strongly a condition that holds supports:
+	// the grade of a change (mild 0.5, moderate 0.75, severe 1), 1 for a
+	// limit that holds. 0 when the condition does not hold.
+	strength float64
 }
 
 // env is what conditions are evaluated against.
@@ -175,6 +183,9 @@ type env struct {
 	facts    Facts
 	th       Thresholds
 	symptoms []Symptom
+
+	e2eDone bool // e2eRes is computed
+	e2eRes  e2eResult
 }
 
 // fact returns a fact usable in the incident window, or the reason it is
@@ -203,7 +214,7 @@ func (e *env) baseline(id FactID, f Fact) string {
 
 func (e *env) minSamples(id FactID) float64 {
 	info, ok := Info(id)
-	if !ok || info.Kind != Quantile {
+	if !ok || (info.Kind != Quantile && info.Kind != Mean) {
 		return 0
 	}
 	if strings.HasSuffix(string(id), "_p99") {
@@ -238,9 +249,9 @@ func (c Cond) eval(e *env) result {
 		r := c.subs[0].eval(e)
 		switch r.out {
 		case holds:
-			r.out = fails
+			r.out, r.strength = fails, 0
 		case fails:
-			r.out = holds
+			r.out, r.strength = holds, 1
 		}
 		return r
 	}
@@ -251,29 +262,57 @@ func (c Cond) eval(e *env) result {
 	lim := c.lim.get(e.th)
 	ev := evidenceOf(c.fact, f)
 	switch c.kind {
-	case kRises, kSteady, kFlat, kDrops, kDeltaShare:
+	case kRises, kSteady, kFlat, kFalls, kDrops, kDeltaShare:
 		if why := e.baseline(c.fact, f); why != "" {
 			return result{missing: []Missing{{c.fact, why}}}
 		}
 	}
 	var out outcome
+	strength := 1.0
 	switch c.kind {
-	case kRises:
-		r := ratio(f.Value, f.Baseline)
-		out = verdict(r >= lim)
-		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", c.fact, fmtEst(c.fact, f.Value, f.Upper), fmtEst(c.fact, f.Baseline, f.BaselineUpper), fmtRatioEst(r, f), upDown(out, "rises: >=", "no rise: <"), lim)
-	case kSteady:
-		r := ratio(f.Value, f.Baseline)
-		out = verdict(r >= 1/lim && r <= lim)
-		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", c.fact, fmtEst(c.fact, f.Value, f.Upper), fmtEst(c.fact, f.Baseline, f.BaselineUpper), fmtRatioEst(r, f), upDown(out, "steady: within", "changed: outside"), lim)
-	case kFlat:
-		r := ratio(f.Value, f.Baseline)
-		out = verdict(r < lim)
-		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", c.fact, fmtEst(c.fact, f.Value, f.Upper), fmtEst(c.fact, f.Baseline, f.BaselineUpper), fmtRatioEst(r, f), upDown(out, "not up: <", "up: >="), lim)
+	case kRises, kFlat, kFalls, kSteady:
+		ch, _ := f.Effect(e.th)
+		var yes, no string
+		switch c.kind {
+		case kRises:
+			out = verdict(ch.Beyond && ch.Ratio >= lim)
+			yes, no = fmt.Sprintf("rises: >= %gx", lim), fmt.Sprintf("no rise: < %gx", lim)
+			if ch.Ratio >= lim && !ch.Beyond {
+				no = "no rise: within noise"
+			}
+			strength = ch.Severity.strength()
+		case kFlat:
+			out = verdict(!(ch.Beyond && ch.Ratio >= lim))
+			yes, no = fmt.Sprintf("not up: < %gx", lim), fmt.Sprintf("up: >= %gx", lim)
+			if ch.Ratio >= lim {
+				yes = "not up: within noise"
+			}
+		case kFalls:
+			out = verdict(ch.Beyond && ch.Ratio <= 1/lim)
+			yes, no = fmt.Sprintf("falls: <= 1/%g", lim), fmt.Sprintf("no fall: > 1/%g", lim)
+			if ch.Ratio <= 1/lim && !ch.Beyond {
+				no = "no fall: within noise"
+			}
+			strength = ch.Severity.strength()
+		case kSteady:
+			out = verdict(ch.Steady(e.th))
+			yes, no = fmt.Sprintf("steady: within %gx", lim), fmt.Sprintf("changed: outside %gx", lim)
+			if !(ch.Ratio >= 1/lim && ch.Ratio <= lim) {
+				yes = "steady: within noise"
+			}
+		}
+		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s)", c.fact, fmtEst(c.fact, f.Value, f.Upper), fmtEst(c.fact, f.Baseline, f.BaselineUpper), effectText(ch, f), upDown(out, yes, no))
+		ev.Effect = &ch
 	case kDrops:
 		d := f.Baseline - f.Value
-		out = verdict(d >= lim)
-		ev.Text = fmt.Sprintf("%s %s vs baseline %s (%s %g)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), upDown(out, "falls by >=", "does not fall by"), lim)
+		ch, _ := f.Effect(e.th)
+		out = verdict(d >= lim && (!ch.NoiseKnown || ch.NoiseUpper < 1))
+		no := fmt.Sprintf("does not fall by %g", lim)
+		if d >= lim {
+			no = "the fall is within noise"
+		}
+		ev.Text = fmt.Sprintf("%s %s vs baseline %s (%s; %s)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), upDown(out, fmt.Sprintf("falls by >= %g", lim), no), ch.noiseText())
+		ev.Effect = &ch
 	case kAtLeast, kAbove, kBelow, kAtMost, kAbsBelow:
 		// The operator printed is the one that is true of the value, so
 		// that the line reads as a fact: "0.3 (< 0.5)", never "not >=".
@@ -314,9 +353,16 @@ func (c Cond) eval(e *env) result {
 			ev.Text = fmt.Sprintf("%s rose by %s while %s rose by %s: covers %s (%s %g)", c.fact, fmtValue(c.fact, d), c.other, fmtValue(c.other, dOther), fmtNum(share), upDown(out, ">=", "<"), lim)
 		}
 		ev2.Text = fmt.Sprintf("%s %s (reference of the line above)", c.other, fmtValue(c.other, g.Value))
-		return result{out: out, ev: []Evidence{ev, ev2}}
+		st := 0.0
+		if out == holds {
+			st = 1
+		}
+		return result{out: out, ev: []Evidence{ev, ev2}, strength: st}
 	}
-	return result{out: out, ev: []Evidence{ev}}
+	if out != holds {
+		strength = 0
+	}
+	return result{out: out, ev: []Evidence{ev}, strength: strength}
 }
 
 func upDown(o outcome, yes, no string) string {
@@ -360,6 +406,17 @@ func (c Cond) evalSymptoms(e *env) result {
 	if r.out != unknown {
 		r.missing = nil
 	}
+	if r.out == holds {
+		r.strength = 1
+		if c.kind == kSymptom {
+			r.strength = 0
+			for _, id := range c.syms {
+				if s := e.symptom(id); s.Present {
+					r.strength = math.Max(r.strength, s.Severity.strength())
+				}
+			}
+		}
+	}
 	return r
 }
 
@@ -388,8 +445,25 @@ func (c Cond) evalGroup(e *env) result {
 	}
 	// Keep the evidence that decided the outcome: for a failed "all" the
 	// failing parts, for a held "any" the holding parts, else everything
-	// known (with what is missing).
+	// known (with what is missing). A held "all" is as strong as its
+	// weakest part, a held "any" as its strongest.
 	r := result{out: out}
+	if out == holds {
+		r.strength = 1
+		if c.kind == kAny {
+			r.strength = 0
+		}
+		for _, s := range rs {
+			if s.out != holds {
+				continue
+			}
+			if c.kind == kAll {
+				r.strength = math.Min(r.strength, s.strength)
+			} else {
+				r.strength = math.Max(r.strength, s.strength)
+			}
+		}
+	}
 	for _, s := range rs {
 		keep := true
 		switch {

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"sort"
 )
 
@@ -135,10 +136,17 @@ type Finding struct {
 	ID     HypothesisID `json:"id"`
 	Title  string       `json:"title"` // the rule's title
 	Status Status       `json:"status"`
-	// Score ranks findings of the same status: the weighted share of the
-	// rule's support conditions (weight 2) and automated, non-neutral
-	// checks (weight 1) that hold, in 0..1.
+	// Score ranks findings of the same status by the strength of their
+	// evidence, in 0..1: the rule's support conditions (weight 2 each,
+	// times the strength of what holds: a mild change 0.5, moderate 0.75,
+	// severe 1, a limit that holds 1) and its automated, non-neutral
+	// checks (weight 1 each, when they hold), over the total weight. A
+	// hypothesis that refines a supported one takes at least its score.
 	Score float64 `json:"score"`
+	// Confidence grades a supported finding: "high", "medium" or "low"
+	// (empty for the others), with the reason; see Evaluate.
+	Confidence       Confidence `json:"confidence,omitempty"`
+	ConfidenceReason string     `json:"confidence_reason,omitempty"`
 	// Explains lists the present symptoms the hypothesis explains.
 	Explains []SymptomID `json:"explains"`
 	// Evidence holds the facts behind the support conditions that hold.
@@ -155,6 +163,23 @@ type Finding struct {
 	Prevention  []string    `json:"prevention"`  // so it does not recur
 	Experiment  Plan        `json:"experiment"`  // the proposed single-variable test
 }
+
+// Confidence grades how firmly the evidence singles out a supported
+// hypothesis (public JSON values).
+type Confidence string
+
+// Confidence grades.
+const (
+	// High: strong evidence (score >= 0.7) and well ahead of any
+	// competing hypothesis (by at least twice Thresholds.Lead).
+	High Confidence = "high"
+	// Medium: enough evidence (score >= 0.5) and ahead of any competing
+	// hypothesis by at least Thresholds.Lead.
+	Medium Confidence = "medium"
+	// Low: weak evidence, or a competing hypothesis close behind: a next
+	// check, never a verdict.
+	Low Confidence = "low"
+)
 
 // Note is a counter-case the map recognises that must not read as an
 // incident, such as a high but healthy KV cache.
@@ -173,6 +198,10 @@ type Result struct {
 	// more general ones it refines, then in map order.
 	Findings []Finding `json:"hypotheses"`
 	Notes    []Note    `json:"notes,omitempty"`
+	// Candidates are the leading supported hypotheses when the verdict is
+	// Undetermined (a weak lead, or two unrelated causes close together),
+	// best first; empty otherwise.
+	Candidates []HypothesisID `json:"candidates,omitempty"`
 	// Warnings are non-fatal problems: unknown fact ids, symptoms that
 	// could not be evaluated.
 	Warnings []string `json:"warnings,omitempty"`
@@ -223,8 +252,25 @@ func Evaluate(f Facts, slo SLO, th Thresholds) Result {
 			res.Warnings = append(res.Warnings, "symptom "+string(s.ID)+" cannot be evaluated: "+missingText(s.Missing))
 		}
 	}
+	if e.e2e().route == routeWorkload {
+		res.Notes = append(res.Notes, Note{ID: "longer-answers", Text: "E2E latency rose because answers got longer at an unchanged time per token: a workload change, not a slowdown; look at output lengths per workload type", Evidence: dedupe(e.e2e().res.ev)})
+	}
+	lead := present && len(res.Findings) > 0 && res.Findings[0].Status == Supported
+	if lead {
+		lead = grade(res.Findings, rules, th)
+		if !lead {
+			for _, f := range res.Findings {
+				if f.Status == Supported {
+					res.Candidates = append(res.Candidates, f.ID)
+				}
+			}
+			if len(res.Candidates) > 3 {
+				res.Candidates = res.Candidates[:3]
+			}
+		}
+	}
 	switch {
-	case present && len(res.Findings) > 0 && res.Findings[0].Status == Supported:
+	case lead:
 		res.Verdict = Verdict(res.Findings[0].ID)
 	case present || !allKnown:
 		res.Verdict = Undetermined
@@ -264,7 +310,7 @@ func evalRule(e *env, r Rule) Finding {
 		weight += 2
 		switch res.out {
 		case holds:
-			held += 2
+			held += 2 * res.strength
 			fd.Evidence = append(fd.Evidence, res.ev...)
 		case fails:
 			failed = true
@@ -389,4 +435,77 @@ func rank(fs []Finding, rules []Rule, order map[HypothesisID]int) {
 type observation struct {
 	id, title, text string
 	when            Cond
+}
+
+// grade sets the confidence of every supported finding (ranked) and
+// reports whether the first may be the verdict: its evidence is at least
+// medium and no competing hypothesis is within th.Lead of it. A competitor
+// is a supported hypothesis that neither explains the first nor is
+// explained by it (through Refines, transitively).
+func grade(fs []Finding, rules []Rule, th Thresholds) bool {
+	explains := map[HypothesisID][]HypothesisID{}
+	for _, r := range rules {
+		explains[r.ID] = r.Refines
+	}
+	related := func(a, b HypothesisID) bool {
+		return reaches(explains, a, b) || reaches(explains, b, a)
+	}
+	for i := range fs {
+		f := &fs[i]
+		if f.Status != Supported {
+			continue
+		}
+		var rival *Finding
+		for j := range fs {
+			if j != i && fs[j].Status == Supported && !related(f.ID, fs[j].ID) && fs[j].Score <= f.Score {
+				if rival == nil || fs[j].Score > rival.Score {
+					rival = &fs[j]
+				}
+			}
+		}
+		margin := 1.0
+		if rival != nil {
+			margin = f.Score - rival.Score
+		}
+		switch {
+		case f.Score >= 0.7 && margin >= 2*th.Lead:
+			f.Confidence = High
+		case f.Score >= 0.5 && margin >= th.Lead:
+			f.Confidence = Medium
+		default:
+			f.Confidence = Low
+		}
+		var why string
+		switch {
+		case f.Score < 0.5:
+			why = fmt.Sprintf("weak evidence (score %.2f < 0.50)", f.Score)
+		case rival != nil && margin < th.Lead:
+			why = fmt.Sprintf("%s is close behind (score %.2f vs %.2f, lead < %g)", rival.ID, rival.Score, f.Score, th.Lead)
+		case rival != nil:
+			why = fmt.Sprintf("score %.2f, ahead of %s (%.2f) by %.2f", f.Score, rival.ID, rival.Score, margin)
+		default:
+			why = fmt.Sprintf("score %.2f, no competing supported hypothesis", f.Score)
+		}
+		f.ConfidenceReason = why
+	}
+	return fs[0].Confidence != Low
+}
+
+// reaches reports whether a explains b through the Refines graph.
+func reaches(g map[HypothesisID][]HypothesisID, a, b HypothesisID) bool {
+	seen := map[HypothesisID]bool{}
+	var walk func(HypothesisID) bool
+	walk = func(x HypothesisID) bool {
+		if seen[x] {
+			return false
+		}
+		seen[x] = true
+		for _, y := range g[x] {
+			if y == b || walk(y) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(a)
 }

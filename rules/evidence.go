@@ -21,8 +21,12 @@ type Evidence struct {
 	BaselineWindow string  // baseline window
 	Source         string  // metric name and version
 	// Text says what the number shows, e.g. "queue_time_p95 450ms vs
-	// baseline 120ms: 3.75x (rises >= 1.5x)".
+	// baseline 120ms: 3.75x, severe (beyond noise 3.1x-4.4x over 30/30
+	// intervals; rises: >= 1.2x)".
 	Text string
+	// Effect is the comparison with the baseline, for evidence that
+	// compares the windows; nil otherwise.
+	Effect *Effect
 }
 
 func evidenceOf(id FactID, f Fact) Evidence {
@@ -77,19 +81,20 @@ func (e Evidence) String() string {
 // numbers (unknown values, an unbounded upper bound) are null.
 func (e Evidence) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Fact           FactID `json:"fact,omitempty"`
-		Value          Number `json:"value"`
-		Baseline       Number `json:"baseline"`
-		Lower          Number `json:"lower"`
-		Upper          Number `json:"upper"`
-		Count          Number `json:"count"`
-		BaselineCount  Number `json:"baseline_count"`
-		Window         string `json:"window,omitempty"`
-		BaselineWindow string `json:"baseline_window,omitempty"`
-		Source         string `json:"source,omitempty"`
-		Text           string `json:"text"`
+		Fact           FactID  `json:"fact,omitempty"`
+		Value          Number  `json:"value"`
+		Baseline       Number  `json:"baseline"`
+		Lower          Number  `json:"lower"`
+		Upper          Number  `json:"upper"`
+		Count          Number  `json:"count"`
+		BaselineCount  Number  `json:"baseline_count"`
+		Window         string  `json:"window,omitempty"`
+		BaselineWindow string  `json:"baseline_window,omitempty"`
+		Source         string  `json:"source,omitempty"`
+		Text           string  `json:"text"`
+		Effect         *Effect `json:"effect,omitempty"`
 	}{e.Fact, Number(e.Value), Number(e.Baseline), Number(e.Lower), Number(e.Upper),
-		Number(e.Count), Number(e.BaselineCount), e.Window, e.BaselineWindow, e.Source, e.Text})
+		Number(e.Count), Number(e.BaselineCount), e.Window, e.BaselineWindow, e.Source, e.Text, e.Effect})
 }
 
 // fmtValue formats a value in the unit of the fact: seconds as ms or s,

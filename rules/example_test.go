@@ -39,15 +39,14 @@ func ExampleEvaluate() {
 	}
 	// Output:
 	// verdict: prefill-long-prompts
-	//    ttft_p95 2.2s vs baseline 900ms: 2.44x (up: >= 1.5x)
-	//    queue_time_p95 130ms vs baseline 120ms: 1.08x (not up: < 1.5x)
-	//    prompt_tokens_p95 6100 tokens vs baseline 2400 tokens: 2.54x (rises: >= 1.5x)
-	//    prefill_time_p95 1.9s vs baseline 640ms: 2.97x (rises: >= 1.5x)
+	//    ttft_p95 2.2s vs baseline 900ms: 2.44x, severe; noise unknown (up: >= 1.2x)
+	//    prompt_tokens_p95 6100 tokens vs baseline 2400 tokens: 2.54x, severe; noise unknown (rises: >= 1.2x)
+	//    prefill_time_p95 1.9s vs baseline 640ms: 2.97x, severe; noise unknown (rises: >= 1.2x)
 	//   [holds] Is prompt tokens p50 unchanged while p95/p99 grew (a group of long requests)?
 	//   [holds] Does the prefill-time increase explain the TTFT increase?
 	//   [holds] Is TPOT stable (decode unaffected)?
 	// prefix-cache-loss contradicted
-	//    prompt_tokens_p95 6100 tokens vs baseline 2400 tokens: 2.54x (changed: outside 1.2x)
+	//    prompt_tokens_p95 6100 tokens vs baseline 2400 tokens: 2.54x, severe; noise unknown (changed: outside 1.2x)
 }
 
 // High KV usage with no preemption and every SLO met is not an incident.
@@ -81,10 +80,10 @@ func ExampleSymptoms() {
 		fmt.Print(s)
 	}
 	// Output:
-	// symptom ttft: PRESENT
+	// symptom ttft: PRESENT (mild)
 	//   ttft_p95 2.5s > SLO 2s
-	// symptom tpot: PRESENT
-	//   tpot_p95 90ms vs baseline 40ms: 2.25x (up: >= 1.5x)
+	// symptom tpot: PRESENT (severe)
+	//   tpot_p95 90ms vs baseline 40ms: 2.25x, severe; noise unknown (up: >= 1.2x)
 	//   missing itl_p95: not computed
 	// symptom tail: not evaluable
 	//   missing ttft_p99: not computed

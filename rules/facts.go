@@ -82,6 +82,24 @@ const (
 	ClientTTFTP95 FactID = "client_ttft_p95"
 )
 
+// Lifecycle means (seconds), from the _sum and _count of vLLM request
+// histograms over the window (article section 3): E2E ~ queue + prefill +
+// decode (+ the rest), TTFT ~ queue + prefill. Count is the number of
+// requests. The decomposition says which phase of a request grew.
+const (
+	// QueueTimeMean is the mean queue time (s), from
+	// vllm:request_queue_time_seconds _sum / _count.
+	QueueTimeMean FactID = "queue_time_mean"
+	// PrefillTimeMean is the mean prefill time (s).
+	PrefillTimeMean FactID = "prefill_time_mean"
+	// DecodeTimeMean is the mean decode time (s).
+	DecodeTimeMean FactID = "decode_time_mean"
+	// TTFTMean is the mean time to first token (s).
+	TTFTMean FactID = "ttft_mean"
+	// E2EMean is the mean end-to-end latency (s).
+	E2EMean FactID = "e2e_mean"
+)
+
 // Request sizes (tokens), from vLLM request histograms.
 const (
 	// PromptTokensP50 is the median prompt length (tokens), from
@@ -131,6 +149,10 @@ const (
 	// rate(vllm:num_preemptions_total) over the window (never the
 	// lifetime counter value); Count is the increase.
 	PreemptionRate FactID = "preemption_rate"
+	// PreemptionShare is preemptions per finished request over the window
+	// (increase of vllm:num_preemptions_total over the increase of
+	// vllm:request_success_total); Count is the completions.
+	PreemptionShare FactID = "preemption_share"
 	// PrefixHitRatio is the prefix-cache hit ratio (0..1): increase of
 	// vllm:prefix_cache_hits_total over increase of
 	// vllm:prefix_cache_queries_total (tokens), or the older
@@ -153,6 +175,19 @@ const (
 	// arrivals, the peak waiting) divided by its window mean (ratio >= 1):
 	// a large value with no slope means bursts that drain again.
 	WaitingBurst FactID = "waiting_burst"
+	// WaitingMedian is the median over scrape times of the fleet's
+	// waiting requests: a queue that spikes and drains has a median near
+	// 0 and a large maximum.
+	WaitingMedian FactID = "waiting_median"
+	// WaitingBusyShare is the share (0..1) of the fleet's scrape times at
+	// which at least one request waits: near 1 when the queue persists,
+	// small when bursts queue and drain.
+	WaitingBusyShare FactID = "waiting_busy_share"
+	// ArrivalDispersion is the index of dispersion (variance / mean) of
+	// the arrivals per scrape interval (completions + growth of waiting
+	// and running): about 1 for steady (Poisson) arrivals, large when
+	// bursts carry a big share of them.
+	ArrivalDispersion FactID = "arrival_dispersion"
 	// RunningMean is the mean of vllm:num_requests_running (requests).
 	RunningMean FactID = "running_mean"
 	// RunningMax is the maximum of vllm:num_requests_running (requests).
@@ -169,6 +204,12 @@ const (
 	// scrapes, from DCGM_FI_DEV_GPU_UTIL (0-100, divide by 100) or a ratio
 	// metric such as DCGM_FI_PROF_GR_ENGINE_ACTIVE.
 	GPUUtilMean FactID = "gpu_util_mean"
+	// GPUUtilWaiting is the mean GPU utilisation (0..1) of the replicas at
+	// the scrapes at which requests waited on them: what a GPU does while
+	// work waits for it. A fed GPU is busy then; one that is not points
+	// outside the GPU (CPU, scheduler, gateway). Count is the number of
+	// replica scrapes.
+	GPUUtilWaiting FactID = "gpu_util_waiting"
 	// BacklogEnd is waiting + running at the last scrape of the window
 	// (requests): work left when an experiment run ends.
 	BacklogEnd FactID = "backlog_end"
@@ -180,6 +221,12 @@ const (
 	// divided by the fair share 1/N (ratio; 1 = balanced, 2 = twice its
 	// share). Needs at least two replicas.
 	ReplicaShareMax FactID = "replica_share_max"
+	// ReplicaLoadShareMax is the largest replica's share of the arrivals
+	// (its completions plus the growth of its waiting and running
+	// requests) divided by its fair share (its engines over the fleet's):
+	// 1 = balanced, 2 = twice its share. Load, unlike completions, keeps
+	// counting when the hot replica saturates. Source names the replica.
+	ReplicaLoadShareMax FactID = "replica_load_share_max"
 	// ReplicaTTFTRatio is the worst replica's TTFT p95 divided by the
 	// fleet TTFT p95 (ratio).
 	ReplicaTTFTRatio FactID = "replica_ttft_ratio"
@@ -203,6 +250,9 @@ const (
 	// Derived is a ratio or correlation computed from other signals, or a
 	// configuration value.
 	Derived
+	// Mean is a histogram's mean from _sum / _count; it needs as many
+	// observations as a quantile.
+	Mean
 )
 
 // FactInfo documents one fact.
@@ -220,15 +270,18 @@ type FactInfo struct {
 	Doc string
 }
 
-// catalog lists every fact the rules know, sorted by id.
+// catalog lists every fact the rules know, sorted by id at init.
 var catalog = []FactInfo{
 	{AbortShare, Rate, "ratio", Lower, "share of finished requests aborted (finished_reason=abort)"},
+	{ArrivalDispersion, Derived, "x", "", "variance / mean of arrivals per scrape interval"},
 	{ArrivalRate, Rate, "req/s", "", "estimated arrivals: completions + growth of waiting and running"},
 	{BacklogEnd, Gauge, "requests", Lower, "waiting + running at the end of the window"},
 	{ClientTTFTP95, Quantile, "s", Lower, "client/gateway-side TTFT p95"},
 	{CompletionRate, Rate, "req/s", Higher, "finished requests per second"},
 	{CorrRunningTPOT, Derived, "r", "", "Pearson correlation of running sequences and windowed TPOT"},
+	{DecodeTimeMean, Mean, "s", Lower, "mean decode time"},
 	{DecodeTimeP95, Quantile, "s", Lower, "decode time p95"},
+	{E2EMean, Mean, "s", Lower, "mean end-to-end latency"},
 	{E2EP50, Quantile, "s", Lower, "end-to-end latency p50"},
 	{E2EP95, Quantile, "s", Lower, "end-to-end latency p95"},
 	{E2EP99, Quantile, "s", Lower, "end-to-end latency p99"},
@@ -237,6 +290,7 @@ var catalog = []FactInfo{
 	{GenerationTokensP50, Quantile, "tokens", "", "output length p50"},
 	{GenerationTokensP95, Quantile, "tokens", "", "output length p95"},
 	{GPUUtilMean, Gauge, "ratio", "", "mean GPU utilisation"},
+	{GPUUtilWaiting, Gauge, "ratio", "", "mean GPU utilisation where requests wait"},
 	{HTTP5xxShare, Rate, "ratio", Lower, "share of HTTP responses with status 5xx"},
 	{InferenceTimeP95, Quantile, "s", Lower, "prefill + decode time p95"},
 	{ITLP95, Quantile, "s", Lower, "inter-token latency p95"},
@@ -244,6 +298,8 @@ var catalog = []FactInfo{
 	{KVUsageMean, Gauge, "ratio", "", "mean KV-cache usage"},
 	{MaxNumSeqs, Derived, "requests", "", "configured max_num_seqs, summed over replicas"},
 	{PreemptionRate, Rate, "1/s", Lower, "preemptions per second"},
+	{PreemptionShare, Rate, "ratio", Lower, "preemptions per finished request"},
+	{PrefillTimeMean, Mean, "s", Lower, "mean prefill time"},
 	{PrefillTimeP50, Quantile, "s", Lower, "prefill time p50"},
 	{PrefillTimeP95, Quantile, "s", Lower, "prefill time p95"},
 	{PrefixHitRatio, Rate, "ratio", Higher, "prefix-cache hit ratio (tokens hit / tokens queried)"},
@@ -251,9 +307,11 @@ var catalog = []FactInfo{
 	{PromptTokensP50, Quantile, "tokens", "", "prompt length p50"},
 	{PromptTokensP95, Quantile, "tokens", "", "prompt length p95"},
 	{PromptTokensP99, Quantile, "tokens", "", "prompt length p99"},
+	{QueueTimeMean, Mean, "s", Lower, "mean queue time"},
 	{QueueTimeP50, Quantile, "s", Lower, "queue time p50"},
 	{QueueTimeP95, Quantile, "s", Lower, "queue time p95"},
 	{ReplicaShareMax, Derived, "x", Lower, "largest replica's completion share / fair share"},
+	{ReplicaLoadShareMax, Derived, "x", Lower, "largest replica's arrivals share / fair share"},
 	{ReplicaTTFTRatio, Derived, "x", Lower, "worst replica TTFT p95 / fleet TTFT p95"},
 	{RunningMax, Gauge, "requests", "", "maximum running sequences"},
 	{RunningMean, Gauge, "requests", "", "mean running sequences"},
@@ -261,13 +319,20 @@ var catalog = []FactInfo{
 	{TPOTMean, Rate, "s", Lower, "mean decode time per output token, from sums"},
 	{TPOTP50, Quantile, "s", Lower, "per-request time per output token p50"},
 	{TPOTP95, Quantile, "s", Lower, "per-request time per output token p95"},
+	{TTFTMean, Mean, "s", Lower, "mean time to first token"},
 	{TTFTP50, Quantile, "s", Lower, "time to first token p50"},
 	{TTFTP95, Quantile, "s", Lower, "time to first token p95"},
 	{TTFTP99, Quantile, "s", Lower, "time to first token p99"},
 	{WaitingBurst, Derived, "x", "", "peak short-interval arrivals (or waiting) / window mean"},
+	{WaitingBusyShare, Gauge, "ratio", "", "share of scrapes with requests waiting"},
 	{WaitingMax, Gauge, "requests", "", "maximum waiting requests"},
 	{WaitingMean, Gauge, "requests", "", "mean waiting requests"},
+	{WaitingMedian, Gauge, "requests", "", "median waiting requests"},
 	{WaitingSlope, Derived, "requests/s", "", "trend of waiting requests (regression slope)"},
+}
+
+func init() {
+	sort.Slice(catalog, func(i, j int) bool { return catalog[i].ID < catalog[j].ID })
 }
 
 // FactIDs returns every fact id the rules know, sorted.
@@ -320,6 +385,17 @@ type Fact struct {
 	// BaselineWindow describes the baseline window.
 	BaselineWindow string
 
+	// NoiseLower and NoiseUpper bound the ratio Value / Baseline with
+	// the variation between the windows' intervals: the 2.5th and 97.5th
+	// percentiles of the ratio over resamples of each window's intervals
+	// (package diagnose resamples minutes; see Change). Meaningful only
+	// when Intervals and BaselineIntervals are both positive.
+	NoiseLower, NoiseUpper float64
+	// Intervals and BaselineIntervals are the number of intervals behind
+	// the noise bounds, in the incident and baseline windows; 0 when the
+	// noise is unknown (a single scrape, lifetime counters, a literal).
+	Intervals, BaselineIntervals int
+
 	// Source names the metric (and version) the value came from, e.g.
 	// "vllm:time_to_first_token_seconds (V1)".
 	Source string
@@ -336,7 +412,16 @@ func Measured(value float64) Fact {
 	return Fact{
 		Value: value, Lower: nan, Upper: nan, Count: nan,
 		Baseline: nan, BaselineLower: nan, BaselineUpper: nan, BaselineCount: nan,
+		NoiseLower: nan, NoiseUpper: nan,
 	}
+}
+
+// WithNoise returns f with the noise bounds of its ratio to the baseline
+// and the interval counts behind them.
+func (f Fact) WithNoise(lower, upper float64, intervals, baselineIntervals int) Fact {
+	f.NoiseLower, f.NoiseUpper = lower, upper
+	f.Intervals, f.BaselineIntervals = intervals, baselineIntervals
+	return f
 }
 
 // MissingFact returns a fact that cannot be evaluated, for the given

@@ -38,13 +38,17 @@ func Map() []Rule {
 			Explains: []SymptomID{SymptomTTFT, SymptomTail, SymptomReliability},
 			Support: []Cond{
 				symptom(SymptomTTFT, SymptomTail),
-				anyOf(rises(QueueTimeP95), rises(WaitingMean)),
-				atLeast(WaitingSlope, limAccumulating),
+				anyOf(rises(QueueTimeP95), rises(QueueTimeMean), rises(WaitingMean)),
+				// Sustained: the queue accumulates, or persists at most
+				// scrapes (a stable queue near saturation does not grow).
+				anyOf(atLeast(WaitingSlope, limAccumulating), atLeast(WaitingBusyShare, limBusyShare)),
 			},
 			Counter: []Counter{
-				{"same inbound rate and no queue growth", allOf(steady(ArrivalRate), below(WaitingSlope, limAccumulating))},
+				{"same inbound rate and no queue growth", allOf(steady(ArrivalRate), flat(WaitingMean), below(WaitingSlope, limAccumulating))},
 			},
 			Checks: []Check{
+				{Text: "Did demand rise (arrival rate up beyond noise)?", When: ptr(rises(ArrivalRate)), Neutral: true},
+				{Text: "Arrivals steady while the queue grows: did capacity fall (see outside-gpu, kv-preemption, decode-pressure, prefill-long-prompts, prefix-cache-loss)?", When: ptr(steady(ArrivalRate)), Neutral: true},
 				auto("Has the gap between arrival and completion rates grown?", ratioAtLeast(ArrivalRate, CompletionRate, limArrivalExcess)),
 				auto("Does the queue-time increase explain the TTFT increase?", explainsRise(QueueTimeP95, TTFTP95, limExplains)),
 				auto("Are running sequences at max_num_seqs (engine saturated)?", ratioAtLeast(RunningMax, MaxNumSeqs, limNearCapacity)),
@@ -96,11 +100,17 @@ func Map() []Rule {
 			Explains: []SymptomID{SymptomTail, SymptomTTFT},
 			Support: []Cond{
 				symptom(SymptomTail, SymptomTTFT),
-				atLeast(WaitingBurst, limBurst),
-				below(WaitingSlope, limAccumulating),
+				// Arrivals come in bursts: a short-interval peak far above
+				// the mean, or arrivals per interval far more dispersed
+				// than in the baseline.
+				anyOf(atLeast(WaitingBurst, limBurst), allOf(rises(ArrivalDispersion), atLeast(ArrivalDispersion, limDispersion))),
+				// The queue spikes and drains: requests wait at a minority
+				// of scrapes and do not accumulate.
+				atLeast(WaitingMax, limQueueMin),
+				below(WaitingBusyShare, limBusyShare),
 			},
 			Counter: []Counter{
-				{"waiting accumulates over the window (sustained, not bursts)", atLeast(WaitingSlope, limAccumulating)},
+				{"waiting accumulates over the window (sustained, not bursts)", allOf(atLeast(WaitingSlope, limAccumulating), atLeast(WaitingBusyShare, limBusyShare))},
 			},
 			Checks: []Check{
 				auto("Is the mean arrival rate unchanged (a 10 s burst hides in a 5 min mean)?", steady(ArrivalRate)),
@@ -140,7 +150,8 @@ func Map() []Rule {
 				},
 				Runs: MinRuns, WarmUp: 5 * minute,
 			},
-			Refines: nil,
+			// A burst fills the batch: decode slows while it drains.
+			Refines: []HypothesisID{DecodePressure},
 		},
 		{
 			ID:       PrefillLongPrompts,
@@ -150,9 +161,10 @@ func Map() []Rule {
 			Explains: []SymptomID{SymptomTTFT, SymptomTail},
 			Support: []Cond{
 				symptom(SymptomTTFT, SymptomTail),
-				flat(QueueTimeP95),
 				anyOf(rises(PromptTokensP95), rises(PromptTokensP99)),
-				rises(PrefillTimeP95),
+				// A queue may follow (the token demand rose): that is
+				// explained, not a counter-argument (Refines).
+				anyOf(rises(PrefillTimeP95), rises(PrefillTimeMean)),
 			},
 			Counter: []Counter{
 				{"prompt length and prefill time stable", allOf(steady(PromptTokensP95), steady(PrefillTimeP95))},
@@ -199,6 +211,9 @@ func Map() []Rule {
 				},
 				Runs: MinRuns, WarmUp: 5 * minute,
 			},
+			// Longer prefills cut capacity (the queue grows) and share
+			// mixed steps with decode (ITL rises).
+			Refines: []HypothesisID{QueueSustained, DecodePressure},
 		},
 		{
 			ID:       PrefixCacheLoss,
@@ -208,7 +223,6 @@ func Map() []Rule {
 			Explains: []SymptomID{SymptomTTFT, SymptomTail},
 			Support: []Cond{
 				symptom(SymptomTTFT, SymptomTail),
-				flat(QueueTimeP95),
 				drops(PrefixHitRatio, limPrefixDrop),
 				steady(PromptTokensP95), // longer prompts lower the hit ratio by themselves
 				// The p95 is often held by long prompts that were never
@@ -216,7 +230,7 @@ func Map() []Rule {
 				// prefill buckets start at 0.3 s, too coarse for short
 				// prefills; with the queue flat, a rise of the TTFT
 				// median (fine buckets) is prefill time too.
-				anyOf(rises(PrefillTimeP50), rises(PrefillTimeP95), rises(TTFTP50)),
+				anyOf(rises(PrefillTimeP50), rises(PrefillTimeP95), rises(PrefillTimeMean), rises(TTFTP50)),
 			},
 			Counter: []Counter{
 				{"prefix-cache hit ratio stable", not(drops(PrefixHitRatio, limPrefixDrop))},
@@ -257,8 +271,9 @@ func Map() []Rule {
 				},
 				Runs: MinRuns, WarmUp: 5 * minute,
 			},
-			// Recomputed prefixes fill the token budget of mixed steps: ITL rises as a consequence.
-			Refines: []HypothesisID{DecodePressure},
+			// Recomputed prefixes fill the token budget of mixed steps (ITL
+			// rises) and cut capacity (the queue grows) as consequences.
+			Refines: []HypothesisID{DecodePressure, QueueSustained},
 		},
 		{
 			ID:       DecodePressure,
@@ -327,6 +342,9 @@ func Map() []Rule {
 				symptom(SymptomTail, SymptomTPOT, SymptomTTFT),
 				atLeast(KVUsageMax, limKVHigh),
 				above(PreemptionRate, limPreemption),
+				// A handful of preemptions in a busy window is not what
+				// slows the fleet: enough requests must be recomputed.
+				atLeast(PreemptionShare, limPreemptionShare),
 			},
 			Counter: []Counter{
 				{"preemption rate 0 (high KV usage alone is not an incident)", atMost(PreemptionRate, limPreemption)},
@@ -374,7 +392,9 @@ func Map() []Rule {
 			},
 			// Preemption and recompute shrink capacity: the queue grows and
 			// decode slows as consequences.
-			Refines: []HypothesisID{DecodePressure, QueueSustained},
+			// Preempted requests are prefilled again: prefill time rises
+			// as a consequence, whatever the prompts.
+			Refines: []HypothesisID{DecodePressure, QueueSustained, PrefillLongPrompts},
 		},
 		{
 			ID:       OutsideGPU,
@@ -385,10 +405,12 @@ func Map() []Rule {
 			Support: []Cond{
 				symptom(SymptomTTFT, SymptomTail),
 				anyOf(atLeast(WaitingMean, limQueueMin), rises(QueueTimeP95)),
-				below(GPUUtilMean, limGPULow),
+				// Where requests wait, the GPU is not busy: below the level
+				// a fed GPU reaches, or below its own baseline level.
+				anyOf(below(GPUUtilWaiting, limGPUSaturated), falls(GPUUtilMean)),
 			},
 			Counter: []Counter{
-				{"GPU steadily fed with work", atLeast(GPUUtilMean, limGPULow)},
+				{"GPU steadily fed with work", allOf(atLeast(GPUUtilWaiting, limGPUSaturated), not(falls(GPUUtilMean)))},
 			},
 			Checks: []Check{
 				auto("Is the load spread over the replicas?", below(ReplicaShareMax, limHotspot)),
@@ -429,20 +451,25 @@ func Map() []Rule {
 				},
 				Runs: MinRuns, WarmUp: 5 * minute,
 			},
-			Refines: []HypothesisID{QueueSustained},
+			// A starved scheduler also slows every decode step.
+			Refines: []HypothesisID{QueueSustained, DecodePressure},
 		},
 		{
 			ID:       ReplicaHotspot,
 			Title:    "one replica takes more than its share",
-			Observed: "one replica's completions or TTFT well above the fleet",
+			Observed: "one replica takes well above its share of the arrivals",
 			Source:   "sections 5, 9, 11",
 			Explains: []SymptomID{SymptomTTFT, SymptomTail, SymptomTPOT},
 			Support: []Cond{
 				symptom(SymptomTTFT, SymptomTail, SymptomTPOT),
-				anyOf(atLeast(ReplicaShareMax, limHotspot), atLeast(ReplicaTTFTRatio, limHotspot)),
+				// Load concentrated on one replica (section 5: are requests
+				// piling onto one replica?). A replica that is only slower
+				// under an equal share has a local cause (see the note
+				// replica-slower).
+				atLeast(ReplicaLoadShareMax, limHotspot),
 			},
 			Counter: []Counter{
-				{"replicas balanced in load and TTFT", allOf(below(ReplicaShareMax, limHotspot), below(ReplicaTTFTRatio, limHotspot))},
+				{"replicas balanced in load", below(ReplicaLoadShareMax, limHotspot)},
 			},
 			Checks: []Check{
 				manual("Do sticky sessions, prefix-aware routing or a stale endpoint list send load to one pod?"),
@@ -477,7 +504,9 @@ func Map() []Rule {
 				},
 				Runs: MinRuns, WarmUp: 5 * minute,
 			},
-			Refines: []HypothesisID{QueueSustained, QueueBurst},
+			// The hot replica's queue is the fleet's queue; its batch is
+			// the fleet's slowest decode.
+			Refines: []HypothesisID{QueueSustained, QueueBurst, DecodePressure},
 		},
 		{
 			ID:       ProxyNetwork,
@@ -539,6 +568,12 @@ func observations() []observation {
 			title: "KV usage high, no preemption, SLOs met",
 			text:  "KV usage is high but nothing is preempted and no symptom shows: ~90% KV usage within SLO can be an efficient operating point, not an incident",
 			when:  allOf(atLeast(KVUsageMax, limKVHigh), atMost(PreemptionRate, limPreemption), noSymptom(all...)),
+		},
+		{
+			id:    "replica-slower",
+			title: "one replica slower under an equal share",
+			text:  "one replica's TTFT p95 is well above the fleet's while its share of the load is fair: a local cause on that replica (its preemptions, KV usage, version or configuration), not a hot spot; compare it with the others",
+			when:  allOf(atLeast(ReplicaTTFTRatio, limHotspot), below(ReplicaLoadShareMax, limHotspot)),
 		},
 		{
 			id:    "low-traffic",

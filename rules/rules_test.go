@@ -62,6 +62,18 @@ func healthy() rules.Facts {
 		rules.CorrRunningTPOT:     fact(0.1, 0.1),
 		rules.PromptTokenRate:     fact(9000, 9000),
 		rules.GenerationTokenRate: fact(2600, 2600),
+		rules.QueueTimeMean:       fact(0.03, 0.03),
+		rules.PrefillTimeMean:     fact(0.25, 0.25),
+		rules.DecodeTimeMean:      fact(6, 6),
+		rules.TTFTMean:            fact(0.35, 0.35),
+		rules.E2EMean:             fact(6.5, 6.5),
+		rules.TPOTMean:            fact(0.024, 0.024),
+		rules.WaitingMedian:       fact(0, 0),
+		rules.WaitingBusyShare:    fact(0.1, 0.1),
+		rules.ArrivalDispersion:   fact(1.1, 1.1),
+		rules.GPUUtilWaiting:      fact(0.95, 0.95),
+		rules.ReplicaLoadShareMax: fact(1.05, 1.05),
+		rules.PreemptionShare:     fact(0, 0),
 	}
 }
 
@@ -95,6 +107,12 @@ func queueSustained() rules.Facts {
 		rules.WaitingMean, fact(40, 0.4),
 		rules.WaitingMax, fact(90, 3),
 		rules.WaitingSlope, fact(0.08, 0),
+		rules.WaitingBusyShare, fact(0.98, 0.1),
+		rules.WaitingMedian, fact(38, 0),
+		rules.QueueTimeMean, fact(1.1, 0.03),
+		rules.TTFTMean, fact(1.4, 0.35),
+		rules.E2EMean, fact(7.6, 6.5),
+		rules.GPUUtilWaiting, fact(0.97, 0.95),
 		rules.ArrivalRate, fact(13, 10),
 		rules.CompletionRate, fact(11, 10),
 		rules.RunningMax, fact(1024, 180),
@@ -110,6 +128,8 @@ func queueBurst() rules.Facts {
 		rules.WaitingMax, fact(60, 3),
 		rules.WaitingBurst, fact(7, 1.6),
 		rules.WaitingSlope, fact(0.001, 0),
+		rules.WaitingBusyShare, fact(0.2, 0.1),
+		rules.ArrivalDispersion, fact(9, 1.1),
 	)
 }
 
@@ -121,6 +141,8 @@ func longPrompts() rules.Facts {
 		rules.PromptTokensP99, fact(9000, 3800),
 		rules.QueueTimeP95, fact(0.13, 0.12),
 		rules.PrefillTimeP95, fact(1.9, 0.64),
+		rules.PrefillTimeMean, fact(0.7, 0.25),
+		rules.TTFTMean, fact(0.8, 0.35),
 		rules.TTFTP95, fact(2.2, 0.9),
 		rules.TPOTP95, fact(0.043, 0.042),
 		rules.PrefixHitRatio, fact(0.3, 0.6), // longer unique suffixes lower the ratio too
@@ -151,6 +173,7 @@ func kvPreemption() rules.Facts {
 		rules.KVUsageMean, fact(0.93, 0.6),
 		rules.KVUsageMax, fact(0.99, 0.75),
 		rules.PreemptionRate, fact(0.4, 0),
+		rules.PreemptionShare, fact(0.04, 0),
 		rules.E2EP99, fact(45, 20),
 	)
 }
@@ -161,13 +184,16 @@ func outsideGPU() rules.Facts {
 		rules.QueueTimeP95, fact(2, 0.12),
 		rules.WaitingMean, fact(25, 0.4),
 		rules.WaitingSlope, fact(0.03, 0),
+		rules.WaitingBusyShare, fact(0.95, 0.1),
 		rules.GPUUtilMean, fact(0.3, 0.85),
+		rules.GPUUtilWaiting, fact(0.3, 0.9),
 	)
 }
 
 func hotspot() rules.Facts {
 	return with(queueSustained(),
 		rules.ReplicaShareMax, fact(2.4, 1.05),
+		rules.ReplicaLoadShareMax, fact(2.4, 1.05),
 		rules.ReplicaTTFTRatio, fact(2.8, 1.1),
 	)
 }
@@ -274,14 +300,14 @@ func TestNotEvaluable(t *testing.T) {
 		facts rules.Facts
 		drop  []rules.FactID
 	}{
-		{rules.QueueSustained, queueSustained(), []rules.FactID{rules.WaitingSlope}},
-		{rules.QueueBurst, queueBurst(), []rules.FactID{rules.WaitingBurst}},
-		{rules.PrefillLongPrompts, longPrompts(), []rules.FactID{rules.PrefillTimeP95}},
+		{rules.QueueSustained, queueSustained(), []rules.FactID{rules.WaitingSlope, rules.WaitingBusyShare}},
+		{rules.QueueBurst, queueBurst(), []rules.FactID{rules.WaitingBurst, rules.ArrivalDispersion}},
+		{rules.PrefillLongPrompts, longPrompts(), []rules.FactID{rules.PrefillTimeP95, rules.PrefillTimeMean}},
 		{rules.PrefixCacheLoss, prefixLoss(), []rules.FactID{rules.PrefixHitRatio}},
 		{rules.DecodePressure, decodePressure(), []rules.FactID{rules.RunningMean, rules.CorrRunningTPOT}},
 		{rules.KVPreemption, kvPreemption(), []rules.FactID{rules.PreemptionRate}},
-		{rules.OutsideGPU, outsideGPU(), []rules.FactID{rules.GPUUtilMean}},
-		{rules.ReplicaHotspot, hotspot(), []rules.FactID{rules.ReplicaShareMax, rules.ReplicaTTFTRatio}},
+		{rules.OutsideGPU, outsideGPU(), []rules.FactID{rules.GPUUtilMean, rules.GPUUtilWaiting}},
+		{rules.ReplicaHotspot, hotspot(), []rules.FactID{rules.ReplicaLoadShareMax}},
 		{rules.ProxyNetwork, proxy(), []rules.FactID{rules.TTFTP95}},
 	}
 	for _, tt := range tests {
@@ -304,13 +330,14 @@ func TestNotEvaluable(t *testing.T) {
 // TestMissingIsNotZero marks facts missing instead of deleting them; the
 // reason must travel to the finding.
 func TestMissingIsNotZero(t *testing.T) {
-	fs := with(outsideGPU(), rules.GPUUtilMean, rules.MissingFact("no GPU exporter in the evidence"))
+	none := rules.MissingFact("no GPU exporter in the evidence")
+	fs := with(outsideGPU(), rules.GPUUtilMean, none, rules.GPUUtilWaiting, none)
 	r := rules.Evaluate(fs, rules.SLO{}, rules.DefaultThresholds)
 	f := finding(t, r, rules.OutsideGPU)
 	require.Equal(t, rules.NotEvaluable, f.Status)
-	assert.Equal(t, []rules.Missing{{Fact: rules.GPUUtilMean, Reason: "no GPU exporter in the evidence"}}, f.Missing)
+	assert.Equal(t, []rules.Missing{{Fact: rules.GPUUtilWaiting, Reason: "no GPU exporter in the evidence"}, {Fact: rules.GPUUtilMean, Reason: "no GPU exporter in the evidence"}}, f.Missing)
 	// A NaN value is missing too.
-	fs = with(outsideGPU(), rules.GPUUtilMean, fact(math.NaN(), 0.8))
+	fs = with(outsideGPU(), rules.GPUUtilMean, fact(math.NaN(), 0.8), rules.GPUUtilWaiting, fact(math.NaN(), 0.8))
 	f = finding(t, rules.Evaluate(fs, rules.SLO{}, rules.DefaultThresholds), rules.OutsideGPU)
 	assert.Equal(t, rules.NotEvaluable, f.Status)
 }
@@ -324,10 +351,10 @@ func TestVerdict(t *testing.T) {
 		warning string
 	}{
 		{"healthy", healthy(), rules.SLO{}, rules.NoIncident, ""},
-		{"tpot signals missing", without(healthy(), rules.TPOTP95, rules.ITLP95), rules.SLO{}, rules.Undetermined, "symptom tpot cannot be evaluated"},
+		{"tpot signals missing", without(healthy(), rules.TPOTP95, rules.ITLP95, rules.TPOTMean), rules.SLO{}, rules.Undetermined, "symptom tpot cannot be evaluated"},
 		{"no facts at all", rules.Facts{}, rules.SLO{}, rules.Undetermined, "symptom ttft cannot be evaluated: ttft_p95: not computed"},
 		{"ttft up, nothing explains it", with(healthy(), rules.TTFTP95, fact(2, 0.9)), rules.SLO{}, rules.Undetermined, ""},
-		{"ttft up, queue facts missing", without(queueSustained(), rules.WaitingSlope, rules.WaitingBurst, rules.GPUUtilMean, rules.ReplicaShareMax, rules.ReplicaTTFTRatio), rules.SLO{}, rules.Undetermined, ""},
+		{"ttft up, queue facts missing", without(queueSustained(), rules.WaitingSlope, rules.WaitingBusyShare, rules.WaitingBurst, rules.ArrivalDispersion, rules.GPUUtilMean, rules.GPUUtilWaiting, rules.ReplicaShareMax, rules.ReplicaLoadShareMax, rules.ReplicaTTFTRatio), rules.SLO{}, rules.Undetermined, ""},
 		{"errors only", with(healthy(), rules.ErrorShare, fact(0.08, 0.001)), rules.SLO{}, rules.Undetermined, ""},
 		{"slo met without baseline", noBaseline(healthy()), rules.SLO{TTFTP95: 2, TTFTP99: 3, TPOTP95: 0.1, ITLP95: 0.1, E2EP99: 30}, rules.NoIncident, ""},
 		{"no baseline, no slo", noBaseline(healthy()), rules.SLO{}, rules.Undetermined, "no baseline and no SLO target"},
@@ -529,6 +556,9 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.GenerationTokenRate, rules.PreemptionRate, rules.PrefixHitRatio, rules.WaitingMean, rules.WaitingMax, rules.WaitingSlope, rules.WaitingBurst,
 		rules.RunningMean, rules.RunningMax, rules.MaxNumSeqs, rules.KVUsageMean, rules.KVUsageMax, rules.GPUUtilMean, rules.BacklogEnd,
 		rules.ReplicaShareMax, rules.ReplicaTTFTRatio, rules.CorrRunningTPOT,
+		rules.QueueTimeMean, rules.PrefillTimeMean, rules.DecodeTimeMean, rules.TTFTMean, rules.E2EMean,
+		rules.WaitingMedian, rules.WaitingBusyShare, rules.ArrivalDispersion, rules.GPUUtilWaiting,
+		rules.ReplicaLoadShareMax, rules.PreemptionShare,
 	}
 	for _, id := range declared {
 		_, ok := rules.Info(id)

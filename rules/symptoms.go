@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -36,9 +37,12 @@ type Symptom struct {
 	// usable. A symptom that cannot be evaluated never counts as absent.
 	// Missing lists the signals that were not usable, and why, in
 	// either case.
-	Evaluable bool       `json:"evaluable"`
-	Evidence  []Evidence `json:"evidence"`
-	Missing   []Missing  `json:"missing,omitempty"`
+	Evaluable bool `json:"evaluable"`
+	// Severity grades the strongest signal that is up (SeverityNone
+	// when the symptom is absent).
+	Severity Severity   `json:"severity,omitempty"`
+	Evidence []Evidence `json:"evidence"`
+	Missing  []Missing  `json:"missing,omitempty"`
 
 	up []Evidence // evidence of the signals that are up
 }
@@ -52,6 +56,9 @@ func (s Symptom) String() string {
 		state = "not evaluable"
 	case s.Present:
 		state = "PRESENT"
+		if s.Severity != SeverityNone {
+			state += " (" + string(s.Severity) + ")"
+		}
 	}
 	fmt.Fprintf(&b, "symptom %s: %s\n", s.ID, state)
 	for _, e := range s.Evidence {
@@ -67,23 +74,40 @@ func (s Symptom) String() string {
 // reliability.
 //
 // Each latency signal is judged against its SLO target when the target is
-// set (value > target), otherwise against its baseline (value >=
-// th.Rise x baseline). A symptom is present when any of its signals is
-// up, absent when every usable signal is not, and not evaluable when no
-// signal is usable.
+// set (value > target), otherwise against its baseline: up when the
+// change is beyond noise and at least th.Rise x baseline (see Effect). A
+// symptom is present when any of its signals is up, absent when every
+// usable signal is not, and not evaluable when no signal is usable; its
+// severity is that of its strongest signal.
 //
 //   - ttft: ttft_p95, and client_ttft_p95 when given (a late first token
 //     on the client side is the user's symptom even when the server is
-//     fine).
+//     fine); and an E2E rise whose growth lies in the queue or prefill
+//     phase (see below).
 //   - tpot: tpot_p95 and itl_p95; tpot_mean stands in for tpot_p95 (against
-//     the baseline only) when no per-request TPOT histogram exists.
-//   - tail: ttft_p99 or e2e_p99 up while the p50 of the same signal is
-//     below th.Rise x baseline: only some requests are slow.
+//     the baseline only) when no per-request TPOT histogram exists; and an
+//     E2E rise whose growth lies in the decode phase at a higher time per
+//     token.
+//   - tail: ttft_p99 or e2e_p99 up while the p50 of the same signal is not
+//     up, or moved th.TailShape times less than the p99 (the shape of the
+//     distribution changed: only some requests are slow).
 //   - reliability: error_share, abort_share, http_5xx_share or
 //     timeout_share at or above the SLO's ErrorShare (else th.ErrorShare)
 //     and, with a baseline, at or above th.Rise x baseline.
+//
+// An E2E rise (e2e_p95) always lands in a symptom: the lifecycle means
+// (queue_time_mean + prefill_time_mean + decode_time_mean ~ e2e_mean) say
+// which phase grew most; decode → tpot, queue or prefill → ttft. Longer
+// answers at an unchanged time per token are a workload change, not a
+// slowdown: Evaluate notes them and no symptom is raised for them. Without
+// the means, the E2E rise goes to ttft or tpot by which of ttft_p95 and
+// tpot_p95 (itl_p95) rose more, else to tail.
 func Symptoms(f Facts, slo SLO, th Thresholds) []Symptom {
 	e := &env{facts: f, th: th}
+	return e.judgeSymptoms(slo)
+}
+
+func (e *env) judgeSymptoms(slo SLO) []Symptom {
 	out := make([]Symptom, 0, len(symptomIDs))
 	for _, id := range symptomIDs {
 		out = append(out, e.judgeSymptom(id, slo))
@@ -106,6 +130,9 @@ func (e *env) judgeSymptom(id SymptomID, slo SLO) Symptom {
 		if _, ok := e.facts[ClientTTFTP95]; ok {
 			rs = append(rs, e.latencyUp(signal{ClientTTFTP95, slo.TTFTP95}))
 		}
+		if r := e.e2e(); r.route == routeTTFT {
+			rs = append(rs, r.res)
+		}
 	case SymptomTPOT:
 		r := e.latencyUp(signal{TPOTP95, slo.TPOTP95})
 		if r.out == unknown {
@@ -117,10 +144,16 @@ func (e *env) judgeSymptom(id SymptomID, slo SLO) Symptom {
 			}
 		}
 		rs = append(rs, r, e.latencyUp(signal{ITLP95, slo.ITLP95}))
+		if r := e.e2e(); r.route == routeTPOT {
+			rs = append(rs, r.res)
+		}
 	case SymptomTail:
 		rs = append(rs,
 			e.tailOnly(signal{TTFTP99, slo.TTFTP99}, TTFTP50),
 			e.tailOnly(signal{E2EP99, slo.E2EP99}, E2EP50))
+		if r := e.e2e(); r.route == routeTail {
+			rs = append(rs, r.res)
+		}
 	case SymptomReliability:
 		for _, f := range []FactID{ErrorShare, AbortShare, HTTP5xxShare, TimeoutShare} {
 			if _, ok := e.facts[f]; ok || f == ErrorShare {
@@ -133,6 +166,9 @@ func (e *env) judgeSymptom(id SymptomID, slo SLO) Symptom {
 		case holds:
 			s.Present, s.Evaluable = true, true
 			s.up = append(s.up, r.ev...)
+			if sev := e.th.strengthGrade(r.strength); sev.strength() > s.Severity.strength() {
+				s.Severity = sev
+			}
 		case fails:
 			s.Evaluable = true
 		}
@@ -152,33 +188,164 @@ func (e *env) latencyUp(sg signal) result {
 	if sg.target > 0 {
 		out := verdict(f.Value > sg.target)
 		ev.Text = fmt.Sprintf("%s %s %s SLO %s", sg.id, fmtValue(sg.id, f.Value), upDown(out, ">", "<="), fmtValue(sg.id, sg.target))
-		return result{out: out, ev: []Evidence{ev}}
+		st := 0.0
+		if out == holds {
+			st = math.Max(SeverityMild.strength(), e.th.grade(f.Value/sg.target).strength())
+		}
+		return result{out: out, ev: []Evidence{ev}, strength: st}
 	}
 	if why := e.baseline(sg.id, f); why != "" {
 		return result{missing: []Missing{{sg.id, why + " and no SLO target"}}}
 	}
-	r := ratio(f.Value, f.Baseline)
-	out := verdict(r >= e.th.Rise)
-	ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s %gx)", sg.id, fmtEst(sg.id, f.Value, f.Upper), fmtEst(sg.id, f.Baseline, f.BaselineUpper), fmtRatioEst(r, f), upDown(out, "up: >=", "not up: <"), e.th.Rise)
-	return result{out: out, ev: []Evidence{ev}}
+	ch, _ := f.Effect(e.th)
+	out := verdict(ch.Up(e.th))
+	no := fmt.Sprintf("not up: < %gx", e.th.Rise)
+	if ch.Ratio >= e.th.Rise {
+		no = "not up: within noise"
+	}
+	ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s)", sg.id, fmtEst(sg.id, f.Value, f.Upper), fmtEst(sg.id, f.Baseline, f.BaselineUpper), effectText(ch, f), upDown(out, fmt.Sprintf("up: >= %gx", e.th.Rise), no))
+	ev.Effect = &ch
+	st := 0.0
+	if out == holds {
+		st = ch.Severity.strength()
+	}
+	return result{out: out, ev: []Evidence{ev}, strength: st}
 }
 
-// tailOnly holds when the p99 signal is up and the p50 is not.
+// tailOnly holds when the p99 signal is up and the p50 is not, or moved
+// th.TailShape times less.
 func (e *env) tailOnly(p99 signal, p50 FactID) result {
 	hi := e.latencyUp(p99)
 	if hi.out != holds {
 		return hi
 	}
 	mid := e.latencyUp(signal{p50, 0})
-	r := result{ev: append(hi.ev, mid.ev...), missing: mid.missing}
+	r := result{ev: append(hi.ev, mid.ev...), missing: mid.missing, strength: hi.strength}
 	switch mid.out {
 	case holds:
-		r.out = fails
-		r.ev[len(r.ev)-1].Text += ": the whole distribution moved, not only the tail"
+		f99, _ := e.facts.lookup(p99.id)
+		f50, _ := e.facts.lookup(p50)
+		r99, r50 := ratio(f99.Value, f99.Baseline), ratio(f50.Value, f50.Baseline)
+		shape := r99 / r50
+		last := &r.ev[len(r.ev)-1]
+		if !math.IsNaN(shape) && shape >= e.th.TailShape {
+			r.out = holds
+			last.Text += fmt.Sprintf(": the p99 moved %s the median's change (%s >= %gx): mostly the tail", fmtRatio(shape), fmtRatio(r50), e.th.TailShape)
+		} else {
+			r.out, r.strength = fails, 0
+			last.Text += fmt.Sprintf(": the whole distribution moved (p99 change / p50 change %s < %gx)", fmtRatio(shape), e.th.TailShape)
+		}
 	case fails:
 		r.out = holds
+	default:
+		r.strength = 0
 	}
 	return r
+}
+
+// Routes of an E2E rise.
+const (
+	routeNone     = iota // E2E not up, or unknown
+	routeTTFT            // the queue or prefill phase grew
+	routeTPOT            // the decode phase grew at a higher time per token
+	routeTail            // no phase or TTFT/TPOT evidence to place it
+	routeWorkload        // longer answers at an unchanged time per token
+)
+
+// e2eResult is where an E2E rise lands, with the evidence.
+type e2eResult struct {
+	route int
+	res   result
+}
+
+// e2e places an E2E p95 rise in a symptom by the lifecycle decomposition.
+// It is computed once per evaluation.
+func (e *env) e2e() e2eResult {
+	if e.e2eDone {
+		return e.e2eRes
+	}
+	e.e2eDone = true
+	up := e.latencyUp(signal{E2EP95, 0})
+	if up.out != holds {
+		return e.e2eRes
+	}
+	phases := []FactID{QueueTimeMean, PrefillTimeMean, DecodeTimeMean}
+	var deltas [3]float64
+	known := true
+	for i, id := range phases {
+		f, why := e.fact(id)
+		if why != "" || e.baseline(id, f) != "" {
+			known = false
+			break
+		}
+		deltas[i] = f.Value - f.Baseline
+	}
+	res := up
+	res.ev = append([]Evidence(nil), up.ev...)
+	if known {
+		top := 0
+		for i := range deltas {
+			if deltas[i] > deltas[top] {
+				top = i
+			}
+		}
+		total := deltas[0] + deltas[1] + deltas[2]
+		ev := textEvidence(fmt.Sprintf("lifecycle: mean queue %+s, prefill %+s, decode %+s per request (sum %+s): the %s phase grew most",
+			fmtSigned(QueueTimeMean, deltas[0]), fmtSigned(PrefillTimeMean, deltas[1]), fmtSigned(DecodeTimeMean, deltas[2]), fmtSigned(E2EMean, total),
+			[]string{"queue", "prefill", "decode"}[top]))
+		res.ev = append(res.ev, ev)
+		switch {
+		case !(deltas[top] > 0):
+			e.e2eRes = e2eResult{routeTail, res}
+		case top < 2:
+			e.e2eRes = e2eResult{routeTTFT, res}
+		default:
+			// Decode grew: slower tokens, or more of them?
+			if pt, why := e.fact(TPOTMean); why == "" && e.baseline(TPOTMean, pt) == "" {
+				ch, _ := pt.Effect(e.th)
+				pev := evidenceOf(TPOTMean, pt)
+				pev.Effect = &ch
+				pev.Text = fmt.Sprintf("%s %s vs baseline %s: %s", TPOTMean, fmtValue(TPOTMean, pt.Value), fmtValue(TPOTMean, pt.Baseline), effectText(ch, pt))
+				res.ev = append(res.ev, pev)
+				if !ch.Up(e.th) {
+					pev.Text += ": the time per token did not rise; answers got longer (a workload change, not a slowdown)"
+					res.ev[len(res.ev)-1] = pev
+					e.e2eRes = e2eResult{routeWorkload, res}
+					return e.e2eRes
+				}
+			}
+			e.e2eRes = e2eResult{routeTPOT, res}
+		}
+		return e.e2eRes
+	}
+	// No lifecycle sums: place it by which of TTFT and TPOT rose more.
+	rt := e.ratioOf(TTFTP95)
+	rd := math.Max(e.ratioOf(TPOTP95), e.ratioOf(ITLP95))
+	switch {
+	case rt >= e.th.Rise && !(rd > rt):
+		e.e2eRes = e2eResult{routeTTFT, res}
+	case rd >= e.th.Rise:
+		e.e2eRes = e2eResult{routeTPOT, res}
+	default:
+		e.e2eRes = e2eResult{routeTail, res}
+	}
+	return e.e2eRes
+}
+
+// ratioOf is the fact's incident / baseline ratio, NaN when unusable.
+func (e *env) ratioOf(id FactID) float64 {
+	f, why := e.fact(id)
+	if why != "" || e.baseline(id, f) != "" {
+		return math.NaN()
+	}
+	return ratio(f.Value, f.Baseline)
+}
+
+func fmtSigned(id FactID, v float64) string {
+	if v >= 0 {
+		return "+" + fmtValue(id, v)
+	}
+	return "-" + fmtValue(id, -v)
 }
 
 // shareUp judges one failure share.
@@ -194,10 +361,17 @@ func (e *env) shareUp(id FactID, target float64) result {
 	}
 	out := verdict(f.Value >= lim)
 	ev.Text = fmt.Sprintf("%s %s %s %s %s", id, fmtNum(f.Value), upDown(out, ">=", "<"), what, fmtNum(lim))
+	st := 0.0
+	if out == holds {
+		st = math.Max(SeverityMild.strength(), e.th.grade(f.Value/lim).strength())
+	}
 	if out == holds && e.baseline(id, f) == "" {
 		r := ratio(f.Value, f.Baseline)
 		out = verdict(r >= e.th.Rise)
 		ev.Text += fmt.Sprintf(", baseline %s: %s (%s %gx)", fmtNum(f.Baseline), fmtRatio(r), upDown(out, "up: >=", "not up: <"), e.th.Rise)
 	}
-	return result{out: out, ev: []Evidence{ev}}
+	if out != holds {
+		st = 0
+	}
+	return result{out: out, ev: []Evidence{ev}, strength: st}
 }

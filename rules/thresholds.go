@@ -15,10 +15,20 @@ import (
 // fact ("rises" means incident >= Rise x baseline). Absolute limits are
 // in the fact's unit.
 type Thresholds struct {
-	// Rise is the multiple of the baseline at which a signal counts as
-	// up: TTFT p95 up >= 1.5x baseline is a TTFT symptom, prompt tokens
-	// p95 up >= 1.5x is a long-prompt shift.
+	// Rise is the practical minimum: the multiple of the baseline at which
+	// a signal beyond noise counts as up (default 1.2, +20%: smaller
+	// latency changes are rarely worth an incident). A change must be
+	// both beyond noise (see Effect) and at least Rise to count; no
+	// ratio decides alone. It is also the lower edge of the mild grade.
 	Rise float64
+	// SeverityModerate and SeveritySevere are the multiples of the
+	// baseline at which a change beyond noise is graded moderate (default
+	// 1.4, +40%) and severe (default 2x).
+	SeverityModerate, SeveritySevere float64
+	// TailShape is how many times more the p99 must have moved than the
+	// p50 (ratio of their ratios) for a rise to be "only some requests
+	// slow" when the median moved too (default 1.5).
+	TailShape float64
 	// Steady is the multiple within which a signal counts as unchanged:
 	// within [1/Steady, Steady] of the baseline, e.g. the article's queue
 	// time p95 120ms -> 130ms.
@@ -31,6 +41,11 @@ type Thresholds struct {
 	// waiting) at and above which the window holds bursts: a 10 s burst
 	// hides in a 5 min mean.
 	Burst float64
+	// Dispersion is the index of dispersion of arrivals per scrape
+	// interval (variance / mean; 1 for steady Poisson arrivals) at and
+	// above which arrivals come in bursts, when it also rose beyond noise
+	// (default 2).
+	Dispersion float64
 	// QueueMin is the mean number of waiting requests (fleet sum) at and
 	// above which a queue exists at all.
 	QueueMin float64
@@ -49,11 +64,30 @@ type Thresholds struct {
 	// Preemption is the preemption rate (1/s) above which preemptions
 	// count as occurring; the default 0 means any preemption in the window.
 	Preemption float64
-	// GPULow is the GPU utilisation (0..1) below which the GPU counts as
-	// under-fed.
+	// PreemptionShare is the number of preemptions per finished request
+	// at and above which recompute slows the fleet (default 0.01): a few
+	// preemptions in a busy window are not the cause of anything.
+	PreemptionShare float64
+	// GPULow is the GPU utilisation (0..1) below which a GPU with no
+	// queue counts as lightly used (the low-traffic counter-case).
 	GPULow float64
-	// Hotspot is the multiple of its fair share (completions) or of the
-	// fleet TTFT p95 at and above which one replica is a hot spot.
+	// GPUSaturated is the GPU utilisation (0..1) that a GPU reaches when
+	// work waits for it (default 0.8): where requests wait and the GPU
+	// stays below this level, or below its own baseline level, it is not
+	// fed (see gpu_util_waiting).
+	GPUSaturated float64
+	// BusyShare is the share (0..1) of scrapes with requests waiting at
+	// and above which a queue persists rather than spikes and drains
+	// (default 0.5).
+	BusyShare float64
+	// Lead is the least score by which the verdict's hypothesis must lead
+	// the next competing one (default 0.15); a closer race is
+	// undetermined, with both listed.
+	Lead float64
+	// Hotspot is the multiple of its fair share of the arrivals at and
+	// above which one replica is a hot spot (default 1.3), and the
+	// multiple of the fleet TTFT p95 at and above which one replica is
+	// slower than the others.
 	Hotspot float64
 	// ProxyGap is the client/server TTFT p95 ratio at and above which the
 	// time is spent outside the server (proxy, network).
@@ -82,25 +116,31 @@ type Thresholds struct {
 // DefaultThresholds are the thresholds used when the caller has no
 // better knowledge of its fleet.
 var DefaultThresholds = Thresholds{
-	Rise:           1.5,
-	Steady:         1.2,
-	Accumulating:   0.01,
-	Burst:          3,
-	QueueMin:       1,
-	ArrivalExcess:  1.05,
-	Explains:       0.5,
-	NearCapacity:   0.9,
-	KVHigh:         0.9,
-	Preemption:     0,
-	GPULow:         0.5,
-	Hotspot:        1.5,
-	ProxyGap:       1.5,
-	PrefixDrop:     0.1,
-	CorrStrong:     0.5,
-	CorrWeak:       0.3,
-	ErrorShare:     0.01,
-	MinSamples:     20,
-	MinSamplesTail: 100,
+	Rise:             1.2,
+	SeverityModerate: 1.4,
+	SeveritySevere:   2,
+	TailShape:        1.5,
+	GPUSaturated:     0.8,
+	BusyShare:        0.5,
+	Lead:             0.15,
+	Steady:           1.2,
+	Accumulating:     0.01,
+	Burst:            3,
+	QueueMin:         1,
+	ArrivalExcess:    1.05,
+	Explains:         0.5,
+	NearCapacity:     0.9,
+	KVHigh:           0.9,
+	Preemption:       0,
+	GPULow:           0.5,
+	Hotspot:          1.5,
+	ProxyGap:         1.5,
+	PrefixDrop:       0.1,
+	CorrStrong:       0.5,
+	CorrWeak:         0.3,
+	ErrorShare:       0.01,
+	MinSamples:       20,
+	MinSamplesTail:   100,
 }
 
 // SLO holds optional service-level targets. A zero field means "no
@@ -124,22 +164,26 @@ type limit struct {
 }
 
 var (
-	limRise          = limit{"Rise", func(t Thresholds) float64 { return t.Rise }}
-	limSteady        = limit{"Steady", func(t Thresholds) float64 { return t.Steady }}
-	limAccumulating  = limit{"Accumulating", func(t Thresholds) float64 { return t.Accumulating }}
-	limBurst         = limit{"Burst", func(t Thresholds) float64 { return t.Burst }}
-	limQueueMin      = limit{"QueueMin", func(t Thresholds) float64 { return t.QueueMin }}
-	limArrivalExcess = limit{"ArrivalExcess", func(t Thresholds) float64 { return t.ArrivalExcess }}
-	limExplains      = limit{"Explains", func(t Thresholds) float64 { return t.Explains }}
-	limNearCapacity  = limit{"NearCapacity", func(t Thresholds) float64 { return t.NearCapacity }}
-	limKVHigh        = limit{"KVHigh", func(t Thresholds) float64 { return t.KVHigh }}
-	limPreemption    = limit{"Preemption", func(t Thresholds) float64 { return t.Preemption }}
-	limGPULow        = limit{"GPULow", func(t Thresholds) float64 { return t.GPULow }}
-	limHotspot       = limit{"Hotspot", func(t Thresholds) float64 { return t.Hotspot }}
-	limProxyGap      = limit{"ProxyGap", func(t Thresholds) float64 { return t.ProxyGap }}
-	limPrefixDrop    = limit{"PrefixDrop", func(t Thresholds) float64 { return t.PrefixDrop }}
-	limCorrStrong    = limit{"CorrStrong", func(t Thresholds) float64 { return t.CorrStrong }}
-	limCorrWeak      = limit{"CorrWeak", func(t Thresholds) float64 { return t.CorrWeak }}
+	limRise            = limit{"Rise", func(t Thresholds) float64 { return t.Rise }}
+	limSteady          = limit{"Steady", func(t Thresholds) float64 { return t.Steady }}
+	limAccumulating    = limit{"Accumulating", func(t Thresholds) float64 { return t.Accumulating }}
+	limBurst           = limit{"Burst", func(t Thresholds) float64 { return t.Burst }}
+	limDispersion      = limit{"Dispersion", func(t Thresholds) float64 { return t.Dispersion }}
+	limQueueMin        = limit{"QueueMin", func(t Thresholds) float64 { return t.QueueMin }}
+	limArrivalExcess   = limit{"ArrivalExcess", func(t Thresholds) float64 { return t.ArrivalExcess }}
+	limExplains        = limit{"Explains", func(t Thresholds) float64 { return t.Explains }}
+	limNearCapacity    = limit{"NearCapacity", func(t Thresholds) float64 { return t.NearCapacity }}
+	limKVHigh          = limit{"KVHigh", func(t Thresholds) float64 { return t.KVHigh }}
+	limPreemption      = limit{"Preemption", func(t Thresholds) float64 { return t.Preemption }}
+	limGPULow          = limit{"GPULow", func(t Thresholds) float64 { return t.GPULow }}
+	limGPUSaturated    = limit{"GPUSaturated", func(t Thresholds) float64 { return t.GPUSaturated }}
+	limBusyShare       = limit{"BusyShare", func(t Thresholds) float64 { return t.BusyShare }}
+	limPreemptionShare = limit{"PreemptionShare", func(t Thresholds) float64 { return t.PreemptionShare }}
+	limHotspot         = limit{"Hotspot", func(t Thresholds) float64 { return t.Hotspot }}
+	limProxyGap        = limit{"ProxyGap", func(t Thresholds) float64 { return t.ProxyGap }}
+	limPrefixDrop      = limit{"PrefixDrop", func(t Thresholds) float64 { return t.PrefixDrop }}
+	limCorrStrong      = limit{"CorrStrong", func(t Thresholds) float64 { return t.CorrStrong }}
+	limCorrWeak        = limit{"CorrWeak", func(t Thresholds) float64 { return t.CorrWeak }}
 )
 
 // fields maps the snake_case name of every threshold (used on
@@ -152,13 +196,16 @@ func (t *Thresholds) fields() map[string]*float64 {
 		"gpu_low": &t.GPULow, "hotspot": &t.Hotspot, "proxy_gap": &t.ProxyGap, "prefix_drop": &t.PrefixDrop,
 		"corr_strong": &t.CorrStrong, "corr_weak": &t.CorrWeak, "error_share": &t.ErrorShare,
 		"min_samples": &t.MinSamples, "min_samples_tail": &t.MinSamplesTail,
+		"severity_moderate": &t.SeverityModerate, "severity_severe": &t.SeveritySevere,
+		"tail_shape": &t.TailShape, "gpu_saturated": &t.GPUSaturated, "busy_share": &t.BusyShare,
+		"lead": &t.Lead, "preemption_share": &t.PreemptionShare, "dispersion": &t.Dispersion,
 	}
 }
 
 // ThresholdNames returns the snake_case names Set accepts, sorted.
 func ThresholdNames() []string {
 	var t Thresholds
-	names := make([]string, 0, 19)
+	names := make([]string, 0, 26)
 	for n := range t.fields() {
 		names = append(names, n)
 	}

@@ -1,0 +1,617 @@
+package diagnose
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/rules"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// This file computes how far a fact's change is beyond noise (the noise
+// bounds of rules.Fact), and the facts of evidence strength: lifecycle
+// means, the waiting gauge's shape, the dispersion of arrivals, the GPU's
+// state where work waits, and the load share of the busiest replica.
+
+// Noise estimate parameters. The comparison step is independent of the
+// timeline step: each window is cut into about noiseIntervals intervals
+// of at least one minute; a window needs minNoiseIntervals of them.
+const (
+	noiseIntervals    = 30
+	minNoiseIntervals = 6
+	noiseResamples    = 200
+)
+
+// compareStep is the interval length of the noise estimate for window w:
+// max(1m, w / 30).
+func compareStep(w snapshot.Window) time.Duration {
+	return max(time.Minute, (w.Duration() / noiseIntervals).Round(time.Second))
+}
+
+// pieceFn returns one interval's additive contribution to a window
+// statistic (bucket counts, sums and counts), or false when the interval
+// has none.
+type pieceFn func(w snapshot.Window) ([]float64, bool)
+
+// aggFn turns the sum of pieces into the statistic.
+type aggFn func(sum []float64) float64
+
+// pieces evaluates fn over the comparison grid of w.
+func pieces(w evalWindow, fn pieceFn) [][]float64 {
+	if !w.ok || w.lifetime {
+		return nil
+	}
+	step := compareStep(w.w)
+	var out [][]float64
+	for _, g := range snapshot.Grid(w.w, step) {
+		if g.Duration() < step/2 {
+			continue
+		}
+		if p, ok := fn(g); ok {
+			if len(out) > 0 && len(p) != len(out[0]) {
+				continue // another bucket layout: not additive
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// bootstrapRatio resamples the intervals of each window with replacement
+// and returns the 2.5th and 97.5th percentiles of agg(incident) /
+// agg(baseline). The seed makes the estimate reproducible.
+func bootstrapRatio(inc, base [][]float64, agg aggFn, seed uint64) (lo, hi float64, ok bool) {
+	if len(inc) < minNoiseIntervals || len(base) < minNoiseIntervals {
+		return math.NaN(), math.NaN(), false
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	sum := func(ps [][]float64, buf []float64) []float64 {
+		clear(buf)
+		for range ps {
+			p := ps[rng.IntN(len(ps))]
+			for i, v := range p {
+				buf[i] += v
+			}
+		}
+		return buf
+	}
+	bi, bb := make([]float64, len(inc[0])), make([]float64, len(base[0]))
+	rs := make([]float64, 0, noiseResamples)
+	for range noiseResamples {
+		a, b := agg(sum(inc, bi)), agg(sum(base, bb))
+		if r := a / b; !math.IsNaN(r) {
+			rs = append(rs, r)
+		}
+	}
+	if len(rs) < noiseResamples*9/10 {
+		return math.NaN(), math.NaN(), false
+	}
+	sort.Float64s(rs)
+	return rs[int(0.025*float64(len(rs)))], rs[int(0.975*float64(len(rs)-1))], true
+}
+
+func seedOf(id rules.FactID) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return h.Sum64()
+}
+
+// withNoise sets the noise bounds of f from the pieces of both windows.
+func (c *factCtx) withNoise(id rules.FactID, f rules.Fact, fn pieceFn, agg aggFn) rules.Fact {
+	if !f.Known() || !f.HasBaseline() || !c.base.ok {
+		return f
+	}
+	inc, base := pieces(c.inc, fn), pieces(c.base, fn)
+	lo, hi, ok := bootstrapRatio(inc, base, agg, seedOf(id))
+	if !ok {
+		return f
+	}
+	return f.WithNoise(lo, hi, len(inc), len(base))
+}
+
+// histPiece is the fleet histogram of signal id over one interval: its
+// cumulative counts, then its sum and count.
+func (c *factCtx) histPiece(id SignalID) pieceFn {
+	return func(w snapshot.Window) ([]float64, bool) {
+		inc, err, _ := c.sc.fleetHist(id, w)
+		if err != nil || !(inc.Histogram.Total() > 0) {
+			return nil, false
+		}
+		h := inc.Histogram
+		p := make([]float64, 0, len(h.Counts)+2)
+		p = append(p, h.Counts...)
+		return append(p, h.Sum, h.Total()), true
+	}
+}
+
+// histQuantileAgg reads quantile q from a sum of histPieces with the given
+// bounds.
+func histQuantileAgg(bounds []float64, q float64) aggFn {
+	return func(s []float64) float64 {
+		n := len(bounds)
+		if len(s) != n+2 {
+			return math.NaN()
+		}
+		h := histogram.Histogram{Bounds: bounds, Counts: s[:n], Count: math.NaN(), Sum: math.NaN()}
+		return h.Quantile(q).Value
+	}
+}
+
+// histMeanAgg reads the mean (sum / count) from a sum of histPieces.
+func histMeanAgg(s []float64) float64 {
+	if len(s) < 2 || !(s[len(s)-1] > 0) {
+		return math.NaN()
+	}
+	return s[len(s)-2] / s[len(s)-1]
+}
+
+// ratioAgg is s[0] / s[1].
+func ratioAgg(s []float64) float64 {
+	if !(s[1] > 0) {
+		return math.NaN()
+	}
+	return s[0] / s[1]
+}
+
+// quantileNoise adds the noise bounds to a fleet quantile fact.
+func (c *factCtx) quantileNoise(fid rules.FactID, id SignalID, q float64, f rules.Fact) rules.Fact {
+	if !f.Known() || !f.HasBaseline() {
+		return f
+	}
+	ref, err, _ := c.sc.fleetHist(id, c.inc.w)
+	if err != nil {
+		return f
+	}
+	bounds := ref.Histogram.Bounds
+	fn := c.histPiece(id)
+	same := func(w snapshot.Window) ([]float64, bool) {
+		inc, err, _ := c.sc.fleetHist(id, w)
+		if err != nil || !histogram.SameLayout(inc.Histogram.Bounds, bounds) {
+			return nil, false
+		}
+		return fn(w)
+	}
+	return c.withNoise(fid, f, same, histQuantileAgg(bounds, q))
+}
+
+// histMean is the mean of histogram signal id over w, from _sum / _count.
+func (c *factCtx) histMean(id SignalID) func(evalWindow) rules.Fact {
+	return func(w evalWindow) rules.Fact {
+		if !c.sc.has(id) {
+			return rules.MissingFact(c.missingSignal(id))
+		}
+		inc, err, _ := c.sc.fleetHist(id, w.w)
+		if err != nil {
+			return rules.MissingFact(err.Error())
+		}
+		n := inc.Histogram.Total()
+		if !(n > 0) {
+			return rules.MissingFact("no observation in the window")
+		}
+		if math.IsNaN(inc.Histogram.Sum) {
+			return rules.MissingFact(fmt.Sprintf("%s has no _sum", id))
+		}
+		f := rules.Measured(inc.Histogram.Sum / n).WithSource(c.sc.source(id) + " _sum / _count")
+		f.Count = n
+		return f
+	}
+}
+
+// gaugePiece is the sum and number of samples of the fleet gauge over one
+// interval.
+func (c *factCtx) gaugePiece(id SignalID) pieceFn {
+	s := c.sc.fleetGauge(id)
+	return func(w snapshot.Window) ([]float64, bool) {
+		if s == nil {
+			return nil, false
+		}
+		g, err := s.Gauge(w)
+		if err != nil || g.N == 0 || math.IsNaN(g.Mean) {
+			return nil, false
+		}
+		return []float64{g.Mean * float64(g.N), float64(g.N)}, true
+	}
+}
+
+// counterPiece is the fleet counter's increase and the seconds it covers
+// over one interval.
+func (c *factCtx) counterPiece(id SignalID) pieceFn {
+	return func(w snapshot.Window) ([]float64, bool) {
+		inc, err := c.sc.fleetCounter(id, w, nil)
+		if err != nil {
+			return nil, false
+		}
+		secs := inc.Duration().Seconds()
+		if !(secs > 0) {
+			return nil, false
+		}
+		return []float64{inc.Value, secs}, true
+	}
+}
+
+// counterPairPiece is the increases of two fleet counters over one
+// interval (numerator, denominator).
+func (c *factCtx) counterPairPiece(num, den SignalID) pieceFn {
+	return func(w snapshot.Window) ([]float64, bool) {
+		a, err := c.sc.fleetCounter(num, w, nil)
+		if err != nil {
+			return nil, false
+		}
+		b, err := c.sc.fleetCounter(den, w, nil)
+		if err != nil {
+			return nil, false
+		}
+		return []float64{a.Value, b.Value}, true
+	}
+}
+
+// arrivalPiece is the fleet's arrivals (completions + growth of waiting
+// and running) and the seconds over one interval.
+func (c *factCtx) arrivalPiece(w snapshot.Window) ([]float64, bool) {
+	a, secs, ok := c.arrivalsIn(w)
+	if !ok {
+		return nil, false
+	}
+	return []float64{a, secs}, true
+}
+
+// arrivalsIn estimates the fleet's arrivals in w: on each replica, its
+// completions plus the growth of its waiting + running (the same
+// replica's scrapes at both edges), summed over replicas; a replica that
+// is not running takes no arrivals. False when a running replica cannot
+// be evaluated over w.
+func (c *factCtx) arrivalsIn(w snapshot.Window) (arrivals, secs float64, ok bool) {
+	if !c.sc.has(SignalRequestSuccess) {
+		return 0, 0, false
+	}
+	n := 0
+	for r := range c.sc.replicas {
+		if !c.sc.match(r, SignalRequestSuccess).Found() {
+			continue
+		}
+		inc, err := c.sc.replicaCounter(SignalRequestSuccess, r, w, nil)
+		if err != nil {
+			if isNotEvaluable(err) && c.replicaDown(r, w) {
+				continue
+			}
+			return 0, 0, false
+		}
+		bl := c.sc.backlog(r)
+		if bl == nil {
+			return 0, 0, false
+		}
+		gs, err := bl.Gauge(w)
+		if err != nil {
+			return 0, 0, false
+		}
+		arrivals += inc.Value + gs.Last - gs.First
+		n++
+	}
+	return arrivals, w.Duration().Seconds(), n > 0
+}
+
+// addNoise sets the noise bounds of every fact that compares windows and
+// can be cut into intervals.
+func (c *factCtx) addNoise(fs rules.Facts) {
+	if !c.base.ok || c.base.lifetime || c.inc.lifetime {
+		return
+	}
+	for _, qf := range quantileFacts {
+		fs[qf.id] = c.quantileNoise(qf.id, qf.sig, qf.q, fs[qf.id])
+	}
+	for _, m := range meanFacts {
+		fs[m.id] = c.withNoise(m.id, fs[m.id], c.histPiece(m.sig), histMeanAgg)
+	}
+	for _, g := range []struct {
+		id  rules.FactID
+		sig SignalID
+	}{
+		{rules.WaitingMean, SignalWaiting}, {rules.RunningMean, SignalRunning},
+		{rules.KVUsageMean, SignalKVUsage}, {rules.GPUUtilMean, SignalGPUUtil},
+	} {
+		fs[g.id] = c.withNoise(g.id, fs[g.id], c.gaugePiece(g.sig), ratioAgg)
+	}
+	for _, r := range []struct {
+		id  rules.FactID
+		sig SignalID
+	}{
+		{rules.CompletionRate, SignalRequestSuccess}, {rules.PromptTokenRate, SignalPromptTokensTotal},
+		{rules.GenerationTokenRate, SignalGenerationTokensTotal}, {rules.PreemptionRate, SignalPreemptions},
+	} {
+		fs[r.id] = c.withNoise(r.id, fs[r.id], c.counterPiece(r.sig), ratioAgg)
+	}
+	fs[rules.ArrivalRate] = c.withNoise(rules.ArrivalRate, fs[rules.ArrivalRate], c.arrivalPiece, ratioAgg)
+	if c.sc.has(SignalPrefixCacheQueries) && c.sc.has(SignalPrefixCacheHits) {
+		fs[rules.PrefixHitRatio] = c.withNoise(rules.PrefixHitRatio, fs[rules.PrefixHitRatio], c.counterPairPiece(SignalPrefixCacheHits, SignalPrefixCacheQueries), ratioAgg)
+	}
+	fs[rules.ArrivalDispersion] = c.withNoise(rules.ArrivalDispersion, fs[rules.ArrivalDispersion], c.dispersionPiece, dispersionAgg)
+	fs[rules.TPOTMean] = c.withNoise(rules.TPOTMean, fs[rules.TPOTMean], c.tpotPiece, func(s []float64) float64 {
+		return MeanTPOTFromSums(s[0], s[1], s[2])
+	})
+	fs[rules.GPUUtilWaiting] = c.withNoise(rules.GPUUtilWaiting, fs[rules.GPUUtilWaiting], func(w snapshot.Window) ([]float64, bool) {
+		sum, n := c.utilWhereWaiting(w)
+		return []float64{sum, float64(n)}, n > 0
+	}, ratioAgg)
+}
+
+// tpotPiece is the decode-time sum, generation-token sum and request
+// count of one interval.
+func (c *factCtx) tpotPiece(w snapshot.Window) ([]float64, bool) {
+	dec, err, _ := c.sc.fleetHist(SignalDecodeTime, w)
+	if err != nil {
+		return nil, false
+	}
+	gen, err, _ := c.sc.fleetHist(SignalGenerationTokens, w)
+	if err != nil {
+		return nil, false
+	}
+	return []float64{dec.Histogram.Sum, gen.Histogram.Sum, gen.Histogram.Total()}, true
+}
+
+// quantileFacts are the fleet quantile facts: id, signal, quantile.
+var quantileFacts = []struct {
+	id  rules.FactID
+	sig SignalID
+	q   float64
+}{
+	{rules.TTFTP50, SignalTTFT, 0.5}, {rules.TTFTP95, SignalTTFT, 0.95}, {rules.TTFTP99, SignalTTFT, 0.99},
+	{rules.QueueTimeP50, SignalQueueTime, 0.5}, {rules.QueueTimeP95, SignalQueueTime, 0.95},
+	{rules.PrefillTimeP50, SignalPrefillTime, 0.5}, {rules.PrefillTimeP95, SignalPrefillTime, 0.95},
+	{rules.DecodeTimeP95, SignalDecodeTime, 0.95},
+	{rules.TPOTP50, SignalTPOT, 0.5}, {rules.TPOTP95, SignalTPOT, 0.95},
+	{rules.ITLP95, SignalITL, 0.95},
+	{rules.E2EP50, SignalE2E, 0.5}, {rules.E2EP95, SignalE2E, 0.95}, {rules.E2EP99, SignalE2E, 0.99},
+	{rules.InferenceTimeP95, SignalInferenceTime, 0.95},
+	{rules.ClientTTFTP95, SignalClientTTFT, 0.95},
+	{rules.PromptTokensP50, SignalPromptTokens, 0.5}, {rules.PromptTokensP95, SignalPromptTokens, 0.95},
+	{rules.PromptTokensP99, SignalPromptTokens, 0.99},
+	{rules.GenerationTokensP50, SignalGenerationTokens, 0.5}, {rules.GenerationTokensP95, SignalGenerationTokens, 0.95},
+}
+
+// meanFacts are the lifecycle means: id, signal.
+var meanFacts = []struct {
+	id  rules.FactID
+	sig SignalID
+}{
+	{rules.QueueTimeMean, SignalQueueTime}, {rules.PrefillTimeMean, SignalPrefillTime},
+	{rules.DecodeTimeMean, SignalDecodeTime}, {rules.TTFTMean, SignalTTFT}, {rules.E2EMean, SignalE2E},
+}
+
+// waitingShape is the median of the fleet's waiting requests over the
+// window's scrapes ("median"), or the share of scrapes with at least one
+// request waiting ("busy").
+func (c *factCtx) waitingShape(what string) func(evalWindow) rules.Fact {
+	return func(w evalWindow) rules.Fact {
+		s := c.sc.fleetGauge(SignalWaiting)
+		if s == nil {
+			return rules.MissingFact(c.missingSignal(SignalWaiting))
+		}
+		lo, hi := w.w.Start.UnixMilli(), w.w.End.UnixMilli()
+		var vs []float64
+		for i, t := range s.T {
+			if t > lo && t <= hi && !math.IsNaN(s.V[i]) {
+				vs = append(vs, s.V[i])
+			}
+		}
+		if len(vs) < 2 {
+			return rules.MissingFact("fewer than two scrapes of waiting requests in the window")
+		}
+		var v float64
+		switch what {
+		case "median":
+			sort.Float64s(vs)
+			v = vs[len(vs)/2]
+			if len(vs)%2 == 0 {
+				v = (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+			}
+		case "busy":
+			n := 0
+			for _, x := range vs {
+				if x >= 1 {
+					n++
+				}
+			}
+			v = float64(n) / float64(len(vs))
+		}
+		f := rules.Measured(v).WithSource(c.sc.source(SignalWaiting) + " (fleet sum per scrape)")
+		f.Count = float64(len(vs))
+		return f
+	}
+}
+
+// arrivalDispersion is the variance / mean of the fleet's arrivals per
+// scrape interval over w.
+func (c *factCtx) arrivalDispersion(w evalWindow) rules.Fact {
+	if w.lifetime {
+		return rules.MissingFact("lifetime counters: no intervals")
+	}
+	step := c.st.interval
+	if step <= 0 {
+		return rules.MissingFact("unknown scrape interval")
+	}
+	p, ok := c.dispersionPiece(w.w)
+	if !ok || p[2] < 8 {
+		return rules.MissingFact(fmt.Sprintf("fewer than 8 scrape intervals with arrivals (%v each)", step))
+	}
+	d := dispersionAgg(p)
+	if math.IsNaN(d) {
+		return rules.MissingFact("no arrivals in the window")
+	}
+	f := rules.Measured(d).WithSource(fmt.Sprintf("variance / mean of arrivals per %v (completions + growth of waiting + running)", step))
+	f.Count = p[2]
+	return f
+}
+
+// dispersionPiece sums the arrivals per scrape interval within w, their
+// squares and their number: additive, so that the dispersion of any set
+// of windows follows (dispersionAgg).
+func (c *factCtx) dispersionPiece(w snapshot.Window) ([]float64, bool) {
+	step := c.st.interval
+	if step <= 0 {
+		return nil, false
+	}
+	var s, s2, n float64
+	for _, g := range snapshot.Grid(w, step) {
+		if g.Duration() < step {
+			continue
+		}
+		if a, _, ok := c.arrivalsIn(g); ok {
+			s, s2, n = s+a, s2+a*a, n+1
+		}
+	}
+	return []float64{s, s2, n}, n >= 2
+}
+
+// dispersionAgg is variance / mean from (sum, sum of squares, n).
+func dispersionAgg(p []float64) float64 {
+	s, s2, n := p[0], p[1], p[2]
+	if n < 2 || !(s > 0) {
+		return math.NaN()
+	}
+	mean := s / n
+	return (s2 - n*mean*mean) / (n - 1) / mean
+}
+
+// utilWhereWaiting sums the GPU utilisation of every replica at the
+// scrapes at which requests waited on it, over w: the utilisation sample
+// nearest in time (within one scrape interval) to each waiting sample >= 1.
+func (c *factCtx) utilWhereWaiting(w snapshot.Window) (sum float64, n int) {
+	lo, hi := w.Start.UnixMilli(), w.End.UnixMilli()
+	tol := c.st.interval.Milliseconds()
+	if tol <= 0 {
+		tol = 15000
+	}
+	for r := range c.sc.replicas {
+		ws, us := c.sc.replicaGauge(SignalWaiting, r), c.sc.replicaGauge(SignalGPUUtil, r)
+		if ws == nil || us == nil || len(us.T) == 0 {
+			continue
+		}
+		j := 0
+		for i, t := range ws.T {
+			if t <= lo || t > hi || !(ws.V[i] >= 1) {
+				continue
+			}
+			for j+1 < len(us.T) && abs64(us.T[j+1]-t) <= abs64(us.T[j]-t) {
+				j++
+			}
+			if abs64(us.T[j]-t) <= tol && !math.IsNaN(us.V[j]) {
+				sum += us.V[j]
+				n++
+			}
+		}
+	}
+	return sum, n
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// gpuUtilWaiting is the mean GPU utilisation where requests wait.
+func (c *factCtx) gpuUtilWaiting(w evalWindow) rules.Fact {
+	if !c.sc.has(SignalGPUUtil) {
+		return rules.MissingFact(c.missingSignal(SignalGPUUtil))
+	}
+	sum, n := c.utilWhereWaiting(w.w)
+	if n < 4 {
+		return rules.MissingFact(fmt.Sprintf("requests waited at only %d replica scrapes with a GPU sample (need 4): no queue to judge the GPU by", n))
+	}
+	f := rules.Measured(sum / float64(n)).WithSource(c.sc.source(SignalGPUUtil) + " at the scrapes where " + c.sc.source(SignalWaiting) + " >= 1")
+	f.Count = float64(n)
+	return f
+}
+
+// replicaLoadShareMax is the largest replica's share of the arrivals
+// (completions + growth of its waiting and running) over its fair share
+// by engine count.
+func (c *factCtx) replicaLoadShareMax(w evalWindow) rules.Fact {
+	if !c.sc.has(SignalRequestSuccess) {
+		return rules.MissingFact(c.missingSignal(SignalRequestSuccess))
+	}
+	type rv struct {
+		name          string
+		load, engines float64
+	}
+	var vals []rv
+	total, engines := 0.0, 0.0
+	for r := range c.sc.replicas {
+		inc, err := c.sc.replicaCounter(SignalRequestSuccess, r, w.w, nil)
+		if err != nil {
+			continue
+		}
+		load := inc.Value
+		if bl := c.sc.backlog(r); bl != nil && !w.lifetime {
+			if g, err := bl.Gauge(w.w); err == nil {
+				load += g.Last - g.First
+			}
+		}
+		e := float64(max(1, len(c.sc.engineValues(r))))
+		vals = append(vals, rv{c.sc.replicas[r].t.Name, math.Max(load, 0), e})
+		total += math.Max(load, 0)
+		engines += e
+	}
+	if len(vals) < 2 {
+		return rules.MissingFact("fewer than two replicas with completions in the window")
+	}
+	if !(total > 0) {
+		return rules.MissingFact("no request arrived in the window")
+	}
+	top, who := 0.0, ""
+	for _, v := range vals {
+		if s := (v.load / total) / (v.engines / engines); s > top {
+			top, who = s, v.name
+		}
+	}
+	f := rules.Measured(top).WithSource(fmt.Sprintf("%s: arrivals (completions + growth of waiting and running) per replica, fair share by engine count", who))
+	f.Count = total
+	return f
+}
+
+// preemptionShare is preemptions per finished request.
+func (c *factCtx) preemptionShare(w evalWindow) rules.Fact {
+	for _, id := range []SignalID{SignalPreemptions, SignalRequestSuccess} {
+		if !c.sc.has(id) {
+			return rules.MissingFact(c.missingSignal(id))
+		}
+	}
+	p, err := c.sc.fleetCounter(SignalPreemptions, w.w, nil)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	d, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, nil)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	if !(d.Value > 0) {
+		return rules.MissingFact("no request finished in the window")
+	}
+	f := rules.Measured(p.Value / d.Value).WithSource(c.sc.source(SignalPreemptions) + " / " + c.sc.source(SignalRequestSuccess))
+	f.Count = d.Value
+	return f
+}
+
+// addStrengthFacts computes the facts of this file into fs.
+func (c *factCtx) addStrengthFacts(fs rules.Facts) {
+	for _, m := range meanFacts {
+		fs[m.id] = c.both(m.id, c.histMean(m.sig))
+	}
+	fs[rules.WaitingMedian] = c.both(rules.WaitingMedian, c.waitingShape("median"))
+	fs[rules.WaitingBusyShare] = c.both(rules.WaitingBusyShare, c.waitingShape("busy"))
+	fs[rules.ArrivalDispersion] = c.both(rules.ArrivalDispersion, c.arrivalDispersion)
+	fs[rules.GPUUtilWaiting] = c.both(rules.GPUUtilWaiting, c.gpuUtilWaiting)
+	fs[rules.ReplicaLoadShareMax] = c.both(rules.ReplicaLoadShareMax, c.replicaLoadShareMax)
+	fs[rules.PreemptionShare] = c.both(rules.PreemptionShare, c.preemptionShare)
+	c.addNoise(fs)
+}
+
+// FactIDOf converts a string to a fact id (for tools that read fact ids
+// from text).
+func FactIDOf(s string) rules.FactID { return rules.FactID(s) }

@@ -1,0 +1,151 @@
+package rules_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/rules"
+)
+
+// noisy is fact(v, base) with noise bounds over 30 intervals each side.
+func noisy(v, base, lo, hi float64) rules.Fact {
+	return fact(v, base).WithNoise(lo, hi, 30, 30)
+}
+
+func TestEffect(t *testing.T) {
+	th := rules.DefaultThresholds
+	tests := []struct {
+		name     string
+		f        rules.Fact
+		beyond   bool
+		known    bool
+		severity rules.Severity
+		up, down bool
+		steady   bool
+	}{
+		// The issue's first case: 1.48x on 70,000 requests, tight noise.
+		{"1.48x beyond noise is moderate", noisy(0.0724, 0.0488, 1.41, 1.55), true, true, rules.SeverityModerate, true, false, false},
+		{"1.25x beyond noise is mild", noisy(1.25, 1, 1.1, 1.4), true, true, rules.SeverityMild, true, false, false},
+		{"2.6x is severe", noisy(2.6, 1, 2.2, 3.1), true, true, rules.SeveritySevere, true, false, false},
+		{"1.6x within noise is not up", noisy(1.6, 1, 0.8, 2.9), false, true, rules.SeverityNone, false, false, true},
+		{"1.1x beyond noise is below the practical minimum", noisy(1.1, 1, 1.05, 1.15), true, true, rules.SeverityNone, false, false, true},
+		{"a fall to 0.6x beyond noise", noisy(0.6, 1, 0.55, 0.66), true, true, rules.SeverityModerate, false, true, false},
+		{"unknown noise judges by the ratio", fact(1.5, 1), true, false, rules.SeverityModerate, true, false, false},
+		{"no change", noisy(1, 1, 0.95, 1.05), false, true, rules.SeverityNone, false, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, ok := tt.f.Effect(th)
+			require.True(t, ok)
+			assert.Equal(t, tt.beyond, c.Beyond, "beyond")
+			assert.Equal(t, tt.known, c.NoiseKnown, "known")
+			assert.Equal(t, tt.severity, c.Severity, "severity")
+			assert.Equal(t, tt.up, c.Up(th), "up")
+			assert.Equal(t, tt.down, c.Down(th), "down")
+			assert.Equal(t, tt.steady, c.Steady(th), "steady")
+		})
+	}
+	_, ok := rules.Measured(1).Effect(th)
+	assert.False(t, ok, "no baseline, no effect")
+	_, ok = rules.MissingFact("gone").Effect(th)
+	assert.False(t, ok)
+}
+
+func TestEffectBounds(t *testing.T) {
+	f := fact(0.0724, 0.0488).WithBounds(0.05, 0.075)
+	f.BaselineLower, f.BaselineUpper = 0.025, 0.05
+	c, ok := f.Effect(rules.DefaultThresholds)
+	require.True(t, ok)
+	assert.InDelta(t, 1, c.BoundsLower, 1e-12)
+	assert.InDelta(t, 3, c.BoundsUpper, 1e-12)
+	assert.True(t, math.IsNaN(c.NoiseLower))
+}
+
+// TestSymptomsFromStrength covers the cliffs the issue names: a 1.48x TPOT
+// rise on many requests is a symptom; a TTFT p99 9.9x with p50 1.6x is a
+// tail; an E2E rise lands in the symptom of the phase that grew.
+func TestSymptomsFromStrength(t *testing.T) {
+	th := rules.DefaultThresholds
+	present := func(fs rules.Facts) map[rules.SymptomID]rules.Severity {
+		out := map[rules.SymptomID]rules.Severity{}
+		for _, s := range rules.Symptoms(fs, rules.SLO{}, th) {
+			if s.Present {
+				out[s.ID] = s.Severity
+			}
+		}
+		return out
+	}
+	t.Run("tpot 1.48x beyond noise", func(t *testing.T) {
+		fs := with(healthy(), rules.TPOTP95, noisy(0.0724, 0.0488, 1.41, 1.55))
+		assert.Equal(t, map[rules.SymptomID]rules.Severity{rules.SymptomTPOT: rules.SeverityModerate}, present(fs))
+	})
+	t.Run("tpot 1.48x within noise", func(t *testing.T) {
+		fs := with(healthy(), rules.TPOTP95, noisy(0.0724, 0.0488, 0.9, 2.1))
+		assert.Empty(t, present(fs))
+	})
+	t.Run("tail from shape", func(t *testing.T) {
+		fs := with(healthy(), rules.TTFTP99, fact(13.9, 1.4), rules.TTFTP50, fact(0.48, 0.3), rules.TTFTP95, fact(1.0, 0.9))
+		assert.Contains(t, present(fs), rules.SymptomTail)
+	})
+	t.Run("the whole distribution moved", func(t *testing.T) {
+		fs := with(healthy(), rules.TTFTP99, fact(2.8, 1.4), rules.TTFTP50, fact(0.6, 0.3), rules.TTFTP95, fact(1.8, 0.9))
+		got := present(fs)
+		assert.NotContains(t, got, rules.SymptomTail)
+		assert.Contains(t, got, rules.SymptomTTFT)
+	})
+	t.Run("e2e up in the decode phase at a higher time per token", func(t *testing.T) {
+		fs := with(healthy(), rules.E2EP95, fact(28, 14), rules.E2EMean, fact(11, 6.5),
+			rules.DecodeTimeMean, fact(10.5, 6), rules.TPOTMean, fact(0.04, 0.024))
+		assert.Equal(t, map[rules.SymptomID]rules.Severity{rules.SymptomTPOT: rules.SeveritySevere}, present(fs))
+	})
+	t.Run("e2e up in the queue phase", func(t *testing.T) {
+		fs := with(healthy(), rules.E2EP95, fact(21, 14), rules.E2EMean, fact(9.5, 6.5), rules.QueueTimeMean, fact(3, 0.03))
+		assert.Equal(t, map[rules.SymptomID]rules.Severity{rules.SymptomTTFT: rules.SeverityModerate}, present(fs))
+	})
+	t.Run("longer answers at the same time per token", func(t *testing.T) {
+		fs := with(healthy(), rules.E2EP95, fact(28, 14), rules.E2EMean, fact(11, 6.5),
+			rules.DecodeTimeMean, fact(10.5, 6), rules.GenerationTokensP50, fact(440, 250))
+		assert.Empty(t, present(fs))
+		r := rules.Evaluate(fs, rules.SLO{}, th)
+		var notes []string
+		for _, n := range r.Notes {
+			notes = append(notes, n.ID)
+		}
+		assert.Contains(t, notes, "longer-answers")
+		assert.Equal(t, rules.NoIncident, r.Verdict)
+	})
+}
+
+// TestVerdictNeedsALead: two unrelated supported causes close together
+// give undetermined with both listed; a hot replica that only is slower
+// under an equal share is a note, not a hot spot.
+func TestVerdictNeedsALead(t *testing.T) {
+	th := rules.DefaultThresholds
+	// A burst and a prefix-cache loss at once, with equal strength.
+	fs := with(queueBurst(),
+		rules.TTFTP95, fact(1.9, 0.9),
+		rules.PrefixHitRatio, fact(0.05, 0.6),
+		rules.PrefillTimeP95, fact(1.6, 0.64))
+	r := rules.Evaluate(fs, rules.SLO{}, th)
+	if r.Verdict == rules.Undetermined {
+		assert.GreaterOrEqual(t, len(r.Candidates), 2, "%s", r)
+	} else {
+		top := r.Findings[0]
+		assert.NotEqual(t, rules.Low, top.Confidence)
+		assert.NotEmpty(t, top.ConfidenceReason)
+	}
+
+	slower := with(queueSustained(), rules.ReplicaTTFTRatio, fact(2.1, 1.1), rules.ReplicaLoadShareMax, fact(1.02, 1.03))
+	r = rules.Evaluate(slower, rules.SLO{}, th)
+	assert.Equal(t, rules.Contradicted, finding(t, r, rules.ReplicaHotspot).Status)
+	var notes []string
+	for _, n := range r.Notes {
+		notes = append(notes, n.ID)
+	}
+	assert.Contains(t, notes, "replica-slower")
+	assert.Equal(t, rules.Verdict(rules.QueueSustained), r.Verdict)
+	assert.NotEmpty(t, finding(t, r, rules.QueueSustained).Confidence)
+}
