@@ -50,6 +50,8 @@ type Builder struct {
 	keyBuf []byte
 
 	fs fileState // the file being parsed; reused
+
+	seen map[fileKey]string // regular files read (or listed), by identity -> first path
 }
 
 // NewBuilder returns an empty Builder reading with opts.
