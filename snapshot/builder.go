@@ -51,7 +51,8 @@ type Builder struct {
 
 	fs fileState // the file being parsed; reused
 
-	seen map[fileKey]string // regular files read (or listed), by identity -> first path
+	seen    map[fileKey]string // regular files read (or listed), by identity -> first path
+	fileSeq int                // number of dump files parsed so far
 }
 
 // NewBuilder returns an empty Builder reading with opts.
@@ -149,6 +150,7 @@ type targetB struct {
 }
 
 type famB struct {
+	gen      int // Builder.fileSeq when created
 	f        *Family
 	series   []*seriesB
 	hists    []*histB
@@ -207,7 +209,7 @@ func fromRank(from string) int {
 func (b *Builder) family(tb *targetB, name string, typ model.MetricType, inferred bool, file string) *famB {
 	fb := tb.fams[name]
 	if fb == nil {
-		fb = &famB{f: &Family{Name: name, Type: typ, TypeInferred: inferred}}
+		fb = &famB{f: &Family{Name: name, Type: typ, TypeInferred: inferred}, gen: b.fileSeq}
 		tb.fams[name] = fb
 		return fb
 	}

@@ -100,8 +100,8 @@ func (w *walker) walk(dir string) {
 				w.skip(path, "a link to a file of /proc, /sys or /dev (a kernel interface, not a dump)")
 				continue
 			}
-			if first, dup := w.b.seenFile(fi, path); dup {
-				w.skip(path, "the same file as one read already (a hard link, a link, or a folder given twice; first read as "+escapeName(first)+")")
+			if _, dup := w.b.seenFile(fi, path); dup {
+				w.skip(path, dupReason)
 				continue
 			}
 			rel, _ := filepath.Rel(w.root, path)
@@ -265,9 +265,12 @@ func (b *Builder) addDir(ctx context.Context, dir string) error {
 	return nil
 }
 
+// dupReason is the reason for skipping a file reached twice.
+const dupReason = "files already read through another path (the same folder given twice, a hard link or a link), read once"
+
 func allDuplicates(skipped map[string][]string) bool {
 	for r := range skipped {
-		if !strings.HasPrefix(r, "the same file as one read already") {
+		if r != dupReason {
 			return false
 		}
 	}

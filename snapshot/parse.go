@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -224,6 +225,7 @@ func (b *Builder) syntaxProblem(off int64, sentinel error, msg string) Problem {
 func (b *Builder) parseFile(name string, data []byte, lm *lineMap, modTime time.Time, inSubdir bool) bool {
 	fs := &b.fs
 	fs.reset(name, data)
+	b.fileSeq++
 	defer func() { fs.data = nil }()
 
 	if lm == nil {
@@ -476,7 +478,7 @@ func (b *Builder) tokenize(data []byte) {
 			}
 			if fs.samples++; fs.samples > maxSer*max(1, len(fs.times)) {
 				fs.cut = true
-				b.problem(SeverityError, off, "", limitErr("Limits.MaxSeriesPerScrape", int64(maxSer), fmt.Sprintf("more than Limits.MaxSeriesPerScrape (%d) samples per scrape (%d scrape times so far); the rest of the file is not read", maxSer, max(1, len(fs.times)))))
+				b.problem(SeverityError, off, "", limitErr("Limits.MaxSeriesPerScrape", int64(maxSer), fmt.Sprintf("more than Limits.MaxSeriesPerScrape (%d) samples per scrape (%d scrape times so far); %s", maxSer, max(1, len(fs.times)), b.cutWhat())))
 				return
 			}
 			if len(raw) > maxLabel {
@@ -531,6 +533,14 @@ func (b *Builder) tokenize(data []byte) {
 			b.addHistPart(pendKey{hb: hb, t: t, hasT: hasT}, info.part, info.le, v, off)
 		}
 	}
+}
+
+// cutWhat says what becomes of a file a limit stopped.
+func (b *Builder) cutWhat() string {
+	if b.opts.KeepCutFiles {
+		return "the rest of the file is not read (Options.KeepCutFiles keeps what was read)"
+	}
+	return "the file is left out (Options.KeepCutFiles keeps what was read before the limit)"
 }
 
 // fileTarget returns the target of the current file for a name from the
@@ -620,8 +630,10 @@ func (b *Builder) parseError(data []byte, lastGood int64, err error) {
 		sentinel = ErrTruncated
 		msg = "dump ends in the middle of a line (truncated?): " + msg
 	case lastGood < 0 && fs.samples == 0 && len(fs.declared) == 0:
-		// Not one good line: this is likely not an exposition at all.
-		msg = "not a Prometheus or OpenMetrics exposition (the first line does not parse): " + msg
+		// Not one good line: this is likely not an exposition at all, and
+		// perhaps a file that must not be quoted (a link to a secret):
+		// the parser's message, which quotes the line, is left out.
+		msg = "not a Prometheus or OpenMetrics exposition (the first line does not parse as one)"
 	}
 	b.problems = append(b.problems, b.syntaxProblem(off, sentinel, shortenQuotes(msg)))
 }
@@ -840,6 +852,10 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 			b.problem(SeverityWarning, -1, "", fmt.Errorf("%w: no time in the name or on the samples, and no mtime; scrape placed at the Unix epoch", ErrNoTime))
 		}
 	}
+	if fs.cut && !b.opts.KeepCutFiles {
+		b.dropCutFile()
+		return false
+	}
 	if len(fs.tbs) == 0 && ft >= b.minT && ft <= b.maxT {
 		// A dump with families but no samples still names its target.
 		b.fileTarget("", "")
@@ -966,6 +982,40 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 		return false
 	}
 	return true
+}
+
+// dropCutFile undoes what a file stopped by a limit added while it was
+// tokenised: the series, families and targets only it created. Its
+// samples were never appended. A cut cardinality bomb thus adds no
+// series, no label value and no target.
+func (b *Builder) dropCutFile() {
+	fs := &b.fs
+	for _, tb := range fs.tbs {
+		for id, sb := range tb.series {
+			if len(sb.s.T) == 0 {
+				delete(tb.series, id)
+			}
+		}
+		for id, hb := range tb.hists {
+			if len(hb.hs) == 0 {
+				delete(tb.hists, id)
+			}
+		}
+		for name, fb := range tb.fams {
+			fb.series = slices.DeleteFunc(fb.series, func(sb *seriesB) bool { return len(sb.s.T) == 0 })
+			fb.hists = slices.DeleteFunc(fb.hists, func(hb *histB) bool { return len(hb.hs) == 0 })
+			if fb.gen == b.fileSeq && len(fb.series) == 0 && len(fb.hists) == 0 {
+				delete(tb.fams, name)
+			}
+		}
+		if len(tb.scrapes) == 0 && b.targets[tb.name] == tb {
+			delete(b.targets, tb.name)
+		}
+	}
+	// The cache of series slots may point at what was dropped.
+	for _, info := range b.raw {
+		info.lastTB, info.lastS, info.lastH = nil, nil, nil
+	}
 }
 
 // declare sets HELP, UNIT and declared types on the families of the
