@@ -131,6 +131,7 @@ type seriesInfo struct {
 	part     part
 	le       float64
 	needST   bool   // OpenMetrics counter, histogram or summary sample
+	check    uint8  // value check of a float sample; 0 none
 	target   string // from the pod or instance label; "" = from the path
 	from     string // "pod" or "instance"
 

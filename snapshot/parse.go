@@ -130,6 +130,9 @@ type fileState struct {
 	cut bool
 
 	// Counted problems, reported once per file.
+	badValues  int
+	badValueAt int64
+	badValue   string
 	bigLabels  int
 	bigLabelAt int64
 	badLabels  int
@@ -513,6 +516,12 @@ func (b *Builder) tokenize(data []byte) {
 				tb = b.fileTarget(info.target, info.from)
 			}
 			if info.part == partFloat {
+				if info.check != 0 && badValue(info.check, v) {
+					if fs.badValues++; fs.badValues == 1 {
+						fs.badValueAt, fs.badValue = off, badValueWhat(info.check, v, raw)
+					}
+					continue
+				}
 				sb := info.lastS
 				if info.lastTB != tb || sb == nil {
 					sb = b.seriesSlot(tb, info.id, fs.name)
@@ -533,6 +542,55 @@ func (b *Builder) tokenize(data []byte) {
 			b.addHistPart(pendKey{hb: hb, t: t, hasT: hasT}, info.part, info.le, v, off)
 		}
 	}
+}
+
+// Value checks of float samples (seriesInfo.check).
+const (
+	checkFinite   uint8 = 1 + iota // a gauge, or an untyped sample: no NaN or ±Inf
+	checkCounter                   // a counter: finite and not negative
+	checkNonNeg                    // Options.NonNegative: finite and not negative
+)
+
+// valueCheck returns the check the values of a float sample get. A
+// summary's quantiles are NaN when nothing was observed, and untyped
+// samples with a quantile label are such quantiles: not checked.
+func (b *Builder) valueCheck(name string, typ model.MetricType, ls *labels.Labels) uint8 {
+	switch typ {
+	case model.MetricTypeCounter:
+		return checkCounter
+	case model.MetricTypeGauge, model.MetricTypeUnknown:
+		if typ == model.MetricTypeUnknown && ls.Has(model.QuantileLabel) {
+			return 0
+		}
+		if slices.Contains(b.opts.NonNegative, name) {
+			return checkNonNeg
+		}
+		return checkFinite
+	}
+	return 0
+}
+
+// badValue reports whether v fails check.
+func badValue(check uint8, v float64) bool {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return true
+	}
+	return check != checkFinite && v < 0
+}
+
+// badValueWhat says why a sample fails its check, quoting an excerpt of
+// its series.
+func badValueWhat(check uint8, v float64, raw []byte) string {
+	what := "a gauge or untyped sample cannot be NaN or infinite"
+	switch {
+	case check == checkCounter && v < 0:
+		what = "a counter cannot be negative"
+	case check == checkCounter:
+		what = "a counter cannot be NaN or infinite"
+	case check == checkNonNeg && v < 0:
+		what = "this series cannot be negative (Options.NonNegative)"
+	}
+	return fmt.Sprintf("%s = %v: %s", excerpt(string(raw)), v, what)
 }
 
 // cutWhat says what becomes of a file a limit stopped.
@@ -720,6 +778,9 @@ func (b *Builder) classify(raw []byte, ctx *typeCtx, p textparse.Parser, ls *lab
 		}
 	}
 	info.part = c.part
+	if c.part == partFloat {
+		info.check = b.valueCheck(name, c.typ, ls)
+	}
 	info.needST = fs.om && (c.typ == model.MetricTypeCounter || c.typ == model.MetricTypeHistogram || c.typ == model.MetricTypeSummary)
 	// exported_pod first: a GPU exporter scraped through Kubernetes
 	// service discovery (a /federate dump) keeps the workload's pod there,
@@ -970,6 +1031,13 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 	}
 	if fs.bigLabels > 0 {
 		b.problem(SeverityError, fs.bigLabelAt, "", limitErr("Limits.MaxLabelBytes", int64(b.lim.MaxLabelBytes), fmt.Sprintf("series text longer than Limits.MaxLabelBytes (%d bytes); %d samples dropped", b.lim.MaxLabelBytes, fs.bigLabels)))
+	}
+	if fs.badValues > 0 {
+		more := ""
+		if fs.badValues > 1 {
+			more = fmt.Sprintf(" (and %d more samples in this file)", fs.badValues-1)
+		}
+		b.problem(SeverityWarning, fs.badValueAt, "", fmt.Errorf("%w: %s%s; left out of the evidence", ErrBadValue, fs.badValue, more))
 	}
 	if fs.badLabels > 0 {
 		b.problem(SeverityError, fs.badLabelAt, "", fmt.Errorf("%w: %s; %d samples dropped", ErrSyntax, fs.badLabel, fs.badLabels))

@@ -105,6 +105,9 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 	}
 	opts.Limits.MaxSeriesPerScrape = f.maxSamples
 	opts.FollowLinks = f.follow
+	if cat, err := f.catalog(); err == nil {
+		opts.NonNegative = append(opts.NonNegative, nonNegativeMetrics(cat)...)
+	}
 	opts.KeepTimeOutliers = f.keepTimes
 	opts.KeepCutFiles = f.keepCut
 	stdin := 0
@@ -171,6 +174,25 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 		return nil, fmt.Errorf("partial result (--strict): %d problem(s) above", len(ev.Problems))
 	}
 	return ev, nil
+}
+
+// nonNegativeMetrics lists the metrics of the catalog's gauges that
+// count something (requests, tokens, a ratio of used capacity): a
+// negative sample of one is impossible, and the reader leaves it out.
+func nonNegativeMetrics(cat *diagnose.Catalog) []string {
+	var names []string
+	for _, s := range cat.Signals() {
+		if s.Kind != diagnose.KindGauge {
+			continue
+		}
+		switch s.Unit {
+		case diagnose.UnitRequests, diagnose.UnitTokens, diagnose.UnitRatio, diagnose.UnitCount:
+			for _, c := range s.Candidates {
+				names = append(names, c.Metric)
+			}
+		}
+	}
+	return names
 }
 
 // limitHint says what raises the limit a problem hit, naming the flag

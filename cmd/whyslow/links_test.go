@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -75,3 +76,27 @@ func TestProcessSubstitution(t *testing.T) {
 	assert.Contains(t, string(out), "vllm:")
 	assert.Contains(t, string(out), "stdin")
 }
+
+// An impossible value (+Inf, a negative queue) is a warning naming the
+// file and line, and the sample is left out.
+func TestImpossibleValuesAreWarnings(t *testing.T) {
+	data, err := os.ReadFile(capture)
+	require.NoError(t, err)
+	s := string(data)
+	i := strings.Index(s, "vllm:num_requests_waiting{")
+	require.GreaterOrEqual(t, i, 0)
+	j := i + strings.IndexByte(s[i:], '\n')
+	k := strings.LastIndexByte(s[i:j], ' ') + i
+	line := strings.Count(s[:i], "\n") + 1
+	dir := t.TempDir()
+	for _, v := range []string{"+Inf", "-3"} {
+		p := filepath.Join(dir, "vllm-0_2026-09-28T10-00-00Z.prom")
+		require.NoError(t, os.WriteFile(p, []byte(s[:k+1]+v+s[j:]), 0o644))
+		code, _, errOut := whyslow(t, "", "catalog", p)
+		assert.Equal(t, exitOK, code, errOut)
+		assert.Contains(t, errOut, "warning: "+p+":"+itoa(line)+": impossible sample value: ")
+		assert.Contains(t, errOut, "vllm:num_requests_waiting")
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
