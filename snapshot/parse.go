@@ -546,9 +546,9 @@ func (b *Builder) tokenize(data []byte) {
 
 // Value checks of float samples (seriesInfo.check).
 const (
-	checkFinite   uint8 = 1 + iota // a gauge, or an untyped sample: no NaN or ±Inf
-	checkCounter                   // a counter: finite and not negative
-	checkNonNeg                    // Options.NonNegative: finite and not negative
+	checkFinite  uint8 = 1 + iota // a gauge, or an untyped sample: no NaN or ±Inf
+	checkCounter                  // a counter: finite and not negative
+	checkNonNeg                   // Options.NonNegative: finite and not negative
 )
 
 // valueCheck returns the check the values of a float sample get. A
