@@ -53,6 +53,7 @@ type Builder struct {
 
 	seen    map[fileKey]string // regular files read (or listed), by identity -> first path
 	fileSeq int                // number of dump files parsed so far
+	merging bool               // Merge: no checks of time (see checkTimes)
 }
 
 // NewBuilder returns an empty Builder reading with opts.
@@ -458,6 +459,7 @@ func (b *Builder) noteMergeDups(tb *targetB, family, name string, lset labels.La
 // duplicate Problem. The inputs are not modified.
 func Merge(evs ...*Evidence) *Evidence {
 	b := NewBuilder(Options{})
+	b.merging = true // each input was checked when it was read
 	for _, e := range evs {
 		b.AddEvidence(e)
 	}
@@ -492,6 +494,9 @@ func (b *Builder) Evidence() *Evidence {
 				Err: fmt.Errorf("%w: target %s exposes %d families, none named vllm:*", ErrNotVLLM, tb.name, len(tb.fams))})
 		}
 		e.Targets = append(e.Targets, t)
+	}
+	if !b.merging {
+		b.checkTimes(e)
 	}
 	e.Problems = b.problems
 	b.targets = nil

@@ -900,6 +900,9 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 	ft, from := ni.time.UnixMilli(), TimeFromFileName
 	switch {
 	case !ni.time.IsZero():
+		if fs.hasTS {
+			b.timeConflict(ni.time)
+		}
 	case fs.hasTS:
 		ft, from = fs.maxTS, TimeFromSamples
 	case !modTime.IsZero():
@@ -1050,6 +1053,29 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 		return false
 	}
 	return true
+}
+
+// timeConflictTolerance is how far the newest sample timestamp of a file
+// may lie from the time in its name before they disagree: more than the
+// time a dump takes to be saved, less than any scrape interval's multiple
+// that matters.
+const timeConflictTolerance = 5 * time.Minute
+
+// timeConflict warns when the sample timestamps of the current file
+// disagree with the time in its name.
+func (b *Builder) timeConflict(named time.Time) {
+	fs := &b.fs
+	newest := time.UnixMilli(fs.maxTS).UTC()
+	d := newest.Sub(named)
+	if d.Abs() <= timeConflictTolerance {
+		return
+	}
+	side := "after"
+	if d < 0 {
+		side, d = "before", -d
+	}
+	b.problem(SeverityWarning, -1, "", fmt.Errorf("%w: the file name says %s, the newest sample timestamp %s (%s %s); the sample timestamps are used",
+		ErrTimeConflict, named.UTC().Format(time.RFC3339), newest.Format(time.RFC3339), fmtSpan(d.Milliseconds()), side))
 }
 
 // dropCutFile undoes what a file stopped by a limit added while it was
