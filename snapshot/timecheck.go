@@ -31,7 +31,7 @@ const (
 	outlierMinMargin  = 6 * time.Hour
 	outlierMinScrapes = 3
 	// outlierListed bounds the problems naming outlier files; the rest
-	// are counted in one more.
+	// are counted in one more problem.
 	outlierListed = 10
 )
 
@@ -77,7 +77,12 @@ func (b *Builder) dropTimeOutliers(e *Evidence) {
 		return // times near the ends of int64: nothing sensible to say
 	}
 	out := map[*Target]map[int]bool{}
-	listed, more := 0, 0
+	type group struct {
+		first timeAt
+		n     int
+	}
+	var keys []string
+	groups := map[string]*group{}
 	for _, a := range all {
 		if a.t >= low && a.t <= high {
 			continue
@@ -86,18 +91,25 @@ func (b *Builder) dropTimeOutliers(e *Evidence) {
 			out[a.tg] = map[int]bool{}
 		}
 		out[a.tg][a.idx] = true
-		sc := a.tg.Scrapes[a.idx]
-		if listed == outlierListed {
-			more++
+		// One problem per file (a file of many scrapes is one mistake).
+		key := a.tg.Name + "\x00" + strings.Join(a.tg.Scrapes[a.idx].Files, ", ")
+		if g := groups[key]; g != nil {
+			g.n++
 			continue
 		}
-		listed++
-		b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: strings.Join(sc.Files, ", "), Offset: -1,
-			Err: fmt.Errorf("%w: %s", ErrTimeOutlier, b.outlierWhat(a, sc, lo, hi, low, high))})
+		groups[key] = &group{first: a, n: 1}
+		keys = append(keys, key)
 	}
-	if more > 0 {
-		b.problems = append(b.problems, Problem{Severity: SeverityWarning, Offset: -1,
-			Err: fmt.Errorf("%w: %d more scrapes far outside %s to %s", ErrTimeOutlier, more, fmtMS(lo), fmtMS(hi))})
+	for i, key := range keys {
+		g := groups[key]
+		if i == outlierListed {
+			b.problems = append(b.problems, Problem{Severity: SeverityWarning, Offset: -1,
+				Err: fmt.Errorf("%w: %d more files with scrapes far outside %s to %s", ErrTimeOutlier, len(keys)-i, fmtMS(lo), fmtMS(hi))})
+			break
+		}
+		sc := g.first.tg.Scrapes[g.first.idx]
+		b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: strings.Join(sc.Files, ", "), Offset: -1,
+			Err: fmt.Errorf("%w: %s", ErrTimeOutlier, b.outlierWhat(g.first, sc, g.n, lo, hi, low, high))})
 	}
 	if b.opts.KeepTimeOutliers {
 		return
@@ -121,13 +133,17 @@ func (b *Builder) dropTimeOutliers(e *Evidence) {
 	}
 }
 
-func (b *Builder) outlierWhat(a timeAt, sc Scrape, lo, hi, low, high int64) string {
+func (b *Builder) outlierWhat(a timeAt, sc Scrape, n int, lo, hi, low, high int64) string {
 	dist, side := a.t-hi, "after"
 	if a.t < low {
 		dist, side = lo-a.t, "before"
 	}
-	msg := fmt.Sprintf("scrape of %s at %s (from the %s) lies %s %s the rest of the evidence (%s to %s)",
-		a.tg.Name, sc.Time.UTC().Format(time.RFC3339), sc.TimeFrom, fmtSpan(dist), side, fmtMS(lo), fmtMS(hi))
+	what := "scrape"
+	if n > 1 {
+		what = fmt.Sprintf("first of %d scrapes", n)
+	}
+	msg := fmt.Sprintf("%s of %s at %s (from the %s) lies %s %s the rest of the evidence (%s to %s)",
+		what, a.tg.Name, sc.Time.UTC().Format(time.RFC3339), sc.TimeFrom, fmtSpan(dist), side, fmtMS(lo), fmtMS(hi))
 	if sc.TimeFrom == TimeFromSamples && a.t < low && a.t*1000 >= low && a.t*1000 <= high {
 		msg += "; its sample timestamps look like seconds, not milliseconds"
 	}
