@@ -322,7 +322,9 @@ func (b *Builder) checkCounters(t *Target) {
 
 // isHistogramType reports whether f's histograms are cumulative
 // (a gauge histogram's counts may go down).
-func isHistogramType(f *Family) bool { return f.Type != model.MetricTypeGaugeHistogram && len(f.Histograms) > 0 }
+func isHistogramType(f *Family) bool {
+	return f.Type != model.MetricTypeGaugeHistogram && len(f.Histograms) > 0
+}
 
 // histTotal returns the total count of sample i of h: _count, or the
 // last bucket when _count is missing.
