@@ -287,7 +287,7 @@ type Problem struct {
 
 // Error formats the problem as "file:line: family: reason".
 func (p Problem) Error() string {
-	s := p.File
+	s := escapeName(p.File)
 	if p.Line > 0 {
 		s += fmt.Sprintf(":%d", p.Line)
 	} else if p.Offset >= 0 && p.File != "" {

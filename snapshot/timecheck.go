@@ -143,7 +143,7 @@ func (b *Builder) outlierWhat(a timeAt, sc Scrape, n int, lo, hi, low, high int6
 		what = fmt.Sprintf("first of %d scrapes", n)
 	}
 	msg := fmt.Sprintf("%s of %s at %s (from the %s) lies %s %s the rest of the evidence (%s to %s)",
-		what, a.tg.Name, sc.Time.UTC().Format(time.RFC3339), sc.TimeFrom, fmtSpan(dist), side, fmtMS(lo), fmtMS(hi))
+		what, escapeName(a.tg.Name), sc.Time.UTC().Format(time.RFC3339), sc.TimeFrom, fmtSpan(dist), side, fmtMS(lo), fmtMS(hi))
 	if sc.TimeFrom == TimeFromSamples && a.t < low && a.t*1000 >= low && a.t*1000 <= high {
 		msg += "; its sample timestamps look like seconds, not milliseconds"
 	}
@@ -317,7 +317,7 @@ func (b *Builder) checkCounters(t *Target) {
 	}
 	b.problems = append(b.problems, Problem{Severity: SeverityError, File: t.fileAt(firstT), Offset: -1, Family: firstFamily,
 		Err: fmt.Errorf("%w: %d counter samples of target %s decrease without a restart; first %s from %g at %s (%s) to %g at %s (%s), and %s: scrapes out of order or two processes under one name; the decreasing samples are left out, not read as resets",
-			ErrInconsistent, dropped, t.Name, excerpt(first), prevV, fmtMS(prevT), t.fileAt(prevT), firstV, fmtMS(firstT), t.fileAt(firstT), why)})
+			ErrInconsistent, dropped, escapeName(t.Name), excerpt(first), prevV, fmtMS(prevT), t.fileAt(prevT), firstV, fmtMS(firstT), t.fileAt(firstT), why)})
 }
 
 // isHistogramType reports whether f's histograms are cumulative
