@@ -55,7 +55,14 @@ type timeAt struct {
 // times and, unless Options.KeepTimeOutliers, removes them and their
 // samples.
 func (b *Builder) dropTimeOutliers(e *Evidence) {
-	var all []timeAt
+	n := 0
+	for _, tg := range e.Targets {
+		n += len(tg.Scrapes)
+	}
+	if n < outlierMinScrapes {
+		return
+	}
+	all := make([]timeAt, 0, n)
 	for _, tg := range e.Targets {
 		for i, sc := range tg.Scrapes {
 			if sc.TimeFrom == TimeUnknown {
@@ -68,7 +75,7 @@ func (b *Builder) dropTimeOutliers(e *Evidence) {
 		return
 	}
 	slices.SortFunc(all, func(x, y timeAt) int { return cmp.Compare(x.t, y.t) })
-	n := len(all)
+	n = len(all)
 	lo := all[int(math.Ceil(0.1*float64(n-1)))].t
 	hi := all[int(math.Floor(0.9*float64(n-1)))].t
 	margin := max(outlierSpans*(hi-lo), outlierMinMargin.Milliseconds())
@@ -217,6 +224,9 @@ const processStart = "process_start_time_seconds"
 // is inconsistent evidence (scrapes out of order, two processes under one
 // name), and is reported as such instead of being read as a reset.
 func (b *Builder) checkCounters(t *Target) {
+	if !anyDecrease(t) {
+		return // the common case, checked without allocating
+	}
 	var pst []*Series
 	if f := t.Families[processStart]; f != nil {
 		pst = f.Series
@@ -318,6 +328,33 @@ func (b *Builder) checkCounters(t *Target) {
 	b.problems = append(b.problems, Problem{Severity: SeverityError, File: t.fileAt(firstT), Offset: -1, Family: firstFamily,
 		Err: fmt.Errorf("%w: %d counter samples of target %s decrease without a restart; first %s from %g at %s (%s) to %g at %s (%s), and %s: scrapes out of order or two processes under one name; the decreasing samples are left out, not read as resets",
 			ErrInconsistent, dropped, escapeName(t.Name), excerpt(first), prevV, fmtMS(prevT), t.fileAt(prevT), firstV, fmtMS(firstT), t.fileAt(firstT), why)})
+}
+
+// anyDecrease reports whether a counter or cumulative histogram of t
+// ever decreases from one sample to the next.
+func anyDecrease(t *Target) bool {
+	for _, f := range t.Families {
+		if f.Type == model.MetricTypeCounter {
+			for _, s := range f.Series {
+				for i := 1; i < len(s.V); i++ {
+					if s.V[i] < s.V[i-1] {
+						return true
+					}
+				}
+			}
+		}
+		if isHistogramType(f) {
+			for _, h := range f.Histograms {
+				tot := histTotal(h)
+				for i := 1; i < len(h.T); i++ {
+					if tot(i) < tot(i-1) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
 }
 
 // isHistogramType reports whether f's histograms are cumulative
