@@ -70,12 +70,16 @@ func (w *walker) walk(dir string) {
 		var fi fs.FileInfo
 		real := ""
 		if typ&fs.ModeSymlink != 0 {
+			if !isDumpName(name) {
+				// Only a link to a directory matters then; stat, which
+				// opens nothing, tells.
+				if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+					w.notDump = append(w.notDump, path)
+					continue
+				}
+			}
 			var ok bool
 			if fi, real, ok = w.link(path); !ok {
-				continue
-			}
-			if !fi.IsDir() && !isDumpName(name) {
-				w.notDump = append(w.notDump, path)
 				continue
 			}
 		} else if fi, err = d.Info(); err != nil {
@@ -91,6 +95,10 @@ func (w *walker) walk(dir string) {
 			}
 			w.visited[key] = true
 			if IsTSDB(path) {
+				if _, dup := w.b.seenFile(fi, path); dup {
+					w.skip(path, dupReason)
+					continue
+				}
 				w.tsdbs = append(w.tsdbs, path)
 				continue
 			}
@@ -177,8 +185,8 @@ func specialKind(m fs.FileMode) string {
 	return "a special file"
 }
 
-// seenFile records a regular file to be read and reports whether it was
-// recorded before (under the path first).
+// seenFile records a regular file (or a TSDB directory) to be read and
+// reports whether it was recorded before (under the path first).
 func (b *Builder) seenFile(fi fs.FileInfo, path string) (first string, dup bool) {
 	key, ok := keyOf(fi, path)
 	if !ok {

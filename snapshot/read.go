@@ -43,6 +43,11 @@ func Read(ctx context.Context, paths []string, opts Options) (*Evidence, error) 
 		case err != nil:
 			b.problems = append(b.problems, Problem{Severity: SeverityError, File: p, Offset: -1, Err: err})
 		case fi.IsDir() && IsTSDB(p):
+			if _, dup := b.seenFile(fi, p); dup {
+				b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: p, Offset: -1,
+					Err: fmt.Errorf("%w: a TSDB already read through another path, read once", ErrSkipped)})
+				continue
+			}
 			b.addTSDB(ctx, p)
 		case fi.IsDir():
 			if err := b.addDir(ctx, p); err != nil {
