@@ -226,7 +226,7 @@ func (b *Builder) family(tb *targetB, name string, typ model.MetricType, inferre
 	case !fb.conflict:
 		fb.conflict = true
 		b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: file, Offset: -1, Family: name,
-			Err: fmt.Errorf("%w: %s and %s in target %s; keeping %s", ErrTypeConflict, fb.f.Type, typ, tb.name, fb.f.Type)})
+			Err: fmt.Errorf("%w: %s and %s in target %s; keeping %s", ErrTypeConflict, fb.f.Type, typ, escapeName(tb.name), fb.f.Type)})
 	}
 	return fb
 }
@@ -450,7 +450,7 @@ func (b *Builder) noteMergeDups(tb *targetB, family, name string, lset labels.La
 		return
 	}
 	b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: tb.firstFile, Offset: -1, Family: family,
-		Err: fmt.Errorf("%w: %s of target %s: %d samples at instants already held, dropped", ErrDuplicateSeries, seriesString(name, lset), tb.name, dups)})
+		Err: fmt.Errorf("%w: %s of target %s: %d samples at instants already held, dropped", ErrDuplicateSeries, seriesString(name, lset), escapeName(tb.name), dups)})
 }
 
 // Merge combines several Evidence values into one, as Builder.AddEvidence
