@@ -49,6 +49,10 @@ type Builder struct {
 	keyBuf []byte
 
 	fs fileState // the file being parsed; reused
+
+	seen    map[fileKey]string // regular files read (or listed), by identity -> first path
+	fileSeq int                // number of dump files parsed so far
+	merging bool               // Merge: no checks of time (see checkTimes)
 }
 
 // NewBuilder returns an empty Builder reading with opts.
@@ -127,6 +131,7 @@ type seriesInfo struct {
 	part     part
 	le       float64
 	needST   bool   // OpenMetrics counter, histogram or summary sample
+	check    uint8  // value check of a float sample; 0 none
 	target   string // from the pod or instance label; "" = from the path
 	from     string // "pod" or "instance"
 
@@ -146,6 +151,7 @@ type targetB struct {
 }
 
 type famB struct {
+	gen      int // Builder.fileSeq when created
 	f        *Family
 	series   []*seriesB
 	hists    []*histB
@@ -204,7 +210,7 @@ func fromRank(from string) int {
 func (b *Builder) family(tb *targetB, name string, typ model.MetricType, inferred bool, file string) *famB {
 	fb := tb.fams[name]
 	if fb == nil {
-		fb = &famB{f: &Family{Name: name, Type: typ, TypeInferred: inferred}}
+		fb = &famB{f: &Family{Name: name, Type: typ, TypeInferred: inferred}, gen: b.fileSeq}
 		tb.fams[name] = fb
 		return fb
 	}
@@ -219,7 +225,7 @@ func (b *Builder) family(tb *targetB, name string, typ model.MetricType, inferre
 	case !fb.conflict:
 		fb.conflict = true
 		b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: file, Offset: -1, Family: name,
-			Err: fmt.Errorf("%w: %s and %s in target %s; keeping %s", ErrTypeConflict, fb.f.Type, typ, tb.name, fb.f.Type)})
+			Err: fmt.Errorf("%w: %s and %s in target %s; keeping %s", ErrTypeConflict, fb.f.Type, typ, escapeName(tb.name), fb.f.Type)})
 	}
 	return fb
 }
@@ -443,7 +449,7 @@ func (b *Builder) noteMergeDups(tb *targetB, family, name string, lset labels.La
 		return
 	}
 	b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: tb.firstFile, Offset: -1, Family: family,
-		Err: fmt.Errorf("%w: %s of target %s: %d samples at instants already held, dropped", ErrDuplicateSeries, seriesString(name, lset), tb.name, dups)})
+		Err: fmt.Errorf("%w: %s of target %s: %d samples at instants already held, dropped", ErrDuplicateSeries, seriesString(name, lset), escapeName(tb.name), dups)})
 }
 
 // Merge combines several Evidence values into one, as Builder.AddEvidence
@@ -452,6 +458,7 @@ func (b *Builder) noteMergeDups(tb *targetB, family, name string, lset labels.La
 // duplicate Problem. The inputs are not modified.
 func Merge(evs ...*Evidence) *Evidence {
 	b := NewBuilder(Options{})
+	b.merging = true // each input was checked when it was read
 	for _, e := range evs {
 		b.AddEvidence(e)
 	}
@@ -478,6 +485,9 @@ func (b *Builder) Evidence() *Evidence {
 			t.Families[name] = b.finishFamily(tb, fb)
 		}
 		e.Targets = append(e.Targets, t)
+	}
+	if !b.merging {
+		b.checkTimes(e)
 	}
 	e.Problems = b.problems
 	b.targets = nil

@@ -1,8 +1,10 @@
 package snapshot
 
 import (
+	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -20,74 +23,220 @@ type dumpFile struct {
 	time     time.Time // from the name; zero if none
 }
 
-// addDir reads a dump directory: every dump file below dir (see
-// isDumpName), in the order of the times in their names, and every TSDB
-// directory (or other Source) below it through its registered Source.
-// Nothing under dir is modified.
-func (b *Builder) addDir(ctx context.Context, dir string) error {
-	var (
-		files   []dumpFile
-		tsdbs   []string
-		skipped []string
-	)
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			b.problems = append(b.problems, Problem{Severity: SeverityError, File: path, Offset: -1, Err: err})
-			if d != nil && d.IsDir() && path != dir {
-				return fs.SkipDir
-			}
-			return nil
+// walker lists the dumps and TSDBs of one dump directory. It opens
+// nothing but directories: only regular files are read later, links that
+// lead out of the directory are not followed (unless
+// Options.FollowLinks), and every directory is visited once, so that a
+// loop of links ends.
+type walker struct {
+	b        *Builder
+	root     string // as given
+	realRoot string // root with links resolved
+	files    []dumpFile
+	tsdbs    []string
+	notDump  []string
+	skipped  map[string][]string // reason -> paths
+	reasons  []string            // keys of skipped, in order met
+	visited  map[fileKey]bool    // directories
+}
+
+func (w *walker) skip(path, reason string) {
+	if w.skipped[reason] == nil {
+		w.reasons = append(w.reasons, reason)
+	}
+	w.skipped[reason] = append(w.skipped[reason], path)
+}
+
+// walk lists dir, a directory below (or at) the root.
+func (w *walker) walk(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		w.b.problems = append(w.b.problems, Problem{Severity: SeverityError, File: dir, Offset: -1, Err: err})
+		if len(entries) == 0 {
+			return
 		}
-		if path == dir {
-			return nil
-		}
+	}
+	for _, d := range entries {
 		name := d.Name()
 		if strings.HasPrefix(name, ".") {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
+			continue
 		}
-		if d.IsDir() {
+		path := filepath.Join(dir, name)
+		typ := d.Type()
+		if !typ.IsDir() && !isDumpName(name) && typ&fs.ModeSymlink == 0 {
+			w.notDump = append(w.notDump, path)
+			continue
+		}
+		var fi fs.FileInfo
+		real := ""
+		if typ&fs.ModeSymlink != 0 {
+			if !isDumpName(name) {
+				// Only a link to a directory matters then; stat, which
+				// opens nothing, tells.
+				if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
+					w.notDump = append(w.notDump, path)
+					continue
+				}
+			}
+			var ok bool
+			if fi, real, ok = w.link(path); !ok {
+				continue
+			}
+		} else if fi, err = d.Info(); err != nil {
+			w.b.problems = append(w.b.problems, Problem{Severity: SeverityError, File: path, Offset: -1, Err: err})
+			continue
+		}
+		switch m := fi.Mode(); {
+		case m.IsDir():
+			key, ok := keyOf(fi, path)
+			if ok && w.visited[key] {
+				w.skip(path, "a link to a folder already read (a loop of links?)")
+				continue
+			}
+			w.visited[key] = true
 			if readsAsSource(path) {
-				tsdbs = append(tsdbs, path)
-				return fs.SkipDir
+				if _, dup := w.b.seenFile(fi, path); dup {
+					w.skip(path, dupReason)
+					continue
+				}
+				w.tsdbs = append(w.tsdbs, path)
+				continue
 			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			// A symlink to a regular file is read; anything else skipped.
-			fi, err := os.Stat(path)
-			if err != nil || !fi.Mode().IsRegular() {
-				skipped = append(skipped, path)
-				return nil
+			w.walk(path)
+		case m.IsRegular():
+			if real != "" && isKernelFile(real) {
+				w.skip(path, "a link to a file of /proc, /sys or /dev (a kernel interface, not a dump)")
+				continue
 			}
+			if _, dup := w.b.seenFile(fi, path); dup {
+				w.skip(path, dupReason)
+				continue
+			}
+			rel, _ := filepath.Rel(w.root, path)
+			inSub := strings.ContainsRune(rel, filepath.Separator)
+			w.files = append(w.files, dumpFile{path: path, inSubdir: inSub, time: parsePathName(path, inSub).time})
+		default:
+			w.skip(path, specialKind(m)+", not a regular file")
 		}
-		if !isDumpName(name) {
-			skipped = append(skipped, path)
-			return nil
+	}
+}
+
+// link resolves the link at path. It reports false, after noting why,
+// when the link is not to be followed: broken, a loop, or leading out of
+// the root without Options.FollowLinks.
+func (w *walker) link(path string) (fs.FileInfo, string, bool) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		switch {
+		case errors.Is(err, syscall.ELOOP) || strings.Contains(err.Error(), "too many links"):
+			w.skip(path, "a loop of symbolic links")
+		case errors.Is(err, fs.ErrNotExist):
+			w.skip(path, "a broken symbolic link")
+		default:
+			w.b.problems = append(w.b.problems, Problem{Severity: SeverityError, File: path, Offset: -1, Err: err})
 		}
-		rel, _ := filepath.Rel(dir, path)
-		inSub := strings.ContainsRune(rel, filepath.Separator)
-		files = append(files, dumpFile{path: path, inSubdir: inSub, time: parsePathName(path, inSub).time})
-		return nil
-	})
+		return nil, "", false
+	}
+	if !w.b.opts.FollowLinks && !within(real, w.realRoot) {
+		w.skip(path, "a symbolic link to outside the folder (Options.FollowLinks, --follow-links, follows it)")
+		return nil, "", false
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		w.b.problems = append(w.b.problems, Problem{Severity: SeverityError, File: path, Offset: -1, Err: err})
+		return nil, "", false
+	}
+	return fi, real, true
+}
+
+// within reports whether path lies at or under root (both cleaned and
+// with links resolved).
+func within(path, root string) bool {
+	if path == root {
+		return true
+	}
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// isKernelFile reports whether a resolved path names a file of a kernel
+// interface: reading /proc/self/mem or /dev/zero is never a dump.
+func isKernelFile(real string) bool {
+	for _, p := range []string{"/proc", "/sys", "/dev"} {
+		if real == p || strings.HasPrefix(real, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// specialKind names a file mode that is neither a directory nor regular.
+func specialKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a special file"
+}
+
+// seenFile records a regular file (or a TSDB directory) to be read and
+// reports whether it was recorded before (under the path first).
+func (b *Builder) seenFile(fi fs.FileInfo, path string) (first string, dup bool) {
+	key, ok := keyOf(fi, path)
+	if !ok {
+		return "", false
+	}
+	if first, dup := b.seen[key]; dup {
+		return first, true
+	}
+	if b.seen == nil {
+		b.seen = map[fileKey]string{}
+	}
+	b.seen[key] = path
+	return "", false
+}
+
+// addDir reads a dump directory: every dump file below dir (see
+// isDumpName), in the order of the times in their names, and every TSDB
+// directory below it through its registered Source (snapshot/tsdb for TSDBs). dir may be a link to a directory.
+// Nothing under dir is modified.
+func (b *Builder) addDir(ctx context.Context, dir string) error {
+	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return err
 	}
-	if len(skipped) > 0 {
-		list := skipped
-		if len(list) > 5 {
-			list = list[:5]
+	if abs, err := filepath.Abs(real); err == nil {
+		real = abs
+	}
+	w := &walker{b: b, root: dir, realRoot: real, skipped: map[string][]string{}, visited: map[fileKey]bool{}}
+	if fi, err := os.Stat(dir); err == nil {
+		if key, ok := keyOf(fi, dir); ok {
+			w.visited[key] = true
 		}
-		more := ""
-		if len(skipped) > len(list) {
-			more = fmt.Sprintf(" and %d more", len(skipped)-len(list))
-		}
+	}
+	w.walk(dir)
+	files, tsdbs := w.files, w.tsdbs
+	if len(w.notDump) > 0 {
+		list, more := firstFew(w.notDump)
 		b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: dir, Offset: -1,
-			Err: fmt.Errorf("skipped %d files that are not dumps by name (%s): %s%s", len(skipped), strings.Join(dumpExts, " "), strings.Join(list, ", "), more)})
+			Err: fmt.Errorf("skipped %d files that are not dumps by name (%s): %s%s", len(w.notDump), strings.Join(dumpExts, " "), list, more)})
+	}
+	for _, r := range w.reasons {
+		paths := w.skipped[r]
+		list, more := firstFew(paths)
+		b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: dir, Offset: -1,
+			Err: fmt.Errorf("%w: %d entries: %s: %s%s", ErrSkipped, len(paths), r, list, more)})
 	}
 	if len(files) == 0 && len(tsdbs) == 0 {
+		if len(w.skipped) > 0 && len(w.notDump) == 0 && allDuplicates(w.skipped) {
+			return nil // a folder given twice: read once, said above
+		}
 		b.problems = append(b.problems, Problem{Severity: SeverityError, File: dir, Offset: -1,
 			Err: fmt.Errorf("%w: no dump file and no TSDB in the directory", ErrEmpty)})
 		return nil
@@ -124,6 +273,34 @@ func (b *Builder) addDir(ctx context.Context, dir string) error {
 	return nil
 }
 
+// dupReason is the reason for skipping a file reached twice.
+const dupReason = "files already read through another path (the same folder given twice, a hard link or a link), read once"
+
+func allDuplicates(skipped map[string][]string) bool {
+	for r := range skipped {
+		if r != dupReason {
+			return false
+		}
+	}
+	return true
+}
+
+// firstFew lists up to five paths, and says how many more there are.
+func firstFew(paths []string) (list, more string) {
+	l := paths
+	if len(l) > 5 {
+		l = l[:5]
+	}
+	names := make([]string, len(l))
+	for i, p := range l {
+		names[i] = escapeName(p)
+	}
+	if len(paths) > len(l) {
+		more = fmt.Sprintf(" and %d more", len(paths)-len(l))
+	}
+	return strings.Join(names, ", "), more
+}
+
 func (b *Builder) inRange(t time.Time) bool {
 	ms := t.UnixMilli()
 	return ms >= b.minT && ms <= b.maxT
@@ -131,43 +308,55 @@ func (b *Builder) inRange(t time.Time) bool {
 
 // addFile reads one dump file, read-only.
 func (b *Builder) addFile(path string, inSubdir bool) {
-	data, mtime, err := b.readFile(path)
+	data, lm, mtime, err := b.readFile(path)
 	if err != nil {
 		b.problems = append(b.problems, Problem{Severity: SeverityError, File: path, Offset: -1, Err: err})
-		b.sources = append(b.sources, path)
-		return
+		if data == nil {
+			b.sources = append(b.sources, path)
+			return
+		}
 	}
-	_ = b.addDump(path, data, mtime, inSubdir)
+	_ = b.addPrepared(path, data, lm, mtime, inSubdir)
 }
 
-// readFile reads a file opened read-only, refusing files larger than
-// the per-scrape limit before reading them.
-func (b *Builder) readFile(path string) ([]byte, time.Time, error) {
+// readFile reads a file opened read-only. A plain file is read whole
+// (its size is checked against the per-scrape limit before it is read);
+// a gzip file is inflated as it streams (see inflow), so that a bomb
+// costs its limit, not its inflated size. lm is nil when the data are
+// as found in the file.
+func (b *Builder) readFile(path string) ([]byte, *lineMap, time.Time, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, nil, time.Time{}, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, nil, time.Time{}, err
 	}
 	if fi.IsDir() {
-		return nil, time.Time{}, fmt.Errorf("is a directory")
+		return nil, nil, time.Time{}, fmt.Errorf("is a directory")
+	}
+	var magic [2]byte
+	if n, _ := f.ReadAt(magic[:], 0); n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := openGzip(bufio.NewReaderSize(f, chunkSize))
+		if err != nil {
+			return nil, nil, fi.ModTime(), err
+		}
+		defer zr.Close()
+		lm := &lineMap{}
+		data, err := b.inflow(path, zr, lm, 0)
+		return data, lm, fi.ModTime(), err
 	}
 	max, what := b.lim.MaxBytesPerScrape, "Limits.MaxBytesPerScrape"
 	if fi.Size() > max {
 		// Perhaps a file of many scrapes, which has a larger limit.
 		head := make([]byte, headSize)
 		n, _ := f.ReadAt(head, 0)
-		head = head[:n]
-		if len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
-			head = gunzipHead(head)
-		}
-		max, what = b.byteLimit(head)
+		max, what = b.byteLimit(head[:n])
 	}
 	if fi.Size() > max {
-		return nil, fi.ModTime(), fmt.Errorf("%w: %d bytes, more than %s (%d); file not read", ErrLimit, fi.Size(), what, max)
+		return nil, nil, fi.ModTime(), limitErr(what, max, fmt.Sprintf("%d bytes, more than %s (%d); file not read", fi.Size(), what, max))
 	}
 	data := make([]byte, 0, fi.Size()+1)
 	for {
@@ -177,14 +366,41 @@ func (b *Builder) readFile(path string) ([]byte, time.Time, error) {
 			break
 		}
 		if err != nil {
-			return nil, fi.ModTime(), err
+			return nil, nil, fi.ModTime(), err
 		}
 		if int64(len(data)) > max {
-			return nil, fi.ModTime(), fmt.Errorf("%w: file grew past %s (%d) while read", ErrLimit, what, max)
+			return nil, nil, fi.ModTime(), limitErr(what, max, fmt.Sprintf("file grew past %s (%d) while read", what, max))
 		}
 		if len(data) == cap(data) {
 			data = slices.Grow(data, 64<<10)
 		}
 	}
-	return data, fi.ModTime(), nil
+	return data, nil, fi.ModTime(), nil
+}
+
+// addStream reads a dump from a stream (standard input, a FIFO given as
+// a path) under the same limits as a file, inflating gzip as it streams.
+func (b *Builder) addStream(name string, r io.Reader) {
+	br := bufio.NewReaderSize(r, chunkSize)
+	var src io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := openGzip(br)
+		if err != nil {
+			b.problems = append(b.problems, Problem{Severity: SeverityError, File: name, Offset: 0, Err: err})
+			b.sources = append(b.sources, name)
+			return
+		}
+		defer zr.Close()
+		src = zr
+	}
+	lm := &lineMap{}
+	data, err := b.inflow(name, src, lm, 0)
+	if err != nil {
+		b.problems = append(b.problems, Problem{Severity: SeverityError, File: name, Offset: -1, Err: err})
+		if data == nil {
+			b.sources = append(b.sources, name)
+			return
+		}
+	}
+	_ = b.addPrepared(name, data, lm, time.Time{}, false)
 }

@@ -42,6 +42,9 @@ var (
 	reDateTime = regexp.MustCompile(`(\d{4})-(\d{2})-(\d{2})[T_ ](\d{2})[:\-]?(\d{2})[:\-]?(\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?`)
 	// 20260922T100015Z, 20260922-100015, 20260922_100015.
 	reCompact = regexp.MustCompile(`(\d{4})(\d{2})(\d{2})[T_\-](\d{2})(\d{2})(\d{2})(Z)?`)
+	// What the shell's <(...) and /dev/stdin give: standard input by
+	// another name.
+	reStdinPath = regexp.MustCompile(`^/(?:dev|proc/self|proc/\d+)/fd/\d+$|^/dev/stdin$`)
 	// Unix seconds (10 digits) or milliseconds (13 digits).
 	reUnix = regexp.MustCompile(`(?:^|[^0-9])(\d{13}|\d{10})(?:$|[^0-9])`)
 )
@@ -140,7 +143,7 @@ type nameInfo struct {
 // not the file name, then names the target, so that "dcgm-<ts>.prom" next
 // to vLLM's "<ts>.prom" joins the same pod.
 func parsePathName(path string, inSubdir bool) nameInfo {
-	if path == stdinName {
+	if path == stdinName || reStdinPath.MatchString(path) {
 		return nameInfo{target: "stdin"}
 	}
 	base := filepath.Base(path)

@@ -67,8 +67,11 @@
 // histogram.Histogram.Validate; an invalid one (no +Inf bucket, bounds out
 // of order, counts that decrease, _count unlike the +Inf bucket) is kept as
 // read and reported once per family and file as an ErrInvalidHistogram
-// Problem of SeverityError. Exemplars are never read. NaN and ±Inf values
-// are kept: they are legal.
+// Problem of SeverityError. Exemplars are never read. Values impossible for
+// their type (NaN or ±Inf in a counter, gauge or untyped sample, a negative
+// counter, a negative value of a series in Options.NonNegative) are left
+// out with one ErrBadValue warning per file, so that no statistic sees
+// them; a summary's NaN quantiles are kept.
 //
 // # Bad input
 //
@@ -80,7 +83,40 @@
 // the line is derived from the last entry textparse returned, which is a
 // subslice of the input. What a file held before a syntax error is kept.
 // Options.Limits bound bytes, samples and label sizes per file and the
-// total bytes read.
+// total bytes read; a *LimitError names the limit hit. A file a limit
+// stops in the middle is left out whole (Options.KeepCutFiles keeps its
+// first part), so that a cut cardinality bomb adds no series.
+//
+// Gzip files and streams (standard input, a FIFO given as a path, as the
+// shell's <(curl ...) gives) are inflated in chunks: every inflated byte
+// counts against the limit as it streams, and the comment lines of a text
+// exposition are not kept, so that a gzip bomb costs its limit in time,
+// not in memory. CRLF line endings and a UTF-8 byte order mark are
+// normalised (one ErrNormalized warning per file); line numbers and
+// offsets in problems stay those of the file. Messages say what an input
+// is when it is not an exposition (HTML, JSON, UTF-16 text) and quote at
+// most 80 bytes of an offending line, control characters escaped, and
+// nothing of a file whose first line does not parse.
+//
+// In a dump directory only regular files and directories are opened: a
+// link that leads out of the directory is not followed unless
+// Options.FollowLinks, links into /proc, /sys and /dev never are, and
+// FIFOs, devices, sockets and loops of links are skipped, each named in an
+// ErrSkipped warning. A path that is a link to a directory is read as the
+// directory, and a file reached twice (the same folder given twice, a hard
+// link) is read once.
+//
+// # Time
+//
+// Once everything is read, scrape times far outside the bulk of the
+// evidence (a file named a year ahead, timestamps in seconds) are named
+// (ErrTimeOutlier) and left out unless Options.KeepTimeOutliers, so that
+// nothing downstream spans a year. A counter that decreases while
+// process_start_time_seconds stays the same (or, for a target without it,
+// while other counters do not drop) is inconsistent evidence
+// (ErrInconsistent): the decreasing samples are left out instead of being
+// read as resets. A file whose name and sample timestamps disagree gets an
+// ErrTimeConflict warning; the sample timestamps are used.
 //
 // # Cost
 //

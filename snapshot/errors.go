@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -46,6 +49,35 @@ var (
 	// ErrTypeConflict is a warning: two inputs declare different types
 	// for one family; the first type is kept.
 	ErrTypeConflict = errors.New("conflicting metric types")
+	// ErrNormalized is a warning: a dump had CRLF line endings or a UTF-8
+	// byte order mark (a file saved on Windows); they were normalised
+	// before parsing. Line numbers in problems are those of the file.
+	ErrNormalized = errors.New("input normalised")
+	// ErrBadValue is a warning: samples whose value is impossible for
+	// their type (NaN or ±Inf in a counter or gauge, a negative counter,
+	// a negative value of a series listed in Options.NonNegative) were
+	// left out of the evidence, so that no statistic sees them. The
+	// Problem names the file and line of the first.
+	ErrBadValue = errors.New("impossible sample value")
+	// ErrSkipped is a warning: an entry of a dump directory was not read
+	// for the reason given (a link that leads out of the directory, a
+	// loop of links, a named pipe, a device, a file already read through
+	// another path).
+	ErrSkipped = errors.New("not read")
+	// ErrTimeOutlier is a warning: scrapes whose times lie far outside
+	// the bulk of the evidence (a file named a year ahead, sample
+	// timestamps in seconds instead of milliseconds) were left out of the
+	// evidence; Options.KeepTimeOutliers keeps them.
+	ErrTimeOutlier = errors.New("scrape time far outside the evidence")
+	// ErrTimeConflict is a warning: the time in a file's name and the
+	// timestamps of its samples disagree; the sample timestamps are used.
+	ErrTimeConflict = errors.New("file name and sample times disagree")
+	// ErrInconsistent: counters of a target decrease although the
+	// process did not restart (process_start_time_seconds unchanged, or,
+	// without it, only some counters drop): scrapes out of order, or two
+	// processes mixed under one name. The decreasing samples were left out
+	// instead of being read as counter resets.
+	ErrInconsistent = errors.New("inconsistent evidence")
 )
 
 // SyntaxError is an error in an exposition, located by file and line
@@ -142,4 +174,91 @@ func nextLine(data []byte, off int64) int64 {
 		break
 	}
 	return i
+}
+
+// LimitError is the reason of a Problem for an exceeded limit of
+// Options.Limits. It wraps ErrLimit and names the limit, so that a caller
+// can say what raises it (the command maps Limit to its flag, or says
+// that no flag does).
+type LimitError struct {
+	// Limit is the limit's name: "Limits.MaxBytesPerScrape",
+	// "Limits.MaxBytesPerFile", "Limits.MaxSeriesPerScrape",
+	// "Limits.MaxLabelBytes", "Limits.MaxTotalBytes" or
+	// "Limits.MaxWALBytes".
+	Limit string
+	// Max is the limit's value (bytes or samples).
+	Max int64
+	// Msg says what exceeded it and what was lost.
+	Msg string
+}
+
+// Error returns "limit exceeded: " followed by Msg.
+func (e *LimitError) Error() string { return ErrLimit.Error() + ": " + e.Msg }
+
+// Unwrap returns ErrLimit.
+func (e *LimitError) Unwrap() error { return ErrLimit }
+
+func limitErr(limit string, max int64, msg string) error {
+	return &LimitError{Limit: limit, Max: max, Msg: msg}
+}
+
+// maxExcerpt is the most bytes of an input line a message quotes.
+const maxExcerpt = 80
+
+// excerpt returns s quoted for a message: control characters and
+// invalid UTF-8 escaped, at most maxExcerpt bytes of s, "..." marking a
+// cut. Messages quote the offending line so that the reader can find it,
+// never a whole line: a line may be 10 MB, or a secret.
+func excerpt(s string) string {
+	cut := false
+	if len(s) > maxExcerpt {
+		s, cut = s[:maxExcerpt], true
+		for len(s) > 0 && !utf8.RuneStart(s[len(s)-1]) {
+			s = s[:len(s)-1]
+		}
+		if len(s) > 0 {
+			if r, _ := utf8.DecodeLastRuneInString(s); r == utf8.RuneError {
+				s = s[:len(s)-1]
+			}
+		}
+	}
+	q := strconv.Quote(s)
+	if cut {
+		q = q[:len(q)-1] + `..."`
+	}
+	return q
+}
+
+// shortenQuotes rewrites every Go-quoted string in msg (textparse quotes
+// the input it failed on, up to the whole line) as an excerpt.
+func shortenQuotes(msg string) string {
+	var sb strings.Builder
+	for {
+		i := strings.IndexByte(msg, '"')
+		if i < 0 {
+			sb.WriteString(msg)
+			return sb.String()
+		}
+		sb.WriteString(msg[:i])
+		q, err := strconv.QuotedPrefix(msg[i:])
+		if err != nil {
+			sb.WriteByte('"')
+			msg = msg[i+1:]
+			continue
+		}
+		u, _ := strconv.Unquote(q)
+		sb.WriteString(excerpt(u))
+		msg = msg[i+len(q):]
+	}
+}
+
+// escapeName returns a file name as a message prints it: quoted when it
+// holds control characters, which would break a line of output.
+func escapeName(name string) string {
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			return strconv.Quote(name)
+		}
+	}
+	return name
 }

@@ -58,11 +58,16 @@ func TestLimitsPerScrapeInMultiScrapeFiles(t *testing.T) {
 		{"gzip'ed federate over the scrape limit", write("federate.txt.gz", gz.Bytes()), lim, 320, ""},
 		{"federate over the file limit", write("federate2.txt", many), snapshot.Limits{MaxBytesPerScrape: 4 << 10, MaxBytesPerFile: 8 << 10, MaxSeriesPerScrape: 10}, 0, "more than Limits.MaxBytesPerFile"},
 		{"one scrape over the scrape limit", write("vllm-0_2026-09-22T10-00-00Z.prom", one), lim, 0, "more than Limits.MaxBytesPerScrape"},
-		{"one scrape over the series limit", write("vllm-1_2026-09-22T10-00-00Z.prom", federate(1, 20)), lim, 10, "more than Limits.MaxSeriesPerScrape (10) samples per scrape"},
+		{"one scrape over the series limit", write("vllm-1_2026-09-22T10-00-00Z.prom", federate(1, 20)), lim, 0, "more than Limits.MaxSeriesPerScrape (10) samples per scrape"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ev, _ := snapshot.Read(context.Background(), []string{tt.path}, snapshot.Options{Limits: tt.lim})
+			if tt.samples == 0 {
+				// Nothing of a file stopped by a limit is kept, not even
+				// its targets, unless asked for.
+				assert.Empty(t, ev.Targets)
+			}
 			require.NotNil(t, ev)
 			n := 0
 			for _, tg := range ev.Targets {

@@ -197,8 +197,10 @@ type Series struct {
 	// T holds sample times in milliseconds since the Unix epoch,
 	// ascending and distinct.
 	T []int64
-	// V holds the sample values; len(V) == len(T). Values may be NaN or
-	// ±Inf as exposed.
+	// V holds the sample values; len(V) == len(T). Dumps never yield NaN
+	// or ±Inf in a counter, gauge or untyped sample, nor a negative
+	// counter: such samples are left out with an ErrBadValue warning.
+	// Summary quantiles may be NaN, and a TSDB may hold what it stored.
 	V []float64
 	// StartT holds the OpenMetrics start (_created) timestamp in ms per
 	// sample, or nil when the source carries none.
@@ -285,7 +287,7 @@ type Problem struct {
 
 // Error formats the problem as "file:line: family: reason".
 func (p Problem) Error() string {
-	s := p.File
+	s := escapeName(p.File)
 	if p.Line > 0 {
 		s += fmt.Sprintf(":%d", p.Line)
 	} else if p.Offset >= 0 && p.File != "" {

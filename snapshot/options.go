@@ -42,6 +42,28 @@ type Options struct {
 	Limits Limits
 	// Stdin is what the path "-" reads; nil means os.Stdin.
 	Stdin io.Reader
+	// FollowLinks lets a dump directory's symbolic links lead out of it.
+	// By default a link whose target lies outside the directory given as
+	// a path is not followed (a Problem wrapping ErrSkipped names it): a
+	// service that reads uploaded dump folders must not read its own
+	// files into a report. Links to /proc, /sys and /dev, and anything
+	// but regular files and directories, are never read inside a
+	// directory.
+	FollowLinks bool
+	// KeepTimeOutliers keeps scrapes whose times lie far outside the bulk
+	// of the evidence (see ErrTimeOutlier), which are otherwise left out.
+	KeepTimeOutliers bool
+	// KeepCutFiles keeps the samples read from a file that a limit
+	// stopped in the middle (see Limits.MaxSeriesPerScrape). By default
+	// such a file contributes nothing but its Problem: a cut cardinality
+	// bomb must not become the fleet's largest group.
+	KeepCutFiles bool
+	// NonNegative lists sample names whose values cannot be negative
+	// although their type is gauge (queue lengths, running requests). A
+	// negative sample of one is left out like a NaN (see ErrBadValue).
+	// The reader knows no metric's meaning: the caller, which does (the
+	// catalog), lists them.
+	NonNegative []string
 	// Progress, when non-nil, is called as reading advances: after each
 	// dump file of a directory, and before each TSDB block and the head
 	// replay. It is called from the reading goroutine and must be cheap;

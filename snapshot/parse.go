@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,8 +65,14 @@ func (b *Builder) AddDump(name string, data []byte, modTime time.Time) error {
 }
 
 func (b *Builder) addDump(name string, data []byte, modTime time.Time, inSubdir bool) error {
+	return b.addPrepared(name, data, nil, modTime, inSubdir)
+}
+
+// addPrepared is addDump for data that inflow may already have read:
+// lm is then its line map, and data is not decompressed again.
+func (b *Builder) addPrepared(name string, data []byte, lm *lineMap, modTime time.Time, inSubdir bool) error {
 	n0 := len(b.problems)
-	used := b.parseFile(name, data, modTime, inSubdir)
+	used := b.parseFile(name, data, lm, modTime, inSubdir)
 	b.sources = append(b.sources, name)
 	if used {
 		return nil
@@ -117,7 +124,15 @@ type fileState struct {
 	// the last line.
 	noNewline bool
 
+	// lm maps offsets in data to the original file.
+	lm lineMap
+	// cut: a limit stopped the file in the middle.
+	cut bool
+
 	// Counted problems, reported once per file.
+	badValues  int
+	badValueAt int64
+	badValue   string
 	bigLabels  int
 	bigLabelAt int64
 	badLabels  int
@@ -187,37 +202,69 @@ func (b *Builder) problem(sev Severity, off int64, family string, err error) {
 	fs := &b.fs
 	p := Problem{Severity: sev, File: fs.name, Offset: -1, Family: family, Err: err}
 	if off >= 0 {
-		p.Line, p.Offset = lineAt(fs.data, off)
+		p.Line, p.Offset = fs.locate(off)
 	}
 	b.problems = append(b.problems, p)
 }
 
+// locate returns the original line number and line start offset of byte
+// off of the current file's kept data.
+func (fs *fileState) locate(off int64) (int, int64) {
+	return fs.lm.orig(lineAt(fs.data, off))
+}
+
+// syntaxProblem builds an error-severity Problem for the current file
+// located at the line holding byte off of its kept data.
+func (b *Builder) syntaxProblem(off int64, sentinel error, msg string) Problem {
+	fs := &b.fs
+	line, start := fs.locate(off)
+	se := &SyntaxError{File: fs.name, Line: line, Offset: start, Msg: msg, Err: sentinel}
+	return Problem{Severity: SeverityError, File: fs.name, Line: line, Offset: start, Err: reason{se}}
+}
+
 // parseFile parses one dump into the Builder and reports whether any
-// sample or family was kept.
-func (b *Builder) parseFile(name string, data []byte, modTime time.Time, inSubdir bool) bool {
+// sample or family was kept. lm is nil for data as found (perhaps
+// compressed), else the line map of data that inflow prepared.
+func (b *Builder) parseFile(name string, data []byte, lm *lineMap, modTime time.Time, inSubdir bool) bool {
 	fs := &b.fs
 	fs.reset(name, data)
+	b.fileSeq++
 	defer func() { fs.data = nil }()
 
-	data, ok := b.decompress(name, data)
-	if !ok {
-		return false
+	if lm == nil {
+		var ok bool
+		if data, ok = b.prepare(name, data); !ok {
+			return false
+		}
+	} else {
+		fs.lm = *lm
 	}
 	fs.data = data
-	if b.total += int64(len(data)); b.total > b.lim.MaxTotalBytes {
-		b.problems = append(b.problems, Problem{Severity: SeverityError, File: name, Offset: -1,
-			Err: fmt.Errorf("%w: total input exceeds Limits.MaxTotalBytes (%d bytes); file not read", ErrLimit, b.lim.MaxTotalBytes)})
-		return false
-	}
 	if len(bytes.TrimSpace(data)) == 0 {
+		msg := "empty file"
+		if len(fs.lm.holes) > 0 {
+			msg = "no samples, only comments"
+		}
 		b.problems = append(b.problems, Problem{Severity: SeverityError, File: name, Offset: -1,
-			Err: fmt.Errorf("%w: empty file", ErrEmpty)})
+			Err: fmt.Errorf("%w: %s", ErrEmpty, msg)})
 		return false
 	}
 	if !b.checkContent(data) {
 		return false
 	}
 	data = fs.data // checkContent may cut binary garbage off the end
+	if fs.lm.bom || fs.lm.crLines > 0 {
+		var what []string
+		if fs.lm.bom {
+			what = append(what, "a UTF-8 byte order mark removed")
+		}
+		if fs.lm.crLines > 0 {
+			what = append(what, fmt.Sprintf("CRLF line endings of %d lines read as LF", fs.lm.crLines))
+		}
+		b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: name, Offset: -1,
+			Err: fmt.Errorf("%w: %s (a file saved on Windows?)", ErrNormalized, strings.Join(what, "; "))})
+	}
+	fs.noNewline = fs.lm.noNewline
 
 	ni := parsePathName(name, inSubdir)
 	fs.defName, fs.defFrom = ni.target, "path"
@@ -237,19 +284,29 @@ func (b *Builder) parseFile(name string, data []byte, modTime time.Time, inSubdi
 	return b.finishFile(ni, modTime)
 }
 
-// checkContent rejects what is not an exposition. Binary data after
-// some good lines is cut off (and reported), so that the good part is read.
+// checkContent rejects what is not an exposition, saying what it is
+// when it can tell: HTML or XML, JSON, UTF-16 text. Binary data after
+// some good lines is cut off (and reported), so that the good part is
+// read.
 func (b *Builder) checkContent(data []byte) bool {
 	fs := &b.fs
-	trimmed := bytes.TrimLeft(data, " \t\r\n\ufeff")
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	off := int64(len(data) - len(trimmed))
+	if what := utf16Text(data); what != "" {
+		b.problems = append(b.problems, b.syntaxProblem(0, ErrNotExposition, "file is "+what+" text, not UTF-8: convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"))
+		return false
+	}
 	if len(trimmed) > 0 && trimmed[0] == '<' {
-		off := int64(len(data) - len(trimmed))
 		what := "an HTML or XML document"
 		head := strings.ToLower(string(trimmed[:min(len(trimmed), 512)]))
 		if strings.Contains(head, "<html") || strings.Contains(head, "<!doctype html") {
 			what = "an HTML page (an error page saved as a dump?)"
 		}
-		b.problems = append(b.problems, syntaxProblem(fs.name, data, off, ErrNotExposition, "file is "+what+", not metrics"))
+		b.problems = append(b.problems, b.syntaxProblem(off, ErrNotExposition, "file is "+what+", not metrics"))
+		return false
+	}
+	if looksLikeJSON(trimmed) {
+		b.problems = append(b.problems, b.syntaxProblem(off, ErrNotExposition, "file is JSON, not an exposition (a Prometheus API response? save /metrics or /federate output instead)"))
 		return false
 	}
 	bad := bytes.IndexByte(data, 0)
@@ -262,14 +319,76 @@ func (b *Builder) checkContent(data []byte) bool {
 	if bad < 0 {
 		return true
 	}
-	_, start := lineAt(data, int64(bad))
-	b.problems = append(b.problems, syntaxProblem(fs.name, data, int64(bad), ErrNotExposition,
-		fmt.Sprintf("binary data (byte 0x%02x at offset %d)", data[bad], bad)))
+	line, start := lineAt(data, int64(bad))
+	_, origBad := fs.lm.orig(line, int64(bad)) // offset of the byte itself
+	b.problems = append(b.problems, b.syntaxProblem(int64(bad), ErrNotExposition,
+		fmt.Sprintf("binary data (byte 0x%02x at offset %d)", data[bad], origBad)))
 	if start == 0 {
 		return false
 	}
 	fs.data = data[:start]
 	return true
+}
+
+// utf16Text returns "UTF-16LE" or "UTF-16BE" when data starts like UTF-16
+// text (a byte order mark, or ASCII with every other byte zero), else "".
+func utf16Text(data []byte) string {
+	switch {
+	case bytes.HasPrefix(data, []byte{0xff, 0xfe}):
+		return "UTF-16LE"
+	case bytes.HasPrefix(data, []byte{0xfe, 0xff}):
+		return "UTF-16BE"
+	}
+	head := data[:min(len(data), 256)&^1]
+	if len(head) < 8 {
+		return ""
+	}
+	var even, odd int
+	for i := 0; i < len(head); i += 2 {
+		if head[i] == 0 && head[i+1] != 0 {
+			even++
+		}
+		if head[i+1] == 0 && head[i] != 0 {
+			odd++
+		}
+	}
+	switch half := len(head) / 2; {
+	case odd >= half*9/10:
+		return "UTF-16LE"
+	case even >= half*9/10:
+		return "UTF-16BE"
+	}
+	return ""
+}
+
+// looksLikeJSON reports whether data (trimmed of leading space) starts
+// like a JSON document: "[", or "{" followed by a quoted key and a colon
+// or by "}". An exposition line may start with "{" too (a quoted UTF-8
+// metric name, {"my.metric",le="1"} 3), but never with a key and colon.
+func looksLikeJSON(data []byte) bool {
+	if len(data) == 0 {
+		return false
+	}
+	switch data[0] {
+	case '[':
+		return true
+	case '{':
+	default:
+		return false
+	}
+	rest := bytes.TrimLeft(data[1:], " \t\r\n")
+	if len(rest) > 0 && rest[0] == '}' {
+		return true
+	}
+	if len(rest) == 0 || rest[0] != '"' {
+		return false
+	}
+	q, err := strconv.QuotedPrefix(string(rest[:min(len(rest), 1024)]))
+	if err != nil {
+		return false
+	}
+	rest = bytes.TrimLeft(rest[len(q):], " \t\r\n")
+	return len(rest) > 0 && rest[0] == ':'
 }
 
 func invalidUTF8(b []byte) int {
@@ -361,7 +480,8 @@ func (b *Builder) tokenize(data []byte) {
 				fs.times[*tsp], fs.lastTS = struct{}{}, *tsp
 			}
 			if fs.samples++; fs.samples > maxSer*max(1, len(fs.times)) {
-				b.problem(SeverityError, off, "", fmt.Errorf("%w: more than Limits.MaxSeriesPerScrape (%d) samples per scrape (%d scrape times so far); the rest of the file is not read", ErrLimit, maxSer, max(1, len(fs.times))))
+				fs.cut = true
+				b.problem(SeverityError, off, "", limitErr("Limits.MaxSeriesPerScrape", int64(maxSer), fmt.Sprintf("more than Limits.MaxSeriesPerScrape (%d) samples per scrape (%d scrape times so far); %s", maxSer, max(1, len(fs.times)), b.cutWhat())))
 				return
 			}
 			if len(raw) > maxLabel {
@@ -396,6 +516,12 @@ func (b *Builder) tokenize(data []byte) {
 				tb = b.fileTarget(info.target, info.from)
 			}
 			if info.part == partFloat {
+				if info.check != 0 && badValue(info.check, v) {
+					if fs.badValues++; fs.badValues == 1 {
+						fs.badValueAt, fs.badValue = off, badValueWhat(info.check, v, raw)
+					}
+					continue
+				}
 				sb := info.lastS
 				if info.lastTB != tb || sb == nil {
 					sb = b.seriesSlot(tb, info.id, fs.name)
@@ -416,6 +542,63 @@ func (b *Builder) tokenize(data []byte) {
 			b.addHistPart(pendKey{hb: hb, t: t, hasT: hasT}, info.part, info.le, v, off)
 		}
 	}
+}
+
+// Value checks of float samples (seriesInfo.check).
+const (
+	checkFinite  uint8 = 1 + iota // a gauge, or an untyped sample: no NaN or ±Inf
+	checkCounter                  // a counter: finite and not negative
+	checkNonNeg                   // Options.NonNegative: finite and not negative
+)
+
+// valueCheck returns the check the values of a float sample get. A
+// summary's quantiles are NaN when nothing was observed, and untyped
+// samples with a quantile label are such quantiles: not checked.
+func (b *Builder) valueCheck(name string, typ model.MetricType, ls *labels.Labels) uint8 {
+	switch typ {
+	case model.MetricTypeCounter:
+		return checkCounter
+	case model.MetricTypeGauge, model.MetricTypeUnknown:
+		if typ == model.MetricTypeUnknown && ls.Has(model.QuantileLabel) {
+			return 0
+		}
+		if slices.Contains(b.opts.NonNegative, name) {
+			return checkNonNeg
+		}
+		return checkFinite
+	}
+	return 0
+}
+
+// badValue reports whether v fails check.
+func badValue(check uint8, v float64) bool {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return true
+	}
+	return check != checkFinite && v < 0
+}
+
+// badValueWhat says why a sample fails its check, quoting an excerpt of
+// its series.
+func badValueWhat(check uint8, v float64, raw []byte) string {
+	what := "a gauge or untyped sample cannot be NaN or infinite"
+	switch {
+	case check == checkCounter && v < 0:
+		what = "a counter cannot be negative"
+	case check == checkCounter:
+		what = "a counter cannot be NaN or infinite"
+	case check == checkNonNeg && v < 0:
+		what = "this series cannot be negative (Options.NonNegative)"
+	}
+	return fmt.Sprintf("%s = %v: %s", excerpt(string(raw)), v, what)
+}
+
+// cutWhat says what becomes of a file a limit stopped.
+func (b *Builder) cutWhat() string {
+	if b.opts.KeepCutFiles {
+		return "the rest of the file is not read (Options.KeepCutFiles keeps what was read)"
+	}
+	return "the file is left out (Options.KeepCutFiles keeps what was read before the limit)"
 }
 
 // fileTarget returns the target of the current file for a name from the
@@ -505,10 +688,12 @@ func (b *Builder) parseError(data []byte, lastGood int64, err error) {
 		sentinel = ErrTruncated
 		msg = "dump ends in the middle of a line (truncated?): " + msg
 	case lastGood < 0 && fs.samples == 0 && len(fs.declared) == 0:
-		// Not one good line: this is likely not an exposition at all.
-		msg = "not a Prometheus or OpenMetrics exposition (the first line does not parse): " + msg
+		// Not one good line: this is likely not an exposition at all, and
+		// perhaps a file that must not be quoted (a link to a secret):
+		// the parser's message, which quotes the line, is left out.
+		msg = "not a Prometheus or OpenMetrics exposition (the first line does not parse as one)"
 	}
-	b.problems = append(b.problems, syntaxProblem(fs.name, data, off, sentinel, msg))
+	b.problems = append(b.problems, b.syntaxProblem(off, sentinel, shortenQuotes(msg)))
 }
 
 // metricName returns the metric name at the start of a raw series, or ""
@@ -593,6 +778,9 @@ func (b *Builder) classify(raw []byte, ctx *typeCtx, p textparse.Parser, ls *lab
 		}
 	}
 	info.part = c.part
+	if c.part == partFloat {
+		info.check = b.valueCheck(name, c.typ, ls)
+	}
 	info.needST = fs.om && (c.typ == model.MetricTypeCounter || c.typ == model.MetricTypeHistogram || c.typ == model.MetricTypeSummary)
 	// exported_pod first: a GPU exporter scraped through Kubernetes
 	// service discovery (a /federate dump) keeps the workload's pod there,
@@ -712,6 +900,9 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 	ft, from := ni.time.UnixMilli(), TimeFromFileName
 	switch {
 	case !ni.time.IsZero():
+		if fs.hasTS {
+			b.timeConflict(ni.time)
+		}
 	case fs.hasTS:
 		ft, from = fs.maxTS, TimeFromSamples
 	case !modTime.IsZero():
@@ -724,6 +915,10 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 		if len(fs.floats)+len(fs.pend) > 0 {
 			b.problem(SeverityWarning, -1, "", fmt.Errorf("%w: no time in the name or on the samples, and no mtime; scrape placed at the Unix epoch", ErrNoTime))
 		}
+	}
+	if fs.cut && !b.opts.KeepCutFiles {
+		b.dropCutFile()
+		return false
 	}
 	if len(fs.tbs) == 0 && ft >= b.minT && ft <= b.maxT {
 		// A dump with families but no samples still names its target.
@@ -838,7 +1033,14 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 		b.problem(SeverityWarning, unorderedAt, unorderedFam, fmt.Errorf("%w: buckets of %s (and %d more histogram samples in this file) not in ascending order of le; sorted", ErrUnorderedBuckets, unorderedName, unordered-1))
 	}
 	if fs.bigLabels > 0 {
-		b.problem(SeverityError, fs.bigLabelAt, "", fmt.Errorf("%w: series text longer than Limits.MaxLabelBytes (%d bytes); %d samples dropped", ErrLimit, b.lim.MaxLabelBytes, fs.bigLabels))
+		b.problem(SeverityError, fs.bigLabelAt, "", limitErr("Limits.MaxLabelBytes", int64(b.lim.MaxLabelBytes), fmt.Sprintf("series text longer than Limits.MaxLabelBytes (%d bytes); %d samples dropped", b.lim.MaxLabelBytes, fs.bigLabels)))
+	}
+	if fs.badValues > 0 {
+		more := ""
+		if fs.badValues > 1 {
+			more = fmt.Sprintf(" (and %d more samples in this file)", fs.badValues-1)
+		}
+		b.problem(SeverityWarning, fs.badValueAt, "", fmt.Errorf("%w: %s%s; left out of the evidence", ErrBadValue, fs.badValue, more))
 	}
 	if fs.badLabels > 0 {
 		b.problem(SeverityError, fs.badLabelAt, "", fmt.Errorf("%w: %s; %d samples dropped", ErrSyntax, fs.badLabel, fs.badLabels))
@@ -851,6 +1053,63 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 		return false
 	}
 	return true
+}
+
+// timeConflictTolerance is how far the newest sample timestamp of a file
+// may lie from the time in its name before they disagree: more than the
+// time a dump takes to be saved, less than any scrape interval's multiple
+// that matters.
+const timeConflictTolerance = 5 * time.Minute
+
+// timeConflict warns when the sample timestamps of the current file
+// disagree with the time in its name.
+func (b *Builder) timeConflict(named time.Time) {
+	fs := &b.fs
+	newest := time.UnixMilli(fs.maxTS).UTC()
+	d := newest.Sub(named)
+	if d.Abs() <= timeConflictTolerance {
+		return
+	}
+	side := "after"
+	if d < 0 {
+		side, d = "before", -d
+	}
+	b.problem(SeverityWarning, -1, "", fmt.Errorf("%w: the file name says %s, the newest sample timestamp %s (%s %s); the sample timestamps are used",
+		ErrTimeConflict, named.UTC().Format(time.RFC3339), newest.Format(time.RFC3339), fmtSpan(d.Milliseconds()), side))
+}
+
+// dropCutFile undoes what a file stopped by a limit added while it was
+// tokenised: the series, families and targets only it created. Its
+// samples were never appended. A cut cardinality bomb thus adds no
+// series, no label value and no target.
+func (b *Builder) dropCutFile() {
+	fs := &b.fs
+	for _, tb := range fs.tbs {
+		for id, sb := range tb.series {
+			if len(sb.s.T) == 0 {
+				delete(tb.series, id)
+			}
+		}
+		for id, hb := range tb.hists {
+			if len(hb.hs) == 0 {
+				delete(tb.hists, id)
+			}
+		}
+		for name, fb := range tb.fams {
+			fb.series = slices.DeleteFunc(fb.series, func(sb *seriesB) bool { return len(sb.s.T) == 0 })
+			fb.hists = slices.DeleteFunc(fb.hists, func(hb *histB) bool { return len(hb.hs) == 0 })
+			if fb.gen == b.fileSeq && len(fb.series) == 0 && len(fb.hists) == 0 {
+				delete(tb.fams, name)
+			}
+		}
+		if len(tb.scrapes) == 0 && b.targets[tb.name] == tb {
+			delete(b.targets, tb.name)
+		}
+	}
+	// The cache of series slots may point at what was dropped.
+	for _, info := range b.raw {
+		info.lastTB, info.lastS, info.lastH = nil, nil, nil
+	}
 }
 
 // declare sets HELP, UNIT and declared types on the families of the
@@ -886,19 +1145,40 @@ func (b *Builder) declare(ft int64, from TimeSource) {
 	}
 }
 
-func (b *Builder) decompress(name string, data []byte) ([]byte, bool) {
-	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+// prepare readies in-memory data for the parser: gzip data and data
+// to normalise (CRLF, a byte order mark) go through inflow; other data is
+// used in place. It reports false, with a problem, when the file cannot
+// be read at all.
+func (b *Builder) prepare(name string, data []byte) ([]byte, bool) {
+	fs := &b.fs
+	var r io.Reader
+	switch {
+	case len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b:
+		zr, err := openGzip(bytes.NewReader(data))
+		if err != nil {
+			b.problems = append(b.problems, Problem{Severity: SeverityError, File: name, Offset: 0, Err: err})
+			return nil, false
+		}
+		defer zr.Close()
+		r = zr
+	case needsNormalising(data):
+		r = bytes.NewReader(data)
+	default:
 		if max, what := b.byteLimit(data); int64(len(data)) > max {
 			b.problems = append(b.problems, Problem{Severity: SeverityError, File: name, Offset: -1,
-				Err: fmt.Errorf("%w: %d bytes, more than %s (%d); file not read", ErrLimit, len(data), what, max)})
+				Err: limitErr(what, max, fmt.Sprintf("%d bytes, more than %s (%d); file not read", len(data), what, max))})
+			return nil, false
+		}
+		if b.total += int64(len(data)); b.total > b.lim.MaxTotalBytes {
+			b.problems = append(b.problems, Problem{Severity: SeverityError, File: name, Offset: -1,
+				Err: limitErr("Limits.MaxTotalBytes", b.lim.MaxTotalBytes, fmt.Sprintf("total input exceeds Limits.MaxTotalBytes (%d bytes); file not read", b.lim.MaxTotalBytes))})
 			return nil, false
 		}
 		return data, true
 	}
-	max, what := b.byteLimit(gunzipHead(data))
-	out, err := gunzip(data, max, what)
+	out, err := b.inflow(name, r, &fs.lm, int64(len(data)))
 	if err != nil {
-		b.problems = append(b.problems, Problem{Severity: SeverityError, File: name, Offset: int64(len(out)), Err: err})
+		b.problems = append(b.problems, Problem{Severity: SeverityError, File: name, Offset: -1, Err: err})
 		if errors.Is(err, ErrTruncated) && len(out) > 0 {
 			return out, true // read what the cut stream holds
 		}

@@ -242,7 +242,8 @@ func TestBadInput(t *testing.T) {
 		{name: "histogram counts decrease", data: hist(`vllm:x_bucket{le="1"} 3`, `vllm:x_bucket{le="+Inf"} 2`), sentinel: snapshot.ErrInvalidHistogram, family: "vllm:x", contains: "decrease", sev: snapshot.SeverityError},
 		{name: "le not a number", data: hist(`vllm:x_bucket{le="one"} 1`, `vllm:x_bucket{le="+Inf"} 2`), sentinel: snapshot.ErrSyntax, line: 2, contains: `le="one"`, sev: snapshot.SeverityError},
 		{name: "megabyte label value", data: []byte("vllm:a 1\nvllm:b{x=\"" + strings.Repeat("y", 1<<20) + "\"} 1\n"), sentinel: snapshot.ErrLimit, line: 2, contains: "MaxLabelBytes", sev: snapshot.SeverityError},
-		{name: "cardinality bomb", data: many(100), opts: snapshot.Options{Limits: snapshot.Limits{MaxSeriesPerScrape: 10}}, sentinel: snapshot.ErrLimit, line: 11, contains: "MaxSeriesPerScrape", sev: snapshot.SeverityError},
+		{name: "cardinality bomb", data: many(100), opts: snapshot.Options{Limits: snapshot.Limits{MaxSeriesPerScrape: 10}}, sentinel: snapshot.ErrLimit, line: 11, contains: "the file is left out", sev: snapshot.SeverityError, fatal: true},
+		{name: "cardinality bomb kept", data: many(100), opts: snapshot.Options{KeepCutFiles: true, Limits: snapshot.Limits{MaxSeriesPerScrape: 10}}, sentinel: snapshot.ErrLimit, line: 11, contains: "MaxSeriesPerScrape", sev: snapshot.SeverityError},
 		{name: "too big", data: many(100), opts: snapshot.Options{Limits: snapshot.Limits{MaxBytesPerScrape: 100}}, sentinel: snapshot.ErrLimit, fatal: true, contains: "MaxBytesPerScrape", sev: snapshot.SeverityError},
 		{name: "gzip bomb", file: "bomb.prom.gz", data: bomb, opts: snapshot.Options{Limits: snapshot.Limits{MaxBytesPerScrape: 1 << 20}}, sentinel: snapshot.ErrLimit, fatal: true, contains: "gzip", sev: snapshot.SeverityError},
 		{name: "gzip cut short", file: "cut.prom.gz", data: cut, sentinel: snapshot.ErrTruncated, contains: "gzip stream cut", sev: snapshot.SeverityError},
@@ -308,15 +309,43 @@ func TestPartialKeepsGoodPart(t *testing.T) {
 	assert.Equal(t, int64(1758535215000), tg.Families["vllm:a"].Series[0].T[0])
 }
 
+// NaN and ±Inf in gauges and counters, and negative counters, are
+// impossible values: left out of the evidence with one warning per file
+// naming the first (file and line); the rest of the dump is read. A
+// negative untyped gauge is possible; a negative value of a series in
+// Options.NonNegative is not.
 func TestSpecialValues(t *testing.T) {
-	e, err := snapshot.ParseDump([]byte("vllm:a NaN\nvllm:b +Inf\nvllm:c -Inf\nvllm:d -0.5e-3\n"), "p_1758535215.prom", snapshot.Options{})
+	dump := "vllm:a NaN\nvllm:b +Inf\nvllm:c -Inf\nvllm:d -0.5e-3\n" +
+		"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting 3\n" +
+		"# TYPE vllm:x_total counter\nvllm:x_total -1\n" +
+		"# TYPE vllm:s summary\nvllm:s{quantile=\"0.5\"} NaN\nvllm:s_sum 0\nvllm:s_count 0\n"
+	e, err := snapshot.ParseDump([]byte(dump), "p_1758535215.prom", snapshot.Options{})
 	require.NoError(t, err)
-	assert.Empty(t, e.Problems)
+	require.Len(t, e.Problems, 1, "%v", e.Problems)
+	p := e.Problems[0]
+	assert.ErrorIs(t, p, snapshot.ErrBadValue)
+	assert.Equal(t, snapshot.SeverityWarning, p.Severity)
+	assert.Equal(t, 1, p.Line)
+	assert.Equal(t, int64(0), p.Offset)
+	assert.Contains(t, p.Error(), `p_1758535215.prom:1: impossible sample value: "vllm:a" = NaN`)
+	assert.Contains(t, p.Error(), "and 3 more samples")
+	assert.False(t, e.Partial())
 	tg := e.Targets[0]
-	assert.True(t, math.IsNaN(tg.Family("vllm:a").Series[0].V[0]))
-	assert.True(t, math.IsInf(tg.Family("vllm:b").Series[0].V[0], 1))
-	assert.True(t, math.IsInf(tg.Family("vllm:c").Series[0].V[0], -1))
+	for _, name := range []string{"vllm:a", "vllm:b", "vllm:c", "vllm:x_total"} {
+		if f := tg.Family(name); f != nil {
+			assert.Empty(t, f.Series, name) // declared by its TYPE line, without samples
+		}
+	}
 	assert.Equal(t, -0.5e-3, tg.Family("vllm:d").Series[0].V[0])
+	assert.Equal(t, []float64{3}, tg.Family("vllm:num_requests_waiting").Series[0].V)
+	assert.True(t, math.IsNaN(tg.Family("vllm:s").Series[0].V[0]), "a summary quantile over nothing is NaN")
+
+	e, err = snapshot.ParseDump([]byte("vllm:num_requests_waiting -2\nvllm:num_requests_running 1\n"), "p_1758535215.prom",
+		snapshot.Options{NonNegative: []string{"vllm:num_requests_waiting", "vllm:num_requests_running"}})
+	require.NoError(t, err)
+	require.Len(t, e.Problems, 1)
+	assert.Contains(t, e.Problems[0].Error(), ":1: impossible sample value: \"vllm:num_requests_waiting\" = -2: this series cannot be negative")
+	assert.Nil(t, e.Targets[0].Family("vllm:num_requests_waiting"))
 }
 
 func TestOpenMetrics(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 )
 
 // Read reads every path into one Evidence: dump files (text 0.0.4 or
@@ -42,10 +41,17 @@ func Read(ctx context.Context, paths []string, opts Options) (*Evidence, error) 
 			continue
 		}
 		if readsAsSource(p) {
+			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+				if _, dup := b.seenFile(fi, p); dup {
+					b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: p, Offset: -1,
+						Err: fmt.Errorf("%w: a TSDB already read through another path, read once", ErrSkipped)})
+					continue
+				}
+			}
 			b.addSource(ctx, p)
 			continue
 		}
-		fi, err := os.Stat(p)
+		fi, err := os.Stat(p) // a link to a folder is that folder
 		switch {
 		case err != nil:
 			b.problems = append(b.problems, Problem{Severity: SeverityError, File: p, Offset: -1, Err: err})
@@ -56,8 +62,17 @@ func Read(ctx context.Context, paths []string, opts Options) (*Evidence, error) 
 				}
 				b.problems = append(b.problems, Problem{Severity: SeverityError, File: p, Offset: -1, Err: err})
 			}
-		default:
+		case fi.Mode().IsRegular():
+			if first, dup := b.seenFile(fi, p); dup {
+				b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: p, Offset: -1,
+					Err: fmt.Errorf("%w: the same file as %s, read once", ErrSkipped, escapeName(first))})
+				continue
+			}
 			b.addFile(p, false)
+		default:
+			// A FIFO (whyslow diagnose <(curl -s pod:8000/metrics)), a
+			// character device: read as a stream, like standard input.
+			b.addPath(p)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -99,29 +114,18 @@ func (b *Builder) addStdin() {
 	if b.opts.Stdin != nil {
 		in = b.opts.Stdin
 	}
-	data, err := io.ReadAll(io.LimitReader(in, b.lim.MaxBytesPerScrape+1))
-	max, what := b.lim.MaxBytesPerScrape, "Limits.MaxBytesPerScrape"
-	if err == nil && int64(len(data)) > max {
-		// Perhaps many scrapes (a /federate dump), which have a larger limit.
-		head := data
-		if len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
-			head = gunzipHead(head)
-		}
-		if max, what = b.byteLimit(head); max > b.lim.MaxBytesPerScrape {
-			var more []byte
-			more, err = io.ReadAll(io.LimitReader(in, max+1-int64(len(data))))
-			data = append(data, more...)
-		}
-	}
-	switch {
-	case err != nil:
-		b.problems = append(b.problems, Problem{Severity: SeverityError, File: stdinName, Offset: -1, Err: err})
-	case int64(len(data)) > max:
-		b.problems = append(b.problems, Problem{Severity: SeverityError, File: stdinName, Offset: -1,
-			Err: fmt.Errorf("%w: standard input exceeds %s (%d bytes)", ErrLimit, what, max)})
-	default:
-		_ = b.addDump(stdinName, data, time.Time{}, false)
+	b.addStream(stdinName, in)
+}
+
+// addPath reads a path that is neither a directory nor a regular file
+// as a stream.
+func (b *Builder) addPath(p string) {
+	f, err := os.Open(p)
+	if err != nil {
+		b.problems = append(b.problems, Problem{Severity: SeverityError, File: p, Offset: -1, Err: err})
+		b.sources = append(b.sources, p)
 		return
 	}
-	b.sources = append(b.sources, stdinName)
+	defer f.Close()
+	b.addStream(p, f)
 }

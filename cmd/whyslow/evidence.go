@@ -30,6 +30,9 @@ type inputFlags struct {
 	output     string
 	maxBytes   string
 	maxSamples int
+	follow     bool
+	keepTimes  bool
+	keepCut    bool
 }
 
 func (f *inputFlags) register(fs *flag.FlagSet) {
@@ -39,6 +42,9 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.output, "o", "", "write the output to `FILE` instead of standard output (never inside an input path)")
 	fs.StringVar(&f.maxBytes, "max-bytes", "", "largest decompressed `SIZE` of one scrape's dump, e.g. 256MiB (default 64MiB); a file of many scrapes (/federate, timestamped OpenMetrics) may hold up to 4GiB, or SIZE if larger")
 	fs.IntVar(&f.maxSamples, "max-samples", 0, "read at most `N` samples per scrape (default 200000; a file of many scrapes holds N per scrape time)")
+	fs.BoolVar(&f.follow, "follow-links", false, "inside a dump folder, follow symbolic links that lead out of it (by default they are not read: a folder's links cannot pull other files into a report)")
+	fs.BoolVar(&f.keepCut, "keep-cut-files", false, "keep the samples read from a file before a limit (--max-samples) stopped it; by default such a file is left out, so that a cut cardinality bomb adds no series")
+	fs.BoolVar(&f.keepTimes, "keep-time-outliers", false, "keep scrapes whose times lie far outside the rest of the evidence (a file named a year ahead, timestamps in seconds), which are left out by default")
 }
 
 // catalog returns the default catalog with the --alias flags applied.
@@ -108,6 +114,12 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 		return nil, usagef("--max-samples %d: want a positive count", f.maxSamples)
 	}
 	opts.Limits.MaxSeriesPerScrape = f.maxSamples
+	opts.FollowLinks = f.follow
+	if cat, err := f.catalog(); err == nil {
+		opts.NonNegative = append(opts.NonNegative, nonNegativeMetrics(cat)...)
+	}
+	opts.KeepTimeOutliers = f.keepTimes
+	opts.KeepCutFiles = f.keepCut
 	stdin := 0
 	for _, p := range paths {
 		if p == "-" {
@@ -130,15 +142,26 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 		// Erase the bar before anything else is printed on its line.
 		bar.finish()
 	}
-	limit := false
+	failed := err != nil || (f.strict && ev != nil && ev.Partial())
+	hints := map[string]bool{}
+	var hintOrder []string
 	if ev != nil {
 		for _, p := range ev.Problems {
-			fmt.Fprintln(e.stderr, p.String())
-			limit = limit || errors.Is(p, snapshot.ErrLimit)
+			if failed {
+				fmt.Fprintln(e.stderr, p.String())
+			} else {
+				// The run goes on: whatever was lost is a warning about
+				// the result, not an error of the run.
+				fmt.Fprintln(e.stderr, "warning: "+p.Error())
+			}
+			if h := limitHint(p); h != "" && !hints[h] {
+				hints[h] = true
+				hintOrder = append(hintOrder, h)
+			}
 		}
 	}
-	if limit {
-		fmt.Fprintln(e.stderr, "hint: --max-bytes and --max-samples raise the limits per scrape")
+	for _, h := range hintOrder {
+		fmt.Fprintln(e.stderr, "hint: "+h)
 	}
 	if err != nil {
 		if ctx.Err() == nil && ev != nil && len(ev.Problems) > 0 {
@@ -161,6 +184,58 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 		return nil, fmt.Errorf("partial result (--strict): %d problem(s) above", len(ev.Problems))
 	}
 	return ev, nil
+}
+
+// nonNegativeMetrics lists the metrics of the catalog's gauges that
+// count something (requests, tokens, a ratio of used capacity): a
+// negative sample of one is impossible, and the reader leaves it out.
+func nonNegativeMetrics(cat *diagnose.Catalog) []string {
+	var names []string
+	for _, s := range cat.Signals() {
+		if s.Kind != diagnose.KindGauge {
+			continue
+		}
+		switch s.Unit {
+		case diagnose.UnitRequests, diagnose.UnitTokens, diagnose.UnitRatio, diagnose.UnitCount:
+			for _, c := range s.Candidates {
+				names = append(names, c.Metric)
+			}
+		}
+	}
+	return names
+}
+
+// limitHint says what raises the limit a problem hit, naming the flag
+// that does, or saying that none does; "" when p is no limit problem.
+func limitHint(p snapshot.Problem) string {
+	var le *snapshot.LimitError
+	if !errors.As(p, &le) {
+		if errors.Is(p, snapshot.ErrLimit) {
+			return "--max-bytes and --max-samples raise the limits per scrape"
+		}
+		return ""
+	}
+	switch le.Limit {
+	case "Limits.MaxBytesPerScrape", "Limits.MaxBytesPerFile":
+		return "--max-bytes raises the size limit of a file (" + le.Limit + ", " + fmtBytes(le.Max) + ")"
+	case "Limits.MaxSeriesPerScrape":
+		return fmt.Sprintf("--max-samples raises the limit of samples per scrape (%s, %d)", le.Limit, le.Max)
+	}
+	return fmt.Sprintf("no flag raises %s (%s): the input exceeds what any real exporter writes", le.Limit, fmtBytes(le.Max))
+}
+
+// fmtBytes formats a byte count as KiB, MiB or GiB when it is a whole
+// multiple.
+func fmtBytes(n int64) string {
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // checkOutput refuses an output file (-o) that is an input path or lies

@@ -224,11 +224,15 @@ func TestReadLimitsFlags(t *testing.T) {
 	code, _, errOut := whyslow(t, "", "catalog", "--max-bytes", "1KiB", capture)
 	assert.Equal(t, exitInput, code)
 	assert.Contains(t, errOut, "limit exceeded")
-	assert.Contains(t, errOut, "hint: --max-bytes and --max-samples")
+	assert.Contains(t, errOut, "hint: --max-bytes raises the size limit of a file (Limits.MaxBytesPerScrape, 1 KiB)")
+	assert.NotContains(t, errOut, "--max-samples")
 
-	code, _, errOut = whyslow(t, "", "catalog", "--max-samples", "10", capture)
+	code, _, errOut = whyslow(t, "", "catalog", "--max-samples", "10", "--keep-cut-files", capture)
 	assert.Equal(t, exitOK, code, errOut) // the first samples were read: partial
+	assert.Contains(t, errOut, "warning: ", "a run that succeeds prints its problems as warnings")
+	assert.NotContains(t, errOut, "error: ")
 	assert.Contains(t, errOut, "limit exceeded")
+	assert.Contains(t, errOut, "hint: --max-samples raises the limit of samples per scrape (Limits.MaxSeriesPerScrape, 10)")
 	code, _, _ = whyslow(t, "", "catalog", "--max-samples", "10", "--strict", capture)
 	assert.Equal(t, exitInput, code)
 
@@ -250,7 +254,7 @@ func TestProgressBarErasedBeforeProblems(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ev.Partial())
 	s := stderr.String()
-	bar, problem := strings.LastIndex(s, "\r\033[K"), strings.Index(s, "error: ")
+	bar, problem := strings.LastIndex(s, "\r\033[K"), strings.Index(s, "warning: ")
 	require.GreaterOrEqual(t, bar, 0, s)
 	require.GreaterOrEqual(t, problem, 0, s)
 	assert.Less(t, bar, problem, "the bar must be erased before problems are printed:\n%q", s)
