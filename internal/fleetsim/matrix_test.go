@@ -238,7 +238,8 @@ func TestSeverityTable(t *testing.T) {
 		seed uint64
 		knob float64
 		ch   Change
-		pre  [2]int // preemptions before / after the incident start
+		pre  [2]int  // preemptions before / after the incident start
+		kv   float64 // largest KV usage of an engine at a scrape
 	}
 	var cells []*cell
 	for _, c := range MatrixCases() {
@@ -266,6 +267,13 @@ func TestSeverityTable(t *testing.T) {
 		x := cells[i]
 		var f *Fleet
 		x.ch, f = measure(t, x.c, x.pods, x.seed, x.knob)
+		for _, p := range f.Pods {
+			for _, sc := range p.Scrapes {
+				for _, e := range sc.Engines {
+					x.kv = max(x.kv, e.KVUsage)
+				}
+			}
+		}
 		for _, r := range f.Requests {
 			if r.Arrival >= 0 && r.Preemptions > 0 {
 				x.pre[min(1, int(r.Arrival/MatrixIncidentStart))] += r.Preemptions
@@ -275,10 +283,13 @@ func TestSeverityTable(t *testing.T) {
 	for _, x := range cells {
 		name := fmt.Sprintf("%s/pods=%d/%s/seed=%d", x.c.Name, x.pods, x.sev, x.seed)
 		r := x.ch.Ratio()
-		t.Logf("%-48s knob %-7.4g %v preemptions %d/%d", name, x.knob, x.ch, x.pre[0], x.pre[1])
+		t.Logf("%-48s knob %-7.4g %v preemptions %d/%d kv max %.2f", name, x.knob, x.ch, x.pre[0], x.pre[1], x.kv)
 		if !x.c.Incident() {
 			if r >= 1.2 || math.IsNaN(r) {
 				t.Errorf("%s: counter-case moved its symptom: %v", name, x.ch)
+			}
+			if x.c.Name == "kv-high-healthy" && (x.pre[0]+x.pre[1] > 0 || x.kv < 0.8) {
+				t.Errorf("%s: %d preemptions, KV usage max %.2f: want none with KV above 0.8", name, x.pre[0]+x.pre[1], x.kv)
 			}
 			continue
 		}
