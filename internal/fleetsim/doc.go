@@ -74,6 +74,21 @@
 // hot-replica, high-kv-healthy, low-traffic, restart, mixed-versions. Each
 // names the diagnosis it is built to produce ([ScenarioSpec.Expect]).
 //
+// # Generalisation matrix
+//
+// [MatrixCases] builds every incident hypothesis at any fleet size, seed
+// and severity knob ([MatrixCase.Config]), plus counter-cases (healthy,
+// KV ~90% without preemption, low traffic, a single restart, mixed
+// versions under steady load, +10% traffic), with incidents shaped
+// unlike the textbook scenarios (moderate rate rises, 10 s bursts every
+// minute, a hot replica at twice its share, ...). Runs last
+// [MatrixDuration] with the incident from [MatrixIncidentStart]; the
+// arrival rate scales with the fleet. [Fleet.GroundTruth] measures the
+// change of a symptom's fleet p95 from the request records, [Severity]
+// grades it, and [MatrixKnob] gives the precomputed knob of each (case,
+// size, severity), checked by TestSeverityTable and searched by
+// TestCalibrate -calibrate. Package internal/matrix diagnoses the cells.
+//
 // # Ground truth
 //
 // [Fleet.Requests] holds every request with its times and fate;

@@ -1,0 +1,463 @@
+package fleetsim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"time"
+)
+
+// The generalisation matrix (issue 10): every incident hypothesis and
+// counter-case built at any fleet size, seed and severity, from the
+// physics (arrival rates, request shapes, prefixes, routing, KV capacity,
+// CPU overhead), never by writing metric values. The named [Scenarios]
+// are textbook cases on 8 pods; the matrix cases are deliberately
+// moderate and different in shape (see each [MatrixCase]'s Description),
+// so that reasoning calibrated on the scenarios is tried on fleets it has
+// not seen.
+//
+// A matrix run lasts [MatrixDuration] with 15 s scrapes; the first half
+// is the baseline and the incident starts at [MatrixIncidentStart]. The
+// arrival rate scales with the fleet: every pod sees the same load at
+// every size.
+
+const (
+	// MatrixDuration is the length of a matrix run: 40 minutes rather
+	// than the scenarios' 60, because rendering and parsing the dumps is
+	// most of the matrix's cost. Each half still holds 80 scrapes per pod
+	// and 20 minutes of requests (about 5,000 per pod at the base load),
+	// far above the diagnosis' minimum window and counts.
+	MatrixDuration = 40 * time.Minute
+	// MatrixIncidentStart is when a matrix incident begins.
+	MatrixIncidentStart = 20 * time.Minute
+)
+
+// Symptom is the ground-truth measure of a matrix case: the fleet p95 of
+// one per-request latency, taken from Fleet.Requests.
+type Symptom string
+
+const (
+	// SymptomTTFT is time to first token (arrival to first token).
+	SymptomTTFT Symptom = "ttft"
+	// SymptomTPOT is per-request time per output token: (finish - first
+	// token) / (output tokens - 1).
+	SymptomTPOT Symptom = "tpot"
+	// SymptomE2E is end-to-end latency (arrival to finish).
+	SymptomE2E Symptom = "e2e"
+)
+
+// MatrixCase is one row of the generalisation matrix: an incident
+// hypothesis with a severity knob, or a counter-case (no knob) that must
+// read as no incident.
+type MatrixCase struct {
+	// Name is the hypothesis id for incidents (e.g. "queue-burst"), a
+	// descriptive name for counter-cases (e.g. "kv-high-healthy").
+	Name string
+	// Expect is the verdict the case must produce: the hypothesis id, or
+	// "no-incident".
+	Expect string
+	// Symptom is the primary symptom whose p95 change grades severity.
+	Symptom Symptom
+	// Knob names the one physics setting the severity table varies; empty
+	// for counter-cases.
+	Knob string
+	// KnobMin and KnobMax bound the knob's meaningful range (the ground
+	// truth grows with the knob on it).
+	KnobMin, KnobMax float64
+	// Description says what the fleet does.
+	Description string
+
+	build func(pods int, seed uint64, knob float64) Config
+}
+
+// Incident reports whether the case is an incident (it has a knob).
+func (c MatrixCase) Incident() bool { return c.Knob != "" }
+
+// Config returns the fleet of the case with the given number of pods,
+// seed and knob value (ignored by counter-cases).
+func (c MatrixCase) Config(pods int, seed uint64, knob float64) Config {
+	cfg := c.build(pods, seed, knob)
+	cfg.Seed = seed
+	cfg.Duration = MatrixDuration
+	cfg.GPUExporter = DCGMPercent
+	return cfg
+}
+
+// Per-pod base loads, in requests per second per pod. A default pod
+// serves about 9.5 requests/s of the default chat mix.
+const (
+	matrixPodRate     = 4.0 // ~42% of capacity, as the scenarios
+	matrixPodRateHot  = 5.5 // ~58%: replicas at 2x their share then near saturation
+	matrixPodRateBusy = 5.7 // ~60%: +60% arrivals then saturate the fleet
+)
+
+// matrixPhase is the default chat mix at perPod requests/s on every pod.
+func matrixPhase(pods int, perPod float64) Phase {
+	p := DefaultPhase
+	p.Rate = perPod * float64(pods)
+	return p
+}
+
+// matrixTwoPhases is twoPhases at MatrixIncidentStart.
+func matrixTwoPhases(base Phase, incident func(*Phase)) Workload {
+	inc := base
+	inc.Start = MatrixIncidentStart
+	incident(&inc)
+	return Workload{Phases: []Phase{base, inc}}
+}
+
+// caseRNG returns a generator for the case's seeded choices (which pod is
+// hot, when a burst or a restart happens), independent of the trace.
+func caseRNG(name string, seed uint64) *rand.Rand {
+	var h uint64 = 1469598103934665603
+	for i := 0; i < len(name); i++ {
+		h = (h ^ uint64(name[i])) * 1099511628211
+	}
+	return rand.New(rand.NewPCG(seed, h))
+}
+
+func matrixCases() []MatrixCase {
+	return []MatrixCase{
+		{
+			Name: "queue-sustained", Expect: "queue-sustained", Symptom: SymptomTTFT,
+			Knob: "incident arrival rate / baseline rate", KnobMin: 1, KnobMax: 2.5,
+			Description: "arrivals rise by the knob from a baseline at ~60% of capacity (a 60% rise is moderate, not a 3x storm)",
+			build: func(pods int, seed uint64, k float64) Config {
+				return Config{NumPods: pods, Workload: matrixTwoPhases(matrixPhase(pods, matrixPodRateBusy), func(p *Phase) {
+					p.Rate *= k
+				})}
+			},
+		},
+		{
+			Name: "queue-burst", Expect: "queue-burst", Symptom: SymptomTTFT,
+			Knob: "burst rate / baseline rate (one 10 s burst a minute)", KnobMin: 0, KnobMax: 20,
+			Description: "one 10 s burst every minute at a seeded offset; at knob 4 each burst carries half of its minute's arrivals; the mean rate stays inside capacity",
+			build: func(pods int, seed uint64, k float64) Config {
+				base := matrixPhase(pods, matrixPodRate)
+				rng := caseRNG("queue-burst", seed)
+				var bursts []Burst
+				for m := MatrixIncidentStart; m+time.Minute <= MatrixDuration; m += time.Minute {
+					off := time.Duration(rng.IntN(46)) * time.Second
+					bursts = append(bursts, Burst{At: m + off, Length: 10 * time.Second, Rate: k * base.Rate})
+				}
+				return Config{NumPods: pods, Workload: Workload{Phases: []Phase{base}, Bursts: bursts}}
+			},
+		},
+		{
+			Name: "prefill-long-prompts", Expect: "prefill-long-prompts", Symptom: SymptomTTFT,
+			Knob: "share of ~4.5k-token document prompts", KnobMin: 0, KnobMax: 0.4,
+			Description: "a share of prompts (the knob) become ~4.5k-token documents (sigma 0.35): prompt p50 flat, upper quantiles and prefill time up",
+			build: func(pods int, seed uint64, k float64) Config {
+				return Config{NumPods: pods, Workload: matrixTwoPhases(matrixPhase(pods, matrixPodRate), func(p *Phase) {
+					p.Prompt.TailWeight, p.Prompt.TailMedian, p.Prompt.TailSigma = k, 4500, 0.35
+				})}
+			},
+		},
+		{
+			Name: "prefix-cache-loss", Expect: "prefix-cache-loss", Symptom: SymptomTTFT,
+			Knob: "share of shared-prefix requests whose prefix becomes unique", KnobMin: 0, KnobMax: 1,
+			Description: "85% of requests share 8 system prompts of 1,280 tokens; a template change makes the knob's share of them per-request (unique), prompt lengths unchanged",
+			build: func(pods int, seed uint64, k float64) Config {
+				base := matrixPhase(pods, matrixPodRate)
+				base.PrefixShare, base.PrefixGroups, base.PrefixLen = 0.9, 8, 2048
+				return Config{NumPods: pods, Workload: matrixTwoPhases(base, func(p *Phase) {
+					p.PrefixUnique = k
+				})}
+			},
+		},
+		{
+			Name: "decode-pressure", Expect: "decode-pressure", Symptom: SymptomTPOT,
+			Knob: "output length multiplier", KnobMin: 1, KnobMax: 8,
+			Description: "answers become longer by the knob (median 160 tokens times the knob, max_tokens 2048): running sequences and TPOT rise together, little queue",
+			build: func(pods int, seed uint64, k float64) Config {
+				base := matrixPhase(pods, matrixPodRate)
+				base.MaxTokens = 2048
+				return Config{NumPods: pods, Workload: matrixTwoPhases(base, func(p *Phase) {
+					p.Output.Median *= k
+				})}
+			},
+		},
+		{
+			Name: "kv-preemption", Expect: "kv-preemption", Symptom: SymptomE2E,
+			Knob: "prompt length multiplier", KnobMin: 1, KnobMax: 4,
+			Description: "small KV cache (gpu_memory_utilization 0.58); prompts and outputs grow by the knob: KV usage saturates and sequences are preempted by recompute",
+			build: func(pods int, seed uint64, k float64) Config {
+				return Config{NumPods: pods, Engine: DefaultEngine.WithGPUMemoryUtilization(0.58),
+					Workload: matrixTwoPhases(matrixPhase(pods, matrixPodRate), func(p *Phase) {
+						p.Prompt.Median *= k
+					})}
+			},
+		},
+		{
+			Name: "outside-gpu", Expect: "outside-gpu", Symptom: SymptomTTFT,
+			Knob: "CPU milliseconds added per engine step (plus 6% of it per scheduled sequence)", KnobMin: 0, KnobMax: 40,
+			Description: "the API server / scheduler CPU is starved from the incident on: every step costs the knob in ms plus 0.06x per sequence of CPU time while the GPU idles",
+			build: func(pods int, seed uint64, k float64) Config {
+				c := Config{NumPods: pods, Workload: Workload{Phases: []Phase{matrixPhase(pods, matrixPodRate)}}}
+				step := time.Duration(k * float64(time.Millisecond))
+				c.Workload.Slowdowns = []Slowdown{{From: MatrixIncidentStart, To: 2 * MatrixDuration, CPUPerStep: step, CPUPerSeq: step * 6 / 100}}
+				return c
+			},
+		},
+		{
+			Name: "replica-hotspot", Expect: "replica-hotspot", Symptom: SymptomTTFT,
+			Knob: "routing weight of the hot replicas (others 1)", KnobMin: 1, KnobMax: 4,
+			Description: "routing (an affinity misconfiguration) sends the knob times their share to a seeded quarter of the replicas (1 of 3, 2 of 8, 4 of 16), from a baseline at ~58% of capacity; the fleet rate is unchanged",
+			build: func(pods int, seed uint64, k float64) Config {
+				hot := caseRNG("replica-hotspot", seed).Perm(pods)[:(pods+3)/4]
+				return Config{NumPods: pods, Workload: matrixTwoPhases(matrixPhase(pods, matrixPodRateHot), func(p *Phase) {
+					p.Weights = make([]float64, pods)
+					for i := range p.Weights {
+						p.Weights[i] = 1
+					}
+					for _, i := range hot {
+						p.Weights[i] = k
+					}
+				})}
+			},
+		},
+
+		// Counter-cases.
+		{
+			Name: "healthy", Expect: "no-incident", Symptom: SymptomTTFT,
+			Description: "steady load at ~42% of capacity; nothing changes",
+			build: func(pods int, seed uint64, _ float64) Config {
+				return Config{NumPods: pods, Workload: Workload{Phases: []Phase{matrixPhase(pods, matrixPodRate)}}}
+			},
+		},
+		{
+			Name: "kv-high-healthy", Expect: "no-incident", Symptom: SymptomTTFT,
+			Description: "long shared documents (14k tokens) resident in a small KV cache (gpu_memory_utilization 0.645): usage rises from ~0.5 to ~0.8 (peaks ~0.9) when two more documents become hot, no preemption, SLOs met",
+			build: func(pods int, seed uint64, _ float64) Config {
+				hk := matrixPhase(pods, 6)
+				hk.Prompt = Dist{Median: 150, Sigma: 0.4, Min: 16}
+				hk.Output = Dist{Median: 120, Sigma: 0.4, Min: 1}
+				hk.PrefixShare, hk.PrefixGroups, hk.PrefixLen, hk.PrefixSkew = 0.97, 2, 14000, 1
+				// 0.62 (the scenario's) preempts now and then on 3 pods.
+				return Config{NumPods: pods, Engine: DefaultEngine.WithGPUMemoryUtilization(0.645),
+					Workload: matrixTwoPhases(hk, func(p *Phase) { p.PrefixGroups = 4 })}
+			},
+		},
+		{
+			Name: "low-traffic", Expect: "no-incident", Symptom: SymptomTTFT,
+			Description: "0.05 requests/s per pod: GPU mostly idle, no queue, SLOs met",
+			build: func(pods int, seed uint64, _ float64) Config {
+				return Config{NumPods: pods, Workload: Workload{Phases: []Phase{matrixPhase(pods, 0.05)}}}
+			},
+		},
+		{
+			Name: "restart", Expect: "no-incident", Symptom: SymptomTTFT,
+			Description: "healthy load; one seeded pod restarts once at a seeded time in the second half (60 s down): counters reset, in-flight requests lost",
+			build: func(pods int, seed uint64, _ float64) Config {
+				rng := caseRNG("restart", seed)
+				c := Config{Pods: make([]PodConfig, pods), Workload: Workload{Phases: []Phase{matrixPhase(pods, matrixPodRate)}}}
+				at := MatrixIncidentStart + 2*time.Minute + time.Duration(rng.IntN(10*60))*time.Second
+				c.Pods[rng.IntN(pods)].Restarts = []Restart{{At: at, Downtime: time.Minute}}
+				return c
+			},
+		},
+		{
+			Name: "mixed-versions-steady", Expect: "no-incident", Symptom: SymptomTTFT,
+			Description: "vLLM 0.11 (one pod with 2 data-parallel engines and twice the weight), 0.9-like and V0 pods side by side under steady load inside capacity",
+			build: func(pods int, seed uint64, _ float64) Config {
+				ps := mixedPods(pods)
+				w := 0.0
+				for _, p := range ps {
+					w += max(p.Weight, 1)
+				}
+				ph := DefaultPhase
+				ph.Rate = matrixPodRate * w
+				return Config{Pods: ps, Workload: Workload{Phases: []Phase{ph}}}
+			},
+		},
+		{
+			Name: "traffic-growth-10", Expect: "no-incident", Symptom: SymptomTTFT,
+			Description: "arrivals grow by 10% at the change, well inside capacity",
+			build: func(pods int, seed uint64, _ float64) Config {
+				return Config{NumPods: pods, Workload: matrixTwoPhases(matrixPhase(pods, matrixPodRate), func(p *Phase) {
+					p.Rate *= 1.1
+				})}
+			},
+		},
+	}
+}
+
+// mixedPods returns n pods mixing vLLM generations: the 8-pod pattern of
+// the mixed-versions scenario repeated, or for fewer than 8 pods one of
+// each kind first.
+func mixedPods(n int) []PodConfig {
+	pattern := []PodConfig{
+		{}, {}, {}, {Weight: 2, DataParallel: 2},
+		{Version: VersionV1Early}, {Version: VersionV1Early}, {Version: VersionV1Early},
+		{Version: VersionV0},
+	}
+	if n < len(pattern) {
+		pattern = []PodConfig{{Weight: 2, DataParallel: 2}, {Version: VersionV1Early}, {Version: VersionV0}, {}, {Version: VersionV1Early}, {}, {}}
+	}
+	out := make([]PodConfig, n)
+	for i := range out {
+		out[i] = pattern[i%len(pattern)]
+	}
+	return out
+}
+
+// MatrixCases returns the cases of the generalisation matrix: the 8
+// incident hypotheses, then the counter-cases.
+func MatrixCases() []MatrixCase { return matrixCases() }
+
+// LookupMatrixCase returns the matrix case with the given name.
+func LookupMatrixCase(name string) (MatrixCase, bool) {
+	cs := matrixCases()
+	i := slices.IndexFunc(cs, func(c MatrixCase) bool { return c.Name == name })
+	if i < 0 {
+		return MatrixCase{}, false
+	}
+	return cs[i], true
+}
+
+// Change is the ground-truth change of one symptom's fleet p95 between
+// the baseline half and the incident half of a run.
+type Change struct {
+	Symptom Symptom
+	// Baseline and Incident are the p95 in seconds over the requests that
+	// arrived in each half.
+	Baseline, Incident float64
+	// NBaseline and NIncident count those requests; Censored counts the
+	// incident requests still waiting (TTFT) or unfinished (E2E) at the
+	// end of the run, taken at their elapsed time (a lower bound).
+	NBaseline, NIncident, Censored int
+}
+
+// Ratio is Incident / Baseline.
+func (c Change) Ratio() float64 { return c.Incident / c.Baseline }
+
+func (c Change) String() string {
+	return fmt.Sprintf("%s p95 %.4gs -> %.4gs (%.2fx, n=%d/%d, censored %d)", c.Symptom, c.Baseline, c.Incident, c.Ratio(), c.NBaseline, c.NIncident, c.Censored)
+}
+
+// GroundTruth measures the change of the fleet p95 of sym between the
+// requests arriving in [0, split) and in [split, Duration), from the
+// simulator's own request records. Lost (restart) and rejected requests
+// do not count; a request the run ended on counts at its elapsed time for
+// TTFT and E2E (it is at least that slow) and not at all for TPOT.
+func (f *Fleet) GroundTruth(sym Symptom, split time.Duration) Change {
+	end := f.Config.Duration
+	var base, inc []float64
+	ch := Change{Symptom: sym}
+	for i := range f.Requests {
+		r := &f.Requests[i]
+		if r.Arrival < 0 || r.Arrival >= end || r.Status == StatusLost || r.Status == StatusRejected || r.Status == StatusAborted {
+			continue
+		}
+		v, censored := math.NaN(), false
+		switch sym {
+		case SymptomTTFT:
+			if r.FirstToken != NaNDuration {
+				v = r.TTFT().Seconds()
+			} else {
+				v, censored = (end - r.Arrival).Seconds(), true
+			}
+		case SymptomTPOT:
+			if r.Status == StatusFinished && r.OutputTokens > 1 {
+				v = (r.Finished - r.FirstToken).Seconds() / float64(r.OutputTokens-1)
+			}
+		case SymptomE2E:
+			if r.Status == StatusFinished {
+				v = (r.Finished - r.Arrival).Seconds()
+			} else {
+				v, censored = (end - r.Arrival).Seconds(), true
+			}
+		}
+		if math.IsNaN(v) {
+			continue
+		}
+		if r.Arrival < split {
+			base = append(base, v)
+		} else {
+			inc = append(inc, v)
+			if censored {
+				ch.Censored++
+			}
+		}
+	}
+	ch.Baseline, ch.NBaseline = p95(base), len(base)
+	ch.Incident, ch.NIncident = p95(inc), len(inc)
+	return ch
+}
+
+// p95 is the nearest-rank 95th percentile of x (NaN when empty).
+func p95(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	sort.Float64s(x)
+	return x[int(math.Ceil(0.95*float64(len(x))))-1]
+}
+
+// Severity grades a ground-truth ratio: "mild" for +20-40%, "moderate"
+// for +40-100%, "severe" above 2x, "" below +20%.
+func Severity(ratio float64) string {
+	switch {
+	case ratio > 2:
+		return "severe"
+	case ratio >= 1.4:
+		return "moderate"
+	case ratio >= 1.2:
+		return "mild"
+	}
+	return ""
+}
+
+// Severities are the severity grades of the matrix, mildest first.
+var Severities = []string{"mild", "moderate", "severe"}
+
+// SeverityBand returns the ratio interval of a severity grade; severe's
+// upper bound is +Inf.
+func SeverityBand(sev string) (lo, hi float64) {
+	switch sev {
+	case "mild":
+		return 1.2, 1.4
+	case "moderate":
+		return 1.4, 2
+	case "severe":
+		return 2, math.Inf(1)
+	}
+	return math.NaN(), math.NaN()
+}
+
+// SeverityTarget is the ratio the knob table aims at for a grade: the
+// geometric middle of the band (3x for severe).
+func SeverityTarget(sev string) float64 {
+	switch sev {
+	case "mild":
+		return math.Sqrt(1.2 * 1.4)
+	case "moderate":
+		return math.Sqrt(1.4 * 2)
+	case "severe":
+		return 3
+	}
+	return math.NaN()
+}
+
+// MatrixSizes are the fleet sizes of the matrix; MatrixSeeds its seeds.
+var (
+	MatrixSizes = []int{3, 8, 16}
+	MatrixSeeds = []uint64{1001, 1002, 1003}
+)
+
+// matrixKnobKey indexes matrixKnobs.
+type matrixKnobKey struct {
+	name string
+	pods int
+	sev  string
+}
+
+// MatrixKnob returns the knob value of the severity table (matrix_knobs.go,
+// written by TestCalibrate -calibrate) for an incident case, fleet size and
+// severity ("mild", "moderate", "severe").
+func MatrixKnob(name string, pods int, sev string) (float64, bool) {
+	k, ok := matrixKnobs[matrixKnobKey{name, pods, sev}]
+	return k, ok
+}

@@ -1,0 +1,314 @@
+// Package matrix is the generalisation matrix of issue 10: every incident
+// hypothesis and counter-case of fleetsim's matrix, at several fleet
+// sizes, seeds and severities, simulated, read by snapshot in memory and
+// diagnosed with default options exactly as `whyslow diagnose DIR` does,
+// with the verdict compared to the ground truth.
+//
+// Run it with
+//
+//	go test ./internal/matrix -run TestMatrix -v -count=1
+//	go test ./internal/matrix -run TestMatrix -v -count=1 -matrix.only=kv-preemption/16
+//	go test ./internal/matrix -run TestMatrix -v -count=1 -short   # one seed per cell
+//
+// or from a program (inside the module, since the package is internal):
+//
+//	cells := matrix.Filter(matrix.Cells(true), "kv-preemption,replica-hotspot")
+//	results := matrix.Run(cells, runtime.GOMAXPROCS(0))
+//	fmt.Print(matrix.Summary(results))
+//	if len(matrix.Failures(results)) > 0 { os.Exit(1) }
+//
+// The pass rule (Result.OK): no cell may name a wrong cause; moderate and
+// severe incidents and every counter-case must be right; a mild incident
+// may be undetermined. Severity is the ground truth of fleetsim's knob
+// table (fleetsim.MatrixKnob, checked by fleetsim's TestSeverityTable),
+// never what the report says.
+package matrix
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/rules"
+)
+
+// Cell is one fleet of the matrix.
+type Cell struct {
+	// Case is the fleetsim matrix case (fleetsim.MatrixCases).
+	Case string
+	// Expect is the verdict the cell must produce.
+	Expect string
+	Pods   int
+	Seed   uint64
+	// Severity is "mild", "moderate" or "severe" for incidents, empty for
+	// counter-cases.
+	Severity string
+	// Knob is the case's severity knob (fleetsim.MatrixKnob).
+	Knob float64
+}
+
+// Name is "case/pods/severity/seed", e.g. "kv-preemption/16/moderate/1001"
+// (counter-cases: "healthy/8/-/1001"); -matrix.only matches substrings of
+// it.
+func (c Cell) Name() string {
+	sev := c.Severity
+	if sev == "" {
+		sev = "-"
+	}
+	return fmt.Sprintf("%s/%d/%s/%d", c.Case, c.Pods, sev, c.Seed)
+}
+
+// Incident reports whether the cell is an incident (not a counter-case).
+func (c Cell) Incident() bool { return c.Severity != "" }
+
+// Cells returns the matrix: every case at every fleet size and severity
+// of fleetsim's table, for every seed (full) or the first seed only.
+// Cells missing from the knob table are left out (TestSeverityTable
+// reports them).
+func Cells(full bool) []Cell {
+	seeds := fleetsim.MatrixSeeds
+	if !full {
+		seeds = seeds[:1]
+	}
+	var out []Cell
+	for _, c := range fleetsim.MatrixCases() {
+		for _, n := range fleetsim.MatrixSizes {
+			sevs := []string{""}
+			if c.Incident() {
+				sevs = fleetsim.Severities
+			}
+			for _, sev := range sevs {
+				k := 0.0
+				if sev != "" {
+					var ok bool
+					if k, ok = fleetsim.MatrixKnob(c.Name, n, sev); !ok {
+						continue
+					}
+				}
+				for _, s := range seeds {
+					out = append(out, Cell{Case: c.Name, Expect: c.Expect, Pods: n, Seed: s, Severity: sev, Knob: k})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Filter keeps the cells whose Name contains any of the comma-separated
+// substrings of only (all cells when only is empty).
+func Filter(cells []Cell, only string) []Cell {
+	if only == "" {
+		return cells
+	}
+	var out []Cell
+	for _, c := range cells {
+		for _, s := range strings.Split(only, ",") {
+			if s = strings.TrimSpace(s); s != "" && strings.Contains(c.Name(), s) {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Hypothesis is one ranked finding of a report, as the matrix prints it.
+type Hypothesis struct {
+	ID     string
+	Status string
+	Score  float64
+	// Confidence is the finding's "confidence" field when the report
+	// has one (read from its JSON form, so that the matrix keeps working
+	// while the schema grows), else empty.
+	Confidence string
+}
+
+func (h Hypothesis) String() string {
+	s := fmt.Sprintf("%s %s %.2f", h.ID, h.Status, h.Score)
+	if h.Confidence != "" {
+		s += " " + h.Confidence
+	}
+	return s
+}
+
+// Outcome classifies a verdict against the expectation.
+type Outcome string
+
+const (
+	// Right: the verdict is the expected hypothesis (or no-incident).
+	Right Outcome = "right"
+	// WrongCause: the verdict names a hypothesis other than the
+	// expected one (for a counter-case: any hypothesis).
+	WrongCause Outcome = "wrong-cause"
+	// Undetermined: the verdict is "undetermined".
+	Undetermined Outcome = "undetermined"
+	// Missed: an incident cell diagnosed as "no-incident".
+	Missed Outcome = "missed"
+	// Failed: the cell could not be simulated or diagnosed.
+	Failed Outcome = "error"
+)
+
+// Result is the diagnosis of one cell.
+type Result struct {
+	Cell
+	Verdict string
+	Outcome Outcome
+	// Confidence is the report's or the verdict finding's "confidence"
+	// when the report has one.
+	Confidence string
+	// Top holds the first three ranked hypotheses.
+	Top []Hypothesis
+	// Summary is the report's one-sentence summary.
+	Summary string
+	// Truth is the ground-truth change of the case's primary symptom.
+	Truth   fleetsim.Change
+	Err     error
+	Elapsed time.Duration
+}
+
+// OK reports whether the result passes the matrix' rule: no wrong cause
+// ever; moderate and severe incidents and counter-cases right; mild
+// incidents right or undetermined.
+func (r Result) OK() bool {
+	switch r.Outcome {
+	case Right:
+		return true
+	case Undetermined:
+		return r.Severity == "mild"
+	}
+	return false
+}
+
+// Options returns the diagnose options `whyslow diagnose DIR` passes when
+// given no flag: the default catalog (no --alias) and the default
+// thresholds (no --thresholds), automatic windows, no SLO.
+func Options() diagnose.Options {
+	cat := diagnose.DefaultCatalog()
+	return diagnose.Options{Catalog: &cat, Thresholds: rules.DefaultThresholds}
+}
+
+// RunCell simulates, reads and diagnoses one cell.
+func RunCell(c Cell) Result {
+	t0 := time.Now()
+	r := Result{Cell: c}
+	defer func() { r.Elapsed = time.Since(t0) }()
+	mc, ok := fleetsim.LookupMatrixCase(c.Case)
+	if !ok {
+		r.Outcome, r.Err = Failed, fmt.Errorf("unknown matrix case %q", c.Case)
+		return r
+	}
+	f, err := fleetsim.Run(mc.Config(c.Pods, c.Seed, c.Knob))
+	if err != nil {
+		r.Outcome, r.Err = Failed, err
+		return r
+	}
+	r.Truth = f.GroundTruth(mc.Symptom, fleetsim.MatrixIncidentStart)
+	rep, err := diagnose.Diagnose(Evidence(f), Options())
+	if err != nil {
+		r.Outcome, r.Err = Failed, err
+		return r
+	}
+	r.Verdict, r.Summary = string(rep.Verdict), rep.Summary
+	for i, h := range rep.Hypotheses {
+		if i == 3 {
+			break
+		}
+		r.Top = append(r.Top, Hypothesis{ID: string(h.ID), Status: string(h.Status), Score: h.Score, Confidence: confidence(h)})
+	}
+	r.Confidence = confidence(rep)
+	if i := slices.IndexFunc(rep.Hypotheses, func(h rules.Finding) bool { return string(h.ID) == r.Verdict }); r.Confidence == "" && i >= 0 {
+		r.Confidence = confidence(rep.Hypotheses[i])
+	}
+	r.Outcome = classify(c, r.Verdict)
+	return r
+}
+
+// classify compares a verdict with the cell's expectation.
+func classify(c Cell, verdict string) Outcome {
+	switch {
+	case verdict == c.Expect:
+		return Right
+	case verdict == string(rules.Undetermined):
+		return Undetermined
+	case verdict == string(rules.NoIncident):
+		return Missed
+	}
+	return WrongCause
+}
+
+// confidence returns the "confidence" member of v's JSON form, if any (a
+// string, or an object with a "level" or "grade" string).
+func confidence(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	raw, ok := m["confidence"]
+	if !ok {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var o map[string]any
+	if json.Unmarshal(raw, &o) == nil {
+		for _, k := range []string{"level", "grade", "value"} {
+			if s, ok := o[k].(string); ok {
+				return s
+			}
+		}
+	}
+	return strings.TrimSpace(string(raw))
+}
+
+// Run runs the cells on workers goroutines (GOMAXPROCS when <= 0), the
+// largest fleets first, and returns the results in the order of cells.
+func Run(cells []Cell, workers int) []Result {
+	return RunEach(cells, workers, nil)
+}
+
+// RunEach is Run calling done, if not nil, with each result as soon as
+// its cell finishes (from one goroutine at a time).
+func RunEach(cells []Cell, workers int, done func(Result)) []Result {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	order := make([]int, len(cells))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cells[b].Pods - cells[a].Pods })
+	out := make([]Result, len(cells))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				out[i] = RunCell(cells[i])
+				if done != nil {
+					mu.Lock()
+					done(out[i])
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, i := range order {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}

@@ -1,0 +1,117 @@
+package matrix
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+var workers = flag.Int("matrix.workers", 0, "cells run in parallel; 0 means GOMAXPROCS")
+
+var only = flag.String("matrix.only", "", "run only the cells whose name (case/pods/severity/seed, e.g. kv-preemption/16/moderate) contains one of these comma-separated substrings; also $WHYSLOW_MATRIX_ONLY")
+
+// TestMatrix runs the generalisation matrix and prints its confusion
+// matrix. It fails when a cell names a wrong cause, when a moderate or
+// severe incident or a counter-case is not right, or when a mild incident
+// is neither right nor undetermined. -short runs one seed per cell.
+func TestMatrix(t *testing.T) {
+	sel := *only
+	if sel == "" {
+		sel = os.Getenv("WHYSLOW_MATRIX_ONLY")
+	}
+	cells := Filter(Cells(!testing.Short()), sel)
+	require.NotEmpty(t, cells, "no cell matches %q", sel)
+	t0 := time.Now()
+	n := *workers
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	finished := 0
+	results := RunEach(cells, n, func(r Result) {
+		finished++
+		if testing.Verbose() {
+			t.Logf("[%d/%d %3.0fs] %-44s %-13s verdict %s (%.2fx)", finished, len(cells), time.Since(t0).Seconds(), r.Name(), r.Outcome, r.Verdict, r.Truth.Ratio())
+		}
+	})
+	t.Logf("%d cells in %v on %d workers\n\n%s", len(cells), time.Since(t0).Round(time.Second), n, Summary(results))
+	for _, r := range Failures(results) {
+		if r.Err != nil {
+			t.Errorf("%s: %v", r.Name(), r.Err)
+			continue
+		}
+		t.Errorf("%s: expected %s, verdict %s (%s; truth %v): %s", r.Name(), r.Expect, r.Verdict, r.Outcome, r.Truth, r.Summary)
+	}
+}
+
+// TestEvidenceMatchesDisk: the in-memory path reads the same evidence as
+// `whyslow diagnose DIR` on the fleet written by WriteDumps, so the
+// report is the same (sources aside).
+func TestEvidenceMatchesDisk(t *testing.T) {
+	mc, ok := fleetsim.LookupMatrixCase("healthy")
+	require.True(t, ok)
+	cfg := mc.Config(3, 7, 0)
+	cfg.Duration = 12 * time.Minute
+	f, err := fleetsim.Run(cfg)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, f.WriteDumps(dir, fleetsim.DumpOptions{}))
+	disk, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
+	require.NoError(t, err)
+	mem := Evidence(f)
+	a, err := diagnose.Diagnose(disk, Options())
+	require.NoError(t, err)
+	b, err := diagnose.Diagnose(mem, Options())
+	require.NoError(t, err)
+	a.Inputs.Sources, b.Inputs.Sources = nil, nil
+	ja, err := json.Marshal(a)
+	require.NoError(t, err)
+	jb, err := json.Marshal(b)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(ja), string(jb))
+	assert.Equal(t, len(disk.Targets), len(mem.Targets))
+}
+
+// TestOutcome pins the matrix' pass rule.
+func TestOutcome(t *testing.T) {
+	inc := func(sev string) Cell { return Cell{Case: "kv-preemption", Expect: "kv-preemption", Severity: sev} }
+	ctr := Cell{Case: "healthy", Expect: "no-incident"}
+	for _, tc := range []struct {
+		c       Cell
+		verdict string
+		out     Outcome
+		ok      bool
+	}{
+		{inc("moderate"), "kv-preemption", Right, true},
+		{inc("moderate"), "replica-hotspot", WrongCause, false},
+		{inc("moderate"), "undetermined", Undetermined, false},
+		{inc("severe"), "no-incident", Missed, false},
+		{inc("mild"), "undetermined", Undetermined, true},
+		{inc("mild"), "queue-sustained", WrongCause, false},
+		{inc("mild"), "no-incident", Missed, false},
+		{ctr, "no-incident", Right, true},
+		{ctr, "undetermined", Undetermined, false},
+		{ctr, "queue-sustained", WrongCause, false},
+	} {
+		r := Result{Cell: tc.c, Verdict: tc.verdict, Outcome: classify(tc.c, tc.verdict)}
+		assert.Equal(t, tc.out, r.Outcome, "%s %s", tc.c.Name(), tc.verdict)
+		assert.Equal(t, tc.ok, r.OK(), "%s %s", tc.c.Name(), tc.verdict)
+	}
+}
+
+// TestConfidence reads a confidence member whatever its form.
+func TestConfidence(t *testing.T) {
+	assert.Equal(t, "", confidence(struct{ ID string }{"x"}))
+	assert.Equal(t, "high", confidence(map[string]any{"confidence": "high"}))
+	assert.Equal(t, "low", confidence(map[string]any{"confidence": map[string]any{"level": "low", "reason": "r"}}))
+}
