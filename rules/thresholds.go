@@ -105,6 +105,10 @@ type Thresholds struct {
 	// requests at and above which requests are not completing, when no
 	// SLO target is given.
 	ErrorShare float64
+	// CrashLoop is the number of restarts of one replica within the
+	// incident window at and above which it crash-loops (default 2): a
+	// single planned restart is not a crash loop.
+	CrashLoop float64
 	// MinSamples is the fewest observations a p50/p95 quantile needs to
 	// be evaluated at all (in each window).
 	MinSamples float64
@@ -139,6 +143,7 @@ var DefaultThresholds = Thresholds{
 	CorrStrong:       0.5,
 	CorrWeak:         0.3,
 	ErrorShare:       0.01,
+	CrashLoop:        2,
 	MinSamples:       20,
 	MinSamplesTail:   100,
 }
@@ -199,6 +204,7 @@ func (t *Thresholds) fields() map[string]*float64 {
 		"severity_moderate": &t.SeverityModerate, "severity_severe": &t.SeveritySevere,
 		"tail_shape": &t.TailShape, "gpu_saturated": &t.GPUSaturated, "busy_share": &t.BusyShare,
 		"lead": &t.Lead, "preemption_share": &t.PreemptionShare, "dispersion": &t.Dispersion,
+		"crash_loop": &t.CrashLoop,
 	}
 }
 
