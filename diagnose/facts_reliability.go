@@ -62,8 +62,9 @@ type replicaLife struct {
 }
 
 // life reads replica r over w: edges, restarts (a change of
-// process_start_time_seconds, or the request, prompt-token and
-// generation-token counters dropping: V0 exposes no process metrics), the
+// process_start_time_seconds or, where the process start time is not
+// exposed (V0, multiprocess mode), the request, prompt-token and
+// generation-token counters all dropping together), the
 // requests in flight before each restart, scrape gaps, and the requests
 // that left the backlog beyond the completions of an interval.
 func (c *factCtx) life(r int, w snapshot.Window) replicaLife {
@@ -117,17 +118,26 @@ func (c *factCtx) life(r int, w snapshot.Window) replicaLife {
 			l.gaps++
 		}
 		restarted := false
-		if a, ok := starts[t0]; ok {
-			if b, ok := starts[t1]; ok && !math.IsNaN(a) && !math.IsNaN(b) && a != b {
-				restarted = true
+		a, okA := starts[t0]
+		b, okB := starts[t1]
+		if okA && okB && !math.IsNaN(a) && !math.IsNaN(b) {
+			restarted = a != b
+		} else {
+			// No process start time (V0, multiprocess mode): a restart
+			// resets every counter at once; one counter dropping alone
+			// is a glitch of that series.
+			drops, compared := 0, 0
+			for _, m := range counters {
+				a, ok0 := m[t0]
+				b, ok1 := m[t1]
+				if ok0 && ok1 && a > 0 {
+					compared++
+					if b < a {
+						drops++
+					}
+				}
 			}
-		}
-		for _, m := range counters {
-			a, ok0 := m[t0]
-			b, ok1 := m[t1]
-			if ok0 && ok1 && b < a {
-				restarted = true
-			}
+			restarted = drops > 0 && drops == compared
 		}
 		w0 := waiting[t0]
 		if restarted {
@@ -492,7 +502,7 @@ func (c *factCtx) restartFacts(w *relWindow) map[rules.FactID]rules.Fact {
 		return miss("no replica's running gauge covers the window")
 	}
 	sort.Strings(names)
-	how := "process_start_time_seconds changes or counters dropping together"
+	how := "process_start_time_seconds changes"
 	if !c.sc.has(SignalProcessStart) {
 		how = "counters dropping together (no process_start_time_seconds: V0 or multiprocess mode)"
 	}

@@ -153,6 +153,9 @@ type relState struct {
 	ttft, e2e           float64 // observation counts
 	abort               float64
 	running, waiting    float64
+	// oomKilled writes kube-state-metrics' last terminated reason
+	// (OOMKilled); a zero start writes no process_start_time_seconds (V0).
+	oomKilled bool
 }
 
 func (s relState) exposition() string {
@@ -176,8 +179,20 @@ func (s relState) exposition() string {
 	fmt.Fprintf(&b, "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} %g\n", s.running)
 	b.WriteString("# TYPE vllm:num_requests_waiting gauge\n")
 	fmt.Fprintf(&b, "vllm:num_requests_waiting{engine=\"0\",model_name=\"m\"} %g\n", s.waiting)
-	b.WriteString("# TYPE process_start_time_seconds gauge\n")
-	fmt.Fprintf(&b, "process_start_time_seconds %g\n", s.start)
+	if s.start != 0 {
+		b.WriteString("# TYPE process_start_time_seconds gauge\n")
+		fmt.Fprintf(&b, "process_start_time_seconds %g\n", s.start)
+	}
+	if s.oomKilled {
+		b.WriteString("# TYPE kube_pod_container_status_last_terminated_reason gauge\n")
+		for _, r := range []string{"Completed", "Error", "OOMKilled"} {
+			v := 0
+			if r == "OOMKilled" {
+				v = 1
+			}
+			fmt.Fprintf(&b, "kube_pod_container_status_last_terminated_reason{container=\"vllm\",namespace=\"llm\",pod=\"pod\",reason=%q} %d\n", r, v)
+		}
+	}
 	return b.String()
 }
 
@@ -193,6 +208,7 @@ func TestHiddenAbandonmentEstimates(t *testing.T) {
 		abandoned float64
 		restarts  float64
 		lost      float64
+		oom       float64 // 0: no kube-state-metrics
 	}{
 		{
 			// 10 running at the start finish inside; 14 prefilled inside
@@ -223,6 +239,16 @@ func TestHiddenAbandonmentEstimates(t *testing.T) {
 				{start: p2, prompt: 2300, promptSum: 1500, finished: 15, ttft: 23, e2e: 15, running: 5}},
 			abandoned: 5, restarts: 1, lost: 11,
 		},
+		{
+			// The same on a V0 pod (no process start time: every counter
+			// drops together), OOM-killed according to kube-state-metrics.
+			name: "a restart without process_start_time_seconds, OOM-killed",
+			scrapes: [5]relState{{prompt: 1000, ttft: 10, running: 10}, {prompt: 1000, ttft: 10, running: 10},
+				{prompt: 3000, promptSum: 2000, finished: 20, ttft: 30, e2e: 20, running: 8, waiting: 3},
+				{prompt: 1200, promptSum: 800, finished: 8, ttft: 12, e2e: 8, running: 4, oomKilled: true},
+				{prompt: 2300, promptSum: 1500, finished: 15, ttft: 23, e2e: 15, running: 5, oomKilled: true}},
+			abandoned: 5, restarts: 1, lost: 11, oom: 1,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -250,6 +276,11 @@ func TestHiddenAbandonmentEstimates(t *testing.T) {
 			assert.InDelta(t, 100*tt.abandoned, float64(rep.Facts[rules.AbandonedPromptTokens].Value), 1e-6)
 			assert.Equal(t, tt.restarts, float64(rep.Facts[rules.Restarts].Value), "%s", table)
 			assert.Equal(t, tt.lost, float64(rep.Facts[rules.RequestsLost].Value), "%s", table)
+			if tt.oom > 0 {
+				assert.Equal(t, tt.oom, float64(rep.Facts[rules.OOMKills].Value), "%s", table)
+			} else {
+				assert.Contains(t, rep.Facts[rules.OOMKills].Missing, "kube-state-metrics")
+			}
 			if tt.abandoned == 0 {
 				assert.Zero(t, float64(rep.Facts[rules.AbandonShare].Value))
 			} else {
