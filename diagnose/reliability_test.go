@@ -14,6 +14,7 @@ import (
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
+	_ "github.com/whyslow/whyslow/snapshot/tsdb" // Read reads the TSDB case
 )
 
 // simulateFleet is simulate, also returning the fleet's ground truth.
@@ -97,15 +98,38 @@ func TestAbandonmentCountedAccounting(t *testing.T) {
 	assert.Equal(t, "queue-sustained", string(rep.Verdict), "%s", factsTable(rep))
 }
 
-// TestCrashLoop: one replica restarts four times in the incident window
-// and loses its requests in flight each time: replica-restarts.
-func TestCrashLoop(t *testing.T) {
+// crashLoop is the healthy fleet with vllm-3 restarting four times in the
+// incident window, 45 s down each time.
+func crashLoop() fleetsim.Config {
 	cfg := fleetsim.Scenario("healthy")
 	cfg.Pods = make([]fleetsim.PodConfig, 8)
 	for _, at := range []time.Duration{34, 41, 48, 55} {
 		cfg.Pods[3].Restarts = append(cfg.Pods[3].Restarts, fleetsim.Restart{At: at * time.Minute, Downtime: 45 * time.Second})
 	}
-	f, ev := simulateFleet(t, cfg)
+	return cfg
+}
+
+// TestCrashLoopTSDB: the crash loop read from a TSDB whose up series marks
+// the missed scrapes (up == 0 adds scrape times without vLLM samples).
+func TestCrashLoopTSDB(t *testing.T) {
+	f, err := fleetsim.Run(crashLoop())
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, f.WriteTSDB(dir, fleetsim.TSDBOptions{Up: true}))
+	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
+	require.NoError(t, err)
+	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
+	require.NoError(t, err)
+	table := factsTable(rep)
+	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
+	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Value), "%s", table)
+	assert.Contains(t, rep.Facts[rules.Restarts].Source, "4 scrape gap(s)")
+}
+
+// TestCrashLoop: one replica restarts four times in the incident window
+// and loses its requests in flight each time: replica-restarts.
+func TestCrashLoop(t *testing.T) {
+	f, ev := simulateFleet(t, crashLoop())
 	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
 	require.NoError(t, err)
 	table := factsTable(rep)
