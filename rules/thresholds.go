@@ -101,9 +101,10 @@ type Thresholds struct {
 	// CorrWeak is the absolute correlation below which they are
 	// unrelated.
 	CorrWeak float64
-	// ErrorShare is the share (0..1) of failed, aborted or timed-out
-	// requests at and above which requests are not completing, when no
-	// SLO target is given.
+	// ErrorShare is the share (0..1) of failed, aborted, abandoned, lost,
+	// rate-limited (429) or timed-out requests, or 5xx responses, at and
+	// above which requests are not completing, when no SLO target is given
+	// (default 0.01: 1% of arrivals).
 	ErrorShare float64
 	// CrashLoop is the number of restarts of one replica within the
 	// incident window at and above which it crash-loops (default 2): a
