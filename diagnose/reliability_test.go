@@ -180,6 +180,7 @@ type relState struct {
 	// oomKilled writes kube-state-metrics' last terminated reason
 	// (OOMKilled); a zero start writes no process_start_time_seconds (V0).
 	oomKilled bool
+	gateway   float64 // gateway_requests_total, a gateway's arrivals; 0: none
 }
 
 func (s relState) exposition() string {
@@ -206,6 +207,10 @@ func (s relState) exposition() string {
 	if s.start != 0 {
 		b.WriteString("# TYPE process_start_time_seconds gauge\n")
 		fmt.Fprintf(&b, "process_start_time_seconds %g\n", s.start)
+	}
+	if s.gateway > 0 {
+		b.WriteString("# TYPE gateway_requests_total counter\n")
+		fmt.Fprintf(&b, "gateway_requests_total %g\n", s.gateway)
 	}
 	if s.oomKilled {
 		b.WriteString("# TYPE kube_pod_container_status_last_terminated_reason gauge\n")
@@ -334,4 +339,42 @@ func evidenceTexts(ev []rules.Evidence) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// TestGatewayUnserved: with a gateway's arrival counter aliased, requests
+// abandoned while still queued are counted too: 64 arrive in the
+// incident, 50 finish, the backlog grows by 4, so 10 left unserved (6
+// after their first token, 4 from the queue).
+func TestGatewayUnserved(t *testing.T) {
+	p1 := float64(t0.Unix() - 3600)
+	idle := relState{start: p1, prompt: 1000, ttft: 10, running: 10, gateway: 500}
+	scrapes := []relState{idle, idle,
+		{start: p1, prompt: 3300, promptSum: 2000, finished: 20, ttft: 33, e2e: 20, running: 10, gateway: 530},
+		{start: p1, prompt: 5400, promptSum: 4000, finished: 40, ttft: 54, e2e: 40, running: 12, gateway: 550},
+		{start: p1, prompt: 7000, promptSum: 5000, finished: 50, ttft: 70, e2e: 50, running: 14, gateway: 564}}
+	var evs []*snapshot.Evidence
+	for i, s := range scrapes {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		ev, err := snapshot.ParseDump([]byte(s.exposition()), "pod/"+at.UTC().Format("2006-01-02T15-04-05Z")+".prom", snapshot.Options{})
+		require.NoError(t, err)
+		evs = append(evs, ev)
+	}
+	opts := diagnose.Options{
+		Baseline: snapshot.Window{Start: t0, End: t0.Add(time.Minute)},
+		Incident: snapshot.Window{Start: t0.Add(time.Minute), End: t0.Add(4 * time.Minute)},
+	}
+	rep, err := diagnose.Diagnose(snapshot.Merge(evs...), opts)
+	require.NoError(t, err)
+	assert.Contains(t, rep.Facts[rules.GatewayUnserved].Missing, "--alias gateway_requests=METRIC", "no gateway counter without an alias")
+
+	cat := diagnose.DefaultCatalog()
+	require.NoError(t, cat.Alias("gateway_requests", "gateway_requests_total"))
+	opts.Catalog = &cat
+	rep, err = diagnose.Diagnose(snapshot.Merge(evs...), opts)
+	require.NoError(t, err)
+	table := factsTable(rep)
+	assert.Equal(t, 10.0, float64(rep.Facts[rules.GatewayUnserved].Value), "%s", table)
+	assert.InDelta(t, 10.0/64, float64(rep.Facts[rules.GatewayUnservedShare].Value), 1e-9, "%s", table)
+	assert.Equal(t, 6.0, float64(rep.Facts[rules.AbandonedRequests].Value), "vLLM's counters see only the 6 abandoned after their first token")
+	assert.True(t, reportSymptom(rep, "reliability").Present)
 }
