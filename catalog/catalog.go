@@ -60,6 +60,7 @@ const (
 	// Requests that do not complete, from outside vLLM.
 	SignalGatewayRequests  SignalID = "gateway_requests"  // arrivals counted by a gateway
 	SignalTerminatedReason SignalID = "terminated_reason" // kube-state-metrics: why a container last ended
+	SignalFBUsed           SignalID = "fb_used"           // GPU framebuffer memory in use
 )
 
 // SignalKind is the Prometheus shape a signal's metric must have.
@@ -430,6 +431,10 @@ func Default() Catalog {
 			"kube-state-metrics: 1 for the reason a container last terminated (reason=OOMKilled, Error, Completed); "+
 				"OOMKilled before a restart is memory exhaustion.",
 			other("kube_pod_container_status_last_terminated_reason", 1, false, Documented, "kube-state-metrics")),
+		gauge(SignalFBUsed, UnitNone, AggregateSum,
+			"GPU framebuffer memory in use from the DCGM exporter, MiB (exporter <= 4.8) or bytes (>= 4.9): compared only with "+
+				"the pod's own level, because vLLM preallocates (near total is every pod's normal state); a rise before a restart points at OOM.",
+			other("DCGM_FI_DEV_FB_USED", 1, false, Documented, "MiB, bytes from exporter 4.9")),
 	}}
 }
 

@@ -54,9 +54,12 @@ type replicaLife struct {
 	runStart, runEnd float64
 	runBefore        []float64
 	lostBefore       []float64
-	restarts         int
-	gaps             int // scrape intervals longer than twice the usual one
-	unserved         float64
+	// before and after are the times (Unix ms) of the last scrape before
+	// and the first after each restart.
+	before, after []int64
+	restarts      int
+	gaps          int // scrape intervals longer than twice the usual one
+	unserved      float64
 	// ok is false when the running gauge does not cover the window.
 	ok bool
 }
@@ -144,6 +147,7 @@ func (c *factCtx) life(r int, w snapshot.Window) replicaLife {
 			l.restarts++
 			l.runBefore = append(l.runBefore, run.V[i])
 			l.lostBefore = append(l.lostBefore, run.V[i]+w0)
+			l.before, l.after = append(l.before, t0), append(l.after, t1)
 			continue
 		}
 		if done != nil && waiting != nil {
@@ -573,6 +577,61 @@ func (c *factCtx) oomKills(w evalWindow) rules.Fact {
 	return f
 }
 
+// fbRise is the least rise of framebuffer use over the pod's own median
+// level, at the last scrape before a restart, that points at memory
+// exhaustion: vLLM preallocates its KV cache, so the level is flat while
+// the process is healthy and a leak shows as a climb.
+const fbRise = 0.02
+
+// fbRiseRestarts counts the restarts in w preceded by framebuffer use at
+// least fbRise above the median of the same process's earlier samples.
+func (c *factCtx) fbRiseRestarts(w *relWindow) rules.Fact {
+	if !c.sc.has(catalog.SignalFBUsed) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalFBUsed))
+	}
+	if w.lifetime {
+		return rules.MissingFact("lifetime counters: no window to find restarts in")
+	}
+	n, restarts := 0, 0
+	var who []string
+	for _, l := range w.lives {
+		fb := c.sc.replicaGauge(catalog.SignalFBUsed, l.index)
+		if fb == nil {
+			continue
+		}
+		for k, t := range l.before {
+			restarts++
+			from := int64(math.MinInt64)
+			if k > 0 {
+				from = l.after[k-1]
+			}
+			var vs []float64
+			last := math.NaN()
+			for i, ts := range fb.T {
+				if ts >= from && ts <= t && !math.IsNaN(fb.V[i]) {
+					vs = append(vs, fb.V[i])
+					last = fb.V[i]
+				}
+			}
+			if len(vs) < 4 {
+				continue
+			}
+			sort.Float64s(vs)
+			if med := vs[len(vs)/2]; med > 0 && last >= (1+fbRise)*med {
+				n++
+				who = append(who, fmt.Sprintf("%s +%.0f%%", l.name, 100*(last/med-1)))
+			}
+		}
+	}
+	src := fmt.Sprintf("%s at the last scrape before each of %d restart(s) vs the median of the same process's samples (rise >= %g%%)", c.sc.source(catalog.SignalFBUsed), restarts, 100*fbRise)
+	if len(who) > 0 {
+		src += ": " + strings.Join(who, ", ")
+	}
+	f := rules.Measured(float64(n)).WithSource(src)
+	f.Count = float64(restarts)
+	return f
+}
+
 // httpShareOf is the share of HTTP responses whose status matches.
 func (c *factCtx) httpShareOf(w evalWindow, r int, match func(string) bool, what string) rules.Fact {
 	if !c.sc.has(SignalHTTPRequests) {
@@ -674,6 +733,7 @@ func (c *factCtx) addReliabilityFacts(fs rules.Facts) {
 		fs[id] = f
 	}
 	fs[rules.OOMKills] = c.both(rules.OOMKills, c.oomKills)
+	fs[rules.FBRiseRestarts] = c.both(rules.FBRiseRestarts, on(c.fbRiseRestarts))
 	fs[rules.HTTP429Share] = c.both(rules.HTTP429Share, c.http429Share)
 	fs[rules.HTTP5xxShareMax] = c.both(rules.HTTP5xxShareMax, c.http5xxShareMax)
 }

@@ -124,6 +124,34 @@ func TestCrashLoopTSDB(t *testing.T) {
 	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
 	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Value), "%s", table)
 	assert.Contains(t, rep.Facts[rules.Restarts].Source, "4 scrape gap(s)")
+	assert.Zero(t, float64(rep.Facts[rules.FBRiseRestarts].Value), "planned-looking restarts: framebuffer flat")
+}
+
+// TestOOMLoop: the crash loop killed for memory each time: framebuffer use
+// climbs above the pod's own level before every restart.
+func TestOOMLoop(t *testing.T) {
+	cfg := crashLoop()
+	for i := range cfg.Pods[3].Restarts {
+		cfg.Pods[3].Restarts[i].Reason = fleetsim.RestartOOMKilled
+	}
+	_, ev := simulateFleet(t, cfg)
+	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
+	require.NoError(t, err)
+	table := factsTable(rep)
+	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
+	assert.Equal(t, 4.0, float64(rep.Facts[rules.FBRiseRestarts].Value), "%s", table)
+	assert.Contains(t, rep.Facts[rules.FBRiseRestarts].Source, "vllm-3")
+	var check rules.NextCheck
+	for _, h := range rep.Hypotheses {
+		if h.ID == rules.ReplicaRestarts {
+			for _, c := range h.NextChecks {
+				if strings.Contains(c.Text, "framebuffer") {
+					check = c
+				}
+			}
+		}
+	}
+	assert.Equal(t, rules.CheckHolds, check.Outcome)
 }
 
 // TestCrashLoop: one replica restarts four times in the incident window

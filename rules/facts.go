@@ -289,6 +289,12 @@ const (
 	// termination was OOMKilled, from kube-state-metrics'
 	// kube_pod_container_status_last_terminated_reason.
 	OOMKills FactID = "oom_kills"
+	// FBRiseRestarts is the number of restarts preceded by GPU
+	// framebuffer use (DCGM_FI_DEV_FB_USED) at least 2% above the pod's
+	// own median level earlier in that process lifetime: memory
+	// exhaustion. vLLM preallocates, so only a rise above the pod's own
+	// steady level says anything.
+	FBRiseRestarts FactID = "fb_rise_restarts"
 )
 
 // Replica balance and relations.
@@ -360,6 +366,7 @@ var catalog = []FactInfo{
 	{HTTP5xxShareMax, Rate, "ratio", Lower, "largest 5xx share of one replica"},
 	{LostShare, Rate, "ratio", Lower, "share of requests lost in restarts"},
 	{OOMKills, Derived, "count", Lower, "containers last terminated OOMKilled (kube-state-metrics)"},
+	{FBRiseRestarts, Derived, "count", Lower, "restarts preceded by framebuffer use above the pod's own level"},
 	{QueueUnservedMin, Derived, "requests", Lower, "lower bound of requests leaving unserved (backlog fell beyond completions)"},
 	{RequestsLost, Derived, "requests", Lower, "requests in flight at the last scrape before a restart"},
 	{Restarts, Derived, "count", Lower, "process restarts in the window"},

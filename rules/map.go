@@ -623,7 +623,7 @@ func Map() []Rule {
 			Support: []Cond{
 				symptom(SymptomReliability),
 				// A single planned restart is not a crash loop.
-				anyOf(atLeast(RestartsReplicaMax, limCrashLoop), allOf(above(OOMKills, limAny), above(Restarts, limAny)), atLeast(LostShare, limErrorShare)),
+				anyOf(atLeast(RestartsReplicaMax, limCrashLoop), allOf(anyOf(above(OOMKills, limAny), above(FBRiseRestarts, limAny)), above(Restarts, limAny)), atLeast(LostShare, limErrorShare)),
 			},
 			Counter: []Counter{
 				{"no restart in the window", atMost(Restarts, limAny)},
@@ -633,7 +633,7 @@ func Map() []Rule {
 				auto("Was a container OOM-killed (kube-state-metrics)?", above(OOMKills, limAny)),
 				auto("Were requests in flight lost with the restarts?", above(RequestsLost, limAny)),
 				manual("Read the previous container's logs (kubectl logs --previous) and the pod's events"),
-				manual("Did framebuffer use rise above the pod's own steady level before each restart (vLLM preallocates, so near-total is normal)?"),
+				auto("Did framebuffer use rise above the pod's own steady level before a restart (vLLM preallocates, so near-total is normal)?", above(FBRiseRestarts, limAny)),
 				manual("Do liveness probes time out under load?"),
 			},
 			Mitigations: []string{

@@ -563,7 +563,7 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.HTTP429Share, rules.HTTP5xxShareMax, rules.AbandonShare, rules.LostShare, rules.GatewayUnservedShare,
 		rules.AbandonedPromptTokens, rules.AbandonedByTokens, rules.AbandonedAfterFirstToken, rules.AbandonedRequests,
 		rules.QueueUnservedMin, rules.GatewayUnserved, rules.Restarts, rules.RestartsReplicaMax, rules.RestartsPerHourMax,
-		rules.RequestsLost, rules.OOMKills,
+		rules.RequestsLost, rules.OOMKills, rules.FBRiseRestarts,
 	}
 	for _, id := range declared {
 		_, ok := rules.Info(id)

@@ -127,7 +127,20 @@ type ServerErrors struct {
 type Restart struct {
 	At       time.Duration
 	Downtime time.Duration
+	// Reason is why the container stopped, as kube-state-metrics would
+	// report it; "" is a planned restart. RestartOOMKilled makes the GPU
+	// framebuffer use (DCGM_FI_DEV_FB_USED) climb above the pod's steady
+	// level over the OOMRamp before At, as a leak does before the kill.
+	Reason string
 }
+
+// RestartOOMKilled is the Restart.Reason of a container killed for lack
+// of memory.
+const RestartOOMKilled = "OOMKilled"
+
+// OOMRamp is how long the framebuffer use of a pod climbs before an
+// OOMKilled restart.
+const OOMRamp = 2 * time.Minute
 
 // Slowdown adds CPU-side work to every engine step from From to To (offsets
 // from the start): the GPU idles while the CPU works. It models a
