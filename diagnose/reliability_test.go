@@ -406,3 +406,23 @@ func TestGatewayUnserved(t *testing.T) {
 	assert.Equal(t, 6.0, float64(rep.Facts[rules.AbandonedRequests].Value), "vLLM's counters see only the 6 abandoned after their first token")
 	assert.True(t, reportSymptom(rep, "reliability").Present)
 }
+
+// TestAbandonmentWhileQueued: clients that also give up after 30 s in the
+// queue leave no trace in vLLM's metrics: the estimate still matches the
+// requests abandoned after their prefill and stays below all abandonment,
+// a lower bound, as its source says.
+func TestAbandonmentWhileQueued(t *testing.T) {
+	cfg := abandonOverload(84)
+	cfg.Workload.ClientTimeout = 30 * time.Second
+	f, ev := simulateFleet(t, cfg)
+	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
+	require.NoError(t, err)
+	table := factsTable(rep)
+	truth := truthIn(f, rep)
+	require.Greater(t, truth.Total-truth.Traceable, 1000, "abandoned in the queue\n%s", table)
+	got := float64(rep.Facts[rules.AbandonedRequests].Value)
+	assert.InEpsilon(t, float64(truth.Traceable), got, 0.25, "%s", table)
+	assert.Less(t, got, float64(truth.Total))
+	assert.Contains(t, rep.Facts[rules.AbandonShare].Source, "abandoned while queued leave no trace")
+	assert.Equal(t, "queue-sustained", string(rep.Verdict), "%s", table)
+}
