@@ -183,6 +183,10 @@ type hiddenEstimate struct {
 	tokensOK, countsOK          bool
 	replicas                    int
 	resets                      int
+	// top is the replica with the most requests abandoned after their
+	// first token (topValue, in-flight corrected); "" when none.
+	top      string
+	topValue float64
 }
 
 // relWindow is what the facts of this file read of one window, computed
@@ -241,8 +245,13 @@ func (c *factCtx) hidden(w evalWindow) (hiddenEstimate, []replicaLife) {
 			if tt.err != nil || et.err != nil {
 				h.countsOK = false
 			} else {
-				h.ttft += tt.inc.Histogram.Total()
-				h.e2e += et.inc.Histogram.Total()
+				n := tt.inc.Histogram.Total()
+				e := et.inc.Histogram.Total()
+				h.ttft += n
+				h.e2e += e
+				if y := n - e + p - m; y > h.topValue {
+					h.top, h.topValue = l.name, y
+				}
 			}
 		}
 	}
@@ -325,7 +334,11 @@ func (c *factCtx) abandonedAfterFirstToken(w *relWindow) rules.Fact {
 	}
 	v := h.ttft - h.e2e + h.plus - h.minus
 	slack := firstTokenSlack * (h.plus + h.minus)
-	f := rules.Measured(v).WithBounds(v-slack, v+slack).WithSource(fmt.Sprintf(
+	most := ""
+	if h.top != "" && h.replicas > 1 {
+		most = fmt.Sprintf("most on %s (%.0f); ", h.top, h.topValue)
+	}
+	f := rules.Measured(v).WithBounds(v-slack, v+slack).WithSource(most + fmt.Sprintf(
 		"%s count %g - %s count %g + (running at segment starts %g - at segment ends %g), +-%g%% of those in flight (chunked prefills, preempted requests); vLLM V1 observes TTFT at the first token, E2E only at the finish; %s",
 		c.sc.source(SignalTTFT), h.ttft, c.sc.source(SignalE2E), h.e2e, h.plus, h.minus, 100*firstTokenSlack, c.hiddenAssumptions(h)))
 	f.Count = h.ttft
