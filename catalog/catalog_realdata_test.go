@@ -1,6 +1,7 @@
 package catalog_test
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"sort"
@@ -30,6 +31,10 @@ func parseCapture(t *testing.T, file, name string) *snapshot.Evidence {
 	require.NoError(t, err)
 	return ev
 }
+
+// update rewrites the golden files under testdata/ instead of comparing
+// with them: go test ./catalog/ -update.
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 
 // golden compares got with the golden file, or rewrites it under -update.
 func golden(t *testing.T, name, got string) {

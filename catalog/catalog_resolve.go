@@ -781,7 +781,7 @@ func (res Resolution) String() string {
 			case sig.Fallback != "":
 				note += "; fallback: " + strings.SplitN(sig.Fallback, ":", 2)[0] + fallbackState(res, sig, si)
 			case len(sig.Candidates) == 0:
-				note += "; no default metric (name one with an alias: --alias " + string(sig.ID) + "=METRIC, or Catalog.Alias)"
+				note += "; no default metric (name one with Catalog.Alias)"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d missing\t-\t%s\n", id, kind, u, n-found, n, note)
 		}

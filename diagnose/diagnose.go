@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -76,7 +75,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 		if groups[0].sel != nil {
 			rep.Inputs = restrictInputs(inputs, groups[0].reps)
 		}
-		rep.Warnings = append(common, rep.Warnings...)
+		withCommon(rep, common)
 		rep.Dimensions = dimensions(set, rep, by, nil)
 		finishReport(rep, set)
 		return rep, nil
@@ -111,7 +110,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 	}
 	top.Summary = fmt.Sprintf("split by %s into %d groups (%s); the top-level verdict is that of %s",
 		by, len(top.Groups), strings.Join(parts, "; "), groupName(primary.Group))
-	top.Warnings = common
+	withCommon(top, common)
 	top.Dimensions = dimensions(set, top, by, values)
 	top.Symptoms = []rules.Symptom{}
 	top.Hypotheses = []rules.Finding{}
@@ -325,9 +324,9 @@ func diagnoseScope(sc *scope) (*Report, error) {
 		rep.Timelines = tl.list
 	}
 	rep.Signals = sc.signals(base, inc)
-	rep.Warnings = append(rep.Warnings, warns...)
-	rep.Warnings = append(rep.Warnings, sc.scopeWarnings(base, inc, rep)...)
-	rep.Warnings = append(rep.Warnings, result.Warnings...)
+	rep.AddWarnings(report.WarnWindow, report.SeverityWarning, warns...)
+	rep.AddWarnings(report.WarnSignal, report.SeverityWarning, sc.scopeWarnings(base, inc, rep)...)
+	rep.AddWarnings(report.WarnRules, report.SeverityWarning, result.Warnings...)
 	rep.Summary = summary(rep, result, facts)
 	return rep, nil
 }
@@ -374,9 +373,9 @@ func summary(rep *Report, res rules.Result, fs rules.Facts) string {
 	case rules.NoIncident:
 		s := "no incident: every symptom was evaluated and none is present"
 		if f := fs[rules.TTFTP95]; f.Known() {
-			s += fmt.Sprintf(" (TTFT p95 %s over %g requests", fmtValue(f.Value, "s"), f.Count)
+			s += fmt.Sprintf(" (TTFT p95 %s over %g requests", report.FormatValue(f.Value, "s"), f.Count)
 			if f.HasBaseline() {
-				s += fmt.Sprintf(", baseline %s", fmtValue(f.Baseline, "s"))
+				s += fmt.Sprintf(", baseline %s", report.FormatValue(f.Baseline, "s"))
 			}
 			s += ")"
 		}
@@ -423,31 +422,34 @@ func summary(rep *Report, res rules.Result, fs rules.Facts) string {
 	return string(res.Verdict)
 }
 
-// fmtValue formats v with a unit, seconds as ms below one second.
-func fmtValue(v float64, unit string) string {
-	if unit == "s" && math.Abs(v) < 1 {
-		return fmt.Sprintf("%.3gms", v*1000)
-	}
-	return fmt.Sprintf("%.3g%s", v, unit)
-}
-
 // commonWarnings are the warnings of the whole evidence: reading problems
 // and the resolution's version skew, configuration drift and partial
 // signals.
-func commonWarnings(ev *snapshot.Evidence, res Resolution) []string {
-	var out []string
+func commonWarnings(ev *snapshot.Evidence, res Resolution) []report.Warning {
+	var out []report.Warning
 	for _, p := range ev.Problems {
-		out = append(out, "reading: "+p.Error())
+		out = append(out, report.Warning{Kind: report.WarnReading, Severity: p.Severity.String(), Text: "reading: " + p.Error()})
 	}
 	for _, w := range res.Warnings {
-		out = append(out, w.Error())
+		out = append(out, report.Warning{Kind: report.WarnCatalog, Severity: report.SeverityWarning, Text: w.Error()})
 	}
 	for _, t := range res.Targets {
 		for _, w := range t.Warnings {
-			out = append(out, w.Error())
+			out = append(out, report.Warning{Kind: report.WarnCatalog, Severity: report.SeverityWarning, Text: w.Error()})
 		}
 	}
 	return out
+}
+
+// withCommon returns rep's warnings preceded by the common ones.
+func withCommon(rep *Report, common []report.Warning) {
+	own, ownDetails := rep.Warnings, rep.WarningDetails
+	rep.Warnings, rep.WarningDetails = nil, nil
+	for _, w := range common {
+		rep.AddWarning(w)
+	}
+	rep.Warnings = append(rep.Warnings, own...)
+	rep.WarningDetails = append(rep.WarningDetails, ownDetails...)
 }
 
 func makeInputs(ev *snapshot.Evidence, res Resolution) Inputs {
@@ -504,7 +506,7 @@ func dimensions(set settings, rep *Report, by string, values []string) []Dimensi
 		ds = append(ds, Dimension{Name: "workload type", Supported: true, How: fmt.Sprintf("split by the %s label", set.By)})
 	} else {
 		ds = append(ds, Dimension{Name: "workload type", Supported: false,
-			How: "vLLM's metrics carry no workload label; when a gateway adds one (chat, RAG, agent), split by it with --by LABEL (Options.By)"})
+			How: "vLLM's metrics carry no workload label; when a gateway adds one (chat, RAG, agent), split by it with Options.By"})
 	}
 	if has(rules.PromptTokensP95) || has(rules.GenerationTokensP95) {
 		ds = append(ds, Dimension{Name: "prompt/output length", Supported: true,

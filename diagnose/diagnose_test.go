@@ -10,6 +10,7 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -76,4 +77,26 @@ func BenchmarkDiagnose(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// Warnings are typed: WarningDetails holds the same texts as Warnings, in
+// order, with a kind, and a reading problem keeps snapshot's severity.
+func TestWarningsAreTyped(t *testing.T) {
+	ev := twoPodFleet(t)
+	ev.Problems = append(ev.Problems,
+		snapshot.Problem{Severity: snapshot.SeverityError, File: "pod-c.prom", Offset: -1, Err: snapshot.ErrTruncated},
+		snapshot.Problem{Severity: snapshot.SeverityWarning, File: "pod-a.prom", Offset: -1, Err: snapshot.ErrNoTime})
+	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
+	require.NoError(t, err)
+	require.Len(t, rep.WarningDetails, len(rep.Warnings))
+	for i, w := range rep.WarningDetails {
+		assert.Equal(t, rep.Warnings[i], w.Text)
+		assert.NotEmpty(t, w.Kind, w.Text)
+		assert.Contains(t, []string{report.SeverityError, report.SeverityWarning}, w.Severity)
+	}
+	require.GreaterOrEqual(t, len(rep.WarningDetails), 2)
+	assert.Equal(t, report.Warning{Kind: report.WarnReading, Severity: report.SeverityError, Text: rep.Warnings[0]}, rep.WarningDetails[0])
+	assert.Contains(t, rep.Warnings[0], "pod-c.prom")
+	assert.Equal(t, report.SeverityWarning, rep.WarningDetails[1].Severity)
+	assert.Equal(t, report.WarnReading, rep.WarningDetails[1].Kind)
 }

@@ -213,7 +213,7 @@ func runFacts(r Run, warm time.Duration, opts ExperimentOptions) (rules.RunFacts
 		return rules.RunFacts{}, nil, err
 	}
 	if len(rep.Groups) > 0 {
-		return rules.RunFacts{}, nil, fmt.Errorf("%w: set ExperimentOptions.Model (--model)", ErrSeveralModels)
+		return rules.RunFacts{}, nil, fmt.Errorf("%w: set ExperimentOptions.Model", ErrSeveralModels)
 	}
 	fs := make(rules.Facts, len(rep.Facts))
 	for id, v := range rep.Facts {
@@ -376,5 +376,5 @@ func (r ExperimentReport) String() string {
 // Markdown returns the report as Markdown.
 func (r ExperimentReport) Markdown() string {
 	return r.Judgement.Markdown() + fmt.Sprintf("\nWarm-up excluded: %v per run. Configuration: %s.\n",
-		time.Duration(r.WarmUpSeconds*float64(time.Second)), strings.ReplaceAll(r.Configuration.Text, "|", `\|`))
+		time.Duration(r.WarmUpSeconds*float64(time.Second)), rules.MarkdownInline(r.Configuration.Text))
 }

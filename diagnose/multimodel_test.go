@@ -86,7 +86,52 @@ func TestTwoModelsAreDiagnosedApart(t *testing.T) {
 	// Quantiles refuse to mix the models unless one is chosen.
 	_, err = diagnose.FleetQuantiles(ev, diagnose.QuantileRequest{Metric: "ttft"})
 	assert.ErrorIs(t, err, diagnose.ErrSeveralModels)
+	assert.NotContains(t, err.Error(), "--", "a library error names no command-line flag")
+	assert.Contains(t, err.Error(), "FleetQuantilesBy")
 	q, err := diagnose.FleetQuantiles(ev, diagnose.QuantileRequest{Metric: "ttft", Match: map[string]string{"model_name": "llama-70b"}})
 	require.NoError(t, err)
 	assert.Len(t, q.Replicas, 3)
+}
+
+// FleetQuantilesBy (the command's quantile --by) and Diagnose build the
+// fleet histogram on one path: per model, the same TTFT p95 from the same
+// observations over the same window.
+func TestFleetQuantilesByMatchesDiagnose(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates two fleets")
+	}
+	ev := snapshot.Merge(modelFleet(t, "long-prompts", "llama-70b", "llama", 2), modelFleet(t, "healthy", "qwen-7b", "qwen", 2))
+	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
+	require.NoError(t, err)
+	require.Len(t, rep.Groups, 2)
+	for _, g := range rep.Groups {
+		inc := g.Windows.Incident
+		groups, err := diagnose.FleetQuantilesBy(ev, diagnose.QuantileRequest{
+			Metric: "ttft", Quantiles: []float64{0.95}, Window: snapshot.Window{Start: inc.Start, End: inc.End},
+		}, "model_name")
+		require.NoError(t, err)
+		require.Len(t, groups, 2)
+		var got *diagnose.QuantileReport
+		for _, qg := range groups {
+			require.NoError(t, qg.Err)
+			if qg.Value == g.Group["model_name"] {
+				got = qg.Report
+			}
+		}
+		require.NotNil(t, got, "group %v", g.Group)
+		var want diagnose.Quantile
+		for _, s := range g.Signals.Fleet {
+			if s.ID == "ttft" {
+				require.NotNil(t, s.Incident)
+				want = s.Incident.Quantiles[1]
+			}
+		}
+		require.Equal(t, 0.95, want.Q)
+		require.Len(t, got.Fleet, 1)
+		assert.Equal(t, want.Count, got.Fleet[0].Count, "model %s", g.Group["model_name"])
+		assert.Equal(t, want.Value, got.Fleet[0].Value, "model %s", g.Group["model_name"])
+		assert.Len(t, got.Replicas, 2, "only the model's own replicas")
+	}
+	_, err = diagnose.FleetQuantilesBy(ev, diagnose.QuantileRequest{Metric: "ttft"}, "no_such_label")
+	assert.ErrorContains(t, err, `no series of ttft carries label "no_such_label"`)
 }

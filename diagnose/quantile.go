@@ -11,6 +11,8 @@ import (
 	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
+	"maps"
+	"slices"
 )
 
 // QuantileRequest asks for quantiles of one histogram across a fleet.
@@ -66,12 +68,12 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 	}
 	unit := histogramUnit(cat, req.Metric, names)
 	if _, ok := req.Match["model_name"]; !ok {
-		if models := modelNames(ev, names, req.Match); len(models) > 1 {
-			return nil, fmt.Errorf("%w (%s): choose one with --model or split with --by model_name", ErrSeveralModels, strings.Join(models, ", "))
+		if models := histogramLabelValues(ev, names, "model_name", req.Match); len(models) > 1 {
+			return nil, fmt.Errorf("%w (%s): choose one with QuantileRequest.Match[\"model_name\"] or split with FleetQuantilesBy", ErrSeveralModels, strings.Join(models, ", "))
 		}
 	}
 	rep := &QuantileReport{Metric: req.Metric, Unit: unit, Replicas: map[string][]Quantile{}, Window: WindowSpan{Start: req.Window.Start, End: req.Window.End}}
-	var perReplica []histogram.Histogram
+	var perReplica []snapshot.HistogramIncrease
 	used := map[string]bool{}
 	var span WindowSpan
 	spec, isSignal := cat.Signal(SignalID(req.Metric))
@@ -88,10 +90,7 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 		if fam == nil {
 			continue
 		}
-		inc, err := fam.HistogramIncrease(req.Window, req.Match)
-		if err == nil && scale != 1 {
-			inc.Histogram = scaleBounds(inc.Histogram, scale)
-		}
+		inc, err := replicaHistogram(fam, scale, req.Window, req.Match)
 		if err != nil {
 			if !errors.Is(err, snapshot.ErrNotEvaluable) {
 				return nil, fmt.Errorf("%s: %s: %w", t.Name, fam.Name, err)
@@ -102,7 +101,7 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 		used[fam.Name] = true
 		rep.Lifetime = rep.Lifetime || inc.Lifetime
 		rep.Warnings = append(rep.Warnings, increaseWarnings(t.Name, fam.Name, inc)...)
-		perReplica = append(perReplica, inc.Histogram)
+		perReplica = append(perReplica, inc)
 		rep.Replicas[t.Name] = estimates(inc.Histogram, qs)
 		rep.Warnings = append(rep.Warnings, stabilityWarnings(t.Name, rep.Replicas[t.Name])...)
 		if span.Start.IsZero() || inc.From.Before(span.Start) {
@@ -127,7 +126,7 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 			rep.Window.End = knownTime(span.End)
 		}
 	}
-	merged, err := histogram.Merge(perReplica...)
+	merged, err := mergeFleet(perReplica)
 	if err != nil {
 		return nil, fmt.Errorf("merging %d replicas: %w", len(perReplica), err)
 	}
@@ -170,8 +169,10 @@ func firstFamily(t *snapshot.Target, names []string) *snapshot.Family {
 	return nil
 }
 
-// modelNames lists the distinct model_name values of the matching series.
-func modelNames(ev *snapshot.Evidence, names []string, match map[string]string) []string {
+// histogramLabelValues lists, sorted, the distinct values of label on the
+// histogram series matching match of each target's first family among
+// names (the family FleetQuantiles reads).
+func histogramLabelValues(ev *snapshot.Evidence, names []string, label string, match map[string]string) []string {
 	seen := map[string]bool{}
 	for _, t := range ev.Targets {
 		f := firstFamily(t, names)
@@ -179,17 +180,12 @@ func modelNames(ev *snapshot.Evidence, names []string, match map[string]string) 
 			continue
 		}
 		for _, h := range f.HistogramsMatching(match) {
-			if m := h.Labels.Get("model_name"); m != "" {
-				seen[m] = true
+			if v := h.Labels.Get(label); v != "" {
+				seen[v] = true
 			}
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for m := range seen {
-		out = append(out, m)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func estimates(h histogram.Histogram, qs []float64) []Quantile {

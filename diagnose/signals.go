@@ -158,12 +158,7 @@ func (sc *scope) replicaHist(id SignalID, r int, w snapshot.Window) histResult {
 		res.err = fmt.Errorf("%s: %w: no %s metric", sc.replicas[r].t.Name, snapshot.ErrNotEvaluable, id)
 	} else {
 		res.metric = m.Metric
-		res.inc, res.err = m.Family.HistogramIncrease(w, sc.selector(m.Family))
-		if res.err == nil {
-			if scale := m.Candidate.ScaleFor(math.NaN()); scale != 1 {
-				res.inc.Histogram = scaleBounds(res.inc.Histogram, scale)
-			}
-		}
+		res.inc, res.err = replicaHistogram(m.Family, m.Candidate.ScaleFor(math.NaN()), w, sc.selector(m.Family))
 	}
 	sc.histCache[key] = res
 	return res
@@ -192,7 +187,7 @@ func (sc *scope) fleetHist(id SignalID, w snapshot.Window) (inc snapshot.Histogr
 	if len(incs) == 0 {
 		err = fmt.Errorf("%w: no replica has %s over %v", snapshot.ErrNotEvaluable, id, w)
 	} else {
-		inc, err = snapshot.MergeHistogramIncreases(incs...)
+		inc, err = mergeFleet(incs)
 	}
 	sc.histCache[key] = histResult{inc: inc, err: err}
 	return inc, err, skipped

@@ -247,7 +247,7 @@ func fmtEvidence(r *Report, e rules.Evidence) string {
 		unit = info.Unit
 	}
 	if !math.IsNaN(e.Lower) || !math.IsNaN(e.Upper) {
-		extra = append(extra, fmt.Sprintf("in [%s, %s]", fmtUnitValue(e.Lower, unit), fmtUnitValue(e.Upper, unit)))
+		extra = append(extra, fmt.Sprintf("in [%s, %s]", FormatValue(e.Lower, unit), FormatValue(e.Upper, unit)))
 	}
 	if !math.IsNaN(e.Count) {
 		c := fmtCount(Float(e.Count))
@@ -417,20 +417,20 @@ func layoutReplicas(d *Document, r *Report) {
 		if !ok {
 			return "n/a", math.NaN()
 		}
-		return fmt.Sprintf("%s %s", fmtUnitValue(float64(q.Value), s.Unit), fmtCount(q.Count)), float64(q.Value)
+		return fmt.Sprintf("%s %s", FormatValue(float64(q.Value), s.Unit), fmtCount(q.Count)), float64(q.Value)
 	}
 	gauge := func(s Signal) (string, float64) {
 		if s.Incident == nil {
 			return "n/a", math.NaN()
 		}
 		m := s.Incident
-		return fmt.Sprintf("%s (max %s)", fmtUnitValue(float64(m.Mean), s.Unit), fmtUnitValue(float64(m.Max), s.Unit)), float64(m.Mean)
+		return fmt.Sprintf("%s (max %s)", FormatValue(float64(m.Mean), s.Unit), FormatValue(float64(m.Max), s.Unit)), float64(m.Mean)
 	}
 	rate := func(s Signal) (string, float64) {
 		if s.Incident == nil {
 			return "n/a", math.NaN()
 		}
-		return fmtUnitValue(float64(s.Incident.Rate), rateUnit(s.Unit)), float64(s.Incident.Rate)
+		return FormatValue(float64(s.Incident.Rate), rateUnit(s.Unit)), float64(s.Incident.Rate)
 	}
 	cols := []replicaColumn{
 		{"completions", catalog.SignalRequestSuccess, rate},
@@ -497,7 +497,7 @@ func layoutReplicas(d *Document, r *Report) {
 		share := "n/a"
 		if total > 0 && len(shares) >= 2 {
 			sh := shares[n] / total
-			share = fmtUnitValue(sh, "ratio")
+			share = FormatValue(sh, "ratio")
 			if fair := 1 / float64(len(shares)); sh >= th.Hotspot*fair {
 				hot = append([]string{fmt.Sprintf("%.1fx its fair share", sh/fair)}, hot...)
 			}
@@ -524,12 +524,12 @@ func measureText(s Signal, m *Measure) string {
 		for _, q := range m.Quantiles {
 			parts = append(parts, fmtQ(q.Q)+" "+fmtQuantileValue(q, s.Unit))
 		}
-		parts = append(parts, "mean "+fmtUnitValue(float64(m.Mean), s.Unit), fmtCount(m.Count))
+		parts = append(parts, "mean "+FormatValue(float64(m.Mean), s.Unit), fmtCount(m.Count))
 	case "counter":
-		parts = append(parts, fmtUnitValue(float64(m.Rate), rateUnit(s.Unit)),
-			"+"+fmtUnitValue(float64(m.Count), s.Unit)+" over the window")
+		parts = append(parts, FormatValue(float64(m.Rate), rateUnit(s.Unit)),
+			"+"+FormatValue(float64(m.Count), s.Unit)+" over the window")
 	case "gauge":
-		parts = append(parts, "mean "+fmtUnitValue(float64(m.Mean), s.Unit), "max "+fmtUnitValue(float64(m.Max), s.Unit))
+		parts = append(parts, "mean "+FormatValue(float64(m.Mean), s.Unit), "max "+FormatValue(float64(m.Max), s.Unit))
 		if finiteFloat(m.Slope) {
 			parts = append(parts, "slope "+FormatNumber(float64(m.Slope))+"/s")
 		}
@@ -539,7 +539,7 @@ func measureText(s Signal, m *Measure) string {
 		if !finiteFloat(v) && finiteFloat(m.Rate) {
 			v, u = m.Rate, rateUnit(s.Unit)
 		}
-		parts = append(parts, fmtUnitValue(float64(v), u), fmtCount(m.Count))
+		parts = append(parts, FormatValue(float64(v), u), fmtCount(m.Count))
 	}
 	if m.Resets > 0 {
 		parts = append(parts, fmt.Sprintf("%d reset(s)", m.Resets))

@@ -130,7 +130,7 @@ func fmtCompareCell(q Quantile, unit string) string {
 	if math.IsNaN(float64(q.Lower)) && math.IsNaN(float64(q.Upper)) {
 		return v
 	}
-	lo, hi := fmtUnitValue(float64(q.Lower), unit), fmtUnitValue(float64(q.Upper), unit)
+	lo, hi := FormatValue(float64(q.Lower), unit), FormatValue(float64(q.Upper), unit)
 	if unit == "tokens" {
 		lo, hi = strings.TrimSuffix(lo, " tokens"), strings.TrimSuffix(hi, " tokens")
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/rules"
 	"maps"
 	"math"
 	"slices"
@@ -15,9 +16,11 @@ import (
 // Markdown and HTML forms of a report. Every value is printed with its
 // unit; unknown values print as "n/a", never as zero.
 
-// fmtUnitValue formats v in the report unit u: seconds as µs, ms, s or a
-// duration; tokens; ratios as percentages; rates per second.
-func fmtUnitValue(v float64, u string) string {
+// FormatValue is the reports' formatter of a value with its unit u (the
+// report units "s", "tokens", "requests", "ratio", "req/s", "1/s", "x",
+// ...): seconds as µs, ms, s or a duration; tokens; ratios as percentages;
+// rates per second. NaN is "n/a", never zero; ±Inf is "+Inf" or "-Inf".
+func FormatValue(v float64, u string) string {
 	switch {
 	case math.IsNaN(v):
 		return "n/a"
@@ -78,23 +81,9 @@ func fmtSeconds(v float64) string {
 	return time.Duration(v * float64(time.Second)).Round(time.Second).String()
 }
 
-// FormatNumber is the reports' number formatter: three significant
-// digits, whole numbers and numbers of 100 and more without decimals and
-// without exponent; NaN (a value that cannot be evaluated) is "n/a", ±Inf
-// "+Inf" and "-Inf".
-func FormatNumber(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "n/a"
-	case math.IsInf(v, 0):
-		return fmt.Sprint(v)
-	case v == math.Trunc(v) && math.Abs(v) < 1e15:
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	case math.Abs(v) >= 100:
-		return strconv.FormatFloat(math.Round(v), 'f', -1, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
-}
+// FormatNumber is rules.FormatNumber, whyslow's one number formatter:
+// three significant digits, no exponent from 100 on, NaN "n/a".
+func FormatNumber(v float64) string { return rules.FormatNumber(v) }
 
 // fmtLarge formats a value with three significant digits and a k, M or
 // G suffix from 100 000 on: 13.3M. Sample counts use fmtCount instead,
@@ -128,14 +117,14 @@ func fmtQuantileValue(q Quantile, u string) string {
 	if math.IsNaN(float64(q.Lower)) && math.IsNaN(float64(q.Upper)) {
 		return s
 	}
-	return fmt.Sprintf("%s [%s, %s]", s, fmtUnitValue(float64(q.Lower), u), fmtUnitValue(float64(q.Upper), u))
+	return fmt.Sprintf("%s [%s, %s]", s, FormatValue(float64(q.Lower), u), FormatValue(float64(q.Upper), u))
 }
 
 // fmtQuantilePoint formats a quantile's value alone: in the +Inf bucket
 // histogram_quantile returns the bucket's lower edge, so the quantile is
 // only known to be at least that, and the value says ">=".
 func fmtQuantilePoint(q Quantile, u string) string {
-	s := fmtUnitValue(float64(q.Value), u)
+	s := FormatValue(float64(q.Value), u)
 	if math.IsInf(float64(q.Upper), 1) && !math.IsNaN(float64(q.Value)) && !math.IsInf(float64(q.Value), 0) {
 		s = ">= " + s
 	}

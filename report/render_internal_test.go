@@ -34,7 +34,7 @@ func TestFmtUnitValue(t *testing.T) {
 		{99999, "requests", "99999 req"},
 		{1234.56, "", "1235"},
 	} {
-		assert.Equal(t, tc.want, fmtUnitValue(tc.v, tc.unit), "%v %s", tc.v, tc.unit)
+		assert.Equal(t, tc.want, FormatValue(tc.v, tc.unit), "%v %s", tc.v, tc.unit)
 	}
 }
 

@@ -2,7 +2,6 @@ package report
 
 import (
 	"encoding/json"
-	"math"
 	"time"
 
 	"github.com/whyslow/whyslow/histogram"
@@ -64,6 +63,12 @@ type Report struct {
 	// mismatched bucket layouts, version skew, configuration drift,
 	// unreadable files, non-finite numbers written as null.
 	Warnings []string `json:"warnings"`
+	// WarningDetails types the warnings: the same texts, in the same
+	// order, each with its kind and severity, so that tools test Kind and
+	// Severity instead of grepping Text. Add warnings with AddWarnings to
+	// keep the two lists in step. Empty in reports written before it
+	// existed.
+	WarningDetails []Warning `json:"warning_details,omitempty"`
 	// Settings are the SLO targets and decision-map thresholds the report
 	// was judged with, so that a saved report can be read (and re-judged)
 	// on its own.
@@ -261,31 +266,8 @@ type Dimension struct {
 }
 
 // Float is a float64 whose JSON form is null when it is NaN or ±Inf, since
-// JSON has no such numbers.
-type Float float64
-
-// MarshalJSON writes f, or null when f is not finite.
-func (f Float) MarshalJSON() ([]byte, error) {
-	v := float64(f)
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return []byte("null"), nil
-	}
-	return json.Marshal(v)
-}
-
-// UnmarshalJSON reads a number, or null as NaN.
-func (f *Float) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*f = Float(math.NaN())
-		return nil
-	}
-	var v float64
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*f = Float(v)
-	return nil
-}
+// JSON has no such numbers: rules.Number, the one such type.
+type Float = rules.Number
 
 // Timeline is one signal over time, on a regular grid of intervals.
 type Timeline struct {

@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"math"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,8 +80,14 @@ func TestSymptomsFromStrength(t *testing.T) {
 		return out
 	}
 	t.Run("tpot 1.48x beyond noise", func(t *testing.T) {
-		fs := with(healthy(), rules.TPOTP95, noisy(0.0724, 0.0488, 1.41, 1.55))
+		fs := with(healthy(), rules.TPOTP95, noisy(0.0724, 0.0488, 1.41, 1.55), rules.TPOTMean, noisy(0.031, 0.024, 1.2, 1.4))
 		assert.Equal(t, map[rules.SymptomID]rules.Severity{rules.SymptomTPOT: rules.SeverityModerate}, present(fs))
+		// Within one bucket and not confirmed by the exact mean: no symptom.
+		fs = with(healthy(), rules.TPOTP95, noisy(0.0486, 0.0243, 1.9, 2.1).WithBounds(0.025, 0.05), rules.TPOTMean, noisy(0.025, 0.024, 1.01, 1.07))
+		f := fs[rules.TPOTP95]
+		f.BaselineLower, f.BaselineUpper = 0.01, 0.025
+		fs[rules.TPOTP95] = f
+		assert.Empty(t, present(fs))
 	})
 	t.Run("tpot 1.48x within noise", func(t *testing.T) {
 		fs := with(healthy(), rules.TPOTP95, noisy(0.0724, 0.0488, 0.9, 2.1))
@@ -91,7 +98,7 @@ func TestSymptomsFromStrength(t *testing.T) {
 		assert.Contains(t, present(fs), rules.SymptomTail)
 	})
 	t.Run("the whole distribution moved", func(t *testing.T) {
-		fs := with(healthy(), rules.TTFTP99, fact(2.8, 1.4), rules.TTFTP50, fact(0.6, 0.3), rules.TTFTP95, fact(1.8, 0.9))
+		fs := with(healthy(), rules.TTFTP99, fact(2.8, 1.4), rules.TTFTP50, fact(0.6, 0.3), rules.TTFTP95, fact(1.8, 0.9), rules.TTFTMean, fact(0.7, 0.35))
 		got := present(fs)
 		assert.NotContains(t, got, rules.SymptomTail)
 		assert.Contains(t, got, rules.SymptomTTFT)
@@ -148,4 +155,19 @@ func TestVerdictNeedsALead(t *testing.T) {
 	assert.Contains(t, notes, "replica-slower")
 	assert.Equal(t, rules.Verdict(rules.QueueSustained), r.Verdict)
 	assert.NotEmpty(t, finding(t, r, rules.QueueSustained).Confidence)
+}
+
+// TestDefaultThresholdsSet catches a threshold added to the struct but not
+// to DefaultThresholds: every limit but Preemption (any preemption) is
+// positive by default, and every field has a name for --thresholds.
+func TestDefaultThresholdsSet(t *testing.T) {
+	v := reflect.ValueOf(rules.DefaultThresholds)
+	for i := 0; i < v.NumField(); i++ {
+		name := v.Type().Field(i).Name
+		if name == "Preemption" {
+			continue
+		}
+		assert.Greater(t, v.Field(i).Float(), 0.0, "DefaultThresholds.%s", name)
+	}
+	assert.Len(t, rules.ThresholdNames(), v.NumField(), "every threshold has a --thresholds name")
 }

@@ -102,6 +102,21 @@ type Rule struct {
 	// Refines lists more general hypotheses this one explains: when both
 	// are supported, this one ranks first.
 	Refines []HypothesisID
+	// ExplainedBy lists hypotheses that explain this one when a condition
+	// holds, reversing a refinement: long outputs that fill the KV cache
+	// make the preemptions a consequence of the decode load, not its
+	// cause.
+	ExplainedBy []Explained
+}
+
+// Explained says that hypothesis By explains the rule's hypothesis when
+// When holds (and both are supported): By then ranks first, as if it
+// refined it, and the rule no longer refines By.
+type Explained struct {
+	By   HypothesisID
+	When Cond
+	// Why says why, in one sentence, for the report.
+	Why string
 }
 
 // Counter is named counter-evidence.
@@ -244,7 +259,8 @@ func Evaluate(f Facts, slo SLO, th Thresholds) Result {
 		order[r.ID] = i
 		res.Findings = append(res.Findings, evalRule(e, r))
 	}
-	rank(res.Findings, rules, order)
+	edges := refinements(e, rules, res.Findings)
+	rank(res.Findings, edges, order)
 
 	for _, o := range observations() {
 		if r := o.when.eval(e); r.out == holds {
@@ -265,7 +281,7 @@ func Evaluate(f Facts, slo SLO, th Thresholds) Result {
 	}
 	lead := present && len(res.Findings) > 0 && res.Findings[0].Status == Supported
 	if lead {
-		lead = grade(res.Findings, rules, th)
+		lead = grade(res.Findings, edges, th)
 		if !lead {
 			for _, f := range res.Findings {
 				if f.Status == Supported {
@@ -401,26 +417,82 @@ func dedupe(ev []Evidence) []Evidence {
 
 var statusRank = map[Status]int{Supported: 0, NotEvaluable: 1, Contradicted: 2}
 
+// refinements returns, for each hypothesis, the hypotheses it explains:
+// the rules' Refines, with every ExplainedBy whose condition holds (both
+// findings supported) reversing its edge.
+func refinements(e *env, rules []Rule, fs []Finding) map[HypothesisID][]HypothesisID {
+	supported := map[HypothesisID]bool{}
+	for _, f := range fs {
+		supported[f.ID] = f.Status == Supported
+	}
+	edges := map[HypothesisID][]HypothesisID{}
+	for _, r := range rules {
+		edges[r.ID] = append([]HypothesisID(nil), r.Refines...)
+	}
+	for _, r := range rules {
+		for _, x := range r.ExplainedBy {
+			if !supported[r.ID] || !supported[x.By] || x.When.eval(e).out != holds {
+				continue
+			}
+			if reachesWithin(edges, supported, r.ID, x.By, x.By) {
+				continue // r explains By through another path: no cycle
+			}
+			var keep []HypothesisID
+			for _, g := range edges[r.ID] {
+				if g != x.By {
+					keep = append(keep, g)
+				}
+			}
+			edges[r.ID] = keep
+			edges[x.By] = append(edges[x.By], r.ID)
+			for i := range fs {
+				if fs[i].ID == x.By {
+					fs[i].Evidence = append(fs[i].Evidence, textEvidence(fmt.Sprintf("explains %s: %s", r.ID, x.Why)))
+				}
+			}
+		}
+	}
+	return edges
+}
+
 // rank orders findings in place: by status, then score (descending), then
 // refinement, then map order. A supported finding that refines another
 // supported finding first takes at least its score, so that the specific
 // explanation (a hot replica) ranks above the general one (a sustained
 // queue) it explains.
-func rank(fs []Finding, rules []Rule, order map[HypothesisID]int) {
+func rank(fs []Finding, edges map[HypothesisID][]HypothesisID, order map[HypothesisID]int) {
 	byID := map[HypothesisID]*Finding{}
 	for i := range fs {
 		byID[fs[i].ID] = &fs[i]
 	}
+	ids := make([]HypothesisID, 0, len(edges))
+	for id := range edges {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return order[ids[i]] < order[ids[j]] })
 	refines := map[HypothesisID]int{}
-	for _, r := range rules {
-		a := byID[r.ID]
-		for _, g := range r.Refines {
-			b := byID[g]
-			if a.Status == Supported && b != nil && b.Status == Supported {
-				refines[a.ID]++
-				if b.Score > a.Score {
-					a.Score = b.Score
+	// Scores flow up the refinement graph; two passes reach the top of
+	// chains such as hot spot > queue > decode.
+	for range 2 {
+		for _, id := range ids {
+			a := byID[id]
+			if a == nil {
+				continue
+			}
+			for _, g := range edges[id] {
+				b := byID[g]
+				if a.Status == Supported && b != nil && b.Status == Supported {
+					if b.Score > a.Score {
+						a.Score = b.Score
+					}
 				}
+			}
+		}
+	}
+	for _, id := range ids {
+		for _, g := range edges[id] {
+			if a, b := byID[id], byID[g]; a != nil && b != nil && a.Status == Supported && b.Status == Supported {
+				refines[id]++
 			}
 		}
 	}
@@ -450,11 +522,7 @@ type observation struct {
 // medium and no competing hypothesis is within th.Lead of it. A competitor
 // is a supported hypothesis that neither explains the first nor is
 // explained by it (through Refines, transitively).
-func grade(fs []Finding, rules []Rule, th Thresholds) bool {
-	explains := map[HypothesisID][]HypothesisID{}
-	for _, r := range rules {
-		explains[r.ID] = r.Refines
-	}
+func grade(fs []Finding, explains map[HypothesisID][]HypothesisID, th Thresholds) bool {
 	related := func(a, b HypothesisID) bool {
 		return reaches(explains, a, b) || reaches(explains, b, a)
 	}
@@ -497,6 +565,29 @@ func grade(fs []Finding, rules []Rule, th Thresholds) bool {
 		f.ConfidenceReason = why
 	}
 	return fs[0].Confidence != Low
+}
+
+// reachesWithin reports whether a explains b through supported
+// hypotheses, not counting the direct edge a -> skip.
+func reachesWithin(g map[HypothesisID][]HypothesisID, ok map[HypothesisID]bool, a, b, skip HypothesisID) bool {
+	seen := map[HypothesisID]bool{}
+	var walk func(HypothesisID, bool) bool
+	walk = func(x HypothesisID, first bool) bool {
+		if seen[x] {
+			return false
+		}
+		seen[x] = true
+		for _, y := range g[x] {
+			if !ok[y] || (first && y == skip) {
+				continue
+			}
+			if y == b || walk(y, false) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(a, true)
 }
 
 // reaches reports whether a explains b through the Refines graph.

@@ -77,43 +77,31 @@ func (e Evidence) String() string {
 	return b.String()
 }
 
-// number is a float64 that marshals non-finite values as null.
-type number float64
-
-// MarshalJSON writes null for NaN and infinities.
-func (n number) MarshalJSON() ([]byte, error) {
-	f := float64(n)
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return []byte("null"), nil
-	}
-	return json.Marshal(f)
-}
-
 // MarshalJSON writes the evidence with snake_case keys; non-finite
 // numbers (unknown values, an unbounded upper bound) are null.
 func (e Evidence) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Fact           FactID  `json:"fact,omitempty"`
-		Value          number  `json:"value"`
-		Baseline       number  `json:"baseline"`
-		Lower          number  `json:"lower"`
-		Upper          number  `json:"upper"`
-		Count          number  `json:"count"`
-		BaselineCount  number  `json:"baseline_count"`
+		Value          Number  `json:"value"`
+		Baseline       Number  `json:"baseline"`
+		Lower          Number  `json:"lower"`
+		Upper          Number  `json:"upper"`
+		Count          Number  `json:"count"`
+		BaselineCount  Number  `json:"baseline_count"`
 		Window         string  `json:"window,omitempty"`
 		BaselineWindow string  `json:"baseline_window,omitempty"`
 		Source         string  `json:"source,omitempty"`
 		Text           string  `json:"text"`
 		Effect         *Effect `json:"effect,omitempty"`
-	}{e.Fact, number(e.Value), number(e.Baseline), number(e.Lower), number(e.Upper),
-		number(e.Count), number(e.BaselineCount), e.Window, e.BaselineWindow, e.Source, e.Text, e.Effect})
+	}{e.Fact, Number(e.Value), Number(e.Baseline), Number(e.Lower), Number(e.Upper),
+		Number(e.Count), Number(e.BaselineCount), e.Window, e.BaselineWindow, e.Source, e.Text, e.Effect})
 }
 
 // fmtValue formats a value in the unit of the fact: seconds as ms or s,
 // tokens and requests as integers where whole, ratios with two digits.
 func fmtValue(id FactID, v float64) string {
 	if math.IsNaN(v) {
-		return "?"
+		return FormatNumber(v)
 	}
 	if math.IsInf(v, 1) {
 		return "+Inf"
@@ -135,18 +123,8 @@ func fmtValue(id FactID, v float64) string {
 	return fmtNum(v)
 }
 
-func fmtNum(v float64) string {
-	if math.IsNaN(v) {
-		return "?"
-	}
-	if math.IsInf(v, 0) {
-		return fmt.Sprint(v)
-	}
-	if math.Abs(v) >= 100 || v == math.Trunc(v) {
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.3g", v)
-}
+// fmtNum is FormatNumber.
+func fmtNum(v float64) string { return FormatNumber(v) }
 
 func fmtRatio(r float64) string {
 	if math.IsInf(r, 1) {

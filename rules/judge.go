@@ -832,7 +832,7 @@ func checkWorkload(baseline, treatment []RunFacts, opts JudgeOptions) []Workload
 func fmtChange(c float64) string {
 	switch {
 	case math.IsNaN(c):
-		return "?"
+		return FormatNumber(c)
 	case math.IsInf(c, 1):
 		return "up from 0"
 	case math.IsInf(c, -1):

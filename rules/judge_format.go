@@ -94,15 +94,15 @@ func (j Judgement) writeText(b *strings.Builder) {
 // per-run values.
 func (j Judgement) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### %s\n\n", mdEscape(j.title()))
+	fmt.Fprintf(&b, "### %s\n\n", MarkdownInline(j.title()))
 	fmt.Fprintf(&b, "**Verdict: %s**\n\n", j.Verdict)
 	for _, r := range j.Reasons {
-		fmt.Fprintf(&b, "- **%s**: %s\n", r.Outcome, mdEscape(r.Text))
+		fmt.Fprintf(&b, "- **%s**: %s\n", r.Outcome, MarkdownInline(r.Text))
 	}
 	b.WriteString("\n| run | source | window |\n|---|---|---|\n")
 	for _, arm := range j.arms() {
 		for i, r := range arm.runs {
-			fmt.Fprintf(&b, "| %s%d | %s | %s |\n", arm.short, i+1, mdEscape(r.Name), mdEscape(runWindow(r)))
+			fmt.Fprintf(&b, "| %s%d | %s | %s |\n", arm.short, i+1, MarkdownCell(r.Name), MarkdownCell(runWindow(r)))
 		}
 	}
 	if len(j.Workload) > 0 {
@@ -142,7 +142,7 @@ func (j Judgement) Markdown() string {
 	if len(j.Warnings) > 0 {
 		b.WriteString("\nWarnings:\n\n")
 		for _, w := range j.Warnings {
-			fmt.Fprintf(&b, "- %s\n", mdEscape(w))
+			fmt.Fprintf(&b, "- %s\n", MarkdownInline(w))
 		}
 	}
 	return b.String()
@@ -211,14 +211,10 @@ func pCell(c Comparison) string {
 	return fmt.Sprintf("p=%.3f n=%d+%d", c.P, c.Baseline.N, c.Treatment.N)
 }
 
-func mdEscape(s string) string {
-	return strings.ReplaceAll(s, "|", `\|`)
-}
-
-func numbers(xs []float64) []number {
-	out := make([]number, len(xs))
+func numbers(xs []float64) []Number {
+	out := make([]Number, len(xs))
 	for i, x := range xs {
-		out[i] = number(x)
+		out[i] = Number(x)
 	}
 	return out
 }
@@ -227,15 +223,15 @@ func numbers(xs []float64) []number {
 // unknown numbers are null.
 func (a ArmStats) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Values  []number `json:"values"`
-		Counts  []number `json:"counts"`
+		Values  []Number `json:"values"`
+		Counts  []Number `json:"counts"`
 		N       int      `json:"n"`
-		Center  number   `json:"center"`
-		Min     number   `json:"min"`
-		Max     number   `json:"max"`
-		Spread  number   `json:"spread"`
+		Center  Number   `json:"center"`
+		Min     Number   `json:"min"`
+		Max     Number   `json:"max"`
+		Spread  Number   `json:"spread"`
 		Missing []string `json:"missing,omitempty"`
-	}{numbers(a.Values), numbers(a.Counts), a.N, number(a.Center), number(a.Min), number(a.Max), number(a.Spread()), a.Missing})
+	}{numbers(a.Values), numbers(a.Counts), a.N, Number(a.Center), Number(a.Min), Number(a.Max), Number(a.Spread()), a.Missing})
 }
 
 // MarshalJSON writes the comparison with snake_case keys; non-finite
@@ -244,11 +240,11 @@ func (c Comparison) MarshalJSON() ([]byte, error) {
 	type plain Comparison
 	return json.Marshal(struct {
 		plain
-		Change     number   `json:"change"`
-		RunChanges []number `json:"run_changes"`
-		P          number   `json:"p"`
-		MinP       number   `json:"min_p"`
-	}{plain(c), number(c.Change), numbers(c.RunChanges), number(c.P), number(c.MinP)})
+		Change     Number   `json:"change"`
+		RunChanges []Number `json:"run_changes"`
+		P          Number   `json:"p"`
+		MinP       Number   `json:"min_p"`
+	}{plain(c), Number(c.Change), numbers(c.RunChanges), Number(c.P), Number(c.MinP)})
 }
 
 // MarshalJSON writes the check with snake_case keys; unknown numbers are
@@ -257,8 +253,8 @@ func (w WorkloadCheck) MarshalJSON() ([]byte, error) {
 	type plain WorkloadCheck
 	return json.Marshal(struct {
 		plain
-		Baseline  number `json:"baseline"`
-		Treatment number `json:"treatment"`
-		Change    number `json:"change"`
-	}{plain(w), number(w.Baseline), number(w.Treatment), number(w.Change)})
+		Baseline  Number `json:"baseline"`
+		Treatment Number `json:"treatment"`
+		Change    Number `json:"change"`
+	}{plain(w), Number(w.Baseline), Number(w.Treatment), Number(w.Change)})
 }

@@ -359,3 +359,31 @@ func FuzzJudge(f *testing.F) {
 		_ = j.String() + j.Markdown()
 	})
 }
+
+func TestRelChange(t *testing.T) {
+	inf := math.Inf(1)
+	for _, tc := range []struct{ from, to, want float64 }{
+		{2, 3, 0.5}, {4, 2, -0.5}, {0, 0, 0}, {0, 3, inf}, {0, -3, -inf}, {inf, inf, 0}, {1, inf, inf},
+	} {
+		assert.Equal(t, tc.want, RelChange(tc.from, tc.to), "%g -> %g", tc.from, tc.to)
+	}
+	assert.True(t, math.IsNaN(RelChange(math.NaN(), 1)))
+	assert.True(t, math.IsNaN(RelChange(1, math.NaN())))
+}
+
+func TestOutsideSteady(t *testing.T) {
+	assert.False(t, OutsideSteady(0.2, 1.2), "the band's edge is inside")
+	assert.True(t, OutsideSteady(0.21, 1.2))
+	assert.True(t, OutsideSteady(-0.2, 1.2), "1/1.2 = 0.833: a fall to 0.8 leaves the band")
+	assert.False(t, OutsideSteady(-0.1, 1.2))
+	assert.True(t, OutsideSteady(math.Inf(1), 1.2))
+	assert.False(t, OutsideSteady(math.NaN(), 1.2))
+}
+
+// The judgement's Markdown escapes as the reports do (it used to escape
+// only "|"): a run named like markup stays text.
+func TestMarkdownEscaper(t *testing.T) {
+	assert.Equal(t, `run_b \*1\* \| x`, MarkdownCell("run_b *1* | x"), "an underscore inside a word stays")
+	assert.Equal(t, `\# not a heading`, MarkdownInline("# not a heading"))
+	assert.Equal(t, "a<br>b", MarkdownCell("a\nb"))
+}

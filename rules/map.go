@@ -35,16 +35,20 @@ func Map() []Rule {
 			Title:    "arrivals exceed capacity, or admission blocks",
 			Observed: "TTFT up + queue up and accumulating",
 			Source:   "sections 4, 5 (case A)",
-			Explains: []SymptomID{SymptomTTFT, SymptomTail, SymptomReliability},
+			Explains: []SymptomID{SymptomTTFT, SymptomTail, SymptomTPOT, SymptomReliability},
 			Support: []Cond{
-				symptom(SymptomTTFT, SymptomTail),
-				anyOf(rises(QueueTimeP95), rises(QueueTimeMean), rises(WaitingMean)),
-				// Sustained: the queue accumulates, or persists at most
+				// More work than the fleet serves at its usual speed slows
+				// the first token (queue) and every step (a larger batch).
+				symptom(SymptomTTFT, SymptomTail, SymptomTPOT),
+				// The work in the engines grew: queued or in the batch.
+				anyOf(rises(QueueTimeP95), rises(QueueTimeMean), rises(WaitingMean), rises(RunningMean)),
+				// Demand rose, or the queue accumulates or persists at most
 				// scrapes (a stable queue near saturation does not grow).
-				anyOf(atLeast(WaitingSlope, limAccumulating), atLeast(WaitingBusyShare, limBusyShare)),
+				anyOf(rises(ArrivalRate), atLeast(WaitingSlope, limAccumulating), atLeast(WaitingBusyShare, limBusyShare)),
 			},
 			Counter: []Counter{
 				{"same inbound rate and no queue growth", allOf(steady(ArrivalRate), flat(WaitingMean), below(WaitingSlope, limAccumulating))},
+				{"arrivals come in bursts and the queue drains between them (see queue-burst)", allOf(rises(ArrivalDispersion), atLeast(ArrivalDispersion, limDispersion), below(WaitingBusyShare, limBusyShare))},
 			},
 			Checks: []Check{
 				{Text: "Did demand rise (arrival rate up beyond noise)?", When: ptr(rises(ArrivalRate)), Neutral: true},
@@ -97,16 +101,16 @@ func Map() []Rule {
 			Title:    "bursts of arrivals queue and drain again",
 			Observed: "TTFT or tail up + waiting spikes without accumulating",
 			Source:   "section 5 (case A)",
-			Explains: []SymptomID{SymptomTail, SymptomTTFT},
+			Explains: []SymptomID{SymptomTail, SymptomTTFT, SymptomTPOT},
 			Support: []Cond{
-				symptom(SymptomTail, SymptomTTFT),
+				// A burst queues (TTFT, tail) or fills the batch (TPOT).
+				symptom(SymptomTail, SymptomTTFT, SymptomTPOT),
 				// Arrivals come in bursts: a short-interval peak far above
 				// the mean, or arrivals per interval far more dispersed
 				// than in the baseline.
 				anyOf(atLeast(WaitingBurst, limBurst), allOf(rises(ArrivalDispersion), atLeast(ArrivalDispersion, limDispersion))),
 				// The queue spikes and drains: requests wait at a minority
-				// of scrapes and do not accumulate.
-				atLeast(WaitingMax, limQueueMin),
+				// of scrapes (a burst the batch absorbs never waits).
 				below(WaitingBusyShare, limBusyShare),
 			},
 			Counter: []Counter{
@@ -223,7 +227,9 @@ func Map() []Rule {
 			Explains: []SymptomID{SymptomTTFT, SymptomTail},
 			Support: []Cond{
 				symptom(SymptomTTFT, SymptomTail),
-				drops(PrefixHitRatio, limPrefixDrop),
+				// The hit ratio falls by PrefixDrop, or by a factor of Rise,
+				// beyond noise.
+				anyOf(drops(PrefixHitRatio, limPrefixDrop), falls(PrefixHitRatio)),
 				steady(PromptTokensP95), // longer prompts lower the hit ratio by themselves
 				// The p95 is often held by long prompts that were never
 				// cached; lost reuse shows in the median first. vLLM's
@@ -233,7 +239,7 @@ func Map() []Rule {
 				anyOf(rises(PrefillTimeP50), rises(PrefillTimeP95), rises(PrefillTimeMean), rises(TTFTP50)),
 			},
 			Counter: []Counter{
-				{"prefix-cache hit ratio stable", not(drops(PrefixHitRatio, limPrefixDrop))},
+				{"prefix-cache hit ratio stable", not(anyOf(drops(PrefixHitRatio, limPrefixDrop), falls(PrefixHitRatio)))},
 			},
 			Checks: []Check{
 				auto("Is KV usage high (cached prefixes evicted)?", atLeast(KVUsageMax, limKVHigh)),
@@ -342,9 +348,10 @@ func Map() []Rule {
 				symptom(SymptomTail, SymptomTPOT, SymptomTTFT),
 				atLeast(KVUsageMax, limKVHigh),
 				above(PreemptionRate, limPreemption),
-				// A handful of preemptions in a busy window is not what
-				// slows the fleet: enough requests must be recomputed.
-				atLeast(PreemptionShare, limPreemptionShare),
+				// Preemptions that appear or rise beyond noise, or enough of
+				// them to matter (>= 1% of requests recomputed): a steady
+				// trickle in both windows is the fleet's normal state.
+				anyOf(rises(PreemptionRate), atLeast(PreemptionShare, limPreemptionShare)),
 			},
 			Counter: []Counter{
 				{"preemption rate 0 (high KV usage alone is not an incident)", atMost(PreemptionRate, limPreemption)},
@@ -395,16 +402,25 @@ func Map() []Rule {
 			// Preempted requests are prefilled again: prefill time rises
 			// as a consequence, whatever the prompts.
 			Refines: []HypothesisID{DecodePressure, QueueSustained, PrefillLongPrompts},
+			// Answers that got much longer hold their KV blocks longer: the
+			// preemptions follow from the decode load.
+			// Below a storm (PreemptionStorm of the requests), that is.
+			ExplainedBy: []Explained{{By: DecodePressure,
+				When: allOf(anyOf(rises(GenerationTokensP50), rises(GenerationTokensP95)), below(PreemptionShare, limPreemptionStorm)),
+				Why:  "outputs got longer and few requests were preempted: long decodes fill the KV cache, and the preemptions follow from the decode load"}},
 		},
 		{
 			ID:       OutsideGPU,
 			Title:    "bottleneck outside the GPU: CPU, gateway, routing or clients",
 			Observed: "GPU utilisation low + queue up",
 			Source:   "sections 4, 9 (case E)",
-			Explains: []SymptomID{SymptomTTFT, SymptomTail},
+			Explains: []SymptomID{SymptomTTFT, SymptomTail, SymptomTPOT},
 			Support: []Cond{
-				symptom(SymptomTTFT, SymptomTail),
-				anyOf(atLeast(WaitingMean, limQueueMin), rises(QueueTimeP95)),
+				// A starved scheduler delays the first token and every step.
+				symptom(SymptomTTFT, SymptomTail, SymptomTPOT),
+				// Work waits: in the queue, or as sequences that stay in
+				// the batch longer.
+				anyOf(atLeast(WaitingMean, limQueueMin), rises(QueueTimeP95), rises(QueueTimeMean), rises(RunningMean)),
 				// Where requests wait, the GPU is not busy: below the level
 				// a fed GPU reaches, or below its own baseline level.
 				anyOf(below(GPUUtilWaiting, limGPUSaturated), falls(GPUUtilMean)),

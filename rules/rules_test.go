@@ -153,13 +153,16 @@ func prefixLoss() rules.Facts {
 	return with(healthy(),
 		rules.PrefixHitRatio, fact(0.05, 0.6),
 		rules.PrefillTimeP95, fact(1.6, 0.64),
+		rules.PrefillTimeMean, fact(0.6, 0.25),
 		rules.TTFTP95, fact(1.9, 0.9),
+		rules.TTFTMean, fact(0.7, 0.35),
 	)
 }
 
 func decodePressure() rules.Facts {
 	return with(healthy(),
 		rules.TPOTP95, fact(0.09, 0.042),
+		rules.TPOTMean, fact(0.05, 0.024),
 		rules.ITLP95, fact(0.1, 0.05),
 		rules.RunningMean, fact(240, 120),
 		rules.RunningMax, fact(256, 180),
@@ -181,6 +184,8 @@ func kvPreemption() rules.Facts {
 func outsideGPU() rules.Facts {
 	return with(healthy(),
 		rules.TTFTP95, fact(3, 0.9),
+		rules.TTFTMean, fact(1.2, 0.35),
+		rules.QueueTimeMean, fact(0.9, 0.03),
 		rules.QueueTimeP95, fact(2, 0.12),
 		rules.WaitingMean, fact(25, 0.4),
 		rules.WaitingSlope, fact(0.03, 0),
@@ -300,7 +305,7 @@ func TestNotEvaluable(t *testing.T) {
 		facts rules.Facts
 		drop  []rules.FactID
 	}{
-		{rules.QueueSustained, queueSustained(), []rules.FactID{rules.WaitingSlope, rules.WaitingBusyShare}},
+		{rules.QueueSustained, queueSustained(), []rules.FactID{rules.WaitingSlope, rules.WaitingBusyShare, rules.ArrivalRate}},
 		{rules.QueueBurst, queueBurst(), []rules.FactID{rules.WaitingBurst, rules.ArrivalDispersion}},
 		{rules.PrefillLongPrompts, longPrompts(), []rules.FactID{rules.PrefillTimeP95, rules.PrefillTimeMean}},
 		{rules.PrefixCacheLoss, prefixLoss(), []rules.FactID{rules.PrefixHitRatio}},
@@ -353,8 +358,8 @@ func TestVerdict(t *testing.T) {
 		{"healthy", healthy(), rules.SLO{}, rules.NoIncident, ""},
 		{"tpot signals missing", without(healthy(), rules.TPOTP95, rules.ITLP95, rules.TPOTMean), rules.SLO{}, rules.Undetermined, "symptom tpot cannot be evaluated"},
 		{"no facts at all", rules.Facts{}, rules.SLO{}, rules.Undetermined, "symptom ttft cannot be evaluated: ttft_p95: not computed"},
-		{"ttft up, nothing explains it", with(healthy(), rules.TTFTP95, fact(2, 0.9)), rules.SLO{}, rules.Undetermined, ""},
-		{"ttft up, queue facts missing", without(queueSustained(), rules.WaitingSlope, rules.WaitingBusyShare, rules.WaitingBurst, rules.ArrivalDispersion, rules.GPUUtilMean, rules.GPUUtilWaiting, rules.ReplicaShareMax, rules.ReplicaLoadShareMax, rules.ReplicaTTFTRatio), rules.SLO{}, rules.Undetermined, ""},
+		{"ttft up, nothing explains it", with(healthy(), rules.TTFTP95, fact(2, 0.9), rules.TTFTMean, fact(0.7, 0.35)), rules.SLO{}, rules.Undetermined, ""},
+		{"ttft up, queue facts missing", without(queueSustained(), rules.WaitingSlope, rules.WaitingBusyShare, rules.ArrivalRate, rules.WaitingBurst, rules.ArrivalDispersion, rules.GPUUtilMean, rules.GPUUtilWaiting, rules.ReplicaShareMax, rules.ReplicaLoadShareMax, rules.ReplicaTTFTRatio), rules.SLO{}, rules.Undetermined, ""},
 		// Failed requests alone are the server-errors row.
 		{"errors only", with(healthy(), rules.ErrorShare, fact(0.08, 0.001)), rules.SLO{}, "server-errors", ""},
 		{"slo met without baseline", noBaseline(healthy()), rules.SLO{TTFTP95: 2, TTFTP99: 3, TPOTP95: 0.1, ITLP95: 0.1, E2EP99: 30}, rules.NoIncident, ""},

@@ -121,10 +121,12 @@ func (e *env) judgeSymptoms(slo SLO) []Symptom {
 	return out
 }
 
-// signal is one fact of a symptom with its SLO target (0: none).
+// signal is one fact of a symptom with its SLO target (0: none) and the
+// exact mean of the same histogram that confirms a quantile's rise.
 type signal struct {
 	id     FactID
 	target float64
+	mean   FactID
 }
 
 func (e *env) judgeSymptom(id SymptomID, slo SLO) Symptom {
@@ -132,32 +134,39 @@ func (e *env) judgeSymptom(id SymptomID, slo SLO) Symptom {
 	var rs []result
 	switch id {
 	case SymptomTTFT:
-		rs = append(rs, e.latencyUp(signal{TTFTP95, slo.TTFTP95}))
-		if _, ok := e.facts[ClientTTFTP95]; ok {
-			rs = append(rs, e.latencyUp(signal{ClientTTFTP95, slo.TTFTP95}))
+		rs = append(rs, e.latencyUp(signal{TTFTP95, slo.TTFTP95, TTFTMean}))
+		// The exact mean stands beside the p95 against the baseline; an
+		// SLO target judges the p95 alone.
+		if _, ok := e.facts[TTFTMean]; ok && slo.TTFTP95 == 0 {
+			rs = append(rs, e.latencyUp(signal{id: TTFTMean}))
 		}
-		if r := e.e2e(); r.route == routeTTFT {
+		if _, ok := e.facts[ClientTTFTP95]; ok {
+			rs = append(rs, e.latencyUp(signal{id: ClientTTFTP95, target: slo.TTFTP95}))
+		}
+		if r := e.e2e(); r.route == routeTTFT && slo.TTFTP95 == 0 {
 			rs = append(rs, r.res)
 		}
 	case SymptomTPOT:
-		r := e.latencyUp(signal{TPOTP95, slo.TPOTP95})
-		if r.out == unknown {
-			if m := e.latencyUp(signal{TPOTMean, 0}); m.out != unknown {
-				for i := range m.ev {
-					m.ev[i].Text += " [tpot_mean from sums stands in for tpot_p95: " + r.missing[0].Reason + "]"
-				}
-				r = m
+		r := e.latencyUp(signal{TPOTP95, slo.TPOTP95, TPOTMean})
+		m := e.latencyUp(signal{id: TPOTMean})
+		if r.out == unknown && m.out != unknown {
+			for i := range m.ev {
+				m.ev[i].Text += " [tpot_mean from sums stands in for tpot_p95: " + r.missing[0].Reason + "]"
 			}
+			r, m = m, result{}
 		}
-		rs = append(rs, r, e.latencyUp(signal{ITLP95, slo.ITLP95}))
-		if r := e.e2e(); r.route == routeTPOT {
+		rs = append(rs, r, e.latencyUp(signal{ITLP95, slo.ITLP95, TPOTMean}))
+		if m.out != unknown && slo.TPOTP95 == 0 && slo.ITLP95 == 0 {
+			rs = append(rs, m)
+		}
+		if r := e.e2e(); r.route == routeTPOT && slo.TPOTP95 == 0 && slo.ITLP95 == 0 {
 			rs = append(rs, r.res)
 		}
 	case SymptomTail:
 		rs = append(rs,
-			e.tailOnly(signal{TTFTP99, slo.TTFTP99}, TTFTP50),
-			e.tailOnly(signal{E2EP99, slo.E2EP99}, E2EP50))
-		if r := e.e2e(); r.route == routeTail {
+			e.tailOnly(signal{id: TTFTP99, target: slo.TTFTP99}, TTFTP50),
+			e.tailOnly(signal{id: E2EP99, target: slo.E2EP99}, E2EP50))
+		if r := e.e2e(); r.route == routeTail && slo.E2EP99 == 0 {
 			rs = append(rs, r.res)
 		}
 	case SymptomReliability:
@@ -205,6 +214,15 @@ func (e *env) latencyUp(sg signal) result {
 	if ch.Ratio >= e.th.Rise {
 		no = "not up: within noise"
 	}
+	if out == holds && sg.mean != "" && !(ch.BoundsLower > 1) {
+		// The rise stays within the resolution of the buckets: the exact
+		// mean of the same histogram must confirm it.
+		if mr := e.ratioOf(sg.mean); !math.IsNaN(mr) && mr < e.th.MeanConfirm {
+			out = fails
+			no = fmt.Sprintf("not up: within bucket resolution (%s-%s), and the exact %s moved only %s (< %gx)",
+				fmtRatio(ch.BoundsLower), fmtRatio(ch.BoundsUpper), sg.mean, fmtRatio(mr), e.th.MeanConfirm)
+		}
+	}
 	ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s)", sg.id, fmtEst(sg.id, f.Value, f.Upper), fmtEst(sg.id, f.Baseline, f.BaselineUpper), effectText(ch, f), upDown(out, fmt.Sprintf("up: >= %gx", e.th.Rise), no))
 	ev.Effect = &ch
 	st := 0.0
@@ -221,7 +239,7 @@ func (e *env) tailOnly(p99 signal, p50 FactID) result {
 	if hi.out != holds {
 		return hi
 	}
-	mid := e.latencyUp(signal{p50, 0})
+	mid := e.latencyUp(signal{id: p50})
 	r := result{ev: append(hi.ev, mid.ev...), missing: mid.missing, strength: hi.strength}
 	switch mid.out {
 	case holds:
@@ -267,9 +285,13 @@ func (e *env) e2e() e2eResult {
 		return e.e2eRes
 	}
 	e.e2eDone = true
-	up := e.latencyUp(signal{E2EP95, 0})
+	up := e.latencyUp(signal{id: E2EP95, mean: E2EMean})
 	if up.out != holds {
-		return e.e2eRes
+		if m := e.latencyUp(signal{id: E2EMean}); m.out == holds {
+			up = m
+		} else {
+			return e.e2eRes
+		}
 	}
 	phases := []FactID{QueueTimeMean, PrefillTimeMean, DecodeTimeMean}
 	var deltas [3]float64

@@ -25,6 +25,12 @@ type Thresholds struct {
 	// baseline at which a change beyond noise is graded moderate (default
 	// 1.4, +40%) and severe (default 2x).
 	SeverityModerate, SeveritySevere float64
+	// MeanConfirm is the least ratio of the exact mean (from _sum and
+	// _count) that confirms a latency quantile's rise when the rise stays
+	// within the resolution of the buckets (incident lower bound not above
+	// the baseline upper bound): interpolation inside one coarse bucket can
+	// double a p95 while the requests barely changed (default 1.1).
+	MeanConfirm float64
 	// TailShape is how many times more the p99 must have moved than the
 	// p50 (ratio of their ratios) for a rise to be "only some requests
 	// slow" when the median moved too (default 1.5).
@@ -68,6 +74,11 @@ type Thresholds struct {
 	// at and above which recompute slows the fleet (default 0.01): a few
 	// preemptions in a busy window are not the cause of anything.
 	PreemptionShare float64
+	// PreemptionStorm is the number of preemptions per finished request
+	// at and above which the preemptions are the story whatever else
+	// changed (default 0.05); below it, answers that got longer explain
+	// the preemptions (see kv-preemption's ExplainedBy).
+	PreemptionStorm float64
 	// GPULow is the GPU utilisation (0..1) below which a GPU with no
 	// queue counts as lightly used (the low-traffic counter-case).
 	GPULow float64
@@ -125,20 +136,24 @@ var DefaultThresholds = Thresholds{
 	SeverityModerate: 1.4,
 	SeveritySevere:   2,
 	TailShape:        1.5,
+	MeanConfirm:      1.1,
 	GPUSaturated:     0.8,
 	BusyShare:        0.5,
 	Lead:             0.15,
 	Steady:           1.2,
 	Accumulating:     0.01,
 	Burst:            3,
+	Dispersion:       2,
 	QueueMin:         1,
 	ArrivalExcess:    1.05,
 	Explains:         0.5,
 	NearCapacity:     0.9,
 	KVHigh:           0.9,
 	Preemption:       0,
+	PreemptionShare:  0.01,
+	PreemptionStorm:  0.05,
 	GPULow:           0.5,
-	Hotspot:          1.5,
+	Hotspot:          1.3,
 	ProxyGap:         1.5,
 	PrefixDrop:       0.1,
 	CorrStrong:       0.5,
@@ -185,6 +200,7 @@ var (
 	limGPUSaturated    = limit{"GPUSaturated", func(t Thresholds) float64 { return t.GPUSaturated }}
 	limBusyShare       = limit{"BusyShare", func(t Thresholds) float64 { return t.BusyShare }}
 	limPreemptionShare = limit{"PreemptionShare", func(t Thresholds) float64 { return t.PreemptionShare }}
+	limPreemptionStorm = limit{"PreemptionStorm", func(t Thresholds) float64 { return t.PreemptionStorm }}
 	limHotspot         = limit{"Hotspot", func(t Thresholds) float64 { return t.Hotspot }}
 	limProxyGap        = limit{"ProxyGap", func(t Thresholds) float64 { return t.ProxyGap }}
 	limPrefixDrop      = limit{"PrefixDrop", func(t Thresholds) float64 { return t.PrefixDrop }}
@@ -204,7 +220,7 @@ func (t *Thresholds) fields() map[string]*float64 {
 		"min_samples": &t.MinSamples, "min_samples_tail": &t.MinSamplesTail,
 		"severity_moderate": &t.SeverityModerate, "severity_severe": &t.SeveritySevere,
 		"tail_shape": &t.TailShape, "gpu_saturated": &t.GPUSaturated, "busy_share": &t.BusyShare,
-		"lead": &t.Lead, "preemption_share": &t.PreemptionShare, "dispersion": &t.Dispersion,
+		"lead": &t.Lead, "preemption_share": &t.PreemptionShare, "preemption_storm": &t.PreemptionStorm, "dispersion": &t.Dispersion, "mean_confirm": &t.MeanConfirm,
 		"crash_loop": &t.CrashLoop,
 	}
 }

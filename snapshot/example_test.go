@@ -46,3 +46,22 @@ func ExampleEvidence_Partial() {
 	// error: vllm-0_20260922T100015Z.prom:2: expected label name, got "7" ("INVALID") while parsing: "vllm:num_requests_waiting{model_name=\"qwen\" 7"
 	// partial: true
 }
+
+func ExampleEvidence_LabelValues() {
+	ev, err := snapshot.ParseDump([]byte(`# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{model_name="qwen"} 1
+vllm:num_requests_waiting{model_name=""} 1
+# TYPE vllm:e2e_request_latency_seconds histogram
+vllm:e2e_request_latency_seconds_bucket{model_name="llama",le="+Inf"} 2
+vllm:e2e_request_latency_seconds_sum{model_name="llama"} 1
+vllm:e2e_request_latency_seconds_count{model_name="llama"} 2
+`), "pod-0", snapshot.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Series and histograms count; an empty value is no value.
+	fmt.Println(ev.LabelValues("model_name"), len(ev.LabelValues("engine")))
+	// Output:
+	// [llama qwen] 0
+}

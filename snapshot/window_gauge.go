@@ -126,15 +126,13 @@ const (
 	AggregateNone
 )
 
+// aggregationNames are the names of the aggregations, by value.
+var aggregationNames = [...]string{AggregateSum: "sum", AggregateMean: "mean", AggregateNone: "none"}
+
 // String returns "sum", "mean" or "none".
 func (a Aggregation) String() string {
-	switch a {
-	case AggregateSum:
-		return "sum"
-	case AggregateMean:
-		return "mean"
-	case AggregateNone:
-		return "none"
+	if a > 0 && int(a) < len(aggregationNames) {
+		return aggregationNames[a]
 	}
 	return "Aggregation(" + strconv.Itoa(int(a)) + ")"
 }

@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
-
-	"github.com/whyslow/whyslow/snapshot"
+	"strings"
 )
 
 const catalogExamples = `  whyslow catalog ./evidence/
@@ -22,11 +21,7 @@ func runCatalog(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := in.catalog()
-	if err != nil {
-		return err
-	}
-	ev, err := in.readEvidence(ctx, e, paths, snapshot.Options{})
+	cat, ev, err := in.catalogAndEvidence(ctx, e, paths)
 	if err != nil {
 		return err
 	}
@@ -34,6 +29,11 @@ func runCatalog(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.WriteString(out, cat.Resolve(ev).String())
+	text := cat.Resolve(ev).String()
+	if strings.Contains(text, "(name one with Catalog.Alias)") {
+		// The library says it in its terms; the command in its flags.
+		text += "\nname a metric for a signal without a default with --alias SIGNAL=METRIC, e.g. --alias client_ttft=gateway_ttft_seconds\n"
+	}
+	_, err = io.WriteString(out, text)
 	return errors.Join(err, closeOut())
 }

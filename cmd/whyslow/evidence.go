@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +65,17 @@ func (f *inputFlags) catalog() (*diagnose.Catalog, error) {
 		}
 	}
 	return &cat, nil
+}
+
+// catalogAndEvidence builds the catalog of the --alias flags, then reads
+// the evidence of paths: what the catalog and quantile commands start with.
+func (f *inputFlags) catalogAndEvidence(ctx context.Context, e *env, paths []string) (*diagnose.Catalog, *snapshot.Evidence, error) {
+	cat, err := f.catalog()
+	if err != nil {
+		return nil, nil, err
+	}
+	ev, err := f.readEvidence(ctx, e, paths, snapshot.Options{})
+	return cat, ev, err
 }
 
 // readEvidence reads the paths, printing problems on stderr. With --strict
@@ -251,32 +261,6 @@ func modelMatch(model string) map[string]string {
 		return nil
 	}
 	return map[string]string{"model_name": model}
-}
-
-// labelValues lists the distinct values of label over every series of the
-// evidence, sorted.
-func labelValues(ev *snapshot.Evidence, label string) []string {
-	seen := map[string]bool{}
-	for _, t := range ev.Targets {
-		for _, f := range t.Families {
-			for _, s := range f.Series {
-				if v := s.Labels.Get(label); v != "" {
-					seen[v] = true
-				}
-			}
-			for _, h := range f.Histograms {
-				if v := h.Labels.Get(label); v != "" {
-					seen[v] = true
-				}
-			}
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for v := range seen {
-		out = append(out, v)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // fmtTime formats an edge of a read range; the zero time is an open edge.

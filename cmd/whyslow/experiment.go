@@ -108,6 +108,9 @@ func runExperiment(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	rep, err := diagnose.JudgeExperiment(plan, b, t, opts)
+	if errors.Is(err, diagnose.ErrSeveralModels) {
+		return fmt.Errorf("%w (on the command line: --model NAME)", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -334,6 +334,7 @@ func TestQuantileSeveralModels(t *testing.T) {
 	code, _, errOut := whyslow(t, "", "quantile", "--metric", "ttft", dump)
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "several models (llama, qwen)")
+	assert.Contains(t, errOut, "--model NAME or split with --by model_name", "the command adds its flags to the library's error")
 
 	code, out, errOut := whyslow(t, "", "quantile", "--metric", "ttft", "--model", "qwen", dump)
 	require.Equal(t, exitOK, code, errOut)

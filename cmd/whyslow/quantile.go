@@ -8,7 +8,6 @@ import (
 	"sort"
 
 	"github.com/whyslow/whyslow/diagnose"
-	"github.com/whyslow/whyslow/snapshot"
 )
 
 const quantileExamples = `  whyslow quantile --metric ttft ./evidence/
@@ -47,11 +46,7 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usagef("--window: %v", err)
 	}
-	cat, err := in.catalog()
-	if err != nil {
-		return err
-	}
-	ev, err := in.readEvidence(ctx, e, paths, snapshot.Options{})
+	cat, ev, err := in.catalogAndEvidence(ctx, e, paths)
 	if err != nil {
 		return err
 	}
@@ -74,7 +69,7 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			closeOut()
 			if errors.Is(err, diagnose.ErrSeveralModels) {
-				return usagef("%v", err)
+				return usagef("%v (on the command line: choose one with --model NAME or split with --by model_name)", err)
 			}
 			return err
 		}
@@ -82,24 +77,18 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 		return errors.Join(err, closeOut())
 	}
 	// One report per value of the split label.
-	values := labelValues(ev, *by)
-	if len(values) == 0 {
+	groups, err := diagnose.FleetQuantilesBy(ev, req, *by)
+	if err != nil {
 		closeOut()
-		return fmt.Errorf("--by %s: no series carries label %q", *by, *by)
+		return fmt.Errorf("--by %s: %w", *by, err)
 	}
 	reps := map[string]*diagnose.QuantileReport{}
-	for _, v := range values {
-		r := req
-		r.Match = map[string]string{*by: v}
-		for k, mv := range req.Match {
-			r.Match[k] = mv
-		}
-		rep, err := diagnose.FleetQuantiles(ev, r)
-		if err != nil {
-			fmt.Fprintf(e.stderr, "%s=%s: %v\n", *by, v, err)
+	for _, g := range groups {
+		if g.Err != nil {
+			fmt.Fprintf(e.stderr, "%s=%s: %v\n", *by, g.Value, g.Err)
 			continue
 		}
-		reps[v] = rep
+		reps[g.Value] = g.Report
 	}
 	if *format == "json" {
 		err = writeJSON(out, map[string]any{"by": *by, "groups": reps})

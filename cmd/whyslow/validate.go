@@ -70,7 +70,7 @@ func checkModel(model string, ev *snapshot.Evidence) error {
 	if model == "" {
 		return nil
 	}
-	models := labelValues(ev, "model_name")
+	models := ev.LabelValues("model_name")
 	for _, m := range models {
 		if m == model {
 			return nil

@@ -299,6 +299,11 @@ type Phase struct {
 	PrefixGroups int
 	PrefixLen    int
 	PrefixSkew   float64
+	// PrefixUnique is the fraction of the prefixed requests whose
+	// PrefixLen-token prefix is their own (a template that embeds a
+	// per-request value at its top): same lengths, nothing to reuse. Zero
+	// means none (and draws nothing from the trace generator).
+	PrefixUnique float64
 	// Weights, when non-nil, replaces the pods' routing weights during
 	// the phase (one entry per pod).
 	Weights []float64

@@ -88,6 +88,16 @@ func pyRepr(v float64) string {
 // repr, with positive values of 7 or more integer digits in Go-like
 // exponent form ("1.394703e+06").
 func formatFloat(v float64) string {
+	// Fast path for the common case, whole numbers such as bucket counts
+	// and counters: Python's repr is the integer and ".0" below 1e6.
+	if v == math.Trunc(v) && v > -1e6 && v < 1e6 && (v != 0 || !math.Signbit(v)) {
+		return strconv.FormatInt(int64(v), 10) + ".0"
+	}
+	return formatFloatRepr(v)
+}
+
+// formatFloatRepr is formatFloat without the fast path for whole numbers.
+func formatFloatRepr(v float64) string {
 	switch {
 	case math.IsInf(v, 1):
 		return "+Inf"

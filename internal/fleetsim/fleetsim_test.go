@@ -635,6 +635,18 @@ func TestFormatFloat(t *testing.T) {
 	}
 }
 
+// TestFormatFloatFastPath: whole numbers format as without the fast path.
+func TestFormatFloatFastPath(t *testing.T) {
+	for _, v := range []float64{0, math.Copysign(0, -1), 1, -1, 999999, -999999, 1e6, -1e6, 1e6 - 0.5, 12.5} {
+		assert.Equal(t, formatFloatRepr(v), formatFloat(v), "%v", v)
+	}
+	for i := -1_000_001; i <= 1_000_001; i += 7 {
+		if v := float64(i); formatFloatRepr(v) != formatFloat(v) {
+			t.Fatalf("%v: %q, want %q", v, formatFloat(v), formatFloatRepr(v))
+		}
+	}
+}
+
 // FuzzFormatFloat: every formatted value parses back to itself.
 func FuzzFormatFloat(f *testing.F) {
 	for _, v := range []float64{0, 1, 1e6, 1394703, 1.7906175026442993e+09, 1e-5, 123.456, -7.5e20} {

@@ -89,6 +89,9 @@ func trace(c *Config, warmup float64) []request {
 				}
 				k = int64(z.Uint64())
 			}
+			if ph.PrefixUnique > 0 && rng.Float64() < ph.PrefixUnique {
+				k = 1<<32 + int64(len(reqs)) // never shared
+			}
 			r.group = k<<20 | int64(ph.PrefixLen)
 			r.prefixLen = int32(ph.PrefixLen)
 			r.prompt += int32(ph.PrefixLen)

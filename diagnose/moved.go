@@ -1,10 +1,20 @@
-// The vLLM metric catalog moved to package catalog. These names are
-// catalog's, kept here so that code written against diagnose before the move
-// compiles unchanged; new code should import catalog.
+// What moved out of diagnose (issue 9): the vLLM metric catalog to package
+// catalog, the report schema and its writers to package report (HTML to
+// report/html). These names are those packages', kept here so that code
+// written against diagnose before the move compiles unchanged: Diagnose
+// returns a report.Report, so rep.WriteText, rep.WriteMarkdown,
+// rep.WriteJSON and rep.String work as before. New code should import
+// catalog and report.
 
 package diagnose
 
-import "github.com/whyslow/whyslow/catalog"
+import (
+	"io"
+
+	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/report"
+)
 
 // Types of package catalog.
 type (
@@ -189,3 +199,60 @@ func ParseVersion(s string) (Version, error) { return catalog.ParseVersion(s) }
 
 // Since is catalog.Since.
 func Since(e Engine, min Version) VersionRange { return catalog.Since(e, min) }
+
+// Types of package report.
+type (
+	// Report is report.Report: what Diagnose returns.
+	Report = report.Report
+	// ChangePoint is report.ChangePoint.
+	ChangePoint = report.ChangePoint
+	// CompareRow is report.CompareRow.
+	CompareRow = report.CompareRow
+	// Dimension is report.Dimension.
+	Dimension = report.Dimension
+	// FactValue is report.FactValue.
+	FactValue = report.FactValue
+	// Float is report.Float.
+	Float = report.Float
+	// Inputs is report.Inputs.
+	Inputs = report.Inputs
+	// Measure is report.Measure.
+	Measure = report.Measure
+	// Point is report.Point.
+	Point = report.Point
+	// QuantileReport is report.QuantileReport: what FleetQuantiles returns.
+	QuantileReport = report.QuantileReport
+	// Quantile is report.Quantile.
+	Quantile = report.Quantile
+	// Settings is report.Settings.
+	Settings = report.Settings
+	// Signal is report.Signal.
+	Signal = report.Signal
+	// Signals is report.Signals.
+	Signals = report.Signals
+	// Timeline is report.Timeline.
+	Timeline = report.Timeline
+	// WindowInfo is report.WindowInfo.
+	WindowInfo = report.WindowInfo
+	// WindowSpan is report.WindowSpan.
+	WindowSpan = report.WindowSpan
+	// Windows is report.Windows.
+	Windows = report.Windows
+)
+
+// SchemaVersion is report.SchemaVersion.
+const SchemaVersion = report.SchemaVersion
+
+// CompareTable is report.CompareTable.
+func CompareTable(r *Report) []CompareRow { return report.CompareTable(r) }
+
+// QuantileOf is report.QuantileOf.
+func QuantileOf(e histogram.Estimate) Quantile { return report.QuantileOf(e) }
+
+// WriteCompareText is report.WriteCompareText.
+func WriteCompareText(w io.Writer, rows []CompareRow) error { return report.WriteCompareText(w, rows) }
+
+// WriteCompareMarkdown is report.WriteCompareMarkdown.
+func WriteCompareMarkdown(w io.Writer, rows []CompareRow) error {
+	return report.WriteCompareMarkdown(w, rows)
+}

@@ -1,0 +1,76 @@
+package diagnose
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// The one path by which a fleet histogram is built, used by Diagnose (the
+// scope's replicaHist and fleetHist), FleetQuantiles and
+// FleetQuantilesBy: per replica, the increase over the window of the
+// family the catalog resolved, with counter resets handled, the engines of
+// the pod merged and the catalog's unit scale applied (replicaHistogram);
+// then the exact merge of the replicas' increases on their shared bounds
+// (mergeFleet). Quantiles are taken after the merge, never averaged.
+
+// replicaHistogram is one replica's histogram increase over w of the
+// series of fam matching match, with the bucket bounds (and sum)
+// multiplied by scale (Candidate.ScaleFor: milliseconds to seconds).
+func replicaHistogram(fam *snapshot.Family, scale float64, w snapshot.Window, match map[string]string) (snapshot.HistogramIncrease, error) {
+	inc, err := fam.HistogramIncrease(w, match)
+	if err == nil && scale != 1 {
+		inc.Histogram = scaleBounds(inc.Histogram, scale)
+	}
+	return inc, err
+}
+
+// mergeFleet merges the replicas' increases (snapshot.MergeHistogramIncreases:
+// histogram.Merge on the bounds every replica shares, the others listed
+// in Dropped).
+func mergeFleet(incs []snapshot.HistogramIncrease) (snapshot.HistogramIncrease, error) {
+	return snapshot.MergeHistogramIncreases(incs...)
+}
+
+// QuantileGroup is the fleet quantiles of one value of a split label.
+type QuantileGroup struct {
+	// Value is the label's value, e.g. "llama" for model_name.
+	Value string
+	// Report holds the quantiles; nil when Err is set.
+	Report *QuantileReport
+	// Err says why this value has no quantiles (no replica has the
+	// histogram with that label value over the window).
+	Err error
+}
+
+// FleetQuantilesBy answers FleetQuantiles once per value of label found on
+// the requested histogram's series (those matching req.Match), in order
+// of value, so that quantiles are never merged across, say, models. It
+// returns an error when no series of the histogram carries label; a value
+// whose quantiles cannot be computed is a group with Err set.
+func FleetQuantilesBy(ev *snapshot.Evidence, req QuantileRequest, label string) ([]QuantileGroup, error) {
+	c := DefaultCatalog()
+	if req.Catalog != nil {
+		c = *req.Catalog
+	}
+	c = c.ForEvidence(ev)
+	names, err := histogramNames(&c, req.Metric)
+	if err != nil {
+		return nil, err
+	}
+	values := histogramLabelValues(ev, names, label, req.Match)
+	if len(values) == 0 {
+		return nil, fmt.Errorf("no series of %s carries label %q", req.Metric, label)
+	}
+	var groups []QuantileGroup
+	for _, v := range values {
+		r := req
+		r.Catalog = &c
+		r.Match = map[string]string{label: v}
+		maps.Copy(r.Match, req.Match)
+		rep, err := FleetQuantiles(ev, r)
+		groups = append(groups, QuantileGroup{Value: v, Report: rep, Err: err})
+	}
+	return groups, nil
+}

@@ -1,0 +1,53 @@
+package report
+
+// Warning is one non-fatal problem of a report, typed.
+type Warning struct {
+	// Kind says where it comes from: one of the Warn* kinds.
+	Kind string `json:"kind"`
+	// Severity is "error" (part of the evidence could not be used: the
+	// result is partial) or "warning" (the result stands, with a caveat),
+	// as snapshot grades its problems.
+	Severity string `json:"severity"`
+	// Text is the warning as Report.Warnings prints it.
+	Text string `json:"text"`
+}
+
+// Kinds of Warning.
+const (
+	// WarnReading: a problem met while reading the evidence (snapshot).
+	WarnReading = "reading"
+	// WarnCatalog: metric resolution: version skew, a signal missing on
+	// some targets, configuration drift, a target that is not vLLM.
+	WarnCatalog = "catalog"
+	// WarnWindow: how the windows were chosen (no change point, a
+	// lifetime window).
+	WarnWindow = "window"
+	// WarnSignal: measuring signals and facts (low counts, resets,
+	// dropped buckets).
+	WarnSignal = "signal"
+	// WarnRules: the decision map's evaluation.
+	WarnRules = "rules"
+)
+
+// Severities of Warning.
+const (
+	// SeverityError: part of the evidence could not be used.
+	SeverityError = "error"
+	// SeverityWarning: the result stands, with a caveat.
+	SeverityWarning = "warning"
+)
+
+// AddWarnings appends texts, of one kind and severity, to r.Warnings and
+// r.WarningDetails alike.
+func (r *Report) AddWarnings(kind, severity string, texts ...string) {
+	for _, t := range texts {
+		r.Warnings = append(r.Warnings, t)
+		r.WarningDetails = append(r.WarningDetails, Warning{Kind: kind, Severity: severity, Text: t})
+	}
+}
+
+// AddWarning appends w to r.WarningDetails and its text to r.Warnings.
+func (r *Report) AddWarning(w Warning) {
+	r.Warnings = append(r.Warnings, w.Text)
+	r.WarningDetails = append(r.WarningDetails, w)
+}

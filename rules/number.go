@@ -1,0 +1,60 @@
+package rules
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Number is a float64 whose JSON form is null when it is NaN (unknown) or
+// ±Inf, since JSON has no such numbers; null reads back as NaN. Findings,
+// judgements and reports (report.Float) all write numbers with it.
+type Number float64
+
+// number is Number under its former name, which the package's own
+// MarshalJSON methods still use.
+type number = Number
+
+// MarshalJSON writes n, or null when n is not finite.
+func (n Number) MarshalJSON() ([]byte, error) {
+	v := float64(n)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads a number, or null as NaN.
+func (n *Number) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = Number(math.NaN())
+		return nil
+	}
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*n = Number(v)
+	return nil
+}
+
+// FormatNumber is whyslow's one number formatter, used by the evidence
+// lines of findings, the experiment judgement and (through package report)
+// every report: three significant digits, whole numbers and numbers of
+// 100 and more without decimals and without exponent. NaN, a value that
+// cannot be evaluated, is "n/a" (never 0 or "?"); ±Inf is "+Inf" or
+// "-Inf".
+func FormatNumber(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "n/a"
+	case math.IsInf(v, 0):
+		return fmt.Sprint(v)
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case math.Abs(v) >= 100:
+		return strconv.FormatFloat(math.Round(v), 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
