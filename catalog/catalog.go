@@ -56,6 +56,11 @@ const (
 	// Process and configuration.
 	SignalProcessStart SignalID = "process_start" // restart detection
 	SignalCacheConfig  SignalID = "cache_config"  // info: config drift
+
+	// Requests that do not complete, from outside vLLM.
+	SignalGatewayRequests  SignalID = "gateway_requests"  // arrivals counted by a gateway
+	SignalTerminatedReason SignalID = "terminated_reason" // kube-state-metrics: why a container last ended
+	SignalFBUsed           SignalID = "fb_used"           // GPU framebuffer memory in use
 )
 
 // SignalKind is the Prometheus shape a signal's metric must have.
@@ -418,6 +423,18 @@ func Default() Catalog {
 				"enable_prefix_caching, …); values that differ between pods are configuration drift.",
 			Candidates: []Candidate{src("vllm:cache_config_info", "")},
 		},
+		counter(SignalGatewayRequests, UnitRequests, "",
+			"Requests that arrived at a gateway or load balancer in front of vLLM, counted when they arrive; no default name: "+
+				"supply the counter with Alias. Arrivals minus completions minus the growth of the queue are requests "+
+				"that left unserved, including those abandoned while queued, which vLLM counts nowhere."),
+		gauge(SignalTerminatedReason, UnitNone, AggregateNone,
+			"kube-state-metrics: 1 for the reason a container last terminated (reason=OOMKilled, Error, Completed); "+
+				"OOMKilled before a restart is memory exhaustion.",
+			other("kube_pod_container_status_last_terminated_reason", 1, false, Documented, "kube-state-metrics")),
+		gauge(SignalFBUsed, UnitNone, AggregateSum,
+			"GPU framebuffer memory in use from the DCGM exporter, MiB (exporter <= 4.8) or bytes (>= 4.9): compared only with "+
+				"the pod's own level, because vLLM preallocates (near total is every pod's normal state); a rise before a restart points at OOM.",
+			other("DCGM_FI_DEV_FB_USED", 1, false, Documented, "MiB, bytes from exporter 4.9")),
 	}}
 }
 

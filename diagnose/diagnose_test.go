@@ -47,7 +47,10 @@ func TestDiagnoseSLOWithoutBaseline(t *testing.T) {
 		scrape{"b", t0, []podState{{model: "m", ttft: []float64{400, 400, 400, 400}, ttftSum: 20, stop: 400, kv: 0.9, gpuPct: 40}}})
 	rep, err := diagnose.Diagnose(last, diagnose.Options{})
 	require.NoError(t, err)
-	assert.Equal(t, rules.Undetermined, rep.Verdict, "without baseline or SLO a missing comparison never reads as no incident")
+	assert.NotEqual(t, rules.NoIncident, rep.Verdict, "without baseline or SLO a missing comparison never reads as no incident")
+	// 10 of 200 finished requests aborted (5% >= 1%) is judged without a
+	// baseline: requests do not complete.
+	assert.Equal(t, rules.Verdict(rules.ClientAbandonment), rep.Verdict)
 	rep, err = diagnose.Diagnose(last, diagnose.Options{SLO: rules.SLO{TTFTP95: 0.5}})
 	require.NoError(t, err)
 	var ttft rules.Symptom

@@ -48,6 +48,23 @@
 // fact of package rules (rules.FactIDs), or marks it missing with the
 // reason, and runs rules.Evaluate.
 //
+// # Requests that do not complete
+//
+// vLLM V1 counts a request its client abandons nowhere: no
+// finished_reason="abort", no per-request histogram observation (vLLM
+// issues #31503, #55634). Its prefill still counts in
+// vllm:prompt_tokens_total and its first token in TTFT, so the facts
+// abandoned_prompt_tokens (prompt_tokens_total minus the per-request
+// prompt-token sum) and abandoned_after_first_token (TTFT count minus E2E
+// count) estimate it, each corrected on every replica's process lifetimes
+// for the requests running at the window's edges and before each restart,
+// with bounds and the assumptions in the fact's source. Requests abandoned
+// while still queued leave no trace unless a gateway's arrival counter is
+// aliased (gateway_requests). Restarts come from process_start_time_seconds
+// (or every counter dropping together), the requests lost with them from
+// the backlog at the last scrape before each; OOM from kube-state-metrics
+// or a framebuffer climb above the pod's own level.
+//
 // # Reports
 //
 // Diagnose returns a report.Report (Report here is an alias): a plain

@@ -61,6 +61,7 @@ func (sc *scope) computeFacts(base, inc evalWindow, tl *timelines, st scrapeStat
 	fs[rules.ReplicaTTFTRatio] = c.both(rules.ReplicaTTFTRatio, c.replicaTTFTRatio)
 	fs[rules.CorrRunningTPOT] = c.corrRunningTPOT()
 	c.addStrengthFacts(fs)
+	c.addReliabilityFacts(fs)
 	return fs
 }
 

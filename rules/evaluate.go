@@ -35,6 +35,14 @@ const (
 	// ProxyNetwork: client TTFT well above server TTFT: proxy buffering
 	// or network.
 	ProxyNetwork HypothesisID = "proxy-network"
+	// ClientAbandonment: clients give up on requests (timeouts, cancels)
+	// that vLLM V1 counts nowhere, usually because of a queue.
+	ClientAbandonment HypothesisID = "client-abandonment"
+	// ReplicaRestarts: a replica restarts repeatedly (crash loop, OOM)
+	// and loses the requests in flight.
+	ReplicaRestarts HypothesisID = "replica-restarts"
+	// ServerErrors: the server or its gateway answers 5xx or 429.
+	ServerErrors HypothesisID = "server-errors"
 )
 
 // Status is the state of a finding (public JSON values).

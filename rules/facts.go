@@ -139,6 +139,26 @@ const (
 	// TimeoutShare is the share (0..1) of requests that timed out, from a
 	// gateway or client metric the caller names. Optional.
 	TimeoutShare FactID = "timeout_share"
+	// HTTP429Share is the share (0..1) of HTTP responses with status 429
+	// (rate limited), from http_requests_total{status="429"} (or "4xx"
+	// split by code) over all statuses.
+	HTTP429Share FactID = "http_429_share"
+	// HTTP5xxShareMax is the largest 5xx share (0..1) of any one replica's
+	// HTTP responses; Source names the replica. Well above http_5xx_share,
+	// the errors come from that replica.
+	HTTP5xxShareMax FactID = "http_5xx_share_max"
+	// AbandonShare is the share (0..1) of requests abandoned by their
+	// clients without vLLM counting them: abandoned_requests over
+	// completions + abandoned_requests. A lower bound: requests abandoned
+	// while still queued leave no trace in vLLM's metrics.
+	AbandonShare FactID = "abandon_share"
+	// LostShare is the share (0..1) of requests lost in restarts:
+	// requests_lost over completions + requests_lost.
+	LostShare FactID = "lost_share"
+	// GatewayUnservedShare is gateway_unserved over the gateway's
+	// arrivals (0..1). Needs a gateway arrival counter (alias
+	// gateway_requests).
+	GatewayUnservedShare FactID = "gateway_unserved_share"
 	// PromptTokenRate is prompt tokens processed per second, from
 	// rate(vllm:prompt_tokens_total).
 	PromptTokenRate FactID = "prompt_token_rate"
@@ -215,6 +235,68 @@ const (
 	BacklogEnd FactID = "backlog_end"
 )
 
+// Requests that do not complete and that vLLM counts nowhere (article
+// symptom 4): client abandonment hidden by vLLM V1's accounting, requests
+// lost in restarts, crash loops. Estimates carry Lower and Upper; Source
+// states the assumptions they rest on.
+const (
+	// AbandonedPromptTokens is the prompt tokens prefilled for requests
+	// that never finished in the window: increase(vllm:prompt_tokens_total)
+	// - increase(vllm:request_prompt_tokens_sum), corrected for the
+	// requests running at both edges (and before each restart) with the
+	// running gauge times the mean prompt length. Lower and Upper allow
+	// for the in-flight requests' prompt lengths differing from the mean.
+	AbandonedPromptTokens FactID = "abandoned_prompt_tokens"
+	// AbandonedByTokens is abandoned_prompt_tokens divided by the mean
+	// prompt length of finished requests (requests).
+	AbandonedByTokens FactID = "abandoned_by_tokens"
+	// AbandonedAfterFirstToken is the requests that got a first token
+	// but never finished in the window: the TTFT count minus the E2E
+	// count (vLLM V1 observes TTFT when the first token is produced and
+	// E2E only when the request finishes), corrected for the requests
+	// running at both edges and before each restart (requests).
+	AbandonedAfterFirstToken FactID = "abandoned_after_first_token"
+	// AbandonedRequests is the estimate of requests abandoned after their
+	// prefill finished (traceable abandonment): abandoned_after_first_token
+	// when it can be computed, else abandoned_by_tokens; Lower and Upper
+	// span both estimates' bounds.
+	AbandonedRequests FactID = "abandoned_requests"
+	// QueueUnservedMin is a lower bound of the requests that left a
+	// replica unserved (abandoned or lost): the sum over scrape intervals
+	// of how far waiting + running fell beyond the completions of the
+	// interval (requests). Arrivals during the interval hide the rest.
+	QueueUnservedMin FactID = "queue_unserved_min"
+	// GatewayUnserved is a gateway's arrivals minus vLLM's completions
+	// minus the growth of waiting + running (requests): what entered and
+	// neither finished nor still waits. Needs a gateway arrival counter
+	// (alias gateway_requests).
+	GatewayUnserved FactID = "gateway_unserved"
+	// Restarts is the number of process restarts in the window over the
+	// fleet: changes of process_start_time_seconds, or counters of a
+	// target dropping together (vLLM V0 has no process metrics).
+	Restarts FactID = "restarts"
+	// RestartsReplicaMax is the largest number of restarts of one
+	// replica in the window; Source names it. A planned restart is one; a
+	// crash loop is several.
+	RestartsReplicaMax FactID = "restarts_replica_max"
+	// RestartsPerHourMax is RestartsReplicaMax per hour of window (1/h).
+	RestartsPerHourMax FactID = "restarts_per_hour_max"
+	// RequestsLost is the requests in flight (waiting + running) at the
+	// last scrape before each restart, summed (requests): lost with the
+	// process, counted by no metric.
+	RequestsLost FactID = "requests_lost"
+	// OOMKills is the number of the fleet's containers whose last
+	// termination was OOMKilled, from kube-state-metrics'
+	// kube_pod_container_status_last_terminated_reason.
+	OOMKills FactID = "oom_kills"
+	// FBRiseRestarts is the number of restarts preceded by GPU
+	// framebuffer use (DCGM_FI_DEV_FB_USED) at least 2% above the pod's
+	// own median level earlier in that process lifetime: memory
+	// exhaustion. vLLM preallocates, so only a rise above the pod's own
+	// steady level says anything.
+	FBRiseRestarts FactID = "fb_rise_restarts"
+)
+
 // Replica balance and relations.
 const (
 	// ReplicaShareMax is the largest replica's share of completions
@@ -260,8 +342,8 @@ type FactInfo struct {
 	ID   FactID
 	Kind Kind
 	// Unit is the unit of the value: "s", "tokens", "req/s", "tokens/s",
-	// "1/s", "ratio" (0..1), "requests", "x" (dimensionless multiple) or
-	// "r" (correlation).
+	// "1/s", "1/h", "ratio" (0..1), "requests", "count", "x"
+	// (dimensionless multiple) or "r" (correlation).
 	Unit string
 	// Better is the direction in which the fact improves ("lower",
 	// "higher"), or "" when neither is better by itself.
@@ -273,6 +355,23 @@ type FactInfo struct {
 // catalog lists every fact the rules know, sorted by id at init.
 var catalog = []FactInfo{
 	{AbortShare, Rate, "ratio", Lower, "share of finished requests aborted (finished_reason=abort)"},
+	{AbandonShare, Rate, "ratio", Lower, "share of requests abandoned after prefill and counted nowhere"},
+	{AbandonedAfterFirstToken, Derived, "requests", Lower, "TTFT count - E2E count, in-flight corrected"},
+	{AbandonedByTokens, Derived, "requests", Lower, "hidden prompt tokens / mean prompt length"},
+	{AbandonedPromptTokens, Derived, "tokens", Lower, "prompt_tokens_total - request_prompt_tokens_sum, in-flight corrected"},
+	{AbandonedRequests, Derived, "requests", Lower, "estimated requests abandoned after prefill (traceable)"},
+	{GatewayUnserved, Derived, "requests", Lower, "gateway arrivals - completions - growth of waiting + running"},
+	{GatewayUnservedShare, Rate, "ratio", Lower, "gateway_unserved / gateway arrivals"},
+	{HTTP429Share, Rate, "ratio", Lower, "share of HTTP responses with status 429"},
+	{HTTP5xxShareMax, Rate, "ratio", Lower, "largest 5xx share of one replica"},
+	{LostShare, Rate, "ratio", Lower, "share of requests lost in restarts"},
+	{OOMKills, Derived, "count", Lower, "containers last terminated OOMKilled (kube-state-metrics)"},
+	{FBRiseRestarts, Derived, "count", Lower, "restarts preceded by framebuffer use above the pod's own level"},
+	{QueueUnservedMin, Derived, "requests", Lower, "lower bound of requests leaving unserved (backlog fell beyond completions)"},
+	{RequestsLost, Derived, "requests", Lower, "requests in flight at the last scrape before a restart"},
+	{Restarts, Derived, "count", Lower, "process restarts in the window"},
+	{RestartsPerHourMax, Derived, "1/h", Lower, "restarts per hour of the most restarted replica"},
+	{RestartsReplicaMax, Derived, "count", Lower, "restarts of the most restarted replica"},
 	{ArrivalDispersion, Derived, "x", "", "variance / mean of arrivals per scrape interval"},
 	{ArrivalRate, Rate, "req/s", "", "estimated arrivals: completions + growth of waiting and running"},
 	{BacklogEnd, Gauge, "requests", Lower, "waiting + running at the end of the window"},

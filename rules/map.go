@@ -94,7 +94,7 @@ func Map() []Rule {
 				Runs: MinRuns, WarmUp: 5 * minute,
 			},
 			// An overloaded engine runs at max_num_seqs: decode slows as a consequence.
-			Refines: []HypothesisID{DecodePressure},
+			Refines: []HypothesisID{DecodePressure, ClientAbandonment},
 		},
 		{
 			ID:       QueueBurst,
@@ -155,7 +155,7 @@ func Map() []Rule {
 				Runs: MinRuns, WarmUp: 5 * minute,
 			},
 			// A burst fills the batch: decode slows while it drains.
-			Refines: []HypothesisID{DecodePressure},
+			Refines: []HypothesisID{DecodePressure, ClientAbandonment},
 		},
 		{
 			ID:       PrefillLongPrompts,
@@ -567,6 +567,172 @@ func Map() []Rule {
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: ClientTTFTP95, Text: "client TTFT p95 does not improve without buffering"},
 					{Kind: Inconsistent, Metric: ClientTTFTP95, Text: "client TTFT p95 moves in different directions across repeats"},
+				},
+				Runs: MinRuns, WarmUp: 5 * minute,
+			},
+		},
+		{
+			ID:       ClientAbandonment,
+			Title:    "clients give up on requests that vLLM does not count",
+			Observed: "prompt tokens and first tokens of requests that never finish (vLLM V1 counts no abort)",
+			Source:   "sections 2, 5 (symptom 4: not completing; vLLM issues #31503, #55634)",
+			Explains: []SymptomID{SymptomReliability},
+			Support: []Cond{
+				symptom(SymptomReliability),
+				// Hidden (V1) or counted (older versions) abandonment.
+				anyOf(atLeast(AbandonShare, limErrorShare), atLeast(AbortShare, limErrorShare), atLeast(GatewayUnservedShare, limErrorShare)),
+			},
+			Counter: []Counter{
+				{"every request that got a first token finished (no abort, nothing hidden beyond the requests in flight)",
+					allOf(below(AbandonShare, limErrorShare), below(AbortShare, limErrorShare))},
+			},
+			Checks: []Check{
+				auto("Did queue time rise (clients give up while they wait)?", rises(QueueTimeP95)),
+				auto("Do requests get a first token and never finish (clients leave mid-stream)?", above(AbandonedAfterFirstToken, limAny)),
+				auto("Does the backlog fall by more than the completions (requests leave the queue unserved)?", above(QueueUnservedMin, limAny)),
+				{Text: "Is the fleet saturated (see queue-sustained and queue-burst, which explain abandonment)?", When: ptr(atLeast(WaitingMean, limQueueMin)), Neutral: true},
+				manual("Compare the client and gateway timeouts with TTFT p99 and E2E p99"),
+				manual("Count client disconnects at the gateway (e.g. HTTP 499) next to vLLM's completions"),
+				manual("Requests abandoned while still queued leave no trace in vLLM's metrics: alias a gateway's arrival counter (--alias gateway_requests=METRIC) to count them"),
+			},
+			Mitigations: []string{
+				"relieve the queue first (admission limits, more replicas): a fast 429 costs less than a prefill the client will not read",
+				"cap client retries, so that abandoned requests are not sent again at once",
+				"raise client timeouts above E2E p99 for long generations, or stream earlier",
+			},
+			RootCause: []string{
+				"put client and gateway timeouts, gateway disconnects, queue time and E2E on one timeline",
+				"estimate the wasted prefill: abandoned prompt tokens / prompt tokens",
+				"find which clients (tenant, SDK, timeout setting) abandon",
+			},
+			Prevention: []string{
+				"alert on increase(vllm:prompt_tokens_total) - increase(vllm:request_prompt_tokens_sum) beyond the requests in flight",
+				"keep a gateway request counter so that arrivals can be compared with completions",
+				"use a vLLM version that counts aborted requests (e.g. vLLM PR #55837)",
+			},
+			Experiment: Plan{
+				Hypothesis: string(ClientAbandonment),
+				Change:     Change{Name: "gateway admission limit", From: "none", To: "max in-flight requests per replica = max_num_seqs + a short queue"},
+				Hold:       held(),
+				Expect: []Expectation{
+					{Metric: AbandonShare, Direction: Lower, MinEffect: 0.5},
+					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.2},
+				},
+				Guards: []Guard{
+					{Metric: CompletionRate, Better: Higher, Tolerance: 0.05},
+					{Metric: HTTP5xxShare, Better: Lower, Tolerance: 0.1},
+				},
+				Falsification: []Falsifier{
+					{Kind: NoImprovement, Metric: AbandonShare, Text: "the abandon share does not fall with a short queue: clients leave for another reason (UI cancels, client bugs)"},
+					{Kind: WorseThanGain, Metric: AbandonShare, Versus: []FactID{CompletionRate}, Text: "completions fall by more than abandonment"},
+					{Kind: Inconsistent, Metric: AbandonShare, Text: "the abandon share moves in different directions across repeats"},
+				},
+				Runs: MinRuns, WarmUp: 5 * minute,
+			},
+		},
+		{
+			ID:       ReplicaRestarts,
+			Title:    "a replica restarts repeatedly (crash loop or OOM) and loses requests",
+			Observed: "process restarts and counter resets on one replica, requests in flight lost",
+			Source:   "sections 2, 11, 13 (symptom 4: not completing)",
+			Explains: []SymptomID{SymptomReliability},
+			Support: []Cond{
+				symptom(SymptomReliability),
+				// A single planned restart is not a crash loop.
+				anyOf(atLeast(RestartsReplicaMax, limCrashLoop), allOf(anyOf(above(OOMKills, limAny), above(FBRiseRestarts, limAny)), above(Restarts, limAny)), atLeast(LostShare, limErrorShare)),
+			},
+			Counter: []Counter{
+				{"no restart in the window", atMost(Restarts, limAny)},
+			},
+			Checks: []Check{
+				auto("Does one replica restart repeatedly (crash loop)?", atLeast(RestartsReplicaMax, limCrashLoop)),
+				auto("Was a container OOM-killed (kube-state-metrics)?", above(OOMKills, limAny)),
+				auto("Were requests in flight lost with the restarts?", above(RequestsLost, limAny)),
+				manual("Read the previous container's logs (kubectl logs --previous) and the pod's events"),
+				auto("Did framebuffer use rise above the pod's own steady level before a restart (vLLM preallocates, so near-total is normal)?", above(FBRiseRestarts, limAny)),
+				manual("Do liveness probes time out under load?"),
+			},
+			Mitigations: []string{
+				"route away from the restarting replica",
+				"roll back the last image or configuration change of that replica",
+				"for OOM: raise the container memory limit, or lower gpu_memory_utilization or max_model_len within the approved range",
+			},
+			RootCause: []string{
+				"preserve the previous container's logs and the counters before the next restart",
+				"line up restarts with load, prompt lengths and memory on one timeline",
+				"replay the trace on one replica with the suspect setting, one change at a time",
+			},
+			Prevention: []string{
+				"alert on restarts per replica per hour and on OOMKilled terminations",
+				"keep /metrics dumps or remote-write so that counters survive restarts",
+				"size memory limits from a load test with the longest approved contexts",
+			},
+			Experiment: Plan{
+				Hypothesis: string(ReplicaRestarts),
+				Change:     Change{Name: "last change of the restarting replica (image or configuration)", From: "new", To: "previous"},
+				Hold:       held(),
+				Expect: []Expectation{
+					{Metric: Restarts, Direction: Lower, MinEffect: 0.5},
+					{Metric: LostShare, Direction: Lower, MinEffect: 0.5},
+				},
+				Guards: []Guard{
+					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
+					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+				},
+				Falsification: []Falsifier{
+					{Kind: NoImprovement, Metric: Restarts, Text: "restarts continue with the previous version: the cause is the node, the load or a shared dependency"},
+					{Kind: Inconsistent, Metric: Restarts, Text: "restarts move in different directions across repeats"},
+				},
+				Runs: MinRuns, WarmUp: 10 * minute,
+			},
+		},
+		{
+			ID:       ServerErrors,
+			Title:    "the server or its gateway answers errors (5xx) or rate limits (429)",
+			Observed: "http_requests_total 5xx or 429 share up, or finished_reason=error",
+			Source:   "sections 2, 13 (symptom 4: not completing)",
+			Explains: []SymptomID{SymptomReliability},
+			Support: []Cond{
+				symptom(SymptomReliability),
+				anyOf(atLeast(HTTP5xxShare, limErrorShare), atLeast(HTTP429Share, limErrorShare), atLeast(ErrorShare, limErrorShare)),
+			},
+			Counter: []Counter{
+				{"no 5xx, 429 or failed requests", allOf(below(HTTP5xxShare, limErrorShare), below(HTTP429Share, limErrorShare), below(ErrorShare, limErrorShare))},
+			},
+			Checks: []Check{
+				auto("Do the 5xx come from one replica (its share well above the fleet's)?", ratioAtLeast(HTTP5xxShareMax, HTTP5xxShare, limHotspot)),
+				{Text: "Are 429s answered (admission limits at work: see queue-sustained)?", When: ptr(atLeast(HTTP429Share, limErrorShare)), Neutral: true},
+				auto("Did the replicas restart with the errors (see replica-restarts)?", above(Restarts, limAny)),
+				manual("Read the API server logs for engine errors (EngineDeadError, CUDA errors, timeouts)"),
+				manual("Does the gateway answer 5xx itself (upstream timeouts 504, no healthy upstream 503)?"),
+			},
+			Mitigations: []string{
+				"route away from the failing replica",
+				"restart it only after preserving its counters and logs",
+				"roll back a recent server or gateway change",
+			},
+			RootCause: []string{
+				"split the errors by replica, handler and status code",
+				"match the first error with deployments, config changes and engine logs",
+			},
+			Prevention: []string{
+				"alert on the 5xx share per replica, not only fleet-wide",
+				"health checks that fail a replica whose engine is dead",
+			},
+			Experiment: Plan{
+				Hypothesis: string(ServerErrors),
+				Change:     Change{Name: "failing replica", From: "in rotation", To: "out of rotation (drained)"},
+				Hold:       held(),
+				Expect: []Expectation{
+					{Metric: HTTP5xxShare, Direction: Lower, MinEffect: 0.5},
+				},
+				Guards: []Guard{
+					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
+					{Metric: CompletionRate, Better: Higher, Tolerance: 0.05},
+				},
+				Falsification: []Falsifier{
+					{Kind: NoImprovement, Metric: HTTP5xxShare, Text: "5xx persist without that replica: the gateway or a shared dependency fails"},
+					{Kind: Inconsistent, Metric: HTTP5xxShare, Text: "the 5xx share moves in different directions across repeats"},
 				},
 				Runs: MinRuns, WarmUp: 5 * minute,
 			},

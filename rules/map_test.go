@@ -40,7 +40,8 @@ func TestDescribeGolden(t *testing.T) {
 func TestMapInvariants(t *testing.T) {
 	m := rules.Map()
 	want := []rules.HypothesisID{"queue-sustained", "queue-burst", "prefill-long-prompts", "prefix-cache-loss",
-		"decode-pressure", "kv-preemption", "outside-gpu", "replica-hotspot", "proxy-network"}
+		"decode-pressure", "kv-preemption", "outside-gpu", "replica-hotspot", "proxy-network",
+		"client-abandonment", "replica-restarts", "server-errors"}
 	var ids []rules.HypothesisID
 	for _, r := range m {
 		ids = append(ids, r.ID)

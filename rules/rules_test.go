@@ -360,7 +360,8 @@ func TestVerdict(t *testing.T) {
 		{"no facts at all", rules.Facts{}, rules.SLO{}, rules.Undetermined, "symptom ttft cannot be evaluated: ttft_p95: not computed"},
 		{"ttft up, nothing explains it", with(healthy(), rules.TTFTP95, fact(2, 0.9), rules.TTFTMean, fact(0.7, 0.35)), rules.SLO{}, rules.Undetermined, ""},
 		{"ttft up, queue facts missing", without(queueSustained(), rules.WaitingSlope, rules.WaitingBusyShare, rules.ArrivalRate, rules.WaitingBurst, rules.ArrivalDispersion, rules.GPUUtilMean, rules.GPUUtilWaiting, rules.ReplicaShareMax, rules.ReplicaLoadShareMax, rules.ReplicaTTFTRatio), rules.SLO{}, rules.Undetermined, ""},
-		{"errors only", with(healthy(), rules.ErrorShare, fact(0.08, 0.001)), rules.SLO{}, rules.Undetermined, ""},
+		// Failed requests alone are the server-errors row.
+		{"errors only", with(healthy(), rules.ErrorShare, fact(0.08, 0.001)), rules.SLO{}, "server-errors", ""},
 		{"slo met without baseline", noBaseline(healthy()), rules.SLO{TTFTP95: 2, TTFTP99: 3, TPOTP95: 0.1, ITLP95: 0.1, E2EP99: 30}, rules.NoIncident, ""},
 		{"no baseline, no slo", noBaseline(healthy()), rules.SLO{}, rules.Undetermined, "no baseline and no SLO target"},
 		{"slo broken", with(queueSustained()), rules.SLO{TTFTP95: 2}, "queue-sustained", ""},
@@ -564,6 +565,10 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.QueueTimeMean, rules.PrefillTimeMean, rules.DecodeTimeMean, rules.TTFTMean, rules.E2EMean,
 		rules.WaitingMedian, rules.WaitingBusyShare, rules.ArrivalDispersion, rules.GPUUtilWaiting,
 		rules.ReplicaLoadShareMax, rules.PreemptionShare,
+		rules.HTTP429Share, rules.HTTP5xxShareMax, rules.AbandonShare, rules.LostShare, rules.GatewayUnservedShare,
+		rules.AbandonedPromptTokens, rules.AbandonedByTokens, rules.AbandonedAfterFirstToken, rules.AbandonedRequests,
+		rules.QueueUnservedMin, rules.GatewayUnserved, rules.Restarts, rules.RestartsReplicaMax, rules.RestartsPerHourMax,
+		rules.RequestsLost, rules.OOMKills, rules.FBRiseRestarts,
 	}
 	for _, id := range declared {
 		_, ok := rules.Info(id)

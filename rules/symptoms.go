@@ -91,9 +91,15 @@ func (s Symptom) String() string {
 //   - tail: ttft_p99 or e2e_p99 up while the p50 of the same signal is not
 //     up, or moved th.TailShape times less than the p99 (the shape of the
 //     distribution changed: only some requests are slow).
-//   - reliability: error_share, abort_share, http_5xx_share or
-//     timeout_share at or above the SLO's ErrorShare (else th.ErrorShare)
-//     and, with a baseline, at or above th.Rise x baseline.
+//   - reliability: any failure share at or above the SLO's ErrorShare
+//     (else th.ErrorShare, 1% of requests) and, with a baseline, at or
+//     above th.Rise x baseline: error_share, abort_share, http_5xx_share,
+//     http_429_share, timeout_share, abandon_share (requests abandoned
+//     after prefill that vLLM V1 counts nowhere), lost_share (requests
+//     lost in restarts), gateway_unserved_share; or one replica
+//     restarting at least th.CrashLoop times in the window
+//     (restarts_replica_max; a single planned restart is not a crash
+//     loop). The evidence names the signals that are up.
 //
 // An E2E rise (e2e_p95) always lands in a symptom: the lifecycle means
 // (queue_time_mean + prefill_time_mean + decode_time_mean ~ e2e_mean) say
@@ -164,11 +170,7 @@ func (e *env) judgeSymptom(id SymptomID, slo SLO) Symptom {
 			rs = append(rs, r.res)
 		}
 	case SymptomReliability:
-		for _, f := range []FactID{ErrorShare, AbortShare, HTTP5xxShare, TimeoutShare} {
-			if _, ok := e.facts[f]; ok || f == ErrorShare {
-				rs = append(rs, e.shareUp(f, slo.ErrorShare))
-			}
-		}
+		rs = e.reliability(slo)
 	}
 	for _, r := range rs {
 		switch r.out {
@@ -394,6 +396,61 @@ func (e *env) shareUp(id FactID, target float64) result {
 	}
 	if out != holds {
 		st = 0
+	}
+	return result{out: out, ev: []Evidence{ev}, strength: st}
+}
+
+// reliabilityShares are the failure shares of the reliability symptom;
+// error_share is always judged (its absence is a reason), the others when
+// computed.
+var reliabilityShares = []FactID{ErrorShare, AbortShare, HTTP5xxShare, TimeoutShare,
+	AbandonShare, HTTP429Share, LostShare, GatewayUnservedShare}
+
+// reliability judges the signals of requests that do not complete, and
+// names the ones that are up in a last sentence item.
+func (e *env) reliability(slo SLO) []result {
+	var rs []result
+	var up []string
+	for _, f := range reliabilityShares {
+		if _, ok := e.facts[f]; ok || f == ErrorShare {
+			r := e.shareUp(f, slo.ErrorShare)
+			if r.out == holds {
+				up = append(up, string(f))
+			}
+			rs = append(rs, r)
+		}
+	}
+	if _, ok := e.facts[RestartsReplicaMax]; ok {
+		r := e.crashLoop()
+		if r.out == holds {
+			up = append(up, string(RestartsReplicaMax))
+		}
+		rs = append(rs, r)
+	}
+	if len(up) > 0 {
+		rs = append(rs, result{ev: []Evidence{textEvidence("not completing: " + strings.Join(up, ", "))}})
+	}
+	return rs
+}
+
+// crashLoop holds when one replica restarted at least th.CrashLoop times
+// in the incident window (with a baseline, more often than in it).
+func (e *env) crashLoop() result {
+	f, why := e.fact(RestartsReplicaMax)
+	if why != "" {
+		return result{missing: []Missing{{RestartsReplicaMax, why}}}
+	}
+	ev := evidenceOf(RestartsReplicaMax, f)
+	lim := e.th.CrashLoop
+	out := verdict(f.Value >= lim)
+	ev.Text = fmt.Sprintf("%s %s %s crash loop %s", RestartsReplicaMax, fmtNum(f.Value), upDown(out, ">=", "<"), fmtNum(lim))
+	if out == holds && f.HasBaseline() && f.Baseline >= lim {
+		out = verdict(f.Value > f.Baseline)
+		ev.Text += fmt.Sprintf(", baseline %s (%s)", fmtNum(f.Baseline), upDown(out, "more often", "as often: not new"))
+	}
+	st := 0.0
+	if out == holds {
+		st = math.Max(SeverityMild.strength(), e.th.grade(f.Value/lim).strength())
 	}
 	return result{out: out, ev: []Evidence{ev}, strength: st}
 }

@@ -112,10 +112,15 @@ type Thresholds struct {
 	// CorrWeak is the absolute correlation below which they are
 	// unrelated.
 	CorrWeak float64
-	// ErrorShare is the share (0..1) of failed, aborted or timed-out
-	// requests at and above which requests are not completing, when no
-	// SLO target is given.
+	// ErrorShare is the share (0..1) of failed, aborted, abandoned, lost,
+	// rate-limited (429) or timed-out requests, or 5xx responses, at and
+	// above which requests are not completing, when no SLO target is given
+	// (default 0.01: 1% of arrivals).
 	ErrorShare float64
+	// CrashLoop is the number of restarts of one replica within the
+	// incident window at and above which it crash-loops (default 2): a
+	// single planned restart is not a crash loop.
+	CrashLoop float64
 	// MinSamples is the fewest observations a p50/p95 quantile needs to
 	// be evaluated at all (in each window).
 	MinSamples float64
@@ -154,6 +159,7 @@ var DefaultThresholds = Thresholds{
 	CorrStrong:       0.5,
 	CorrWeak:         0.3,
 	ErrorShare:       0.01,
+	CrashLoop:        2,
 	MinSamples:       20,
 	MinSamplesTail:   100,
 }
@@ -215,6 +221,7 @@ func (t *Thresholds) fields() map[string]*float64 {
 		"severity_moderate": &t.SeverityModerate, "severity_severe": &t.SeveritySevere,
 		"tail_shape": &t.TailShape, "gpu_saturated": &t.GPUSaturated, "busy_share": &t.BusyShare,
 		"lead": &t.Lead, "preemption_share": &t.PreemptionShare, "preemption_storm": &t.PreemptionStorm, "dispersion": &t.Dispersion, "mean_confirm": &t.MeanConfirm,
+		"crash_loop": &t.CrashLoop,
 	}
 }
 

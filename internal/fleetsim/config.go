@@ -86,6 +86,38 @@ type PodConfig struct {
 	// Slowdowns lists periods in which the pod suffers extra per-step
 	// costs (e.g. CPU contention), in addition to Workload.Slowdowns.
 	Slowdowns []Slowdown
+	// ServerErrors lists periods in which the pod's API server fails
+	// requests with HTTP 5xx.
+	ServerErrors []ServerErrors
+}
+
+// AbandonAccounting is how a vLLM version accounts for a request whose
+// client gave up.
+type AbandonAccounting int
+
+const (
+	// AbandonCounted counts the request as finished_reason="abort" in
+	// vllm:request_success_total (V0 and early V1).
+	AbandonCounted AbandonAccounting = iota
+	// AbandonUncounted is current vLLM V1's accounting (vLLM issues
+	// #31503 and #55634): the abandoned request leaves no abort count and
+	// no per-request histogram observation (E2E, queue, prefill, decode,
+	// prompt and generation tokens); only what was observed while it ran
+	// remains: its prompt tokens in vllm:prompt_tokens_total if its
+	// prefill finished, its first token in TTFT if one was produced, its
+	// output tokens in vllm:generation_tokens_total and its steps in ITL.
+	AbandonUncounted
+)
+
+// ServerErrors makes the API server of a pod answer a share of the
+// requests that arrive from From to To (offsets) with HTTP 500 before they
+// reach the engine (a failing engine call): they count in
+// http_requests_total{status="5xx"} and in no vLLM metric. Which requests
+// fail is a function of their id, so the trace is unchanged.
+type ServerErrors struct {
+	From, To time.Duration
+	// Share is the fraction (0..1) of the pod's requests that fail.
+	Share float64
 }
 
 // Restart stops a pod's process at offset At and starts a new one after
@@ -95,7 +127,20 @@ type PodConfig struct {
 type Restart struct {
 	At       time.Duration
 	Downtime time.Duration
+	// Reason is why the container stopped, as kube-state-metrics would
+	// report it; "" is a planned restart. RestartOOMKilled makes the GPU
+	// framebuffer use (DCGM_FI_DEV_FB_USED) climb above the pod's steady
+	// level over the OOMRamp before At, as a leak does before the kill.
+	Reason string
 }
+
+// RestartOOMKilled is the Restart.Reason of a container killed for lack
+// of memory.
+const RestartOOMKilled = "OOMKilled"
+
+// OOMRamp is how long the framebuffer use of a pod climbs before an
+// OOMKilled restart.
+const OOMRamp = 2 * time.Minute
 
 // Slowdown adds CPU-side work to every engine step from From to To (offsets
 // from the start): the GPU idles while the CPU works. It models a
@@ -214,8 +259,18 @@ type Workload struct {
 	Bursts []Burst
 	// ClientTimeout makes clients give up on a request that has not
 	// been scheduled after this long (vLLM counts it as
-	// finished_reason="abort"); zero means clients wait forever.
+	// finished_reason="abort" unless Abandon says otherwise); zero means
+	// clients wait forever.
 	ClientTimeout time.Duration
+	// ClientDeadline makes clients give up on a request that has not
+	// finished this long after it arrived, whether it still waits or is
+	// already streaming (a client that reads a little and closes); zero
+	// means none. Under overload it abandons requests both in the queue
+	// and after their first tokens.
+	ClientDeadline time.Duration
+	// Abandon is how vLLM accounts for a request whose client gave up
+	// (ClientTimeout, ClientDeadline); zero means AbandonCounted.
+	Abandon AbandonAccounting
 	// Slowdowns apply to every pod (see PodConfig.Slowdowns).
 	Slowdowns []Slowdown
 }

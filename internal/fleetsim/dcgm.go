@@ -37,6 +37,13 @@ func (sc *Scrape) dcgmFamilies() []family {
 	e := &p.Engine
 	totalMiB := math.Round(e.Memory.GPUBytes / (1 << 20))
 	usedMiB := math.Round(e.GPUMemoryUtilization*e.Memory.GPUBytes/(1<<20)) + 512
+	// Before an OOM kill the pod's memory use climbs towards the total.
+	for _, r := range c.Pods[p.Index].Restarts {
+		if r.Reason == RestartOOMKilled && sc.Offset >= r.At-OOMRamp && sc.Offset < r.At {
+			frac := float64(sc.Offset-(r.At-OOMRamp)) / float64(OOMRamp)
+			usedMiB += math.Round(0.9 * frac * (totalMiB - usedMiB - 420))
+		}
+	}
 	memScale, memUnit := 1.0, "MiB"
 	if gen == DCGMRatio {
 		memScale, memUnit = 1<<20, "bytes"

@@ -34,8 +34,13 @@
 //     per-step inter-token latencies and its finish reason; vLLM's
 //     histograms and counters are filled exactly where vLLM fills them.
 //     Clients may abort requests that wait too long
-//     (Workload.ClientTimeout); prompts longer than max_model_len are
-//     rejected with HTTP 400.
+//     (Workload.ClientTimeout) or take too long in all, streaming ones
+//     included (Workload.ClientDeadline), counted as
+//     finished_reason="abort" or, with vLLM V1's current accounting
+//     ([AbandonUncounted]), nowhere but in the token counters and TTFT;
+//     prompts longer than max_model_len are rejected with HTTP 400, and
+//     a pod's API server may fail requests with HTTP 500
+//     ([ServerErrors]). Several restarts of one pod make a crash loop.
 //
 // Consecutive pure-decode steps are advanced in O(1) each (decodeRun); a
 // test checks that this gives byte-identical output to stepping one
@@ -104,7 +109,8 @@
 // workload are cached (vLLM also reuses a preempted request's own blocks;
 // here a preempted request recomputes everything but its shared prefix).
 // The data-parallel load balancer is round-robin rather than
-// queue-aware. HTTP metrics count completions (2xx) and rejections (4xx);
-// client aborts and requests lost in a restart do not reach them. Process
+// queue-aware. HTTP metrics count completions (2xx), rejections (4xx) and
+// server errors (5xx); client aborts and requests lost in a restart do not
+// reach them. Process
 // and Python metrics are plausible, not modelled.
 package fleetsim

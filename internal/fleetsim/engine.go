@@ -93,6 +93,9 @@ type engine struct {
 	c          costs
 	slow       []slowWin
 	timeout    float64
+	deadline   float64        // ClientDeadline in seconds; 0 for none
+	countAbort bool           // abandoned requests count as finished_reason="abort"
+	errs       []ServerErrors // periods of HTTP 5xx answers
 	rng        *rand.Rand
 	st         *engineStats
 	running    []*seq
@@ -254,6 +257,15 @@ func (e *engine) preempt(s *seq) {
 // the context, as the API server does with HTTP 400).
 func (e *engine) enqueue(r *request, s *seq) {
 	rec := &e.recs[r.id]
+	if e.failed(r) {
+		e.st.http5xx++
+		if math.IsNaN(e.st.first5xx) {
+			e.st.first5xx = e.now
+		}
+		rec.Status = StatusFailed
+		rec.Finished = dur(r.engArr)
+		return
+	}
 	rec.Queued = dur(r.engArr)
 	if r.prompt >= e.maxLen {
 		e.st.http4xx++
@@ -269,20 +281,120 @@ func (e *engine) enqueue(r *request, s *seq) {
 	e.queue = append(e.queue, s)
 }
 
-// expire aborts waiting requests whose client gave up.
+// failed reports whether the API server answers r with HTTP 500
+// (PodConfig.ServerErrors). The choice hashes the request id, so that it
+// draws nothing from the engine's generator.
+func (e *engine) failed(r *request) bool {
+	for _, w := range e.errs {
+		if r.arrival >= w.From.Seconds() && r.arrival < w.To.Seconds() {
+			h := uint64(r.id)*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+			h ^= h >> 29
+			h *= 0xbf58476d1ce4e5b9
+			h ^= h >> 32
+			return float64(h>>11)/(1<<53) < w.Share
+		}
+	}
+	return false
+}
+
+// queueLimit is how long a never-scheduled request may wait before its
+// client gives up (the sooner of ClientTimeout and ClientDeadline); 0 for
+// no limit.
+func (e *engine) queueLimit() float64 {
+	switch {
+	case e.timeout > 0 && e.deadline > 0:
+		return min(e.timeout, e.deadline)
+	case e.timeout > 0:
+		return e.timeout
+	}
+	return e.deadline
+}
+
+// expire aborts requests whose client gave up: waiting ones after
+// queueLimit, preempted and running ones after ClientDeadline.
 func (e *engine) expire() {
-	if e.timeout <= 0 {
+	lim := e.queueLimit()
+	if lim <= 0 {
 		return
 	}
-	for e.qh < len(e.queue) && e.queue[e.qh].r.arrival+e.timeout <= e.now {
+	for e.qh < len(e.queue) && e.queue[e.qh].r.arrival+lim <= e.now {
 		s := e.queue[e.qh]
 		e.popQueue()
-		e.st.success[reasonAbort]++
-		rec := &e.recs[s.r.id]
-		rec.Status = StatusAborted
-		rec.FinishReason = "abort"
-		rec.Finished = dur(e.now)
+		e.abandon(s)
 	}
+	if e.deadline <= 0 {
+		return
+	}
+	if len(e.front) > 0 {
+		kept := e.front[:0]
+		for _, s := range e.front {
+			if s.r.arrival+e.deadline <= e.now {
+				e.abandon(s)
+			} else {
+				kept = append(kept, s)
+			}
+		}
+		clear(e.front[len(kept):])
+		e.front = kept
+	}
+	gone := false
+	for _, s := range e.running {
+		if s.r.arrival+e.deadline <= e.now {
+			e.release(s)
+			e.abandon(s)
+			s.done = true
+			gone = true
+		}
+	}
+	if gone {
+		kept := e.running[:0]
+		for _, s := range e.running {
+			if !s.done {
+				kept = append(kept, s)
+			}
+		}
+		clear(e.running[len(kept):])
+		e.running = kept
+		e.prevEnd = math.Inf(-1)
+	}
+}
+
+// nextExpiry is the earliest time at which expire has work, +Inf for none.
+func (e *engine) nextExpiry() float64 {
+	t := math.Inf(1)
+	if lim := e.queueLimit(); lim > 0 && e.qh < len(e.queue) {
+		t = e.queue[e.qh].r.arrival + lim
+	}
+	if e.deadline > 0 {
+		for _, s := range e.running {
+			t = min(t, s.r.arrival+e.deadline)
+		}
+		for _, s := range e.front {
+			t = min(t, s.r.arrival+e.deadline)
+		}
+	}
+	return t
+}
+
+// abandon records that the client of s gave up now. Its blocks must be
+// free already (a waiting request holds none).
+func (e *engine) abandon(s *seq) {
+	if e.countAbort {
+		e.st.success[reasonAbort]++
+	}
+	rec := &e.recs[s.r.id]
+	rec.Status = StatusAborted
+	rec.FinishReason = "abort"
+	rec.Finished = dur(e.now)
+	if !math.IsNaN(s.firstSched) {
+		rec.Scheduled = dur(s.firstSched)
+		rec.CachedTokens = int(s.cached)
+	}
+	if !math.IsNaN(s.firstTok) {
+		rec.FirstToken = dur(s.firstTok)
+	}
+	rec.OutputTokens = int(s.generated)
+	rec.Preemptions = int(s.preempts)
 }
 
 // admit schedules waiting requests while sequences, budget and blocks
@@ -674,8 +786,8 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 		if si < len(scrapes) {
 			next = min(next, scrapes[si])
 		}
-		if e.timeout > 0 && e.qh < len(e.queue) {
-			next = min(next, e.queue[e.qh].r.arrival+e.timeout)
+		if e.timeout > 0 || e.deadline > 0 {
+			next = min(next, e.nextExpiry())
 		}
 		if e.noMacro || !e.decodeRun(next) {
 			e.step()

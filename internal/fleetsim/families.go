@@ -299,8 +299,10 @@ func (b *famBuilder) cacheConfig() {
 func (b *famBuilder) httpFamilies() {
 	const handler = "/v1/chat/completions"
 	ok := b.sum(func(s *engineStats) float64 { return s.http2xx })
-	bad := b.sum(func(s *engineStats) float64 { return s.http4xx })
-	firstOK, first4xx := math.Inf(1), math.Inf(1)
+	bad4 := b.sum(func(s *engineStats) float64 { return s.http4xx })
+	bad5 := b.sum(func(s *engineStats) float64 { return s.http5xx })
+	bad := bad4 + bad5 // immediate answers
+	firstOK, first4xx, first5xx := math.Inf(1), math.Inf(1), math.Inf(1)
 	for i := range b.sc.snaps {
 		st := b.sc.snaps[i].st
 		if !math.IsNaN(st.firstOK) {
@@ -309,6 +311,9 @@ func (b *famBuilder) httpFamilies() {
 		if !math.IsNaN(st.first4xx) {
 			first4xx = min(first4xx, st.first4xx)
 		}
+		if !math.IsNaN(st.first5xx) {
+			first5xx = min(first5xx, st.first5xx)
+		}
 	}
 	unix := func(off float64) float64 { return float64(b.sc.pod.fleet.Config.Start.UnixNano())/1e9 + off + 0.0213 }
 	hm := []label{{"handler", handler}, {"method", "POST"}}
@@ -316,8 +321,11 @@ func (b *famBuilder) httpFamilies() {
 	if ok > 0 {
 		req.series = append(req.series, series{labels: append(hm[:2:2], label{"status", "2xx"}), value: ok, created: unix(firstOK)})
 	}
-	if bad > 0 {
-		req.series = append(req.series, series{labels: append(hm[:2:2], label{"status", "4xx"}), value: bad, created: unix(first4xx)})
+	if bad4 > 0 {
+		req.series = append(req.series, series{labels: append(hm[:2:2], label{"status", "4xx"}), value: bad4, created: unix(first4xx)})
+	}
+	if bad5 > 0 {
+		req.series = append(req.series, series{labels: append(hm[:2:2], label{"status", "5xx"}), value: bad5, created: unix(first5xx)})
 	}
 	b.fams = append(b.fams, req)
 	const sizeHelp = "Content length of incoming requests by handler. Only value of header is respected. Otherwise ignored. No percentile calculated. "
@@ -326,12 +334,12 @@ func (b *famBuilder) httpFamilies() {
 	highr := family{name: "http_request_duration_highr_seconds", help: "Latency with many buckets but no API specific labels. Made for more accurate percentile calculations. ", typ: typeHistogram, created: true}
 	few := family{name: "http_request_duration_seconds", help: "Latency with only few buckets by handler. Made to be only used if aggregation by handler is important. ", typ: typeHistogram, created: true}
 	if ok+bad > 0 {
-		first := unix(min(firstOK, first4xx))
+		first := unix(min(firstOK, first4xx, first5xx))
 		hl := []label{{"handler", handler}}
 		reqSize.series = []series{{labels: hl, count: ok + bad, sum: b.sum(func(s *engineStats) float64 { return s.reqBytes }), created: first}}
 		respSize.series = []series{{labels: hl, count: ok + bad, sum: b.sum(func(s *engineStats) float64 { return s.respBytes }) + 60*bad, created: first}}
 		c, s := b.sumHist(hHTTPHighr)
-		c[0] += uint64(bad) // 400 answers are immediate
+		c[0] += uint64(bad) // 400 and 500 answers are immediate
 		highr.series = []series{{bounds: bucketsHTTP, counts: c, sum: s + 0.002*bad, created: b.start + 0.31}}
 		c, s = b.sumHist(hHTTPDur)
 		c[0] += uint64(bad)

@@ -23,8 +23,10 @@ const (
 	StatusInFlight Status = iota
 	// StatusFinished: completed with reason "stop" or "length".
 	StatusFinished
-	// StatusAborted: the client gave up while the request waited
-	// (Workload.ClientTimeout); vLLM counts finished_reason="abort".
+	// StatusAborted: the client gave up, while the request waited
+	// (Workload.ClientTimeout, ClientDeadline) or while it streamed
+	// (ClientDeadline); vLLM counts finished_reason="abort" unless
+	// Workload.Abandon is AbandonUncounted.
 	StatusAborted
 	// StatusLost: in flight when its pod restarted, or sent while every
 	// pod was down; no pod counts it.
@@ -32,9 +34,12 @@ const (
 	// StatusRejected: prompt longer than the model's context; the API
 	// server answers HTTP 400 (http_requests_total status="4xx").
 	StatusRejected
+	// StatusFailed: the API server answered HTTP 500 (PodConfig.ServerErrors)
+	// before the request reached the engine.
+	StatusFailed
 )
 
-var statusNames = [...]string{"in-flight", "finished", "aborted", "lost", "rejected"}
+var statusNames = [...]string{"in-flight", "finished", "aborted", "lost", "rejected", "failed"}
 
 // String returns the status in lower case, e.g. "finished".
 func (s Status) String() string {
@@ -298,6 +303,9 @@ func simulatePod(f *Fleet, i int, reqs []*request, rng *rand.Rand, noMacro bool)
 			erng := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
 			e := newEngine(pc.Engine, lay, slow, c.Workload.ClientTimeout.Seconds(), erng, f.Requests, L.from)
 			e.noMacro = noMacro
+			e.deadline = c.Workload.ClientDeadline.Seconds()
+			e.countAbort = c.Workload.Abandon != AbandonUncounted
+			e.errs = pc.ServerErrors
 			snaps[ei] = e.run(mine, st, L.to, left)
 			p.MaxRunning = max(p.MaxRunning, e.maxRunning)
 			p.MaxKVBlocks = max(p.MaxKVBlocks, int(e.maxHeld))
@@ -325,4 +333,36 @@ func simulatePod(f *Fleet, i int, reqs []*request, rng *rand.Rand, noMacro bool)
 		}
 	}
 	return p
+}
+
+// AbandonCount is the simulator's truth about abandoned requests.
+type AbandonCount struct {
+	// Total is the number of requests whose client gave up.
+	Total int
+	// Traceable is the number of them whose prefill had finished (a first
+	// token was produced): vllm:prompt_tokens_total counts their prompt
+	// tokens and TTFT their first token. The others left the queue
+	// without a trace in vLLM's metrics.
+	Traceable int
+	// TraceablePromptTokens is the sum of the prompt tokens of the
+	// traceable ones.
+	TraceablePromptTokens int
+}
+
+// Abandoned counts the requests whose client gave up (StatusAborted) at
+// an offset in [from, to).
+func (f *Fleet) Abandoned(from, to time.Duration) AbandonCount {
+	var n AbandonCount
+	for i := range f.Requests {
+		r := &f.Requests[i]
+		if r.Status != StatusAborted || r.Finished < from || r.Finished >= to {
+			continue
+		}
+		n.Total++
+		if r.FirstToken != NaNDuration {
+			n.Traceable++
+			n.TraceablePromptTokens += r.PromptTokens
+		}
+	}
+	return n
 }

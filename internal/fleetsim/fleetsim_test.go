@@ -259,7 +259,12 @@ func checkInvariants(t *testing.T, f *Fleet) {
 			cut := r.OutputTokens == r.MaxTokens || r.PromptTokens+r.OutputTokens == maxLen
 			require.Equal(t, cut, r.FinishReason == "length", "request %d", r.ID)
 		case StatusAborted:
-			require.Equal(t, NaNDuration, r.Scheduled)
+			if f.Config.Workload.ClientDeadline == 0 {
+				require.Equal(t, NaNDuration, r.Scheduled, "only waiting requests are abandoned without a deadline")
+			}
+			if r.FirstToken != NaNDuration {
+				require.True(t, r.Scheduled != NaNDuration && r.FirstToken > r.Scheduled && r.Finished >= r.FirstToken, "request %d: %+v", r.ID, r)
+			}
 		}
 		require.NotEqual(t, NaNDuration, r.Finished, "request %d (%v) has an end", r.ID, r.Status)
 	}
@@ -299,7 +304,11 @@ func checkInvariants(t *testing.T, f *Fleet) {
 				if got := count(ends[k], from, sn.at); got != done {
 					t.Fatalf("%s engine %d at %v: %v requests finished, counter says %v", p.Name, e, sc.Offset, got, done)
 				}
-				if got := count(aborts[k], from, sn.at); got != st.success[reasonAbort] {
+				want := count(aborts[k], from, sn.at)
+				if f.Config.Workload.Abandon == AbandonUncounted {
+					want = 0 // vLLM V1 counts no abort
+				}
+				if got := want; got != st.success[reasonAbort] {
 					t.Fatalf("%s engine %d at %v: %v requests aborted, counter says %v", p.Name, e, sc.Offset, got, st.success[reasonAbort])
 				}
 				for _, h := range []int{hE2E, hQueue, hPrefill, hDecode, hInference, hPromptTokens, hGenTokens} {
@@ -351,13 +360,15 @@ func TestDeterminism(t *testing.T) {
 
 // TestDecodeFastPathExact: the O(1)-per-step decode path gives exactly
 // what stepping one iteration at a time gives, including under overload,
-// preemption, client timeouts and restarts.
+// preemption, client timeouts and deadlines and restarts.
 func TestDecodeFastPathExact(t *testing.T) {
 	for _, name := range []string{"kv-preemption", "sustained-overload", "restart", "mixed-versions"} {
 		t.Run(name, func(t *testing.T) {
 			cfg := Scenario(name)
 			cfg.Duration = 12 * time.Minute
 			cfg.Workload.ClientTimeout = 90 * time.Second
+			cfg.Workload.ClientDeadline = 150 * time.Second
+			cfg.Workload.Abandon = AbandonUncounted
 			for i := range cfg.Workload.Phases {
 				cfg.Workload.Phases[i].Start /= 5
 			}

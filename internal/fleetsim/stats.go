@@ -101,6 +101,7 @@ type engineStats struct {
 	prefixQueries, prefixHits float64
 	success                   [3]float64 // stop, length, abort
 	http2xx, http4xx          float64
+	http5xx, first5xx         float64 // HTTP 500 answers; first one, NaN before
 	reqBytes, respBytes       float64
 	gpuBusy                   float64 // seconds
 	cpuSeconds                float64 // API server + engine CPU time
@@ -115,7 +116,7 @@ const (
 )
 
 func newEngineStats(l *layout) *engineStats {
-	s := &engineStats{lay: l, firstOK: math.NaN(), first4xx: math.NaN()}
+	s := &engineStats{lay: l, firstOK: math.NaN(), first4xx: math.NaN(), first5xx: math.NaN()}
 	n := 0
 	for h := range numHists {
 		s.off[h] = n

@@ -31,6 +31,12 @@ type TSDBOptions struct {
 	// when a target disappears (a pod restarting) or a series vanishes
 	// between scrapes.
 	NoStaleMarkers bool
+	// Up writes the series Prometheus synthesises for every scrape
+	// attempt: up{job, instance, ...} = 1 at each scrape of a target and 0
+	// at each scrape it missed (a pod down while restarting). Off by
+	// default so that the other series stand alone, as in TSDBs whose
+	// up series were dropped by the copy.
+	Up bool
 }
 
 // WriteTSDB writes the fleet into a Prometheus TSDB data directory at dir,
@@ -128,6 +134,11 @@ func (f *Fleet) WriteTSDB(dir string, opts TSDBOptions) (err error) {
 		present := map[int]bool{}
 		for _, sc := range round {
 			present[sc.pod.Index] = true
+			if opts.Up {
+				if err := f.addUp(add, sc.pod, sc.Time.UnixMilli(), 1); err != nil {
+					return err
+				}
+			}
 			for _, dcgm := range []bool{false, true} {
 				k := targetKey{sc.pod.Index, dcgm}
 				var cur []stored
@@ -170,6 +181,11 @@ func (f *Fleet) WriteTSDB(dir string, opts TSDBOptions) (err error) {
 				continue // not due within the run
 			}
 			ts := f.Config.Start.Add(at).UnixMilli()
+			if opts.Up {
+				if err := f.addUp(add, p, ts, 0); err != nil {
+					return err
+				}
+			}
 			for _, dcgm := range []bool{false, true} {
 				k := targetKey{p.Index, dcgm}
 				if err := staleAt(k, ts, nil); err != nil {
@@ -200,6 +216,21 @@ func (f *Fleet) WriteTSDB(dir string, opts TSDBOptions) (err error) {
 		}
 		if err := db.CompactHead(tsdb.NewRangeHead(head, from, to-1)); err != nil {
 			return fmt.Errorf("fleetsim: compact head [%d, %d): %w", from, to, err)
+		}
+	}
+	return nil
+}
+
+// addUp appends the up sample of pod p's targets (vLLM and, with one, its
+// GPU exporter) at t.
+func (f *Fleet) addUp(add func(string, []label, int64, float64) error, p *Pod, t int64, v float64) error {
+	targets := [][]label{p.targetLabels(false)}
+	if f.Config.GPUExporter != NoGPUExporter {
+		targets = append(targets, p.targetLabels(true))
+	}
+	for _, ls := range targets {
+		if err := add("up", ls, t, v); err != nil {
+			return err
 		}
 	}
 	return nil

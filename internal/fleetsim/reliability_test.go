@@ -1,0 +1,155 @@
+package fleetsim
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/tsdb"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// overloadDeadline is one overloaded pod whose clients give up after 15 s
+// in the queue or 40 s in all, with the given accounting.
+func overloadDeadline(t *testing.T, acc AbandonAccounting) *Fleet {
+	t.Helper()
+	ph := DefaultPhase
+	ph.Rate = 9
+	f, err := Run(Config{Seed: 3, NumPods: 1, Duration: 8 * time.Minute, Engine: EngineConfig{MaxNumSeqs: 48},
+		Workload: Workload{Phases: []Phase{ph}, ClientTimeout: 15 * time.Second, ClientDeadline: 40 * time.Second, Abandon: acc}})
+	require.NoError(t, err)
+	checkInvariants(t, f)
+	return f
+}
+
+// TestAbandonUncounted: with vLLM V1's accounting an abandoned request
+// leaves no abort count and no per-request observation, but its prompt
+// tokens count once its prefill finished and its first token is in TTFT;
+// clients abandon both while waiting and while streaming.
+func TestAbandonUncounted(t *testing.T) {
+	f := overloadDeadline(t, AbandonUncounted)
+	n := f.Abandoned(-Warmup, f.Config.Duration+time.Second)
+	require.Greater(t, n.Traceable, 10, "abandoned while streaming")
+	require.Greater(t, n.Total-n.Traceable, 10, "abandoned while waiting")
+	for _, r := range f.Requests {
+		if r.Status == StatusAborted {
+			limit := 40.0
+			if r.Scheduled == NaNDuration {
+				limit = 15
+			}
+			assert.InDelta(t, limit, (r.Finished - r.Arrival).Seconds(), 0.5, "request %d gives up at its deadline", r.ID)
+		}
+	}
+	last := f.Pods[0].Scrapes[len(f.Pods[0].Scrapes)-1]
+	st := last.snaps[0].st
+	assert.Zero(t, st.success[reasonAbort], "no abort count")
+	page := string(last.VLLM())
+	assert.Contains(t, page, `vllm:request_success_total{engine="0",finished_reason="abort",model_name="meta-llama/Llama-3.1-8B-Instruct"} 0.0`)
+
+	// Prompt tokens: finished requests plus the abandoned ones whose prefill
+	// finished, plus the running ones whose prefill finished.
+	var finished, traced float64
+	var ttft uint64
+	end := last.snaps[0].at
+	for _, r := range f.Requests {
+		if r.Finished == NaNDuration || r.Finished.Seconds() > end {
+			continue
+		}
+		switch r.Status {
+		case StatusFinished:
+			finished += float64(r.PromptTokens)
+			ttft++
+		case StatusAborted:
+			if r.FirstToken != NaNDuration {
+				traced += float64(r.PromptTokens)
+				ttft++
+			}
+		}
+	}
+	assert.Equal(t, float64(st.count(hPromptTokens)), st.success[reasonStop]+st.success[reasonLength], "per-request prompt histogram counts finished requests only")
+	assert.GreaterOrEqual(t, st.promptTokens, finished+traced, "prompt_tokens_total counts traceable abandoned prefills")
+	assert.InDelta(t, finished, st.sums[hPromptTokens], 0.5, "request_prompt_tokens_sum counts finished requests only")
+	assert.GreaterOrEqual(t, st.count(hTTFT), ttft, "TTFT observes the first token of traceable abandoned requests")
+}
+
+// TestAbandonCounted: the older accounting counts every abandoned request
+// as finished_reason="abort", streaming ones included.
+func TestAbandonCounted(t *testing.T) {
+	f := overloadDeadline(t, AbandonCounted)
+	last := f.Pods[0].Scrapes[len(f.Pods[0].Scrapes)-1]
+	n := f.Abandoned(-Warmup, last.Offset)
+	require.Greater(t, n.Traceable, 0)
+	assert.Greater(t, last.snaps[0].st.success[reasonAbort], float64(n.Traceable), "waiting and streaming aborts counted")
+}
+
+// TestServerErrors: a pod's API server answers a share of its requests
+// with HTTP 500; they reach no engine and no vLLM metric.
+func TestServerErrors(t *testing.T) {
+	ph := DefaultPhase
+	ph.Rate = 8
+	f, err := Run(Config{Seed: 5, Duration: 6 * time.Minute,
+		Pods:     []PodConfig{{ServerErrors: []ServerErrors{{From: 2 * time.Minute, To: time.Hour, Share: 0.2}}}, {}},
+		Workload: Workload{Phases: []Phase{ph}}})
+	require.NoError(t, err)
+	checkInvariants(t, f)
+	failed := 0
+	for _, r := range f.Requests {
+		if r.Status == StatusFailed {
+			failed++
+			assert.Equal(t, 0, r.Pod)
+			assert.GreaterOrEqual(t, r.Arrival, 2*time.Minute)
+		}
+	}
+	onPod := 0
+	for _, r := range f.Requests {
+		if r.Pod == 0 && r.Arrival >= 2*time.Minute && r.Arrival < f.Config.Duration {
+			onPod++
+		}
+	}
+	assert.InDelta(t, 0.2, float64(failed)/float64(onPod), 0.05)
+	last := f.Pods[0].Scrapes[len(f.Pods[0].Scrapes)-1]
+	assert.Contains(t, string(last.VLLM()), `http_requests_total{handler="/v1/chat/completions",method="POST",status="5xx"} `)
+	assert.NotContains(t, string(f.Pods[1].Scrapes[len(f.Pods[1].Scrapes)-1].VLLM()), `status="5xx"`)
+}
+
+// TestWriteTSDBUp: with Up, every scrape of a target stores up 1 and every
+// scrape a restarting pod missed stores up 0.
+func TestWriteTSDBUp(t *testing.T) {
+	f := smallFleet(t)
+	dir := t.TempDir()
+	require.NoError(t, f.WriteTSDB(dir, TSDBOptions{Up: true}))
+	db, err := tsdb.OpenDBReadOnly(dir, t.TempDir(), nil)
+	require.NoError(t, err)
+	defer db.Close()
+	q, err := db.Querier(math.MinInt64, math.MaxInt64)
+	require.NoError(t, err)
+	defer q.Close()
+	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "up"))
+	var it chunkenc.Iterator
+	ups, downs := map[string]int{}, map[string]int{}
+	for ss.Next() {
+		s := ss.At()
+		key := s.Labels().Get("job") + "/" + s.Labels().Get("pod") + s.Labels().Get("instance")
+		it = s.Iterator(it)
+		for it.Next() == chunkenc.ValFloat {
+			_, v := it.At()
+			if v == 1 {
+				ups[key]++
+			} else {
+				downs[key]++
+			}
+		}
+	}
+	require.NoError(t, ss.Err())
+	for key, n := range downs {
+		assert.True(t, strings.Contains(key, "vllm-1") || strings.Contains(key, ":9400"), "only the restarting pod is down: %s", key)
+		assert.Equal(t, 3, n, "45 s down with 15 s scrapes: %s", key)
+	}
+	assert.Len(t, ups, 4, "vLLM and DCGM targets of two pods")
+	assert.Equal(t, len(f.Pods[0].Scrapes), ups["vllm/vllm-0"+f.Pods[0].Instance])
+}
