@@ -289,6 +289,13 @@ func servingReplicas(reps []replica, sel map[string]string) []replica {
 	return out
 }
 
+// MaxIntervals caps the intervals of the timelines and the change-point
+// search: the step is max(TimelineStep or 1m, span / MaxIntervals), so that
+// memory and time grow with replicas x MaxIntervals, not with the span
+// (two years of evidence cost what 12 hours do). Reports show the step
+// of each timeline.
+const MaxIntervals = 720
+
 // diagnoseScope builds the report of one scope.
 func diagnoseScope(sc *scope) (*Report, error) {
 	st := sc.scrapeStats()
@@ -298,6 +305,12 @@ func diagnoseScope(sc *scope) (*Report, error) {
 	step := sc.set.TimelineStep
 	if step == 0 {
 		step = max(time.Minute, st.interval)
+	}
+	// The timelines and the change-point search cost grows with the
+	// number of intervals, never with the span: at most MaxIntervals.
+	if span := st.last.Sub(st.first); span > 0 && span/step > MaxIntervals {
+		step = (span + MaxIntervals - 1) / MaxIntervals
+		step = step.Round(time.Second) + time.Second
 	}
 	var tl *timelines
 	if st.maxPerTarget >= 3 {

@@ -533,7 +533,7 @@ func (c *factCtx) burst(w evalWindow) rules.Fact {
 	if bl == nil {
 		return rules.MissingFact("no waiting and running gauges")
 	}
-	grid := snapshot.Grid(w.w, step)
+	grid := snapshot.Grid(c.clip(w.w), step)
 	var rates []float64
 	totalA, totalT := 0.0, 0.0
 	if c.sc.has(SignalRequestSuccess) {

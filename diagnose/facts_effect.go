@@ -24,8 +24,28 @@ import (
 const (
 	noiseIntervals    = 30
 	minNoiseIntervals = 6
-	noiseResamples    = 200
+	noiseResamples    = 400
 )
+
+// clip narrows w to the scope's evidence (one scrape interval before the
+// first scrape to the last), so that a window given far wider than the
+// evidence allocates no grid beyond it.
+func (c *factCtx) clip(w snapshot.Window) snapshot.Window {
+	first, last := c.st.first.Add(-c.st.interval), c.st.last
+	if c.st.first.IsZero() {
+		return w
+	}
+	if w.Start.Before(first) {
+		w.Start = first
+	}
+	if w.End.After(last) {
+		w.End = last
+	}
+	if w.End.Before(w.Start) {
+		w.End = w.Start
+	}
+	return w
+}
 
 // compareStep is the interval length of the noise estimate for window w:
 // max(1m, w / 30).
@@ -63,8 +83,10 @@ func pieces(w evalWindow, fn pieceFn) [][]float64 {
 }
 
 // bootstrapRatio resamples the intervals of each window with replacement
-// and returns the 2.5th and 97.5th percentiles of agg(incident) /
-// agg(baseline). The seed makes the estimate reproducible.
+// and returns the 0.5th and 99.5th percentiles of agg(incident) /
+// agg(baseline): a 99% interval, because a report compares some forty
+// facts at once and a 95% interval would let two of them through by
+// chance. The seed makes the estimate reproducible.
 func bootstrapRatio(inc, base [][]float64, agg aggFn, seed uint64) (lo, hi float64, ok bool) {
 	if len(inc) < minNoiseIntervals || len(base) < minNoiseIntervals {
 		return math.NaN(), math.NaN(), false
@@ -92,7 +114,7 @@ func bootstrapRatio(inc, base [][]float64, agg aggFn, seed uint64) (lo, hi float
 		return math.NaN(), math.NaN(), false
 	}
 	sort.Float64s(rs)
-	return rs[int(0.025*float64(len(rs)))], rs[int(0.975*float64(len(rs)-1))], true
+	return rs[int(0.005*float64(len(rs)))], rs[int(0.995*float64(len(rs)-1))], true
 }
 
 func seedOf(id rules.FactID) uint64 {
@@ -456,7 +478,7 @@ func (c *factCtx) dispersionPiece(w snapshot.Window) ([]float64, bool) {
 		return nil, false
 	}
 	var s, s2, n float64
-	for _, g := range snapshot.Grid(w, step) {
+	for _, g := range snapshot.Grid(c.clip(w), step) {
 		if g.Duration() < step {
 			continue
 		}

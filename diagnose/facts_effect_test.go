@@ -194,3 +194,25 @@ func TestNoiseIsReproducible(t *testing.T) {
 	assert.GreaterOrEqual(t, float64(fa.NoiseUpper), r-1e-9)
 	assert.False(t, math.IsNaN(float64(fa.NoiseLower)))
 }
+
+// TestTimelinesBoundedBySpan: evidence that spans a month (a few scrapes
+// at each end) gets at most MaxIntervals timeline points, and a window
+// given far wider than the evidence allocates nothing beyond it.
+func TestTimelinesBoundedBySpan(t *testing.T) {
+	var ss []scrape
+	for _, at := range []time.Time{t0, t0.Add(time.Minute), t0.Add(2 * time.Minute),
+		t0.Add(30 * 24 * time.Hour), t0.Add(30*24*time.Hour + time.Minute), t0.Add(30*24*time.Hour + 2*time.Minute)} {
+		st := podState{model: "m", ttft: []float64{10, 10, 10, 10}, ttftSum: 0.5, stop: 10, running: 2, kv: 0.2, gpuPct: 50}
+		ss = append(ss, scrape{"a", at, []podState{st}})
+	}
+	rep, err := diagnose.Diagnose(evidenceOf(t, ss...), diagnose.Options{
+		Baseline: snapshot.Window{Start: t0.AddDate(-30, 0, 0), End: t0.Add(24 * time.Hour)},
+		Incident: snapshot.Window{Start: t0.Add(24 * time.Hour), End: t0.AddDate(70, 0, 0)},
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, rep.Timelines)
+	for _, tl := range rep.Timelines {
+		assert.LessOrEqual(t, len(tl.Points), diagnose.MaxIntervals+1, "%s", tl.Signal)
+		assert.GreaterOrEqual(t, time.Duration(tl.Step), time.Hour)
+	}
+}

@@ -196,8 +196,9 @@ const (
 	// High: strong evidence (score >= 0.7) and well ahead of any
 	// competing hypothesis (by at least twice Thresholds.Lead).
 	High Confidence = "high"
-	// Medium: enough evidence (score >= 0.5) and ahead of any competing
-	// hypothesis by at least Thresholds.Lead.
+	// Medium: enough evidence (score above 0.5: not every change only
+	// mild) and ahead of any competing hypothesis by at least
+	// Thresholds.Lead.
 	Medium Confidence = "medium"
 	// Low: weak evidence, or a competing hypothesis close behind: a next
 	// check, never a verdict.
@@ -259,8 +260,8 @@ func Evaluate(f Facts, slo SLO, th Thresholds) Result {
 		order[r.ID] = i
 		res.Findings = append(res.Findings, evalRule(e, r))
 	}
-	edges := refinements(e, rules, res.Findings)
-	rank(res.Findings, edges, order)
+	edges, reversed := refinements(e, rules, res.Findings)
+	rank(res.Findings, edges, reversed, order)
 
 	for _, o := range observations() {
 		if r := o.when.eval(e); r.out == holds {
@@ -420,12 +421,18 @@ var statusRank = map[Status]int{Supported: 0, NotEvaluable: 1, Contradicted: 2}
 // refinements returns, for each hypothesis, the hypotheses it explains:
 // the rules' Refines, with every ExplainedBy whose condition holds (both
 // findings supported) reversing its edge.
-func refinements(e *env, rules []Rule, fs []Finding) map[HypothesisID][]HypothesisID {
+//
+// The reversal may close a cycle (kv-preemption explains a queue that
+// explains decode pressure that now explains kv-preemption): scores then
+// flow round it to the same value, and rank breaks the tie in favour of the
+// hypothesis that explains by a reversal (its rule said why).
+func refinements(e *env, rules []Rule, fs []Finding) (map[HypothesisID][]HypothesisID, map[HypothesisID]bool) {
 	supported := map[HypothesisID]bool{}
 	for _, f := range fs {
 		supported[f.ID] = f.Status == Supported
 	}
 	edges := map[HypothesisID][]HypothesisID{}
+	reversed := map[HypothesisID]bool{}
 	for _, r := range rules {
 		edges[r.ID] = append([]HypothesisID(nil), r.Refines...)
 	}
@@ -433,9 +440,6 @@ func refinements(e *env, rules []Rule, fs []Finding) map[HypothesisID][]Hypothes
 		for _, x := range r.ExplainedBy {
 			if !supported[r.ID] || !supported[x.By] || x.When.eval(e).out != holds {
 				continue
-			}
-			if reachesWithin(edges, supported, r.ID, x.By, x.By) {
-				continue // r explains By through another path: no cycle
 			}
 			var keep []HypothesisID
 			for _, g := range edges[r.ID] {
@@ -445,6 +449,7 @@ func refinements(e *env, rules []Rule, fs []Finding) map[HypothesisID][]Hypothes
 			}
 			edges[r.ID] = keep
 			edges[x.By] = append(edges[x.By], r.ID)
+			reversed[x.By] = true
 			for i := range fs {
 				if fs[i].ID == x.By {
 					fs[i].Evidence = append(fs[i].Evidence, textEvidence(fmt.Sprintf("explains %s: %s", r.ID, x.Why)))
@@ -452,7 +457,7 @@ func refinements(e *env, rules []Rule, fs []Finding) map[HypothesisID][]Hypothes
 			}
 		}
 	}
-	return edges
+	return edges, reversed
 }
 
 // rank orders findings in place: by status, then score (descending), then
@@ -460,7 +465,7 @@ func refinements(e *env, rules []Rule, fs []Finding) map[HypothesisID][]Hypothes
 // supported finding first takes at least its score, so that the specific
 // explanation (a hot replica) ranks above the general one (a sustained
 // queue) it explains.
-func rank(fs []Finding, edges map[HypothesisID][]HypothesisID, order map[HypothesisID]int) {
+func rank(fs []Finding, edges map[HypothesisID][]HypothesisID, reversed map[HypothesisID]bool, order map[HypothesisID]int) {
 	byID := map[HypothesisID]*Finding{}
 	for i := range fs {
 		byID[fs[i].ID] = &fs[i]
@@ -504,6 +509,9 @@ func rank(fs []Finding, edges map[HypothesisID][]HypothesisID, order map[Hypothe
 		if a.Score != b.Score {
 			return a.Score > b.Score
 		}
+		if reversed[a.ID] != reversed[b.ID] {
+			return reversed[a.ID]
+		}
 		if refines[a.ID] != refines[b.ID] {
 			return refines[a.ID] > refines[b.ID]
 		}
@@ -546,15 +554,16 @@ func grade(fs []Finding, explains map[HypothesisID][]HypothesisID, th Thresholds
 		switch {
 		case f.Score >= 0.7 && margin >= 2*th.Lead:
 			f.Confidence = High
-		case f.Score >= 0.5 && margin >= th.Lead:
+		case f.Score > 0.5 && margin >= th.Lead:
+			// Above 0.5: evidence that is only ever mild is a weak lead.
 			f.Confidence = Medium
 		default:
 			f.Confidence = Low
 		}
 		var why string
 		switch {
-		case f.Score < 0.5:
-			why = fmt.Sprintf("weak evidence (score %.2f < 0.50)", f.Score)
+		case f.Score <= 0.5:
+			why = fmt.Sprintf("weak evidence (score %.2f, not above 0.50: every change only mild)", f.Score)
 		case rival != nil && margin < th.Lead:
 			why = fmt.Sprintf("%s is close behind (score %.2f vs %.2f, lead < %g)", rival.ID, rival.Score, f.Score, th.Lead)
 		case rival != nil:
@@ -565,29 +574,6 @@ func grade(fs []Finding, explains map[HypothesisID][]HypothesisID, th Thresholds
 		f.ConfidenceReason = why
 	}
 	return fs[0].Confidence != Low
-}
-
-// reachesWithin reports whether a explains b through supported
-// hypotheses, not counting the direct edge a -> skip.
-func reachesWithin(g map[HypothesisID][]HypothesisID, ok map[HypothesisID]bool, a, b, skip HypothesisID) bool {
-	seen := map[HypothesisID]bool{}
-	var walk func(HypothesisID, bool) bool
-	walk = func(x HypothesisID, first bool) bool {
-		if seen[x] {
-			return false
-		}
-		seen[x] = true
-		for _, y := range g[x] {
-			if !ok[y] || (first && y == skip) {
-				continue
-			}
-			if y == b || walk(y, false) {
-				return true
-			}
-		}
-		return false
-	}
-	return walk(a, true)
 }
 
 // reaches reports whether a explains b through the Refines graph.

@@ -485,7 +485,7 @@ type Fact struct {
 	BaselineWindow string
 
 	// NoiseLower and NoiseUpper bound the ratio Value / Baseline with
-	// the variation between the windows' intervals: the 2.5th and 97.5th
+	// the variation between the windows' intervals: the 0.5th and 99.5th
 	// percentiles of the ratio over resamples of each window's intervals
 	// (package diagnose resamples minutes; see Change). Meaningful only
 	// when Intervals and BaselineIntervals are both positive.

@@ -402,12 +402,13 @@ func Map() []Rule {
 			// Preempted requests are prefilled again: prefill time rises
 			// as a consequence, whatever the prompts.
 			Refines: []HypothesisID{DecodePressure, QueueSustained, PrefillLongPrompts},
-			// Answers that got much longer hold their KV blocks longer: the
+			// Answers that got longer hold their KV blocks longer: when the
+			// prompts did not grow (or few requests were preempted), the
 			// preemptions follow from the decode load.
-			// Below a storm (PreemptionStorm of the requests), that is.
 			ExplainedBy: []Explained{{By: DecodePressure,
-				When: allOf(anyOf(rises(GenerationTokensP50), rises(GenerationTokensP95)), below(PreemptionShare, limPreemptionStorm)),
-				Why:  "outputs got longer and few requests were preempted: long decodes fill the KV cache, and the preemptions follow from the decode load"}},
+				When: allOf(anyOf(rises(GenerationTokensP50), rises(GenerationTokensP95)),
+					anyOf(steady(PromptTokensP95), below(PreemptionShare, limPreemptionStorm))),
+				Why: "outputs got longer while the prompts did not (or few requests were preempted): long decodes fill the KV cache, and the preemptions follow from the decode load"}},
 		},
 		{
 			ID:       OutsideGPU,
