@@ -15,9 +15,9 @@ import (
 type tri struct{ holds, fails string }
 
 // Recording-rule names of a fact.
-func factName(id rules.FactID) string     { return "whyslow:" + string(id) }
-func baseName(id rules.FactID) string     { return "whyslow:" + string(id) + ":baseline" }
-func countName(id rules.FactID) string    { return "whyslow:" + string(id) + ":count" }
+func factName(id rules.FactID) string      { return "whyslow:" + string(id) }
+func baseName(id rules.FactID) string      { return "whyslow:" + string(id) + ":baseline" }
+func countName(id rules.FactID) string     { return "whyslow:" + string(id) + ":count" }
 func baseCountName(id rules.FactID) string { return "whyslow:" + string(id) + ":count_baseline" }
 func symName(id rules.SymptomID, state string) string {
 	return "whyslow:symptom_" + string(id) + ":" + state
