@@ -144,8 +144,18 @@ func (g *gen) gpuPerReplica() string {
 		}
 	}
 	src := strings.Join(parts, " or ")
-	return fmt.Sprintf("(%s) * on (namespace, pod) group_left (%s) group by (namespace, pod, %s) (%s)",
-		src, g.by, g.by, g.each(catalog.SignalRunning, func(n string) string { return n }))
+	// DCGM's pod attribution is namespace and pod, whatever the replica
+	// label of the vLLM targets is.
+	join := []string{"namespace", "pod"}
+	var left []string
+	for _, l := range g.opt.By {
+		if !contains(join, l) {
+			left = append(left, l)
+		}
+	}
+	return fmt.Sprintf("(%s) * on (namespace, pod) group_left (%s) group by (%s) (%s)",
+		src, strings.Join(left, ", "), strings.Join(append(join, left...), ", "),
+		g.each(catalog.SignalRunning, func(n string) string { return n }))
 }
 
 // gpu is the mean GPU busy ratio per group at one instant.

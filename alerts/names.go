@@ -8,10 +8,12 @@ import (
 	"github.com/whyslow/whyslow/catalog"
 )
 
-// Versions the default (mixed) mode reads: V1 names as of defaultV1, and
-// the V0 names of its last release where they differ.
+// Versions the default (mixed) mode reads: V1 names as of defaultV1, the
+// names of the first V1 releases (renamed since) and the V0 names of its
+// last release, where they differ.
 var (
 	defaultV1 = catalog.Version{Major: 0, Minor: 11}
+	firstV1   = catalog.Version{Major: 0, Minor: 8}
 	lastV0    = catalog.Version{Major: 0, Minor: 10}
 )
 
@@ -38,7 +40,7 @@ func newNames(cat catalog.Catalog, version string) (names, error) {
 	n := names{cat: cat}
 	switch strings.ToLower(strings.TrimSpace(version)) {
 	case "":
-		n.targets = []target{{catalog.EngineV1, defaultV1}, {catalog.EngineV0, lastV0}}
+		n.targets = []target{{catalog.EngineV1, defaultV1}, {catalog.EngineV1, firstV1}, {catalog.EngineV0, lastV0}}
 		n.mixed = true
 	case "v1":
 		n.targets = []target{{catalog.EngineV1, defaultV1}}
