@@ -19,12 +19,16 @@
 // PromQL expression (RuleFile.NotExpressible) make the conditions that
 // read them unknown, and a hypothesis whose support needs one gets no
 // alert (RuleFile.Excluded).
+//
+// The package imports only rules (the map) and catalog (the metric names);
+// it reads no evidence, so it must not import snapshot, diagnose or report.
 package alerts
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -55,6 +59,12 @@ type Options struct {
 	// ShortWindow is the window of short-interval arrival peaks for
 	// bursts (default 1m; at least two scrape intervals).
 	ShortWindow time.Duration
+	// Hold is how long an alert's condition counts as holding after it
+	// was last seen (max_over_time over a subquery), so that `for:` is
+	// not reset by one evaluation at which a burst left the rate window
+	// (default: the rate window; 0 disables). Bursts recur: a 5m window
+	// between two of them looks healthy.
+	Hold time.Duration
 	// BaselineOffset is how far back the baseline lies (default 1d): a
 	// live alert has no incident window, so "rises" compares with the
 	// same expression shifted by this offset.
@@ -75,6 +85,7 @@ var DefaultOptions = Options{
 	For:            10 * time.Minute,
 	RateWindow:     5 * time.Minute,
 	ShortWindow:    time.Minute,
+	Hold:           5 * time.Minute,
 	BaselineOffset: 24 * time.Hour,
 }
 
@@ -112,6 +123,8 @@ type Rule struct {
 	Annotations map[string]string `yaml:"annotations,omitempty"`
 }
 
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
 // NoiseNote is the caveat every alert carries.
 const NoiseNote = "PromQL cannot test whether a change is beyond noise (whyslow resamples intervals); " +
 	"this alert uses the practical minimum ratio plus the minimum observation count and `for:` as the noise guard. " +
@@ -129,12 +142,17 @@ func Generate(opts Options) (RuleFile, error) {
 	if opts.Replica == "" {
 		opts.Replica = "pod"
 	}
+	for _, l := range append([]string{opts.Replica}, opts.By...) {
+		if !labelName.MatchString(l) {
+			return RuleFile{}, fmt.Errorf("alerts: %q is not a label name ([a-zA-Z_][a-zA-Z0-9_]*)", l)
+		}
+	}
 	for _, d := range []struct {
 		name string
 		v    *time.Duration
 		def  time.Duration
 	}{{"rate window", &opts.RateWindow, DefaultOptions.RateWindow}, {"short window", &opts.ShortWindow, DefaultOptions.ShortWindow},
-		{"for", &opts.For, -1}, {"baseline offset", &opts.BaselineOffset, DefaultOptions.BaselineOffset}} {
+		{"for", &opts.For, -1}, {"hold", &opts.Hold, -1}, {"baseline offset", &opts.BaselineOffset, DefaultOptions.BaselineOffset}} {
 		if *d.v < 0 {
 			return RuleFile{}, fmt.Errorf("alerts: %s %v is negative", d.name, *d.v)
 		}
@@ -167,7 +185,7 @@ func Generate(opts Options) (RuleFile, error) {
 		if r.holds == "" {
 			continue
 		}
-		alerts = append(alerts, symptomAlert(s, opts))
+		alerts = append(alerts, symptomAlert(s, g.hold(symName(s, "present")), opts))
 	}
 	var out RuleFile
 	for _, h := range rules.Map() {
@@ -190,7 +208,7 @@ func Generate(opts Options) (RuleFile, error) {
 			continue
 		}
 		expr = unless(expr, or(counters...))
-		alerts = append(alerts, hypothesisAlert(h, expr, opts))
+		alerts = append(alerts, hypothesisAlert(h, g.hold(expr), opts))
 	}
 
 	// Recording rules: facts (value, baseline, counts), then symptoms.
@@ -248,7 +266,17 @@ func AlertName(id string) string {
 	return b.String()
 }
 
-func symptomAlert(s rules.SymptomID, opts Options) Rule {
+// hold keeps expr holding for opts.Hold after it was last seen.
+func (g *gen) hold(expr string) string {
+	if g.opt.Hold <= 0 {
+		return expr
+	}
+	// group drops the metric name, which differs between the parts of an
+	// "or" over time.
+	return fmt.Sprintf("max_over_time((group by (%s) (%s))[%s:%s])", g.by, expr, dur(g.opt.Hold), g.step)
+}
+
+func symptomAlert(s rules.SymptomID, expr string, opts Options) Rule {
 	basis := "a rise of at least " + num(opts.Thresholds.Rise) + "x over the same expression " + dur(opts.BaselineOffset) + " earlier"
 	sev := "warning"
 	if t := sloOf(s, opts.SLO); t != "" {
@@ -256,7 +284,7 @@ func symptomAlert(s rules.SymptomID, opts Options) Rule {
 	}
 	return Rule{
 		Alert: AlertName("symptom-" + string(s)),
-		Expr:  symName(s, "present"),
+		Expr:  expr,
 		For:   dur(opts.For),
 		Labels: map[string]string{
 			"severity": sev,

@@ -187,6 +187,7 @@ func TestAlertsOptions(t *testing.T) {
 		"negative for":    func(o *Options) { o.For = -time.Minute },
 		"offset < window": func(o *Options) { o.BaselineOffset = time.Minute },
 		"bad version":     func(o *Options) { o.VLLMVersion = "banana" },
+		"bad label":       func(o *Options) { o.By = []string{"model-name"} },
 	} {
 		opts := DefaultOptions
 		change(&opts)

@@ -165,7 +165,7 @@ var gotAlert = regexp.MustCompile(`alertname: (\w+), time: (\w+),\s*\n\s*exp:\[\
 // firing returns, for each alert, the minutes at which promtool found it
 // firing: every minute of the run is asserted to have no alert, and the
 // failures are the firings.
-func firing(t *testing.T, tool, dir string, rf RuleFile, input []inputSeries, minutes int) map[string][]int {
+func firing(t *testing.T, tool, dir string, rf RuleFile, input []inputSeries, minutes int) (map[string][]int, bool) {
 	t.Helper()
 	var tests []alertTest
 	for m := 0; m <= minutes; m++ {
@@ -192,5 +192,5 @@ func firing(t *testing.T, tool, dir string, rf RuleFile, input []inputSeries, mi
 	for k := range fired {
 		sort.Ints(fired[k])
 	}
-	return fired
+	return fired, ok
 }

@@ -48,9 +48,6 @@ func runAlerts(ctx context.Context, e *env, args []string) error {
 	opts.By = nil
 	for _, l := range strings.Split(*by, ",") {
 		if l = strings.TrimSpace(l); l != "" {
-			if !model.LabelName(l).IsValid() {
-				return usagef("--by: %q is not a label name", l)
-			}
 			opts.By = append(opts.By, l)
 		}
 	}
@@ -70,6 +67,7 @@ func runAlerts(ctx context.Context, e *env, args []string) error {
 	if opts.RateWindow <= 0 {
 		return usagef("--rate-window must be positive")
 	}
+	opts.Hold = opts.RateWindow
 	opts.VLLMVersion = *version
 	rf, err := alerts.Generate(opts)
 	if err != nil {
