@@ -67,6 +67,7 @@ func commands() []command {
 		{"experiment", "judge a single-variable experiment (adopt, reject, inconclusive, refused)", runExperiment},
 		{"catalog", "which signals were found, under which metric names and vLLM versions", runCatalog},
 		{"rules", "print the decision map", runRules},
+		{"alerts", "write Prometheus recording and alerting rules from the decision map", runAlerts},
 	}
 }
 

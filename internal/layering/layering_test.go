@@ -90,6 +90,7 @@ func TestImports(t *testing.T) {
 		"report":        {"histogram", "catalog", "rules"},
 		"report/html":   {"report"},
 		"diagnose":      {"histogram", "snapshot", "catalog", "rules", "report"},
+		"alerts":        {"catalog", "rules"},
 	}
 	for name, want := range allowed {
 		p, ok := pkgs[module+"/"+name]
@@ -160,7 +161,7 @@ func TestPackageDocs(t *testing.T) {
 	}
 	// The library packages also say, in the full doc comment, what they
 	// must not import (go list gives only the first sentence).
-	for _, name := range []string{"histogram", "rules", "snapshot", "snapshot/tsdb", "catalog", "report", "report/html", "diagnose"} {
+	for _, name := range []string{"histogram", "rules", "snapshot", "snapshot/tsdb", "catalog", "report", "report/html", "diagnose", "alerts"} {
 		doc := fullDoc(t, list(t, false, module+"/"+name)[module+"/"+name])
 		assert.True(t, strings.Contains(doc, "import") || strings.Contains(doc, "link"),
 			"the doc of %s does not say what it must not import: %q", name, doc)

@@ -1,0 +1,221 @@
+package alerts
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/whyslow/whyslow/rules"
+)
+
+// tri is the PromQL translation of one condition of the decision map in
+// three-valued logic: holds selects the groups where the condition holds,
+// fails those where it fails; a group in neither is unknown (a fact not
+// computable, too few observations, no baseline). "" is an expression
+// that never selects anything (the condition can never be known so).
+type tri struct{ holds, fails string }
+
+// Recording-rule names of a fact.
+func factName(id rules.FactID) string      { return "whyslow:" + string(id) }
+func baseName(id rules.FactID) string      { return "whyslow:" + string(id) + ":baseline" }
+func countName(id rules.FactID) string     { return "whyslow:" + string(id) + ":count" }
+func baseCountName(id rules.FactID) string { return "whyslow:" + string(id) + ":count_baseline" }
+func symName(id rules.SymptomID, state string) string {
+	return "whyslow:symptom_" + string(id) + ":" + state
+}
+
+// need records which recording rules the alerts read.
+type need struct {
+	fact, base map[rules.FactID]bool
+	order      []rules.FactID
+	// notExpressible lists the facts the map reads that PromQL cannot
+	// compute, with the reason.
+	notExpressible map[rules.FactID]string
+}
+
+func newNeed() *need {
+	return &need{fact: map[rules.FactID]bool{}, base: map[rules.FactID]bool{}, notExpressible: map[rules.FactID]string{}}
+}
+
+func (n *need) use(id rules.FactID, baseline bool) {
+	if !n.fact[id] {
+		n.fact[id] = true
+		n.order = append(n.order, id)
+	}
+	if baseline {
+		n.base[id] = true
+	}
+}
+
+// expressible reports whether fact id has a PromQL expression, noting
+// why not.
+func (n *need) expressible(id rules.FactID) bool {
+	fe, ok := factTable[id]
+	if ok && fe.expr != nil {
+		return true
+	}
+	if !ok {
+		n.notExpressible[id] = "no PromQL expression for this fact yet (new in the decision map?)"
+	} else {
+		n.notExpressible[id] = fe.note
+	}
+	return false
+}
+
+func par(s string) string { return "(" + s + ")" }
+
+func and(parts ...string) string {
+	for _, p := range parts {
+		if p == "" {
+			return ""
+		}
+	}
+	ps := make([]string, len(parts))
+	for i, p := range parts {
+		ps[i] = par(p)
+	}
+	return strings.Join(ps, " and ")
+}
+
+func or(parts ...string) string {
+	var ps []string
+	for _, p := range parts {
+		if p != "" {
+			ps = append(ps, par(p))
+		}
+	}
+	return strings.Join(ps, " or ")
+}
+
+func unless(a, b string) string {
+	if a == "" || b == "" {
+		return a
+	}
+	return par(a) + " unless " + par(b)
+}
+
+// guard is the minimum-count condition of fact id (current window, and
+// the baseline window when base): increase(X_count[w]) >= N.
+func (t *translator) guard(id rules.FactID, base bool) []string {
+	min := rules.MinSamples(id, t.th)
+	if min <= 0 || factTable[id].count == nil {
+		return nil
+	}
+	t.need.count(id, base)
+	gs := []string{fmt.Sprintf("%s >= %g", countName(id), min)}
+	if base {
+		gs = append(gs, fmt.Sprintf("%s >= %g", baseCountName(id), min))
+	}
+	return gs
+}
+
+func (n *need) count(id rules.FactID, base bool) {
+	n.use(id, base)
+}
+
+// translator turns conditions into tri expressions.
+type translator struct {
+	th   rules.Thresholds
+	slo  rules.SLO
+	need *need
+}
+
+func num(v float64) string { return fmt.Sprintf("%g", v) }
+
+// leaf builds holds and fails from comparisons, guarded.
+func (t *translator) leaf(ids []rules.FactID, base bool, holds, fails string) tri {
+	for _, id := range ids {
+		if !t.need.expressible(id) {
+			return tri{}
+		}
+	}
+	var gs []string
+	for _, id := range ids {
+		t.need.use(id, base)
+		gs = append(gs, t.guard(id, base)...)
+	}
+	wrap := func(e string) string {
+		if len(gs) == 0 {
+			return e
+		}
+		return and(append([]string{e}, gs...)...)
+	}
+	return tri{wrap(holds), wrap(fails)}
+}
+
+func (t *translator) cond(c rules.Cond) tri {
+	lim, _ := c.Limit(t.th)
+	f, o := c.Fact(), c.Other()
+	F, B := factName(f), baseName(f)
+	L := num(lim)
+	switch c.Kind() {
+	case rules.CondRises:
+		return t.leaf([]rules.FactID{f}, true,
+			fmt.Sprintf("%s >= %s * %s and %s > 0", F, L, B, F),
+			fmt.Sprintf("%s < %s * %s or %s <= 0", F, L, B, F))
+	case rules.CondFlat:
+		r := t.leaf([]rules.FactID{f}, true,
+			fmt.Sprintf("%s >= %s * %s and %s > 0", F, L, B, F),
+			fmt.Sprintf("%s < %s * %s or %s <= 0", F, L, B, F))
+		return tri{r.fails, r.holds}
+	case rules.CondSteady:
+		return t.leaf([]rules.FactID{f}, true,
+			fmt.Sprintf("%s <= %s * %s and %s >= %s / %s", F, L, B, F, B, L),
+			fmt.Sprintf("%s > %s * %s or %s < %s / %s", F, L, B, F, B, L))
+	case rules.CondFalls:
+		return t.leaf([]rules.FactID{f}, true,
+			fmt.Sprintf("%s <= %s / %s and %s < %s", F, B, L, F, B),
+			fmt.Sprintf("%s > %s / %s or %s >= %s", F, B, L, F, B))
+	case rules.CondDrops:
+		return t.leaf([]rules.FactID{f}, true,
+			fmt.Sprintf("%s - %s >= %s", B, F, L),
+			fmt.Sprintf("%s - %s < %s", B, F, L))
+	case rules.CondAtLeast:
+		return t.leaf([]rules.FactID{f}, false, fmt.Sprintf("%s >= %s", F, L), fmt.Sprintf("%s < %s", F, L))
+	case rules.CondAbove:
+		return t.leaf([]rules.FactID{f}, false, fmt.Sprintf("%s > %s", F, L), fmt.Sprintf("%s <= %s", F, L))
+	case rules.CondBelow:
+		return t.leaf([]rules.FactID{f}, false, fmt.Sprintf("%s < %s", F, L), fmt.Sprintf("%s >= %s", F, L))
+	case rules.CondAtMost:
+		return t.leaf([]rules.FactID{f}, false, fmt.Sprintf("%s <= %s", F, L), fmt.Sprintf("%s > %s", F, L))
+	case rules.CondAbsBelow:
+		return t.leaf([]rules.FactID{f}, false, fmt.Sprintf("abs(%s) < %s", F, L), fmt.Sprintf("abs(%s) >= %s", F, L))
+	case rules.CondRatioAtLeast:
+		O := factName(o)
+		return t.leaf([]rules.FactID{f, o}, false,
+			fmt.Sprintf("%s >= %s * %s and %s > 0", F, L, O, F),
+			fmt.Sprintf("%s < %s * %s or %s <= 0", F, L, O, F))
+	case rules.CondDeltaShare:
+		O, OB := factName(o), baseName(o)
+		d, dO := fmt.Sprintf("(%s - %s)", F, B), fmt.Sprintf("(%s - %s)", O, OB)
+		return t.leaf([]rules.FactID{f, o}, true,
+			fmt.Sprintf("%s >= %s * %s and %s > 0", d, L, dO, dO),
+			fmt.Sprintf("%s < %s * %s or %s <= 0", d, L, dO, dO))
+	case rules.CondSymptom, rules.CondNoSymptom:
+		var hs, fs []string
+		for _, s := range c.Symptoms() {
+			hs = append(hs, symName(s, "present"))
+			fs = append(fs, symName(s, "absent"))
+		}
+		// Present when any is present; absent when every one was judged
+		// absent.
+		r := tri{or(hs...), and(fs...)}
+		if c.Kind() == rules.CondNoSymptom {
+			r = tri{r.fails, r.holds}
+		}
+		return r
+	case rules.CondAll, rules.CondAny:
+		var hs, fs []string
+		for _, s := range c.Subs() {
+			r := t.cond(s)
+			hs, fs = append(hs, r.holds), append(fs, r.fails)
+		}
+		if c.Kind() == rules.CondAll {
+			return tri{and(hs...), or(fs...)}
+		}
+		return tri{or(hs...), and(fs...)}
+	case rules.CondNot:
+		r := t.cond(c.Subs()[0])
+		return tri{r.fails, r.holds}
+	}
+	return tri{}
+}

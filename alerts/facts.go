@@ -1,0 +1,176 @@
+package alerts
+
+import (
+	"fmt"
+
+	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/rules"
+)
+
+// factExpr is how one fact of the decision map is computed in PromQL, or
+// why it cannot be.
+type factExpr struct {
+	// expr returns the fleet value per group (the --by labels), reading
+	// the raw series shifted by off ("" or " offset 1d").
+	expr func(g *gen, off string) string
+	// count returns the observations behind a quantile or mean (the
+	// histogram's increase over the rate window); nil for other facts.
+	count func(g *gen, off string) string
+	// note says why the fact is not expressible in PromQL (expr nil).
+	note string
+}
+
+// factTable maps every fact the rules know to its PromQL, in one place.
+// A fact without an entry is reported as not expressible (TestEveryFact
+// keeps the table complete).
+var factTable = map[rules.FactID]factExpr{
+	rules.TTFTP50:          quantile(catalog.SignalTTFT, 0.5),
+	rules.TTFTP95:          quantile(catalog.SignalTTFT, 0.95),
+	rules.TTFTP99:          quantile(catalog.SignalTTFT, 0.99),
+	rules.QueueTimeP50:     quantile(catalog.SignalQueueTime, 0.5),
+	rules.QueueTimeP95:     quantile(catalog.SignalQueueTime, 0.95),
+	rules.PrefillTimeP50:   quantile(catalog.SignalPrefillTime, 0.5),
+	rules.PrefillTimeP95:   quantile(catalog.SignalPrefillTime, 0.95),
+	rules.DecodeTimeP95:    quantile(catalog.SignalDecodeTime, 0.95),
+	rules.TPOTP50:          quantile(catalog.SignalTPOT, 0.5),
+	rules.TPOTP95:          quantile(catalog.SignalTPOT, 0.95),
+	rules.ITLP95:           quantile(catalog.SignalITL, 0.95),
+	rules.E2EP50:           quantile(catalog.SignalE2E, 0.5),
+	rules.E2EP95:           quantile(catalog.SignalE2E, 0.95),
+	rules.E2EP99:           quantile(catalog.SignalE2E, 0.99),
+	rules.InferenceTimeP95: quantile(catalog.SignalInferenceTime, 0.95),
+	rules.ClientTTFTP95: {note: "client_ttft has no default metric name (the caller names the gateway histogram); " +
+		"write its alert by hand from ttft_p95's recording rule"},
+	rules.PromptTokensP50:     quantile(catalog.SignalPromptTokens, 0.5),
+	rules.PromptTokensP95:     quantile(catalog.SignalPromptTokens, 0.95),
+	rules.PromptTokensP99:     quantile(catalog.SignalPromptTokens, 0.99),
+	rules.GenerationTokensP50: quantile(catalog.SignalGenerationTokens, 0.5),
+	rules.GenerationTokensP95: quantile(catalog.SignalGenerationTokens, 0.95),
+
+	rules.QueueTimeMean:   mean(catalog.SignalQueueTime),
+	rules.PrefillTimeMean: mean(catalog.SignalPrefillTime),
+	rules.DecodeTimeMean:  mean(catalog.SignalDecodeTime),
+	rules.TTFTMean:        mean(catalog.SignalTTFT),
+	rules.E2EMean:         mean(catalog.SignalE2E),
+	rules.TPOTMean: {
+		expr: func(g *gen, off string) string {
+			return fmt.Sprintf("%s / (%s - %s)",
+				g.rateSum(catalog.SignalDecodeTime, "_sum", "", off),
+				g.rateSum(catalog.SignalGenerationTokens, "_sum", "", off),
+				g.rateSum(catalog.SignalGenerationTokens, "_count", "", off))
+		},
+		count: histCount(catalog.SignalDecodeTime),
+	},
+
+	rules.ArrivalRate: {expr: func(g *gen, off string) string { return g.arrivals("", off) }},
+	rules.CompletionRate: {expr: func(g *gen, off string) string {
+		return g.rateSum(catalog.SignalRequestSuccess, "", "", off)
+	}},
+	rules.ErrorShare:   share(catalog.SignalRequestSuccess, `finished_reason="error"`),
+	rules.AbortShare:   share(catalog.SignalRequestSuccess, `finished_reason="abort"`),
+	rules.HTTP5xxShare: share(catalog.SignalHTTPRequests, `status="5xx"`),
+	rules.TimeoutShare: {note: "timeout_share comes from a gateway or client metric the caller names; no default name"},
+	rules.PromptTokenRate: {expr: func(g *gen, off string) string {
+		return g.rateSum(catalog.SignalPromptTokensTotal, "", "", off)
+	}},
+	rules.GenerationTokenRate: {expr: func(g *gen, off string) string {
+		return g.rateSum(catalog.SignalGenerationTokensTotal, "", "", off)
+	}},
+	rules.PreemptionRate: {expr: func(g *gen, off string) string {
+		return g.rateSum(catalog.SignalPreemptions, "", "", off)
+	}},
+	rules.PreemptionShare: {expr: func(g *gen, off string) string {
+		return fmt.Sprintf("%s / %s", g.rateSum(catalog.SignalPreemptions, "", "", off), g.rateSum(catalog.SignalRequestSuccess, "", "", off))
+	}},
+	rules.PrefixHitRatio: {expr: func(g *gen, off string) string {
+		return fmt.Sprintf("%s / %s", g.rateSum(catalog.SignalPrefixCacheHits, "", "", off), g.rateSum(catalog.SignalPrefixCacheQueries, "", "", off))
+	}},
+
+	rules.WaitingMean:   overTime("avg_over_time(", catalog.SignalWaiting, "sum"),
+	rules.WaitingMax:    overTime("max_over_time(", catalog.SignalWaiting, "sum"),
+	rules.WaitingMedian: overTime("quantile_over_time(0.5, ", catalog.SignalWaiting, "sum"),
+	rules.WaitingSlope:  overTime("deriv(", catalog.SignalWaiting, "sum"),
+	rules.WaitingBurst: {expr: func(g *gen, off string) string {
+		// The peak short-window arrival rate over the rate window, over
+		// the window's mean: max_over_time catches what a 5 min mean
+		// hides, and `for:` could not.
+		return fmt.Sprintf("max_over_time((%s)[%s:%s]%s) / %s", g.arrivals(g.short, ""), g.w, g.step, off, g.arrivals("", off))
+	}},
+	rules.WaitingBusyShare: {expr: func(g *gen, off string) string {
+		return fmt.Sprintf("avg_over_time((%s > bool 0)[%s:%s]%s)", g.gaugeAgg("sum", catalog.SignalWaiting, ""), g.w, g.step, off)
+	}},
+	rules.ArrivalDispersion: {expr: func(g *gen, off string) string {
+		// Arrivals per short interval: variance over mean.
+		per := fmt.Sprintf("(%s) * %g", g.arrivals(g.short, ""), g.shortSeconds)
+		return fmt.Sprintf("stdvar_over_time((%s)[%s:%s]%s) / avg_over_time((%s)[%s:%s]%s)", per, g.w, g.short, off, per, g.w, g.short, off)
+	}},
+	rules.RunningMean: overTime("avg_over_time(", catalog.SignalRunning, "sum"),
+	rules.RunningMax:  overTime("max_over_time(", catalog.SignalRunning, "sum"),
+	rules.MaxNumSeqs: {note: "vLLM exposes no max_num_seqs metric (supply it from a config exporter); " +
+		"the near-capacity checks stay manual"},
+	rules.KVUsageMean: overTime("avg_over_time(", catalog.SignalKVUsage, "avg"),
+	rules.KVUsageMax:  overTime("max_over_time(", catalog.SignalKVUsage, "max"),
+	rules.GPUUtilMean: {expr: func(g *gen, off string) string {
+		return fmt.Sprintf("avg_over_time((%s)[%s:%s]%s)", g.gpu(), g.w, g.step, off)
+	}},
+	rules.GPUUtilWaiting: {expr: func(g *gen, off string) string {
+		// The GPU of the replicas at the instants requests waited on them.
+		perPod := fmt.Sprintf("avg by (%s) (%s) and on (%s) (%s > 0)",
+			g.byReplica, g.gpuPerReplica(), g.byReplica, g.gaugeAggBy("sum", catalog.SignalWaiting, g.byReplica))
+		return fmt.Sprintf("avg_over_time((avg by (%s) (%s))[%s:%s]%s)", g.by, perPod, g.w, g.step, off)
+	}},
+	rules.BacklogEnd: {expr: func(g *gen, off string) string {
+		return fmt.Sprintf("%s + %s", g.gaugeAgg("sum", catalog.SignalWaiting, off), g.gaugeAgg("sum", catalog.SignalRunning, off))
+	}},
+
+	rules.ReplicaShareMax: {expr: func(g *gen, off string) string {
+		per := g.rateSumBy(catalog.SignalRequestSuccess, "", "", off, g.byReplica)
+		return fmt.Sprintf("max by (%s) (%s) / on (%s) (sum by (%s) (%s) / count by (%s) (%s))",
+			g.by, per, g.by, g.by, per, g.by, per)
+	}},
+	rules.ReplicaLoadShareMax: {expr: func(g *gen, off string) string {
+		return fmt.Sprintf("max by (%s) (%s)", g.by, g.loadShare(off))
+	}},
+	rules.ReplicaTTFTRatio: {expr: func(g *gen, off string) string {
+		return fmt.Sprintf("max by (%s) (%s) / on (%s) %s", g.by, g.quantileBy(catalog.SignalTTFT, 0.95, off, g.byReplica), g.by,
+			g.quantileBy(catalog.SignalTTFT, 0.95, off, g.by))
+	}},
+	rules.CorrRunningTPOT: {note: "PromQL has no correlation over time of two series; the decode-pressure alert reads running_mean instead"},
+}
+
+func quantile(id catalog.SignalID, q float64) factExpr {
+	return factExpr{
+		expr:  func(g *gen, off string) string { return g.quantileBy(id, q, off, g.by) },
+		count: histCount(id),
+	}
+}
+
+func mean(id catalog.SignalID) factExpr {
+	return factExpr{
+		expr: func(g *gen, off string) string {
+			return fmt.Sprintf("%s / %s", g.rateSum(id, "_sum", "", off), g.rateSum(id, "_count", "", off))
+		},
+		count: histCount(id),
+	}
+}
+
+func histCount(id catalog.SignalID) func(g *gen, off string) string {
+	return func(g *gen, off string) string { return g.increaseSum(id, "_count", off) }
+}
+
+// share is the share of a counter's increase with the matcher, 0 when the
+// counter exists but no series matches.
+func share(id catalog.SignalID, matcher string) factExpr {
+	return factExpr{expr: func(g *gen, off string) string {
+		all := g.rateSum(id, "", "", off)
+		return fmt.Sprintf("(%s or 0 * %s) / %s", g.rateSum(id, "", matcher, off), all, all)
+	}}
+}
+
+// overTime is a statistic (fn is the call up to its series argument) over the rate window of a gauge aggregated over
+// the fleet at each instant.
+func overTime(fn string, id catalog.SignalID, agg string) factExpr {
+	return factExpr{expr: func(g *gen, off string) string {
+		return fmt.Sprintf("%s(%s)[%s:%s]%s)", fn, g.gaugeAgg(agg, id, ""), g.w, g.step, off)
+	}}
+}

@@ -1,0 +1,196 @@
+package alerts
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/whyslow/whyslow/internal/fleetsim"
+)
+
+// promtool returns the path of promtool, skipping the test when it is
+// missing, except under CI=true, where a missing promtool fails.
+func promtool(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("promtool not found (CI installs Debian's prometheus): %v", err)
+		}
+		t.Skip("promtool not installed")
+	}
+	return p
+}
+
+// writeRules generates the rule file for opts into dir and returns its path.
+func writeRules(t *testing.T, dir string, opts Options) (string, RuleFile) {
+	t.Helper()
+	f, err := Generate(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "rules.yml")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p, f
+}
+
+// inputSeries is one series of a promtool test: selector and values.
+type inputSeries struct {
+	Series string `yaml:"series"`
+	Values string `yaml:"values"`
+}
+
+// federateLine is "name{labels} value timestamp_ms".
+var federateLine = regexp.MustCompile(`^(\S+?(?:\{.*\})?) (\S+) (-?\d+)$`)
+
+// toInputSeries converts a fleet's scrapes (its /federate dump) to
+// promtool input series on a grid of step from the fleet's start: at
+// each grid point the last sample at or before it, if no older than one
+// step, else "_" (a pod that is down has no sample).
+func toInputSeries(t *testing.T, f *fleetsim.Fleet, step time.Duration) []inputSeries {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := f.WriteFederate(&buf); err != nil {
+		t.Fatal(err)
+	}
+	start := f.Config.Start.UnixMilli()
+	n := int(f.Config.Duration/step) + 1
+	type pt struct {
+		ts int64
+		v  string
+	}
+	series := map[string][]pt{}
+	sc := bufio.NewScanner(&buf)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		m := federateLine.FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("federate line %q: not name{labels} value ts", line)
+		}
+		ts, _ := strconv.ParseInt(m[3], 10, 64)
+		series[m[1]] = append(series[m[1]], pt{ts, m[2]})
+	}
+	keys := make([]string, 0, len(series))
+	for k := range series {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]inputSeries, 0, len(keys))
+	stepMs := step.Milliseconds()
+	for _, k := range keys {
+		pts := series[k]
+		sort.Slice(pts, func(i, j int) bool { return pts[i].ts < pts[j].ts })
+		vals := make([]string, n)
+		j := -1
+		for i := range vals {
+			at := start + int64(i)*stepMs
+			for j+1 < len(pts) && pts[j+1].ts <= at {
+				j++
+			}
+			vals[i] = "_"
+			if j >= 0 && at-pts[j].ts < stepMs {
+				vals[i] = pts[j].v
+			}
+		}
+		out = append(out, inputSeries{Series: k, Values: strings.Join(vals, " ")})
+	}
+	return out
+}
+
+type alertTest struct {
+	EvalTime  string     `yaml:"eval_time"`
+	Alertname string     `yaml:"alertname"`
+	ExpAlerts []expAlert `yaml:"exp_alerts"`
+}
+
+type expAlert struct {
+	ExpLabels      map[string]string `yaml:"exp_labels"`
+	ExpAnnotations map[string]string `yaml:"exp_annotations"`
+}
+
+type testGroup struct {
+	Interval    string        `yaml:"interval"`
+	InputSeries []inputSeries `yaml:"input_series"`
+	AlertTests  []alertTest   `yaml:"alert_rule_test"`
+}
+
+type testFile struct {
+	RuleFiles          []string    `yaml:"rule_files"`
+	EvaluationInterval string      `yaml:"evaluation_interval"`
+	GroupEvalOrder     []string    `yaml:"group_eval_order"`
+	Tests              []testGroup `yaml:"tests"`
+}
+
+// runPromtoolTest writes the test file and runs promtool test rules,
+// returning its output and whether it passed.
+func runPromtoolTest(t *testing.T, tool, dir, name string, tf testFile) (string, bool) {
+	t.Helper()
+	b, err := yaml.Marshal(tf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(tool, "test", "rules", p).CombinedOutput()
+	return string(out), err == nil
+}
+
+// gotAlert matches promtool's report of a failed expectation:
+// "alertname: X, time: 41m," followed by the alerts it got.
+var gotAlert = regexp.MustCompile(`alertname: (\w+), time: (\w+),\s*\n\s*exp:\[\],\s*\n\s*got:\[`)
+
+// firing returns, for each alert, the minutes at which promtool found it
+// firing: every minute of the run is asserted to have no alert, and the
+// failures are the firings.
+func firing(t *testing.T, tool, dir string, rf RuleFile, input []inputSeries, minutes int) (map[string][]int, bool) {
+	t.Helper()
+	var tests []alertTest
+	for m := 0; m <= minutes; m++ {
+		for _, r := range rf.Groups[1].Rules {
+			tests = append(tests, alertTest{EvalTime: fmt.Sprintf("%dm", m), Alertname: r.Alert})
+		}
+	}
+	out, ok := runPromtoolTest(t, tool, dir, "discover_test.yml", testFile{
+		RuleFiles: []string{"rules.yml"}, EvaluationInterval: "1m",
+		GroupEvalOrder: []string{rf.Groups[0].Name, rf.Groups[1].Name},
+		Tests:          []testGroup{{Interval: "1m", InputSeries: input, AlertTests: tests}},
+	})
+	fired := map[string][]int{}
+	for _, m := range gotAlert.FindAllStringSubmatch(out, -1) {
+		d, err := time.ParseDuration(m[2])
+		if err != nil {
+			t.Fatalf("promtool time %q: %v", m[2], err)
+		}
+		fired[m[1]] = append(fired[m[1]], int(d/time.Minute))
+	}
+	if !ok && len(fired) == 0 {
+		t.Fatalf("promtool test rules failed without alert mismatches:\n%s", out)
+	}
+	for k := range fired {
+		sort.Ints(fired[k])
+	}
+	return fired, ok
+}
