@@ -3,6 +3,7 @@ package promapi
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -340,4 +341,69 @@ func TestRedact(t *testing.T) {
 	assert.Equal(t, "http://prom:9090", Redact("http://prom:9090"))
 	assert.True(t, IsURL("HTTPS://x"))
 	assert.False(t, IsURL("/data/http://x"))
+}
+
+// TLS with a CA file and basic authentication with a password file, as
+// Prometheus tooling configures them; without the CA the certificate is
+// refused with a clear error.
+func TestTLSAndBasicAuth(t *testing.T) {
+	f := &fakeProm{hook: func(w http.ResponseWriter, r *http.Request, n int64) bool {
+		if u, p, ok := r.BasicAuth(); !ok || u != "reader" || p != "pa55" {
+			http.Error(w, "bad credentials", http.StatusUnauthorized)
+			return true
+		}
+		return false
+	}}
+	srv := httptest.NewTLSServer(f)
+	defer srv.Close()
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.pem")
+	require.NoError(t, os.WriteFile(ca, pemCert(srv), 0o644))
+	pw := filepath.Join(dir, "pw")
+	require.NoError(t, os.WriteFile(pw, []byte("pa55"), 0o600))
+
+	cfg := fastConfig
+	_, err := cfg.Read(context.Background(), srv.URL, window())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "certificate")
+	assert.NotContains(t, err.Error(), "tries", "a certificate error is not retried")
+
+	cfg.HTTP = config.HTTPClientConfig{TLSConfig: config.TLSConfig{CAFile: ca}, BasicAuth: &config.BasicAuth{Username: "reader", PasswordFile: pw}}
+	ev, err := cfg.Read(context.Background(), srv.URL, window())
+	require.NoError(t, err)
+	requireFleet(t, ev)
+
+	cfg.HTTP = config.HTTPClientConfig{TLSConfig: config.TLSConfig{InsecureSkipVerify: true}}
+	_, err = cfg.Read(context.Background(), srv.URL, window())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "401")
+	assert.NotContains(t, err.Error(), "pa55")
+}
+
+func pemCert(srv *httptest.Server) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+}
+
+// Cancelling the context stops a read in progress promptly.
+func TestCancel(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	f := &fakeProm{hook: func(w http.ResponseWriter, r *http.Request, n int64) bool {
+		if r.URL.Path == "/api/v1/query" {
+			select {
+			case <-stop:
+			case <-r.Context().Done():
+			}
+			return true
+		}
+		return false
+	}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	begin := time.Now()
+	_, err := fastConfig.Read(ctx, srv.URL, window())
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(begin), 3*time.Second)
 }

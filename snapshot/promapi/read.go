@@ -2,6 +2,7 @@ package promapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -618,7 +619,12 @@ func (r *reader) retry(ctx context.Context, what string, f func(context.Context)
 		}
 		status, retryAfter, tooLarge := info.get()
 		msg := serverMessage(err)
+		var cert *tls.CertificateVerificationError
 		switch {
+		case errors.As(err, &cert):
+			ferr := fmt.Errorf("snapshot: server %s: %w: %s: %s (see --tls-ca-file)", r.red, ErrServer, what, msg)
+			r.setFatal(ferr)
+			return ferr
 		case tooLarge || status == http.StatusUnprocessableEntity:
 			return fmt.Errorf("%w: %s: %s", errSplit, what, msg)
 		case status == http.StatusTooManyRequests || status >= 500 || timedOut || status == 0 && isNetErr(err):
