@@ -36,6 +36,11 @@ type Source struct {
 	// error means nothing could be read (the Evidence may still list the
 	// problems).
 	Read func(ctx context.Context, path string, opts Options) (*Evidence, error)
+	// Redact, when non-nil, returns path as it may be shown: in
+	// Evidence.Sources and in the Problem of a failed Read (a URL without
+	// its user information and query string). Read's own Evidence names
+	// its sources itself.
+	Redact func(path string) string
 }
 
 var sources struct {
@@ -125,14 +130,18 @@ func (b *Builder) addSource(ctx context.Context, path string) {
 		return
 	}
 	e, err := src.Read(ctx, path, b.opts)
+	shown := path
+	if src.Redact != nil {
+		shown = src.Redact(path)
+	}
 	if err != nil {
-		b.problems = append(b.problems, Problem{Severity: SeverityError, File: path, Offset: -1, Err: err})
+		b.problems = append(b.problems, Problem{Severity: SeverityError, File: shown, Offset: -1, Err: err})
 	}
 	if e != nil {
 		b.AddEvidence(e)
 	}
-	if e == nil || !slices.Contains(e.Sources, path) {
-		b.sources = append(b.sources, path)
+	if e == nil || !slices.Contains(e.Sources, shown) {
+		b.sources = append(b.sources, shown)
 	}
 }
 

@@ -33,6 +33,7 @@ type inputFlags struct {
 	follow     bool
 	keepTimes  bool
 	keepCut    bool
+	server     serverFlags
 }
 
 func (f *inputFlags) register(fs *flag.FlagSet) {
@@ -45,6 +46,7 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.follow, "follow-links", false, "inside a dump folder, follow symbolic links that lead out of it (by default they are not read: a folder's links cannot pull other files into a report)")
 	fs.BoolVar(&f.keepCut, "keep-cut-files", false, "keep the samples read from a file before a limit (--max-samples) stopped it; by default such a file is left out, so that a cut cardinality bomb adds no series")
 	fs.BoolVar(&f.keepTimes, "keep-time-outliers", false, "keep scrapes whose times lie far outside the rest of the evidence (a file named a year ahead, timestamps in seconds), which are left out by default")
+	f.server.register(fs)
 }
 
 // catalog returns the default catalog with the --alias flags applied.
@@ -88,7 +90,11 @@ func (f *inputFlags) catalogAndEvidence(ctx context.Context, e *env, paths []str
 // a partial result is an error.
 func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, opts snapshot.Options) (*snapshot.Evidence, error) {
 	if len(paths) == 0 {
-		return nil, usagef("no PATH given (a dump, a folder of dumps, a TSDB directory, or - for stdin)")
+		return nil, usagef("no PATH given (a dump, a folder of dumps, a TSDB directory, a server URL, or - for stdin)")
+	}
+	ctx, err := f.server.apply(ctx, paths, &opts, f)
+	if err != nil {
+		return nil, err
 	}
 	if err := f.checkOutput(paths); err != nil {
 		return nil, err
@@ -166,7 +172,7 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 	if err != nil {
 		if ctx.Err() == nil && ev != nil && len(ev.Problems) > 0 {
 			// The problems, printed above, are the reasons.
-			return nil, fmt.Errorf("nothing usable read from %s (%d problem(s) above)", strings.Join(paths, ", "), len(ev.Problems))
+			return nil, fmt.Errorf("nothing usable read from %s (%d problem(s) above)", shownPaths(paths), len(ev.Problems))
 		}
 		if ctx.Err() == nil {
 			reason := strings.TrimPrefix(trimPackage(err.Error()), "nothing usable read: ")
@@ -176,7 +182,7 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 			if f.match != "" {
 				reason += " matching --match " + f.match
 			}
-			return nil, fmt.Errorf("nothing usable read from %s: %s", strings.Join(paths, ", "), reason)
+			return nil, fmt.Errorf("nothing usable read from %s: %s", shownPaths(paths), reason)
 		}
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 // Command whyslow diagnoses slow vLLM serving fleets offline, from saved
-// Prometheus evidence: /metrics dumps, dump folders, /federate dumps and
-// TSDB data directories.
+// Prometheus evidence: /metrics dumps, dump folders, /federate dumps,
+// TSDB data directories, and Prometheus-compatible servers (an http:// or
+// https:// URL: Prometheus, Thanos Query, Mimir, VictoriaMetrics).
 //
 // Usage:
 //
@@ -30,7 +31,8 @@ import (
 	"runtime/debug"
 	"strings"
 
-	_ "github.com/whyslow/whyslow/snapshot/tsdb" // registers the TSDB directory reader
+	_ "github.com/whyslow/whyslow/snapshot/promapi" // registers the reader of server URLs
+	_ "github.com/whyslow/whyslow/snapshot/tsdb"    // registers the TSDB directory reader
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

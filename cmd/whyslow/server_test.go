@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tenantServer is a Prometheus API that wants a bearer token and a Mimir
+// tenant header, and holds vllm:num_requests_waiting of one pod.
+func tenantServer(t *testing.T) *httptest.Server {
+	start := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer s3cret" || r.Header.Get("X-Scope-OrgID") != "team-a" {
+			http.Error(w, "no such tenant or token", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api/v1/label/__name__/values":
+			fmt.Fprint(w, `{"status":"success","data":["vllm:num_requests_waiting","node_load1"]}`)
+		case "/api/v1/label/pod/values":
+			fmt.Fprint(w, `{"status":"success","data":["vllm-0"]}`)
+		case "/api/v1/query":
+			if strings.Contains(r.FormValue("query"), "node_load1") {
+				t.Errorf("a metric outside the catalog was queried: %s", r.FormValue("query"))
+			}
+			var vals []string
+			for k := 0; k <= 20; k++ {
+				vals = append(vals, fmt.Sprintf(`[%d,"%d"]`, start.Add(time.Duration(k)*15*time.Second).Unix(), k%4))
+			}
+			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"vllm:num_requests_waiting","pod":"vllm-0"},"values":[%s]}]}}`, strings.Join(vals, ","))
+		default:
+			fmt.Fprint(w, `{"status":"success","data":[]}`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestServerURL(t *testing.T) {
+	srv := tenantServer(t)
+	tok := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tok, []byte("s3cret\n"), 0o600))
+	url := srv.URL + "/?key=abc"
+	args := []string{"catalog", url, "--range", "2026-09-22T10:00:00Z/5m", "--bearer-token-file", tok, "--header", "X-Scope-OrgID=team-a", "--server-concurrency", "2"}
+	code, out, errs := whyslow(t, "", args...)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "vllm:num_requests_waiting")
+
+	// A wrong tenant: a clear error, no secret printed.
+	args[1] = strings.Replace(srv.URL, "http://", "http://reader:pw@", 1) + "/?key=abc"
+	args[len(args)-3] = "X-Scope-OrgID=team-b"
+	code, out, errs = whyslow(t, "", args...)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "401")
+	assert.Contains(t, errs, "no such tenant or token")
+	for _, secret := range []string{"s3cret", ":pw@", "key=abc"} {
+		assert.NotContains(t, out+errs, secret)
+	}
+
+	code, _, errs = whyslow(t, "", "catalog", srv.URL, "--header", "novalue")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "NAME=VALUE")
+}

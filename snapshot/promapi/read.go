@@ -1,0 +1,791 @@
+package promapi
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// Read reads the series that opts selects from the server at address (a
+// base URL such as http://prometheus:9090, a Thanos Query, a Mimir
+// .../prometheus prefix or a VictoriaMetrics :8428), over
+// [opts.Start, opts.End], into snapshot.Evidence.
+//
+// What is read: the families of opts.Metrics (each name, and the _bucket,
+// _sum and _count series of a histogram of that name), or, when it is
+// empty, every metric name the server holds for opts.Matchers (narrowed by
+// c.KeepName); only series matching opts.Matchers. An open opts.End is
+// now; an open opts.Start is c.DefaultRange before the end, with a
+// warning saying so.
+//
+// How: the metric names and the pods (else instances) are listed first
+// (/api/v1/label/.../values); then each family is read in chunks of at
+// most c.MaxRange and batches of c.TargetsPerQuery pods with one
+// range-vector selector each ({__name__=~"...",pod=~"..."}[RANGE] at the
+// chunk's end), c.Concurrency at a time. Chunks are half-open (start,
+// end], so a sample on a chunk edge is read once whatever the server's
+// edge rule; the first chunk starts c.Overfetch early, and samples outside
+// [opts.Start, opts.End] are dropped, as the TSDB reader drops them.
+//
+// Limits: a query the server rejects as too large (HTTP 422, such as
+// "query processing would load too many samples") or whose response
+// exceeds c.MaxResponseBytes is split in two (pods first, then time) and
+// retried; 5xx, 429 (after its Retry-After), timeouts and refused
+// connections are retried c.Retries times with backoff. A query that
+// still fails is a snapshot.Problem of snapshot.SeverityError naming the
+// query and the server's message, and the rest is read (check
+// Evidence.Partial). Any other 4xx (401, 403, bad_data) stops the read
+// with an error naming the URL, the query and the server's message.
+//
+// Samples are classified by name and labels as snapshot classifies a
+// /federate dump, and belong to the target of their exported_pod, pod or
+// instance label. Native histogram samples are dropped with a problem
+// (ErrNativeHistogram). The address appears redacted (see Redact) in
+// Evidence.Sources, problems and errors.
+func (c Config) Read(ctx context.Context, address string, opts snapshot.Options) (*snapshot.Evidence, error) {
+	lim := opts.Limits.WithDefaults()
+	c = c.withDefaults(lim)
+	red := Redact(address)
+	u, err := url.Parse(address)
+	if err != nil || u.Host == "" {
+		return nil, errorf(address, "not a server address")
+	}
+	r, err := newReader(c, address, red, opts, lim)
+	if err != nil {
+		return nil, err
+	}
+	return r.read(ctx)
+}
+
+// reader is one Read of one server.
+type reader struct {
+	cfg     Config
+	red     string // the redacted address: source, problem file
+	opts    snapshot.Options
+	lim     snapshot.Limits
+	api     v1.API
+	start   int64 // ms, inclusive
+	end     int64 // ms, inclusive
+	problem []snapshot.Problem
+
+	mu       sync.Mutex
+	done     int
+	total    int
+	bytes    int64
+	fatal    error
+	cancel   context.CancelFunc
+	progress func(snapshot.Progress)
+}
+
+func newReader(c Config, address, red string, opts snapshot.Options, lim snapshot.Limits) (*reader, error) {
+	if err := c.HTTP.Validate(); err != nil {
+		return nil, errorf(address, "%v", err)
+	}
+	rt, err := config.NewRoundTripperFromConfig(c.HTTP, "whyslow")
+	if err != nil {
+		return nil, errorf(address, "%v", err)
+	}
+	cl, err := api.NewClient(api.Config{Address: address, RoundTripper: &limitRT{next: rt, max: c.MaxResponseBytes}})
+	if err != nil {
+		return nil, errorf(address, "%v", err)
+	}
+	r := &reader{cfg: c, red: red, opts: opts, lim: lim, api: v1.NewAPI(cl), progress: opts.Progress}
+	end := opts.End
+	if end.IsZero() {
+		end = c.Now()
+	}
+	start := opts.Start
+	if start.IsZero() {
+		start = end.Add(-c.DefaultRange)
+		r.problem = append(r.problem, snapshot.Problem{Severity: snapshot.SeverityWarning, File: red, Offset: -1,
+			Err: fmt.Errorf("no start of the time range given: read the %s up to %s", model.Duration(c.DefaultRange), end.UTC().Format(time.RFC3339))})
+	}
+	if start.After(end) {
+		return nil, errorf(address, "start %s is after end %s", start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
+	}
+	r.start, r.end = start.UnixMilli(), end.UnixMilli()
+	return r, nil
+}
+
+// unit is one query: the sample names of one family, a batch of target
+// label values (nil: no split), over the half-open range (from, to] in ms.
+type unit struct {
+	family  string
+	names   []string
+	label   string   // "pod", "instance" or ""
+	targets []string // values of label; [""] selects series without it
+	from    int64
+	to      int64
+}
+
+// selector returns the PromQL selector of u, without range.
+func (r *reader) selector(u unit) string {
+	ms := []*labels.Matcher{nameMatcher(u.names)}
+	ms = append(ms, r.opts.Matchers...)
+	if u.label != "" {
+		ms = append(ms, valuesMatcher(u.label, u.targets))
+	}
+	return matchersString(ms)
+}
+
+func nameMatcher(names []string) *labels.Matcher {
+	if len(names) == 1 {
+		return labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, names[0])
+	}
+	return valuesMatcher(labels.MetricName, names)
+}
+
+// valuesMatcher matches label to any of values exactly.
+func valuesMatcher(label string, values []string) *labels.Matcher {
+	if len(values) == 1 {
+		return labels.MustNewMatcher(labels.MatchEqual, label, values[0])
+	}
+	q := make([]string, len(values))
+	for i, v := range values {
+		q[i] = regexp.QuoteMeta(v)
+	}
+	return labels.MustNewMatcher(labels.MatchRegexp, label, strings.Join(q, "|"))
+}
+
+func matchersString(ms []*labels.Matcher) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.String()
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// query returns the instant query of u and its evaluation time.
+func (r *reader) query(u unit) (string, time.Time) {
+	d := model.Duration(time.Duration(u.to-u.from) * time.Millisecond)
+	return r.selector(u) + "[" + d.String() + "]", time.UnixMilli(u.to)
+}
+
+// read runs the whole plan.
+func (r *reader) read(ctx context.Context) (*snapshot.Evidence, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.cancel = cancel
+	qfrom := r.start - r.cfg.Overfetch.Milliseconds()
+
+	families, err := r.families(ctx, qfrom)
+	if err != nil {
+		return nil, err
+	}
+	label, targets, err := r.targets(ctx, families, qfrom)
+	if err != nil {
+		return nil, err
+	}
+	var units []unit
+	step := r.cfg.MaxRange.Milliseconds()
+	for _, f := range families {
+		for _, batch := range batches(targets, r.cfg.TargetsPerQuery) {
+			for from := qfrom; from < r.end; from += step {
+				units = append(units, unit{family: f.name, names: f.names, label: label, targets: batch, from: from, to: min(from+step, r.end)})
+			}
+		}
+	}
+	r.total = len(units)
+	r.report(0)
+
+	b := snapshot.NewBuilder(r.builderOptions())
+	results := make(chan result, r.cfg.Concurrency)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, r.cfg.Concurrency)
+	var run func(u unit)
+	run = func(u unit) {
+		defer wg.Done()
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		res := r.do(ctx, u)
+		<-sem
+		if res.split != nil {
+			r.mu.Lock()
+			r.total += len(res.split) - 1
+			r.mu.Unlock()
+			wg.Add(len(res.split))
+			for _, s := range res.split {
+				go run(s)
+			}
+			return
+		}
+		select {
+		case results <- res:
+		case <-ctx.Done():
+		}
+	}
+	wg.Add(len(units))
+	for _, u := range units {
+		go run(u)
+	}
+	go func() { wg.Wait(); close(results) }()
+
+	read, failed := 0, 0
+	for res := range results {
+		r.mu.Lock()
+		r.done++
+		done := r.done
+		r.mu.Unlock()
+		r.report(done)
+		if res.err != nil {
+			failed++
+			r.problem = append(r.problem, snapshot.Problem{Severity: snapshot.SeverityError, File: r.red, Offset: -1, Family: res.unit.family, Err: res.err})
+			continue
+		}
+		read++
+		r.problem = append(r.problem, res.problems...)
+		if len(res.text) > 0 {
+			_ = b.AddDump(r.red, res.text, time.Time{}) // its problems are in the Evidence
+		}
+	}
+	if err := r.fatalErr(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ev := b.Evidence()
+	ev.Sources = []string{r.red}
+	for _, t := range ev.Targets {
+		for i := range t.Scrapes {
+			t.Scrapes[i].TimeFrom = snapshot.TimeFromTSDB
+			t.Scrapes[i].Files = nil
+		}
+	}
+	ev.Problems = append(r.problem, ev.Problems...)
+	if read == 0 && failed > 0 {
+		errs := make([]error, 0, len(ev.Problems))
+		for _, p := range ev.Problems {
+			if p.Severity == snapshot.SeverityError {
+				errs = append(errs, p)
+			}
+		}
+		return nil, fmt.Errorf("snapshot: server %s: nothing could be read: %w", r.red, errors.Join(errs...))
+	}
+	return ev, nil
+}
+
+// builderOptions are opts for the Builder that classifies the samples:
+// the time checks are left to snapshot.Read, which sees every input.
+func (r *reader) builderOptions() snapshot.Options {
+	o := r.opts
+	o.Progress = nil
+	o.KeepTimeOutliers = true
+	o.TargetName = nil
+	if r.opts.TargetName != nil {
+		red := r.red
+		o.TargetName = func(_, name string) string { return r.opts.TargetName(red, name) }
+	}
+	return o
+}
+
+func (r *reader) report(done int) {
+	if r.progress == nil {
+		return
+	}
+	r.mu.Lock()
+	total := r.total
+	r.mu.Unlock()
+	r.progress(snapshot.Progress{Path: r.red, What: "server queries", Done: done, Total: total})
+}
+
+func (r *reader) setFatal(err error) {
+	r.mu.Lock()
+	if r.fatal == nil {
+		r.fatal = err
+	}
+	r.mu.Unlock()
+	r.cancel()
+}
+
+func (r *reader) fatalErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fatal
+}
+
+// family is the sample names read together: a histogram's _bucket, _sum
+// and _count must be in one response to be assembled.
+type family struct {
+	name  string
+	names []string
+}
+
+// families lists the metric names to read, grouped by family.
+func (r *reader) families(ctx context.Context, qfrom int64) ([]family, error) {
+	var match []*labels.Matcher
+	if len(r.opts.Metrics) > 0 {
+		match = append(match, nameMatcher(sampleNames(r.opts.Metrics)))
+	}
+	match = append(match, r.opts.Matchers...)
+	if len(match) == 0 {
+		match = append(match, labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+"))
+	}
+	sel := matchersString(match)
+	vals, err := r.labelValues(ctx, labels.MetricName, sel, qfrom)
+	if err != nil {
+		return nil, err
+	}
+	groups := map[string][]string{}
+	var order []string
+	for _, v := range vals {
+		name := string(v)
+		if len(r.opts.Metrics) == 0 && r.cfg.KeepName != nil && !r.cfg.KeepName(name) {
+			continue
+		}
+		base := name
+		for _, suf := range []string{"_bucket", "_sum", "_count"} {
+			if b, ok := strings.CutSuffix(name, suf); ok && b != "" {
+				base = b
+			}
+		}
+		if groups[base] == nil {
+			order = append(order, base)
+		}
+		groups[base] = append(groups[base], name)
+	}
+	slices.Sort(order)
+	out := make([]family, 0, len(order))
+	for _, base := range order {
+		out = append(out, family{name: base, names: groups[base]})
+	}
+	return out, nil
+}
+
+// targets chooses the label to batch series by (pod, else instance) and
+// lists its values; series without it are read by the batch [""].
+func (r *reader) targets(ctx context.Context, fams []family, qfrom int64) (string, []string, error) {
+	if len(fams) == 0 {
+		return "", nil, nil
+	}
+	var names []string
+	for _, f := range fams {
+		names = append(names, f.names...)
+	}
+	sel := matchersString(append([]*labels.Matcher{nameMatcher(names)}, r.opts.Matchers...))
+	for _, label := range []string{"pod", "instance"} {
+		vals, err := r.labelValues(ctx, label, sel, qfrom)
+		if err != nil {
+			return "", nil, err
+		}
+		if len(vals) > 0 {
+			out := make([]string, 0, len(vals)+1)
+			for _, v := range vals {
+				out = append(out, string(v))
+			}
+			slices.Sort(out)
+			return label, append(out, ""), nil
+		}
+	}
+	return "", nil, nil
+}
+
+// batches splits targets into batches of n; no targets is one batch.
+func batches(targets []string, n int) [][]string {
+	if len(targets) == 0 {
+		return [][]string{nil}
+	}
+	var out [][]string
+	for len(targets) > 0 {
+		k := min(n, len(targets))
+		// The "" batch (series without the label) stays alone: a regex
+		// alternative "" would match every series.
+		if i := slices.Index(targets[:k], ""); i >= 0 {
+			if i == 0 {
+				k = 1
+			} else {
+				k = i
+			}
+		}
+		out = append(out, targets[:k])
+		targets = targets[k:]
+	}
+	return out
+}
+
+// labelValues lists the values of label on series matching sel in the
+// range, with retries; a failure is fatal for the read.
+func (r *reader) labelValues(ctx context.Context, label, sel string, qfrom int64) (model.LabelValues, error) {
+	what := fmt.Sprintf("label values of %s for %s", label, sel)
+	var vals model.LabelValues
+	err := r.retry(ctx, what, func(ctx context.Context) (v1.Warnings, error) {
+		var w v1.Warnings
+		var err error
+		vals, w, _, err = r.api.LabelValues(ctx, label, []string{sel}, time.UnixMilli(qfrom), time.UnixMilli(r.end))
+		return w, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return vals, nil
+}
+
+// result is the outcome of one unit.
+type result struct {
+	unit     unit
+	text     []byte
+	problems []snapshot.Problem
+	split    []unit
+	err      error
+}
+
+// errSplit: the query was too large for the server; split it.
+var errSplit = errors.New("too large")
+
+// do runs one unit's query.
+func (r *reader) do(ctx context.Context, u unit) result {
+	q, ts := r.query(u)
+	var val model.Value
+	var warns v1.Warnings
+	err := r.retry(ctx, "query "+q, func(ctx context.Context) (v1.Warnings, error) {
+		var err error
+		val, warns, _, err = r.api.Query(ctx, q, ts)
+		return warns, err
+	})
+	if errors.Is(err, errSplit) {
+		if s := split(u); s != nil {
+			return result{unit: u, split: s}
+		}
+		return result{unit: u, err: fmt.Errorf("%w: %s at %s is too large even for one target over %s: %w", ErrTooLarge, q, ts.UTC().Format(time.RFC3339), model.Duration(time.Duration(u.to-u.from)*time.Millisecond), err)}
+	}
+	if err != nil {
+		return result{unit: u, err: err}
+	}
+	res := result{unit: u}
+	for _, w := range warns {
+		res.problems = append(res.problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: r.red, Offset: -1, Family: u.family,
+			Err: fmt.Errorf("server warning for %s: %s", q, w)})
+	}
+	m, ok := val.(model.Matrix)
+	if !ok {
+		res.err = fmt.Errorf("%w: %s: the server answered a %s, not a range vector", ErrServer, q, typeName(val))
+		return res
+	}
+	lo := max(u.from+1, r.start) // (from, to] within [start, end]
+	hi := min(u.to, r.end)
+	var buf []byte
+	native := 0
+	for _, ss := range m {
+		native += len(ss.Histograms)
+		name := string(ss.Metric[model.MetricNameLabel])
+		if name == "" {
+			continue
+		}
+		var prefix []byte
+		for _, sp := range ss.Values {
+			t := int64(sp.Timestamp)
+			if t < lo || t > hi {
+				continue
+			}
+			if prefix == nil {
+				prefix = appendSeries(nil, name, ss.Metric)
+			}
+			buf = append(buf, prefix...)
+			buf = append(buf, ' ')
+			buf = appendFloat(buf, float64(sp.Value))
+			buf = append(buf, ' ')
+			buf = strconv.AppendInt(buf, t, 10)
+			buf = append(buf, '\n')
+		}
+	}
+	if native > 0 {
+		res.problems = append(res.problems, snapshot.Problem{Severity: snapshot.SeverityError, File: r.red, Offset: -1, Family: u.family,
+			Err: fmt.Errorf("%w: %d samples of %s dropped", ErrNativeHistogram, native, q)})
+	}
+	res.text = buf
+	r.mu.Lock()
+	r.bytes += int64(len(buf))
+	over := r.bytes > r.lim.MaxTotalBytes
+	r.mu.Unlock()
+	if over {
+		r.setFatal(fmt.Errorf("snapshot: server %s: %w", r.red, &snapshot.LimitError{Limit: "Limits.MaxTotalBytes", Max: r.lim.MaxTotalBytes,
+			Msg: fmt.Sprintf("samples read from the server exceed %d bytes", r.lim.MaxTotalBytes)}))
+	}
+	return res
+}
+
+// split halves u: its targets first, then its time range (not below a
+// second); nil when u cannot be split.
+func split(u unit) []unit {
+	if len(u.targets) > 1 {
+		a, b := u, u
+		h := len(u.targets) / 2
+		a.targets, b.targets = u.targets[:h], u.targets[h:]
+		return []unit{a, b}
+	}
+	if u.to-u.from >= 2000 {
+		a, b := u, u
+		mid := u.from + (u.to-u.from)/2
+		a.to, b.from = mid, mid
+		return []unit{a, b}
+	}
+	return nil
+}
+
+func typeName(v model.Value) string {
+	if v == nil {
+		return "nothing"
+	}
+	return v.Type().String()
+}
+
+// appendSeries appends name{labels} in text exposition syntax.
+func appendSeries(b []byte, name string, m model.Metric) []byte {
+	b = append(b, name...)
+	names := make([]string, 0, len(m))
+	for k := range m {
+		if k != model.MetricNameLabel {
+			names = append(names, string(k))
+		}
+	}
+	slices.Sort(names)
+	b = append(b, '{')
+	for i, k := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, k...)
+		b = append(b, '=', '"')
+		for _, c := range []byte(m[model.LabelName(k)]) {
+			switch c {
+			case '\\':
+				b = append(b, '\\', '\\')
+			case '"':
+				b = append(b, '\\', '"')
+			case '\n':
+				b = append(b, '\\', 'n')
+			default:
+				b = append(b, c)
+			}
+		}
+		b = append(b, '"')
+	}
+	return append(b, '}')
+}
+
+// appendFloat appends v as text exposition writes it: the shortest
+// decimal that reads back as v.
+func appendFloat(b []byte, v float64) []byte {
+	switch {
+	case math.IsNaN(v):
+		return append(b, "NaN"...)
+	case math.IsInf(v, 1):
+		return append(b, "+Inf"...)
+	case math.IsInf(v, -1):
+		return append(b, "-Inf"...)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+// retry runs f with a per-request timeout, retrying what may pass on a
+// second try. A permanent 4xx is fatal for the whole read. It returns
+// errSplit (wrapped) when the server rejects the query as too large.
+func (r *reader) retry(ctx context.Context, what string, f func(context.Context) (v1.Warnings, error)) error {
+	backoff := r.cfg.Backoff
+	for try := 0; ; try++ {
+		info := &attempt{}
+		rctx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, info), r.cfg.Timeout)
+		_, err := f(rctx)
+		timedOut := rctx.Err() == context.DeadlineExceeded
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		status, retryAfter, tooLarge := info.get()
+		msg := serverMessage(err)
+		var cert *tls.CertificateVerificationError
+		switch {
+		case errors.As(err, &cert):
+			ferr := fmt.Errorf("snapshot: server %s: %w: %s: %s (see --tls-ca-file)", r.red, ErrServer, what, msg)
+			r.setFatal(ferr)
+			return ferr
+		case tooLarge || status == http.StatusUnprocessableEntity:
+			return fmt.Errorf("%w: %s: %s", errSplit, what, msg)
+		case status == http.StatusTooManyRequests || status >= 500 || timedOut || status == 0 && isNetErr(err):
+			if try >= r.cfg.Retries {
+				why := msg
+				if timedOut {
+					why = fmt.Sprintf("no answer within %s", r.cfg.Timeout)
+				}
+				return fmt.Errorf("%w: %s: %s (after %d tries)", ErrServer, what, why, try+1)
+			}
+			wait := backoff
+			if retryAfter > 0 {
+				wait = retryAfter
+			}
+			wait = min(wait, r.cfg.MaxBackoff)
+			backoff *= 2
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			}
+		default:
+			ferr := fmt.Errorf("snapshot: server %s: %w: %s: %s", r.red, ErrServer, what, msg)
+			r.setFatal(ferr)
+			return ferr
+		}
+	}
+}
+
+// serverMessage describes err without the request URL (which may hold
+// credentials), with the server's own message where it sent one.
+func serverMessage(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var ae *v1.Error
+	if errors.As(err, &ae) {
+		s := string(ae.Type) + ": " + ae.Msg
+		if d := strings.TrimSpace(ae.Detail); d != "" {
+			if len(d) > 300 {
+				d = d[:300] + "…"
+			}
+			s += ": " + d
+		}
+		return s
+	}
+	return err.Error()
+}
+
+func isNetErr(err error) bool {
+	var ne net.Error
+	var oe *net.OpError
+	var ue *url.Error
+	return errors.As(err, &ne) || errors.As(err, &oe) || errors.As(err, &ue) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// attempt records what the transport saw of one request.
+type attempt struct {
+	mu         sync.Mutex
+	status     int
+	retryAfter time.Duration
+	tooLarge   bool
+}
+
+func (a *attempt) get() (int, time.Duration, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status, a.retryAfter, a.tooLarge
+}
+
+type attemptKey struct{}
+
+// errBodyTooLarge: a response body exceeded Config.MaxResponseBytes.
+var errBodyTooLarge = errors.New("response exceeds the size limit")
+
+// limitRT records status and Retry-After of each response in the
+// request's attempt, and cuts bodies beyond max bytes.
+type limitRT struct {
+	next http.RoundTripper
+	max  int64
+}
+
+func (l *limitRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	a, _ := req.Context().Value(attemptKey{}).(*attempt)
+	if a != nil {
+		a.mu.Lock()
+		a.status = resp.StatusCode
+		a.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		a.mu.Unlock()
+	}
+	resp.Body = &limitBody{rc: resp.Body, left: l.max, a: a, max: l.max}
+	return resp, nil
+}
+
+// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
+func parseRetryAfter(s string, now time.Time) time.Duration {
+	if s == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(s); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
+}
+
+type limitBody struct {
+	rc   io.ReadCloser
+	left int64
+	max  int64
+	a    *attempt
+}
+
+func (b *limitBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, b.tooLarge()
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte more tells a larger body
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n + int(b.left), b.tooLarge()
+	}
+	return n, err
+}
+
+func (b *limitBody) tooLarge() error {
+	if b.a != nil {
+		b.a.mu.Lock()
+		b.a.tooLarge = true
+		b.a.mu.Unlock()
+	}
+	return fmt.Errorf("%w (%d bytes)", errBodyTooLarge, b.max)
+}
+
+func (b *limitBody) Close() error { return b.rc.Close() }
+
+// sampleNames expands family or sample names to the sample names that
+// may belong to their families, sorted and distinct.
+func sampleNames(metrics []string) []string {
+	var out []string
+	for _, m := range metrics {
+		base := m
+		for _, suf := range []string{"_bucket", "_sum", "_count"} {
+			if b, ok := strings.CutSuffix(m, suf); ok && b != "" {
+				base = b
+			}
+		}
+		out = append(out, m, base, base+"_bucket", base+"_sum", base+"_count")
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,312 @@
+package promapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/promapi"
+	_ "github.com/whyslow/whyslow/snapshot/tsdb"
+)
+
+// needBinary returns the path of a server binary: a missing one fails
+// the test in CI (CI=true) and skips it elsewhere.
+func needBinary(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is required in CI: %v", name, err)
+		}
+		t.Skipf("%s not installed: %v", name, err)
+	}
+	return p
+}
+
+// freeAddr returns a free 127.0.0.1 address.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// startServer starts a server process and waits until ready answers 200;
+// the process is killed by its PID when the test ends.
+func startServer(t *testing.T, ready string, bin string, args ...string) {
+	t.Helper()
+	var log bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	require.NoError(t, cmd.Start())
+	pid := cmd.Process.Pid
+	t.Cleanup(func() {
+		if p, err := os.FindProcess(pid); err == nil {
+			_ = p.Kill()
+		}
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		resp, err := http.Get(ready)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready after 90s: %v\n%s", bin, err, log.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// startPrometheus serves a copy of the TSDB directory dir.
+func startPrometheus(t *testing.T, dir string) string {
+	bin := needBinary(t, "prometheus")
+	data := filepath.Join(t.TempDir(), "data")
+	require.NoError(t, os.CopyFS(data, os.DirFS(dir)))
+	cfg := filepath.Join(t.TempDir(), "prometheus.yml")
+	require.NoError(t, os.WriteFile(cfg, []byte("scrape_configs: []\n"), 0o644))
+	addr := freeAddr(t)
+	startServer(t, "http://"+addr+"/-/ready", bin,
+		"--config.file="+cfg, "--storage.tsdb.path="+data, "--storage.tsdb.retention.time=100y",
+		"--web.listen-address="+addr)
+	return "http://" + addr
+}
+
+// startVictoriaMetrics imports the fleet as text exposition with
+// timestamps and checks that no row was ignored.
+func startVictoriaMetrics(t *testing.T, fleet *fleetsim.Fleet) string {
+	bin := needBinary(t, "victoria-metrics")
+	addr := freeAddr(t)
+	startServer(t, "http://"+addr+"/health", bin,
+		"-storageDataPath="+filepath.Join(t.TempDir(), "vm"), "-retentionPeriod=100y", "-httpListenAddr="+addr)
+	base := "http://" + addr
+	var buf bytes.Buffer
+	require.NoError(t, fleet.WriteFederate(&buf))
+	resp, err := http.Post(base+"/api/v1/import/prometheus", "text/plain", &buf)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Less(t, resp.StatusCode, 300, "import: %s", body)
+	resp, err = http.Get(base + "/internal/force_flush")
+	require.NoError(t, err)
+	resp.Body.Close()
+	resp, err = http.Get(base + "/metrics")
+	require.NoError(t, err)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	ignored := regexp.MustCompile(`(?m)^vm_rows_ignored_total\{[^}]*\} (\S+)$`).FindAllSubmatch(body, -1)
+	require.NotEmpty(t, ignored, "vm_rows_ignored_total is exposed")
+	for _, m := range ignored {
+		assert.Equal(t, "0", string(m[1]), "rows ignored by VictoriaMetrics: %s", m[0])
+	}
+	return base
+}
+
+// serverFleet is a small fleet of a scenario: three pods at a 30 s
+// scrape interval (mixed-versions keeps its pods).
+func serverFleet(t *testing.T, name string) (fleetsim.ScenarioSpec, *fleetsim.Fleet) {
+	t.Helper()
+	spec, ok := fleetsim.LookupScenario(name)
+	require.True(t, ok, name)
+	cfg := spec.Config
+	if len(cfg.Pods) == 0 {
+		cfg.NumPods = 3
+		cfg.Workload.Phases = slices.Clone(cfg.Workload.Phases)
+		for i := range cfg.Workload.Phases {
+			cfg.Workload.Phases[i].Rate *= 3.0 / 8
+		}
+	}
+	cfg.ScrapeInterval = 30 * time.Second
+	fleet, err := fleetsim.Run(cfg)
+	require.NoError(t, err)
+	return spec, fleet
+}
+
+// span returns the first and last scrape time of the fleet.
+func span(fleet *fleetsim.Fleet) (first, last time.Time) {
+	for _, p := range fleet.Pods {
+		if len(p.Scrapes) == 0 {
+			continue
+		}
+		f, l := p.Scrapes[0].Time, p.Scrapes[len(p.Scrapes)-1].Time
+		if first.IsZero() || f.Before(first) {
+			first = f
+		}
+		if l.After(last) {
+			last = l
+		}
+	}
+	return first, last
+}
+
+// TestServersDiagnoseAsTSDB serves fleetsim fleets from a real Prometheus
+// (a copy of the TSDB directory) and a real VictoriaMetrics (the fleet
+// imported), and checks that diagnosing the URL gives the report of
+// diagnosing the TSDB directory: same verdict, facts and quantiles (to
+// 1e-9 relative), over the whole span and over a window that starts and
+// ends between scrapes.
+func TestServersDiagnoseAsTSDB(t *testing.T) {
+	for _, scenario := range []string{"kv-preemption", "healthy", "restart", "mixed-versions"} {
+		t.Run(scenario, func(t *testing.T) {
+			spec, fleet := serverFleet(t, scenario)
+			dir := filepath.Join(t.TempDir(), "tsdb")
+			require.NoError(t, fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+			first, last := span(fleet)
+			ranges := []snapshot.Options{
+				{Start: first, End: last},
+				{Start: first.Add(10*time.Minute + 7*time.Second), End: last.Add(-3 * time.Minute)},
+			}
+			servers := []struct {
+				name  string
+				start func() string
+			}{
+				{"prometheus", func() string { return startPrometheus(t, dir) }},
+				{"victoria-metrics", func() string { return startVictoriaMetrics(t, fleet) }},
+			}
+			for _, srv := range servers {
+				t.Run(srv.name, func(t *testing.T) {
+					url := srv.start()
+					for i, opts := range ranges {
+						ref, err := snapshot.Read(context.Background(), []string{dir}, opts)
+						require.NoError(t, err)
+						ctx := promapi.WithConfig(context.Background(), promapi.Config{MaxRange: 25 * time.Minute, TargetsPerQuery: 2})
+						got, err := snapshot.Read(ctx, []string{url}, opts)
+						require.NoError(t, err)
+						for _, p := range got.Problems {
+							assert.NotEqual(t, snapshot.SeverityError, p.Severity, "%v", p)
+						}
+						require.Len(t, got.Targets, len(ref.Targets))
+						refRep, err := diagnose.Diagnose(ref, diagnose.Options{})
+						require.NoError(t, err)
+						gotRep, err := diagnose.Diagnose(got, diagnose.Options{})
+						require.NoError(t, err)
+						if i == 0 {
+							assert.Equal(t, spec.Expect, string(refRep.Verdict), "the reference diagnosis")
+						}
+						assert.Equal(t, refRep.Verdict, gotRep.Verdict)
+						diffs := jsonDiff(reportJSON(t, refRep), reportJSON(t, gotRep), "")
+						if len(diffs) > 20 {
+							diffs = append(diffs[:20], fmt.Sprintf("... and %d more", len(diffs)-20))
+						}
+						assert.Empty(t, diffs, "range %d: report differences (path: TSDB, server):\n%s", i, strings.Join(diffs, "\n"))
+						assert.Equal(t, []string{url}, gotRep.Inputs.Sources)
+					}
+				})
+			}
+		})
+	}
+}
+
+// reportJSON returns the report as generic JSON without its sources.
+func reportJSON(t *testing.T, r *diagnose.Report) any {
+	t.Helper()
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	var v any
+	require.NoError(t, json.Unmarshal(b, &v))
+	if m, ok := v.(map[string]any); ok {
+		if in, ok := m["inputs"].(map[string]any); ok {
+			delete(in, "sources")
+		}
+	}
+	return v
+}
+
+// jsonDiff lists the paths at which a and b differ; numbers are equal
+// within 1e-9 relative (VictoriaMetrics keeps about 12 significant
+// digits of floats).
+func jsonDiff(a, b any, path string) []string {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok {
+			return []string{fmt.Sprintf("%s: %v vs %v", path, a, b)}
+		}
+		keys := map[string]bool{}
+		for k := range x {
+			keys[k] = true
+		}
+		for k := range y {
+			keys[k] = true
+		}
+		var ks []string
+		for k := range keys {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		var out []string
+		for _, k := range ks {
+			out = append(out, jsonDiff(x[k], y[k], path+"."+k)...)
+		}
+		return out
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return []string{fmt.Sprintf("%s: %d items vs %v", path, len(x), b)}
+		}
+		var out []string
+		for i := range x {
+			out = append(out, jsonDiff(x[i], y[i], path+"["+strconv.Itoa(i)+"]")...)
+		}
+		return out
+	case float64:
+		y, ok := b.(float64)
+		if !ok || math.Abs(x-y) > 1e-9*math.Max(math.Abs(x), math.Abs(y)) {
+			return []string{fmt.Sprintf("%s: %v vs %v", path, a, b)}
+		}
+		return nil
+	case string:
+		if y, ok := b.(string); ok && x != y && numericText(x, y) {
+			return nil
+		}
+	}
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		return []string{fmt.Sprintf("%s: %v vs %v", path, a, b)}
+	}
+	return nil
+}
+
+// numericText reports whether two texts differ only in numbers that agree
+// to 1e-9 relative ("p95 0.41999999999 s" and "p95 0.42 s").
+func numericText(a, b string) bool {
+	num := regexp.MustCompile(`-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?`)
+	if num.ReplaceAllString(a, "#") != num.ReplaceAllString(b, "#") {
+		return false
+	}
+	na, nb := num.FindAllString(a, -1), num.FindAllString(b, -1)
+	for i := range na {
+		x, _ := strconv.ParseFloat(na[i], 64)
+		y, _ := strconv.ParseFloat(nb[i], 64)
+		if math.Abs(x-y) > 1e-9*math.Max(math.Abs(x), math.Abs(y)) {
+			return false
+		}
+	}
+	return true
+}
