@@ -191,14 +191,31 @@ func layoutWindows(d *Document, r *Report) {
 			used = "used to choose the windows"
 		}
 		it := Item{Text: fmt.Sprintf("change point: %s, score %s (%s)", cp.Time.UTC().Format("2006-01-02 15:04:05Z"), FormatNumber(cp.Score), used)}
+		if len(cp.Signals) > 0 {
+			it.Sub = append(it.Sub, Item{Text: "moved: " + movedText(cp.Signals)})
+		}
 		if cp.Method != "" {
-			it.Sub = []Item{{Text: "method: " + cp.Method}}
+			it.Sub = append(it.Sub, Item{Text: "method: " + cp.Method})
 		}
 		items = append(items, it)
 	} else {
 		items = append(items, Item{Text: "change point: none proposed"})
 	}
 	d.list("windows", items)
+}
+
+// movedText says which series stepped at a change point, and how:
+// "tpot_p95 24.3ms -> 36ms (1.48x), waiting 0 -> 11.3 req".
+func movedText(sigs []ChangeSignal) string {
+	parts := make([]string, len(sigs))
+	for i, c := range sigs {
+		p := fmt.Sprintf("%s %s -> %s", c.Series, FormatValue(float64(c.Before), c.Unit), FormatValue(float64(c.After), c.Unit))
+		if b := float64(c.Before); b > 0 {
+			p += " (" + FormatMultiple(float64(c.After)/b) + ")"
+		}
+		parts[i] = p
+	}
+	return strings.Join(parts, ", ")
 }
 
 // symptomState names the state of a symptom.

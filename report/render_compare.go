@@ -241,7 +241,6 @@ func CompareDocument(rows []CompareRow) *Document {
 	return compareDoc(rows)
 }
 
-
 // WriteCompareMarkdown writes rows (from CompareTable) as a Markdown
 // table, moved rows in bold.
 func WriteCompareMarkdown(w io.Writer, rows []CompareRow) error {

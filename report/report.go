@@ -122,6 +122,26 @@ type ChangePoint struct {
 	Method string `json:"method"`
 	// Used reports whether the windows were derived from it.
 	Used bool `json:"used"`
+	// Signals are the symptom series that step at Time (their shift is
+	// material and counts toward Score), largest shift first: which
+	// signal moved, from what level to what.
+	Signals []ChangeSignal `json:"signals,omitempty"`
+}
+
+// ChangeSignal is one series that steps at a change point.
+type ChangeSignal struct {
+	// Series names the per-interval series: "ttft_p95", "tpot_p95",
+	// "itl_p95", "e2e_p95" (fleet, buckets merged per interval) or
+	// "waiting" (fleet mean).
+	Series string `json:"series"`
+	// Unit is the unit of Before and After: "s" or "requests".
+	Unit string `json:"unit"`
+	// Before and After are the series' means over the intervals before
+	// and after the change point.
+	Before Float `json:"before"`
+	After  Float `json:"after"`
+	// Score is the series' standardised shift (its term of the score).
+	Score float64 `json:"score"`
 }
 
 // Signals are the measured signals of a report.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/rules"
 )
 
@@ -186,9 +187,17 @@ func windowsLine(r *Report) string {
 		}
 		s := name + " " + span
 		if wi.Scrapes > 0 {
-			s = strings.TrimSuffix(s, ")") + ", " + FormatInteger(float64(wi.Scrapes)) + " scrapes)"
-			if sameDay {
-				s = strings.Replace(s, " ("+FormatDuration(wi.End.Sub(wi.Start))+", ", " (", 1)
+			n := FormatInteger(float64(wi.Scrapes)) + " scrapes"
+			if wi.Scrapes == 1 {
+				n = "1 scrape"
+			}
+			switch {
+			case sameDay:
+				s = strings.Replace(s, " ("+FormatDuration(wi.End.Sub(wi.Start))+")", " ("+n+")", 1)
+			case strings.HasSuffix(s, ")") && wi.From != "lifetime":
+				s = strings.TrimSuffix(s, ")") + ", " + n + ")"
+			default:
+				s += ", " + n
 			}
 		}
 		return s
@@ -199,6 +208,13 @@ func windowsLine(r *Report) string {
 	}
 	if cp := w.ChangePoint; cp != nil && cp.Used {
 		s += "; change point " + cp.Time.UTC().Format("15:04Z")
+		if len(cp.Signals) > 0 {
+			var names []string
+			for _, c := range cp.Signals[:min(2, len(cp.Signals))] {
+				names = append(names, c.Series)
+			}
+			s += " (" + strings.Join(names, ", ") + " moved)"
+		}
 	} else if i.From != "" {
 		s += "; " + i.From
 	}
@@ -213,6 +229,7 @@ func evidenceLine(r *Report) string {
 	for _, v := range in.Versions {
 		vers[v] = true
 	}
+	delete(vers, "none")
 	if len(vers) == 1 {
 		for v := range vers {
 			parts = append(parts, "vLLM "+v)
@@ -268,7 +285,11 @@ func layoutSummary(d *Document, r *Report) {
 		items = append(items, Item{Text: "candidates (check these next, none is a verdict): " + strings.Join(c, ", ")})
 	}
 	items = append(items, Item{Text: "symptoms present: " + presentSymptoms(r)})
-	if nums := summaryNumbers(r); len(nums) > 0 {
+	single := r.Windows.Incident.From == "lifetime" && r.Windows.Baseline.From != "lifetime"
+	if single {
+		items = append(items, lifetimeItems(r)...)
+	}
+	if nums := summaryNumbers(r); len(nums) > 0 && (!single || isHyp) {
 		items = append(items, Item{Text: "numbers (incident vs baseline window):", Sub: textItems(nums)})
 	}
 	if isHyp {
@@ -318,4 +339,63 @@ func firstClause(s string) string {
 		}
 	}
 	return s
+}
+
+// lifetimeSignals are the latency signals a single scrape summarises,
+// with their lifetime quantiles.
+var lifetimeSignals = []string{"ttft", "tpot", "itl", "e2e"}
+
+// lifetimeItems say what one scrape per replica (counters since process
+// start) can and cannot show, its lifetime quantiles with bounds, the
+// mean time per phase from the histograms' sums, and what to do next.
+func lifetimeItems(r *Report) []Item {
+	items := []Item{{Text: "one scrape per replica: every value is since its process started. It shows lifetime quantiles and " +
+		"the mean time per phase; it cannot show a change over time, a baseline or a change point, so no hypothesis can be " +
+		"singled out"}}
+	var qs []string
+	for _, id := range lifetimeSignals {
+		sig, ok := signalByID(r.Signals.Fleet, catalogID(id))
+		if !ok || sig.Incident == nil {
+			continue
+		}
+		var parts []string
+		for _, q := range sig.Incident.Quantiles {
+			if q.Q == 0.5 || q.Q == 0.95 {
+				parts = append(parts, fmtQ(q.Q)+" "+fmtQuantileValue(q, sig.Unit))
+			}
+		}
+		if len(parts) > 0 {
+			qs = append(qs, fmt.Sprintf("%s %s (%s)", id, strings.Join(parts, ", "), fmtCountOf(sig.Incident.Count, countNounSignal(id))))
+		}
+	}
+	if len(qs) > 0 {
+		items = append(items, Item{Text: "lifetime quantiles [bucket]:", Sub: textItems(qs)})
+	}
+	var phases []string
+	for _, ph := range []struct{ id, name string }{{"queue_time", "queue"}, {"prefill_time", "prefill"}, {"decode_time", "decode"}} {
+		sig, ok := signalByID(r.Signals.Fleet, catalogID(ph.id))
+		if !ok || sig.Incident == nil || !finiteFloat(sig.Incident.Mean) {
+			continue
+		}
+		phases = append(phases, ph.name+" "+FormatValue(float64(sig.Incident.Mean), "s"))
+	}
+	if len(phases) > 0 {
+		items = append(items, Item{Text: "lifecycle, mean per request (from _sum / _count): " + strings.Join(phases, ", ")})
+	}
+	next := "next: take a second scrape 10-30 minutes later and diagnose both files together"
+	if len(r.Settings.SLO) == 0 {
+		next += ", or judge these values against targets with --slo ttft_p95=2s,tpot_p95=80ms"
+	}
+	return append(items, Item{Text: next})
+}
+
+// catalogID converts a signal id of the report to the catalog's type.
+func catalogID(id string) catalog.SignalID { return catalog.SignalID(id) }
+
+// countNounSignal says what a latency histogram's count counts.
+func countNounSignal(id string) string {
+	if id == "itl" {
+		return "token gaps"
+	}
+	return "requests"
 }

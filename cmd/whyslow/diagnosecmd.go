@@ -160,6 +160,9 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	if err != nil {
 		return err
 	}
+	if err := checkVLLM(opts.Catalog, ev); err != nil {
+		return err
+	}
 	if err := checkWindow("--baseline", opts.Baseline, ev); err != nil {
 		return err
 	}
@@ -176,6 +179,33 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	}
 	err = write(out, &f, rep)
 	return errors.Join(err, closeOut())
+}
+
+// checkVLLM refuses evidence in which no target is vLLM (another engine's
+// capture, such as SGLang's, or only companion exporters): a short
+// message naming what was read, instead of a report of nothing but
+// "cannot evaluate".
+func checkVLLM(cat *diagnose.Catalog, ev *snapshot.Evidence) error {
+	if cat == nil || ev == nil || len(ev.Targets) == 0 {
+		return nil
+	}
+	res := cat.Resolve(ev)
+	var names []string
+	for _, t := range res.Targets {
+		if t.Engine != diagnose.EngineNotVLLM {
+			return nil
+		}
+		names = append(names, t.Target)
+	}
+	const maxNames = 4
+	list := strings.Join(names[:min(len(names), maxNames)], ", ")
+	if len(names) > maxNames {
+		list += fmt.Sprintf(" and %d more", len(names)-maxNames)
+	}
+	return fmt.Errorf("no vLLM target in the evidence: %s read (%s), none with a vllm: metric. "+
+		"whyslow diagnoses vLLM; for renamed metrics give --alias vllm:=PREFIX (e.g. --alias vllm:=ray_vllm:), "+
+		"and see whyslow catalog PATH for what was found",
+		wsreport.Plural(len(names), "target", "targets"), list)
 }
 
 func writeReport(w io.Writer, f *diagnoseFlags, rep *diagnose.Report) error {
