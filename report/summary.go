@@ -173,6 +173,14 @@ func summaryNumbers(r *Report) []string {
 // within one UTC day.
 func windowsLine(r *Report) string {
 	w := r.Windows
+	if w.Incident.From == "lifetime" && (w.Baseline.From == "" || w.Baseline.From == "none") {
+		at := "an unknown time"
+		if !w.Incident.End.IsZero() {
+			at = w.Incident.End.UTC().Format("2006-01-02 15:04:05Z")
+		}
+		return fmt.Sprintf("none to compare: %s at %s, values since process start",
+			Plural(max(w.Incident.Scrapes, 1), "scrape", "scrapes"), at)
+	}
 	b, i := w.Baseline, w.Incident
 	sameDay := !b.Start.IsZero() && !i.End.IsZero() && b.From != "lifetime" && i.From != "lifetime" &&
 		b.Start.UTC().Format(time.DateOnly) == i.End.UTC().Format(time.DateOnly)

@@ -115,7 +115,7 @@ const htmlSource = `<!DOCTYPE html>
 <meta name="generator" content="whyslow">
 <title>{{.Title}}</title>
 <style>
-body { font: 15px/1.45 -apple-system, "Segoe UI", "Liberation Sans", Arial, Helvetica, sans-serif; color: #1d2330; background: #fff; margin: 0; }
+body { overflow-wrap: anywhere; font: 15px/1.45 -apple-system, "Segoe UI", "Liberation Sans", Arial, Helvetica, sans-serif; color: #1d2330; background: #fff; margin: 0; }
 main { max-width: 76rem; margin: 0 auto; padding: 1.5rem 2rem 4rem; }
 h1 { font-size: 1.6rem; margin: 2rem 0 .6rem; border-bottom: 3px solid #1f3a5f; padding-bottom: .3rem; }
 h2 { font-size: 1.25rem; margin: 2rem 0 .5rem; border-bottom: 1px solid #ccd3dd; padding-bottom: .2rem; }
@@ -137,7 +137,7 @@ li.not-evaluable { color: #8a6d00; }
 li.check-holds::marker { color: #2e7d32; }
 li.check-does-not-hold::marker { color: #a4161a; }
 table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; }
-th, td { border: 1px solid #d5dbe3; padding: .25rem .5rem; vertical-align: top; text-align: left; }
+th, td { overflow-wrap: normal; border: 1px solid #d5dbe3; padding: .25rem .5rem; vertical-align: top; text-align: left; }
 th { background: #f1f4f8; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.mark td { background: #fff3cd; font-weight: 600; }
