@@ -667,7 +667,7 @@ func measureText(s Signal, m *Measure) string {
 		for _, q := range m.Quantiles {
 			parts = append(parts, fmtQ(q.Q)+" "+fmtQuantileValue(q, s.Unit))
 		}
-		parts = append(parts, "mean "+FormatValue(float64(m.Mean), s.Unit), fmtCount(m.Count))
+		parts = append(parts, "mean "+FormatValue(float64(m.Mean), s.Unit), fmtCountOf(m.Count, countNounSignal(s.ID)))
 	case "counter":
 		parts = append(parts, FormatValue(float64(m.Rate), rateUnit(s.Unit)),
 			"+"+FormatValue(float64(m.Count), s.Unit)+" over the window")
@@ -676,7 +676,7 @@ func measureText(s Signal, m *Measure) string {
 		if finiteFloat(m.Slope) {
 			parts = append(parts, "slope "+FormatNumber(float64(m.Slope))+"/s")
 		}
-		parts = append(parts, fmtCount(m.Count)+" scrapes")
+		parts = append(parts, fmtCountOf(m.Count, "scrapes"))
 	default:
 		v, u := m.Mean, s.Unit
 		if !finiteFloat(v) && finiteFloat(m.Rate) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -232,7 +233,7 @@ func windowsLine(r *Report) string {
 // evidenceLine says what evidence the report read, in one line.
 func evidenceLine(r *Report) string {
 	in := r.Inputs
-	parts := []string{Plural(len(in.Replicas), "replica", "replicas"), Plural(len(in.Sources), "source", "sources")}
+	parts := []string{Plural(len(in.Replicas), "replica", "replicas"), strings.Replace(Plural(len(in.Sources), "source", "sources"), strconv.Itoa(len(in.Sources)), FormatInteger(float64(len(in.Sources))), 1)}
 	vers := map[string]bool{}
 	for _, v := range in.Versions {
 		vers[v] = true

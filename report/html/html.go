@@ -144,7 +144,7 @@ tr.mark td { background: #fff3cd; font-weight: 600; }
 pre { background: #f6f8fa; padding: .6rem .8rem; overflow-x: auto; }
 figure.plot { margin: 1rem 0 1.6rem; }
 figure.plot figcaption { font-size: .9rem; color: #444; }
-figure.plot svg { display: block; max-width: 100%; height: auto; }
+figure.plot svg { display: block; width: 100%; max-width: 100%; height: auto; }
 figure.plot svg text { font-family: "Liberation Sans", Arial, Helvetica, sans-serif !important; }
 ul.legend { list-style: none; padding: 0; margin: .2rem 0; display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; font-size: .85rem; }
 ul.legend li span { display: inline-block; width: 1.6rem; height: 0; border-top: 2px solid; vertical-align: middle; margin-right: .35rem; }
