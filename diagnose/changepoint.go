@@ -4,17 +4,27 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
+
+	"github.com/whyslow/whyslow/report"
 )
+
+// ChangeSignal is report.ChangeSignal: a series that steps at a change
+// point.
+type ChangeSignal = report.ChangeSignal
 
 // Change-point search.
 //
 // The search proposes when the incident started, from per-interval fleet
-// series on the timeline grid: the TTFT p95 of each interval (the
-// observations made in it, buckets merged across replicas) and the mean
-// number of waiting requests (fleet sum). For every split of the grid that
+// series on the timeline grid: every symptom signal the evidence has —
+// the TTFT, TPOT, ITL and E2E p95 of each interval (the observations made
+// in it, buckets merged across replicas) — and the mean number of waiting
+// requests (fleet sum). A step in any one of them is enough (a fleet
+// whose TPOT alone stepped up is found), and the report says which
+// series moved (ChangePoint.Signals). For every split of the grid that
 // leaves at least MinWindow on each side it computes, per series, the
 // standardised shift
 //
@@ -42,13 +52,33 @@ const (
 
 	cpMaxD            = 10
 	cpMinRelShift     = 0.2
-	cpMinShiftTTFT    = 0.05 // seconds
-	cpMinShiftWaiting = 1    // requests
+	cpMinShiftTTFT    = 0.05  // seconds
+	cpMinShiftWaiting = 1     // requests
+	cpMinShiftTPOT    = 0.005 // seconds per token (TPOT, ITL)
+	cpMinShiftE2E     = 0.5   // seconds
 )
+
+// movedSeries returns the series that shift materially at split k, with
+// their means on each side, largest shift first.
+func movedSeries(series []cpSeries, k, minEach int) []ChangeSignal {
+	var out []ChangeSignal
+	for _, s := range series {
+		d := shiftScore(s, k, minEach)
+		if d == 0 {
+			continue
+		}
+		before, after := finiteValues(s.values[:k]), finiteValues(s.values[k:])
+		out = append(out, ChangeSignal{Series: s.name, Unit: s.unit,
+			Before: Float(stat.Mean(before, nil)), After: Float(stat.Mean(after, nil)), Score: d})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	return out
+}
 
 // cpSeries is one input series of the change-point search.
 type cpSeries struct {
 	name     string
+	unit     string    // "s" or "requests"
 	values   []float64 // per interval; NaN = unknown
 	minShift float64   // absolute floor of a material shift
 }
@@ -175,11 +205,17 @@ func finiteValues(xs []float64) []float64 {
 	return out
 }
 
-// changePointMethod describes the search for a report.
-func changePointMethod(step, minWindow time.Duration) string {
+// changePointMethod describes the search for a report, naming the
+// series searched.
+func changePointMethod(step, minWindow time.Duration, series []cpSeries) string {
+	names := make([]string, len(series))
+	for i, s := range series {
+		names[i] = s.name
+	}
 	return fmt.Sprintf("split maximising the sum of standardised shifts |mean after - mean before| / pooled sd "+
-		"of fleet TTFT p95 and fleet waiting per %v interval, at least %v each side "+
-		"(a series counts when it shifts by >= %.0f%% and >= %gs TTFT or %g waiting; each term capped at %d); "+
+		"of the fleet series %s per %v interval, at least %v each side "+
+		"(a series counts when it shifts by >= %.0f%% and >= %gs TTFT, %gs TPOT/ITL, %gs E2E or %g waiting; each term capped at %d); "+
 		"proposed when the score is >= %g",
-		step, minWindow, cpMinRelShift*100, cpMinShiftTTFT, float64(cpMinShiftWaiting), cpMaxD, ChangePointThreshold)
+		strings.Join(names, ", "), report.FormatDuration(step), report.FormatDuration(minWindow), cpMinRelShift*100, cpMinShiftTTFT, cpMinShiftTPOT, cpMinShiftE2E,
+		float64(cpMinShiftWaiting), cpMaxD, ChangePointThreshold)
 }

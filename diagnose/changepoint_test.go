@@ -102,3 +102,38 @@ func TestFindChangePointTooShort(t *testing.T) {
 	_, _, ok = findChangePoint(nil, 5)
 	assert.False(t, ok)
 }
+
+// A fleet whose TPOT alone stepped up 48% (TTFT, E2E and waiting flat) has
+// a change point, and the report says TPOT moved (issue 14).
+func TestFindChangePointTPOTOnly(t *testing.T) {
+	const n, minEach = 60, 5
+	flat := func(v float64) func(int) float64 { return func(int) float64 { return v } }
+	step := func(at int, before, after float64) func(int) float64 {
+		return func(i int) float64 {
+			if i < at {
+				return before
+			}
+			return after
+		}
+	}
+	tpot := noisy(21, n, 0.02, step(30, 0.025, 0.037))
+	ttft := noisy(22, n, 0.05, flat(0.2))
+	waiting := noisy(23, n, 0, flat(0))
+	series := []cpSeries{
+		{name: "ttft_p95", unit: "s", values: ttft, minShift: cpMinShiftTTFT},
+		{name: "tpot_p95", unit: "s", values: tpot, minShift: cpMinShiftTPOT},
+		{name: "waiting", unit: "requests", values: waiting, minShift: cpMinShiftWaiting},
+	}
+	k, score, ok := findChangePoint(series, minEach)
+	require.True(t, ok, "score %.2f", score)
+	assert.InDelta(t, 30, k, 1)
+	moved := movedSeries(series, k, minEach)
+	require.Len(t, moved, 1, "%+v", moved)
+	assert.Equal(t, "tpot_p95", moved[0].Series)
+	assert.InDelta(t, 0.025, float64(moved[0].Before), 0.002)
+	assert.InDelta(t, 0.037, float64(moved[0].After), 0.002)
+
+	// Without the TPOT series (the former search) nothing is proposed.
+	_, _, ok = findChangePoint([]cpSeries{series[0], series[2]}, minEach)
+	assert.False(t, ok)
+}

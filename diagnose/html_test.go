@@ -50,10 +50,10 @@ func TestWriteHTMLStructure(t *testing.T) {
 		assert.Contains(t, []string{"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}, m, "only XML namespace names, never a fetched URL")
 	}
 
-	// The verdict first, then symptoms, hypotheses, the before/after
-	// table and the timelines.
-	order := []string{`<p class="verdict">verdict: prefill-long-prompts`, "<h2>Symptoms</h2>", "<h2>Hypotheses, ranked</h2>",
-		"<h2>Before and after: p50 and p95 per signal</h2>", "<h2>Timelines</h2>", "<h2>Per replica</h2>"}
+	// The verdict box (coloured by outcome) first, then the summary, the
+	// timelines, the before/after table and the hypotheses (issue 14).
+	order := []string{`<p class="verdict verdict-incident">verdict: prefill-long-prompts`, "<h2>Summary</h2>", "<h2>Timelines</h2>",
+		"<h2>Before and after: p50 and p95 per signal</h2>", "<h2>Hypotheses, ranked</h2>", "<h2>Symptoms</h2>", "<h2>Per replica</h2>"}
 	last := -1
 	for _, s := range order {
 		i := strings.Index(html, s)

@@ -54,12 +54,19 @@ func ExampleWriteCompareText() {
 	// prompt_tokens p95 2400 -> 6100, moved true
 	// Before and after: p50 and p95 per signal
 	// ========================================
-	// baseline 2026-03-14 09:30–10:00Z (30m) vs incident 2026-03-14 10:00–10:30Z (30m); quantiles of the histograms merged across replicas, [lower–upper] is the bucket holding the quantile, n the observations in each window; change is incident/baseline - 1; moved: p50 or p95 outside 0.83x–1.2x of the baseline, with >= 20 observations in each window
+	// baseline 2026-03-14 09:30–10:00Z (30m) vs incident 2026-03-14 10:00–10:30Z (30m); quantiles of the histograms merged
+	// across replicas, [lower–upper] is the bucket holding the quantile, n the observations in each window; change is
+	// incident/baseline - 1; moved: p50 or p95 outside 0.83x–1.2x of the baseline, with >= 20 observations in each window
 	//
-	//   signal                  baseline p50           incident p50             baseline p95              incident p95  change p50  change p95  n baseline  n incident  moved
-	//   -------------  ---------------------  ---------------------  -----------------------  ------------------------  ----------  ----------  ----------  ----------  --------
-	//   ttft             290ms [250ms–500ms]    310ms [250ms–500ms]         900ms [750ms–1s]            2.2s [1s–2.5s]       +6.9%       +144%        3900        4000  MOVED up
-	//   prompt_tokens  850 tokens [500–1000]  870 tokens [500–1000]  2400 tokens [2000–5000]  6100 tokens [5000–10000]      +2.35%       +154%        3900        4000  MOVED up
+	//   signal                  baseline p50           incident p50             baseline p95              incident p95
+	//   -------------  ---------------------  ---------------------  -----------------------  ------------------------
+	//   ttft             290ms [250ms–500ms]    310ms [250ms–500ms]         900ms [750ms–1s]            2.2s [1s–2.5s]
+	//   prompt_tokens  850 tokens [500–1000]  870 tokens [500–1000]  2400 tokens [2000–5000]  6100 tokens [5000–10000]
+	//
+	//   signal         change p50  change p95  n baseline  n incident  moved
+	//   -------------  ----------  ----------  ----------  ----------  --------
+	//   ttft                +6.9%       +144%       3,900       4,000  MOVED up
+	//   prompt_tokens      +2.35%       +154%       3,900       4,000  MOVED up
 }
 
 // A report prints its verdict first, then the windows and the symptoms
@@ -75,14 +82,14 @@ func ExampleReport_WriteText() {
 	// ============================
 	// verdict: undetermined: symptoms are present or could not be judged, and no hypothesis is supported
 	//
-	// Windows
+	// Summary
 	// -------
-	//   - baseline: 2026-03-14 09:30–10:00Z (30m), 240 scrapes, from given
-	//   - incident: 2026-03-14 10:00–10:30Z (30m), 240 scrapes, from given
-	//   - change point: none proposed
+	//   - symptoms present: ttft
+	//   - numbers (incident vs baseline window):
+	//       - ttft_p95 2.2s vs baseline 900ms: 2.44x, severe (n=4,000 requests)
+	//   - windows: baseline 09:30–10:00Z (240 scrapes), incident 10:00–10:30Z (240 scrapes) on 2026-03-14; given
+	//   - evidence: 0 replicas, 0 sources
 	//
-	// Symptoms
-	// --------
-	//   - ttft: PRESENT
-	//       - ttft_p95 2.2s vs baseline 900ms: 2.44x, severe; noise unknown (up: >= 1.2x); n=4000 (baseline n=3900)
+	// Before and after: p50 and p95 per signal
+	// ----------------------------------------
 }

@@ -84,8 +84,9 @@ func TestRenderTextContent(t *testing.T) {
 	require.Len(t, first, 4)
 	assert.Equal(t, "whyslow report: prefill-long-prompts", first[0])
 	assert.Contains(t, first[2], "verdict: prefill-long-prompts")
-	// Sections in the order the brief asks for.
-	order := []string{"Windows\n", "Symptoms\n", "Hypotheses, ranked\n", "Before and after", "Per replica\n", "Signals, fleet-wide\n", "Dimensions\n", "Warnings\n"}
+	// Sections in the order issue 14 asks for: the summary block, the
+	// before/after table and the hypotheses, then the detail.
+	order := []string{"Summary\n", "Before and after", "Hypotheses, ranked\n", "Windows\n", "Symptoms\n", "Per replica\n", "Signals, fleet-wide\n", "Dimensions\n", "Warnings\n"}
 	last := -1
 	for _, s := range order {
 		i := strings.Index(text, s)
@@ -96,7 +97,7 @@ func TestRenderTextContent(t *testing.T) {
 	// Section 10 numbers with units, bounds and counts.
 	for _, s := range []string{
 		"prompt_tokens", "870 tokens [500–1000]", "6100 tokens [5000–10000]", "2400 tokens [2000–5000]",
-		"130ms [0s–300ms]", "1.9s [1.5s–2s]", "640ms [500ms–800ms]", "2.2s [1s–2.5s]", "43ms [25ms–50ms]",
+		"<= 300ms", "1.9s [1.5s–2s]", "640ms [500ms–800ms]", "2.2s [1s–2.5s]", "43ms [25ms–50ms]",
 		"change point: 2026-03-14 10:00:00Z, score 7.42",
 		"2026-03-14 09:30–10:00Z (30m), 360 scrapes, from change-point",
 	} {

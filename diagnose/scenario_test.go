@@ -110,6 +110,7 @@ func TestScenarios(t *testing.T) {
 				}
 				assert.WithinDuration(t, start.Add(fleetsim.IncidentStart), rep.Windows.Incident.Start, 4*time.Minute, "%s", table)
 			}
+			checkSummary(t, "scenario-"+spec.Name, rep)
 			switch spec.Name {
 			case "restart":
 				assert.True(t, hasWarning(rep, "counter reset"), "a restart inside the window is warned about\n%s", table)

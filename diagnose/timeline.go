@@ -20,6 +20,7 @@ var timelineSpecs = []timelineSpec{
 	{SignalPrefillTime, "p95"},
 	{SignalTPOT, "p95"},
 	{SignalITL, "p95"},
+	{SignalE2E, "p95"},
 	{SignalWaiting, "mean"},
 	{SignalRunning, "mean"},
 	{SignalKVUsage, "mean"},

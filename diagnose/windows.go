@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -92,9 +93,35 @@ func (st scrapeStats) window(w snapshot.Window, from string) evalWindow {
 	return evalWindow{w: w, ok: true, info: WindowInfo{Start: w.Start, End: w.End, From: from, Scrapes: st.count(w.Start, w.End)}}
 }
 
+// clip clips a given window to the evidence, at both ends: a start
+// before the first scrape moves to it, an end after the last scrape moves
+// to it, each with a warning naming the scrape. A window wholly outside
+// the evidence is left as given (nothing in it can be evaluated, and the
+// signals say so). Scrapes at the Unix epoch (no time known) clip nothing.
+func (st scrapeStats) clip(name string, w snapshot.Window) (snapshot.Window, []string) {
+	first, last := knownTime(st.first), knownTime(st.last)
+	if first.IsZero() || last.IsZero() || !w.End.After(first) || !w.Start.Before(last) {
+		return w, nil
+	}
+	var warns []string
+	const layout = "2006-01-02 15:04:05Z"
+	if !w.Start.IsZero() && w.Start.Before(first) {
+		warns = append(warns, fmt.Sprintf("%s window starts at %s, before the first scrape (%s): clipped to start there",
+			name, w.Start.UTC().Format(layout), first.UTC().Format(layout)))
+		w.Start = first
+	}
+	if w.End.After(last) {
+		warns = append(warns, fmt.Sprintf("%s window ends at %s, after the last scrape (%s): clipped to end there",
+			name, w.End.UTC().Format(layout), last.UTC().Format(layout)))
+		w.End = last
+	}
+	return w, warns
+}
+
 // chooseWindows picks the baseline and incident windows of a scope.
 //
-//   - Given windows are used as given. A given Incident without a
+//   - Given windows are used as given, clipped to the evidence at both
+//     ends (see clip). A given Incident without a
 //     Baseline compares with everything before it ("preceding"), when at
 //     least one scrape interval precedes it.
 //   - A single scrape per replica: the incident is the counters' lifetime
@@ -111,10 +138,14 @@ func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWin
 	o := sc.set.Options
 	switch {
 	case !o.Incident.IsZero():
-		inc = st.window(o.Incident, "given")
+		incW, w1 := st.clip("incident", o.Incident)
+		warns = append(warns, w1...)
+		inc = st.window(incW, "given")
 		switch {
 		case !o.Baseline.IsZero():
-			base = st.window(o.Baseline, "given")
+			baseW, w2 := st.clip("baseline", o.Baseline)
+			warns = append(warns, w2...)
+			base = st.window(baseW, "given")
 		case st.interval > 0 && o.Incident.Start.Sub(st.first) >= st.interval:
 			base = st.window(snapshot.Window{Start: st.first, End: o.Incident.Start}, "preceding")
 		default:
@@ -160,18 +191,32 @@ func (sc *scope) searchChangePoint(st scrapeStats, tl *timelines) *ChangePoint {
 		return nil
 	}
 	minEach := int((sc.set.MinWindow + tl.step - 1) / tl.step)
-	series := []cpSeries{
-		{name: "ttft_p95", values: timelineValues(tl.fleet(SignalTTFT)), minShift: cpMinShiftTTFT},
-		{name: "waiting", values: timelineValues(tl.fleet(SignalWaiting)), minShift: cpMinShiftWaiting},
+	var series []cpSeries
+	for _, c := range []struct {
+		name     string
+		id       SignalID
+		unit     string
+		minShift float64
+	}{
+		{"ttft_p95", SignalTTFT, "s", cpMinShiftTTFT},
+		{"tpot_p95", SignalTPOT, "s", cpMinShiftTPOT},
+		{"itl_p95", SignalITL, "s", cpMinShiftTPOT},
+		{"e2e_p95", SignalE2E, "s", cpMinShiftE2E},
+		{"waiting", SignalWaiting, "requests", cpMinShiftWaiting},
+	} {
+		if t := tl.fleet(c.id); t != nil {
+			series = append(series, cpSeries{name: c.name, unit: c.unit, values: timelineValues(t), minShift: c.minShift})
+		}
 	}
 	k, score, ok := findChangePoint(series, minEach)
 	if k <= 0 || k > len(tl.grid)-1 {
 		return nil
 	}
 	cp := &ChangePoint{
-		Time:   tl.grid[k-1].End,
-		Score:  score,
-		Method: changePointMethod(tl.step, sc.set.MinWindow),
+		Time:    tl.grid[k-1].End,
+		Score:   score,
+		Method:  changePointMethod(tl.step, sc.set.MinWindow, series),
+		Signals: movedSeries(series, k, minEach),
 	}
 	if !ok {
 		return nil

@@ -72,3 +72,52 @@ func TestTwoDumpsCompareWithLifetime(t *testing.T) {
 	assert.InDelta(t, 0.095, float64(f.Baseline), 1e-9)
 	assert.Contains(t, f.BaselineWindow, "lifetime")
 }
+
+// Given windows that reach past the evidence are clipped at both ends,
+// each with a warning naming the scrape clipped to (issue 14).
+func TestWindowsClippedAtBothEnds(t *testing.T) {
+	ev := twoPodFleet(t)
+	first, last := ev.Span()
+	tests := []struct {
+		name               string
+		incident, baseline snapshot.Window
+		incStart, incEnd   time.Time
+		baseStart          time.Time
+		warnings           []string
+	}{
+		{name: "inside", incident: snapshot.Window{Start: t0.Add(time.Minute), End: last},
+			incStart: t0.Add(time.Minute), incEnd: last},
+		{name: "end past the last scrape", incident: snapshot.Window{Start: t0.Add(time.Minute), End: last.Add(5 * time.Minute)},
+			incStart: t0.Add(time.Minute), incEnd: last,
+			warnings: []string{"incident window ends at " + last.Add(5*time.Minute).UTC().Format("2006-01-02 15:04:05Z") +
+				", after the last scrape (" + last.UTC().Format("2006-01-02 15:04:05Z") + "): clipped to end there"}},
+		{name: "both ends", incident: snapshot.Window{Start: first.Add(-time.Hour), End: last.Add(time.Hour)},
+			incStart: first, incEnd: last,
+			warnings: []string{"incident window starts at", "before the first scrape (" + first.UTC().Format("2006-01-02 15:04:05Z") + ")",
+				"incident window ends at"}},
+		{name: "baseline before the evidence", incident: snapshot.Window{Start: t0.Add(time.Minute), End: last},
+			baseline: snapshot.Window{Start: first.Add(-10 * time.Minute), End: t0.Add(time.Minute)},
+			incStart: t0.Add(time.Minute), incEnd: last, baseStart: first,
+			warnings: []string{"baseline window starts at"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rep, err := diagnose.Diagnose(ev, diagnose.Options{Incident: tt.incident, Baseline: tt.baseline})
+			require.NoError(t, err)
+			w := rep.Windows
+			assert.True(t, tt.incStart.Equal(w.Incident.Start), "incident start %v", w.Incident.Start)
+			assert.True(t, tt.incEnd.Equal(w.Incident.End), "incident end %v", w.Incident.End)
+			if !tt.baseStart.IsZero() {
+				assert.True(t, tt.baseStart.Equal(w.Baseline.Start), "baseline start %v", w.Baseline.Start)
+			}
+			for _, s := range tt.warnings {
+				assert.True(t, hasWarning(rep, s), "want %q in %q", s, rep.Warnings)
+			}
+			if len(tt.warnings) == 0 {
+				assert.False(t, hasWarning(rep, "clipped to"), "%q", rep.Warnings)
+			}
+			// The TTFT signal is evaluable over the clipped window.
+			assert.Empty(t, rep.Facts[rules.TTFTP95].Missing)
+		})
+	}
+}

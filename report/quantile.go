@@ -79,7 +79,12 @@ func (r *QuantileReport) String() string {
 		var n Float
 		for _, q := range qs {
 			cell := "n/a"
-			if !math.IsNaN(float64(q.Value)) {
+			switch {
+			case math.IsNaN(float64(q.Value)):
+			case r.Unit == "tokens":
+				// "8112 tokens [5000–10000]": the unit once, to fit 120 columns.
+				cell = fmtCompareCell(q, r.Unit)
+			default:
 				cell = fmtQuantileValue(q, r.Unit)
 			}
 			if !q.Stable && float64(q.Count) > 0 {

@@ -41,26 +41,38 @@ func (r *Report) String() string {
 }
 
 // WriteMarkdown writes the report as a Markdown document for a
-// postmortem: the same content as WriteText under headings, with tables,
-// and every hypothesis in full.
+// postmortem: the same content as WriteText under headings, with tables.
+// Layout(LayoutOptions{Verbose: true}).WriteMarkdown prints everything.
 func (r *Report) WriteMarkdown(w io.Writer) error {
-	return r.Layout(LayoutOptions{Full: true}).WriteMarkdown(w)
+	return r.Layout(LayoutOptions{}).WriteMarkdown(w)
 }
 
 // LayoutOptions select what a form of the report shows.
 type LayoutOptions struct {
-	// Full prints contradicted hypotheses in full (Markdown, HTML).
+	// Full prints contradicted and not-evaluable hypotheses in full
+	// instead of one line each.
 	Full bool
+	// Verbose restores everything: every hypothesis in full, the summary
+	// sentence, and every evidence line with its source metric and vLLM
+	// versions (by default the metrics are said once, in the signal
+	// list). Verbose implies Full.
+	Verbose bool
 	// Plots adds BlockPlots blocks where the timeline plots go (HTML).
 	Plots bool
+	// Wide keeps every text line whole instead of fitting TextWidth
+	// columns (the --wide flag).
+	Wide bool
 }
 
 // Layout lays out the report as a Document, the model every writer
 // renders: WriteText is Layout(LayoutOptions{}).WriteText, WriteMarkdown
-// Layout(LayoutOptions{Full: true}).WriteMarkdown. A nil report gives a
-// document that says "no report".
+// Layout(LayoutOptions{}).WriteMarkdown. A nil report gives a document
+// that says "no report".
 func (r *Report) Layout(o LayoutOptions) *Document {
-	d := &Document{}
+	if o.Verbose {
+		o.Full = true
+	}
+	d := &Document{verbose: o.Verbose, wide: o.Wide}
 	if r == nil {
 		d.heading(1, "whyslow report")
 		d.para("", "no report")
@@ -71,10 +83,11 @@ func (r *Report) Layout(o LayoutOptions) *Document {
 		return d
 	}
 	d.heading(1, "whyslow report: "+string(r.Verdict))
-	d.para("verdict", verdictLine(r))
-	if r.Summary != "" {
+	d.para("verdict "+verdictClass(r.Verdict), verdictLine(r))
+	if r.Summary != "" && o.Verbose {
 		d.para("", r.Summary)
 	}
+	layoutSummary(d, r)
 	d.heading(2, "Groups")
 	t := &Table{Head: []string{"group", "verdict", "symptoms present", "replicas", "incident window"}}
 	for _, g := range r.Groups {
@@ -129,21 +142,36 @@ func verdictLine(r *Report) string {
 	return "verdict: " + string(r.Verdict)
 }
 
-// layoutReport lays out one report (not split, or one group).
+// verdictClass is the HTML class of the verdict box: "verdict-incident",
+// "verdict-undetermined" or "verdict-no-incident".
+func verdictClass(v rules.Verdict) string {
+	switch v {
+	case rules.NoIncident:
+		return "verdict-no-incident"
+	case rules.Undetermined:
+		return "verdict-undetermined"
+	}
+	return "verdict-incident"
+}
+
+// layoutReport lays out one report (not split, or one group): the verdict
+// and the summary block first, then (HTML) the timelines, the before and
+// after table and the hypotheses, then the detail.
 func layoutReport(d *Document, r *Report, o LayoutOptions, title string) {
 	d.heading(1, title)
-	d.para("verdict", verdictLine(r))
-	if r.Summary != "" {
+	d.para("verdict "+verdictClass(r.Verdict), verdictLine(r))
+	if r.Summary != "" && o.Verbose {
 		d.para("", r.Summary)
 	}
-	layoutWindows(d, r)
-	layoutSymptoms(d, r)
-	layoutHypotheses(d, r, o)
-	layoutNotes(d, r)
-	layoutCompare(d, r)
+	layoutSummary(d, r)
 	if o.Plots {
 		d.Blocks = append(d.Blocks, Block{Kind: BlockPlots, Text: GroupLabel(r.Group)})
 	}
+	layoutCompare(d, r)
+	layoutHypotheses(d, r, o)
+	layoutWindows(d, r)
+	layoutSymptoms(d, r)
+	layoutNotes(d, r)
 	layoutReplicas(d, r)
 	layoutSignals(d, r)
 	layoutDimensions(d, r)
@@ -163,14 +191,31 @@ func layoutWindows(d *Document, r *Report) {
 			used = "used to choose the windows"
 		}
 		it := Item{Text: fmt.Sprintf("change point: %s, score %s (%s)", cp.Time.UTC().Format("2006-01-02 15:04:05Z"), FormatNumber(cp.Score), used)}
+		if len(cp.Signals) > 0 {
+			it.Sub = append(it.Sub, Item{Text: "moved: " + movedText(cp.Signals)})
+		}
 		if cp.Method != "" {
-			it.Sub = []Item{{Text: "method: " + cp.Method}}
+			it.Sub = append(it.Sub, Item{Text: "method: " + cp.Method})
 		}
 		items = append(items, it)
 	} else {
 		items = append(items, Item{Text: "change point: none proposed"})
 	}
 	d.list("windows", items)
+}
+
+// movedText says which series stepped at a change point, and how:
+// "tpot_p95 24.3ms -> 36ms (1.48x), waiting 0 -> 11.3 req".
+func movedText(sigs []ChangeSignal) string {
+	parts := make([]string, len(sigs))
+	for i, c := range sigs {
+		p := fmt.Sprintf("%s %s -> %s", c.Series, FormatValue(float64(c.Before), c.Unit), FormatValue(float64(c.After), c.Unit))
+		if b := float64(c.Before); b > 0 {
+			p += " (" + FormatMultiple(float64(c.After)/b) + ")"
+		}
+		parts[i] = p
+	}
+	return strings.Join(parts, ", ")
 }
 
 // symptomState names the state of a symptom.
@@ -193,7 +238,7 @@ func layoutSymptoms(d *Document, r *Report) {
 	var items []Item
 	for _, s := range r.Symptoms {
 		it := Item{Text: fmt.Sprintf("%s: %s", s.ID, symptomState(s)), Class: strings.ReplaceAll(symptomState(s), " ", "-")}
-		it.Sub = evidenceItems(r, s.Evidence)
+		it.Sub = evidenceItems(d, r, s.Evidence)
 		for _, m := range s.Missing {
 			it.Sub = append(it.Sub, Item{Text: "cannot evaluate " + m.String()})
 		}
@@ -205,10 +250,14 @@ func layoutSymptoms(d *Document, r *Report) {
 // evidenceItems formats evidence like rules.Evidence.String, except that
 // a window equal to one of the report's is named ("incident window")
 // rather than repeated: the Windows section states it once.
-func evidenceItems(r *Report, ev []rules.Evidence) []Item {
+//
+// Unless the document is verbose, the source metric is left out (the
+// signal list names each metric once) and numbers follow the prose rules
+// (numbers.go).
+func evidenceItems(d *Document, r *Report, ev []rules.Evidence) []Item {
 	items := make([]Item, 0, len(ev))
 	for _, e := range ev {
-		items = append(items, Item{Text: fmtEvidence(r, e)})
+		items = append(items, Item{Text: fmtEvidence(r, e, d.verbose)})
 	}
 	return items
 }
@@ -240,7 +289,7 @@ func WindowText(w WindowInfo, lifetime bool) string {
 	return fmt.Sprintf("%s–%s (%v)", s.Format("2006-01-02 15:04:05"), en.Format(endFmt), en.Sub(s).Round(time.Second))
 }
 
-func fmtEvidence(r *Report, e rules.Evidence) string {
+func fmtEvidence(r *Report, e rules.Evidence, verbose bool) string {
 	var extra []string
 	unit := ""
 	if info, ok := rules.Info(e.Fact); ok {
@@ -250,9 +299,9 @@ func fmtEvidence(r *Report, e rules.Evidence) string {
 		extra = append(extra, fmt.Sprintf("in [%s, %s]", FormatValue(e.Lower, unit), FormatValue(e.Upper, unit)))
 	}
 	if !math.IsNaN(e.Count) {
-		c := fmtCount(Float(e.Count))
+		c := fmtCountOf(Float(e.Count), countNoun(e.Fact))
 		if !math.IsNaN(e.BaselineCount) {
-			c += " (baseline " + fmtCount(Float(e.BaselineCount)) + ")"
+			c += " (baseline " + strings.TrimPrefix(fmtCountOf(Float(e.BaselineCount), ""), "n=") + ")"
 		}
 		extra = append(extra, c)
 	}
@@ -273,16 +322,90 @@ func fmtEvidence(r *Report, e rules.Evidence) string {
 			extra = append(extra, inc+" vs "+base)
 		}
 	}
-	if e.Source != "" {
-		extra = append(extra, e.Source)
+	text := e.Text
+	if verbose {
+		if e.Source != "" {
+			extra = append(extra, e.Source)
+		}
+	} else {
+		text = proseNumbers(text)
+		// A per-replica fact's source names the replica: keep the name.
+		if name, _, ok := strings.Cut(e.Source, ": "); ok && slices.Contains(r.Inputs.Replicas, name) {
+			extra = append(extra, "replica "+name)
+		}
 	}
 	if len(extra) == 0 {
-		return e.Text
+		return text
 	}
-	if e.Text == "" {
+	if text == "" {
 		return strings.Join(extra, "; ")
 	}
-	return e.Text + "; " + strings.Join(extra, "; ")
+	return text + "; " + strings.Join(extra, "; ")
+}
+
+// hypothesisOrder returns the indexes of r.Hypotheses in the order the
+// text, Markdown and HTML forms show them: supported (and other
+// evidence-bearing) hypotheses first, contradicted ones next, the ones
+// that could not be evaluated last; the ranking order within each. The
+// JSON form keeps the ranking order with an explicit rank.
+func hypothesisOrder(hs []rules.Finding) []int {
+	tier := func(f rules.Finding) int {
+		switch f.Status {
+		case rules.Supported:
+			return 0
+		case rules.Contradicted:
+			return 1
+		case rules.NotEvaluable:
+			return 2
+		}
+		return 0
+	}
+	idx := make([]int, len(hs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return tier(hs[a]) - tier(hs[b]) })
+	return idx
+}
+
+// ruledOutBy says in one phrase the counter-evidence that contradicts a
+// finding: the named counter-evidence sentence (with its first fact), or
+// the first failing support condition.
+func ruledOutBy(f rules.Finding) string {
+	var parts []string
+	for _, e := range f.CounterEvidence {
+		if e.Fact == "" {
+			if len(parts) > 0 {
+				break
+			}
+			parts = append(parts, strings.TrimPrefix(proseNumbers(e.Text), "counter-evidence: "))
+			continue
+		}
+		parts = append(parts, compactEvidence(e))
+		break
+	}
+	if len(parts) == 0 {
+		return "a support condition fails"
+	}
+	return strings.Join(parts, ": ")
+}
+
+// needs says what would make a not-evaluable finding evaluable: the
+// missing facts with their reasons, each reason once.
+func needs(f rules.Finding) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range f.Missing {
+		if seen[m.Reason] {
+			continue
+		}
+		seen[m.Reason] = true
+		out = append(out, m.String())
+	}
+	if len(out) == 0 {
+		return "no missing fact was named"
+	}
+	return strings.Join(out, "; ")
 }
 
 func layoutHypotheses(d *Document, r *Report, o LayoutOptions) {
@@ -291,8 +414,26 @@ func layoutHypotheses(d *Document, r *Report, o LayoutOptions) {
 		d.para("", "no hypothesis was evaluated")
 		return
 	}
-	for i, f := range r.Hypotheses {
-		d.heading(3, fmt.Sprintf("%d. %s [%s, score %.2f]: %s", i+1, f.ID, f.Status, f.Score, f.Title))
+	var short []Item
+	flushShort := func() {
+		d.list("findings-short", short)
+		short = nil
+	}
+	for _, i := range hypothesisOrder(r.Hypotheses) {
+		f := r.Hypotheses[i]
+		head := fmt.Sprintf("%d. %s [%s, score %.2f]: %s", i+1, f.ID, f.Status, f.Score, f.Title)
+		if !o.Full && f.Status == rules.Contradicted {
+			short = append(short, Item{Text: fmt.Sprintf("%d. %s [contradicted, score %.2f]: ruled out by %s", i+1, f.ID, f.Score, ruledOutBy(f)),
+				Class: "status-contradicted"})
+			continue
+		}
+		if !o.Full && f.Status == rules.NotEvaluable {
+			short = append(short, Item{Text: fmt.Sprintf("%d. %s [not evaluable]: %s; needs %s", i+1, f.ID, f.Title, needs(f)),
+				Class: "status-not-evaluable"})
+			continue
+		}
+		flushShort()
+		d.heading(3, head)
 		d.Blocks[len(d.Blocks)-1].Class = "status-" + string(f.Status)
 		if len(f.Explains) > 0 {
 			ex := make([]string, len(f.Explains))
@@ -307,40 +448,42 @@ func layoutHypotheses(d *Document, r *Report, o LayoutOptions) {
 				items = append(items, Item{Text: title, Sub: sub})
 			}
 		}
-		section("evidence:", evidenceItems(r, f.Evidence))
-		section("counter-evidence:", evidenceItems(r, f.CounterEvidence))
+		section("evidence:", evidenceItems(d, r, f.Evidence))
+		section("counter-evidence:", evidenceItems(d, r, f.CounterEvidence))
 		var miss []Item
 		for _, m := range f.Missing {
 			miss = append(miss, Item{Text: m.String()})
 		}
 		section("cannot evaluate:", miss)
-		if f.Status == rules.Contradicted && !o.Full {
-			d.list("finding", items)
-			continue
-		}
 		var checks []Item
 		for _, c := range f.NextChecks {
 			it := Item{Text: fmt.Sprintf("[%s] %s", c.Outcome, c.Text), Class: "check-" + c.Outcome}
-			it.Sub = evidenceItems(r, c.Evidence)
+			it.Sub = evidenceItems(d, r, c.Evidence)
 			for _, m := range c.Missing {
 				it.Sub = append(it.Sub, Item{Text: "missing " + m.String()})
 			}
 			checks = append(checks, it)
 		}
 		section("next checks:", checks)
-		section("mitigate now (immediate, during the incident):", textItems(f.Mitigations))
-		section("root cause (after recovery):", textItems(f.RootCause))
-		section("prevent:", textItems(f.Prevention))
-		if f.Experiment.Hypothesis != "" {
-			lines := strings.Split(strings.TrimRight(f.Experiment.String(), "\n"), "\n")
-			head := strings.TrimPrefix(lines[0], "experiment for "+f.Experiment.Hypothesis+": ")
-			var sub []Item
-			for _, l := range lines[1:] {
-				sub = append(sub, Item{Text: strings.TrimSpace(l)})
+		if f.Status == rules.Supported || o.Verbose {
+			section("mitigate now (immediate, during the incident):", textItems(f.Mitigations))
+			section("root cause (after recovery):", textItems(f.RootCause))
+			section("prevent:", textItems(f.Prevention))
+			if f.Experiment.Hypothesis != "" {
+				lines := strings.Split(strings.TrimRight(f.Experiment.String(), "\n"), "\n")
+				head := strings.TrimPrefix(lines[0], "experiment for "+f.Experiment.Hypothesis+": ")
+				var sub []Item
+				for _, l := range lines[1:] {
+					sub = append(sub, Item{Text: strings.TrimSpace(l)})
+				}
+				items = append(items, Item{Text: "proposed experiment: " + head, Sub: sub})
 			}
-			items = append(items, Item{Text: "proposed experiment: " + head, Sub: sub})
 		}
 		d.list("finding", items)
+	}
+	if len(short) > 0 {
+		d.heading(3, "Ruled out, and not evaluable")
+		flushShort()
 	}
 }
 
@@ -351,7 +494,7 @@ func layoutNotes(d *Document, r *Report) {
 	d.heading(2, "Not incidents")
 	var items []Item
 	for _, n := range r.Notes {
-		items = append(items, Item{Text: n.ID + ": " + n.Text, Sub: evidenceItems(r, n.Evidence)})
+		items = append(items, Item{Text: n.ID + ": " + n.Text, Sub: evidenceItems(d, r, n.Evidence)})
 	}
 	d.list("notes", items)
 }
@@ -524,7 +667,7 @@ func measureText(s Signal, m *Measure) string {
 		for _, q := range m.Quantiles {
 			parts = append(parts, fmtQ(q.Q)+" "+fmtQuantileValue(q, s.Unit))
 		}
-		parts = append(parts, "mean "+FormatValue(float64(m.Mean), s.Unit), fmtCount(m.Count))
+		parts = append(parts, "mean "+FormatValue(float64(m.Mean), s.Unit), fmtCountOf(m.Count, countNounSignal(s.ID)))
 	case "counter":
 		parts = append(parts, FormatValue(float64(m.Rate), rateUnit(s.Unit)),
 			"+"+FormatValue(float64(m.Count), s.Unit)+" over the window")
@@ -533,7 +676,7 @@ func measureText(s Signal, m *Measure) string {
 		if finiteFloat(m.Slope) {
 			parts = append(parts, "slope "+FormatNumber(float64(m.Slope))+"/s")
 		}
-		parts = append(parts, fmtCount(m.Count)+" scrapes")
+		parts = append(parts, fmtCountOf(m.Count, "scrapes"))
 	default:
 		v, u := m.Mean, s.Unit
 		if !finiteFloat(v) && finiteFloat(m.Rate) {

@@ -127,7 +127,7 @@ func outsideSteady(change Float, steady float64) bool {
 // "6100 tokens [5000–10000]".
 func fmtCompareCell(q Quantile, unit string) string {
 	v := fmtQuantilePoint(q, unit)
-	if math.IsNaN(float64(q.Lower)) && math.IsNaN(float64(q.Upper)) {
+	if edgeBucket(q) || math.IsNaN(float64(q.Lower)) && math.IsNaN(float64(q.Upper)) {
 		return v
 	}
 	lo, hi := FormatValue(float64(q.Lower), unit), FormatValue(float64(q.Upper), unit)
@@ -231,7 +231,14 @@ func compareDoc(rows []CompareRow) *Document {
 // table under a caption naming the windows, the bounds and counts shown,
 // and the definition of "moved"; moved rows say MOVED up or down.
 func WriteCompareText(w io.Writer, rows []CompareRow) error {
-	return compareDoc(rows).WriteText(w)
+	return CompareDocument(rows).WriteText(w)
+}
+
+// CompareDocument lays out rows (from CompareTable) as the document
+// WriteCompareText and WriteCompareMarkdown write; its WriteTextWidth
+// writes the table at another width (0: whole rows, however wide).
+func CompareDocument(rows []CompareRow) *Document {
+	return compareDoc(rows)
 }
 
 // WriteCompareMarkdown writes rows (from CompareTable) as a Markdown

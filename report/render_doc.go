@@ -80,6 +80,10 @@ type Document struct {
 	Blocks []Block
 	// shift is added to every heading level (groups nest one level down).
 	shift int
+	// verbose keeps every detail (LayoutOptions.Verbose).
+	verbose bool
+	// wide keeps text lines whole (LayoutOptions.Wide).
+	wide bool
 }
 
 func (d *Document) heading(level int, text string) {
@@ -114,9 +118,27 @@ func textItems(ss []string) []Item {
 	return items
 }
 
+// TextWidth is the width in columns the text form fits: paragraphs and
+// list items are wrapped at word boundaries, and a table wider than it is
+// split into several tables that repeat the first column. A single word
+// longer than the width (a long path or metric name) is left whole.
+const TextWidth = 120
+
 // WriteText writes the document for a terminal: headings underlined,
-// lists indented, tables aligned in columns.
+// lists indented, tables aligned in columns, every line within TextWidth
+// columns where words allow.
 func (d *Document) WriteText(w io.Writer) error {
+	width := TextWidth
+	if d.wide {
+		width = 0
+	}
+	return d.WriteTextWidth(w, width)
+}
+
+// WriteTextWidth is WriteText fitting width columns instead of
+// TextWidth; width 0 fits nothing (one table row per line, however wide:
+// the --wide flag).
+func (d *Document) WriteTextWidth(w io.Writer, width int) error {
 	bw := bufio.NewWriter(w)
 	for i, b := range d.Blocks {
 		if i > 0 && d.Blocks[i-1].Kind != BlockHeading {
@@ -132,11 +154,13 @@ func (d *Document) WriteText(w io.Writer) error {
 				bw.WriteString(strings.Repeat("-", utf8.RuneCountInString(b.Text)) + "\n")
 			}
 		case BlockPara:
-			bw.WriteString(b.Text + "\n")
+			for _, l := range strings.Split(b.Text, "\n") {
+				writeWrapped(bw, l, "", "", width)
+			}
 		case BlockList:
-			writeTextItems(bw, b.Items, "  ")
+			writeTextItems(bw, b.Items, "  ", width)
 		case BlockTable:
-			writeTextTable(bw, b.Table, "  ")
+			writeTextTable(bw, b.Table, "  ", width)
 		case BlockPre:
 			for _, line := range strings.Split(b.Text, "\n") {
 				bw.WriteString(strings.TrimRight("  "+line, " ") + "\n")
@@ -146,18 +170,198 @@ func (d *Document) WriteText(w io.Writer) error {
 	return bw.Flush()
 }
 
-func writeTextItems(w *bufio.Writer, items []Item, indent string) {
+func writeTextItems(w *bufio.Writer, items []Item, indent string, width int) {
 	for _, it := range items {
 		lines := strings.Split(it.Text, "\n")
-		w.WriteString(indent + "- " + lines[0] + "\n")
+		writeWrapped(w, lines[0], indent+"- ", indent+"  ", width)
 		for _, l := range lines[1:] {
-			w.WriteString(indent + "  " + l + "\n")
+			writeWrapped(w, l, indent+"  ", indent+"  ", width)
 		}
-		writeTextItems(w, it.Sub, indent+"    ")
+		writeTextItems(w, it.Sub, indent+"    ", width)
 	}
 }
 
-func writeTextTable(w *bufio.Writer, t *Table, indent string) {
+// writeWrapped writes text after first, wrapped at width columns at
+// spaces (not at all when width is 0), continuation lines after rest.
+func writeWrapped(w *bufio.Writer, text, first, rest string, width int) {
+	if width <= 0 {
+		w.WriteString(strings.TrimRight(first+text, " ") + "\n")
+		return
+	}
+	line := first
+	n := utf8.RuneCountInString(line)
+	empty := true
+	for _, word := range strings.Split(text, " ") {
+		wn := utf8.RuneCountInString(word)
+		if !empty && n+1+wn > width {
+			w.WriteString(line + "\n")
+			line, n, empty = rest, utf8.RuneCountInString(rest), true
+		}
+		if !empty {
+			line += " "
+			n++
+		}
+		line += word
+		n += wn
+		empty = false
+	}
+	w.WriteString(strings.TrimRight(line, " ") + "\n")
+}
+
+func writeTextTable(w *bufio.Writer, t *Table, indent string, width int) {
+	if width <= 0 {
+		writeTextTablePart(w, t, indent, 0)
+		return
+	}
+	room := width - utf8.RuneCountInString(indent)
+	if wrapped := wrapLastColumn(t, room); tableWidth(wrapped) <= room {
+		writeTextTablePart(w, wrapped, indent, 0)
+		return
+	}
+	for i, part := range splitTable(t, room) {
+		if i > 0 {
+			w.WriteString("\n")
+		}
+		writeTextTablePart(w, part, indent, width)
+	}
+}
+
+// tableWidth is the width of t written as text (without indent).
+func tableWidth(t *Table) int {
+	total := 0
+	for i, n := range tableWidths(t) {
+		if i > 0 {
+			total += 2
+		}
+		total += n
+	}
+	return total
+}
+
+// tableWidths returns the width of each column of t.
+func tableWidths(t *Table) []int {
+	widths := make([]int, len(t.Head))
+	for _, row := range append([][]string{t.Head}, t.Rows...) {
+		for i, c := range row {
+			if i < len(widths) {
+				widths[i] = max(widths[i], utf8.RuneCountInString(c))
+			}
+		}
+	}
+	return widths
+}
+
+// wrapLastColumn wraps the cells of a left-aligned last column (prose,
+// such as the dimensions' "how") so that the table fits width: a wrapped
+// cell continues on rows of its own, empty but for the rest of the text.
+func wrapLastColumn(t *Table, width int) *Table {
+	widths := tableWidths(t)
+	last := len(widths) - 1
+	if last < 1 || (last < len(t.Right) && t.Right[last]) {
+		return t
+	}
+	used := 0
+	for _, n := range widths[:last] {
+		used += n + 2
+	}
+	room := width - used
+	if used+widths[last] <= width || room < 20 {
+		return t
+	}
+	out := &Table{Head: t.Head, Right: t.Right}
+	for i, r := range t.Rows {
+		mark := i < len(t.Marks) && t.Marks[i]
+		if last >= len(r) || utf8.RuneCountInString(r[last]) <= room {
+			out.Rows = append(out.Rows, r)
+			out.Marks = append(out.Marks, mark)
+			continue
+		}
+		for j, part := range wrapWords(r[last], room) {
+			row := make([]string, len(r))
+			if j == 0 {
+				copy(row, r)
+			}
+			row[last] = part
+			out.Rows = append(out.Rows, row)
+			out.Marks = append(out.Marks, mark)
+		}
+	}
+	return out
+}
+
+// wrapWords splits text into lines of at most width runes at spaces (a
+// longer word stands alone).
+func wrapWords(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	return append(lines, line)
+}
+
+// splitTable splits a table wider than width into tables of consecutive
+// columns that each repeat the first column and fit width (a column too
+// wide by itself gets a table of its own).
+func splitTable(t *Table, width int) []*Table {
+	widths := tableWidths(t)
+	total := 0
+	for i, n := range widths {
+		if i > 0 {
+			total += 2
+		}
+		total += n
+	}
+	if total <= width || len(widths) < 3 {
+		return []*Table{t}
+	}
+	var parts []*Table
+	var cols []int
+	used := widths[0]
+	flush := func() {
+		p := &Table{Marks: t.Marks}
+		keep := append([]int{0}, cols...)
+		pick := func(row []string) []string {
+			out := make([]string, len(keep))
+			for j, c := range keep {
+				if c < len(row) {
+					out[j] = row[c]
+				}
+			}
+			return out
+		}
+		p.Head = pick(t.Head)
+		for _, r := range t.Rows {
+			p.Rows = append(p.Rows, pick(r))
+		}
+		for _, c := range keep {
+			p.Right = append(p.Right, c < len(t.Right) && t.Right[c])
+		}
+		parts = append(parts, p)
+		cols, used = nil, widths[0]
+	}
+	for c := 1; c < len(widths); c++ {
+		if len(cols) > 0 && used+2+widths[c] > width {
+			flush()
+		}
+		cols = append(cols, c)
+		used += 2 + widths[c]
+	}
+	flush()
+	return parts
+}
+
+func writeTextTablePart(w *bufio.Writer, t *Table, indent string, width int) {
+	if width > 0 {
+		t = wrapLastColumn(t, width-utf8.RuneCountInString(indent))
+	}
 	widths := make([]int, len(t.Head))
 	measure := func(row []string) {
 		for i, c := range row {

@@ -106,7 +106,11 @@ func fmtCount(c Float) string {
 	if !finiteFloat(c) {
 		return "n=?"
 	}
-	return "n=" + FormatNumber(math.Round(float64(c)*100)/100)
+	v := math.Round(float64(c)*100) / 100
+	if v == math.Round(v) {
+		return "n=" + FormatInteger(v)
+	}
+	return "n=" + FormatNumber(v)
 }
 
 // fmtQuantileValue formats a quantile with its bucket bounds:
@@ -114,7 +118,7 @@ func fmtCount(c Float) string {
 // overflow bucket. Bounds are left out when both are unknown.
 func fmtQuantileValue(q Quantile, u string) string {
 	s := fmtQuantilePoint(q, u)
-	if math.IsNaN(float64(q.Lower)) && math.IsNaN(float64(q.Upper)) {
+	if edgeBucket(q) || math.IsNaN(float64(q.Lower)) && math.IsNaN(float64(q.Upper)) {
 		return s
 	}
 	return fmt.Sprintf("%s [%s, %s]", s, FormatValue(float64(q.Lower), u), FormatValue(float64(q.Upper), u))
@@ -122,16 +126,36 @@ func fmtQuantileValue(q Quantile, u string) string {
 
 // fmtQuantilePoint formats a quantile's value alone: in the +Inf bucket
 // histogram_quantile returns the bucket's lower edge, so the quantile is
-// only known to be at least that, and the value says ">=".
+// only known to be at least that, and the value says ">= b"; inside the
+// first bucket [0, b] the value is an interpolation that says nothing
+// beyond the bound, and the value says "<= b".
 func fmtQuantilePoint(q Quantile, u string) string {
-	s := FormatValue(float64(q.Value), u)
-	if math.IsInf(float64(q.Upper), 1) && !math.IsNaN(float64(q.Value)) && !math.IsInf(float64(q.Value), 0) {
-		s = ">= " + s
+	v := float64(q.Value)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return FormatValue(v, u)
 	}
-	return s
+	if math.IsInf(float64(q.Upper), 1) {
+		return ">= " + FormatValue(v, u)
+	}
+	if edgeBucket(q) {
+		return "<= " + FormatValue(float64(q.Upper), u)
+	}
+	return FormatValue(v, u)
 }
 
-// fmtChange formats a relative change: "+154%", "-3.2%", "n/a".
+// edgeBucket reports whether a quantile lies in the first bucket (lower
+// bound 0, a finite upper bound above it) or the overflow (+Inf) bucket,
+// where its bucket bounds say all that is known.
+func edgeBucket(q Quantile) bool {
+	lo, hi, v := float64(q.Lower), float64(q.Upper), float64(q.Value)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return false
+	}
+	return math.IsInf(hi, 1) || (lo == 0 && hi > 0 && !math.IsInf(hi, 0) && v > 0)
+}
+
+// fmtChange formats a relative change: "+154%", "-3.2%", "n/a"; a change
+// to 10 times the baseline or more is written as the multiple, "125x".
 func fmtChange(c Float) string {
 	v := float64(c)
 	switch {
@@ -139,6 +163,8 @@ func fmtChange(c Float) string {
 		return "n/a"
 	case math.IsInf(v, 1):
 		return "up from 0"
+	case v+1 >= 10:
+		return FormatMultiple(v + 1)
 	}
 	s := FormatNumber(100 * v)
 	if v > 0 {

@@ -120,8 +120,75 @@ func TestUnescapeHTML(t *testing.T) {
 func TestOverflowQuantileSaysAtLeast(t *testing.T) {
 	q := Quantile{Q: 0.99, Value: 10000, Lower: 10000, Upper: Float(math.Inf(1)), Count: 28805}
 	assert.Equal(t, ">= 10000 tokens", fmtQuantilePoint(q, "tokens"))
-	assert.Equal(t, ">= 10000 tokens [10000 tokens, +Inf]", fmtQuantileValue(q, "tokens"))
-	assert.Equal(t, ">= 10000 tokens [10000–+Inf]", fmtCompareCell(q, "tokens"))
+	// The bounds say nothing more than ">= b": they are left out.
+	assert.Equal(t, ">= 10000 tokens", fmtQuantileValue(q, "tokens"))
+	assert.Equal(t, ">= 10000 tokens", fmtCompareCell(q, "tokens"))
 	in := Quantile{Q: 0.95, Value: 8112, Lower: 5000, Upper: 10000, Count: 28805}
 	assert.Equal(t, "8112 tokens", fmtQuantilePoint(in, "tokens"))
+	assert.Equal(t, "8112 tokens [5000 tokens, 10000 tokens]", fmtQuantileValue(in, "tokens"))
+}
+
+// A quantile inside the first bucket [0, b] is an interpolation that
+// says no more than "<= b".
+func TestFirstBucketQuantileSaysAtMost(t *testing.T) {
+	q := Quantile{Q: 0.5, Value: 0.15, Lower: 0, Upper: 0.3, Count: 960}
+	assert.Equal(t, "<= 300ms", fmtQuantilePoint(q, "s"))
+	assert.Equal(t, "<= 300ms", fmtQuantileValue(q, "s"))
+	assert.Equal(t, "<= 300ms", fmtCompareCell(q, "s"))
+	zero := Quantile{Q: 0.5, Value: 0, Lower: 0, Upper: 0.3, Count: 960}
+	assert.Equal(t, "0s [0s, 300ms]", fmtQuantileValue(zero, "s"), "an exact 0 (no observation above 0) stays")
+	second := Quantile{Q: 0.95, Value: 0.4, Lower: 0.3, Upper: 0.5, Count: 960}
+	assert.Equal(t, "400ms [300ms, 500ms]", fmtQuantileValue(second, "s"))
+}
+
+func TestNumberFormatting(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"integer", FormatInteger(55477), "55,477"},
+		{"integer small", FormatInteger(960), "960"},
+		{"integer million", FormatInteger(6.311235e+06), "6,311,235"},
+		{"integer negative", FormatInteger(-1200), "-1,200"},
+		{"integer rounds", FormatInteger(999.6), "1,000"},
+		{"integer NaN", FormatInteger(math.NaN()), "n/a"},
+		{"multiple small", FormatMultiple(2.4001), "2.4x"},
+		{"multiple under 10", FormatMultiple(9.87), "9.87x"},
+		{"multiple at 10", FormatMultiple(10.39), "10x"},
+		{"multiple large", FormatMultiple(23920.86), "23,921x"},
+		{"multiple NaN", FormatMultiple(math.NaN()), "n/ax"},
+		{"prose big", FormatProseNumber(6.311235e+06), "6,311,235"},
+		{"prose tiny", FormatProseNumber(1.234e-7), "0.000000123"},
+		{"prose plain", FormatProseNumber(0.0417), "0.0417"},
+		{"change", fmtChange(1.54), "+154%"},
+		{"change as multiple", fmtChange(124.47), "125x"},
+		{"change down", fmtChange(-0.032), "-3.2%"},
+		{"count", fmtCount(55477), "n=55,477"},
+		{"count of requests", fmtCountOf(55477, "requests"), "n=55,477 requests"},
+		{"count unknown", fmtCountOf(Float(math.NaN()), "scrapes"), "n=?"},
+		{"prose multiple", proseNumbers("waiting_mean 997 vs baseline 0.0417: 23920.86x, severe"), "waiting_mean 997 vs baseline 0.0417: 23,921x, severe"},
+		{"prose keeps small multiples", proseNumbers("ttft_p95 3.11s vs baseline 203ms: 15.34x; noise 9.06x-21.16x"), "ttft_p95 3.11s vs baseline 203ms: 15x; noise 9.06x-21x"},
+		{"prose e-notation", proseNumbers("over 6.311235e+06 requests"), "over 6,311,235 requests"},
+		{"prose long integer", proseNumbers("n=11897714 over 29/30 intervals"), "n=11,897,714 over 29/30 intervals"},
+		{"prose leaves times and versions", proseNumbers("at 10:30:00 on 2026-09-22, vLLM 0.10.2"), "at 10:30:00 on 2026-09-22, vLLM 0.10.2"},
+		{"prose leaves decimals", proseNumbers("0.123456 and 12345.5"), "0.123456 and 12345.5"},
+	} {
+		assert.Equal(t, tc.want, tc.got, tc.name)
+	}
+}
+
+func TestCountNoun(t *testing.T) {
+	for id, want := range map[rules.FactID]string{
+		rules.TTFTP95: "requests", rules.ITLP95: "token gaps", rules.WaitingMean: "scrapes",
+		rules.AbortShare: "requests", rules.PrefixHitRatio: "tokens queried", rules.ReplicaShareMax: "",
+	} {
+		assert.Equal(t, want, countNoun(id), string(id))
+	}
+}
+
+func TestProseNumbersFourDigits(t *testing.T) {
+	assert.Equal(t, "prompt_tokens_p95 8,112 tokens vs baseline 2,716 tokens: 2.99x",
+		proseNumbers("prompt_tokens_p95 8112 tokens vs baseline 2716 tokens: 2.99x"))
+	assert.Equal(t, "since 2026-09-22 10:30:00Z, 1999/2000", proseNumbers("since 2026-09-22 10:30:00Z, 1999/2000"))
 }

@@ -98,6 +98,9 @@ func (r *Report) forJSON() *Report {
 // maps of the schema by empty ones. Slices are copied before they change.
 func normalizedReport(r *Report) *Report {
 	c := *r
+	if c.Culprit == nil {
+		c.Culprit = r.NamedCulprit()
+	}
 	if c.Symptoms == nil {
 		c.Symptoms = []rules.Symptom{}
 	} else {
@@ -276,4 +279,35 @@ func snakeCase(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// rankedFinding is a finding as the JSON form writes it: with its rank.
+type rankedFinding struct {
+	// Rank is the finding's place in the ranking, 1 first.
+	Rank int `json:"rank"`
+	rules.Finding
+}
+
+// MarshalJSON writes the report with an explicit "rank" on every
+// hypothesis, in ranking order. Reading the JSON back into a Report
+// ignores the rank (the order holds it).
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	hs := make([]rankedFinding, len(r.Hypotheses))
+	for i, f := range r.Hypotheses {
+		hs[i] = rankedFinding{Rank: i + 1, Finding: f}
+	}
+	p := plain(r)
+	p.Hypotheses = nil
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	hb, err := json.Marshal(hs)
+	if err != nil {
+		return nil, err
+	}
+	// Put "hypotheses" back in its place (json.Marshal writes the
+	// fields in declaration order, and plain's Hypotheses is null).
+	return bytes.Replace(b, []byte(`"hypotheses":null`), append([]byte(`"hypotheses":`), hb...), 1), nil
 }

@@ -34,8 +34,12 @@ type Report struct {
 	Windows Windows `json:"windows"`
 	// Symptoms are the four user symptoms, judged.
 	Symptoms []rules.Symptom `json:"symptoms"`
-	// Hypotheses are the decision map's findings, ranked.
+	// Hypotheses are the decision map's findings, ranked. In JSON each
+	// carries its explicit "rank" (1 first), in this order.
 	Hypotheses []rules.Finding `json:"hypotheses"`
+	// Culprit is the replica or group the report singles out, or nil
+	// (see NamedCulprit). WriteJSON fills it from NamedCulprit when nil.
+	Culprit *Culprit `json:"culprit,omitempty"`
 	// Notes are counter-cases recognised (e.g. a high but healthy KV
 	// cache) that must not read as incidents.
 	Notes []rules.Note `json:"notes,omitempty"`
@@ -101,8 +105,11 @@ type WindowInfo struct {
 	// "lifetime" (a single dump per pod: values since process start, not
 	// windowed), "whole" (first to last scrape) or "none".
 	From string `json:"from"`
-	// Scrapes is the number of scrape instants (over all replicas) inside
-	// the window.
+	// Scrapes is the number of scrape instants of vLLM targets inside the
+	// window, summed over the targets (a replica scraped 60 times and
+	// another 60 times make 120), the same count for every evidence kind
+	// (dumps, /federate, OpenMetrics, TSDB). Gauges' counts (Measure.Count
+	// of a gauge) are scrapes in this sense.
 	Scrapes int `json:"scrapes"`
 }
 
@@ -115,6 +122,26 @@ type ChangePoint struct {
 	Method string `json:"method"`
 	// Used reports whether the windows were derived from it.
 	Used bool `json:"used"`
+	// Signals are the symptom series that step at Time (their shift is
+	// material and counts toward Score), largest shift first: which
+	// signal moved, from what level to what.
+	Signals []ChangeSignal `json:"signals,omitempty"`
+}
+
+// ChangeSignal is one series that steps at a change point.
+type ChangeSignal struct {
+	// Series names the per-interval series: "ttft_p95", "tpot_p95",
+	// "itl_p95", "e2e_p95" (fleet, buckets merged per interval) or
+	// "waiting" (fleet mean).
+	Series string `json:"series"`
+	// Unit is the unit of Before and After: "s" or "requests".
+	Unit string `json:"unit"`
+	// Before and After are the series' means over the intervals before
+	// and after the change point.
+	Before Float `json:"before"`
+	After  Float `json:"after"`
+	// Score is the series' standardised shift (its term of the score).
+	Score float64 `json:"score"`
 }
 
 // Signals are the measured signals of a report.
@@ -160,8 +187,11 @@ type Measure struct {
 	Quantiles []Quantile `json:"quantiles,omitempty"`
 	// Mean (histograms: sum/count; gauges: mean over scrapes).
 	Mean Float `json:"mean"`
-	// Count is the number of observations (histograms), the counter
-	// increase (counters) or the number of scrapes (gauges).
+	// Count is the number of observations (histograms: requests, or
+	// token gaps for the inter-token latency), the counter increase
+	// (counters) or the number of scrape instants the gauge was read at
+	// (gauges: per replica, that replica's scrapes; fleet-wide, the scrape
+	// times at which the replicas' values were summed).
 	Count Float `json:"count"`
 	// Rate is the counter increase per second (counters), or NaN.
 	Rate Float `json:"rate"`

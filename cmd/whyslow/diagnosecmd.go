@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/diagnose"
+	wsreport "github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
@@ -31,6 +32,7 @@ type diagnoseFlags struct {
 	slo, thresholds    string
 	model, by          string
 	format             string
+	verbose, wide      bool
 }
 
 func (f *diagnoseFlags) register(fsName string, e *env, synopsis, examples string, formats string) *flagSet {
@@ -43,6 +45,10 @@ func (f *diagnoseFlags) register(fsName string, e *env, synopsis, examples strin
 	fs.StringVar(&f.model, "model", "", "keep only model_name=`NAME`")
 	fs.StringVar(&f.by, "by", "", "split signals by `LABEL` (default: model_name when several models are present)")
 	fs.StringVar(&f.format, "format", "text", "output `FORMAT`: "+formats)
+	if fsName == "diagnose" {
+		fs.BoolVar(&f.verbose, "verbose", false, "print every hypothesis in full and every evidence line with its source metric (text, markdown, html)")
+	}
+	fs.BoolVar(&f.wide, "wide", false, "do not fit text tables to 120 columns (one row per line, however wide)")
 	return fs
 }
 
@@ -136,7 +142,7 @@ func runDiagnose(ctx context.Context, e *env, args []string) error {
 // diagnoseAndWrite parses the flags of diagnose and compare, reads the
 // evidence, diagnoses it and writes the report with write.
 func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis, examples string, formats []string,
-	write func(io.Writer, string, *diagnose.Report) error) error {
+	write func(io.Writer, *diagnoseFlags, *diagnose.Report) error) error {
 	var f diagnoseFlags
 	fs := f.register(name, e, synopsis, examples, strings.Join(formats, ", "))
 	paths, err := parseInterspersed(fs, args)
@@ -154,6 +160,9 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	if err != nil {
 		return err
 	}
+	if err := checkVLLM(opts.Catalog, ev); err != nil {
+		return err
+	}
 	if err := checkWindow("--baseline", opts.Baseline, ev); err != nil {
 		return err
 	}
@@ -168,20 +177,48 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	if err != nil {
 		return err
 	}
-	err = write(out, f.format, rep)
+	err = write(out, &f, rep)
 	return errors.Join(err, closeOut())
 }
 
-func writeReport(w io.Writer, format string, rep *diagnose.Report) error {
-	switch format {
+// checkVLLM refuses evidence in which no target is vLLM (another engine's
+// capture, such as SGLang's, or only companion exporters): a short
+// message naming what was read, instead of a report of nothing but
+// "cannot evaluate".
+func checkVLLM(cat *diagnose.Catalog, ev *snapshot.Evidence) error {
+	if cat == nil || ev == nil || len(ev.Targets) == 0 {
+		return nil
+	}
+	res := cat.Resolve(ev)
+	var names []string
+	for _, t := range res.Targets {
+		if t.Engine != diagnose.EngineNotVLLM {
+			return nil
+		}
+		names = append(names, t.Target)
+	}
+	const maxNames = 4
+	list := strings.Join(names[:min(len(names), maxNames)], ", ")
+	if len(names) > maxNames {
+		list += fmt.Sprintf(" and %d more", len(names)-maxNames)
+	}
+	return fmt.Errorf("no vLLM target in the evidence: %s read (%s), none with a vllm: metric. "+
+		"whyslow diagnoses vLLM; for renamed metrics give --alias vllm:=PREFIX (e.g. --alias vllm:=ray_vllm:), "+
+		"and see whyslow catalog PATH for what was found",
+		wsreport.Plural(len(names), "target", "targets"), list)
+}
+
+func writeReport(w io.Writer, f *diagnoseFlags, rep *diagnose.Report) error {
+	o := wsreport.LayoutOptions{Verbose: f.verbose, Wide: f.wide}
+	switch f.format {
 	case "markdown":
-		return rep.WriteMarkdown(w)
+		return rep.Layout(o).WriteMarkdown(w)
 	case "json":
 		return rep.WriteJSON(w)
 	case "html":
-		return html.Write(w, rep)
+		return html.WriteOptions(w, rep, html.Options{Verbose: f.verbose})
 	default:
-		return rep.WriteText(w)
+		return rep.Layout(o).WriteText(w)
 	}
 }
 
@@ -199,9 +236,9 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 
 // writeCompare prints the before/after table. Its JSON form is
 // {"schema_version", "windows", "rows": [CompareRow...], "warnings"}.
-func writeCompare(w io.Writer, format string, rep *diagnose.Report) error {
+func writeCompare(w io.Writer, f *diagnoseFlags, rep *diagnose.Report) error {
 	rows := diagnose.CompareTable(rep)
-	switch format {
+	switch f.format {
 	case "markdown":
 		return diagnose.WriteCompareMarkdown(w, rows)
 	case "json":
@@ -219,6 +256,9 @@ func writeCompare(w io.Writer, format string, rep *diagnose.Report) error {
 			Warnings      []string              `json:"warnings"`
 		}{diagnose.SchemaVersion, rep.Windows, rows, warnings})
 	default:
+		if f.wide {
+			return wsreport.CompareDocument(rows).WriteTextWidth(w, 0)
+		}
 		return diagnose.WriteCompareText(w, rows)
 	}
 }

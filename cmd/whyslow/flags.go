@@ -83,6 +83,10 @@ func (l *listFlag) Set(s string) error {
 // parseWindow parses an RFC 3339 interval "START/END". END may also be a
 // Go duration ("2026-09-22T10:00:00Z/30m"). The empty string is the zero
 // Window.
+// windowForms lists the accepted forms of a window, for error messages.
+const windowForms = "accepted forms: 2026-09-22T10:30:00Z/2026-09-22T11:00:00Z, 2026-09-22T10:30:00Z/30m, " +
+	"2026-09-22T12:30:00+02:00/1h (a date and time with its zone, then an end time or a Go duration)"
+
 func parseWindow(s string) (snapshot.Window, error) {
 	if s == "" {
 		return snapshot.Window{}, nil
@@ -93,14 +97,14 @@ func parseWindow(s string) (snapshot.Window, error) {
 	}
 	start, err := time.Parse(time.RFC3339, strings.TrimSpace(a))
 	if err != nil {
-		return snapshot.Window{}, fmt.Errorf("window %q: start: %v", s, err)
+		return snapshot.Window{}, fmt.Errorf("window %q: start %q is not an RFC 3339 time; %s", s, strings.TrimSpace(a), windowForms)
 	}
 	b = strings.TrimSpace(b)
 	end, err := time.Parse(time.RFC3339, b)
 	if err != nil {
 		d, derr := time.ParseDuration(b)
 		if derr != nil {
-			return snapshot.Window{}, fmt.Errorf("window %q: end: %v", s, err)
+			return snapshot.Window{}, fmt.Errorf("window %q: end %q is neither an RFC 3339 time nor a duration; %s", s, b, windowForms)
 		}
 		end = start.Add(d)
 	}

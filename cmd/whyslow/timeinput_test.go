@@ -136,3 +136,30 @@ func TestDiagnoseWithTimeOutliersAndInf(t *testing.T) {
 	line := strings.Count(s[:i], "\n") + 1
 	assert.Contains(t, strings.Join(warnings, "\n"), fmt.Sprintf("%s:%d: impossible sample value", victim, line))
 }
+
+// A window that cannot be parsed is answered with the accepted forms,
+// never with Go's layout string (issue 14).
+func TestParseWindowErrorsShowAcceptedForms(t *testing.T) {
+	for _, s := range []string{"10:30/11:00", "2026-09-22T10:30:00Z/11:00", "2026-09-22 10:30/30m"} {
+		_, err := parseWindow(s)
+		require.Error(t, err, s)
+		assert.Contains(t, err.Error(), "accepted forms: 2026-09-22T10:30:00Z/2026-09-22T11:00:00Z", s)
+		assert.NotContains(t, err.Error(), "2006-01-02", s)
+	}
+	w, err := parseWindow("2026-09-22T10:30:00Z/30m")
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Minute, w.End.Sub(w.Start))
+}
+
+// A capture with no vLLM target (SGLang's) gets a short message and exit
+// status 1, not a report of nothing but "cannot evaluate" (issue 14).
+func TestDiagnoseNoVLLMTarget(t *testing.T) {
+	path := "../../testdata/realdata/vllm/sglang-production-metrics-docs-unknown.prom"
+	for _, cmd := range []string{"diagnose", "compare"} {
+		code, out, errOut := whyslow(t, "", cmd, path)
+		assert.Equal(t, exitInput, code, cmd)
+		assert.Empty(t, out, cmd)
+		assert.Contains(t, errOut, "whyslow "+cmd+": no vLLM target in the evidence: 1 target read (sglang-production-metrics-docs-unknown), none with a vllm: metric", cmd)
+		assert.LessOrEqual(t, strings.Count(errOut, "\n"), 3, "short: %s", errOut)
+	}
+}

@@ -25,7 +25,19 @@ import (
 // All text is escaped (html/template). A report split into groups draws
 // the plots of each group in its section.
 func Write(w io.Writer, r *report.Report) error {
-	view, err := htmlView(r)
+	return WriteOptions(w, r, Options{})
+}
+
+// Options select what the HTML form shows.
+type Options struct {
+	// Verbose prints every hypothesis in full and every evidence line
+	// with its source metric (report.LayoutOptions.Verbose).
+	Verbose bool
+}
+
+// WriteOptions is Write with options.
+func WriteOptions(w io.Writer, r *report.Report, o Options) error {
+	view, err := htmlView(r, o)
 	if err != nil {
 		return err
 	}
@@ -52,8 +64,8 @@ type htmlPlotView struct {
 	Inline template.HTML
 }
 
-func htmlView(r *report.Report) (*htmlPage, error) {
-	d := r.Layout(report.LayoutOptions{Full: true, Plots: true})
+func htmlView(r *report.Report, o Options) (*htmlPage, error) {
+	d := r.Layout(report.LayoutOptions{Verbose: o.Verbose, Plots: true})
 	page := &htmlPage{Title: "whyslow report"}
 	if r != nil {
 		page.Title += ": " + string(r.Verdict)
@@ -103,7 +115,7 @@ const htmlSource = `<!DOCTYPE html>
 <meta name="generator" content="whyslow">
 <title>{{.Title}}</title>
 <style>
-body { font: 15px/1.45 -apple-system, "Segoe UI", "Liberation Sans", Arial, Helvetica, sans-serif; color: #1d2330; background: #fff; margin: 0; }
+body { overflow-wrap: anywhere; font: 15px/1.45 -apple-system, "Segoe UI", "Liberation Sans", Arial, Helvetica, sans-serif; color: #1d2330; background: #fff; margin: 0; }
 main { max-width: 76rem; margin: 0 auto; padding: 1.5rem 2rem 4rem; }
 h1 { font-size: 1.6rem; margin: 2rem 0 .6rem; border-bottom: 3px solid #1f3a5f; padding-bottom: .3rem; }
 h2 { font-size: 1.25rem; margin: 2rem 0 .5rem; border-bottom: 1px solid #ccd3dd; padding-bottom: .2rem; }
@@ -112,6 +124,11 @@ h3.status-supported { color: #a4161a; }
 h3.status-not-evaluable { color: #8a6d00; }
 h3.status-contradicted { color: #5c6675; font-weight: 600; }
 p.verdict { font-size: 1.2rem; font-weight: 700; background: #fdecea; border-left: 6px solid #c62828; padding: .7rem 1rem; }
+p.verdict.verdict-undetermined { background: #fff6db; border-left-color: #b7791f; }
+p.verdict.verdict-no-incident { background: #e8f5e9; border-left-color: #2e7d32; }
+ul.summary { background: #f6f8fa; border: 1px solid #d5dbe3; padding: .6rem 1rem .6rem 2rem; }
+li.culprit { font-weight: 700; }
+div.scroll { overflow-x: auto; max-width: 100%; }
 ul { margin: .3rem 0 .6rem; padding-left: 1.4rem; }
 li { margin: .15rem 0; }
 li.PRESENT { color: #a4161a; font-weight: 700; }
@@ -120,14 +137,14 @@ li.not-evaluable { color: #8a6d00; }
 li.check-holds::marker { color: #2e7d32; }
 li.check-does-not-hold::marker { color: #a4161a; }
 table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; }
-th, td { border: 1px solid #d5dbe3; padding: .25rem .5rem; vertical-align: top; text-align: left; }
+th, td { overflow-wrap: normal; border: 1px solid #d5dbe3; padding: .25rem .5rem; vertical-align: top; text-align: left; }
 th { background: #f1f4f8; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.mark td { background: #fff3cd; font-weight: 600; }
 pre { background: #f6f8fa; padding: .6rem .8rem; overflow-x: auto; }
 figure.plot { margin: 1rem 0 1.6rem; }
 figure.plot figcaption { font-size: .9rem; color: #444; }
-figure.plot svg { display: block; max-width: 100%; height: auto; }
+figure.plot svg { display: block; width: 100%; max-width: 100%; height: auto; }
 figure.plot svg text { font-family: "Liberation Sans", Arial, Helvetica, sans-serif !important; }
 ul.legend { list-style: none; padding: 0; margin: .2rem 0; display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; font-size: .85rem; }
 ul.legend li span { display: inline-block; width: 1.6rem; height: 0; border-top: 2px solid; vertical-align: middle; margin-right: .35rem; }
@@ -143,7 +160,7 @@ ul.legend li.bold { font-weight: 700; }
 </html>
 {{define "block"}}{{if eq .Kind "heading"}}{{template "heading" .}}
 {{else if eq .Kind "para"}}<p{{with .Class}} class="{{.}}"{{end}}>{{.Text}}</p>
-{{else if eq .Kind "list"}}{{template "items" .Items}}
+{{else if eq .Kind "list"}}{{if .Class}}<ul class="{{.Class}}">{{range .Items}}{{template "item" .}}{{end}}</ul>{{else}}{{template "items" .Items}}{{end}}
 {{else if eq .Kind "table"}}{{template "table" .Table}}
 {{else if eq .Kind "pre"}}<pre>{{.Text}}</pre>
 {{else if eq .Kind "plots"}}{{if .Plots}}<h2>Timelines</h2>
@@ -154,10 +171,11 @@ ul.legend li.bold { font-weight: 700; }
 </figure>
 {{end}}{{end}}{{end}}{{end}}
 {{define "heading"}}{{if eq .Level 1}}<h1>{{.Text}}</h1>{{else if eq .Level 2}}<h2>{{.Text}}</h2>{{else if eq .Level 3}}<h3{{with .Class}} class="{{.}}"{{end}}>{{.Text}}</h3>{{else}}<h4>{{.Text}}</h4>{{end}}{{end}}
-{{define "items"}}<ul>{{range .}}<li{{with .Class}} class="{{.}}"{{end}}>{{.Text}}{{if .Sub}}{{template "items" .Sub}}{{end}}</li>{{end}}</ul>{{end}}
-{{define "table"}}{{$t := .}}<table>
+{{define "items"}}<ul>{{range .}}{{template "item" .}}{{end}}</ul>{{end}}
+{{define "item"}}<li{{with .Class}} class="{{.}}"{{end}}>{{.Text}}{{if .Sub}}{{template "items" .Sub}}{{end}}</li>{{end}}
+{{define "table"}}{{$t := .}}<div class="scroll"><table>
 <thead><tr>{{range $i, $h := .Head}}<th{{if right $t $i}} class="num"{{end}}>{{$h}}</th>{{end}}</tr></thead>
 <tbody>
 {{range $r, $row := .Rows}}<tr{{if mark $t $r}} class="mark"{{end}}>{{range $i, $c := $row}}<td{{if right $t $i}} class="num"{{end}}>{{$c}}</td>{{end}}</tr>
 {{end}}</tbody>
-</table>{{end}}`
+</table></div>{{end}}`

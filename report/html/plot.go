@@ -39,6 +39,7 @@ var plotSpecs = []plotSpec{
 	{"prefill_time", "prefill time p95", "s", false},
 	{"tpot", "TPOT p95", "s", false},
 	{"itl", "ITL p95", "s", false},
+	{"e2e", "E2E latency p95", "s", false},
 	{"waiting", "waiting requests", "requests", true},
 	{"running", "running requests", "requests", true},
 	{"kv_usage", "KV-cache usage", "ratio", true},
@@ -48,14 +49,15 @@ var plotSpecs = []plotSpec{
 
 // Plot geometry and colours.
 const (
-	plotWidth  = 7 * vg.Inch
-	plotHeight = 2.1 * vg.Inch
+	plotWidth  = 12 * vg.Inch
+	plotHeight = 2.6 * vg.Inch
 )
 
 var (
 	plotFleetColor    = color.RGBA{R: 0x1f, G: 0x3a, B: 0x5f, A: 0xff}
 	plotIncidentShade = color.NRGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0x30}
 	plotBaselineShade = color.NRGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0x20}
+	plotSLOColor      = color.RGBA{R: 0xb7, G: 0x1c, B: 0x1c, A: 0xff}
 	// plotReplicaColors are distinct colours for replica lines (Tableau
 	// 10 without the red of the incident shading).
 	plotReplicaColors = []color.RGBA{
@@ -181,8 +183,9 @@ func drawTimeline(r *report.Report, spec plotSpec, fleet *report.Timeline, reps 
 	if math.IsInf(xMin, 0) {
 		return nil, nil
 	}
-	label, scale := plotScale(spec.unit, yMax)
-	top := yMax * scale * 1.08
+	slo, sloName := sloTarget(r, spec.signal)
+	label, scale := plotScale(spec.unit, math.Max(yMax, slo))
+	top := math.Max(yMax, slo) * scale * 1.08
 	if spec.unit == "ratio" {
 		top = math.Max(top, 100)
 	}
@@ -204,6 +207,7 @@ func drawTimeline(r *report.Report, spec plotSpec, fleet *report.Timeline, reps 
 	p.Y.Min, p.Y.Max = 0, top
 	p.X.Tick.Marker = timeTicks{}
 	p.Y.Label.Text = label
+	p.Y.Tick.Marker = numberTicks{}
 	p.X.Label.Text = "UTC"
 	p.Add(plotter.NewGrid())
 
@@ -274,10 +278,30 @@ func drawTimeline(r *report.Report, spec plotSpec, fleet *report.Timeline, reps 
 			return nil, err
 		}
 	}
+	culprit := ""
+	if c := r.NamedCulprit(); c != nil && c.Kind == "replica" {
+		culprit = c.Name
+	}
 	for i, t := range reps {
-		if err := add(t, plotReplicaColors[i%len(plotReplicaColors)], vg.Points(1), t.Replica, false); err != nil {
+		width, name, bold := vg.Points(1), t.Replica, false
+		if t.Replica == culprit {
+			// The replica the report singles out stands out.
+			width, name, bold = vg.Points(2), t.Replica+" (culprit)", true
+		}
+		if err := add(t, plotReplicaColors[i%len(plotReplicaColors)], width, name, bold); err != nil {
 			return nil, err
 		}
+	}
+	if slo > 0 {
+		l, err := plotter.NewLine(plotter.XYs{{X: xMin, Y: slo * scale}, {X: xMax, Y: slo * scale}})
+		if err != nil {
+			return nil, err
+		}
+		l.Color = plotSLOColor
+		l.Width = vg.Points(1.5)
+		l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
+		p.Add(l)
+		legend = append(legend, plotLegend{Name: "SLO " + sloName + " " + report.FormatValue(slo, "s") + " (dashed)", Color: cssColor(plotSLOColor)})
 	}
 	if len(legend) == 0 {
 		return nil, nil
@@ -296,6 +320,33 @@ func drawTimeline(r *report.Report, spec plotSpec, fleet *report.Timeline, reps 
 	caption := fmt.Sprintf("per %s interval; shaded: incident window %s (red), baseline %s (grey)",
 		report.FormatDuration(step), report.FormatWindowSpan(r.Windows.Incident), report.FormatWindowSpan(r.Windows.Baseline))
 	return &htmlPlot{Title: title, Caption: caption, SVG: inlineSVG(buf.Bytes()), Legend: legend}, nil
+}
+
+// sloTarget returns the SLO target drawn on the plot of signal, with its
+// name: the p95 targets of TTFT, TPOT and ITL (the plots are p95 per
+// interval); 0 when none was given.
+func sloTarget(r *report.Report, signal string) (float64, string) {
+	name := map[string]string{"ttft": "ttft_p95", "tpot": "tpot_p95", "itl": "itl_p95"}[signal]
+	if name == "" {
+		return 0, ""
+	}
+	return r.Settings.SLO[name], name
+}
+
+// numberTicks labels a numeric axis like the text report: gonum's
+// default tick positions, labels by report.FormatNumber ("750", not
+// "750.00"; "0.5", not "0.50").
+type numberTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (numberTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = report.FormatNumber(ticks[i].Value)
+		}
+	}
+	return ticks
 }
 
 func plotStatText(stat string) string {

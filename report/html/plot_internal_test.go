@@ -39,3 +39,49 @@ func TestTimeTicks(t *testing.T) {
 	require.NotEmpty(t, days)
 	assert.Nil(t, timeTicks{}.Ticks(5, 5))
 }
+
+// Numeric axes are labelled like the text report: "750", never "750.00".
+func TestNumberTicks(t *testing.T) {
+	var labels []string
+	for _, tk := range (numberTicks{}).Ticks(0, 800) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+			assert.NotContains(t, tk.Label, ".00", tk.Label)
+		}
+	}
+	assert.Equal(t, []string{"0", "400", "800"}, labels)
+	for _, tk := range (numberTicks{}).Ticks(0, 1.2) {
+		if tk.Label != "" {
+			assert.NotRegexp(t, `\.\d*0$`, tk.Label, "no trailing zero")
+		}
+	}
+}
+
+// SLO targets are drawn as dashed lines on the p95 plots they bound, and
+// the culprit replica's line stands out in the legend.
+func TestPlotSLOAndCulprit(t *testing.T) {
+	t0 := time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
+	var pts []report.Point
+	for i := range 10 {
+		pts = append(pts, report.Point{T: t0.Add(time.Duration(i) * time.Minute), Value: 0.5, Count: 10})
+	}
+	r := &report.Report{
+		Settings:  report.Settings{SLO: map[string]float64{"ttft_p95": 2}},
+		Timelines: []report.Timeline{{Signal: "ttft", Stat: "p95", Step: time.Minute, Points: pts}},
+	}
+	plots, err := timelinePlots(r)
+	require.NoError(t, err)
+	require.Len(t, plots, 1)
+	var names []string
+	for _, l := range plots[0].Legend {
+		names = append(names, l.Name)
+	}
+	assert.Contains(t, names, "SLO ttft_p95 2s (dashed)")
+	assert.Contains(t, string(plots[0].SVG), "stroke-dasharray", "the SLO line is dashed")
+
+	// No SLO given: no line.
+	r.Settings.SLO = nil
+	plots, err = timelinePlots(r)
+	require.NoError(t, err)
+	assert.Len(t, plots[0].Legend, 1)
+}

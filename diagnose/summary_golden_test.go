@@ -1,0 +1,84 @@
+package diagnose_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/report"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// summaryBlock returns the text report's head: the title, the verdict
+// and the summary block, up to the next section.
+func summaryBlock(t *testing.T, text string) string {
+	t.Helper()
+	i := strings.Index(text, "\nSummary\n-------\n")
+	require.GreaterOrEqual(t, i, 0, "no summary block:\n%s", text)
+	rest := text[i+len("\nSummary\n-------\n"):]
+	// The block ends at the blank line before the next heading.
+	if j := strings.Index(rest, "\n\n"); j >= 0 {
+		rest = rest[:j+1]
+	}
+	return text[:i+len("\nSummary\n-------\n")] + rest
+}
+
+// checkSummary checks a report's default text: the summary block against
+// its golden file (testdata/render/summary/NAME.txt; -update rewrites it),
+// the block's length (at most 15 items' worth of lines, numbers included),
+// and that no line of the whole report is wider than report.TextWidth.
+func checkSummary(t *testing.T, name string, rep *diagnose.Report) {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, rep.WriteText(&b))
+	text := b.String()
+	for n, line := range strings.Split(text, "\n") {
+		assert.LessOrEqual(t, utf8.RuneCountInString(line), report.TextWidth, "%s: line %d is too wide: %q", name, n+1, line)
+	}
+	block := summaryBlock(t, text)
+	lines := strings.Count(block, "\n") - 5 // title, rule, verdict, blank, heading, rule
+	assert.LessOrEqual(t, lines, 22, "%s: the summary block is short:\n%s", name, block)
+	renderGolden(t, filepath.Join("summary", name+".txt"), []byte(block))
+}
+
+// The real captures (testdata/realdata/vllm) each get a summary block; a
+// capture without a scrape time takes its file's mtime, fixed here.
+func TestSummaryRealCaptures(t *testing.T) {
+	src := filepath.Join("..", "testdata", "realdata", "vllm")
+	files, err := filepath.Glob(filepath.Join(src, "*.prom"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	mtime := time.Date(2026, 9, 22, 10, 30, 0, 0, time.UTC)
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".prom")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			require.NoError(t, err)
+			// A short folder: a path is one word, which text never breaks.
+			// (and no digits in it, which would read as a scrape time).
+			tmp, err := os.MkdirTemp("", "ws")
+			require.NoError(t, err)
+			t.Cleanup(func() { os.RemoveAll(tmp) })
+			dir := filepath.Join(tmp, "capture")
+			require.NoError(t, os.Mkdir(dir, 0o755))
+			path := filepath.Join(dir, filepath.Base(f))
+			require.NoError(t, os.WriteFile(path, data, 0o644))
+			require.NoError(t, os.Chtimes(path, mtime, mtime))
+			ev, err := snapshot.Read(context.Background(), []string{path}, snapshot.Options{})
+			require.NoError(t, err)
+			rep, err := diagnose.Diagnose(ev, diagnose.Options{})
+			require.NoError(t, err)
+			rep.Inputs.Sources = []string{filepath.Base(f)}
+			checkSummary(t, "real-"+name, rep)
+		})
+	}
+}

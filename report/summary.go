@@ -1,0 +1,410 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/rules"
+)
+
+// Culprit is the replica or group a report singles out: the replica the
+// verdict's hot-spot evidence names, or the group (model or other label
+// value) whose verdict is the report's.
+type Culprit struct {
+	// Kind is "replica", "model" (a model_name group) or "label" (a
+	// group of another label).
+	Kind string `json:"kind"`
+	// Name is the replica name, or the group's label value.
+	Name string `json:"name"`
+	// Share is the replica's share of arrivals (or completions) over its
+	// fair share, as a multiple (2.4 = 2.4x its fair share); nil (null)
+	// when not known, as for a group.
+	Share *Float `json:"share"`
+	// Why says in one phrase what singles it out.
+	Why string `json:"why"`
+}
+
+// replicaFacts are the facts whose evidence names or measures one replica.
+var replicaFacts = []rules.FactID{rules.ReplicaLoadShareMax, rules.ReplicaShareMax, rules.ReplicaTTFTRatio}
+
+// NamedCulprit returns the replica or group the report singles out, or
+// nil. It reads what the engine decided and never re-judges: a replica
+// is named only when the verdict's own evidence includes a per-replica
+// fact whose source names it (replica_load_share_max's source begins
+// "REPLICA: "), and a group only when the report is split and one group's
+// verdict is the report's.
+func (r *Report) NamedCulprit() *Culprit {
+	if r == nil {
+		return nil
+	}
+	if len(r.Groups) > 0 {
+		if r.Verdict == rules.NoIncident || r.Verdict == rules.Undetermined {
+			return nil
+		}
+		var hit *Report
+		for _, g := range r.Groups {
+			if g != nil && g.Verdict == r.Verdict {
+				if hit != nil {
+					return nil // several groups share the verdict
+				}
+				hit = g
+			}
+		}
+		if hit == nil || len(hit.Group) != 1 {
+			return nil
+		}
+		for k, v := range hit.Group {
+			kind := "label"
+			if k == "model_name" || k == "model" {
+				kind = "model"
+			}
+			return &Culprit{Kind: kind, Name: v,
+				Why: fmt.Sprintf("the verdict %s comes from %s=%s alone", r.Verdict, k, v)}
+		}
+	}
+	f, ok := r.verdictFinding()
+	if !ok {
+		return nil
+	}
+	for _, e := range f.Evidence {
+		if !slices.Contains(replicaFacts, e.Fact) {
+			continue
+		}
+		name, _, ok := strings.Cut(e.Source, ": ")
+		if !ok || !slices.Contains(r.Inputs.Replicas, name) {
+			continue
+		}
+		why := fmt.Sprintf("takes %s its fair share of arrivals", FormatMultiple(e.Value))
+		if e.Fact == rules.ReplicaShareMax {
+			why = fmt.Sprintf("takes %s its fair share of completions", FormatMultiple(e.Value))
+		}
+		share := Float(e.Value)
+		c := &Culprit{Kind: "replica", Name: name, Share: &share, Why: why}
+		if e.Fact == rules.ReplicaTTFTRatio {
+			c.Why = fmt.Sprintf("its TTFT p95 is %s the fleet's", FormatMultiple(e.Value))
+			c.Share = nil
+		}
+		return c
+	}
+	return nil
+}
+
+// verdictFinding returns the finding the verdict names.
+func (r *Report) verdictFinding() (rules.Finding, bool) {
+	for _, f := range r.Hypotheses {
+		if string(f.ID) == string(r.Verdict) {
+			return f, true
+		}
+	}
+	return rules.Finding{}, false
+}
+
+// maxSummaryNumbers is the number of evidence numbers the summary shows.
+const maxSummaryNumbers = 4
+
+// compactEvidence is one evidence item in short: the rule's sentence up
+// to its first clause, then the count with what it counts. The windows
+// are said once in the summary, the metrics once in the signal table.
+func compactEvidence(e rules.Evidence) string {
+	text := proseNumbers(firstClause(e.Text))
+	if !math.IsNaN(e.Count) && e.Fact != "" {
+		text += " (" + fmtCountOf(Float(e.Count), countNoun(e.Fact)) + ")"
+	}
+	return text
+}
+
+// summaryNumbers picks the numbers that carry the verdict: from the
+// verdict's evidence, the per-replica facts (the culprit's), the first
+// symptom number, then the facts that set this hypothesis apart (those
+// no symptom shows: prompt length, prefill time, hit ratio...), then more
+// symptom numbers. Without a hypothesis verdict (undetermined, no
+// incident) it picks the first evidence of each symptom, present ones
+// first.
+func summaryNumbers(r *Report) []string {
+	inSymptoms := map[rules.FactID]bool{}
+	for _, s := range r.Symptoms {
+		for _, e := range s.Evidence {
+			inSymptoms[e.Fact] = true
+		}
+	}
+	var ev []rules.Evidence
+	f, isHyp := r.verdictFinding()
+	if isHyp {
+		ev = f.Evidence
+	} else {
+		for _, present := range []bool{true, false} {
+			for _, s := range r.Symptoms {
+				if s.Present == present && len(s.Evidence) > 0 {
+					ev = append(ev, s.Evidence[0])
+				}
+			}
+		}
+	}
+	var out []string
+	seen := map[rules.FactID]bool{}
+	take := func(keep func(rules.Evidence) bool, limit int) {
+		for _, e := range ev {
+			if len(out) >= limit || len(out) >= maxSummaryNumbers {
+				return
+			}
+			if e.Fact == "" || seen[e.Fact] || !keep(e) {
+				continue
+			}
+			seen[e.Fact] = true
+			out = append(out, compactEvidence(e))
+		}
+	}
+	all := func(rules.Evidence) bool { return true }
+	take(func(e rules.Evidence) bool { return slices.Contains(replicaFacts, e.Fact) }, 1)
+	if isHyp {
+		take(func(e rules.Evidence) bool { return inSymptoms[e.Fact] }, len(out)+1)
+		take(func(e rules.Evidence) bool { return !inSymptoms[e.Fact] }, maxSummaryNumbers)
+	}
+	take(all, maxSummaryNumbers)
+	return out
+}
+
+// windowsLine says the windows compared, with scrape counts and how they
+// were chosen, in one line: the date is said once when both windows lie
+// within one UTC day.
+func windowsLine(r *Report) string {
+	w := r.Windows
+	if w.Incident.From == "lifetime" && (w.Baseline.From == "" || w.Baseline.From == "none") {
+		at := "an unknown time"
+		if !w.Incident.End.IsZero() {
+			at = w.Incident.End.UTC().Format("2006-01-02 15:04:05Z")
+		}
+		return fmt.Sprintf("none to compare: %s at %s, values since process start",
+			Plural(max(w.Incident.Scrapes, 1), "scrape", "scrapes"), at)
+	}
+	b, i := w.Baseline, w.Incident
+	sameDay := !b.Start.IsZero() && !i.End.IsZero() && b.From != "lifetime" && i.From != "lifetime" &&
+		b.Start.UTC().Format(time.DateOnly) == i.End.UTC().Format(time.DateOnly)
+	one := func(name string, wi WindowInfo) string {
+		span := FormatWindowSpan(wi)
+		if sameDay {
+			// "10:00–10:30Z (30m)": the date follows once.
+			span = strings.TrimPrefix(span, wi.Start.UTC().Format(time.DateOnly)+" ")
+			if k := strings.Index(span, " ("); k > 0 {
+				span = span[:k] + " (" + FormatDuration(wi.End.Sub(wi.Start)) + ")"
+			}
+		}
+		s := name + " " + span
+		if wi.Scrapes > 0 {
+			n := FormatInteger(float64(wi.Scrapes)) + " scrapes"
+			if wi.Scrapes == 1 {
+				n = "1 scrape"
+			}
+			switch {
+			case sameDay:
+				s = strings.Replace(s, " ("+FormatDuration(wi.End.Sub(wi.Start))+")", " ("+n+")", 1)
+			case strings.HasSuffix(s, ")") && wi.From != "lifetime":
+				s = strings.TrimSuffix(s, ")") + ", " + n + ")"
+			default:
+				s += ", " + n
+			}
+		}
+		return s
+	}
+	s := one("baseline", b) + ", " + one("incident", i)
+	if sameDay {
+		s += " on " + b.Start.UTC().Format(time.DateOnly)
+	}
+	if cp := w.ChangePoint; cp != nil && cp.Used {
+		s += "; change point " + cp.Time.UTC().Format("15:04Z")
+		if len(cp.Signals) > 0 {
+			var names []string
+			for _, c := range cp.Signals[:min(2, len(cp.Signals))] {
+				names = append(names, c.Series)
+			}
+			s += " (" + strings.Join(names, ", ") + " moved)"
+		}
+	} else if i.From != "" {
+		s += "; " + i.From
+	}
+	return s
+}
+
+// evidenceLine says what evidence the report read, in one line.
+func evidenceLine(r *Report) string {
+	in := r.Inputs
+	parts := []string{Plural(len(in.Replicas), "replica", "replicas"), strings.Replace(Plural(len(in.Sources), "source", "sources"), strconv.Itoa(len(in.Sources)), FormatInteger(float64(len(in.Sources))), 1)}
+	vers := map[string]bool{}
+	for _, v := range in.Versions {
+		vers[v] = true
+	}
+	delete(vers, "none")
+	if len(vers) == 1 {
+		for v := range vers {
+			parts = append(parts, "vLLM "+v)
+		}
+	} else if len(vers) > 1 {
+		parts = append(parts, fmt.Sprintf("%d vLLM version ranges", len(vers)))
+	}
+	if in.Partial {
+		parts = append(parts, "partial: some input could not be read")
+	}
+	if n := len(r.Warnings); n > 0 {
+		parts = append(parts, Plural(n, "warning", "warnings")+" (see Warnings)")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// layoutSummary lays out the summary block that leads a report: the
+// verdict with its confidence, the culprit, the numbers that carry it,
+// the first mitigation and next check, the windows and the evidence.
+//
+// A report split into groups summarises the group its verdict comes from
+// (the culprit), else the top level.
+func layoutSummary(d *Document, r *Report) {
+	d.heading(2, "Summary")
+	var items []Item
+	c := r.NamedCulprit()
+	if c != nil {
+		items = append(items, Item{Text: fmt.Sprintf("culprit: %s %s: %s", c.Kind, c.Name, c.Why), Class: "culprit"})
+	}
+	if c != nil && c.Kind != "replica" {
+		for _, g := range r.Groups {
+			if g != nil && g.Verdict == r.Verdict {
+				win, ev := g.Windows, g.Inputs
+				r = &Report{Verdict: g.Verdict, Hypotheses: g.Hypotheses, Symptoms: g.Symptoms, Notes: g.Notes,
+					Candidates: g.Candidates, Windows: win, Inputs: ev, Warnings: r.Warnings}
+				break
+			}
+		}
+	}
+	f, isHyp := r.verdictFinding()
+	switch {
+	case isHyp && f.ConfidenceReason != "":
+		items = append(items, Item{Text: "confidence: " + string(f.Confidence) + ": " + proseNumbers(f.ConfidenceReason)})
+	case r.Verdict == rules.Undetermined && len(r.Candidates) > 0:
+		var c []string
+		for _, id := range r.Candidates {
+			for _, h := range r.Hypotheses {
+				if h.ID == id {
+					c = append(c, fmt.Sprintf("%s (score %.2f)", id, h.Score))
+				}
+			}
+		}
+		items = append(items, Item{Text: "candidates (check these next, none is a verdict): " + strings.Join(c, ", ")})
+	}
+	items = append(items, Item{Text: "symptoms present: " + presentSymptoms(r)})
+	single := r.Windows.Incident.From == "lifetime" && r.Windows.Baseline.From != "lifetime"
+	if single {
+		items = append(items, lifetimeItems(r)...)
+	}
+	if nums := summaryNumbers(r); len(nums) > 0 && (!single || isHyp) {
+		items = append(items, Item{Text: "numbers (incident vs baseline window):", Sub: textItems(nums)})
+	}
+	if isHyp {
+		if len(f.Mitigations) > 0 {
+			items = append(items, Item{Text: "mitigate first: " + f.Mitigations[0]})
+		}
+		if c, ok := firstCheck(f); ok {
+			items = append(items, Item{Text: "check next: " + c})
+		}
+	}
+	for _, n := range r.Notes {
+		items = append(items, Item{Text: "not an incident: " + n.ID})
+	}
+	items = append(items, Item{Text: "windows: " + windowsLine(r)}, Item{Text: "evidence: " + evidenceLine(r)})
+	d.list("summary", items)
+}
+
+// firstCheck is the first next check still to do: an automated check
+// that could not run, else a manual one, else the first.
+func firstCheck(f rules.Finding) (string, bool) {
+	for _, want := range []string{rules.CheckUnknown, rules.CheckManual} {
+		for _, c := range f.NextChecks {
+			if c.Outcome == want {
+				return c.Text, true
+			}
+		}
+	}
+	if len(f.NextChecks) > 0 {
+		return "[" + f.NextChecks[0].Outcome + "] " + f.NextChecks[0].Text, true
+	}
+	return "", false
+}
+
+// firstClause returns s up to its first "; " outside parentheses.
+func firstClause(s string) string {
+	depth := 0
+	for i, c := range s {
+		switch c {
+		case '(', '[':
+			depth++
+		case ')', ']':
+			depth--
+		case ';':
+			if depth <= 0 && strings.HasPrefix(s[i:], "; ") {
+				return s[:i]
+			}
+		}
+	}
+	return s
+}
+
+// lifetimeSignals are the latency signals a single scrape summarises,
+// with their lifetime quantiles.
+var lifetimeSignals = []string{"ttft", "tpot", "itl", "e2e"}
+
+// lifetimeItems say what one scrape per replica (counters since process
+// start) can and cannot show, its lifetime quantiles with bounds, the
+// mean time per phase from the histograms' sums, and what to do next.
+func lifetimeItems(r *Report) []Item {
+	items := []Item{{Text: "one scrape per replica: every value is since its process started. It shows lifetime quantiles and " +
+		"the mean time per phase; it cannot show a change over time, a baseline or a change point, so no hypothesis can be " +
+		"singled out"}}
+	var qs []string
+	for _, id := range lifetimeSignals {
+		sig, ok := signalByID(r.Signals.Fleet, catalogID(id))
+		if !ok || sig.Incident == nil {
+			continue
+		}
+		var parts []string
+		for _, q := range sig.Incident.Quantiles {
+			if q.Q == 0.5 || q.Q == 0.95 {
+				parts = append(parts, fmtQ(q.Q)+" "+fmtQuantileValue(q, sig.Unit))
+			}
+		}
+		if len(parts) > 0 {
+			qs = append(qs, fmt.Sprintf("%s %s (%s)", id, strings.Join(parts, ", "), fmtCountOf(sig.Incident.Count, countNounSignal(id))))
+		}
+	}
+	if len(qs) > 0 {
+		items = append(items, Item{Text: "lifetime quantiles [bucket]:", Sub: textItems(qs)})
+	}
+	var phases []string
+	for _, ph := range []struct{ id, name string }{{"queue_time", "queue"}, {"prefill_time", "prefill"}, {"decode_time", "decode"}} {
+		sig, ok := signalByID(r.Signals.Fleet, catalogID(ph.id))
+		if !ok || sig.Incident == nil || !finiteFloat(sig.Incident.Mean) {
+			continue
+		}
+		phases = append(phases, ph.name+" "+FormatValue(float64(sig.Incident.Mean), "s"))
+	}
+	if len(phases) > 0 {
+		items = append(items, Item{Text: "lifecycle, mean per request (from _sum / _count): " + strings.Join(phases, ", ")})
+	}
+	next := "next: take a second scrape 10-30 minutes later and diagnose both files together"
+	if len(r.Settings.SLO) == 0 {
+		next += ", or judge these values against targets with --slo ttft_p95=2s,tpot_p95=80ms"
+	}
+	return append(items, Item{Text: next})
+}
+
+// catalogID converts a signal id of the report to the catalog's type.
+func catalogID(id string) catalog.SignalID { return catalog.SignalID(id) }
+
+// countNounSignal says what a latency histogram's count counts.
+func countNounSignal(id string) string {
+	if id == "itl" {
+		return "token gaps"
+	}
+	return "requests"
+}
