@@ -13,7 +13,6 @@ import (
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/rules"
-	"github.com/whyslow/whyslow/snapshot"
 )
 
 const diagnoseExamples = `  whyslow diagnose ./evidence/
@@ -150,7 +149,9 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	if err != nil {
 		return err
 	}
-	ev, err := f.readEvidence(ctx, e, paths, snapshot.Options{})
+	// Read only what the diagnosis needs: the catalog's metrics, over the
+	// given windows when both are given (see diagnose.Options.Selection).
+	ev, err := f.readEvidence(ctx, e, paths, opts.Selection())
 	if err != nil {
 		return err
 	}
