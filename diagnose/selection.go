@@ -67,6 +67,34 @@ func (r QuantileRequest) Selection() snapshot.Options {
 	return sel
 }
 
+// ReadRanges returns the time ranges a diagnosis under o reads: none (the
+// whole evidence) unless both o.Baseline and o.Incident are given, else
+// each window widened as Selection widens their span, in time order, and
+// merged when they overlap. Reading each range apart (and merging the
+// evidence, see snapshot.Builder.AddEvidence) skips the history between
+// the windows; the result diagnoses as a read of Selection's single range
+// does, for the timeline grid starts at the first scrape read either way.
+func (o Options) ReadRanges() []snapshot.Window {
+	if o.Baseline.IsZero() || o.Incident.IsZero() {
+		return nil
+	}
+	var rs []snapshot.Window
+	for _, w := range []snapshot.Window{o.Baseline, o.Incident} {
+		s, e := readRange(w)
+		rs = append(rs, snapshot.Window{Start: s, End: e})
+	}
+	if rs[1].Start.Before(rs[0].Start) {
+		rs[0], rs[1] = rs[1], rs[0]
+	}
+	if !rs[1].Start.After(rs[0].End) {
+		if rs[1].End.After(rs[0].End) {
+			rs[0].End = rs[1].End
+		}
+		rs = rs[:1]
+	}
+	return rs
+}
+
 // readRange spans the windows, widened as Selection documents.
 func readRange(ws ...snapshot.Window) (start, end time.Time) {
 	for _, w := range ws {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/rules"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 const diagnoseExamples = `  whyslow diagnose ./evidence/
@@ -151,7 +153,7 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	}
 	// Read only what the diagnosis needs: the catalog's metrics, over the
 	// given windows when both are given (see diagnose.Options.Selection).
-	ev, err := f.readEvidence(ctx, e, paths, opts.Selection())
+	ev, err := f.readRanges(ctx, e, paths, opts.Selection(), opts.ReadRanges())
 	if err != nil {
 		return err
 	}
@@ -246,4 +248,29 @@ func parseThresholds(s string) (rules.Thresholds, error) {
 		}
 	}
 	return th, nil
+}
+
+// readRanges reads the paths under sel, once per range when there are
+// several (the baseline and the incident far apart: the history between
+// them is not read), and merges the evidence (snapshot.MergeRanges).
+func (f *diagnoseFlags) readRanges(ctx context.Context, e *env, paths []string, sel snapshot.Options, ranges []snapshot.Window) (*snapshot.Evidence, error) {
+	if len(ranges) < 2 || slices.Contains(paths, "-") {
+		return f.readEvidence(ctx, e, paths, sel)
+	}
+	var evs []*snapshot.Evidence
+	for _, r := range ranges {
+		o := sel
+		o.Start, o.End = r.Start, r.End
+		ev, err := f.readEvidence(ctx, e, paths, o)
+		if err != nil {
+			return nil, err
+		}
+		if first, last := ev.Span(); first.Before(r.Start) || last.After(r.End) {
+			// The range matched nothing and readEvidence read the rest to
+			// say why (the window lies outside the evidence).
+			return ev, nil
+		}
+		evs = append(evs, ev)
+	}
+	return snapshot.MergeRanges(evs...), nil
 }
