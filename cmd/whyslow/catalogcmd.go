@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"strings"
+
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 const catalogExamples = `  whyslow catalog ./evidence/
@@ -21,7 +23,7 @@ func runCatalog(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cat, ev, err := in.catalogAndEvidence(ctx, e, paths)
+	cat, ev, err := in.catalogAndEvidence(ctx, e, paths, snapshot.Options{})
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -156,7 +157,9 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	if err != nil {
 		return err
 	}
-	ev, err := f.readEvidence(ctx, e, paths, snapshot.Options{})
+	// Read only what the diagnosis needs: the catalog's metrics, over the
+	// given windows when both are given (see diagnose.Options.Selection).
+	ev, err := f.readRanges(ctx, e, paths, opts.Selection(), opts.ReadRanges())
 	if err != nil {
 		return err
 	}
@@ -285,4 +288,29 @@ func parseThresholds(s string) (rules.Thresholds, error) {
 		}
 	}
 	return th, nil
+}
+
+// readRanges reads the paths under sel, once per range when there are
+// several (the baseline and the incident far apart: the history between
+// them is not read), and merges the evidence (snapshot.MergeRanges).
+func (f *diagnoseFlags) readRanges(ctx context.Context, e *env, paths []string, sel snapshot.Options, ranges []snapshot.Window) (*snapshot.Evidence, error) {
+	if len(ranges) < 2 || slices.Contains(paths, "-") {
+		return f.readEvidence(ctx, e, paths, sel)
+	}
+	var evs []*snapshot.Evidence
+	for _, r := range ranges {
+		o := sel
+		o.Start, o.End = r.Start, r.End
+		ev, err := f.readEvidence(ctx, e, paths, o)
+		if err != nil {
+			return nil, err
+		}
+		if first, last := ev.Span(); first.Before(r.Start) || last.After(r.End) {
+			// The range matched nothing and readEvidence read the rest to
+			// say why (the window lies outside the evidence).
+			return ev, nil
+		}
+		evs = append(evs, ev)
+	}
+	return snapshot.MergeRanges(evs...), nil
 }

@@ -76,13 +76,15 @@ func (f *inputFlags) catalog() (*diagnose.Catalog, error) {
 }
 
 // catalogAndEvidence builds the catalog of the --alias flags, then reads
-// the evidence of paths: what the catalog and quantile commands start with.
-func (f *inputFlags) catalogAndEvidence(ctx context.Context, e *env, paths []string) (*diagnose.Catalog, *snapshot.Evidence, error) {
+// the evidence of paths, narrowed by sel (the selection fields of
+// snapshot.Options: what the question needs; zero reads everything):
+// what the catalog and quantile commands start with.
+func (f *inputFlags) catalogAndEvidence(ctx context.Context, e *env, paths []string, sel snapshot.Options) (*diagnose.Catalog, *snapshot.Evidence, error) {
 	cat, err := f.catalog()
 	if err != nil {
 		return nil, nil, err
 	}
-	ev, err := f.readEvidence(ctx, e, paths, snapshot.Options{})
+	ev, err := f.readEvidence(ctx, e, paths, sel)
 	return cat, ev, err
 }
 
@@ -138,12 +140,37 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 	if stdin == 1 && e.stdin != nil {
 		opts.Stdin = e.stdin
 	}
+	if stdin == 1 {
+		// Standard input is read once, and a dump is small: read it whole
+		// so that the messages about what it lacks can list what it has.
+		opts.Metrics = nil
+	}
 	var bar *progressBar
 	if e.stderrIsTerminal {
 		bar = newProgressBar(e.stderr)
 		opts.Progress = bar.update
 	}
 	ev, err := snapshot.Read(ctx, paths, opts)
+	if err != nil && ctx.Err() == nil && errors.Is(err, snapshot.ErrEmpty) && stdin == 0 && selects(opts) {
+		// The question's selection matched nothing. Read what lies outside
+		// it, so that the command can say where the evidence lies (the
+		// window outside the scrapes) or what it holds (the histograms
+		// present): first the same metrics over the whole range, then
+		// everything. This costs a full read, but only on the way to an
+		// error message.
+		sel := selection{metrics: len(opts.Metrics), start: opts.Start, end: opts.End}
+		for _, wider := range []func(*snapshot.Options){
+			func(o *snapshot.Options) { o.Start, o.End = time.Time{}, time.Time{} },
+			func(o *snapshot.Options) { o.Metrics = nil },
+		} {
+			wider(&opts)
+			if ev2, err2 := snapshot.Read(ctx, paths, opts); err2 == nil {
+				fmt.Fprintf(e.stderr, "note: %s matched nothing; read the rest of the evidence to say why\n", sel)
+				ev, err = ev2, nil
+				break
+			}
+		}
+	}
 	if bar != nil {
 		// Erase the bar before anything else is printed on its line.
 		bar.finish()
@@ -181,6 +208,9 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 			}
 			if f.match != "" {
 				reason += " matching --match " + f.match
+			}
+			if len(opts.Metrics) > 0 {
+				reason += fmt.Sprintf(" among the %d metric names the question needs", len(opts.Metrics))
 			}
 			return nil, fmt.Errorf("nothing usable read from %s: %s", shownPaths(paths), reason)
 		}
@@ -350,4 +380,28 @@ func fmtTime(t time.Time) string {
 		return "(open)"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// selects reports whether opts narrow what is read (metrics or a time
+// range) beyond what the user asked with --match.
+func selects(o snapshot.Options) bool {
+	return len(o.Metrics) > 0 || !o.Start.IsZero() || !o.End.IsZero()
+}
+
+// selection describes what a command chose to read, for messages.
+type selection struct {
+	metrics    int
+	start, end time.Time
+}
+
+// String says "the selection (N metric names between A and B)".
+func (s selection) String() string {
+	var parts []string
+	if s.metrics > 0 {
+		parts = append(parts, fmt.Sprintf("%d metric names", s.metrics))
+	}
+	if !s.start.IsZero() || !s.end.IsZero() {
+		parts = append(parts, fmt.Sprintf("between %s and %s", fmtTime(s.start), fmtTime(s.end)))
+	}
+	return "the selection the question needs (" + strings.Join(parts, " ") + ")"
 }

@@ -46,10 +46,18 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usagef("--window: %v", err)
 	}
-	cat, ev, err := in.catalogAndEvidence(ctx, e, paths)
+	cat, err := in.catalog()
 	if err != nil {
 		return err
 	}
+	req := diagnose.QuantileRequest{Metric: *metric, Catalog: cat, Quantiles: qs, Window: w, Match: modelMatch(*model)}
+	// Read only the histogram asked for, over the window (see
+	// QuantileRequest.Selection).
+	cat, ev, err := in.catalogAndEvidence(ctx, e, paths, req.Selection())
+	if err != nil {
+		return err
+	}
+	req.Catalog = cat
 	if err := checkMetric(*metric, cat, ev); err != nil {
 		return err
 	}
@@ -59,7 +67,6 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 	if err := checkWindow("--window", w, ev); err != nil {
 		return err
 	}
-	req := diagnose.QuantileRequest{Metric: *metric, Catalog: cat, Quantiles: qs, Window: w, Match: modelMatch(*model)}
 	out, closeOut, err := in.out(e)
 	if err != nil {
 		return err

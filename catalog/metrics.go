@@ -1,0 +1,60 @@
+package catalog
+
+import (
+	"slices"
+	"strings"
+)
+
+// EvidenceMetrics returns the family lookup names (see
+// snapshot.Family.Name) that a diagnosis under c reads, for
+// snapshot.Options.Metrics: a reader that keeps only these drops nothing
+// the diagnosis uses. They are, sorted and distinct:
+//
+//   - every candidate metric of every signal (vLLM's names of all
+//     versions, the aliases and prefixes added to c, the HTTP metrics,
+//     process_start_time_seconds, the DCGM GPU utilisation fields, the
+//     info families of the configuration);
+//   - every name of the version history (History), whose presence or
+//     absence is a version clue;
+//   - the "_created" family of each of those names (prometheus_client
+//     writes it beside counters and histograms in text 0.0.4, and its
+//     presence is an engine clue);
+//   - each vllm: name again under every prefix of c and under RayPrefix,
+//     which ForEvidence adds when the evidence uses it (it cannot be known
+//     before reading).
+//
+// Names outside the list (other exporters' families, vLLM families that
+// no version of the history knows) do not change a diagnosis, except in
+// one respect: a target that exposes none of the listed families is not
+// read at all, so it is neither a replica nor a "not vLLM" warning.
+func (c Catalog) EvidenceMetrics() []string {
+	var base []string
+	for _, s := range c.signals {
+		for _, src := range s.Candidates {
+			base = append(base, src.Metric)
+		}
+	}
+	for _, e := range history() {
+		base = append(base, e.Metric)
+	}
+	prefixes := slices.Clone(c.prefixes)
+	for _, p := range builtinPrefixes {
+		if !slices.Contains(prefixes, p) {
+			prefixes = append(prefixes, p)
+		}
+	}
+	var out []string
+	add := func(name string) {
+		out = append(out, name, strings.TrimSuffix(name, "_total")+"_created")
+	}
+	for _, name := range base {
+		add(name)
+		if rest, ok := strings.CutPrefix(name, "vllm:"); ok {
+			for _, p := range prefixes {
+				add(p + rest)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

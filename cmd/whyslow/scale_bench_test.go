@@ -1,0 +1,441 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/internal/fleetsim"
+)
+
+// The scale benchmark's fleet: scaleSimPods simulated pods (fleetsim's
+// healthy scenario: steady load, 15 s scrapes), replicated to scalePods pods by
+// renaming, written as 2 h blocks.
+const (
+	scaleSimPods = 8
+	scalePods    = 100
+	scaleBlock   = 2 * time.Hour
+)
+
+// scaleFixture returns a TSDB directory of scalePods pods over span, and
+// its last sample time. It is built in dir $WHYSLOW_SCALE_BENCH_DIR/<span>
+// when that variable is set (and kept there, for runs of the built binary
+// under /usr/bin/time), else in a temporary directory.
+func scaleFixture(b *testing.B, span time.Duration) (dir string, end time.Time) {
+	b.Helper()
+	spec, ok := fleetsim.LookupScenario("healthy")
+	if !ok {
+		b.Fatal("no healthy scenario")
+	}
+	cfg := spec.Config
+	cfg.Duration = span
+	start := cfg.Start
+	if start.IsZero() {
+		start = fleetsim.DefaultStart
+	}
+	end = start.Add(span)
+	if root := os.Getenv("WHYSLOW_SCALE_BENCH_DIR"); root != "" {
+		dir = filepath.Join(root, fmt.Sprintf("%dh", int(span.Hours())))
+		if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+			return dir, end
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		dir = b.TempDir()
+	}
+	t0 := time.Now()
+	fleet, err := fleetsim.Run(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := b.TempDir()
+	if err := fleet.WriteTSDB(src, fleetsim.TSDBOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	fleet = nil
+	series, samples := replicateTSDB(b, src, dir, start, end)
+	if err := os.RemoveAll(src); err != nil {
+		b.Fatal(err)
+	}
+	if os.Getenv("WHYSLOW_SCALE_BENCH_DIR") != "" {
+		if err := os.WriteFile(filepath.Join(dir, "complete"), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		// The marker is no block: the reader ignores plain files.
+	}
+	b.Logf("fixture %s: %d pods x %v, %d series, %d samples, built in %v", dir, scalePods, span, series, samples, time.Since(t0).Round(time.Second))
+	return dir, end
+}
+
+// replicateTSDB copies every series of the TSDB src into 2 h blocks under
+// dst, once per replica: pod p of scalePods takes the series of simulated
+// pod p % scaleSimPods, with its pod and instance labels renamed.
+func replicateTSDB(b *testing.B, src, dst string, start, end time.Time) (series, samples int) {
+	b.Helper()
+	ctx := context.Background()
+	logger := slog.New(slog.DiscardHandler)
+	db, err := tsdb.OpenDBReadOnly(src, b.TempDir(), logger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	q, err := db.Querier(math.MinInt64, math.MaxInt64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
+	type col struct {
+		ls labels.Labels
+		t  []int64
+		v  []float64
+	}
+	var cols []col
+	ss := q.Select(ctx, false, nil, labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+"))
+	var it chunkenc.Iterator
+	for ss.Next() {
+		s := ss.At()
+		c := col{ls: s.Labels()}
+		it = s.Iterator(it)
+		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			if vt != chunkenc.ValFloat {
+				b.Fatalf("%s: sample type %v", c.ls, vt)
+			}
+			t, v := it.At()
+			c.t, c.v = append(c.t, t), append(c.v, v)
+		}
+		cols = append(cols, c)
+	}
+	if err := ss.Err(); err != nil {
+		b.Fatal(err)
+	}
+	// Series by simulated pod.
+	byPod := map[string][]int{}
+	var pods []string
+	for i, c := range cols {
+		p := c.ls.Get("pod")
+		if _, ok := byPod[p]; !ok {
+			pods = append(pods, p)
+		}
+		byPod[p] = append(byPod[p], i)
+	}
+	var lsets []labels.Labels
+	var srcOf []int
+	for p := range scalePods {
+		simPod := pods[p%len(pods)]
+		name := fmt.Sprintf("vllm-%03d", p)
+		for _, i := range byPod[simPod] {
+			bl := labels.NewBuilder(cols[i].ls)
+			bl.Set("pod", name)
+			if cols[i].ls.Has("instance") {
+				bl.Set("instance", "10.0."+strconv.Itoa(p/250)+"."+strconv.Itoa(p%250)+":8000")
+			}
+			lsets = append(lsets, bl.Labels())
+			srcOf = append(srcOf, i)
+		}
+	}
+	pos := make([]int, len(cols)) // next sample per source column, per block pass
+	for from := start.Truncate(scaleBlock); from.Before(end.Add(time.Second)); from = from.Add(scaleBlock) {
+		to := from.Add(scaleBlock).UnixMilli()
+		w, err := tsdb.NewBlockWriter(logger, dst, scaleBlock.Milliseconds())
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		refs := make([]storage.SeriesRef, len(lsets))
+		// The head of a block writer takes samples no older than half a
+		// block behind its newest: append in slices of 20 minutes.
+		for sl := from; sl.Before(from.Add(scaleBlock)); sl = sl.Add(20 * time.Minute) {
+			slEnd := min(sl.Add(20*time.Minute).UnixMilli(), to)
+			app := w.AppenderV2(ctx)
+			first := slicesClone(pos)
+			for k, ls := range lsets {
+				c := cols[srcOf[k]]
+				j := first[srcOf[k]]
+				for ; j < len(c.t) && c.t[j] < slEnd; j++ {
+					refs[k], err = app.Append(refs[k], ls, 0, c.t[j], c.v[j], nil, nil, storage.AOptions{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				pos[srcOf[k]] = j
+			}
+			if err := app.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if n > 0 {
+			if _, err := w.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+		samples += n
+	}
+	return len(lsets), samples
+}
+
+func slicesClone(s []int) []int { return append([]int(nil), s...) }
+
+// peakHeap samples the live heap every 2 ms until stop is called and
+// returns the highest value seen, in bytes (the process's own baseline
+// included, as a run of the binary would have it).
+func peakHeap() (stop func() uint64) {
+	runtime.GC()
+	var (
+		mu   sync.Mutex
+		peak uint64
+		done = make(chan struct{})
+		wg   sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(s)
+			mu.Lock()
+			peak = max(peak, s[0].Value.Uint64())
+			mu.Unlock()
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		return peak
+	}
+}
+
+// measure runs op b.N times and reports the peak live heap over the runs.
+func measure(b *testing.B, op func(b *testing.B)) {
+	b.Helper()
+	var peak uint64
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		stop := peakHeap() // runs a GC: not timed
+		b.StartTimer()
+		op(b)
+		b.StopTimer()
+		peak = max(peak, stop())
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+}
+
+// runCommand runs the command line args as main does, in process.
+func runCommand(b *testing.B, args ...string) {
+	b.Helper()
+	var stdout, stderr bytes.Buffer
+	e := &env{stdin: bytes.NewReader(nil), stdout: &stdout, stderr: &stderr}
+	if code := run(context.Background(), e, args); code != exitOK {
+		b.Fatalf("whyslow %v: exit %d: %s", args, code, stderr.String())
+	}
+	io.Discard.Write(stdout.Bytes())
+}
+
+// blocksQueryable opens every block of dir and returns a queryable over
+// them (the fixture has no WAL), and a function closing the blocks.
+func blocksQueryable(b *testing.B, dir string) (storage.Queryable, func()) {
+	b.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var blocks []*tsdb.Block
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		blk, err := tsdb.OpenBlock(slog.New(slog.DiscardHandler), filepath.Join(dir, e.Name()), nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		blocks = append(blocks, blk)
+	}
+	qf := storage.QueryableFunc(func(mint, maxt int64) (storage.Querier, error) {
+		var qs []storage.Querier
+		for _, blk := range blocks {
+			if blk.MaxTime() <= mint || blk.MinTime() > maxt {
+				continue
+			}
+			q, err := tsdb.NewBlockQuerier(blk, mint, maxt)
+			if err != nil {
+				return nil, err
+			}
+			qs = append(qs, q)
+		}
+		return storage.NewMergeQuerier(qs, nil, storage.ChainedSeriesMerge), nil
+	})
+	return qf, func() {
+		for _, blk := range blocks {
+			blk.Close()
+		}
+	}
+}
+
+// bareDecode is the floor of any reader: open the blocks, look up the
+// postings of the series whose __name__ matches re, and decode only their
+// chunks in [mint, maxt], summing the values.
+func bareDecode(b *testing.B, dir, re string, mint, maxt int64) (samples int) {
+	b.Helper()
+	qf, closeBlocks := blocksQueryable(b, dir)
+	defer closeBlocks()
+	q, err := qf.Querier(mint, maxt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
+	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, re))
+	var it chunkenc.Iterator
+	var sum float64
+	for ss.Next() {
+		it = ss.At().Iterator(it)
+		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			_, v := it.At()
+			sum += v
+			samples++
+		}
+		if err := it.Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := ss.Err(); err != nil {
+		b.Fatal(err)
+	}
+	if math.IsNaN(sum) {
+		b.Fatal("NaN sum")
+	}
+	return samples
+}
+
+// BenchmarkScale runs the command's own code path (run, as main calls
+// it) on a 100-pod TSDB of 6 h and of 24 h, side by side with the PromQL
+// engine answering the same question on the same blocks and with bare
+// decoding of only the chunks the question needs:
+//
+//   - quantile: fleet TTFT p50/p95/p99 over the last 30 minutes;
+//   - diagnose-windows: diagnose with --baseline and --incident (30 min
+//     each);
+//   - diagnose-whole: diagnose with the change-point search over the whole
+//     range (bare: every catalog series over the whole range).
+//
+// WHYSLOW_SCALE_SPANS (default "6h,24h") lists the spans. Set
+// WHYSLOW_SCALE_BENCH_DIR to keep the fixtures between runs (and for
+// runs of the built binary under /usr/bin/time -v); see
+// snapshot/tsdb/TSDB_BENCHMARKS.md.
+func BenchmarkScale(b *testing.B) {
+	const ttft = "vllm:time_to_first_token_seconds"
+	spans := "6h,24h"
+	if s := os.Getenv("WHYSLOW_SCALE_SPANS"); s != "" {
+		spans = s
+	}
+	for _, sp := range strings.Split(spans, ",") {
+		span, err := time.ParseDuration(sp)
+		if err != nil {
+			b.Fatalf("WHYSLOW_SCALE_SPANS: %v", err)
+		}
+		dir, end := scaleFixture(b, span)
+		win := 30 * time.Minute
+		qStart, qEnd := end.Add(-win), end
+		rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+		window := rfc(qStart) + "/" + rfc(qEnd)
+		baseline := rfc(end.Add(-span/2-win)) + "/" + rfc(end.Add(-span/2))
+		name := func(s string) string { return fmt.Sprintf("span=%v/%s", span, s) }
+
+		b.Run(name("quantile-30m/whyslow"), func(b *testing.B) {
+			measure(b, func(b *testing.B) {
+				runCommand(b, "quantile", "--metric", ttft, "--q", "0.5,0.95,0.99", "--window", window, "--format", "json", dir)
+			})
+		})
+		b.Run(name("quantile-30m/promql"), func(b *testing.B) {
+			measure(b, func(b *testing.B) {
+				qf, closeBlocks := blocksQueryable(b, dir)
+				defer closeBlocks()
+				eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 500_000_000, Timeout: 10 * time.Minute, LookbackDelta: 5 * time.Minute})
+				defer eng.Close()
+				for _, q := range []string{"0.5", "0.95", "0.99"} {
+					expr := "histogram_quantile(" + q + ", sum by (le) (increase(" + ttft + "_bucket[30m])))"
+					qry, err := eng.NewInstantQuery(context.Background(), qf, nil, expr, qEnd)
+					if err != nil {
+						b.Fatal(err)
+					}
+					res := qry.Exec(context.Background())
+					if res.Err != nil {
+						b.Fatal(res.Err)
+					}
+					if v, err := res.Vector(); err != nil || len(v) != 1 {
+						b.Fatalf("%s: %v %v", expr, v, err)
+					}
+					qry.Close()
+				}
+			})
+		})
+		b.Run(name("quantile-30m/bare"), func(b *testing.B) {
+			measure(b, func(b *testing.B) {
+				bareDecode(b, dir, ttft+"_(bucket|sum|count)", qStart.Add(-5*time.Minute).UnixMilli(), qEnd.UnixMilli())
+			})
+		})
+		b.Run(name("diagnose-windows/whyslow"), func(b *testing.B) {
+			measure(b, func(b *testing.B) {
+				runCommand(b, "diagnose", "--baseline", baseline, "--incident", window, "--format", "json", dir)
+			})
+		})
+		b.Run(name("diagnose-whole/whyslow"), func(b *testing.B) {
+			measure(b, func(b *testing.B) {
+				runCommand(b, "diagnose", "--format", "json", dir)
+			})
+		})
+		b.Run(name("diagnose-whole/bare"), func(b *testing.B) {
+			measure(b, func(b *testing.B) {
+				bareDecode(b, dir, catalogRegexp(), math.MinInt64, math.MaxInt64)
+			})
+		})
+	}
+}
+
+// catalogRegexp matches the sample names of every family a diagnosis
+// reads (the catalog's EvidenceMetrics, with their _bucket, _sum and
+// _count series).
+func catalogRegexp() string {
+	var alts []string
+	for _, m := range diagnose.DefaultCatalog().EvidenceMetrics() {
+		q := regexp.QuoteMeta(m)
+		alts = append(alts, q, q+"_bucket", q+"_sum", q+"_count")
+	}
+	return strings.Join(alts, "|")
+}

@@ -1,0 +1,41 @@
+package diagnose
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+func TestReadRanges(t *testing.T) {
+	t0 := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
+	w := func(from, to time.Duration) snapshot.Window {
+		return snapshot.Window{Start: t0.Add(from), End: t0.Add(to)}
+	}
+	widen := snapshot.Lookback + ReadMargin
+	// Far apart, incident first: two ranges in time order.
+	got := Options{Baseline: w(3*time.Hour, 4*time.Hour), Incident: w(0, time.Hour)}.ReadRanges()
+	assert.Equal(t, []snapshot.Window{
+		{Start: t0.Add(-widen), End: t0.Add(time.Hour + ReadMargin)},
+		{Start: t0.Add(3*time.Hour - widen), End: t0.Add(4*time.Hour + ReadMargin)},
+	}, got)
+	// Closer than the widening: one range.
+	got = Options{Baseline: w(0, time.Hour), Incident: w(time.Hour+2*time.Minute, 2*time.Hour)}.ReadRanges()
+	assert.Equal(t, []snapshot.Window{{Start: t0.Add(-widen), End: t0.Add(2*time.Hour + ReadMargin)}}, got)
+	// One window only: the whole evidence.
+	assert.Nil(t, Options{Incident: w(0, time.Hour)}.ReadRanges())
+	sel := Options{Incident: w(0, time.Hour)}.Selection()
+	assert.True(t, sel.Start.IsZero() && sel.End.IsZero())
+	assert.NotEmpty(t, sel.Metrics)
+
+	q := QuantileRequest{Metric: "ttft", Window: w(0, 30*time.Minute)}.Selection()
+	assert.Contains(t, q.Metrics, "vllm:time_to_first_token_seconds")
+	assert.Contains(t, q.Metrics, "ray_vllm:time_to_first_token_seconds")
+	assert.Equal(t, t0.Add(-widen), q.Start)
+	assert.Equal(t, t0.Add(30*time.Minute+ReadMargin), q.End)
+	q = QuantileRequest{Metric: "vllm:e2e_request_latency_seconds_bucket"}.Selection()
+	assert.Equal(t, []string{"vllm:e2e_request_latency_seconds"}, q.Metrics)
+	assert.True(t, q.Start.IsZero())
+}
