@@ -70,6 +70,25 @@ var factTable = map[rules.FactID]factExpr{
 	rules.AbortShare:   share(catalog.SignalRequestSuccess, `finished_reason="abort"`),
 	rules.HTTP5xxShare: share(catalog.SignalHTTPRequests, `status="5xx"`),
 	rules.TimeoutShare: {note: "timeout_share comes from a gateway or client metric the caller names; no default name"},
+	rules.HTTP429Share: share(catalog.SignalHTTPRequests, `status="429"`),
+	// The facts of requests that do not complete (issue 13) need the
+	// window's edges or its restarts; the notes say why.
+	rules.AbandonShare:             {note: "abandon_share is estimated from counter gaps corrected for the requests in flight at both window edges (gauges sampled at the edges), which a rate over a sliding window cannot do"},
+	rules.AbandonedPromptTokens:    {note: "abandoned_prompt_tokens is a counter gap corrected for the requests in flight at both window edges (gauges sampled at the edges), which a rate over a sliding window cannot do"},
+	rules.AbandonedByTokens:        {note: "abandoned_by_tokens divides a counter gap corrected for the requests in flight at both window edges (gauges sampled at the edges), which a rate over a sliding window cannot do"},
+	rules.AbandonedAfterFirstToken: {note: "abandoned_after_first_token is the TTFT count minus the E2E count corrected for the requests in flight at both window edges (gauges sampled at the edges), which a rate over a sliding window cannot do"},
+	rules.AbandonedRequests:        {note: "abandoned_requests combines estimates corrected for the requests in flight at both window edges (gauges sampled at the edges), which a rate over a sliding window cannot do"},
+	rules.QueueUnservedMin:         {note: "queue_unserved_min compares the backlog at the window's edges with its completions"},
+	rules.GatewayUnserved:          {note: "gateway_unserved needs a gateway arrival counter the caller names; no default name"},
+	rules.GatewayUnservedShare:     {note: "gateway_unserved_share needs a gateway arrival counter the caller names; no default name"},
+	rules.Restarts:                 {note: "restarts are counted from process_start_time_seconds changes and counter resets between scrapes; PromQL's resets() sees only one counter at a time"},
+	rules.RestartsReplicaMax:       {note: "restarts_replica_max counts restarts per replica from start-time changes between scrapes"},
+	rules.RestartsPerHourMax:       {note: "restarts_per_hour_max counts restarts per replica from start-time changes between scrapes"},
+	rules.RequestsLost:             {note: "requests_lost needs the requests in flight at the last scrape before each restart"},
+	rules.LostShare:                {note: "lost_share needs the requests in flight at the last scrape before each restart"},
+	rules.OOMKills:                 {note: "oom_kills reads kube-state-metrics' last terminated reason of the replica's own evidence, matched to the restart it explains"},
+	rules.FBRiseRestarts:           {note: "fb_rise_restarts compares framebuffer use before each restart with the pod's own steady level"},
+	rules.HTTP5xxShareMax:          {note: "http_5xx_share_max is per replica with the replica named; the fleet http_5xx_share carries the alert"},
 	rules.PromptTokenRate: {expr: func(g *gen, off string) string {
 		return g.rateSum(catalog.SignalPromptTokensTotal, "", "", off)
 	}},

@@ -36,6 +36,7 @@ type scope struct {
 	gaugeSeries map[gaugeKey]*snapshot.Series
 	fleetGauges map[SignalID]*snapshot.Series
 	histCache   map[histKey]histResult
+	backlogs    map[int]*snapshot.Series // by replica, -1 for the fleet
 }
 
 type gaugeKey struct {
@@ -332,6 +333,19 @@ func (sc *scope) fleetGauge(id SignalID) *snapshot.Series {
 // backlog returns waiting + running summed over the fleet (or over one
 // replica when r >= 0) at every instant; nil when either is missing.
 func (sc *scope) backlog(r int) *snapshot.Series {
+	if s, ok := sc.backlogs[r]; ok {
+		return s
+	}
+	s := sc.buildBacklog(r)
+	if sc.backlogs == nil {
+		sc.backlogs = map[int]*snapshot.Series{}
+	}
+	sc.backlogs[r] = s
+	return s
+}
+
+// buildBacklog computes backlog(r).
+func (sc *scope) buildBacklog(r int) *snapshot.Series {
 	var w, run *snapshot.Series
 	if r < 0 {
 		w, run = sc.fleetGauge(SignalWaiting), sc.fleetGauge(SignalRunning)
