@@ -518,9 +518,9 @@ func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
 }
 
 // burst is the peak arrival rate over one scrape interval divided by the
-// window's mean arrival rate (arrivals estimated as completions plus the
-// growth of waiting + running). Without completions it is the peak of
-// waiting over its mean.
+// window's mean arrival rate (arrivals per interval from arrivalsIn, the
+// same estimate as the noise and dispersion use). Without completions it is
+// the peak of waiting over its mean.
 func (c *factCtx) burst(w evalWindow) rules.Fact {
 	if w.lifetime {
 		return rules.MissingFact("lifetime counters: no intervals to find bursts in")
@@ -529,39 +529,16 @@ func (c *factCtx) burst(w evalWindow) rules.Fact {
 	if step <= 0 {
 		return rules.MissingFact("unknown scrape interval")
 	}
-	bl := c.sc.backlog(-1)
-	if bl == nil {
+	if c.sc.backlog(-1) == nil {
 		return rules.MissingFact("no waiting and running gauges")
 	}
-	grid := snapshot.Grid(c.clip(w.w), step)
 	var rates []float64
 	totalA, totalT := 0.0, 0.0
-	if c.sc.has(SignalRequestSuccess) {
-	intervals:
-		for _, g := range grid {
-			if g.Duration() < step {
-				continue
-			}
-			done := 0.0
-			for r := range c.sc.replicas {
-				if !c.sc.match(r, SignalRequestSuccess).Found() {
-					continue
-				}
-				inc, err := c.sc.replicaCounter(SignalRequestSuccess, r, g, nil)
-				if err != nil {
-					if isNotEvaluable(err) && c.replicaDown(r, g) {
-						continue // a replica that is not running takes no arrivals
-					}
-					continue intervals
-				}
-				done += inc.Value
-			}
-			gs, err := bl.Gauge(g)
-			if err != nil {
-				continue
-			}
-			a := done + gs.Last - gs.First
-			secs := g.Duration().Seconds()
+	for _, g := range snapshot.Grid(c.clip(w.w), step) {
+		if g.Duration() < step {
+			continue
+		}
+		if a, secs, ok := c.arrivalsIn(g); ok {
 			rates = append(rates, a/secs)
 			totalA += a
 			totalT += secs
