@@ -37,6 +37,7 @@ type Builder struct {
 	sources  []string
 	problems []Problem
 	total    int64 // decompressed bytes read so far
+	mem      int64 // bytes kept since the last reservation against opts.Memory
 
 	// raw maps the exposed text of a series ("name{labels}") to what it
 	// means; idents maps an identity key to the canonical identity, so
@@ -57,9 +58,13 @@ type Builder struct {
 
 // NewBuilder returns an empty Builder reading with opts.
 func NewBuilder(opts Options) *Builder {
+	lim := opts.Limits.withDefaults()
+	if opts.Memory == nil {
+		opts.Memory = NewMemoryBudget(lim.MaxMemory)
+	}
 	b := &Builder{
 		opts:    opts,
-		lim:     opts.Limits.withDefaults(),
+		lim:     lim,
 		minT:    math.MinInt64,
 		maxT:    math.MaxInt64,
 		targets: map[string]*targetB{},
@@ -301,6 +306,7 @@ func (b *Builder) internIdent(id ident, ls labels.Labels) *ident {
 	}
 	c := &id
 	b.idents[string(key)] = c
+	b.mem += int64(len(key)) + 64 // the labels, the key and the series' headers
 	return c
 }
 

@@ -253,6 +253,9 @@ func (b *Builder) addDir(ctx context.Context, dir string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if b.opts.Memory.Err() != nil {
+			return nil // Read returns the budget's error
+		}
 		if b.opts.Progress != nil {
 			b.opts.Progress(Progress{Path: dir, What: "dumps", Done: i, Total: len(files)})
 		}
@@ -267,6 +270,9 @@ func (b *Builder) addDir(ctx context.Context, dir string) error {
 	for _, d := range tsdbs {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if b.opts.Memory.Err() != nil {
+			return nil
 		}
 		b.addSource(ctx, d)
 	}

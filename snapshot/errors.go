@@ -183,8 +183,8 @@ func nextLine(data []byte, off int64) int64 {
 type LimitError struct {
 	// Limit is the limit's name: "Limits.MaxBytesPerScrape",
 	// "Limits.MaxBytesPerFile", "Limits.MaxSeriesPerScrape",
-	// "Limits.MaxLabelBytes", "Limits.MaxTotalBytes" or
-	// "Limits.MaxWALBytes".
+	// "Limits.MaxLabelBytes", "Limits.MaxTotalBytes",
+	// "Limits.MaxWALBytes" or "Limits.MaxMemory".
 	Limit string
 	// Max is the limit's value (bytes or samples).
 	Max int64

@@ -64,6 +64,10 @@ type Options struct {
 	// The reader knows no metric's meaning: the caller, which does (the
 	// catalog), lists them.
 	NonNegative []string
+	// Memory counts the evidence kept against Limits.MaxMemory over a
+	// whole Read; nil makes Read create one. Read passes it to every
+	// Source, and a caller that reads in several calls may share one.
+	Memory *MemoryBudget
 	// Progress, when non-nil, is called as reading advances: after each
 	// dump file of a directory, and before each TSDB block and the head
 	// replay. It is called from the reading goroutine and must be cheap;
@@ -105,6 +109,14 @@ type Limits struct {
 	// MaxWALBytes bounds how much of a TSDB's wal/ and chunks_head/ is
 	// copied into the sandbox for replay.
 	MaxWALBytes int64
+	// MaxMemory bounds the estimated bytes of the evidence kept over one
+	// Read, every input together: FloatSampleBytes per float sample,
+	// HistRowBytes plus BucketBytes per bucket per histogram row, and the
+	// label bytes of each series. Exceeding it stops the read with an
+	// error wrapping a *LimitError (Limit "Limits.MaxMemory") that says
+	// by how much: the run fails cleanly (the command exits 1) instead of
+	// growing until the runtime's out-of-memory crash.
+	MaxMemory int64
 }
 
 // DefaultLimits are at least 100x what a real vLLM dump needs (about
@@ -116,6 +128,7 @@ var DefaultLimits = Limits{
 	MaxLabelBytes:      64 << 10,
 	MaxTotalBytes:      16 << 30,
 	MaxWALBytes:        4 << 30,
+	MaxMemory:          DefaultMaxMemory,
 }
 
 // withDefaults returns l with each zero field replaced by its default.
@@ -138,6 +151,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxWALBytes > 0 {
 		d.MaxWALBytes = l.MaxWALBytes
+	}
+	if l.MaxMemory > 0 {
+		d.MaxMemory = l.MaxMemory
 	}
 	return d
 }

@@ -953,6 +953,7 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 			continue
 		}
 		kept++
+		b.mem += FloatSampleBytes
 		note(r.sb.tb, t, src)
 	}
 
@@ -1017,6 +1018,7 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 			continue
 		}
 		kept++
+		b.mem += HistRowBytes + BucketBytes*int64(len(ph.counts))
 		note(ph.hb.tb, t, src)
 	}
 	for fb, fe := range invalid {
@@ -1046,6 +1048,10 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 		b.problem(SeverityError, fs.badLabelAt, "", fmt.Errorf("%w: %s; %d samples dropped", ErrSyntax, fs.badLabel, fs.badLabels))
 	}
 	b.declare(ft, from)
+	// A failed reservation stops Read (see Read and addDir): the budget
+	// is for the whole run, not a problem of this file.
+	_ = b.opts.Memory.Reserve(b.mem, fs.name)
+	b.mem = 0
 	if kept == 0 && len(fs.declared) == 0 {
 		if fs.samples == 0 {
 			b.problem(SeverityError, -1, "", fmt.Errorf("%w: no samples", ErrEmpty))

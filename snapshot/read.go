@@ -18,8 +18,10 @@ import (
 // Problems with single files or families become Evidence.Problems, and
 // the result is partial (see Evidence.Partial) with a nil error. Read
 // returns an error only when nothing usable was read (the error then
-// joins the problems, and the returned Evidence still lists them), or
-// when ctx is cancelled (with a nil Evidence).
+// joins the problems, and the returned Evidence still lists them), when
+// the evidence kept would exceed Limits.MaxMemory (an error wrapping a
+// *LimitError, with a nil Evidence), or when ctx is cancelled (with a nil
+// Evidence).
 //
 // Read never writes, renames, locks or changes anything under the paths:
 // files are opened read-only, and sources promise the same (the TSDB
@@ -35,6 +37,9 @@ func Read(ctx context.Context, paths []string, opts Options) (*Evidence, error) 
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if err := b.opts.Memory.Err(); err != nil {
+			return nil, fmt.Errorf("snapshot: %w", err)
 		}
 		if p == "-" {
 			b.addStdin()
@@ -77,6 +82,9 @@ func Read(ctx context.Context, paths []string, opts Options) (*Evidence, error) 
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if err := b.opts.Memory.Err(); err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	e := b.Evidence()
 	if !e.usable() {

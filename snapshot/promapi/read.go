@@ -64,6 +64,9 @@ import (
 // Evidence.Sources, problems and errors.
 func (c Config) Read(ctx context.Context, address string, opts snapshot.Options) (*snapshot.Evidence, error) {
 	lim := opts.Limits.WithDefaults()
+	if opts.Memory == nil {
+		opts.Memory = snapshot.NewMemoryBudget(lim.MaxMemory)
+	}
 	c = c.withDefaults(lim)
 	red := Redact(address)
 	u, err := url.Parse(address)
@@ -259,6 +262,10 @@ func (r *reader) read(ctx context.Context) (*snapshot.Evidence, error) {
 		r.problem = append(r.problem, res.problems...)
 		if len(res.text) > 0 {
 			_ = b.AddDump(r.red, res.text, time.Time{}) // its problems are in the Evidence
+			if err := r.opts.Memory.Err(); err != nil {
+				// The samples kept exceed Limits.MaxMemory: stop asking.
+				r.setFatal(fmt.Errorf("snapshot: server %s: %w", r.red, err))
+			}
 		}
 	}
 	if err := r.fatalErr(); err != nil {

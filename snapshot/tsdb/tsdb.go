@@ -85,9 +85,14 @@ func init() {
 // that cannot be replayed is a snapshot.Problem of snapshot.SeverityError naming the file and
 // the reason, and the rest is still read: check snapshot.Evidence.Partial. Read
 // returns an error only when dir is not a TSDB directory, when nothing at
-// all could be read, or when ctx is done.
+// all could be read, when the samples kept would exceed
+// opts.Limits.MaxMemory (an error wrapping a *snapshot.LimitError), or
+// when ctx is done.
 func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.Evidence, err error) {
 	lim := opts.Limits.WithDefaults()
+	if opts.Memory == nil {
+		opts.Memory = snapshot.NewMemoryBudget(lim.MaxMemory)
+	}
 	mint, maxt := int64(math.MinInt64), int64(math.MaxInt64)
 	if !opts.Start.IsZero() {
 		mint = opts.Start.UnixMilli()
@@ -135,7 +140,7 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 		progress("tsdb block", i)
 		if b.inRange {
 			if err := acc.readSource(ctx, b.dir, b.block, mint, maxt, matchers); err != nil {
-				return nil, err
+				return nil, readErr(dir, err)
 			}
 			read++
 		}
@@ -157,7 +162,7 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 			rerr := acc.readSource(ctx, filepath.Join(dir, tsdbWALDir), tsdb.NewRangeHead(h.head, mint, maxt), mint, maxt, matchers)
 			cerr := h.Close()
 			if rerr != nil {
-				return nil, errors.Join(rerr, cerr)
+				return nil, errors.Join(readErr(dir, rerr), cerr)
 			}
 			if cerr != nil {
 				problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: h.sandbox, Offset: -1,
@@ -182,6 +187,15 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 		return nil, fmt.Errorf("snapshot: tsdb %s: nothing could be read: %w", dir, errors.Join(errs...))
 	}
 	return ev, nil
+}
+
+// readErr wraps an error of readSource: a context error as is, the
+// memory budget's with the directory.
+func readErr(dir string, err error) error {
+	if errors.Is(err, snapshot.ErrLimit) {
+		return fmt.Errorf("snapshot: tsdb %s: %w", dir, err)
+	}
+	return err
 }
 
 // tsdbLayout is what a TSDB directory holds, from its directory entries.

@@ -59,6 +59,7 @@ type tsdbAccumulator struct {
 	series   map[uint64][]*tsdbRaw
 	nseries  map[string]int // series per target name
 	bytes    int64          // approximate memory held by samples and labels
+	reserved int64          // bytes reserved against opts.Memory
 	full     bool           // MaxTotalBytes reached: stop reading
 	problems []snapshot.Problem
 }
@@ -105,7 +106,7 @@ func (a *tsdbAccumulator) get(src string, lset labels.Labels) *tsdbRaw {
 
 // readSource reads the series of one block or head that match ms, with
 // samples in [mint, maxt]. Problems of the source are recorded; only a
-// context error is returned.
+// context error, or the error of exceeding opts.Memory, is returned.
 func (a *tsdbAccumulator) readSource(ctx context.Context, src string, br tsdb.BlockReader, mint, maxt int64, ms []*labels.Matcher) (err error) {
 	if a.full {
 		return nil
@@ -188,6 +189,11 @@ func (a *tsdbAccumulator) readSource(ctx context.Context, src string, br tsdb.Bl
 				firstBad = fmt.Errorf("series %s: %w", s.Labels(), err)
 			}
 		}
+		if err := a.opts.Memory.Reserve(a.bytes-a.reserved, a.dir); err != nil {
+			a.full = true
+			return err
+		}
+		a.reserved = a.bytes
 		if a.bytes > a.lim.MaxTotalBytes {
 			a.full = true
 			a.problem(snapshot.SeverityError, src, fmt.Errorf("%w: samples read exceed snapshot.Limits.MaxTotalBytes (%d bytes); reading stopped, result is partial", snapshot.ErrLimit, a.lim.MaxTotalBytes))

@@ -422,3 +422,28 @@ func TestIsTSDB(t *testing.T) {
 		assert.Equal(t, tc.want, snapshot.IsTSDB(tc.path), tc.path)
 	}
 }
+
+// The samples a TSDB read keeps count against Limits.MaxMemory: past it
+// the read stops with an error naming the limit and the directory.
+func TestReadTSDBMaxMemory(t *testing.T) {
+	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
+	m := snapshot.NewMemoryBudget(0)
+	_, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir(), Memory: m})
+	require.NoError(t, err)
+	require.Positive(t, m.Used())
+
+	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir(), Limits: snapshot.Limits{MaxMemory: m.Used() / 2}})
+	require.Error(t, err)
+	assert.Nil(t, ev)
+	var le *snapshot.LimitError
+	require.True(t, errors.As(err, &le), "%v", err)
+	assert.Equal(t, "Limits.MaxMemory", le.Limit)
+	assert.Contains(t, err.Error(), "tsdb "+f.dir)
+	assert.Contains(t, err.Error(), "more than Limits.MaxMemory")
+
+	// Through snapshot.Read, the error is the whole read's.
+	_, err = snapshot.Read(context.Background(), []string{f.dir}, snapshot.Options{SandboxDir: t.TempDir(), Limits: snapshot.Limits{MaxMemory: m.Used() / 2}})
+	require.ErrorIs(t, err, snapshot.ErrLimit)
+	require.True(t, errors.As(err, &le))
+	assert.Equal(t, "Limits.MaxMemory", le.Limit)
+}
