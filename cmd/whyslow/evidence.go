@@ -30,6 +30,7 @@ type inputFlags struct {
 	output     string
 	maxBytes   string
 	maxSamples int
+	maxMemory  string
 	follow     bool
 	keepTimes  bool
 	keepCut    bool
@@ -43,6 +44,7 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.output, "o", "", "write the output to `FILE` instead of standard output (never inside an input path)")
 	fs.StringVar(&f.maxBytes, "max-bytes", "", "largest decompressed `SIZE` of one scrape's dump, e.g. 256MiB (default 64MiB); a file of many scrapes (/federate, timestamped OpenMetrics) may hold up to 4GiB, or SIZE if larger")
 	fs.IntVar(&f.maxSamples, "max-samples", 0, "read at most `N` samples per scrape (default 200000; a file of many scrapes holds N per scrape time)")
+	fs.StringVar(&f.maxMemory, "max-memory", "", "memory budget of the whole run, e.g. 8GiB (default 3/4 of the machine's or cgroup's memory, 4GiB where unknown): the evidence kept may take a quarter of it; a run whose live heap would pass it stops with an error (exit 1) instead of running out of memory")
 	fs.BoolVar(&f.follow, "follow-links", false, "inside a dump folder, follow symbolic links that lead out of it (by default they are not read: a folder's links cannot pull other files into a report)")
 	fs.BoolVar(&f.keepCut, "keep-cut-files", false, "keep the samples read from a file before a limit (--max-samples) stopped it; by default such a file is left out, so that a cut cardinality bomb adds no series")
 	fs.BoolVar(&f.keepTimes, "keep-time-outliers", false, "keep scrapes whose times lie far outside the rest of the evidence (a file named a year ahead, timestamps in seconds), which are left out by default")
@@ -94,10 +96,16 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 	if len(paths) == 0 {
 		return nil, usagef("no PATH given (a dump, a folder of dumps, a TSDB directory, a server URL, or - for stdin)")
 	}
-	ctx, err := f.server.apply(ctx, paths, &opts, f)
+	budget, err := f.memoryBudget()
 	if err != nil {
 		return nil, err
 	}
+	ctx, err = f.server.apply(ctx, paths, &opts, f)
+	if err != nil {
+		return nil, err
+	}
+	opts.Limits.MaxMemory = budget / evidenceShare
+	ctx = guardMemory(ctx, e, budget)
 	if err := f.checkOutput(paths); err != nil {
 		return nil, err
 	}
@@ -174,6 +182,12 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 	if bar != nil {
 		// Erase the bar before anything else is printed on its line.
 		bar.finish()
+	}
+	if merr := memoryCause(ctx); merr != nil {
+		return nil, merr
+	}
+	if merr := evidenceBudgetErr(err, budget); merr != nil {
+		return nil, merr
 	}
 	failed := err != nil || (f.strict && ev != nil && ev.Partial())
 	hints := map[string]bool{}

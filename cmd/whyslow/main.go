@@ -59,6 +59,10 @@ type env struct {
 	stdout, stderr io.Writer
 	// stderrIsTerminal enables the progress display.
 	stderrIsTerminal bool
+	// exit, when set (by main: os.Exit), ends the process at once when
+	// the run passes its memory budget (see guardMemory); in process, the
+	// run's context is cancelled instead.
+	exit func(code int)
 }
 
 func commands() []command {
@@ -75,7 +79,7 @@ func commands() []command {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, stderrIsTerminal: isTerminal(os.Stderr)}
+	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, stderrIsTerminal: isTerminal(os.Stderr), exit: os.Exit}
 	code := run(ctx, e, os.Args[1:])
 	stop()
 	os.Exit(code)
@@ -106,6 +110,10 @@ func run(ctx context.Context, e *env, args []string) int {
 		if c.name != args[0] {
 			continue
 		}
+		// Whatever the command starts on ctx (the memory guard) ends
+		// with it.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		err := c.run(ctx, e, args[1:])
 		return report(e.stderr, c.name, err)
 	}
