@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -330,4 +331,61 @@ func (w Window) String() string {
 		return "whole"
 	}
 	return w.Start.UTC().Format(time.RFC3339) + "/" + w.End.UTC().Format(time.RFC3339)
+}
+
+// LostRangeError is the reason of a Problem that lost samples in a known
+// range of time, say the records after the tear of a TSDB's write-ahead
+// log: samples from From on (to To; a zero To is open-ended, a zero From
+// means from the start) may be missing. The Problem may be only a
+// warning, because a tear after every window read loses nothing a
+// caller needs; a caller that knows its windows asks Evidence.LostIn.
+type LostRangeError struct {
+	From, To time.Time
+	// Err is what was lost and why.
+	Err error
+}
+
+// Error returns Err's message and the range.
+func (e *LostRangeError) Error() string {
+	s := e.Err.Error() + "; samples "
+	switch {
+	case e.From.IsZero() && e.To.IsZero():
+		s += "at any time"
+	case e.To.IsZero():
+		s += "from " + e.From.UTC().Format(time.RFC3339Nano) + " on"
+	case e.From.IsZero():
+		s += "up to " + e.To.UTC().Format(time.RFC3339Nano)
+	default:
+		s += "from " + e.From.UTC().Format(time.RFC3339Nano) + " to " + e.To.UTC().Format(time.RFC3339Nano)
+	}
+	return s + " may be missing"
+}
+
+// Unwrap returns Err.
+func (e *LostRangeError) Unwrap() error { return e.Err }
+
+// Overlaps reports whether the lost range meets [start, end] (a zero
+// bound is open).
+func (e *LostRangeError) Overlaps(start, end time.Time) bool {
+	if !end.IsZero() && !e.From.IsZero() && end.Before(e.From) {
+		return false
+	}
+	if !start.IsZero() && !e.To.IsZero() && start.After(e.To) {
+		return false
+	}
+	return true
+}
+
+// LostIn returns the problems whose lost range (a *LostRangeError)
+// overlaps [start, end]: evidence read for that window is partial even
+// when Partial says it is not.
+func (e *Evidence) LostIn(start, end time.Time) []Problem {
+	var out []Problem
+	for _, p := range e.Problems {
+		var lr *LostRangeError
+		if errors.As(p.Err, &lr) && lr.Overlaps(start, end) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

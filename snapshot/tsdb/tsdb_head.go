@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/prometheus/prometheus/tsdb"
+	"github.com/prometheus/prometheus/tsdb/record"
 	"github.com/prometheus/prometheus/tsdb/wlog"
 	"github.com/prometheus/prometheus/util/compression"
 	"github.com/whyslow/whyslow/snapshot"
@@ -100,24 +104,93 @@ func openTSDBHead(l *tsdbLayout, sandboxRoot string, maxBytes, minValidTime int6
 	if err := w.Close(); err != nil {
 		return nil, nil, fmt.Errorf("closing repaired WAL copy: %w", err)
 	}
+	lost := fmt.Errorf("%w beyond this offset: torn or corrupt WAL record (%v); the sandbox copy was cut there, as Prometheus does on restart",
+		ErrHeadNotRead, cerr.Err)
 	p := snapshot.Problem{
 		Severity: snapshot.SeverityWarning,
 		File:     wlog.SegmentName(filepath.Join(l.dir, tsdbWALDir), cerr.Segment),
 		Offset:   cerr.Offset,
-		Err: fmt.Errorf("%w beyond this offset: torn or corrupt WAL record (%v); the sandbox copy was cut there, as Prometheus does on restart",
-			ErrHeadNotRead, cerr.Err),
 	}
 	if later > 0 {
 		// Not a torn tail: whole segments are lost.
 		p.Severity = snapshot.SeverityError
-		p.Err = fmt.Errorf("%w; %d later segments dropped", p.Err, later)
+		lost = fmt.Errorf("%w; %d later segments dropped", lost, later)
 	}
+	// What the cut records held is unknown, but not when: records are
+	// written in commit order, so they come after the last intact one.
+	// From its oldest sample on, samples may be missing (a commit is one
+	// scrape of one target in Prometheus, so other targets' scrapes of
+	// that time may be in the lost records). A caller whose windows meet
+	// that range has partial evidence (snapshot.Evidence.LostIn).
+	lr := &snapshot.LostRangeError{Err: lost}
+	if t, ok := lastRecordTime(walDir, cerr.Segment); ok {
+		lr.From = time.UnixMilli(t).UTC()
+	} else if minValidTime > math.MinInt64 {
+		lr.From = time.UnixMilli(minValidTime).UTC()
+	}
+	p.Err = lr
 	problems = append(problems, p)
 	h, err = replayHead(sandbox, minValidTime)
 	if err != nil {
 		return nil, problems, fmt.Errorf("replaying repaired WAL copy: %w", err)
 	}
 	return &tsdbHead{head: h, sandbox: sandbox}, problems, nil
+}
+
+// lastRecordTime returns the oldest sample time of the last samples
+// record (floats or histograms) in the WAL segments of dir up to seg,
+// searching back from seg; false when there is none.
+func lastRecordTime(dir string, seg int) (int64, bool) {
+	first, _, err := wlog.Segments(dir)
+	if err != nil {
+		return 0, false
+	}
+	dec := record.NewDecoder(nil, tsdbLogger())
+	var (
+		fs []record.RefSample
+		hs []record.RefHistogramSample
+		fh []record.RefFloatHistogramSample
+	)
+	for s := seg; s >= first; s-- {
+		sr, err := wlog.OpenReadSegment(wlog.SegmentName(dir, s))
+		if err != nil {
+			continue
+		}
+		t, found := int64(0), false
+		r := wlog.NewReader(sr)
+		for r.Next() {
+			rec := r.Record()
+			var ts []int64
+			switch dec.Type(rec) {
+			case record.Samples, record.SamplesV2:
+				if fs, err = dec.Samples(rec, fs[:0]); err == nil {
+					for _, x := range fs {
+						ts = append(ts, x.T)
+					}
+				}
+			case record.HistogramSamples, record.HistogramSamplesV2, record.CustomBucketsHistogramSamples:
+				if hs, err = dec.HistogramSamples(rec, hs[:0]); err == nil {
+					for _, x := range hs {
+						ts = append(ts, x.T)
+					}
+				}
+			case record.FloatHistogramSamples, record.FloatHistogramSamplesV2, record.CustomBucketsFloatHistogramSamples:
+				if fh, err = dec.FloatHistogramSamples(rec, fh[:0]); err == nil {
+					for _, x := range fh {
+						ts = append(ts, x.T)
+					}
+				}
+			}
+			if len(ts) > 0 {
+				t, found = slices.Min(ts), true
+			}
+		}
+		sr.Close()
+		if found {
+			return t, true
+		}
+	}
+	return 0, false
 }
 
 // replayHead opens a head over the WAL and chunks_head in sandbox. The
@@ -139,13 +212,21 @@ func replayHead(sandbox string, minValidTime int64) (*tsdb.Head, error) {
 	return h, nil
 }
 
-// laterWALSegments returns how many WAL segments in dir follow segment seg.
+// laterWALSegments returns how many WAL segments in dir follow segment
+// seg and hold something: an empty newest segment (Prometheus creates the
+// next one when it closes or rotates the WAL) loses nothing.
 func laterWALSegments(dir string, seg int) int {
 	_, last, err := wlog.Segments(dir)
 	if err != nil || last < seg {
 		return 0
 	}
-	return last - seg
+	n := 0
+	for s := seg + 1; s <= last; s++ {
+		if fi, err := os.Stat(wlog.SegmentName(dir, s)); err != nil || fi.Size() > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // makeSandbox creates a fresh directory under root (os.TempDir() when

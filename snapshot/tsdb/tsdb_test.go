@@ -211,6 +211,28 @@ func TestReadTSDBTornWALLosesLastScrape(t *testing.T) {
 		assert.GreaterOrEqual(t, g.Len(), f.n-1)
 	}
 	assert.Positive(t, lost, "the torn records held samples")
+
+	// The problem says from when samples may be missing: from the last
+	// intact record's oldest sample, at or before every lost one.
+	var lr *snapshot.LostRangeError
+	var torn []snapshot.Problem
+	for _, p := range ev.Problems {
+		if errors.As(p.Err, &lr) {
+			torn = append(torn, p)
+		}
+	}
+	require.Len(t, torn, 1, "%v", ev.Problems)
+	require.True(t, errors.As(torn[0].Err, &lr))
+	assert.True(t, errors.Is(torn[0], ErrHeadNotRead))
+	assert.Equal(t, snapshot.SeverityWarning, torn[0].Severity)
+	require.False(t, lr.From.IsZero())
+	assert.True(t, lr.To.IsZero(), "open-ended")
+	assert.LessOrEqual(t, lr.From.UnixMilli(), f.ts(f.n-1), "the last scrape was torn")
+	assert.GreaterOrEqual(t, lr.From.UnixMilli(), f.ts(0))
+	assert.Contains(t, torn[0].Error(), "from "+lr.From.Format(time.RFC3339Nano)+" on may be missing")
+	last := time.UnixMilli(f.ts(f.n - 1))
+	assert.Len(t, ev.LostIn(last.Add(-time.Minute), last), 1, "a window over the tear")
+	assert.Empty(t, ev.LostIn(time.UnixMilli(f.ts(0)), lr.From.Add(-time.Millisecond)), "a window before it")
 }
 
 func TestReadTSDBSandboxOnOtherFilesystem(t *testing.T) {
