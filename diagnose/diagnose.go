@@ -77,7 +77,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 		}
 		withCommon(rep, common)
 		rep.Dimensions = dimensions(set, rep, by, nil)
-		finishReport(rep, set)
+		finishReport(rep, set, ev)
 		return rep, nil
 	}
 
@@ -92,7 +92,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 		rep.Group = g.sel
 		rep.Inputs = restrictInputs(makeInputs(ev, res), g.reps)
 		rep.Dimensions = dimensions(set, rep, by, nil)
-		finishReport(rep, set)
+		finishReport(rep, set, ev)
 		top.Groups = append(top.Groups, rep)
 		values = append(values, groupName(g.sel))
 	}
@@ -114,7 +114,10 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 	top.Dimensions = dimensions(set, top, by, values)
 	top.Symptoms = []rules.Symptom{}
 	top.Hypotheses = []rules.Finding{}
-	finishReport(top, set)
+	for _, g := range top.Groups {
+		top.Inputs.Partial = top.Inputs.Partial || g.Inputs.Partial
+	}
+	finishReport(top, set, ev)
 	return top, nil
 }
 
@@ -346,9 +349,16 @@ func diagnoseScope(sc *scope) (*Report, error) {
 
 // finishReport records the settings a report was judged with, and
 // prefixes the summary of a report on evidence that was not read whole:
-// a verdict must say so where it is read first.
-func finishReport(rep *Report, set settings) {
+// a verdict must say so where it is read first. Evidence that lost
+// samples in a known range (a torn WAL, snapshot.LostRangeError) is
+// partial when that range meets the baseline or the incident window.
+func finishReport(rep *Report, set settings, ev *snapshot.Evidence) {
 	rep.Settings = report.NewSettings(set.SLO, set.Thresholds)
+	for _, w := range []WindowInfo{rep.Windows.Baseline, rep.Windows.Incident} {
+		if !w.Start.IsZero() && !w.End.IsZero() && len(ev.LostIn(w.Start, w.End)) > 0 {
+			rep.Inputs.Partial = true
+		}
+	}
 	if rep.Inputs.Partial {
 		rep.Summary = "PARTIAL EVIDENCE (some input could not be read; see inputs): " + rep.Summary
 	}
