@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkServer runs the command's own code path (run, as main calls
+// it) on the 100-pod x 6 h fleet of BenchmarkScale twice: read from a
+// local Prometheus serving a copy of the TSDB directory (empty scrape
+// configuration, 100 y retention, on a free 127.0.0.1 port, stopped by its
+// PID), and read from the directory itself:
+//
+//   - quantile: fleet TTFT p50/p95/p99 over the last hour;
+//   - diagnose: --baseline the hour before, --incident the last hour.
+//
+// Besides time and the peak live heap (as BenchmarkScale), it reports the
+// peak RSS of the benchmark process during an op ("peak-RSS-MB", VmHWM
+// after resetting it through /proc/self/clear_refs; the test binary's own
+// baseline included) and, for the server runs, the peak RSS of the
+// Prometheus process during the op ("prom-RSS-MB", its VmHWM reset the same
+// way). Without prometheus on PATH the benchmark skips. See
+// snapshot/tsdb/TSDB_BENCHMARKS.md for figures.
+func BenchmarkServer(b *testing.B) {
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		b.Skipf("prometheus not installed: %v", err)
+	}
+	const span = 6 * time.Hour
+	dir, end := scaleFixture(b, span)
+	url, promPID := startBenchPrometheus(b, bin, dir)
+
+	const ttft = "vllm:time_to_first_token_seconds"
+	rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	incident := rfc(end.Add(-time.Hour)) + "/" + rfc(end)
+	baseline := rfc(end.Add(-2*time.Hour)) + "/" + rfc(end.Add(-time.Hour))
+
+	for _, src := range []struct{ name, path string }{{"url", url}, {"dir", dir}} {
+		pid := 0
+		if src.name == "url" {
+			pid = promPID
+		}
+		b.Run("quantile-1h/"+src.name, func(b *testing.B) {
+			measureRSS(b, pid, func(b *testing.B) {
+				runCommand(b, "quantile", "--metric", ttft, "--q", "0.5,0.95,0.99", "--window", incident, "--format", "json", src.path)
+			})
+		})
+		b.Run("diagnose-1h+1h/"+src.name, func(b *testing.B) {
+			measureRSS(b, pid, func(b *testing.B) {
+				runCommand(b, "diagnose", "--baseline", baseline, "--incident", incident, "--format", "json", src.path)
+			})
+		})
+	}
+}
+
+// startBenchPrometheus serves a copy of dir (the fixture is never
+// written) and returns its URL and PID; the process is killed by its PID
+// when the benchmark ends.
+func startBenchPrometheus(b *testing.B, bin, dir string) (string, int) {
+	b.Helper()
+	data := filepath.Join(b.TempDir(), "data")
+	if err := os.CopyFS(data, os.DirFS(dir)); err != nil {
+		b.Fatal(err)
+	}
+	_ = os.Remove(filepath.Join(data, "complete"))
+	conf := filepath.Join(b.TempDir(), "prometheus.yml")
+	if err := os.WriteFile(conf, []byte("scrape_configs: []\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	var log bytes.Buffer
+	cmd := exec.Command(bin, "--config.file="+conf, "--storage.tsdb.path="+data,
+		"--storage.tsdb.retention.time=100y", "--web.listen-address="+addr)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	b.Cleanup(func() {
+		if p, err := os.FindProcess(pid); err == nil {
+			_ = p.Kill()
+		}
+		_ = cmd.Wait()
+	})
+	for deadline := time.Now().Add(3 * time.Minute); ; {
+		resp, err := http.Get("http://" + addr + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("prometheus not ready: %v\n%s", err, log.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b.Logf("prometheus pid %d on %s, ready with VmRSS %.0f MB", pid, addr, procMB(pid, "VmRSS"))
+	return "http://" + addr, pid
+}
+
+// measureRSS is measure with the peak RSS of this process and, when pid
+// is not 0, of process pid, over the ops.
+func measureRSS(b *testing.B, pid int, op func(b *testing.B)) {
+	b.Helper()
+	var peakRSS, peakProm float64
+	measure(b, func(b *testing.B) {
+		b.StopTimer()
+		runtime.GC()
+		debug.FreeOSMemory()
+		resetHWM(0)
+		if pid != 0 {
+			resetHWM(pid)
+		}
+		b.StartTimer()
+		op(b)
+		b.StopTimer()
+		peakRSS = max(peakRSS, procMB(0, "VmHWM"))
+		if pid != 0 {
+			peakProm = max(peakProm, procMB(pid, "VmHWM"))
+		}
+		b.StartTimer()
+	})
+	if peakRSS > 0 {
+		b.ReportMetric(peakRSS, "peak-RSS-MB")
+	}
+	if peakProm > 0 {
+		b.ReportMetric(peakProm, "prom-RSS-MB")
+	}
+}
+
+// procFile is /proc/self/name, or /proc/PID/name.
+func procFile(pid int, name string) string {
+	if pid == 0 {
+		return "/proc/self/" + name
+	}
+	return "/proc/" + strconv.Itoa(pid) + "/" + name
+}
+
+// resetHWM resets the peak RSS (VmHWM) of a process to its current RSS
+// (Linux; elsewhere nothing happens).
+func resetHWM(pid int) { _ = os.WriteFile(procFile(pid, "clear_refs"), []byte("5"), 0) }
+
+// procMB reads a kB field of /proc/PID/status in MB (0 if unreadable).
+func procMB(pid int, field string) float64 {
+	data, err := os.ReadFile(procFile(pid, "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			var kb float64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%f kB", &kb); err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
