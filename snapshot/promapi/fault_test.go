@@ -407,3 +407,27 @@ func TestCancel(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(begin), 3*time.Second)
 }
+
+// The samples kept from a server count against Limits.MaxMemory: past it
+// the read stops with an error naming the limit and the server.
+func TestMaxMemory(t *testing.T) {
+	srv := httptest.NewServer(&fakeProm{})
+	defer srv.Close()
+	m := snapshot.NewMemoryBudget(0)
+	opts := window()
+	opts.Memory = m
+	_, err := fastConfig.Read(context.Background(), srv.URL, opts)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, m.Used(), int64(2*41*snapshot.FloatSampleBytes))
+
+	opts = window()
+	opts.Limits.MaxMemory = 41 * snapshot.FloatSampleBytes // one pod's samples
+	ev, err := fastConfig.Read(context.Background(), srv.URL, opts)
+	require.Error(t, err)
+	assert.Nil(t, ev)
+	var le *snapshot.LimitError
+	require.True(t, errors.As(err, &le), "%v", err)
+	assert.Equal(t, "Limits.MaxMemory", le.Limit)
+	assert.Contains(t, err.Error(), "server "+srv.URL)
+	assert.Contains(t, err.Error(), "more than Limits.MaxMemory (656 B)")
+}
