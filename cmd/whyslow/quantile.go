@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 const quantileExamples = `  whyslow quantile --metric ttft ./evidence/
@@ -80,6 +81,7 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 			}
 			return err
 		}
+		rep.Warnings = append(rep.Warnings, lostWarnings(ev, rep)...)
 		err = printQuantiles(out, *format, rep)
 		return errors.Join(err, closeOut())
 	}
@@ -95,6 +97,7 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stderr, "%s=%s: %v\n", *by, g.Value, g.Err)
 			continue
 		}
+		g.Report.Warnings = append(g.Report.Warnings, lostWarnings(ev, g.Report)...)
 		reps[g.Value] = g.Report
 	}
 	if *format == "json" {
@@ -117,6 +120,16 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	return closeOut()
+}
+
+// lostWarnings says that the quantiles of rep are partial when samples
+// of its window may be missing (a torn WAL: snapshot.LostRangeError).
+func lostWarnings(ev *snapshot.Evidence, rep *diagnose.QuantileReport) []string {
+	var ws []string
+	for _, p := range ev.LostIn(rep.Window.Start, rep.Window.End) {
+		ws = append(ws, "partial: samples of the window may be missing: "+p.Error())
+	}
+	return ws
 }
 
 func printQuantiles(w io.Writer, format string, rep *diagnose.QuantileReport) error {

@@ -102,4 +102,25 @@ func TestDiagnoseTornWALPartial(t *testing.T) {
 	early := diag(torn, "--baseline", rfc(start)+"/"+rfc(start.Add(10*time.Minute)),
 		"--incident", rfc(start.Add(10*time.Minute))+"/"+rfc(start.Add(20*time.Minute)))
 	assert.False(t, early.Inputs.Partial, "%v", early.Inputs.Problems)
+
+	// quantile says so in its warnings, for a window over the tear only.
+	quantileWarnings := func(window string) []string {
+		t.Helper()
+		code, out, errs := whyslow(t, "", "quantile", "--metric", "vllm:time_to_first_token_seconds", "--window", window, "--format", "json", torn)
+		require.Equal(t, exitOK, code, errs)
+		var q struct {
+			Warnings []string `json:"warnings"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &q))
+		var partial []string
+		for _, w := range q.Warnings {
+			if strings.HasPrefix(w, "partial: ") {
+				partial = append(partial, w)
+			}
+		}
+		return partial
+	}
+	last := start.Add(time.Hour) // the scenario runs for fleetsim's default hour
+	assert.Len(t, quantileWarnings(rfc(last.Add(-20*time.Minute))+"/"+rfc(last)), 1)
+	assert.Empty(t, quantileWarnings(rfc(start)+"/"+rfc(start.Add(20*time.Minute))))
 }
