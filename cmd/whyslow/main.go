@@ -63,6 +63,8 @@ type env struct {
 	// the run passes its memory budget (see guardMemory); in process, the
 	// run's context is cancelled instead.
 	exit func(code int)
+	// cleanup runs, last first, when the command returns.
+	cleanup []func()
 }
 
 func commands() []command {
@@ -110,11 +112,11 @@ func run(ctx context.Context, e *env, args []string) int {
 		if c.name != args[0] {
 			continue
 		}
-		// Whatever the command starts on ctx (the memory guard) ends
-		// with it.
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
 		err := c.run(ctx, e, args[1:])
+		for i := len(e.cleanup) - 1; i >= 0; i-- {
+			e.cleanup[i]()
+		}
+		e.cleanup = nil
 		return report(e.stderr, c.name, err)
 	}
 	fmt.Fprintf(e.stderr, "whyslow: unknown command %q\n\n", args[0])

@@ -87,14 +87,24 @@ func (f *inputFlags) memoryBudget() (int64, error) {
 // passes the budget it cancels the returned context with a *memoryError
 // and, if e.exit is set (the real command), prints the error and exits
 // with status 1 at once: a diagnosis under way does not watch ctx, and
-// exiting cleanly beats the runtime's out-of-memory crash. When ctx is
-// done the previous soft limit is restored.
+// exiting cleanly beats the runtime's out-of-memory crash. When the
+// command returns (run calls e.cleanup) the guard stops and the previous
+// soft limit is restored.
 func guardMemory(ctx context.Context, e *env, budget int64) context.Context {
 	ctx, cancel := context.WithCancelCause(ctx)
 	prev := debug.SetMemoryLimit(budget)
 	poll := memoryPoll
+	done := make(chan struct{})
+	// When the command returns, stop the guard and restore the soft limit
+	// before run returns, so that in-process runs one after the other
+	// (tests) never leave one's limit behind.
+	e.cleanup = append(e.cleanup, func() {
+		cancel(nil)
+		<-done
+		debug.SetMemoryLimit(prev)
+	})
 	go func() {
-		defer debug.SetMemoryLimit(prev)
+		defer close(done)
 		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 		tick := time.NewTicker(poll)
 		defer tick.Stop()

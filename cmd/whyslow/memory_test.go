@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -24,8 +25,10 @@ func TestMaxMemoryExceeded(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, fleet.WriteDumps(dir, fleetsim.DumpOptions{}))
 
+	before := debug.SetMemoryLimit(-1)
 	code, _, errs := whyslow(t, "", "diagnose", "--max-memory", "64MiB", dir)
 	require.Equal(t, exitOK, code, errs)
+	assert.Equal(t, before, debug.SetMemoryLimit(-1), "the soft limit is restored when run returns")
 
 	// The guard sees the heap (with the test binary's) pass 1 MiB, or the
 	// reader its quarter, 256 KiB, of evidence (about 400 KB here):
@@ -58,7 +61,14 @@ func TestGuardMemory(t *testing.T) {
 	e := &env{stderr: &stderr, exit: func(code int) { exited <- code }}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	before := debug.SetMemoryLimit(-1)
 	g := guardMemory(ctx, e, 1) // any heap is more than one byte
+	defer func() {
+		for _, f := range e.cleanup {
+			f()
+		}
+		assert.Equal(t, before, debug.SetMemoryLimit(-1), "the soft limit is restored")
+	}()
 	select {
 	case code := <-exited:
 		assert.Equal(t, exitInput, code)
