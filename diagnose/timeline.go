@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -124,11 +125,43 @@ func (sc *scope) timeline(spec timelineSpec, r int, grid []snapshot.Window, step
 	if r >= 0 {
 		t.Replica = sc.replicas[r].t.Name
 	}
+	fresh := sc.freshIntervals(r, grid)
 	for i, w := range grid {
-		v, n := sc.intervalValue(spec, r, w)
+		v, n := math.NaN(), 0.0
+		if fresh[i] {
+			v, n = sc.intervalValue(spec, r, w)
+		}
 		t.Points[i] = Point{T: w.End, Value: Float(v), Count: Float(n)}
 	}
 	return t
+}
+
+// freshIntervals reports, for each window of grid, whether replica r (any
+// replica, for r < 0) was scraped in the snapshot.Lookback before the
+// window's end. Where it was not, no sample of its series stands for the
+// end and every increase and gauge over the window is not evaluable (the
+// edge rule of snapshot's windows), so the point is NaN without
+// computing it: the grid of windows given apart (--baseline, --incident)
+// spans hours that were never read.
+func (sc *scope) freshIntervals(r int, grid []snapshot.Window) []bool {
+	var times []int64
+	for i, rp := range sc.replicas {
+		if r >= 0 && i != r {
+			continue
+		}
+		for _, s := range rp.t.Scrapes {
+			times = append(times, s.Time.UnixMilli())
+		}
+	}
+	slices.Sort(times)
+	out := make([]bool, len(grid))
+	for i, w := range grid {
+		end := w.End.UnixMilli()
+		// The last scrape at or before end, if any, within the lookback.
+		k := sort.Search(len(times), func(j int) bool { return times[j] > end }) - 1
+		out[i] = k >= 0 && times[k] > end-snapshot.Lookback.Milliseconds()
+	}
+	return out
 }
 
 // standoutReplicas returns the indexes of the replicas whose timelines a
