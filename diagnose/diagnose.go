@@ -336,14 +336,15 @@ func diagnoseScope(sc *scope) (*Report, error) {
 	if !base.ok {
 		rep.Windows.Baseline = WindowInfo{From: "none"}
 	}
-	if tl != nil {
-		rep.Timelines = tl.list
-	}
 	rep.Signals = sc.signals(base, inc)
 	rep.AddWarnings(report.WarnWindow, report.SeverityWarning, warns...)
 	rep.AddWarnings(report.WarnSignal, report.SeverityWarning, sc.scopeWarnings(base, inc, rep)...)
 	rep.AddWarnings(report.WarnRules, report.SeverityWarning, result.Warnings...)
 	rep.Summary = summary(rep, result, facts)
+	if tl != nil {
+		sc.addReplicas(tl, sc.standoutReplicas(rep))
+		rep.Timelines = tl.list
+	}
 	return rep, nil
 }
 

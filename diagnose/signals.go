@@ -147,12 +147,22 @@ func (sc *scope) source(id SignalID) string {
 }
 
 // replicaHist returns the increase of histogram signal id on replica r over
-// w, bounds scaled into the signal's unit.
+// w, bounds scaled into the signal's unit, cached for the windows the
+// facts and signals read again.
 func (sc *scope) replicaHist(id SignalID, r int, w snapshot.Window) histResult {
 	key := histKey{id, r, w}
 	if res, ok := sc.histCache[key]; ok {
 		return res
 	}
+	res := sc.computeReplicaHist(id, r, w)
+	sc.histCache[key] = res
+	return res
+}
+
+// computeReplicaHist is replicaHist without the cache, for the
+// timelines' intervals, each read once: caching them would hold every
+// replica's buckets for every interval.
+func (sc *scope) computeReplicaHist(id SignalID, r int, w snapshot.Window) histResult {
 	var res histResult
 	m := sc.match(r, id)
 	if !m.Found() {
@@ -161,7 +171,6 @@ func (sc *scope) replicaHist(id SignalID, r int, w snapshot.Window) histResult {
 		res.metric = m.Metric
 		res.inc, res.err = replicaHistogram(m.Family, m.Candidate.ScaleFor(math.NaN()), w, sc.selector(m.Family))
 	}
-	sc.histCache[key] = res
 	return res
 }
 
@@ -173,12 +182,20 @@ func (sc *scope) fleetHist(id SignalID, w snapshot.Window) (inc snapshot.Histogr
 	if res, ok := sc.histCache[key]; ok {
 		return res.inc, res.err, nil
 	}
+	inc, err, skipped = sc.mergeReplicas(id, w, sc.replicaHist)
+	sc.histCache[key] = histResult{inc: inc, err: err}
+	return inc, err, skipped
+}
+
+// mergeReplicas merges, over w, the increases replica returns for every
+// replica that carries signal id.
+func (sc *scope) mergeReplicas(id SignalID, w snapshot.Window, replica func(SignalID, int, snapshot.Window) histResult) (inc snapshot.HistogramIncrease, err error, skipped []string) {
 	var incs []snapshot.HistogramIncrease
 	for r := range sc.replicas {
 		if !sc.match(r, id).Found() {
 			continue
 		}
-		res := sc.replicaHist(id, r, w)
+		res := replica(id, r, w)
 		if res.err != nil {
 			skipped = append(skipped, sc.replicas[r].t.Name)
 			continue
@@ -190,7 +207,6 @@ func (sc *scope) fleetHist(id SignalID, w snapshot.Window) (inc snapshot.Histogr
 	} else {
 		inc, err = mergeFleet(incs)
 	}
-	sc.histCache[key] = histResult{inc: inc, err: err}
 	return inc, err, skipped
 }
 

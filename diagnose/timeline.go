@@ -2,6 +2,8 @@ package diagnose
 
 import (
 	"math"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/whyslow/whyslow/snapshot"
@@ -60,12 +62,21 @@ func timelineValues(t *Timeline) []float64 {
 	return out
 }
 
-// buildTimelines evaluates every timeline over the grid of span with the
-// given step. Histogram quantiles of an interval are those of the
-// observations made in it, merged across replicas (fleet) before the
+// MaxReplicaTimelines bounds the per-replica timelines of a report: a
+// fleet of at most this many replicas gets every replica's timelines; a
+// larger one gets those of the replicas that stand out (see
+// standoutReplicas), so that a report on 1,000 pods stays a report (each
+// per-replica timeline costs every interval's increase and about 25 KB of
+// JSON) and its plots stay readable. The fleet timelines, on which the
+// change-point search and the facts are computed, are never bounded.
+const MaxReplicaTimelines = 16
+
+// buildTimelines evaluates the fleet timelines over the grid of span
+// with the given step. Histogram quantiles of an interval are those of
+// the observations made in it, merged across replicas (fleet) before the
 // quantile is taken; gauges are the mean over the interval's scrapes of
 // the fleet sum (or mean, for KV usage and GPU utilisation); counters are
-// per-second rates.
+// per-second rates. Per-replica timelines are added by addReplicas.
 func (sc *scope) buildTimelines(span snapshot.Window, step time.Duration) *timelines {
 	grid := snapshot.Grid(span, step)
 	if len(grid) < 2 {
@@ -73,25 +84,151 @@ func (sc *scope) buildTimelines(span snapshot.Window, step time.Duration) *timel
 	}
 	tl := &timelines{step: step, grid: grid}
 	for _, spec := range timelineSpecs {
-		if !sc.has(spec.id) {
-			continue
-		}
-		for r := -1; r < len(sc.replicas); r++ {
-			if r >= 0 && !sc.match(r, spec.id).Found() {
-				continue
-			}
-			t := Timeline{Signal: string(spec.id), Stat: spec.stat, Step: step, Points: make([]Point, len(grid))}
-			if r >= 0 {
-				t.Replica = sc.replicas[r].t.Name
-			}
-			for i, w := range grid {
-				v, n := sc.intervalValue(spec, r, w)
-				t.Points[i] = Point{T: w.End, Value: Float(v), Count: Float(n)}
-			}
-			tl.list = append(tl.list, t)
+		if sc.has(spec.id) {
+			tl.list = append(tl.list, sc.timeline(spec, -1, grid, step))
 		}
 	}
 	return tl
+}
+
+// addReplicas adds the per-replica timelines of the replicas at the
+// given indexes (into sc.replicas), each signal's after its fleet
+// timeline, replicas in sc.replicas order.
+func (sc *scope) addReplicas(tl *timelines, replicas []int) {
+	if tl == nil || len(replicas) == 0 {
+		return
+	}
+	sel := map[int]bool{}
+	for _, r := range replicas {
+		sel[r] = true
+	}
+	var list []Timeline
+	for _, spec := range timelineSpecs {
+		if !sc.has(spec.id) {
+			continue
+		}
+		if f := tl.fleet(spec.id); f != nil {
+			list = append(list, *f)
+		}
+		for r := range sc.replicas {
+			if sel[r] && sc.match(r, spec.id).Found() {
+				list = append(list, sc.timeline(spec, r, tl.grid, tl.step))
+			}
+		}
+	}
+	tl.list = list
+}
+
+// timeline evaluates one timeline over grid; r < 0 is the fleet.
+func (sc *scope) timeline(spec timelineSpec, r int, grid []snapshot.Window, step time.Duration) Timeline {
+	t := Timeline{Signal: string(spec.id), Stat: spec.stat, Step: step, Points: make([]Point, len(grid))}
+	if r >= 0 {
+		t.Replica = sc.replicas[r].t.Name
+	}
+	fresh := sc.freshIntervals(r, grid)
+	for i, w := range grid {
+		v, n := math.NaN(), 0.0
+		if fresh[i] {
+			v, n = sc.intervalValue(spec, r, w)
+		}
+		t.Points[i] = Point{T: w.End, Value: Float(v), Count: Float(n)}
+	}
+	return t
+}
+
+// freshIntervals reports, for each window of grid, whether replica r (any
+// replica, for r < 0) was scraped in the snapshot.Lookback before the
+// window's end. Where it was not, no sample of its series stands for the
+// end and every increase and gauge over the window is not evaluable (the
+// edge rule of snapshot's windows), so the point is NaN without
+// computing it: the grid of windows given apart (--baseline, --incident)
+// spans hours that were never read.
+func (sc *scope) freshIntervals(r int, grid []snapshot.Window) []bool {
+	var times []int64
+	for i, rp := range sc.replicas {
+		if r >= 0 && i != r {
+			continue
+		}
+		for _, s := range rp.t.Scrapes {
+			times = append(times, s.Time.UnixMilli())
+		}
+	}
+	slices.Sort(times)
+	out := make([]bool, len(grid))
+	for i, w := range grid {
+		end := w.End.UnixMilli()
+		// The last scrape at or before end, if any, within the lookback.
+		k := sort.Search(len(times), func(j int) bool { return times[j] > end }) - 1
+		out[i] = k >= 0 && times[k] > end-snapshot.Lookback.Milliseconds()
+	}
+	return out
+}
+
+// standoutReplicas returns the indexes of the replicas whose timelines a
+// report shows: every replica when there are at most
+// MaxReplicaTimelines, else the culprit the report names (when it is a
+// replica) and then the replicas whose incident-window p95 of a latency
+// signal (TTFT, TPOT, ITL, E2E) is highest relative to the fleet's, up to
+// MaxReplicaTimelines.
+func (sc *scope) standoutReplicas(rep *Report) []int {
+	n := len(sc.replicas)
+	if n <= MaxReplicaTimelines {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	fleetP95 := map[string]float64{}
+	for _, s := range rep.Signals.Fleet {
+		fleetP95[s.ID] = incidentP95(s)
+	}
+	type cand struct {
+		r     int
+		score float64
+	}
+	culprit := ""
+	if c := rep.NamedCulprit(); c != nil && c.Kind == "replica" {
+		culprit = c.Name
+	}
+	var cands []cand
+	for r, rp := range sc.replicas {
+		score := 0.0
+		for _, s := range rep.Signals.Replicas[rp.t.Name] {
+			switch SignalID(s.ID) {
+			case SignalTTFT, SignalTPOT, SignalITL, SignalE2E:
+				if f := fleetP95[s.ID]; f > 0 {
+					if v := incidentP95(s) / f; v > score {
+						score = v
+					}
+				}
+			}
+		}
+		if rp.t.Name == culprit {
+			score = math.Inf(1)
+		}
+		cands = append(cands, cand{r, score})
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].score > cands[j].score })
+	out := make([]int, 0, MaxReplicaTimelines)
+	for _, c := range cands[:MaxReplicaTimelines] {
+		out = append(out, c.r)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// incidentP95 is a signal's incident-window p95, or NaN.
+func incidentP95(s Signal) float64 {
+	if s.Incident == nil {
+		return math.NaN()
+	}
+	for _, q := range s.Incident.Quantiles {
+		if q.Q == 0.95 {
+			return float64(q.Value)
+		}
+	}
+	return math.NaN()
 }
 
 // intervalValue evaluates one timeline point: the value over w and the
@@ -103,10 +240,11 @@ func (sc *scope) intervalValue(spec timelineSpec, r int, w snapshot.Window) (val
 	case "p95":
 		var inc snapshot.HistogramIncrease
 		var err error
+		// Each interval is read once: no cache (see computeReplicaHist).
 		if r < 0 {
-			inc, err, _ = sc.fleetHist(spec.id, w)
+			inc, err, _ = sc.mergeReplicas(spec.id, w, sc.computeReplicaHist)
 		} else {
-			res := sc.replicaHist(spec.id, r, w)
+			res := sc.computeReplicaHist(spec.id, r, w)
 			inc, err = res.inc, res.err
 		}
 		if err != nil {

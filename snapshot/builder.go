@@ -54,6 +54,7 @@ type Builder struct {
 	seen    map[fileKey]string // regular files read (or listed), by identity -> first path
 	fileSeq int                // number of dump files parsed so far
 	merging bool               // Merge: no checks of time (see checkTimes)
+	adopt   bool               // AddEvidence may take the input's slices (addSource: the input is the builder's own)
 }
 
 // NewBuilder returns an empty Builder reading with opts.
@@ -333,6 +334,46 @@ func (sb *seriesB) append(t int64, v float64, st int64) bool {
 	return true
 }
 
+// adopt takes the samples of s as the series' own, without copying, when
+// the series holds none yet and s's times increase strictly: what append
+// would build sample by sample. The slices are capped at their length, so
+// a later append copies them. Only for inputs the builder owns
+// (Builder.adopt).
+func (sb *seriesB) adopt(s *Series) bool {
+	if len(sb.s.T) > 0 || len(s.V) != len(s.T) || (s.StartT != nil && len(s.StartT) != len(s.T)) || !strictlyIncreasing(s.T) {
+		return false
+	}
+	n := len(s.T)
+	sb.s.T, sb.s.V = s.T[:n:n], s.V[:n:n]
+	if slices.ContainsFunc(s.StartT, func(st int64) bool { return st != 0 }) {
+		sb.s.StartT = s.StartT[:n:n]
+	}
+	return true
+}
+
+// adopt is seriesB.adopt for a histogram series: taken whole as the first
+// segment when the series holds none yet.
+func (hb *histB) adopt(h *HistogramSeries) bool {
+	n := len(h.T)
+	if len(hb.hs) > 0 || n == 0 || len(h.Counts) != n*len(h.Bounds) || len(h.Sum) != n || len(h.Count) != n || !strictlyIncreasing(h.T) {
+		return false
+	}
+	c := n * len(h.Bounds)
+	hb.hs = []*HistogramSeries{{Labels: hb.lset, Bounds: slices.Clone(h.Bounds),
+		T: h.T[:n:n], Counts: h.Counts[:c:c], Sum: h.Sum[:n:n], Count: h.Count[:n:n]}}
+	return true
+}
+
+// strictlyIncreasing reports whether every time is after the one before.
+func strictlyIncreasing(t []int64) bool {
+	for i := 1; i < len(t); i++ {
+		if t[i] <= t[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
 // append adds one histogram sample, starting a new HistogramSeries when
 // the bucket layout differs from the current one. It reports false for a
 // duplicate.
@@ -423,6 +464,9 @@ func (b *Builder) AddEvidence(e *Evidence) {
 			for _, s := range f.Series {
 				id := b.internIdent(ident{family: f.Name, typ: f.Type, inferred: f.TypeInferred, name: s.Name}, s.Labels)
 				sb := b.seriesSlot(tb, id, "")
+				if b.adopt && sb.adopt(s) {
+					continue
+				}
 				dups := 0
 				for i, ts := range s.T {
 					st := int64(0)
@@ -438,6 +482,9 @@ func (b *Builder) AddEvidence(e *Evidence) {
 			for _, h := range f.Histograms {
 				id := b.internIdent(ident{family: f.Name, typ: f.Type, inferred: f.TypeInferred, hist: true}, h.Labels)
 				hb := b.histSlot(tb, id, "")
+				if b.adopt && hb.adopt(h) {
+					continue
+				}
 				n, dups := len(h.Bounds), 0
 				for i, ts := range h.T {
 					if !hb.append(ts, h.Bounds, h.Counts[i*n:(i+1)*n], h.Sum[i], h.Count[i]) {

@@ -138,7 +138,11 @@ func (b *Builder) addSource(ctx context.Context, path string) {
 		b.problems = append(b.problems, Problem{Severity: SeverityError, File: shown, Offset: -1, Err: err})
 	}
 	if e != nil {
+		// e is read for this builder alone and dropped after: its
+		// samples are taken, not copied.
+		b.adopt = true
 		b.AddEvidence(e)
+		b.adopt = false
 	}
 	if e == nil || !slices.Contains(e.Sources, shown) {
 		b.sources = append(b.sources, shown)

@@ -301,6 +301,7 @@ func (a *tsdbAccumulator) evidence() *snapshot.Evidence {
 	for name, t := range targets {
 		tg := &snapshot.Target{Name: name, NameFrom: t.from, Families: map[string]*snapshot.Family{}}
 		a.buildFamilies(tg, t.raws)
+		t.raws = nil // the bucket series are copied into rows: free them target by target
 		for fname := range tg.Families {
 			if !keep(tg.Families[fname]) {
 				delete(tg.Families, fname)
