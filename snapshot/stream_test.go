@@ -7,58 +7,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/metrics"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/whyslow/whyslow/internal/heappeak"
 	"github.com/whyslow/whyslow/snapshot"
 )
-
-// heapPeak samples the live heap every millisecond until stop is called
-// and returns the peak above the heap at start.
-func heapPeak() (stop func() uint64) {
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	base := s[0].Value.Uint64()
-	var (
-		mu   sync.Mutex
-		peak = base
-		done = make(chan struct{})
-		wg   sync.WaitGroup
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			metrics.Read(s)
-			mu.Lock()
-			peak = max(peak, s[0].Value.Uint64())
-			mu.Unlock()
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		return peak - base
-	}
-}
 
 // gzipMembers returns head, then body repeated n times, as concatenated
 // gzip members (as `cat a.gz b.gz` makes): a few KB that inflate to
@@ -93,7 +51,7 @@ func TestGzipBombStreams(t *testing.T) {
 
 	for _, via := range []string{"file", "stdin", "memory"} {
 		t.Run(via, func(t *testing.T) {
-			stop := heapPeak()
+			stop := heappeak.Start(time.Millisecond)
 			var (
 				ev  *snapshot.Evidence
 				err error
@@ -111,7 +69,7 @@ func TestGzipBombStreams(t *testing.T) {
 				name = "federate.txt.gz"
 				ev, err = snapshot.ParseDump(bomb, name, opts)
 			}
-			peak := stop()
+			peak := stop().Above()
 			t.Logf("%s: peak heap %.1f MiB reading a bomb inflating to %d MiB with a %d MiB limit", via, float64(peak)/(1<<20), (len(head)+256*len(body))>>20, limit>>20)
 			require.Error(t, err)
 			assert.True(t, errors.Is(err, snapshot.ErrLimit), "%v", err)
@@ -135,9 +93,9 @@ func TestGzipSampleBombMemoryNearLimit(t *testing.T) {
 	line := []byte("vllm:num_requests_waiting{engine=\"0\",pod=\"vllm-0\"} 1 1758535200000\n")
 	bomb := gzipMembers(t, line, bytes.Repeat(line, (1<<20)/len(line)), 64)
 	opts := snapshot.Options{Limits: snapshot.Limits{MaxBytesPerScrape: 1 << 20, MaxBytesPerFile: limit}}
-	stop := heapPeak()
+	stop := heappeak.Start(time.Millisecond)
 	_, err := snapshot.ParseDump(bomb, "f.txt.gz", opts)
-	peak := stop()
+	peak := stop().Above()
 	t.Logf("peak heap %.1f MiB for a %d MiB limit", float64(peak)/(1<<20), limit>>20)
 	require.ErrorIs(t, err, snapshot.ErrLimit)
 	assert.Less(t, peak, uint64(limit*3/2), "never ~3x the limit")
