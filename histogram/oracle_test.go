@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/promql"
-	"github.com/prometheus/prometheus/util/almost"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -22,18 +22,6 @@ import (
 // TSDB: equal to 1e-9 relative, NaN and ±Inf identical.
 
 var oracleQs = []float64{-0.5, 0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1, 1.5, math.NaN()}
-
-// sameValue is the oracle's equality: 1e-9 relative, NaN equals NaN,
-// infinities only themselves.
-func sameValue(a, b float64) bool {
-	if math.IsNaN(a) || math.IsNaN(b) {
-		return math.IsNaN(a) && math.IsNaN(b)
-	}
-	if math.IsInf(a, 0) || math.IsInf(b, 0) {
-		return a == b
-	}
-	return almost.Equal(a, b, 1e-9)
-}
 
 func formatQ(q float64) string { return strconv.FormatFloat(q, 'g', -1, 64) }
 
@@ -120,12 +108,9 @@ func awkwardHistogram(rng *rand.Rand) (h histogram.Histogram, spellings []string
 	return h, spellings
 }
 
-func TestOracleQuantile(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 11))
-	n := 4000
-	if testing.Short() {
-		n = 800
-	}
+// awkwardStorage makes n histograms with awkwardHistogram and stores them
+// as series h_bucket{id="<index>"} for the PromQL engine it returns.
+func awkwardStorage(t *testing.T, rng *rand.Rand, n int) ([]histogram.Histogram, storage.Queryable, *promql.Engine) {
 	hs := make([]histogram.Histogram, n)
 	var samples []sample
 	for i := range hs {
@@ -134,8 +119,16 @@ func TestOracleQuantile(t *testing.T) {
 		j := 0
 		samples = append(samples, bucketSamples("h", h, func(float64) string { j++; return spellings[j-1] }, "id", strconv.Itoa(i))...)
 	}
-	stor := newStorage(t, samples)
-	eng := newEngine(t)
+	return hs, newStorage(t, samples), newEngine(t)
+}
+
+func TestOracleQuantile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	n := 4000
+	if testing.Short() {
+		n = 800
+	}
+	hs, stor, eng := awkwardStorage(t, rng, n)
 	checked := 0
 	var seen struct{ nan, overflow, forced, precision, warned, interpolated int }
 	for _, q := range append(slices.Clone(oracleQs), rng.Float64(), rng.Float64()) {
@@ -144,7 +137,7 @@ func TestOracleQuantile(t *testing.T) {
 		for i, h := range hs {
 			want := got[strconv.Itoa(i)]
 			e := h.Quantile(q)
-			if !sameValue(want, e.Value) {
+			if !histogram.SameFloat(want, e.Value) {
 				t.Fatalf("histogram %d %v q=%v: PromQL %v, Quantile %v", i, h, q, want, e.Value)
 			}
 			checked++
@@ -185,21 +178,12 @@ func TestOracleFraction(t *testing.T) {
 	if testing.Short() {
 		n = 300
 	}
-	hs := make([]histogram.Histogram, n)
-	var samples []sample
-	for i := range hs {
-		h, spellings := awkwardHistogram(rng)
-		hs[i] = h
-		j := 0
-		samples = append(samples, bucketSamples("h", h, func(float64) string { j++; return spellings[j-1] }, "id", strconv.Itoa(i))...)
-	}
-	stor := newStorage(t, samples)
-	eng := newEngine(t)
+	hs, stor, eng := awkwardStorage(t, rng, n)
 	for _, x := range []float64{math.Inf(-1), -3, 0, 0.005, 0.5, 1, 2.5, 10, 1e9, math.Inf(+1), math.NaN()} {
 		got := byLabel(t, instant(t, eng, stor, fmt.Sprintf("histogram_fraction(-Inf, %s, h_bucket)", formatQ(x))), "id")
 		for i, h := range hs {
 			want := got[strconv.Itoa(i)]
-			if fe := h.Fraction(x); !sameValue(want, fe.Value) {
+			if fe := h.Fraction(x); !histogram.SameFloat(want, fe.Value) {
 				t.Fatalf("histogram %d %v x=%v: PromQL %v, Fraction %v", i, h, x, want, fe.Value)
 			}
 		}
@@ -251,13 +235,22 @@ func TestOracleFleetSameLayout(t *testing.T) {
 		require.Empty(t, m.Dropped)
 		merged[f] = m
 	}
+	checkFleetQuantiles(t, samples, "fleet", merged)
+}
+
+// checkFleetQuantiles stores samples, the replicas' series
+// <metric>_bucket{fleet="<index>", pod=...}, and asserts that PromQL's
+// histogram_quantile of their sum by fleet equals the Quantile of each
+// merged fleet, for every oracle quantile.
+func checkFleetQuantiles(t *testing.T, samples []sample, metric string, merged []histogram.Merged) {
+	t.Helper()
 	stor := newStorage(t, samples)
 	eng := newEngine(t)
 	for _, q := range oracleQs {
-		got := byLabel(t, instant(t, eng, stor, fmt.Sprintf("histogram_quantile(%s, sum by (fleet, le) (fleet_bucket))", formatQ(q))), "fleet")
-		require.Len(t, got, fleets)
+		got := byLabel(t, instant(t, eng, stor, fmt.Sprintf("histogram_quantile(%s, sum by (fleet, le) (%s_bucket))", formatQ(q), metric)), "fleet")
+		require.Len(t, got, len(merged))
 		for f, m := range merged {
-			if want, e := got[strconv.Itoa(f)], m.Quantile(q); !sameValue(want, e.Value) {
+			if want, e := got[strconv.Itoa(f)], m.Quantile(q); !histogram.SameFloat(want, e.Value) {
 				t.Fatalf("fleet %d %v q=%v: PromQL %v, Quantile %v", f, m, q, want, e.Value)
 			}
 		}
@@ -326,17 +319,7 @@ func TestOracleFleetMixedLayouts(t *testing.T) {
 		require.Equal(t, len(pods), m.Inputs)
 		merged[f] = m
 	}
-	stor := newStorage(t, samples)
-	eng := newEngine(t)
-	for _, q := range oracleQs {
-		got := byLabel(t, instant(t, eng, stor, fmt.Sprintf("histogram_quantile(%s, sum by (fleet, le) (shared_bucket))", formatQ(q))), "fleet")
-		require.Len(t, got, fleets)
-		for f, m := range merged {
-			if want, e := got[strconv.Itoa(f)], m.Quantile(q); !sameValue(want, e.Value) {
-				t.Fatalf("fleet %d %v q=%v: PromQL %v, Quantile %v", f, m, q, want, e.Value)
-			}
-		}
-	}
+	checkFleetQuantiles(t, samples, "shared", merged)
 }
 
 // TestAverageOfPodP95IsNotFleetP95 shows, on a realistic fleet (vLLM TTFT
