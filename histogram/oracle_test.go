@@ -23,6 +23,14 @@ import (
 
 var oracleQs = []float64{-0.5, 0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1, 1.5, math.NaN()}
 
+// unlessShort is n, or short with -short.
+func unlessShort(n, short int) int {
+	if testing.Short() {
+		return short
+	}
+	return n
+}
+
 func formatQ(q float64) string { return strconv.FormatFloat(q, 'g', -1, 64) }
 
 // byLabel indexes a PromQL result by the value of one label.
@@ -124,10 +132,7 @@ func awkwardStorage(t *testing.T, rng *rand.Rand, n int) ([]histogram.Histogram,
 
 func TestOracleQuantile(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	n := 4000
-	if testing.Short() {
-		n = 800
-	}
+	n := unlessShort(4000, 800)
 	hs, stor, eng := awkwardStorage(t, rng, n)
 	checked := 0
 	var seen struct{ nan, overflow, forced, precision, warned, interpolated int }
@@ -174,10 +179,7 @@ func TestOracleQuantile(t *testing.T) {
 // Quantile, with histogram_fraction(-Inf, x, ...).
 func TestOracleFraction(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
-	n := 1500
-	if testing.Short() {
-		n = 300
-	}
+	n := unlessShort(1500, 300)
 	hs, stor, eng := awkwardStorage(t, rng, n)
 	for _, x := range []float64{math.Inf(-1), -3, 0, 0.005, 0.5, 1, 2.5, 10, 1e9, math.Inf(+1), math.NaN()} {
 		got := byLabel(t, instant(t, eng, stor, fmt.Sprintf("histogram_fraction(-Inf, %s, h_bucket)", formatQ(x))), "id")
@@ -217,10 +219,7 @@ func perturb(rng *rand.Rand, h histogram.Histogram) histogram.Histogram {
 
 func TestOracleFleetSameLayout(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 8))
-	fleets := 300
-	if testing.Short() {
-		fleets = 60
-	}
+	fleets := unlessShort(300, 60)
 	merged := make([]histogram.Merged, fleets)
 	var samples []sample
 	for f := range fleets {
@@ -262,10 +261,7 @@ func checkFleetQuantiles(t *testing.T, samples []sample, metric string, merged [
 // answer on the union of bounds is the artefact Merge refuses to make).
 func TestOracleFleetMixedLayouts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 21))
-	fleets := 300
-	if testing.Short() {
-		fleets = 60
-	}
+	fleets := unlessShort(300, 60)
 	merged := make([]histogram.Merged, fleets)
 	var samples []sample
 	for f := range fleets {
