@@ -189,19 +189,7 @@ func (s *Series) restarted(i, j int) bool {
 func SumIncreases(incs ...CounterIncrease) CounterIncrease {
 	var r CounterIncrease
 	for i, c := range incs {
-		if i == 0 {
-			r.Window, r.From, r.To = c.Window, c.From, c.To
-		} else {
-			if c.Window != r.Window {
-				r.Window = Window{}
-			}
-			if c.From.Before(r.From) {
-				r.From = c.From
-			}
-			if c.To.After(r.To) {
-				r.To = c.To
-			}
-		}
+		mergeSpan(i, &r.Window, &r.From, &r.To, c.Window, c.From, c.To)
 		r.Value += c.Value
 		r.N += c.N
 		r.Skipped += c.Skipped
@@ -215,6 +203,25 @@ func SumIncreases(incs ...CounterIncrease) CounterIncrease {
 	return r
 }
 
+// mergeSpan merges the window and edges of the i-th of several results
+// into a sum's: the window is kept while all agree, else it is the zero
+// Window; From is the earliest edge and To the latest.
+func mergeSpan(i int, w *Window, from, to *time.Time, iw Window, ifrom, ito time.Time) {
+	if i == 0 {
+		*w, *from, *to = iw, ifrom, ito
+		return
+	}
+	if iw != *w {
+		*w = Window{}
+	}
+	if ifrom.Before(*from) {
+		*from = ifrom
+	}
+	if ito.After(*to) {
+		*to = ito
+	}
+}
+
 // Increase returns the sum of the increases over w of the float series of
 // f that match (see Series.Matches), treated as counters: for vLLM V1, the
 // engines of one pod. Series that are not evaluable over w are left out and
@@ -225,26 +232,39 @@ func (f *Family) Increase(w Window, match map[string]string) (CounterIncrease, e
 	if len(ss) == 0 {
 		return CounterIncrease{}, f.noMatch(match)
 	}
-	incs := make([]CounterIncrease, 0, len(ss))
-	var errs []error
-	for _, s := range ss {
-		inc, err := s.Increase(w)
-		switch {
-		case err == nil:
-			incs = append(incs, inc)
-		case errors.Is(err, ErrNotEvaluable):
-			errs = append(errs, err)
-		default:
-			return CounterIncrease{}, err
-		}
-	}
-	if len(incs) == 0 {
-		return CounterIncrease{}, noneEvaluable(errs)
+	incs, excluded, err := evaluateEach(ss, func(s *Series) (CounterIncrease, error) { return s.Increase(w) })
+	if err != nil {
+		return CounterIncrease{}, err
 	}
 	r := SumIncreases(incs...)
 	r.Window = w
-	r.Excluded = len(errs)
+	r.Excluded = excluded
 	return r, nil
+}
+
+// evaluateEach evaluates every item (the series, or the timelines, of a
+// family over one window). Items not evaluable (an error wrapping
+// ErrNotEvaluable) are left out and counted in excluded; any other error
+// stops the walk. When no item is evaluable the error says why, naming
+// the first (see noneEvaluable).
+func evaluateEach[T, R any](items []T, eval func(T) (R, error)) (rs []R, excluded int, err error) {
+	rs = make([]R, 0, len(items))
+	var errs []error
+	for _, it := range items {
+		r, err := eval(it)
+		switch {
+		case err == nil:
+			rs = append(rs, r)
+		case errors.Is(err, ErrNotEvaluable):
+			errs = append(errs, err)
+		default:
+			return nil, 0, err
+		}
+	}
+	if len(rs) == 0 {
+		return nil, 0, noneEvaluable(errs)
+	}
+	return rs, len(errs), nil
 }
 
 // noMatch is the error for a selector that matches no series of f.

@@ -150,13 +150,7 @@ func (s *HistogramSeries) Matches(match map[string]string) bool {
 // HistogramsMatching returns the histogram series of f whose labels match
 // (see HistogramSeries.Matches), in the family's order.
 func (f *Family) HistogramsMatching(match map[string]string) []*HistogramSeries {
-	var out []*HistogramSeries
-	for _, s := range f.Histograms {
-		if s.Matches(match) {
-			out = append(out, s)
-		}
-	}
-	return out
+	return matching(f.Histograms, match)
 }
 
 // Increase returns the increase of histogram s over w; see
@@ -192,28 +186,16 @@ next:
 		}
 		groups = append(groups, []*HistogramSeries{h})
 	}
-	incs := make([]HistogramIncrease, 0, len(groups))
-	var errs []error
-	for _, g := range groups {
-		inc, err := histogramIncrease(f.Name, g, w)
-		switch {
-		case err == nil:
-			incs = append(incs, inc)
-		case errors.Is(err, ErrNotEvaluable):
-			errs = append(errs, err)
-		default:
-			return HistogramIncrease{}, err
-		}
-	}
-	if len(incs) == 0 {
-		return HistogramIncrease{}, noneEvaluable(errs)
+	incs, excluded, err := evaluateEach(groups, func(g []*HistogramSeries) (HistogramIncrease, error) { return histogramIncrease(f.Name, g, w) })
+	if err != nil {
+		return HistogramIncrease{}, err
 	}
 	r, err := MergeHistogramIncreases(incs...)
 	if err != nil {
 		return HistogramIncrease{}, fmt.Errorf("%s: %w", f.Name, err)
 	}
 	r.Window = w
-	r.Excluded += len(errs)
+	r.Excluded += excluded
 	return r, nil
 }
 
@@ -232,19 +214,7 @@ func MergeHistogramIncreases(incs ...HistogramIncrease) (HistogramIncrease, erro
 	hs := make([]histogram.Histogram, len(incs))
 	for i, h := range incs {
 		hs[i] = h.Histogram
-		if i == 0 {
-			r.Window, r.From, r.To = h.Window, h.From, h.To
-		} else {
-			if h.Window != r.Window {
-				r.Window = Window{}
-			}
-			if h.From.Before(r.From) {
-				r.From = h.From
-			}
-			if h.To.After(r.To) {
-				r.To = h.To
-			}
-		}
+		mergeSpan(i, &r.Window, &r.From, &r.To, h.Window, h.From, h.To)
 		r.N += h.N
 		r.Skipped += h.Skipped
 		r.Series += h.Series
