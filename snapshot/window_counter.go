@@ -89,22 +89,29 @@ func (c CounterIncrease) String() string {
 	if c.Resets > 0 {
 		extra = append(extra, windowPlural(c.Resets, "reset"))
 	}
-	if c.LowerBound {
+	extra = appendIncreaseFlags(extra, c.LowerBound, c.Lifetime, c.StartClipped, c.Skipped, c.Excluded)
+	return "increase " + windowValue(c.Value) + windowDescribe(c.Window, c.From, c.To, c.N, c.Series, extra)
+}
+
+// appendIncreaseFlags appends to extra, for String, the flags and counts
+// that counter and histogram increases share.
+func appendIncreaseFlags(extra []string, lowerBound, lifetime, startClipped bool, skipped, excluded int) []string {
+	if lowerBound {
 		extra = append(extra, "lower bound")
 	}
-	if c.Lifetime {
+	if lifetime {
 		extra = append(extra, "lifetime total since process start")
 	}
-	if c.StartClipped {
+	if startClipped {
 		extra = append(extra, "start not covered")
 	}
-	if c.Skipped > 0 {
-		extra = append(extra, fmt.Sprintf("%d invalid skipped", c.Skipped))
+	if skipped > 0 {
+		extra = append(extra, fmt.Sprintf("%d invalid skipped", skipped))
 	}
-	if c.Excluded > 0 {
-		extra = append(extra, fmt.Sprintf("%s not evaluable", windowPlural(c.Excluded, "series")))
+	if excluded > 0 {
+		extra = append(extra, fmt.Sprintf("%s not evaluable", windowPlural(excluded, "series")))
 	}
-	return "increase " + windowValue(c.Value) + windowDescribe(c.Window, c.From, c.To, c.N, c.Series, extra)
+	return extra
 }
 
 // validCounter reports whether v can be a counter's value.

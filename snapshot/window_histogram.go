@@ -113,21 +113,7 @@ func (h HistogramIncrease) String() string {
 		}
 		extra = append(extra, "dropped le=["+strings.Join(bs, " ")+"]")
 	}
-	if h.LowerBound {
-		extra = append(extra, "lower bound")
-	}
-	if h.Lifetime {
-		extra = append(extra, "lifetime total since process start")
-	}
-	if h.StartClipped {
-		extra = append(extra, "start not covered")
-	}
-	if h.Skipped > 0 {
-		extra = append(extra, fmt.Sprintf("%d invalid skipped", h.Skipped))
-	}
-	if h.Excluded > 0 {
-		extra = append(extra, fmt.Sprintf("%s not evaluable", windowPlural(h.Excluded, "series")))
-	}
+	extra = appendIncreaseFlags(extra, h.LowerBound, h.Lifetime, h.StartClipped, h.Skipped, h.Excluded)
 	if len(h.Warnings) > 0 {
 		extra = append(extra, windowPlural(len(h.Warnings), "warning"))
 	}
