@@ -143,8 +143,7 @@ func (s *Series) Increase(w Window) (CounterIncrease, error) {
 	}
 	if from == to {
 		if !w.Start.IsZero() {
-			return CounterIncrease{}, fmt.Errorf("%s: %w: only one sample (at %s) covers window %s",
-				seriesID(s.Name, s.Labels), ErrNotEvaluable, windowMillis(s.T[to]), w)
+			return CounterIncrease{}, onlyOneSample(seriesID(s.Name, s.Labels), s.T[to], w)
 		}
 		r.Value = s.V[to]
 		r.Lifetime = true
@@ -171,6 +170,13 @@ func (s *Series) Increase(w Window) (CounterIncrease, error) {
 	}
 	r.LowerBound = r.Resets > 0
 	return r, nil
+}
+
+// onlyOneSample is the error for a window with a Start whose both edges
+// are one sample, at t (ms), of the series named id: no increase is
+// observed.
+func onlyOneSample(id string, t int64, w Window) error {
+	return fmt.Errorf("%s: %w: only one sample (at %s) covers window %s", id, ErrNotEvaluable, windowMillis(t), w)
 }
 
 // startT returns the start timestamp of sample i, or 0 when unknown.

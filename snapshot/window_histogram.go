@@ -249,8 +249,7 @@ func histogramIncrease(name string, segs []*HistogramSeries, w Window) (Histogra
 	}
 	if from == to {
 		if !w.Start.IsZero() {
-			return HistogramIncrease{}, fmt.Errorf("%s: %w: only one sample (at %s) covers window %s",
-				seriesID(name, segs[0].Labels), ErrNotEvaluable, windowMillis(tl.t[to]), w)
+			return HistogramIncrease{}, onlyOneSample(seriesID(name, segs[0].Labels), tl.t[to], w)
 		}
 		r.Histogram = tl.at(to).Clone()
 		r.Lifetime = true
