@@ -523,17 +523,33 @@ func shortMixed(t *testing.T) *Fleet {
 	return f
 }
 
-func parseText(t *testing.T, data []byte, contentType string) (types map[string]string, helps map[string]string, series []labels.Labels) {
+// eachEntry parses data (of contentType) with Prometheus's own parser
+// and calls f with the parser at each entry; a parse error fails the test.
+func eachEntry(t *testing.T, data []byte, contentType string, f func(p textparse.Parser, et textparse.Entry)) {
 	t.Helper()
 	p, err := textparse.New(data, contentType, labels.NewSymbolTable(), textparse.ParserOptions{})
 	require.NotNil(t, p, "%v", err)
-	types, helps = map[string]string{}, map[string]string{}
 	for {
 		et, err := p.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return
 		}
 		require.NoError(t, err)
+		f(p, et)
+	}
+}
+
+// entryLabels returns the labels of the series entry p is at.
+func entryLabels(p textparse.Parser) labels.Labels {
+	var ls labels.Labels
+	p.Labels(&ls)
+	return ls
+}
+
+func parseText(t *testing.T, data []byte, contentType string) (types map[string]string, helps map[string]string, series []labels.Labels) {
+	t.Helper()
+	types, helps = map[string]string{}, map[string]string{}
+	eachEntry(t, data, contentType, func(p textparse.Parser, et textparse.Entry) {
 		switch et {
 		case textparse.EntryType:
 			n, typ := p.Type()
@@ -542,11 +558,9 @@ func parseText(t *testing.T, data []byte, contentType string) (types map[string]
 			n, h := p.Help()
 			helps[string(n)] = string(h)
 		case textparse.EntrySeries:
-			var ls labels.Labels
-			p.Labels(&ls)
-			series = append(series, ls)
+			series = append(series, entryLabels(p))
 		}
-	}
+	})
 	return types, helps, series
 }
 
