@@ -54,15 +54,24 @@ func (s *series) histCount() float64 {
 	return float64(n)
 }
 
-// pyRepr formats v as Python's repr(float) does.
-func pyRepr(v float64) string {
+// nonFinite spells v when it is +Inf, -Inf or NaN, as posInf, negInf or
+// nan (Python and Prometheus spell them differently).
+func nonFinite(v float64, posInf, negInf, nan string) (string, bool) {
 	switch {
 	case math.IsInf(v, 1):
-		return "inf"
+		return posInf, true
 	case math.IsInf(v, -1):
-		return "-inf"
+		return negInf, true
 	case math.IsNaN(v):
-		return "nan"
+		return nan, true
+	}
+	return "", false
+}
+
+// pyRepr formats v as Python's repr(float) does.
+func pyRepr(v float64) string {
+	if s, ok := nonFinite(v, "inf", "-inf", "nan"); ok {
+		return s
 	}
 	if v == 0 {
 		if math.Signbit(v) {
@@ -98,13 +107,8 @@ func formatFloat(v float64) string {
 
 // formatFloatRepr is formatFloat without the fast path for whole numbers.
 func formatFloatRepr(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	case math.IsNaN(v):
-		return "NaN"
+	if s, ok := nonFinite(v, "+Inf", "-Inf", "NaN"); ok {
+		return s
 	}
 	s := pyRepr(v)
 	dot := strings.IndexByte(s, '.')
