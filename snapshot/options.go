@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -119,6 +121,34 @@ var DefaultLimits = Limits{
 }
 
 // withDefaults returns l with each zero field replaced by its default.
+// MetricSampleNames expands Options.Metrics, family or sample names, to
+// the sample names that may belong to their families (the name, and the
+// base name with and without _bucket, _sum and _count), sorted and
+// distinct: what a reader that selects series by name asks a TSDB or a
+// server for.
+func (o Options) MetricSampleNames() []string {
+	var out []string
+	for _, m := range o.Metrics {
+		base := FamilyBaseName(m)
+		out = append(out, m, base, base+"_bucket", base+"_sum", base+"_count")
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// FamilyBaseName returns the sample name without a _bucket, _sum or
+// _count suffix (the name of the histogram or summary family it may belong
+// to), or the name itself when it has none or is only that suffix.
+func FamilyBaseName(name string) string {
+	base := name
+	for _, suf := range []string{"_bucket", "_sum", "_count"} {
+		if b, ok := strings.CutSuffix(name, suf); ok && b != "" {
+			base = b
+		}
+	}
+	return base
+}
+
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
 	if l.MaxBytesPerScrape > 0 {
