@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"io"
 	"slices"
 	"strings"
@@ -120,7 +121,6 @@ var DefaultLimits = Limits{
 	MaxWALBytes:        4 << 30,
 }
 
-// withDefaults returns l with each zero field replaced by its default.
 // MetricSampleNames expands Options.Metrics, family or sample names, to
 // the sample names that may belong to their families (the name, and the
 // base name with and without _bucket, _sum and _count), sorted and
@@ -149,25 +149,24 @@ func FamilyBaseName(name string) string {
 	return base
 }
 
+// withDefaults returns l with each zero (or negative) field replaced by
+// its default.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	if l.MaxBytesPerScrape > 0 {
-		d.MaxBytesPerScrape = l.MaxBytesPerScrape
+	l.MaxBytesPerScrape = positiveOr(l.MaxBytesPerScrape, d.MaxBytesPerScrape)
+	l.MaxBytesPerFile = positiveOr(l.MaxBytesPerFile, d.MaxBytesPerFile)
+	l.MaxSeriesPerScrape = positiveOr(l.MaxSeriesPerScrape, d.MaxSeriesPerScrape)
+	l.MaxLabelBytes = positiveOr(l.MaxLabelBytes, d.MaxLabelBytes)
+	l.MaxTotalBytes = positiveOr(l.MaxTotalBytes, d.MaxTotalBytes)
+	l.MaxWALBytes = positiveOr(l.MaxWALBytes, d.MaxWALBytes)
+	return l
+}
+
+// positiveOr returns v when it is positive, else def.
+func positiveOr[T cmp.Ordered](v, def T) T {
+	var zero T
+	if v > zero {
+		return v
 	}
-	if l.MaxBytesPerFile > 0 {
-		d.MaxBytesPerFile = l.MaxBytesPerFile
-	}
-	if l.MaxSeriesPerScrape > 0 {
-		d.MaxSeriesPerScrape = l.MaxSeriesPerScrape
-	}
-	if l.MaxLabelBytes > 0 {
-		d.MaxLabelBytes = l.MaxLabelBytes
-	}
-	if l.MaxTotalBytes > 0 {
-		d.MaxTotalBytes = l.MaxTotalBytes
-	}
-	if l.MaxWALBytes > 0 {
-		d.MaxWALBytes = l.MaxWALBytes
-	}
-	return d
+	return def
 }
