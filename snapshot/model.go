@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -38,6 +39,18 @@ func (e *Evidence) Partial() bool {
 		}
 	}
 	return false
+}
+
+// ProblemsOf returns the problems that wrap kind (errors.Is: a sentinel
+// such as ErrLimit, or a reader's own), in order.
+func (e *Evidence) ProblemsOf(kind error) []Problem {
+	var out []Problem
+	for _, p := range e.Problems {
+		if errors.Is(p, kind) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Target returns the target with the given name, or nil.

@@ -2,7 +2,6 @@ package tsdb
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -97,14 +96,9 @@ func TestReadTSDBCorruptions(t *testing.T) {
 			ev, err := Read(context.Background(), dir, snapshot.Options{})
 			require.NoError(t, err)
 			require.True(t, ev.Partial())
-			var p *snapshot.Problem
-			for i := range ev.Problems {
-				if errors.Is(ev.Problems[i], ErrBadBlock) {
-					p = &ev.Problems[i]
-					break
-				}
-			}
-			require.NotNil(t, p, "%v", ev.Problems)
+			broken := ev.ProblemsOf(ErrBadBlock)
+			require.NotEmpty(t, broken, "%v", ev.Problems)
+			p := broken[0]
 			assert.Equal(t, snapshot.SeverityError, p.Severity)
 			if tc.file == "" {
 				assert.Equal(t, bad, p.File)
