@@ -934,17 +934,22 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 			lastTB, lastT = tb, t
 		}
 	}
+	// sampleTime is a sample's own timestamp t when it has one, else the
+	// file's time, which is kept only inside the window asked for.
+	sampleTime := func(hasT bool, t int64) (int64, TimeSource, bool) {
+		if hasT {
+			return t, TimeFromSamples, true
+		}
+		return ft, from, ft >= b.minT && ft <= b.maxT
+	}
 	var dups int
 	var dupAt int64 = -1
 	var dupName string
 	for i := range fs.floats {
 		r := &fs.floats[i]
-		t, src := r.t, TimeFromSamples
-		if !r.hasT {
-			t, src = ft, from
-			if t < b.minT || t > b.maxT {
-				continue
-			}
+		t, src, ok := sampleTime(r.hasT, r.t)
+		if !ok {
+			continue
 		}
 		if !r.sb.append(t, r.v, r.st) {
 			if dups++; dups == 1 {
@@ -970,12 +975,9 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 	var invalid map[*famB]*famErr
 	for i := range fs.pend {
 		ph := &fs.pend[i]
-		t, src := ph.t, TimeFromSamples
-		if !ph.hasT {
-			t, src = ft, from
-			if t < b.minT || t > b.maxT {
-				continue
-			}
+		t, src, ok := sampleTime(ph.hasT, ph.t)
+		if !ok {
+			continue
 		}
 		sum, count := math.NaN(), math.NaN()
 		if ph.hasSum {
