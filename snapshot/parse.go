@@ -403,21 +403,13 @@ func invalidUTF8(b []byte) int {
 }
 
 // isOpenMetrics decides the format of a dump: Options.Format, else
-// "# EOF" at the end or a "# UNIT" line, else a .om / .openmetrics name.
+// "# EOF" at the end or a "# UNIT" line, else a .om / .openmetrics name
+// (headIsOpenMetrics, with the end seen).
 func (b *Builder) isOpenMetrics(name string, data []byte) bool {
-	switch b.opts.Format {
-	case "text":
-		return false
-	case "openmetrics":
-		return true
+	if b.opts.Format != "text" && b.opts.Format != "openmetrics" && bytes.HasSuffix(bytes.TrimRight(data, " \t\r\n"), []byte("# EOF")) {
+		return true // the line that ends an OpenMetrics exposition
 	}
-	if bytes.HasSuffix(bytes.TrimRight(data, " \t\r\n"), []byte("# EOF")) {
-		return true
-	}
-	if bytes.HasPrefix(data, []byte("# UNIT ")) || bytes.Contains(data, []byte("\n# UNIT ")) {
-		return true
-	}
-	return isOpenMetricsName(name)
+	return b.headIsOpenMetrics(name, data)
 }
 
 // tokenize runs textparse over data and classifies every sample.
