@@ -228,14 +228,21 @@ func TestReadTSDBSandboxOnOtherFilesystem(t *testing.T) {
 	require.ErrorContains(t, qerr, "link")
 	require.NoError(t, db.Close())
 
+	readWholeFixture(t, f, sandbox)
+	left, err := os.ReadDir(sandbox)
+	require.NoError(t, err)
+	assert.Empty(t, left, "sandbox cleaned")
+}
+
+// readWholeFixture reads all of the fixture f with its head replayed in
+// sandbox, checks every sample, and that the directory was not written.
+func readWholeFixture(t *testing.T, f *tsdbFix, sandbox string) {
+	t.Helper()
 	before := treeHash(t, f.dir)
 	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: sandbox})
 	require.NoError(t, err)
 	checkTSDBFixture(t, f, ev, 0, f.n)
 	requireTreeUnchanged(t, before, treeHash(t, f.dir))
-	left, err := os.ReadDir(sandbox)
-	require.NoError(t, err)
-	assert.Empty(t, left, "sandbox cleaned")
 }
 
 // TestReadTSDBWhileLocked reads a TSDB that a live tsdb.DB (as a running
@@ -248,11 +255,7 @@ func TestReadTSDBWhileLocked(t *testing.T) {
 	require.FileExists(t, filepath.Join(f.dir, "lock"))
 	db.DisableCompactions()
 
-	before := treeHash(t, f.dir)
-	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir()})
-	require.NoError(t, err)
-	checkTSDBFixture(t, f, ev, 0, f.n)
-	requireTreeUnchanged(t, before, treeHash(t, f.dir))
+	readWholeFixture(t, f, t.TempDir())
 }
 
 // TestReadTSDBReadOnlyEvidence reads a write-protected copy. The tests run
@@ -279,11 +282,7 @@ func TestReadTSDBReadOnlyEvidence(t *testing.T) {
 			return nil
 		})
 	})
-	before := treeHash(t, f.dir)
-	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir()})
-	require.NoError(t, err)
-	checkTSDBFixture(t, f, ev, 0, f.n)
-	requireTreeUnchanged(t, before, treeHash(t, f.dir))
+	readWholeFixture(t, f, t.TempDir())
 }
 
 func TestReadTSDBSelection(t *testing.T) {
