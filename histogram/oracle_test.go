@@ -218,11 +218,8 @@ func perturb(rng *rand.Rand, h histogram.Histogram) histogram.Histogram {
 }
 
 func TestOracleFleetSameLayout(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 8))
-	fleets := unlessShort(300, 60)
-	merged := make([]histogram.Merged, fleets)
-	var samples []sample
-	for f := range fleets {
+	checkFleetQuantiles(t, rand.NewPCG(5, 8), "fleet", func(rng *rand.Rand, f int) (histogram.Merged, []sample) {
+		var samples []sample
 		bounds := append(randomLayout(rng, 1+rng.IntN(25)), math.Inf(+1))
 		pods := fleet(rng, 1+rng.IntN(30), bounds)
 		for p := range pods {
@@ -232,17 +229,26 @@ func TestOracleFleetSameLayout(t *testing.T) {
 		m, err := histogram.Merge(pods...)
 		require.NoError(t, err)
 		require.Empty(t, m.Dropped)
-		merged[f] = m
-	}
-	checkFleetQuantiles(t, samples, "fleet", merged)
+		return m, samples
+	})
 }
 
-// checkFleetQuantiles stores samples, the replicas' series
-// <metric>_bucket{fleet="<index>", pod=...}, and asserts that PromQL's
-// histogram_quantile of their sum by fleet equals the Quantile of each
-// merged fleet, for every oracle quantile.
-func checkFleetQuantiles(t *testing.T, samples []sample, metric string, merged []histogram.Merged) {
+// checkFleetQuantiles builds fleets (300, or 60 with -short) with
+// mergeFleet, which returns fleet f merged and the samples of its
+// replicas, series <metric>_bucket{fleet="<f>", pod=...}; it stores the
+// samples and asserts that PromQL's histogram_quantile of their sum by
+// fleet equals the Quantile of each merged fleet, for every oracle
+// quantile.
+func checkFleetQuantiles(t *testing.T, src rand.Source, metric string, mergeFleet func(rng *rand.Rand, f int) (histogram.Merged, []sample)) {
 	t.Helper()
+	rng := rand.New(src)
+	merged := make([]histogram.Merged, unlessShort(300, 60))
+	var samples []sample
+	for f := range merged {
+		m, s := mergeFleet(rng, f)
+		merged[f] = m
+		samples = append(samples, s...)
+	}
 	stor := newStorage(t, samples)
 	eng := newEngine(t)
 	for _, q := range oracleQs {
@@ -260,11 +266,8 @@ func checkFleetQuantiles(t *testing.T, samples []sample, metric string, merged [
 // that share some bounds, and gives PromQL only the shared bounds (its
 // answer on the union of bounds is the artefact Merge refuses to make).
 func TestOracleFleetMixedLayouts(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 21))
-	fleets := unlessShort(300, 60)
-	merged := make([]histogram.Merged, fleets)
-	var samples []sample
-	for f := range fleets {
+	checkFleetQuantiles(t, rand.NewPCG(13, 21), "shared", func(rng *rand.Rand, f int) (histogram.Merged, []sample) {
+		var samples []sample
 		// Shared bounds, and two disjoint sets of extra bounds.
 		all := randomLayout(rng, 3+rng.IntN(30))
 		var shared, layoutA, layoutB []float64
@@ -313,9 +316,8 @@ func TestOracleFleetMixedLayouts(t *testing.T) {
 		}
 		require.Equal(t, dropped, m.Dropped, "fleet %d", f)
 		require.Equal(t, len(pods), m.Inputs)
-		merged[f] = m
-	}
-	checkFleetQuantiles(t, samples, "shared", merged)
+		return m, samples
+	})
 }
 
 // TestAverageOfPodP95IsNotFleetP95 shows, on a realistic fleet (vLLM TTFT
