@@ -237,6 +237,15 @@ func appendText(b []byte, fams []family) []byte {
 }
 
 func appendBuckets(b []byte, name string, s *series) []byte {
+	s.eachBucket(func(le string, cum float64) {
+		b = appendSample(b, name, "_bucket", s.labels, le, cum)
+	})
+	return b
+}
+
+// eachBucket calls fn with the le label and the cumulative count of every
+// bucket of histogram s, +Inf last.
+func (s *series) eachBucket(fn func(le string, cum float64)) {
 	var cum uint64
 	for k, c := range s.counts {
 		cum += c
@@ -244,9 +253,8 @@ func appendBuckets(b []byte, name string, s *series) []byte {
 		if k < len(s.bounds) {
 			le = formatFloat(s.bounds[k])
 		}
-		b = appendSample(b, name, "_bucket", s.labels, le, float64(cum))
+		fn(le, float64(cum))
 	}
-	return b
 }
 
 // sampleFunc receives one sample: its full name, labels (sorted, le
@@ -276,15 +284,9 @@ func eachSample(fams []family, fn sampleFunc) {
 				fn(f.name+"_count", s.labels, s.count)
 				fn(f.name+"_sum", s.labels, s.sum)
 			case typeHistogram:
-				var cum uint64
-				for k, c := range s.counts {
-					cum += c
-					le := "+Inf"
-					if k < len(s.bounds) {
-						le = formatFloat(s.bounds[k])
-					}
-					fn(f.name+"_bucket", withLE(s.labels, le), float64(cum))
-				}
+				s.eachBucket(func(le string, cum float64) {
+					fn(f.name+"_bucket", withLE(s.labels, le), cum)
+				})
 				fn(f.name+"_count", s.labels, s.histCount())
 				fn(f.name+"_sum", s.labels, s.sum)
 			}
