@@ -18,6 +18,15 @@ func TestReadTSDBCorruptions(t *testing.T) {
 	// Two blocks, no head: the good one must survive the bad one.
 	base := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
 	good := tsdbBlockDirs(t, base.dir)[0]
+	// remove and overwrite are damages to one file of the bad block.
+	remove := func(name string) func(t *testing.T, b string) {
+		return func(t *testing.T, b string) { require.NoError(t, os.RemoveAll(filepath.Join(b, name))) }
+	}
+	overwrite := func(name, data string) func(t *testing.T, b string) {
+		return func(t *testing.T, b string) {
+			require.NoError(t, os.WriteFile(filepath.Join(b, name), []byte(data), 0o644))
+		}
+	}
 
 	for _, tc := range []struct {
 		name    string
@@ -28,29 +37,25 @@ func TestReadTSDBCorruptions(t *testing.T) {
 	}{
 		{
 			name:   "missing index",
-			damage: func(t *testing.T, b string) { require.NoError(t, os.Remove(filepath.Join(b, "index"))) },
+			damage: remove("index"),
 			file:   "index",
 			reason: "index missing",
 		},
 		{
 			name:   "missing meta.json",
-			damage: func(t *testing.T, b string) { require.NoError(t, os.Remove(filepath.Join(b, "meta.json"))) },
+			damage: remove("meta.json"),
 			file:   "meta.json",
 			reason: "meta.json missing",
 		},
 		{
-			name: "broken meta.json",
-			damage: func(t *testing.T, b string) {
-				require.NoError(t, os.WriteFile(filepath.Join(b, "meta.json"), []byte(`{"ulid": "01`), 0o644))
-			},
+			name:   "broken meta.json",
+			damage: overwrite("meta.json", `{"ulid": "01`),
 			file:   "meta.json",
 			reason: "unexpected end of JSON input",
 		},
 		{
-			name: "meta.json of another version",
-			damage: func(t *testing.T, b string) {
-				require.NoError(t, os.WriteFile(filepath.Join(b, "meta.json"), []byte(`{"ulid":"01M8KZHE6580JP2RMGCQKZFXCD","minTime":1,"maxTime":2,"version":7}`), 0o644))
-			},
+			name:   "meta.json of another version",
+			damage: overwrite("meta.json", `{"ulid":"01M8KZHE6580JP2RMGCQKZFXCD","minTime":1,"maxTime":2,"version":7}`),
 			file:   "meta.json",
 			reason: "unsupported block version 7",
 		},
@@ -70,7 +75,7 @@ func TestReadTSDBCorruptions(t *testing.T) {
 		},
 		{
 			name:   "missing chunks dir",
-			damage: func(t *testing.T, b string) { require.NoError(t, os.RemoveAll(filepath.Join(b, "chunks"))) },
+			damage: remove("chunks"),
 			file:   "chunks",
 			reason: "chunks missing",
 		},
