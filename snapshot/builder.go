@@ -534,14 +534,21 @@ func (b *Builder) finishFamily(tb *targetB, fb *famB) *Family {
 	return f
 }
 
-// sortSeries sorts s by time and drops all but the first sample of each
-// instant; it returns the number dropped.
-func sortSeries(s *Series) (dups int) {
-	idx := make([]int, len(s.T))
+// timeOrder returns the indexes of t in time order; equal times keep
+// their order.
+func timeOrder(t []int64) []int {
+	idx := make([]int, len(t))
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, c int) int { return cmp.Compare(s.T[a], s.T[c]) })
+	slices.SortStableFunc(idx, func(a, c int) int { return cmp.Compare(t[a], t[c]) })
+	return idx
+}
+
+// sortSeries sorts s by time and drops all but the first sample of each
+// instant; it returns the number dropped.
+func sortSeries(s *Series) (dups int) {
+	idx := timeOrder(s.T)
 	t := make([]int64, 0, len(idx))
 	v := make([]float64, 0, len(idx))
 	var st []int64
@@ -565,11 +572,7 @@ func sortSeries(s *Series) (dups int) {
 
 // sortHistSeries is sortSeries for histograms.
 func sortHistSeries(h *HistogramSeries) (dups int) {
-	idx := make([]int, len(h.T))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, c int) int { return cmp.Compare(h.T[a], h.T[c]) })
+	idx := timeOrder(h.T)
 	n := len(h.Bounds)
 	t := make([]int64, 0, len(idx))
 	counts := make([]float64, 0, len(h.Counts))
