@@ -304,18 +304,24 @@ func (b *Builder) internIdent(id ident, ls labels.Labels) *ident {
 	return c
 }
 
+// placeAfter compares t with the last time of ts: dup when equal (a
+// duplicate sample), early when before it (the samples need sorting).
+func placeAfter(ts []int64, t int64) (dup, early bool) {
+	if n := len(ts); n > 0 {
+		return t == ts[n-1], t < ts[n-1]
+	}
+	return false, false
+}
+
 // append adds one float sample; it reports false for a duplicate (a
 // sample at a time already held as the last one).
 func (sb *seriesB) append(t int64, v float64, st int64) bool {
 	s := &sb.s
-	if n := len(s.T); n > 0 {
-		switch last := s.T[n-1]; {
-		case t == last:
-			return false
-		case t < last:
-			sb.unsorted = true
-		}
+	dup, early := placeAfter(s.T, t)
+	if dup {
+		return false
 	}
+	sb.unsorted = sb.unsorted || early
 	if st != 0 && s.StartT == nil {
 		s.StartT = make([]int64, len(s.T), cap(s.T))
 	}
@@ -343,14 +349,11 @@ func (hb *histB) append(t int64, bounds, counts []float64, sum, count float64) b
 		hs = &HistogramSeries{Labels: hb.lset, Bounds: slices.Clone(bounds)}
 		hb.hs = append(hb.hs, hs)
 	}
-	if n := len(hs.T); n > 0 {
-		switch last := hs.T[n-1]; {
-		case t == last:
-			return false
-		case t < last:
-			hb.unsorted = true
-		}
+	dup, early := placeAfter(hs.T, t)
+	if dup {
+		return false
 	}
+	hb.unsorted = hb.unsorted || early
 	hs.T = append(hs.T, t)
 	hs.Counts = append(hs.Counts, counts...)
 	hs.Sum = append(hs.Sum, sum)
