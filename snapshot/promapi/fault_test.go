@@ -137,12 +137,20 @@ func requireFleet(t *testing.T, ev *snapshot.Evidence) {
 	}
 }
 
-func TestReadFake(t *testing.T) {
-	srv := serve(t, nil)
-	ev, err := fastConfig.Read(context.Background(), srv.URL, window())
+// readWholeFleet reads url with cfg over window() and requires both pods
+// whole, with no problem that lost data.
+func readWholeFleet(t *testing.T, cfg Config, url string) *snapshot.Evidence {
+	t.Helper()
+	ev, err := cfg.Read(context.Background(), url, window())
 	require.NoError(t, err)
 	assert.False(t, ev.Partial(), "%v", ev.Problems)
 	requireFleet(t, ev)
+	return ev
+}
+
+func TestReadFake(t *testing.T) {
+	srv := serve(t, nil)
+	ev := readWholeFleet(t, fastConfig, srv.URL)
 	assert.Equal(t, []string{srv.URL}, ev.Sources)
 }
 
@@ -184,10 +192,7 @@ func TestServerErrorThenSuccess(t *testing.T) {
 		http.Error(w, "upstream hiccup", http.StatusInternalServerError)
 		return true
 	}))
-	ev, err := fastConfig.Read(context.Background(), srv.URL, window())
-	require.NoError(t, err)
-	assert.False(t, ev.Partial(), "%v", ev.Problems)
-	requireFleet(t, ev)
+	readWholeFleet(t, fastConfig, srv.URL)
 }
 
 func TestTooManyRequestsRetryAfter(t *testing.T) {
@@ -257,10 +262,7 @@ func TestSampleLimitSplits(t *testing.T) {
 		sampleLimit(w)
 		return true
 	}))
-	ev, err := fastConfig.Read(context.Background(), srv.URL, window())
-	require.NoError(t, err)
-	assert.False(t, ev.Partial(), "%v", ev.Problems)
-	requireFleet(t, ev)
+	readWholeFleet(t, fastConfig, srv.URL)
 }
 
 // A query too large at any size ends in a clear problem, not a loop.
@@ -322,13 +324,10 @@ func TestResponseTooLarge(t *testing.T) {
 	srv := serve(t, nil)
 	cfg := fastConfig
 	cfg.MaxResponseBytes = 1200 // one pod over 4 minutes fits, two do not
-	ev, err := cfg.Read(context.Background(), srv.URL, window())
-	require.NoError(t, err)
-	assert.False(t, ev.Partial(), "%v", ev.Problems)
-	requireFleet(t, ev)
+	readWholeFleet(t, cfg, srv.URL)
 
 	cfg.MaxResponseBytes = 60
-	_, err = cfg.Read(context.Background(), srv.URL, window())
+	_, err := cfg.Read(context.Background(), srv.URL, window())
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrTooLarge)
 	assert.Contains(t, err.Error(), "exceeds the size limit")
