@@ -109,7 +109,7 @@ func BenchmarkPromQLFleetQuantiles(b *testing.B) {
 		exprs[i] = fmt.Sprintf("histogram_quantile(%s, sum by (le) (x_bucket))", formatQ(q))
 		vec := instant(b, eng, stor, exprs[i])
 		require.Len(b, vec, 1)
-		require.True(b, sameValue(vec[0].F, m.Quantile(q).Value), "the two benchmarks compute the same answer")
+		require.True(b, histogram.SameFloat(vec[0].F, m.Quantile(q).Value), "the two benchmarks compute the same answer")
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -172,15 +172,14 @@ func (fe FractionEstimate) String() string {
 			formatPercent(fe.AtUpper), formatBound(fe.UpperBound))
 	}
 	fmt.Fprintf(&sb, " n=%s", formatNum(fe.Count))
-	for _, w := range fe.Warnings {
-		fmt.Fprintf(&sb, "; %v", w)
-	}
+	writeWarnings(&sb, fe.Warnings)
 	return sb.String()
 }
 
+// formatPercent spells a fraction as a percentage: "12.5%", "NaN".
 func formatPercent(v float64) string {
 	if math.IsNaN(v) {
 		return "NaN"
 	}
-	return strings.TrimSuffix(fmt.Sprintf("%.4g", v*100), ".0") + "%"
+	return percent(v, 4) + "%"
 }

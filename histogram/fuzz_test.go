@@ -75,7 +75,7 @@ func FuzzQuantile(f *testing.F) {
 		anyNaNBound := slices.ContainsFunc(h.Bounds, math.IsNaN)
 		if !anyNaNBound && len(h.Bounds) > 0 && len(h.Bounds) == len(h.Counts) {
 			for _, e := range []histogram.Estimate{e1, e2} {
-				if want, _, _, _, _, _ := bucketQuantile(e.Q, h); !sameValue(want, e.Value) {
+				if want, _, _, _, _, _ := bucketQuantile(e.Q, h); !histogram.SameFloat(want, e.Value) {
 					t.Fatalf("%v q=%v: PromQL %v, Quantile %v", h, e.Q, want, e.Value)
 				}
 			}
@@ -125,7 +125,7 @@ func FuzzSub(f *testing.F) {
 				if c < 0 {
 					t.Fatalf("negative count %v at %d: %v - %v", c, i, later, earlier)
 				}
-				if want := later.Counts[i] - earlier.Counts[i]; !sameValue(want, c) {
+				if want := later.Counts[i] - earlier.Counts[i]; !histogram.SameFloat(want, c) {
 					t.Fatalf("bucket %d: %v, want %v", i, c, want)
 				}
 			}
@@ -164,7 +164,7 @@ func FuzzMerge(f *testing.F) {
 				}
 				sum += h.Counts[i]
 			}
-			if !sameValue(sum, m.Counts[k]) {
+			if !histogram.SameFloat(sum, m.Counts[k]) {
 				t.Fatalf("bound %v: merged %v, want %v", b, m.Counts[k], sum)
 			}
 		}

@@ -234,6 +234,22 @@ func formatBound(b float64) string {
 	return fmt.Sprint(b)
 }
 
+// percent spells v*100 with up to prec significant digits: "95",
+// "99.9", "NaN".
+func percent(v float64, prec int) string {
+	if math.IsNaN(v) {
+		return "NaN"
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.*g", prec, v*100), ".0")
+}
+
+// writeWarnings appends the warnings of an estimate to its String.
+func writeWarnings(sb *strings.Builder, warnings []error) {
+	for _, w := range warnings {
+		fmt.Fprintf(sb, "; %v", w)
+	}
+}
+
 // formatNum prints a number with 4 significant digits, integers in full.
 func formatNum(v float64) string {
 	if v == math.Trunc(v) && math.Abs(v) < 1e15 {

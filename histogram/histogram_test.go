@@ -137,7 +137,7 @@ func TestFraction(t *testing.T) {
 			assert.True(t, fe.AtLower <= fe.Value && fe.Value <= fe.AtUpper)
 		}
 		assert.Equal(t, tt.str, fe.String())
-		assert.True(t, sameValue(h.FractionBetween(math.Inf(-1), tt.x), fe.Value))
+		assert.True(t, histogram.SameFloat(h.FractionBetween(math.Inf(-1), tt.x), fe.Value))
 	}
 	assert.InDelta(t, 0.29, h.FractionBetween(1, 2.5), 1e-12)
 	assert.Equal(t, 0.0, h.FractionBetween(2, 1))
@@ -297,9 +297,9 @@ func TestNHCBDiffersFromPromQLNative(t *testing.T) {
 			classic := h.Quantile(tt.q).Value
 			native, _ := promql.HistogramQuantile(tt.q, tt.fh, "x", posrange.PositionRange{})
 			bucket, _, _, _, _, _ := promql.BucketQuantile(tt.q, buckets(h))
-			assert.True(t, sameValue(tt.classic, classic), "classic %v", classic)
-			assert.True(t, sameValue(bucket, classic), "PromQL on _bucket series %v", bucket)
-			assert.True(t, sameValue(tt.native, native), "native %v", native)
+			assert.True(t, histogram.SameFloat(tt.classic, classic), "classic %v", classic)
+			assert.True(t, histogram.SameFloat(bucket, classic), "PromQL on _bucket series %v", bucket)
+			assert.True(t, histogram.SameFloat(tt.native, native), "native %v", native)
 		})
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/promql"
-	"github.com/prometheus/prometheus/util/almost"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -23,16 +23,12 @@ import (
 
 var oracleQs = []float64{-0.5, 0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 1, 1.5, math.NaN()}
 
-// sameValue is the oracle's equality: 1e-9 relative, NaN equals NaN,
-// infinities only themselves.
-func sameValue(a, b float64) bool {
-	if math.IsNaN(a) || math.IsNaN(b) {
-		return math.IsNaN(a) && math.IsNaN(b)
+// unlessShort is n, or short with -short.
+func unlessShort(n, short int) int {
+	if testing.Short() {
+		return short
 	}
-	if math.IsInf(a, 0) || math.IsInf(b, 0) {
-		return a == b
-	}
-	return almost.Equal(a, b, 1e-9)
+	return n
 }
 
 func formatQ(q float64) string { return strconv.FormatFloat(q, 'g', -1, 64) }
@@ -120,12 +116,9 @@ func awkwardHistogram(rng *rand.Rand) (h histogram.Histogram, spellings []string
 	return h, spellings
 }
 
-func TestOracleQuantile(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 11))
-	n := 4000
-	if testing.Short() {
-		n = 800
-	}
+// awkwardStorage makes n histograms with awkwardHistogram and stores them
+// as series h_bucket{id="<index>"} for the PromQL engine it returns.
+func awkwardStorage(t *testing.T, rng *rand.Rand, n int) ([]histogram.Histogram, storage.Queryable, *promql.Engine) {
 	hs := make([]histogram.Histogram, n)
 	var samples []sample
 	for i := range hs {
@@ -134,8 +127,13 @@ func TestOracleQuantile(t *testing.T) {
 		j := 0
 		samples = append(samples, bucketSamples("h", h, func(float64) string { j++; return spellings[j-1] }, "id", strconv.Itoa(i))...)
 	}
-	stor := newStorage(t, samples)
-	eng := newEngine(t)
+	return hs, newStorage(t, samples), newEngine(t)
+}
+
+func TestOracleQuantile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	n := unlessShort(4000, 800)
+	hs, stor, eng := awkwardStorage(t, rng, n)
 	checked := 0
 	var seen struct{ nan, overflow, forced, precision, warned, interpolated int }
 	for _, q := range append(slices.Clone(oracleQs), rng.Float64(), rng.Float64()) {
@@ -144,7 +142,7 @@ func TestOracleQuantile(t *testing.T) {
 		for i, h := range hs {
 			want := got[strconv.Itoa(i)]
 			e := h.Quantile(q)
-			if !sameValue(want, e.Value) {
+			if !histogram.SameFloat(want, e.Value) {
 				t.Fatalf("histogram %d %v q=%v: PromQL %v, Quantile %v", i, h, q, want, e.Value)
 			}
 			checked++
@@ -181,25 +179,13 @@ func TestOracleQuantile(t *testing.T) {
 // Quantile, with histogram_fraction(-Inf, x, ...).
 func TestOracleFraction(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
-	n := 1500
-	if testing.Short() {
-		n = 300
-	}
-	hs := make([]histogram.Histogram, n)
-	var samples []sample
-	for i := range hs {
-		h, spellings := awkwardHistogram(rng)
-		hs[i] = h
-		j := 0
-		samples = append(samples, bucketSamples("h", h, func(float64) string { j++; return spellings[j-1] }, "id", strconv.Itoa(i))...)
-	}
-	stor := newStorage(t, samples)
-	eng := newEngine(t)
+	n := unlessShort(1500, 300)
+	hs, stor, eng := awkwardStorage(t, rng, n)
 	for _, x := range []float64{math.Inf(-1), -3, 0, 0.005, 0.5, 1, 2.5, 10, 1e9, math.Inf(+1), math.NaN()} {
 		got := byLabel(t, instant(t, eng, stor, fmt.Sprintf("histogram_fraction(-Inf, %s, h_bucket)", formatQ(x))), "id")
 		for i, h := range hs {
 			want := got[strconv.Itoa(i)]
-			if fe := h.Fraction(x); !sameValue(want, fe.Value) {
+			if fe := h.Fraction(x); !histogram.SameFloat(want, fe.Value) {
 				t.Fatalf("histogram %d %v x=%v: PromQL %v, Fraction %v", i, h, x, want, fe.Value)
 			}
 		}
@@ -232,14 +218,8 @@ func perturb(rng *rand.Rand, h histogram.Histogram) histogram.Histogram {
 }
 
 func TestOracleFleetSameLayout(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 8))
-	fleets := 300
-	if testing.Short() {
-		fleets = 60
-	}
-	merged := make([]histogram.Merged, fleets)
-	var samples []sample
-	for f := range fleets {
+	checkFleetQuantiles(t, rand.NewPCG(5, 8), "fleet", func(rng *rand.Rand, f int) (histogram.Merged, []sample) {
+		var samples []sample
 		bounds := append(randomLayout(rng, 1+rng.IntN(25)), math.Inf(+1))
 		pods := fleet(rng, 1+rng.IntN(30), bounds)
 		for p := range pods {
@@ -249,15 +229,33 @@ func TestOracleFleetSameLayout(t *testing.T) {
 		m, err := histogram.Merge(pods...)
 		require.NoError(t, err)
 		require.Empty(t, m.Dropped)
+		return m, samples
+	})
+}
+
+// checkFleetQuantiles builds fleets (300, or 60 with -short) with
+// mergeFleet, which returns fleet f merged and the samples of its
+// replicas, series <metric>_bucket{fleet="<f>", pod=...}; it stores the
+// samples and asserts that PromQL's histogram_quantile of their sum by
+// fleet equals the Quantile of each merged fleet, for every oracle
+// quantile.
+func checkFleetQuantiles(t *testing.T, src rand.Source, metric string, mergeFleet func(rng *rand.Rand, f int) (histogram.Merged, []sample)) {
+	t.Helper()
+	rng := rand.New(src)
+	merged := make([]histogram.Merged, unlessShort(300, 60))
+	var samples []sample
+	for f := range merged {
+		m, s := mergeFleet(rng, f)
 		merged[f] = m
+		samples = append(samples, s...)
 	}
 	stor := newStorage(t, samples)
 	eng := newEngine(t)
 	for _, q := range oracleQs {
-		got := byLabel(t, instant(t, eng, stor, fmt.Sprintf("histogram_quantile(%s, sum by (fleet, le) (fleet_bucket))", formatQ(q))), "fleet")
-		require.Len(t, got, fleets)
+		got := byLabel(t, instant(t, eng, stor, fmt.Sprintf("histogram_quantile(%s, sum by (fleet, le) (%s_bucket))", formatQ(q), metric)), "fleet")
+		require.Len(t, got, len(merged))
 		for f, m := range merged {
-			if want, e := got[strconv.Itoa(f)], m.Quantile(q); !sameValue(want, e.Value) {
+			if want, e := got[strconv.Itoa(f)], m.Quantile(q); !histogram.SameFloat(want, e.Value) {
 				t.Fatalf("fleet %d %v q=%v: PromQL %v, Quantile %v", f, m, q, want, e.Value)
 			}
 		}
@@ -268,14 +266,8 @@ func TestOracleFleetSameLayout(t *testing.T) {
 // that share some bounds, and gives PromQL only the shared bounds (its
 // answer on the union of bounds is the artefact Merge refuses to make).
 func TestOracleFleetMixedLayouts(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 21))
-	fleets := 300
-	if testing.Short() {
-		fleets = 60
-	}
-	merged := make([]histogram.Merged, fleets)
-	var samples []sample
-	for f := range fleets {
+	checkFleetQuantiles(t, rand.NewPCG(13, 21), "shared", func(rng *rand.Rand, f int) (histogram.Merged, []sample) {
+		var samples []sample
 		// Shared bounds, and two disjoint sets of extra bounds.
 		all := randomLayout(rng, 3+rng.IntN(30))
 		var shared, layoutA, layoutB []float64
@@ -324,19 +316,8 @@ func TestOracleFleetMixedLayouts(t *testing.T) {
 		}
 		require.Equal(t, dropped, m.Dropped, "fleet %d", f)
 		require.Equal(t, len(pods), m.Inputs)
-		merged[f] = m
-	}
-	stor := newStorage(t, samples)
-	eng := newEngine(t)
-	for _, q := range oracleQs {
-		got := byLabel(t, instant(t, eng, stor, fmt.Sprintf("histogram_quantile(%s, sum by (fleet, le) (shared_bucket))", formatQ(q))), "fleet")
-		require.Len(t, got, fleets)
-		for f, m := range merged {
-			if want, e := got[strconv.Itoa(f)], m.Quantile(q); !sameValue(want, e.Value) {
-				t.Fatalf("fleet %d %v q=%v: PromQL %v, Quantile %v", f, m, q, want, e.Value)
-			}
-		}
-	}
+		return m, samples
+	})
 }
 
 // TestAverageOfPodP95IsNotFleetP95 shows, on a realistic fleet (vLLM TTFT

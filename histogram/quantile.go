@@ -313,16 +313,9 @@ func (e Estimate) String() string {
 		fmt.Fprintf(&sb, " repaired (counts went down by up to %s at le=%s..%s)",
 			formatNum(e.Repair.MaxDrop), formatBound(e.Repair.MinBound), formatBound(e.Repair.MaxBound))
 	}
-	for _, w := range e.Warnings {
-		fmt.Fprintf(&sb, "; %v", w)
-	}
+	writeWarnings(&sb, e.Warnings)
 	return sb.String()
 }
 
 // quantileName spells q as a percentile: p50, p95, p99.9, p0.
-func quantileName(q float64) string {
-	if math.IsNaN(q) {
-		return "pNaN"
-	}
-	return "p" + strings.TrimSuffix(fmt.Sprintf("%.6g", q*100), ".0")
-}
+func quantileName(q float64) string { return "p" + percent(q, 6) }

@@ -22,7 +22,8 @@ func toBuckets(h Histogram) promql.Buckets {
 }
 
 // sameFloat reports whether a and b are equal to 1e-9 relative, with NaN
-// equal to NaN and infinities equal only to themselves.
+// equal to NaN and infinities equal only to themselves. It is the
+// equality of the external tests too (as SameFloat, in export_test.go).
 func sameFloat(a, b float64) bool {
 	if math.IsNaN(a) || math.IsNaN(b) {
 		return math.IsNaN(a) && math.IsNaN(b)

@@ -77,10 +77,8 @@ var benchCorpus = sync.OnceValues(func() ([]benchDump, int64) {
 // BenchmarkParseDumps reads the corpus into one Evidence, as Read does
 // for a dump directory.
 func BenchmarkParseDumps(b *testing.B) {
-	dumps, total := benchCorpus()
-	b.SetBytes(total)
-	b.ReportAllocs()
-	defer reportCPU(b, total)()
+	dumps, done := corpusBench(b)
+	defer done()
 	for b.Loop() {
 		bd := snapshot.NewBuilder(snapshot.Options{})
 		for _, d := range dumps {
@@ -97,10 +95,8 @@ func BenchmarkParseDumps(b *testing.B) {
 // BenchmarkParseDumpEach parses every dump of the corpus on its own with
 // ParseDump: no interning across dumps, the worst case.
 func BenchmarkParseDumpEach(b *testing.B) {
-	dumps, total := benchCorpus()
-	b.SetBytes(total)
-	b.ReportAllocs()
-	defer reportCPU(b, total)()
+	dumps, done := corpusBench(b)
+	defer done()
 	for b.Loop() {
 		for _, d := range dumps {
 			if _, err := snapshot.ParseDump(d.data, d.name, snapshot.Options{}); err != nil {
@@ -113,10 +109,8 @@ func BenchmarkParseDumpEach(b *testing.B) {
 // BenchmarkTextparseLoop is the limit: a bare textparse loop that calls
 // Next, Series and Labels on every sample and keeps nothing.
 func BenchmarkTextparseLoop(b *testing.B) {
-	dumps, total := benchCorpus()
-	b.SetBytes(total)
-	b.ReportAllocs()
-	defer reportCPU(b, total)()
+	dumps, done := corpusBench(b)
+	defer done()
 	var ls labels.Labels
 	for b.Loop() {
 		n := 0
@@ -148,10 +142,8 @@ func BenchmarkTextparseLoop(b *testing.B) {
 // BenchmarkExpfmt is github.com/prometheus/common/expfmt's text parser,
 // what prom2json uses.
 func BenchmarkExpfmt(b *testing.B) {
-	dumps, total := benchCorpus()
-	b.SetBytes(total)
-	b.ReportAllocs()
-	defer reportCPU(b, total)()
+	dumps, done := corpusBench(b)
+	defer done()
 	for b.Loop() {
 		for _, d := range dumps {
 			p := expfmt.NewTextParser(pmodel.UTF8Validation)
@@ -160,6 +152,16 @@ func BenchmarkExpfmt(b *testing.B) {
 			}
 		}
 	}
+}
+
+// corpusBench readies b for benchmarks that read the whole corpus per op:
+// bytes and allocations are reported, and throughput per CPU-second when
+// the returned done is deferred (see reportCPU).
+func corpusBench(b *testing.B) (dumps []benchDump, done func()) {
+	dumps, total := benchCorpus()
+	b.SetBytes(total)
+	b.ReportAllocs()
+	return dumps, reportCPU(b, total)
 }
 
 // reportCPU reports throughput per CPU-second of the process (GC

@@ -311,18 +311,24 @@ func (b *Builder) internIdent(id ident, ls labels.Labels) *ident {
 	return c
 }
 
+// placeAfter compares t with the last time of ts: dup when equal (a
+// duplicate sample), early when before it (the samples need sorting).
+func placeAfter(ts []int64, t int64) (dup, early bool) {
+	if n := len(ts); n > 0 {
+		return t == ts[n-1], t < ts[n-1]
+	}
+	return false, false
+}
+
 // append adds one float sample; it reports false for a duplicate (a
 // sample at a time already held as the last one).
 func (sb *seriesB) append(t int64, v float64, st int64) bool {
 	s := &sb.s
-	if n := len(s.T); n > 0 {
-		switch last := s.T[n-1]; {
-		case t == last:
-			return false
-		case t < last:
-			sb.unsorted = true
-		}
+	dup, early := placeAfter(s.T, t)
+	if dup {
+		return false
 	}
+	sb.unsorted = sb.unsorted || early
 	if st != 0 && s.StartT == nil {
 		s.StartT = make([]int64, len(s.T), cap(s.T))
 	}
@@ -390,14 +396,11 @@ func (hb *histB) append(t int64, bounds, counts []float64, sum, count float64) b
 		hs = &HistogramSeries{Labels: hb.lset, Bounds: slices.Clone(bounds)}
 		hb.hs = append(hb.hs, hs)
 	}
-	if n := len(hs.T); n > 0 {
-		switch last := hs.T[n-1]; {
-		case t == last:
-			return false
-		case t < last:
-			hb.unsorted = true
-		}
+	dup, early := placeAfter(hs.T, t)
+	if dup {
+		return false
 	}
+	hb.unsorted = hb.unsorted || early
 	hs.T = append(hs.T, t)
 	hs.Counts = append(hs.Counts, counts...)
 	hs.Sum = append(hs.Sum, sum)
@@ -587,14 +590,21 @@ func (b *Builder) finishFamily(tb *targetB, fb *famB) *Family {
 	return f
 }
 
-// sortSeries sorts s by time and drops all but the first sample of each
-// instant; it returns the number dropped.
-func sortSeries(s *Series) (dups int) {
-	idx := make([]int, len(s.T))
+// timeOrder returns the indexes of t in time order; equal times keep
+// their order.
+func timeOrder(t []int64) []int {
+	idx := make([]int, len(t))
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, c int) int { return cmp.Compare(s.T[a], s.T[c]) })
+	slices.SortStableFunc(idx, func(a, c int) int { return cmp.Compare(t[a], t[c]) })
+	return idx
+}
+
+// sortSeries sorts s by time and drops all but the first sample of each
+// instant; it returns the number dropped.
+func sortSeries(s *Series) (dups int) {
+	idx := timeOrder(s.T)
 	t := make([]int64, 0, len(idx))
 	v := make([]float64, 0, len(idx))
 	var st []int64
@@ -618,11 +628,7 @@ func sortSeries(s *Series) (dups int) {
 
 // sortHistSeries is sortSeries for histograms.
 func sortHistSeries(h *HistogramSeries) (dups int) {
-	idx := make([]int, len(h.T))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, c int) int { return cmp.Compare(h.T[a], h.T[c]) })
+	idx := timeOrder(h.T)
 	n := len(h.Bounds)
 	t := make([]int64, 0, len(idx))
 	counts := make([]float64, 0, len(h.Counts))

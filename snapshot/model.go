@@ -41,6 +41,18 @@ func (e *Evidence) Partial() bool {
 	return false
 }
 
+// ProblemsOf returns the problems that wrap kind (errors.Is: a sentinel
+// such as ErrLimit, or a reader's own), in order.
+func (e *Evidence) ProblemsOf(kind error) []Problem {
+	var out []Problem
+	for _, p := range e.Problems {
+		if errors.Is(p, kind) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // Target returns the target with the given name, or nil.
 func (e *Evidence) Target(name string) *Target {
 	i := sort.Search(len(e.Targets), func(i int) bool { return e.Targets[i].Name >= name })

@@ -1,7 +1,10 @@
 package snapshot
 
 import (
+	"cmp"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -131,29 +134,53 @@ var DefaultLimits = Limits{
 	MaxMemory:          DefaultMaxMemory,
 }
 
-// withDefaults returns l with each zero field replaced by its default.
+// MetricSampleNames expands Options.Metrics, family or sample names, to
+// the sample names that may belong to their families (the name, and the
+// base name with and without _bucket, _sum and _count), sorted and
+// distinct: what a reader that selects series by name asks a TSDB or a
+// server for.
+func (o Options) MetricSampleNames() []string {
+	var out []string
+	for _, m := range o.Metrics {
+		base := FamilyBaseName(m)
+		out = append(out, m, base, base+"_bucket", base+"_sum", base+"_count")
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// FamilyBaseName returns the sample name without a _bucket, _sum or
+// _count suffix (the name of the histogram or summary family it may belong
+// to), or the name itself when it has none or is only that suffix.
+func FamilyBaseName(name string) string {
+	base := name
+	for _, suf := range []string{"_bucket", "_sum", "_count"} {
+		if b, ok := strings.CutSuffix(name, suf); ok && b != "" {
+			base = b
+		}
+	}
+	return base
+}
+
+// withDefaults returns l with each zero (or negative) field replaced by
+// its default.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	if l.MaxBytesPerScrape > 0 {
-		d.MaxBytesPerScrape = l.MaxBytesPerScrape
+	l.MaxBytesPerScrape = positiveOr(l.MaxBytesPerScrape, d.MaxBytesPerScrape)
+	l.MaxBytesPerFile = positiveOr(l.MaxBytesPerFile, d.MaxBytesPerFile)
+	l.MaxSeriesPerScrape = positiveOr(l.MaxSeriesPerScrape, d.MaxSeriesPerScrape)
+	l.MaxLabelBytes = positiveOr(l.MaxLabelBytes, d.MaxLabelBytes)
+	l.MaxTotalBytes = positiveOr(l.MaxTotalBytes, d.MaxTotalBytes)
+	l.MaxWALBytes = positiveOr(l.MaxWALBytes, d.MaxWALBytes)
+	l.MaxMemory = positiveOr(l.MaxMemory, d.MaxMemory)
+	return l
+}
+
+// positiveOr returns v when it is positive, else def.
+func positiveOr[T cmp.Ordered](v, def T) T {
+	var zero T
+	if v > zero {
+		return v
 	}
-	if l.MaxBytesPerFile > 0 {
-		d.MaxBytesPerFile = l.MaxBytesPerFile
-	}
-	if l.MaxSeriesPerScrape > 0 {
-		d.MaxSeriesPerScrape = l.MaxSeriesPerScrape
-	}
-	if l.MaxLabelBytes > 0 {
-		d.MaxLabelBytes = l.MaxLabelBytes
-	}
-	if l.MaxTotalBytes > 0 {
-		d.MaxTotalBytes = l.MaxTotalBytes
-	}
-	if l.MaxWALBytes > 0 {
-		d.MaxWALBytes = l.MaxWALBytes
-	}
-	if l.MaxMemory > 0 {
-		d.MaxMemory = l.MaxMemory
-	}
-	return d
+	return def
 }

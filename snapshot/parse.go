@@ -403,21 +403,13 @@ func invalidUTF8(b []byte) int {
 }
 
 // isOpenMetrics decides the format of a dump: Options.Format, else
-// "# EOF" at the end or a "# UNIT" line, else a .om / .openmetrics name.
+// "# EOF" at the end or a "# UNIT" line, else a .om / .openmetrics name
+// (headIsOpenMetrics, with the end seen).
 func (b *Builder) isOpenMetrics(name string, data []byte) bool {
-	switch b.opts.Format {
-	case "text":
-		return false
-	case "openmetrics":
-		return true
+	if b.opts.Format != "text" && b.opts.Format != "openmetrics" && bytes.HasSuffix(bytes.TrimRight(data, " \t\r\n"), []byte("# EOF")) {
+		return true // the line that ends an OpenMetrics exposition
 	}
-	if bytes.HasSuffix(bytes.TrimRight(data, " \t\r\n"), []byte("# EOF")) {
-		return true
-	}
-	if bytes.HasPrefix(data, []byte("# UNIT ")) || bytes.Contains(data, []byte("\n# UNIT ")) {
-		return true
-	}
-	return isOpenMetricsName(name)
+	return b.headIsOpenMetrics(name, data)
 }
 
 // tokenize runs textparse over data and classifies every sample.
@@ -934,17 +926,22 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 			lastTB, lastT = tb, t
 		}
 	}
+	// sampleTime is a sample's own timestamp t when it has one, else the
+	// file's time, which is kept only inside the window asked for.
+	sampleTime := func(hasT bool, t int64) (int64, TimeSource, bool) {
+		if hasT {
+			return t, TimeFromSamples, true
+		}
+		return ft, from, ft >= b.minT && ft <= b.maxT
+	}
 	var dups int
 	var dupAt int64 = -1
 	var dupName string
 	for i := range fs.floats {
 		r := &fs.floats[i]
-		t, src := r.t, TimeFromSamples
-		if !r.hasT {
-			t, src = ft, from
-			if t < b.minT || t > b.maxT {
-				continue
-			}
+		t, src, ok := sampleTime(r.hasT, r.t)
+		if !ok {
+			continue
 		}
 		if !r.sb.append(t, r.v, r.st) {
 			if dups++; dups == 1 {
@@ -971,12 +968,9 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 	var invalid map[*famB]*famErr
 	for i := range fs.pend {
 		ph := &fs.pend[i]
-		t, src := ph.t, TimeFromSamples
-		if !ph.hasT {
-			t, src = ft, from
-			if t < b.minT || t > b.maxT {
-				continue
-			}
+		t, src, ok := sampleTime(ph.hasT, ph.t)
+		if !ok {
+			continue
 		}
 		sum, count := math.NaN(), math.NaN()
 		if ph.hasSum {

@@ -126,28 +126,25 @@ func TestRealCaptureDetails(t *testing.T) {
 	}
 
 	lora := read("lora-multitenancy-experiment-0.30.0.prom")
-	itl := lora.Family("vllm:inter_token_latency_seconds")
-	require.NotNil(t, itl)
-	assert.Equal(t, pmodel.MetricTypeHistogram, itl.Type)
+	// loraFamily returns the named family of lora, of type typ.
+	loraFamily := func(name string, typ pmodel.MetricType) *snapshot.Family {
+		f := lora.Family(name)
+		require.NotNil(t, f, name)
+		assert.Equal(t, typ, f.Type, name)
+		return f
+	}
+	itl := loraFamily("vllm:inter_token_latency_seconds", pmodel.MetricTypeHistogram)
 	require.Len(t, itl.Histograms, 1)
 	h := itl.Histograms[0].At(0)
 	assert.Equal(t, 1.38924e+06, h.Count, "e-notation counts")
 	assert.Equal(t, "0", itl.Histograms[0].Labels.Get("engine"), "engine label kept")
 	// Counters keep _total; text 0.0.4 X_created families stay gauges.
-	req := lora.Family("vllm:request_success_total")
-	require.NotNil(t, req)
-	assert.Equal(t, pmodel.MetricTypeCounter, req.Type)
-	created := lora.Family("vllm:request_success_created")
-	require.NotNil(t, created)
-	assert.Equal(t, pmodel.MetricTypeGauge, created.Type)
+	loraFamily("vllm:request_success_total", pmodel.MetricTypeCounter)
+	loraFamily("vllm:request_success_created", pmodel.MetricTypeGauge)
 	// A histogram despite the _total suffix.
-	it := lora.Family("vllm:iteration_tokens_total")
-	require.NotNil(t, it)
-	assert.Equal(t, pmodel.MetricTypeHistogram, it.Type)
+	loraFamily("vllm:iteration_tokens_total", pmodel.MetricTypeHistogram)
 	// Summaries with only _sum and _count.
-	sz := lora.Family("http_request_size_bytes")
-	require.NotNil(t, sz)
-	assert.Equal(t, pmodel.MetricTypeSummary, sz.Type)
+	sz := loraFamily("http_request_size_bytes", pmodel.MetricTypeSummary)
 	var names []string
 	for _, s := range sz.Series {
 		names = append(names, s.Name)

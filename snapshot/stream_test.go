@@ -2,63 +2,22 @@ package snapshot_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/metrics"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/whyslow/whyslow/internal/heappeak"
 	"github.com/whyslow/whyslow/snapshot"
 )
-
-// heapPeak samples the live heap every millisecond until stop is called
-// and returns the peak above the heap at start.
-func heapPeak() (stop func() uint64) {
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	base := s[0].Value.Uint64()
-	var (
-		mu   sync.Mutex
-		peak = base
-		done = make(chan struct{})
-		wg   sync.WaitGroup
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			metrics.Read(s)
-			mu.Lock()
-			peak = max(peak, s[0].Value.Uint64())
-			mu.Unlock()
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		return peak - base
-	}
-}
 
 // gzipMembers returns head, then body repeated n times, as concatenated
 // gzip members (as `cat a.gz b.gz` makes): a few KB that inflate to
@@ -93,7 +52,7 @@ func TestGzipBombStreams(t *testing.T) {
 
 	for _, via := range []string{"file", "stdin", "memory"} {
 		t.Run(via, func(t *testing.T) {
-			stop := heapPeak()
+			stop := heappeak.Start(time.Millisecond)
 			var (
 				ev  *snapshot.Evidence
 				err error
@@ -111,7 +70,7 @@ func TestGzipBombStreams(t *testing.T) {
 				name = "federate.txt.gz"
 				ev, err = snapshot.ParseDump(bomb, name, opts)
 			}
-			peak := stop()
+			peak := stop().Above()
 			t.Logf("%s: peak heap %.1f MiB reading a bomb inflating to %d MiB with a %d MiB limit", via, float64(peak)/(1<<20), (len(head)+256*len(body))>>20, limit>>20)
 			require.Error(t, err)
 			assert.True(t, errors.Is(err, snapshot.ErrLimit), "%v", err)
@@ -135,9 +94,9 @@ func TestGzipSampleBombMemoryNearLimit(t *testing.T) {
 	line := []byte("vllm:num_requests_waiting{engine=\"0\",pod=\"vllm-0\"} 1 1758535200000\n")
 	bomb := gzipMembers(t, line, bytes.Repeat(line, (1<<20)/len(line)), 64)
 	opts := snapshot.Options{Limits: snapshot.Limits{MaxBytesPerScrape: 1 << 20, MaxBytesPerFile: limit}}
-	stop := heapPeak()
+	stop := heappeak.Start(time.Millisecond)
 	_, err := snapshot.ParseDump(bomb, "f.txt.gz", opts)
-	peak := stop()
+	peak := stop().Above()
 	t.Logf("peak heap %.1f MiB for a %d MiB limit", float64(peak)/(1<<20), limit>>20)
 	require.ErrorIs(t, err, snapshot.ErrLimit)
 	assert.Less(t, peak, uint64(limit*3/2), "never ~3x the limit")
@@ -308,4 +267,77 @@ func familyText(f *snapshot.Family) string {
 		fmt.Fprintf(&sb, "%s %v %v %v %v %v\n", h.Labels, h.Bounds, h.T, h.Counts, h.Sum, h.Count)
 	}
 	return sb.String()
+}
+
+// federate writes a /federate-style dump: scrapes x series samples, each
+// with its timestamp.
+func federate(scrapes, series int) []byte {
+	var b strings.Builder
+	for s := 0; s < scrapes; s++ {
+		for i := 0; i < series; i++ {
+			fmt.Fprintf(&b, "vllm:num_requests_waiting{engine=\"%d\",pod=\"vllm-0\"} %d %d\n", i, s, 1758535200000+int64(s)*15000)
+		}
+	}
+	return []byte(b.String())
+}
+
+// Limits are per scrape: a file of many scrapes (samples with timestamps)
+// may be larger than one scrape may be, up to MaxBytesPerFile, and holds
+// MaxSeriesPerScrape samples per scrape time; a file of one scrape gets
+// the per-scrape limits.
+func TestLimitsPerScrapeInMultiScrapeFiles(t *testing.T) {
+	many := federate(40, 8) // 320 samples, ~26 KB
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(many)
+	require.NoError(t, zw.Close())
+	one := []byte(strings.Repeat("vllm:x{i=\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"} 1\n", 400))
+
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, data, 0o644))
+		return p
+	}
+	lim := snapshot.Limits{MaxBytesPerScrape: 4 << 10, MaxSeriesPerScrape: 10}
+	tests := []struct {
+		name    string
+		path    string
+		lim     snapshot.Limits
+		samples int
+		err     string
+	}{
+		{"federate over the scrape limit", write("federate.txt", many), lim, 320, ""},
+		{"gzip'ed federate over the scrape limit", write("federate.txt.gz", gz.Bytes()), lim, 320, ""},
+		{"federate over the file limit", write("federate2.txt", many), snapshot.Limits{MaxBytesPerScrape: 4 << 10, MaxBytesPerFile: 8 << 10, MaxSeriesPerScrape: 10}, 0, "more than Limits.MaxBytesPerFile"},
+		{"one scrape over the scrape limit", write("vllm-0_2026-09-22T10-00-00Z.prom", one), lim, 0, "more than Limits.MaxBytesPerScrape"},
+		{"one scrape over the series limit", write("vllm-1_2026-09-22T10-00-00Z.prom", federate(1, 20)), lim, 0, "more than Limits.MaxSeriesPerScrape (10) samples per scrape"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev, _ := snapshot.Read(context.Background(), []string{tt.path}, snapshot.Options{Limits: tt.lim})
+			if tt.samples == 0 {
+				// Nothing of a file stopped by a limit is kept, not even
+				// its targets, unless asked for.
+				assert.Empty(t, ev.Targets)
+			}
+			require.NotNil(t, ev)
+			n := 0
+			for _, tg := range ev.Targets {
+				for _, f := range tg.Families {
+					for _, s := range f.Series {
+						n += s.Len()
+					}
+				}
+			}
+			assert.Equal(t, tt.samples, n)
+			if tt.err == "" {
+				assert.Empty(t, ev.Problems)
+				return
+			}
+			require.NotEmpty(t, ev.Problems)
+			assert.Contains(t, ev.Problems[0].Error(), tt.err)
+			assert.Contains(t, ev.Problems[0].Error(), tt.path)
+		})
+	}
 }

@@ -2,7 +2,6 @@ package snapshot_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,16 +28,6 @@ func writeFleet(t *testing.T, pods []fleetsim.PodConfig, d time.Duration) string
 	dir := t.TempDir()
 	require.NoError(t, f.WriteDumps(dir, fleetsim.DumpOptions{Layout: fleetsim.LayoutFlat}))
 	return dir
-}
-
-func problemsIs(e *snapshot.Evidence, target error) []snapshot.Problem {
-	var out []snapshot.Problem
-	for _, p := range e.Problems {
-		if errors.Is(p, target) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // resets sums the resets every counter of the evidence shows over its
@@ -81,12 +70,12 @@ func TestReversedScrapesAreNotRestarts(t *testing.T) {
 
 	orig, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
 	require.NoError(t, err)
-	assert.Empty(t, problemsIs(orig, snapshot.ErrInconsistent))
+	assert.Empty(t, orig.ProblemsOf(snapshot.ErrInconsistent))
 
 	e, err := snapshot.Read(context.Background(), []string{rev}, snapshot.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, before, treeHash(t, rev))
-	inc := problemsIs(e, snapshot.ErrInconsistent)
+	inc := e.ProblemsOf(snapshot.ErrInconsistent)
 	require.Len(t, inc, 1, "one problem for the target: %v", e.Problems)
 	msg := inc[0].Error()
 	assert.Contains(t, msg, "process_start_time_seconds does not change")
@@ -99,7 +88,7 @@ func TestReversedScrapesAreNotRestarts(t *testing.T) {
 	restarted := writeFleet(t, []fleetsim.PodConfig{{Name: "vllm-0", Restarts: []fleetsim.Restart{{At: 150 * time.Second}}}}, 5*time.Minute)
 	e, err = snapshot.Read(context.Background(), []string{restarted}, snapshot.Options{})
 	require.NoError(t, err)
-	assert.Empty(t, problemsIs(e, snapshot.ErrInconsistent), "%v", e.Problems)
+	assert.Empty(t, e.ProblemsOf(snapshot.ErrInconsistent), "%v", e.Problems)
 	assert.Greater(t, resets(t, e), 0)
 }
 
@@ -122,7 +111,7 @@ func TestV0RestartIsEveryCounterDropping(t *testing.T) {
 	})
 	e, err := snapshot.Read(context.Background(), []string{root}, snapshot.Options{})
 	require.NoError(t, err)
-	inc := problemsIs(e, snapshot.ErrInconsistent)
+	inc := e.ProblemsOf(snapshot.ErrInconsistent)
 	require.Len(t, inc, 1, "%v", e.Problems)
 	assert.Contains(t, inc[0].Error(), "target vllm-1")
 	assert.Contains(t, inc[0].Error(), "only some of its counters drop")
@@ -166,7 +155,7 @@ func TestTimeOutliersAreNamedAndLeftOut(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, took, 2*time.Second)
 	assert.Equal(t, before, treeHash(t, dir))
-	out := problemsIs(e, snapshot.ErrTimeOutlier)
+	out := e.ProblemsOf(snapshot.ErrTimeOutlier)
 	var msgs []string
 	for _, p := range out {
 		assert.Equal(t, snapshot.SeverityWarning, p.Severity)
@@ -191,7 +180,7 @@ func TestTimeOutliersAreNamedAndLeftOut(t *testing.T) {
 	_, l = kept.Span()
 	assert.True(t, l.After(last.Add(300*24*time.Hour)))
 	keptMsgs := ""
-	for _, p := range problemsIs(kept, snapshot.ErrTimeOutlier) {
+	for _, p := range kept.ProblemsOf(snapshot.ErrTimeOutlier) {
 		keptMsgs += p.Error() + "\n"
 	}
 	assert.Equal(t, 3, strings.Count(keptMsgs, "kept (Options.KeepTimeOutliers)"), keptMsgs)
@@ -203,7 +192,7 @@ func TestFileNameAndSampleTimesDisagree(t *testing.T) {
 	ts := fleetStart.Add(time.Hour).UnixMilli()
 	e, err := snapshot.ParseDump([]byte(fmt.Sprintf("vllm:num_requests_waiting 3 %d\n", ts)), "vllm-0_2026-09-22T10-00-00Z.prom", snapshot.Options{})
 	require.NoError(t, err)
-	c := problemsIs(e, snapshot.ErrTimeConflict)
+	c := e.ProblemsOf(snapshot.ErrTimeConflict)
 	require.Len(t, c, 1, "%v", e.Problems)
 	assert.Contains(t, c[0].Error(), "the file name says 2026-09-22T10:00:00Z, the newest sample timestamp 2026-09-22T11:00:00Z (1h0m0s after)")
 	assert.Equal(t, ts, e.Targets[0].Scrapes[0].Time.UnixMilli())

@@ -193,8 +193,13 @@ func (s *Series) Matches(match map[string]string) bool {
 // SeriesMatching returns the float series of f whose labels match, in the
 // family's order; see Series.Matches.
 func (f *Family) SeriesMatching(match map[string]string) []*Series {
-	var out []*Series
-	for _, s := range f.Series {
+	return matching(f.Series, match)
+}
+
+// matching returns the members of ss that match, in order.
+func matching[S interface{ Matches(map[string]string) bool }](ss []S, match map[string]string) []S {
+	var out []S
+	for _, s := range ss {
 		if s.Matches(match) {
 			out = append(out, s)
 		}

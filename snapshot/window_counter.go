@@ -89,22 +89,29 @@ func (c CounterIncrease) String() string {
 	if c.Resets > 0 {
 		extra = append(extra, windowPlural(c.Resets, "reset"))
 	}
-	if c.LowerBound {
+	extra = appendIncreaseFlags(extra, c.LowerBound, c.Lifetime, c.StartClipped, c.Skipped, c.Excluded)
+	return "increase " + windowValue(c.Value) + windowDescribe(c.Window, c.From, c.To, c.N, c.Series, extra)
+}
+
+// appendIncreaseFlags appends to extra, for String, the flags and counts
+// that counter and histogram increases share.
+func appendIncreaseFlags(extra []string, lowerBound, lifetime, startClipped bool, skipped, excluded int) []string {
+	if lowerBound {
 		extra = append(extra, "lower bound")
 	}
-	if c.Lifetime {
+	if lifetime {
 		extra = append(extra, "lifetime total since process start")
 	}
-	if c.StartClipped {
+	if startClipped {
 		extra = append(extra, "start not covered")
 	}
-	if c.Skipped > 0 {
-		extra = append(extra, fmt.Sprintf("%d invalid skipped", c.Skipped))
+	if skipped > 0 {
+		extra = append(extra, fmt.Sprintf("%d invalid skipped", skipped))
 	}
-	if c.Excluded > 0 {
-		extra = append(extra, fmt.Sprintf("%s not evaluable", windowPlural(c.Excluded, "series")))
+	if excluded > 0 {
+		extra = append(extra, fmt.Sprintf("%s not evaluable", windowPlural(excluded, "series")))
 	}
-	return "increase " + windowValue(c.Value) + windowDescribe(c.Window, c.From, c.To, c.N, c.Series, extra)
+	return extra
 }
 
 // validCounter reports whether v can be a counter's value.
@@ -136,8 +143,7 @@ func (s *Series) Increase(w Window) (CounterIncrease, error) {
 	}
 	if from == to {
 		if !w.Start.IsZero() {
-			return CounterIncrease{}, fmt.Errorf("%s: %w: only one sample (at %s) covers window %s",
-				seriesID(s.Name, s.Labels), ErrNotEvaluable, windowMillis(s.T[to]), w)
+			return CounterIncrease{}, onlyOneSample(seriesID(s.Name, s.Labels), s.T[to], w)
 		}
 		r.Value = s.V[to]
 		r.Lifetime = true
@@ -166,6 +172,13 @@ func (s *Series) Increase(w Window) (CounterIncrease, error) {
 	return r, nil
 }
 
+// onlyOneSample is the error for a window with a Start whose both edges
+// are one sample, at t (ms), of the series named id: no increase is
+// observed.
+func onlyOneSample(id string, t int64, w Window) error {
+	return fmt.Errorf("%s: %w: only one sample (at %s) covers window %s", id, ErrNotEvaluable, windowMillis(t), w)
+}
+
 // startT returns the start timestamp of sample i, or 0 when unknown.
 func (s *Series) startT(i int) int64 {
 	if i >= len(s.StartT) {
@@ -189,19 +202,7 @@ func (s *Series) restarted(i, j int) bool {
 func SumIncreases(incs ...CounterIncrease) CounterIncrease {
 	var r CounterIncrease
 	for i, c := range incs {
-		if i == 0 {
-			r.Window, r.From, r.To = c.Window, c.From, c.To
-		} else {
-			if c.Window != r.Window {
-				r.Window = Window{}
-			}
-			if c.From.Before(r.From) {
-				r.From = c.From
-			}
-			if c.To.After(r.To) {
-				r.To = c.To
-			}
-		}
+		mergeSpan(i, &r.Window, &r.From, &r.To, c.Window, c.From, c.To)
 		r.Value += c.Value
 		r.N += c.N
 		r.Skipped += c.Skipped
@@ -215,6 +216,25 @@ func SumIncreases(incs ...CounterIncrease) CounterIncrease {
 	return r
 }
 
+// mergeSpan merges the window and edges of the i-th of several results
+// into a sum's: the window is kept while all agree, else it is the zero
+// Window; From is the earliest edge and To the latest.
+func mergeSpan(i int, w *Window, from, to *time.Time, iw Window, ifrom, ito time.Time) {
+	if i == 0 {
+		*w, *from, *to = iw, ifrom, ito
+		return
+	}
+	if iw != *w {
+		*w = Window{}
+	}
+	if ifrom.Before(*from) {
+		*from = ifrom
+	}
+	if ito.After(*to) {
+		*to = ito
+	}
+}
+
 // Increase returns the sum of the increases over w of the float series of
 // f that match (see Series.Matches), treated as counters: for vLLM V1, the
 // engines of one pod. Series that are not evaluable over w are left out and
@@ -225,26 +245,39 @@ func (f *Family) Increase(w Window, match map[string]string) (CounterIncrease, e
 	if len(ss) == 0 {
 		return CounterIncrease{}, f.noMatch(match)
 	}
-	incs := make([]CounterIncrease, 0, len(ss))
-	var errs []error
-	for _, s := range ss {
-		inc, err := s.Increase(w)
-		switch {
-		case err == nil:
-			incs = append(incs, inc)
-		case errors.Is(err, ErrNotEvaluable):
-			errs = append(errs, err)
-		default:
-			return CounterIncrease{}, err
-		}
-	}
-	if len(incs) == 0 {
-		return CounterIncrease{}, noneEvaluable(errs)
+	incs, excluded, err := evaluateEach(ss, func(s *Series) (CounterIncrease, error) { return s.Increase(w) })
+	if err != nil {
+		return CounterIncrease{}, err
 	}
 	r := SumIncreases(incs...)
 	r.Window = w
-	r.Excluded = len(errs)
+	r.Excluded = excluded
 	return r, nil
+}
+
+// evaluateEach evaluates every item (the series, or the timelines, of a
+// family over one window). Items not evaluable (an error wrapping
+// ErrNotEvaluable) are left out and counted in excluded; any other error
+// stops the walk. When no item is evaluable the error says why, naming
+// the first (see noneEvaluable).
+func evaluateEach[T, R any](items []T, eval func(T) (R, error)) (rs []R, excluded int, err error) {
+	rs = make([]R, 0, len(items))
+	var errs []error
+	for _, it := range items {
+		r, err := eval(it)
+		switch {
+		case err == nil:
+			rs = append(rs, r)
+		case errors.Is(err, ErrNotEvaluable):
+			errs = append(errs, err)
+		default:
+			return nil, 0, err
+		}
+	}
+	if len(rs) == 0 {
+		return nil, 0, noneEvaluable(errs)
+	}
+	return rs, len(errs), nil
 }
 
 // noMatch is the error for a selector that matches no series of f.

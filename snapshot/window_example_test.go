@@ -4,12 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"testing"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -121,54 +118,4 @@ func ExampleFamily_Gauge() {
 	fmt.Println(g)
 	// Output:
 	// gauge mean 5 min 1 max 9 first 1 last 9 slope 0.133333/s over 2026-09-22T10:00:00Z/2026-09-22T10:01:00Z (5 samples of 2 series from 2026-09-22T10:00:00Z to 2026-09-22T10:01:00Z)
-}
-
-func TestTargetWindows(t *testing.T) {
-	pod := &snapshot.Target{
-		Name:    "vllm-1",
-		Scrapes: []snapshot.Scrape{{Time: at(0)}, {Time: at(min)}, {Time: at(2 * min)}},
-		Families: map[string]*snapshot.Family{
-			"c_total": {Name: "c_total", Series: []*snapshot.Series{
-				// Appears at the second scrape.
-				series("c_total", labels.EmptyLabels(), ds(min, 2*min), 5, 8),
-			}},
-			"g": {Name: "g", Series: []*snapshot.Series{
-				series("g", labels.EmptyLabels(), ds(0, min, 2*min), 1, 2, 3),
-			}},
-		},
-	}
-	assert.Equal(t, win(0, 2*min), pod.ScrapeWindow())
-
-	inc, err := pod.Increase("c_total", snapshot.Window{}, nil)
-	require.NoError(t, err)
-	assert.Equal(t, 3.0, inc.Value)
-	assert.True(t, inc.StartClipped, "the series began after the pod's first scrape")
-	assert.Equal(t, win(0, 2*min), inc.Window)
-
-	g, err := pod.Gauge("g", snapshot.Window{}, nil, snapshot.AggregateMean)
-	require.NoError(t, err)
-	assert.Equal(t, 2.0, g.Mean)
-	assert.InDelta(t, 1.0/60, g.Slope, 1e-12)
-
-	_, err = pod.Increase("missing_total", snapshot.Window{}, nil)
-	require.ErrorIs(t, err, snapshot.ErrNotEvaluable)
-	assert.Equal(t, "vllm-1: not evaluable: no family missing_total", err.Error())
-	_, err = pod.HistogramIncrease("missing", snapshot.Window{}, nil)
-	require.ErrorIs(t, err, snapshot.ErrNotEvaluable)
-	_, err = pod.Gauge("g", win(time.Hour, 2*time.Hour), nil, snapshot.AggregateSum)
-	require.ErrorIs(t, err, snapshot.ErrNotEvaluable)
-	assert.Contains(t, err.Error(), "vllm-1: g: not evaluable")
-
-	// A pod scraped once gives lifetime totals.
-	once := &snapshot.Target{
-		Name:    "vllm-2",
-		Scrapes: []snapshot.Scrape{{Time: at(0)}},
-		Families: map[string]*snapshot.Family{"c_total": {Name: "c_total", Series: []*snapshot.Series{
-			series("c_total", labels.EmptyLabels(), ds(0), 42),
-		}}},
-	}
-	life, err := once.Increase("c_total", snapshot.Window{}, nil)
-	require.NoError(t, err)
-	assert.True(t, life.Lifetime)
-	assert.Equal(t, 42.0, life.Value)
 }

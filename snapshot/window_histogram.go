@@ -113,21 +113,7 @@ func (h HistogramIncrease) String() string {
 		}
 		extra = append(extra, "dropped le=["+strings.Join(bs, " ")+"]")
 	}
-	if h.LowerBound {
-		extra = append(extra, "lower bound")
-	}
-	if h.Lifetime {
-		extra = append(extra, "lifetime total since process start")
-	}
-	if h.StartClipped {
-		extra = append(extra, "start not covered")
-	}
-	if h.Skipped > 0 {
-		extra = append(extra, fmt.Sprintf("%d invalid skipped", h.Skipped))
-	}
-	if h.Excluded > 0 {
-		extra = append(extra, fmt.Sprintf("%s not evaluable", windowPlural(h.Excluded, "series")))
-	}
+	extra = appendIncreaseFlags(extra, h.LowerBound, h.Lifetime, h.StartClipped, h.Skipped, h.Excluded)
 	if len(h.Warnings) > 0 {
 		extra = append(extra, windowPlural(len(h.Warnings), "warning"))
 	}
@@ -150,13 +136,7 @@ func (s *HistogramSeries) Matches(match map[string]string) bool {
 // HistogramsMatching returns the histogram series of f whose labels match
 // (see HistogramSeries.Matches), in the family's order.
 func (f *Family) HistogramsMatching(match map[string]string) []*HistogramSeries {
-	var out []*HistogramSeries
-	for _, s := range f.Histograms {
-		if s.Matches(match) {
-			out = append(out, s)
-		}
-	}
-	return out
+	return matching(f.Histograms, match)
 }
 
 // Increase returns the increase of histogram s over w; see
@@ -192,28 +172,16 @@ next:
 		}
 		groups = append(groups, []*HistogramSeries{h})
 	}
-	incs := make([]HistogramIncrease, 0, len(groups))
-	var errs []error
-	for _, g := range groups {
-		inc, err := histogramIncrease(f.Name, g, w)
-		switch {
-		case err == nil:
-			incs = append(incs, inc)
-		case errors.Is(err, ErrNotEvaluable):
-			errs = append(errs, err)
-		default:
-			return HistogramIncrease{}, err
-		}
-	}
-	if len(incs) == 0 {
-		return HistogramIncrease{}, noneEvaluable(errs)
+	incs, excluded, err := evaluateEach(groups, func(g []*HistogramSeries) (HistogramIncrease, error) { return histogramIncrease(f.Name, g, w) })
+	if err != nil {
+		return HistogramIncrease{}, err
 	}
 	r, err := MergeHistogramIncreases(incs...)
 	if err != nil {
 		return HistogramIncrease{}, fmt.Errorf("%s: %w", f.Name, err)
 	}
 	r.Window = w
-	r.Excluded += len(errs)
+	r.Excluded += excluded
 	return r, nil
 }
 
@@ -232,19 +200,7 @@ func MergeHistogramIncreases(incs ...HistogramIncrease) (HistogramIncrease, erro
 	hs := make([]histogram.Histogram, len(incs))
 	for i, h := range incs {
 		hs[i] = h.Histogram
-		if i == 0 {
-			r.Window, r.From, r.To = h.Window, h.From, h.To
-		} else {
-			if h.Window != r.Window {
-				r.Window = Window{}
-			}
-			if h.From.Before(r.From) {
-				r.From = h.From
-			}
-			if h.To.After(r.To) {
-				r.To = h.To
-			}
-		}
+		mergeSpan(i, &r.Window, &r.From, &r.To, h.Window, h.From, h.To)
 		r.N += h.N
 		r.Skipped += h.Skipped
 		r.Series += h.Series
@@ -293,8 +249,7 @@ func histogramIncrease(name string, segs []*HistogramSeries, w Window) (Histogra
 	}
 	if from == to {
 		if !w.Start.IsZero() {
-			return HistogramIncrease{}, fmt.Errorf("%s: %w: only one sample (at %s) covers window %s",
-				seriesID(name, segs[0].Labels), ErrNotEvaluable, windowMillis(tl.t[to]), w)
+			return HistogramIncrease{}, onlyOneSample(seriesID(name, segs[0].Labels), tl.t[to], w)
 		}
 		r.Histogram = tl.at(to).Clone()
 		r.Lifetime = true

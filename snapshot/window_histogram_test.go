@@ -123,14 +123,10 @@ func TestHistogramSeriesIncrease(t *testing.T) {
 
 func assertHistIncrease(t *testing.T, want, got snapshot.HistogramIncrease) {
 	t.Helper()
-	assert.Equal(t, want.Window, got.Window, "Window")
-	assert.True(t, want.From.Equal(got.From), "From: want %s, got %s", want.From, got.From)
-	assert.True(t, want.To.Equal(got.To), "To: want %s, got %s", want.To, got.To)
+	assertSpan(t, span{want.Window, want.From, want.To, want.N, want.Skipped, want.Series},
+		span{got.Window, got.From, got.To, got.N, got.Skipped, got.Series})
 	assert.Equal(t, want.Histogram, got.Histogram, "Histogram")
 	assert.NoError(t, got.Histogram.Validate())
-	assert.Equal(t, want.N, got.N, "N")
-	assert.Equal(t, want.Skipped, got.Skipped, "Skipped")
-	assert.Equal(t, want.Series, got.Series, "Series")
 	assert.Equal(t, want.Excluded, got.Excluded, "Excluded")
 	assert.Equal(t, want.Resets, got.Resets, "Resets")
 	assert.Equal(t, want.LayoutChanges, got.LayoutChanges, "LayoutChanges")

@@ -21,13 +21,20 @@ func (t *Target) resolve(w Window) Window {
 	return w
 }
 
-// family returns the named family or an error wrapping ErrNotEvaluable.
-func (t *Target) family(name string) (*Family, error) {
+// onFamily evaluates eval on the named family over w (the zero Window
+// resolved to ScrapeWindow). A missing family is an error wrapping
+// ErrNotEvaluable; errors start with the target's name.
+func onFamily[R any](t *Target, name string, w Window, eval func(*Family, Window) (R, error)) (R, error) {
+	var zero R
 	f := t.Family(name)
 	if f == nil {
-		return nil, fmt.Errorf("%s: %w: no family %s", t.Name, ErrNotEvaluable, name)
+		return zero, fmt.Errorf("%s: %w: no family %s", t.Name, ErrNotEvaluable, name)
 	}
-	return f, nil
+	r, err := eval(f, t.resolve(w))
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", t.Name, err)
+	}
+	return r, nil
 }
 
 // Increase returns the increase over w of the counter family named family
@@ -39,15 +46,7 @@ func (t *Target) family(name string) (*Family, error) {
 // target scraped once gives each counter's Lifetime value. A missing family
 // is an error wrapping ErrNotEvaluable; errors start with the target's name.
 func (t *Target) Increase(family string, w Window, match map[string]string) (CounterIncrease, error) {
-	f, err := t.family(family)
-	if err != nil {
-		return CounterIncrease{}, err
-	}
-	r, err := f.Increase(t.resolve(w), match)
-	if err != nil {
-		return CounterIncrease{}, fmt.Errorf("%s: %w", t.Name, err)
-	}
-	return r, nil
+	return onFamily(t, family, w, func(f *Family, w Window) (CounterIncrease, error) { return f.Increase(w, match) })
 }
 
 // HistogramIncrease returns the increase over w of the histogram family
@@ -56,15 +55,7 @@ func (t *Target) Increase(family string, w Window, match map[string]string) (Cou
 // together (see Family.HistogramIncrease). Windows and errors are as for
 // Target.Increase.
 func (t *Target) HistogramIncrease(family string, w Window, match map[string]string) (HistogramIncrease, error) {
-	f, err := t.family(family)
-	if err != nil {
-		return HistogramIncrease{}, err
-	}
-	r, err := f.HistogramIncrease(t.resolve(w), match)
-	if err != nil {
-		return HistogramIncrease{}, fmt.Errorf("%s: %w", t.Name, err)
-	}
-	return r, nil
+	return onFamily(t, family, w, func(f *Family, w Window) (HistogramIncrease, error) { return f.HistogramIncrease(w, match) })
 }
 
 // Gauge summarizes over w the gauge family named family, its matching
@@ -72,13 +63,5 @@ func (t *Target) HistogramIncrease(family string, w Window, match map[string]str
 // requests across engines, AggregateMean for KV cache usage (see
 // Family.Gauge). Windows and errors are as for Target.Increase.
 func (t *Target) Gauge(family string, w Window, match map[string]string, agg Aggregation) (GaugeStats, error) {
-	f, err := t.family(family)
-	if err != nil {
-		return GaugeStats{}, err
-	}
-	r, err := f.Gauge(t.resolve(w), match, agg)
-	if err != nil {
-		return GaugeStats{}, fmt.Errorf("%s: %w", t.Name, err)
-	}
-	return r, nil
+	return onFamily(t, family, w, func(f *Family, w Window) (GaugeStats, error) { return f.Gauge(w, match, agg) })
 }

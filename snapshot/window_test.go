@@ -367,6 +367,58 @@ func TestFamilyIncrease(t *testing.T) {
 	assert.Empty(t, f.SeriesMatching(map[string]string{"__name__": "other"}))
 }
 
+// The Target methods resolve the zero Window to the pod's scrapes and
+// name the pod in errors.
+func TestTargetWindows(t *testing.T) {
+	pod := &snapshot.Target{
+		Name:    "vllm-1",
+		Scrapes: []snapshot.Scrape{{Time: at(0)}, {Time: at(min)}, {Time: at(2 * min)}},
+		Families: map[string]*snapshot.Family{
+			"c_total": {Name: "c_total", Series: []*snapshot.Series{
+				// Appears at the second scrape.
+				series("c_total", labels.EmptyLabels(), ds(min, 2*min), 5, 8),
+			}},
+			"g": {Name: "g", Series: []*snapshot.Series{
+				series("g", labels.EmptyLabels(), ds(0, min, 2*min), 1, 2, 3),
+			}},
+		},
+	}
+	assert.Equal(t, win(0, 2*min), pod.ScrapeWindow())
+
+	inc, err := pod.Increase("c_total", snapshot.Window{}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 3.0, inc.Value)
+	assert.True(t, inc.StartClipped, "the series began after the pod's first scrape")
+	assert.Equal(t, win(0, 2*min), inc.Window)
+
+	g, err := pod.Gauge("g", snapshot.Window{}, nil, snapshot.AggregateMean)
+	require.NoError(t, err)
+	assert.Equal(t, 2.0, g.Mean)
+	assert.InDelta(t, 1.0/60, g.Slope, 1e-12)
+
+	_, err = pod.Increase("missing_total", snapshot.Window{}, nil)
+	require.ErrorIs(t, err, snapshot.ErrNotEvaluable)
+	assert.Equal(t, "vllm-1: not evaluable: no family missing_total", err.Error())
+	_, err = pod.HistogramIncrease("missing", snapshot.Window{}, nil)
+	require.ErrorIs(t, err, snapshot.ErrNotEvaluable)
+	_, err = pod.Gauge("g", win(time.Hour, 2*time.Hour), nil, snapshot.AggregateSum)
+	require.ErrorIs(t, err, snapshot.ErrNotEvaluable)
+	assert.Contains(t, err.Error(), "vllm-1: g: not evaluable")
+
+	// A pod scraped once gives lifetime totals.
+	once := &snapshot.Target{
+		Name:    "vllm-2",
+		Scrapes: []snapshot.Scrape{{Time: at(0)}},
+		Families: map[string]*snapshot.Family{"c_total": {Name: "c_total", Series: []*snapshot.Series{
+			series("c_total", labels.EmptyLabels(), ds(0), 42),
+		}}},
+	}
+	life, err := once.Increase("c_total", snapshot.Window{}, nil)
+	require.NoError(t, err)
+	assert.True(t, life.Lifetime)
+	assert.Equal(t, 42.0, life.Value)
+}
+
 func TestGridAndSteps(t *testing.T) {
 	ws := snapshot.Grid(win(0, 10*min), 3*min)
 	require.Len(t, ws, 4)
@@ -465,12 +517,8 @@ func TestGaugeStats(t *testing.T) {
 
 func assertGauge(t *testing.T, want, got snapshot.GaugeStats) {
 	t.Helper()
-	assert.Equal(t, want.Window, got.Window, "Window")
-	assert.True(t, want.From.Equal(got.From), "From: want %s, got %s", want.From, got.From)
-	assert.True(t, want.To.Equal(got.To), "To: want %s, got %s", want.To, got.To)
-	assert.Equal(t, want.N, got.N, "N")
-	assert.Equal(t, want.Skipped, got.Skipped, "Skipped")
-	assert.Equal(t, want.Series, got.Series, "Series")
+	assertSpan(t, span{want.Window, want.From, want.To, want.N, want.Skipped, want.Series},
+		span{got.Window, got.From, got.To, got.N, got.Skipped, got.Series})
 	assert.Equal(t, want.StartClipped, got.StartClipped, "StartClipped")
 	for _, f := range []struct {
 		name      string
@@ -485,6 +533,25 @@ func assertGauge(t *testing.T, want, got snapshot.GaugeStats) {
 		}
 		assert.InDelta(t, f.want, f.got, 1e-9, f.name)
 	}
+}
+
+// span is what every window result has: the window asked for, the times
+// of the edge samples used, and the sample, skipped and series counts.
+type span struct {
+	Window             snapshot.Window
+	From, To           time.Time
+	N, Skipped, Series int
+}
+
+// assertSpan checks a result's span field by field (times with Equal).
+func assertSpan(t *testing.T, want, got span) {
+	t.Helper()
+	assert.Equal(t, want.Window, got.Window, "Window")
+	assert.True(t, want.From.Equal(got.From), "From: want %s, got %s", want.From, got.From)
+	assert.True(t, want.To.Equal(got.To), "To: want %s, got %s", want.To, got.To)
+	assert.Equal(t, want.N, got.N, "N")
+	assert.Equal(t, want.Skipped, got.Skipped, "Skipped")
+	assert.Equal(t, want.Series, got.Series, "Series")
 }
 
 func TestFamilyGaugeAcrossEngines(t *testing.T) {

@@ -10,11 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
-	"runtime/metrics"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +23,7 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/heappeak"
 )
 
 // The scale benchmark's fleet: scaleSimPods simulated pods (fleetsim's
@@ -204,42 +202,6 @@ func replicateTSDB(b *testing.B, src, dst string, start, end time.Time) (series,
 
 func slicesClone(s []int) []int { return append([]int(nil), s...) }
 
-// peakHeap samples the live heap every 2 ms until stop is called and
-// returns the highest value seen, in bytes (the process's own baseline
-// included, as a run of the binary would have it).
-func peakHeap() (stop func() uint64) {
-	runtime.GC()
-	var (
-		mu   sync.Mutex
-		peak uint64
-		done = make(chan struct{})
-		wg   sync.WaitGroup
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			metrics.Read(s)
-			mu.Lock()
-			peak = max(peak, s[0].Value.Uint64())
-			mu.Unlock()
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		return peak
-	}
-}
-
 // measure runs op b.N times and reports the peak live heap over the runs.
 func measure(b *testing.B, op func(b *testing.B)) {
 	b.Helper()
@@ -247,11 +209,11 @@ func measure(b *testing.B, op func(b *testing.B)) {
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
-		stop := peakHeap() // runs a GC: not timed
+		stop := heappeak.Start(2 * time.Millisecond) // runs a GC: not timed
 		b.StartTimer()
 		op(b)
 		b.StopTimer()
-		peak = max(peak, stop())
+		peak = max(peak, stop().Max)
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"runtime/metrics"
 	"sort"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/heappeak"
 )
 
 // verdictOf runs diagnose --format json on paths and returns the verdict
@@ -39,34 +38,6 @@ func verdictOf(t *testing.T, paths ...string) (verdict string, warnings []string
 		fmt.Fprintf(&sb, " %s=%s", h.ID, h.Status)
 	}
 	return sb.String(), rep.Warnings
-}
-
-// heapPeak samples the live heap every millisecond until stop is called
-// and returns the peak above the heap at start.
-func heapPeak() (stop func() uint64) {
-	runtime.GC()
-	read := func() uint64 {
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		metrics.Read(s)
-		return s[0].Value.Uint64()
-	}
-	base := read()
-	done, peak := make(chan struct{}), make(chan uint64)
-	go func() {
-		p := base
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			p = max(p, read())
-			select {
-			case <-done:
-				peak <- p - base
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() uint64 { close(done); return <-peak }
 }
 
 // Files dated a year and a month away, and one whose sample timestamps
@@ -105,11 +76,11 @@ func TestDiagnoseWithTimeOutliersAndInf(t *testing.T) {
 	require.NoError(t, os.WriteFile(month, last, 0o644))
 	require.NoError(t, os.WriteFile(secs, []byte(fmt.Sprintf("vllm:num_requests_waiting{pod=%q} 3 %d\n", filepath.Base(pod), t0.Add(time.Minute).Unix())), 0o644))
 
-	stop := heapPeak()
+	stop := heappeak.Start(time.Millisecond)
 	start := time.Now()
 	got, warnings := verdictOf(t, dir, odd)
 	took := time.Since(start)
-	peak := stop()
+	peak := stop().Above()
 	t.Logf("diagnose with outliers: %v, peak heap %.1f MiB", took, float64(peak)/(1<<20))
 	assert.Less(t, peak, uint64(200<<20))
 	assert.Equal(t, clean, got, "the same verdict as without the outliers")

@@ -253,25 +253,28 @@ func (e *engine) preempt(s *seq) {
 	e.front = append(e.front, s)
 }
 
+// countAnswer counts an HTTP answer at time t in *n, and notes t in
+// *first when it is the first (NaN before).
+func countAnswer(n, first *float64, t float64) {
+	*n++
+	if math.IsNaN(*first) {
+		*first = t
+	}
+}
+
 // enqueue hands a request to the engine (or rejects a prompt longer than
 // the context, as the API server does with HTTP 400).
 func (e *engine) enqueue(r *request, s *seq) {
 	rec := &e.recs[r.id]
 	if e.failed(r) {
-		e.st.http5xx++
-		if math.IsNaN(e.st.first5xx) {
-			e.st.first5xx = e.now
-		}
+		countAnswer(&e.st.http5xx, &e.st.first5xx, e.now)
 		rec.Status = StatusFailed
 		rec.Finished = dur(r.engArr)
 		return
 	}
 	rec.Queued = dur(r.engArr)
 	if r.prompt >= e.maxLen {
-		e.st.http4xx++
-		if math.IsNaN(e.st.first4xx) {
-			e.st.first4xx = e.now
-		}
+		countAnswer(&e.st.http4xx, &e.st.first4xx, e.now)
 		rec.Status = StatusRejected
 		rec.Finished = dur(r.engArr)
 		return
@@ -702,10 +705,7 @@ func (e *engine) finish(s *seq, t float64) {
 	st.observe(hMaxGenTokens, float64(s.generated))
 	st.observe(hMaxTokens, float64(r.maxTokens))
 	st.observe(hN, 1)
-	st.http2xx++
-	if math.IsNaN(st.firstOK) {
-		st.firstOK = t
-	}
+	countAnswer(&st.http2xx, &st.firstOK, t)
 	st.observe(hHTTPHighr, e2e+0.0005)
 	st.observe(hHTTPDur, e2e+0.0004)
 	st.reqBytes += 180 + 4*float64(r.prompt)

@@ -54,15 +54,24 @@ func (s *series) histCount() float64 {
 	return float64(n)
 }
 
-// pyRepr formats v as Python's repr(float) does.
-func pyRepr(v float64) string {
+// nonFinite spells v when it is +Inf, -Inf or NaN, as posInf, negInf or
+// nan (Python and Prometheus spell them differently).
+func nonFinite(v float64, posInf, negInf, nan string) (string, bool) {
 	switch {
 	case math.IsInf(v, 1):
-		return "inf"
+		return posInf, true
 	case math.IsInf(v, -1):
-		return "-inf"
+		return negInf, true
 	case math.IsNaN(v):
-		return "nan"
+		return nan, true
+	}
+	return "", false
+}
+
+// pyRepr formats v as Python's repr(float) does.
+func pyRepr(v float64) string {
+	if s, ok := nonFinite(v, "inf", "-inf", "nan"); ok {
+		return s
 	}
 	if v == 0 {
 		if math.Signbit(v) {
@@ -98,13 +107,8 @@ func formatFloat(v float64) string {
 
 // formatFloatRepr is formatFloat without the fast path for whole numbers.
 func formatFloatRepr(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	case math.IsNaN(v):
-		return "NaN"
+	if s, ok := nonFinite(v, "+Inf", "-Inf", "NaN"); ok {
+		return s
 	}
 	s := pyRepr(v)
 	dot := strings.IndexByte(s, '.')
@@ -233,6 +237,15 @@ func appendText(b []byte, fams []family) []byte {
 }
 
 func appendBuckets(b []byte, name string, s *series) []byte {
+	s.eachBucket(func(le string, cum float64) {
+		b = appendSample(b, name, "_bucket", s.labels, le, cum)
+	})
+	return b
+}
+
+// eachBucket calls fn with the le label and the cumulative count of every
+// bucket of histogram s, +Inf last.
+func (s *series) eachBucket(fn func(le string, cum float64)) {
 	var cum uint64
 	for k, c := range s.counts {
 		cum += c
@@ -240,9 +253,8 @@ func appendBuckets(b []byte, name string, s *series) []byte {
 		if k < len(s.bounds) {
 			le = formatFloat(s.bounds[k])
 		}
-		b = appendSample(b, name, "_bucket", s.labels, le, float64(cum))
+		fn(le, float64(cum))
 	}
-	return b
 }
 
 // sampleFunc receives one sample: its full name, labels (sorted, le
@@ -272,15 +284,9 @@ func eachSample(fams []family, fn sampleFunc) {
 				fn(f.name+"_count", s.labels, s.count)
 				fn(f.name+"_sum", s.labels, s.sum)
 			case typeHistogram:
-				var cum uint64
-				for k, c := range s.counts {
-					cum += c
-					le := "+Inf"
-					if k < len(s.bounds) {
-						le = formatFloat(s.bounds[k])
-					}
-					fn(f.name+"_bucket", withLE(s.labels, le), float64(cum))
-				}
+				s.eachBucket(func(le string, cum float64) {
+					fn(f.name+"_bucket", withLE(s.labels, le), cum)
+				})
 				fn(f.name+"_count", s.labels, s.histCount())
 				fn(f.name+"_sum", s.labels, s.sum)
 			}

@@ -192,14 +192,11 @@ func TestScenarios(t *testing.T) {
 			p := f.Pods[2]
 			require.Len(t, p.Starts, 2)
 			assert.Equal(t, 41*time.Minute, p.Starts[1])
-			lost := 0
-			for _, r := range f.Requests {
-				if r.Status == StatusLost {
-					lost++
-					assert.Equal(t, 2, r.Pod)
-				}
+			lost := withStatus(f, StatusLost)
+			for _, r := range lost {
+				assert.Equal(t, 2, r.Pod)
 			}
-			assert.Greater(t, lost, 0)
+			assert.NotEmpty(t, lost)
 			for _, r := range f.Requests {
 				if r.Arrival >= 40*time.Minute && r.Arrival < 41*time.Minute {
 					assert.NotEqual(t, 2, r.Pod, "no request routed to a pod that is down")
@@ -401,13 +398,11 @@ func TestClientTimeoutAborts(t *testing.T) {
 		Workload: Workload{Phases: []Phase{ph}, ClientTimeout: 20 * time.Second}})
 	require.NoError(t, err)
 	checkInvariants(t, f)
-	last := f.Pods[0].Scrapes[len(f.Pods[0].Scrapes)-1]
+	last := lastScrape(f, 0)
 	assert.Greater(t, last.Engines[0].Aborted, 0.0)
 	assert.Contains(t, string(last.VLLM()), `finished_reason="abort",model_name="meta-llama/Llama-3.1-8B-Instruct"} `)
-	for _, r := range f.Requests {
-		if r.Status == StatusAborted {
-			assert.GreaterOrEqual(t, r.Finished-r.Arrival, 20*time.Second)
-		}
+	for _, r := range withStatus(f, StatusAborted) {
+		assert.GreaterOrEqual(t, r.Finished-r.Arrival, 20*time.Second)
 	}
 }
 
@@ -421,15 +416,12 @@ func TestRejectsTooLongPrompts(t *testing.T) {
 	f, err := Run(Config{Seed: 4, NumPods: 1, Duration: 3 * time.Minute, Engine: e, Workload: Workload{Phases: []Phase{ph}}})
 	require.NoError(t, err)
 	checkInvariants(t, f)
-	n := 0
-	for _, r := range f.Requests {
-		if r.Status == StatusRejected {
-			n++
-			assert.GreaterOrEqual(t, r.PromptTokens, 4096)
-		}
+	rejected := withStatus(f, StatusRejected)
+	for _, r := range rejected {
+		assert.GreaterOrEqual(t, r.PromptTokens, 4096)
 	}
-	require.Greater(t, n, 0)
-	last := f.Pods[0].Scrapes[len(f.Pods[0].Scrapes)-1]
+	require.NotEmpty(t, rejected)
+	last := lastScrape(f, 0)
 	assert.Contains(t, string(last.VLLM()), `status="4xx"}`)
 	assert.Contains(t, string(last.VLLM()), `vllm:request_prompt_tokens_bucket{engine="0",le="2000.0",`)
 	assert.NotContains(t, string(last.VLLM()), `le="5000.0"`, "TOK_125 buckets stop at max_model_len")
@@ -502,7 +494,7 @@ func TestChunkedPrefillOff(t *testing.T) {
 	f, err := Run(Config{Seed: 5, NumPods: 1, Duration: 4 * time.Minute, Engine: e, Workload: Workload{Phases: []Phase{ph}}})
 	require.NoError(t, err)
 	checkInvariants(t, f)
-	st := f.Pods[0].Scrapes[len(f.Pods[0].Scrapes)-1].snaps[0].st
+	st := lastScrape(f, 0).snaps[0].st
 	iter := st.hist(hIter)
 	over := 0
 	for k, b := range st.lay[hIter] {
@@ -511,6 +503,23 @@ func TestChunkedPrefillOff(t *testing.T) {
 		}
 	}
 	assert.Zero(t, over+int(iter[len(iter)-1]), "no step above the budget")
+}
+
+// withStatus returns the requests of f that ended with status st, in
+// arrival order.
+func withStatus(f *Fleet, st Status) []Request {
+	var out []Request
+	for _, r := range f.Requests {
+		if r.Status == st {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// lastScrape returns the last scrape of pod p of f.
+func lastScrape(f *Fleet, p int) *Scrape {
+	return f.Pods[p].Scrapes[len(f.Pods[p].Scrapes)-1]
 }
 
 // shortMixed runs the mixed-versions scenario for 10 minutes.
@@ -523,17 +532,33 @@ func shortMixed(t *testing.T) *Fleet {
 	return f
 }
 
-func parseText(t *testing.T, data []byte, contentType string) (types map[string]string, helps map[string]string, series []labels.Labels) {
+// eachEntry parses data (of contentType) with Prometheus's own parser
+// and calls f with the parser at each entry; a parse error fails the test.
+func eachEntry(t *testing.T, data []byte, contentType string, f func(p textparse.Parser, et textparse.Entry)) {
 	t.Helper()
 	p, err := textparse.New(data, contentType, labels.NewSymbolTable(), textparse.ParserOptions{})
 	require.NotNil(t, p, "%v", err)
-	types, helps = map[string]string{}, map[string]string{}
 	for {
 		et, err := p.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return
 		}
 		require.NoError(t, err)
+		f(p, et)
+	}
+}
+
+// entryLabels returns the labels of the series entry p is at.
+func entryLabels(p textparse.Parser) labels.Labels {
+	var ls labels.Labels
+	p.Labels(&ls)
+	return ls
+}
+
+func parseText(t *testing.T, data []byte, contentType string) (types map[string]string, helps map[string]string, series []labels.Labels) {
+	t.Helper()
+	types, helps = map[string]string{}, map[string]string{}
+	eachEntry(t, data, contentType, func(p textparse.Parser, et textparse.Entry) {
 		switch et {
 		case textparse.EntryType:
 			n, typ := p.Type()
@@ -542,11 +567,9 @@ func parseText(t *testing.T, data []byte, contentType string) (types map[string]
 			n, h := p.Help()
 			helps[string(n)] = string(h)
 		case textparse.EntrySeries:
-			var ls labels.Labels
-			p.Labels(&ls)
-			series = append(series, ls)
+			series = append(series, entryLabels(p))
 		}
-	}
+	})
 	return types, helps, series
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sort"
 	"time"
 )
@@ -309,12 +308,7 @@ func MatrixCases() []MatrixCase { return matrixCases() }
 
 // LookupMatrixCase returns the matrix case with the given name.
 func LookupMatrixCase(name string) (MatrixCase, bool) {
-	cs := matrixCases()
-	i := slices.IndexFunc(cs, func(c MatrixCase) bool { return c.Name == name })
-	if i < 0 {
-		return MatrixCase{}, false
-	}
-	return cs[i], true
+	return byName(matrixCases(), name, func(c MatrixCase) string { return c.Name })
 }
 
 // Change is the ground-truth change of one symptom's fleet p95 between

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"errors"
 	"io"
 	"math"
 	"os"
@@ -110,16 +109,9 @@ func TestWriteOpenMetrics(t *testing.T) {
 	require.NoError(t, f.WriteOpenMetrics(&b, true))
 	require.True(t, bytes.HasSuffix(b.Bytes(), []byte("\n# EOF\n")))
 
-	p, err := textparse.New(b.Bytes(), "application/openmetrics-text; version=1.0.0", labels.NewSymbolTable(), textparse.ParserOptions{})
-	require.NotNil(t, p, "%v", err)
 	samples, created := 0, 0
 	seenType := map[string]bool{}
-	for {
-		et, err := p.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
+	eachEntry(t, b.Bytes(), "application/openmetrics-text; version=1.0.0", func(p textparse.Parser, et textparse.Entry) {
 		switch et {
 		case textparse.EntryType:
 			n, _ := p.Type()
@@ -128,14 +120,12 @@ func TestWriteOpenMetrics(t *testing.T) {
 		case textparse.EntrySeries:
 			_, ts, _ := p.Series()
 			require.NotNil(t, ts, "every sample carries a timestamp")
-			var ls labels.Labels
-			p.Labels(&ls)
-			if strings.HasSuffix(ls.Get("__name__"), "_created") {
+			if strings.HasSuffix(entryLabels(p).Get("__name__"), "_created") {
 				created++
 			}
 			samples++
 		}
-	}
+	})
 	// OpenMetrics carries _created inside its family, not as a gauge
 	// family of its own: same number of samples as the text format.
 	assert.Equal(t, storedCount(f), samples)
@@ -170,24 +160,16 @@ func TestWriteOpenMetricsInstant(t *testing.T) {
 	f := smallFleet(t)
 	var b bytes.Buffer
 	require.NoError(t, f.WriteOpenMetrics(&b, false))
-	p, err := textparse.New(b.Bytes(), "application/openmetrics-text; version=1.0.0", labels.NewSymbolTable(), textparse.ParserOptions{})
-	require.NotNil(t, p, "%v", err)
 	seen := map[string]bool{}
-	for {
-		et, err := p.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
+	eachEntry(t, b.Bytes(), "application/openmetrics-text; version=1.0.0", func(p textparse.Parser, et textparse.Entry) {
 		if et == textparse.EntrySeries {
 			_, ts, _ := p.Series()
 			require.Nil(t, ts)
-			var ls labels.Labels
-			p.Labels(&ls)
+			ls := entryLabels(p)
 			require.False(t, seen[ls.String()], "one sample per series: %s", ls)
 			seen[ls.String()] = true
 		}
-	}
+	})
 	assert.NotEmpty(t, seen)
 }
 
@@ -195,15 +177,8 @@ func TestWriteFederate(t *testing.T) {
 	f := smallFleet(t)
 	var b bytes.Buffer
 	require.NoError(t, f.WriteFederate(&b))
-	p, err := textparse.New(b.Bytes(), "text/plain; version=0.0.4", labels.NewSymbolTable(), textparse.ParserOptions{})
-	require.NotNil(t, p, "%v", err)
 	samples := 0
-	for {
-		et, err := p.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err)
+	eachEntry(t, b.Bytes(), "text/plain; version=0.0.4", func(p textparse.Parser, et textparse.Entry) {
 		switch et {
 		case textparse.EntryType:
 			_, typ := p.Type()
@@ -211,13 +186,12 @@ func TestWriteFederate(t *testing.T) {
 		case textparse.EntrySeries:
 			_, ts, _ := p.Series()
 			require.NotNil(t, ts)
-			var ls labels.Labels
-			p.Labels(&ls)
+			ls := entryLabels(p)
 			require.NotEmpty(t, ls.Get("instance"))
 			require.NotEmpty(t, ls.Get("job"))
 			samples++
 		}
-	}
+	})
 	assert.Equal(t, storedCount(f), samples)
 	assert.Contains(t, b.String(), "# TYPE vllm:num_requests_running untyped\n")
 }

@@ -36,16 +36,14 @@ func TestAbandonUncounted(t *testing.T) {
 	n := f.Abandoned(-Warmup, f.Config.Duration+time.Second)
 	require.Greater(t, n.Traceable, 10, "abandoned while streaming")
 	require.Greater(t, n.Total-n.Traceable, 10, "abandoned while waiting")
-	for _, r := range f.Requests {
-		if r.Status == StatusAborted {
-			limit := 40.0
-			if r.Scheduled == NaNDuration {
-				limit = 15
-			}
-			assert.InDelta(t, limit, (r.Finished - r.Arrival).Seconds(), 0.5, "request %d gives up at its deadline", r.ID)
+	for _, r := range withStatus(f, StatusAborted) {
+		limit := 40.0
+		if r.Scheduled == NaNDuration {
+			limit = 15
 		}
+		assert.InDelta(t, limit, (r.Finished - r.Arrival).Seconds(), 0.5, "request %d gives up at its deadline", r.ID)
 	}
-	last := f.Pods[0].Scrapes[len(f.Pods[0].Scrapes)-1]
+	last := lastScrape(f, 0)
 	st := last.snaps[0].st
 	assert.Zero(t, st.success[reasonAbort], "no abort count")
 	page := string(last.VLLM())
@@ -81,7 +79,7 @@ func TestAbandonUncounted(t *testing.T) {
 // as finished_reason="abort", streaming ones included.
 func TestAbandonCounted(t *testing.T) {
 	f := overloadDeadline(t, AbandonCounted)
-	last := f.Pods[0].Scrapes[len(f.Pods[0].Scrapes)-1]
+	last := lastScrape(f, 0)
 	n := f.Abandoned(-Warmup, last.Offset)
 	require.Greater(t, n.Traceable, 0)
 	assert.Greater(t, last.snaps[0].st.success[reasonAbort], float64(n.Traceable), "waiting and streaming aborts counted")
@@ -97,13 +95,10 @@ func TestServerErrors(t *testing.T) {
 		Workload: Workload{Phases: []Phase{ph}}})
 	require.NoError(t, err)
 	checkInvariants(t, f)
-	failed := 0
-	for _, r := range f.Requests {
-		if r.Status == StatusFailed {
-			failed++
-			assert.Equal(t, 0, r.Pod)
-			assert.GreaterOrEqual(t, r.Arrival, 2*time.Minute)
-		}
+	failed := withStatus(f, StatusFailed)
+	for _, r := range failed {
+		assert.Equal(t, 0, r.Pod)
+		assert.GreaterOrEqual(t, r.Arrival, 2*time.Minute)
 	}
 	onPod := 0
 	for _, r := range f.Requests {
@@ -111,10 +106,10 @@ func TestServerErrors(t *testing.T) {
 			onPod++
 		}
 	}
-	assert.InDelta(t, 0.2, float64(failed)/float64(onPod), 0.05)
-	last := f.Pods[0].Scrapes[len(f.Pods[0].Scrapes)-1]
+	assert.InDelta(t, 0.2, float64(len(failed))/float64(onPod), 0.05)
+	last := lastScrape(f, 0)
 	assert.Contains(t, string(last.VLLM()), `http_requests_total{handler="/v1/chat/completions",method="POST",status="5xx"} `)
-	assert.NotContains(t, string(f.Pods[1].Scrapes[len(f.Pods[1].Scrapes)-1].VLLM()), `status="5xx"`)
+	assert.NotContains(t, string(lastScrape(f, 1).VLLM()), `status="5xx"`)
 }
 
 // TestWriteTSDBUp: with Up, every scrape of a target stores up 1 and every

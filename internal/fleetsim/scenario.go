@@ -166,12 +166,17 @@ func ScenarioNames() []string {
 
 // LookupScenario returns the scenario with the given name.
 func LookupScenario(name string) (ScenarioSpec, bool) {
-	specs := scenarios()
-	i := slices.IndexFunc(specs, func(s ScenarioSpec) bool { return s.Name == name })
+	return byName(scenarios(), name, func(s ScenarioSpec) string { return s.Name })
+}
+
+// byName returns the item of items whose name (as name reads it) is want.
+func byName[T any](items []T, want string, name func(T) string) (T, bool) {
+	i := slices.IndexFunc(items, func(x T) bool { return name(x) == want })
 	if i < 0 {
-		return ScenarioSpec{}, false
+		var zero T
+		return zero, false
 	}
-	return specs[i], true
+	return items[i], true
 }
 
 // Scenario returns the configuration of the named scenario. It panics if

@@ -32,7 +32,33 @@ var t0 = time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
 // set, may answer a query instead (returning true).
 type fakeProm struct {
 	queries atomic.Int64
-	hook    func(w http.ResponseWriter, r *http.Request, n int64) bool
+	hook    hook
+}
+
+// hook may answer request r, the n-th, instead of fakeProm (returning true).
+type hook func(w http.ResponseWriter, r *http.Request, n int64) bool
+
+// serve starts a fakeProm with hook h (nil for none), closed at the end of
+// the test.
+func serve(t *testing.T, h hook) *httptest.Server {
+	srv := httptest.NewServer(&fakeProm{hook: h})
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// onQuery is a hook that asks answer about the queries (/api/v1/query)
+// only.
+func onQuery(answer func(w http.ResponseWriter, r *http.Request) bool) hook {
+	return func(w http.ResponseWriter, r *http.Request, _ int64) bool {
+		return r.URL.Path == "/api/v1/query" && answer(w, r)
+	}
+}
+
+// sampleLimit answers as Prometheus does a query that would load too many
+// samples.
+func sampleLimit(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusUnprocessableEntity)
+	fmt.Fprint(w, `{"status":"error","errorType":"execution","error":"query processing would load too many samples into memory in query execution"}`)
 }
 
 func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -111,20 +137,26 @@ func requireFleet(t *testing.T, ev *snapshot.Evidence) {
 	}
 }
 
-func TestReadFake(t *testing.T) {
-	srv := httptest.NewServer(&fakeProm{})
-	defer srv.Close()
-	ev, err := fastConfig.Read(context.Background(), srv.URL, window())
+// readWholeFleet reads url with cfg over window() and requires both pods
+// whole, with no problem that lost data.
+func readWholeFleet(t *testing.T, cfg Config, url string) *snapshot.Evidence {
+	t.Helper()
+	ev, err := cfg.Read(context.Background(), url, window())
 	require.NoError(t, err)
 	assert.False(t, ev.Partial(), "%v", ev.Problems)
 	requireFleet(t, ev)
+	return ev
+}
+
+func TestReadFake(t *testing.T) {
+	srv := serve(t, nil)
+	ev := readWholeFleet(t, fastConfig, srv.URL)
 	assert.Equal(t, []string{srv.URL}, ev.Sources)
 }
 
 // Registered: snapshot.Read reads a URL with the Config of the context.
 func TestSnapshotReadURL(t *testing.T) {
-	srv := httptest.NewServer(&fakeProm{})
-	defer srv.Close()
+	srv := serve(t, nil)
 	var progress []snapshot.Progress
 	opts := window()
 	opts.Progress = func(p snapshot.Progress) { progress = append(progress, p) }
@@ -153,28 +185,20 @@ func TestConnectionRefused(t *testing.T) {
 
 func TestServerErrorThenSuccess(t *testing.T) {
 	var fails atomic.Int64
-	f := &fakeProm{hook: func(w http.ResponseWriter, r *http.Request, n int64) bool {
-		if r.URL.Path == "/api/v1/query" && fails.Add(1) <= 2 {
-			http.Error(w, "upstream hiccup", http.StatusInternalServerError)
-			return true
+	srv := serve(t, onQuery(func(w http.ResponseWriter, r *http.Request) bool {
+		if fails.Add(1) > 2 {
+			return false
 		}
-		return false
-	}}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	ev, err := fastConfig.Read(context.Background(), srv.URL, window())
-	require.NoError(t, err)
-	assert.False(t, ev.Partial(), "%v", ev.Problems)
-	requireFleet(t, ev)
+		http.Error(w, "upstream hiccup", http.StatusInternalServerError)
+		return true
+	}))
+	readWholeFleet(t, fastConfig, srv.URL)
 }
 
 func TestTooManyRequestsRetryAfter(t *testing.T) {
 	var first atomic.Int64
 	var firstAt, againAt atomic.Int64
-	f := &fakeProm{hook: func(w http.ResponseWriter, r *http.Request, n int64) bool {
-		if r.URL.Path != "/api/v1/query" {
-			return false
-		}
+	srv := serve(t, onQuery(func(w http.ResponseWriter, r *http.Request) bool {
 		if first.Add(1) == 1 {
 			firstAt.Store(time.Now().UnixNano())
 			w.Header().Set("Retry-After", "1")
@@ -183,9 +207,7 @@ func TestTooManyRequestsRetryAfter(t *testing.T) {
 		}
 		againAt.CompareAndSwap(0, time.Now().UnixNano())
 		return false
-	}}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
+	}))
 	cfg := fastConfig
 	cfg.Concurrency = 1
 	ev, err := cfg.Read(context.Background(), srv.URL, window())
@@ -196,18 +218,16 @@ func TestTooManyRequestsRetryAfter(t *testing.T) {
 
 func TestHangingServerTimesOut(t *testing.T) {
 	stop := make(chan struct{})
-	f := &fakeProm{hook: func(w http.ResponseWriter, r *http.Request, n int64) bool {
-		if r.URL.Path == "/api/v1/query" && strings.Contains(r.Form.Get("query"), `"b"`) {
-			select {
-			case <-stop:
-			case <-r.Context().Done():
-			}
-			return true
+	srv := serve(t, onQuery(func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.Contains(r.Form.Get("query"), `"b"`) {
+			return false
 		}
-		return false
-	}}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
+		select {
+		case <-stop:
+		case <-r.Context().Done():
+		}
+		return true
+	}))
 	defer close(stop)
 	cfg := fastConfig
 	cfg.Timeout = 200 * time.Millisecond
@@ -232,37 +252,25 @@ func TestHangingServerTimesOut(t *testing.T) {
 
 // A 422 sample-limit answer splits the query until it passes.
 func TestSampleLimitSplits(t *testing.T) {
-	f := &fakeProm{hook: func(w http.ResponseWriter, r *http.Request, n int64) bool {
+	srv := serve(t, onQuery(func(w http.ResponseWriter, r *http.Request) bool {
 		q := r.Form.Get("query")
 		d, _ := time.ParseDuration(strings.TrimSuffix(q[strings.LastIndex(q, "[")+1:], "]"))
-		if r.URL.Path == "/api/v1/query" && (strings.Contains(q, "a|b") || d > 150*time.Second) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnprocessableEntity)
-			fmt.Fprint(w, `{"status":"error","errorType":"execution","error":"query processing would load too many samples into memory in query execution"}`)
-			return true
+		if !strings.Contains(q, "a|b") && d <= 150*time.Second {
+			return false
 		}
-		return false
-	}}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	ev, err := fastConfig.Read(context.Background(), srv.URL, window())
-	require.NoError(t, err)
-	assert.False(t, ev.Partial(), "%v", ev.Problems)
-	requireFleet(t, ev)
+		w.Header().Set("Content-Type", "application/json")
+		sampleLimit(w)
+		return true
+	}))
+	readWholeFleet(t, fastConfig, srv.URL)
 }
 
 // A query too large at any size ends in a clear problem, not a loop.
 func TestSampleLimitAlways(t *testing.T) {
-	f := &fakeProm{hook: func(w http.ResponseWriter, r *http.Request, n int64) bool {
-		if r.URL.Path == "/api/v1/query" {
-			w.WriteHeader(http.StatusUnprocessableEntity)
-			fmt.Fprint(w, `{"status":"error","errorType":"execution","error":"query processing would load too many samples into memory in query execution"}`)
-			return true
-		}
-		return false
-	}}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
+	srv := serve(t, onQuery(func(w http.ResponseWriter, r *http.Request) bool {
+		sampleLimit(w)
+		return true
+	}))
 	_, err := fastConfig.Read(context.Background(), srv.URL, window())
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrTooLarge)
@@ -271,16 +279,11 @@ func TestSampleLimitAlways(t *testing.T) {
 }
 
 func TestMalformedJSON(t *testing.T) {
-	f := &fakeProm{hook: func(w http.ResponseWriter, r *http.Request, n int64) bool {
-		if r.URL.Path == "/api/v1/query" {
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":`)
-			return true
-		}
-		return false
-	}}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
+	srv := serve(t, onQuery(func(w http.ResponseWriter, r *http.Request) bool {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":`)
+		return true
+	}))
 	_, err := fastConfig.Read(context.Background(), srv.URL, window())
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrServer)
@@ -289,15 +292,13 @@ func TestMalformedJSON(t *testing.T) {
 }
 
 func TestWrongToken(t *testing.T) {
-	f := &fakeProm{hook: func(w http.ResponseWriter, r *http.Request, n int64) bool {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request, _ int64) bool {
 		if r.Header.Get("Authorization") != "Bearer right" || r.Header.Get("X-Scope-OrgID") != "tenant-1" {
 			http.Error(w, "invalid token", http.StatusUnauthorized)
 			return true
 		}
 		return false
-	}}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
+	})
 	dir := t.TempDir()
 	tok := filepath.Join(dir, "token")
 	cfg := fastConfig
@@ -320,17 +321,13 @@ func TestWrongToken(t *testing.T) {
 // A response larger than the limit splits the query; one that stays too
 // large for one pod over a second is a clear error.
 func TestResponseTooLarge(t *testing.T) {
-	srv := httptest.NewServer(&fakeProm{})
-	defer srv.Close()
+	srv := serve(t, nil)
 	cfg := fastConfig
 	cfg.MaxResponseBytes = 1200 // one pod over 4 minutes fits, two do not
-	ev, err := cfg.Read(context.Background(), srv.URL, window())
-	require.NoError(t, err)
-	assert.False(t, ev.Partial(), "%v", ev.Problems)
-	requireFleet(t, ev)
+	readWholeFleet(t, cfg, srv.URL)
 
 	cfg.MaxResponseBytes = 60
-	_, err = cfg.Read(context.Background(), srv.URL, window())
+	_, err := cfg.Read(context.Background(), srv.URL, window())
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrTooLarge)
 	assert.Contains(t, err.Error(), "exceeds the size limit")
@@ -388,18 +385,13 @@ func pemCert(srv *httptest.Server) []byte {
 func TestCancel(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
-	f := &fakeProm{hook: func(w http.ResponseWriter, r *http.Request, n int64) bool {
-		if r.URL.Path == "/api/v1/query" {
-			select {
-			case <-stop:
-			case <-r.Context().Done():
-			}
-			return true
+	srv := serve(t, onQuery(func(w http.ResponseWriter, r *http.Request) bool {
+		select {
+		case <-stop:
+		case <-r.Context().Done():
 		}
-		return false
-	}}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
+		return true
+	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	begin := time.Now()

@@ -1,6 +1,7 @@
 package promapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,42 +104,33 @@ var DefaultConfig = Config{
 
 func (c Config) withDefaults(lim snapshot.Limits) Config {
 	d := DefaultConfig
-	if c.Concurrency <= 0 {
-		c.Concurrency = d.Concurrency
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = d.Timeout
-	}
+	c.Concurrency = positiveOr(c.Concurrency, d.Concurrency)
+	c.Timeout = positiveOr(c.Timeout, d.Timeout)
 	if c.Retries == 0 {
 		c.Retries = d.Retries
 	} else if c.Retries < 0 {
 		c.Retries = 0
 	}
-	if c.Backoff <= 0 {
-		c.Backoff = d.Backoff
-	}
-	if c.MaxBackoff <= 0 {
-		c.MaxBackoff = d.MaxBackoff
-	}
-	if c.MaxRange <= 0 {
-		c.MaxRange = d.MaxRange
-	}
-	if c.TargetsPerQuery <= 0 {
-		c.TargetsPerQuery = d.TargetsPerQuery
-	}
-	if c.Overfetch <= 0 {
-		c.Overfetch = d.Overfetch
-	}
-	if c.DefaultRange <= 0 {
-		c.DefaultRange = d.DefaultRange
-	}
-	if c.MaxResponseBytes <= 0 {
-		c.MaxResponseBytes = lim.MaxBytesPerScrape
-	}
+	c.Backoff = positiveOr(c.Backoff, d.Backoff)
+	c.MaxBackoff = positiveOr(c.MaxBackoff, d.MaxBackoff)
+	c.MaxRange = positiveOr(c.MaxRange, d.MaxRange)
+	c.TargetsPerQuery = positiveOr(c.TargetsPerQuery, d.TargetsPerQuery)
+	c.Overfetch = positiveOr(c.Overfetch, d.Overfetch)
+	c.DefaultRange = positiveOr(c.DefaultRange, d.DefaultRange)
+	c.MaxResponseBytes = positiveOr(c.MaxResponseBytes, lim.MaxBytesPerScrape)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
 	return c
+}
+
+// positiveOr returns v when it is positive, else def.
+func positiveOr[T cmp.Ordered](v, def T) T {
+	var zero T
+	if v > zero {
+		return v
+	}
+	return def
 }
 
 type configKey struct{}

@@ -345,7 +345,7 @@ type family struct {
 func (r *reader) families(ctx context.Context, qfrom int64) ([]family, error) {
 	var match []*labels.Matcher
 	if len(r.opts.Metrics) > 0 {
-		match = append(match, nameMatcher(sampleNames(r.opts.Metrics)))
+		match = append(match, nameMatcher(r.opts.MetricSampleNames()))
 	}
 	match = append(match, r.opts.Matchers...)
 	if len(match) == 0 {
@@ -363,12 +363,7 @@ func (r *reader) families(ctx context.Context, qfrom int64) ([]family, error) {
 		if len(r.opts.Metrics) == 0 && r.cfg.KeepName != nil && !r.cfg.KeepName(name) {
 			continue
 		}
-		base := name
-		for _, suf := range []string{"_bucket", "_sum", "_count"} {
-			if b, ok := strings.CutSuffix(name, suf); ok && b != "" {
-				base = b
-			}
-		}
+		base := snapshot.FamilyBaseName(name)
 		if groups[base] == nil {
 			order = append(order, base)
 		}
@@ -779,20 +774,3 @@ func (b *limitBody) tooLarge() error {
 }
 
 func (b *limitBody) Close() error { return b.rc.Close() }
-
-// sampleNames expands family or sample names to the sample names that
-// may belong to their families, sorted and distinct.
-func sampleNames(metrics []string) []string {
-	var out []string
-	for _, m := range metrics {
-		base := m
-		for _, suf := range []string{"_bucket", "_sum", "_count"} {
-			if b, ok := strings.CutSuffix(m, suf); ok && b != "" {
-				base = b
-			}
-		}
-		out = append(out, m, base, base+"_bucket", base+"_sum", base+"_count")
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}

@@ -7,13 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,86 +21,18 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/promserver"
 	"github.com/whyslow/whyslow/snapshot"
 	"github.com/whyslow/whyslow/snapshot/promapi"
 	_ "github.com/whyslow/whyslow/snapshot/tsdb"
 )
 
-// needBinary returns the path of a server binary: a missing one fails
-// the test in CI (CI=true) and skips it elsewhere.
-func needBinary(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required in CI: %v", name, err)
-		}
-		t.Skipf("%s not installed: %v", name, err)
-	}
-	return p
-}
-
-// freeAddr returns a free 127.0.0.1 address.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
-
-// startServer starts a server process and waits until ready answers 200;
-// the process is killed by its PID when the test ends.
-func startServer(t *testing.T, ready string, bin string, args ...string) {
-	t.Helper()
-	var log bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = &log, &log
-	require.NoError(t, cmd.Start())
-	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		if p, err := os.FindProcess(pid); err == nil {
-			_ = p.Kill()
-		}
-		_ = cmd.Wait()
-	})
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		resp, err := http.Get(ready)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready after 90s: %v\n%s", bin, err, log.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// startPrometheus serves a copy of the TSDB directory dir.
-func startPrometheus(t *testing.T, dir string) string {
-	bin := needBinary(t, "prometheus")
-	data := filepath.Join(t.TempDir(), "data")
-	require.NoError(t, os.CopyFS(data, os.DirFS(dir)))
-	cfg := filepath.Join(t.TempDir(), "prometheus.yml")
-	require.NoError(t, os.WriteFile(cfg, []byte("scrape_configs: []\n"), 0o644))
-	addr := freeAddr(t)
-	startServer(t, "http://"+addr+"/-/ready", bin,
-		"--config.file="+cfg, "--storage.tsdb.path="+data, "--storage.tsdb.retention.time=100y",
-		"--web.listen-address="+addr)
-	return "http://" + addr
-}
-
 // startVictoriaMetrics imports the fleet as text exposition with
 // timestamps and checks that no row was ignored.
 func startVictoriaMetrics(t *testing.T, fleet *fleetsim.Fleet) string {
-	bin := needBinary(t, "victoria-metrics")
-	addr := freeAddr(t)
-	startServer(t, "http://"+addr+"/health", bin,
+	bin := promserver.Binary(t, "victoria-metrics")
+	addr := promserver.FreeAddr(t)
+	promserver.Start(t, "http://"+addr+"/health", bin,
 		"-storageDataPath="+filepath.Join(t.TempDir(), "vm"), "-retentionPeriod=100y", "-httpListenAddr="+addr)
 	base := "http://" + addr
 	var buf bytes.Buffer
@@ -127,26 +55,6 @@ func startVictoriaMetrics(t *testing.T, fleet *fleetsim.Fleet) string {
 		assert.Equal(t, "0", string(m[1]), "rows ignored by VictoriaMetrics: %s", m[0])
 	}
 	return base
-}
-
-// serverFleet is a small fleet of a scenario: three pods at a 30 s
-// scrape interval (mixed-versions keeps its pods).
-func serverFleet(t *testing.T, name string) (fleetsim.ScenarioSpec, *fleetsim.Fleet) {
-	t.Helper()
-	spec, ok := fleetsim.LookupScenario(name)
-	require.True(t, ok, name)
-	cfg := spec.Config
-	if len(cfg.Pods) == 0 {
-		cfg.NumPods = 3
-		cfg.Workload.Phases = slices.Clone(cfg.Workload.Phases)
-		for i := range cfg.Workload.Phases {
-			cfg.Workload.Phases[i].Rate *= 3.0 / 8
-		}
-	}
-	cfg.ScrapeInterval = 30 * time.Second
-	fleet, err := fleetsim.Run(cfg)
-	require.NoError(t, err)
-	return spec, fleet
 }
 
 // span returns the first and last scrape time of the fleet.
@@ -175,7 +83,7 @@ func span(fleet *fleetsim.Fleet) (first, last time.Time) {
 func TestServersDiagnoseAsTSDB(t *testing.T) {
 	for _, scenario := range []string{"kv-preemption", "healthy", "restart", "mixed-versions"} {
 		t.Run(scenario, func(t *testing.T) {
-			spec, fleet := serverFleet(t, scenario)
+			spec, fleet := promserver.Fleet(t, scenario)
 			dir := filepath.Join(t.TempDir(), "tsdb")
 			require.NoError(t, fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: -1}))
 			first, last := span(fleet)
@@ -187,7 +95,7 @@ func TestServersDiagnoseAsTSDB(t *testing.T) {
 				name  string
 				start func() string
 			}{
-				{"prometheus", func() string { return startPrometheus(t, dir) }},
+				{"prometheus", func() string { return promserver.Prometheus(t, dir) }},
 				{"victoria-metrics", func() string { return startVictoriaMetrics(t, fleet) }},
 			}
 			for _, srv := range servers {

@@ -379,7 +379,7 @@ func tsdbMatchers(opts snapshot.Options) ([]*labels.Matcher, error) {
 	ms := slices.Clone(opts.Matchers)
 	if len(opts.Metrics) > 0 {
 		var alts []string
-		for _, name := range tsdbSampleNames(opts.Metrics) {
+		for _, name := range opts.MetricSampleNames() {
 			alts = append(alts, regexp.QuoteMeta(name))
 		}
 		m, err := labels.NewMatcher(labels.MatchRegexp, labels.MetricName, strings.Join(alts, "|"))
@@ -392,23 +392,6 @@ func tsdbMatchers(opts snapshot.Options) ([]*labels.Matcher, error) {
 		ms = append(ms, labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+"))
 	}
 	return ms, nil
-}
-
-// tsdbSampleNames expands family or sample names to the sample names that
-// may belong to their families, sorted and distinct.
-func tsdbSampleNames(metrics []string) []string {
-	var out []string
-	for _, m := range metrics {
-		base := m
-		for _, suf := range []string{"_bucket", "_sum", "_count"} {
-			if b, ok := strings.CutSuffix(m, suf); ok && b != "" {
-				base = b
-			}
-		}
-		out = append(out, m, base, base+"_bucket", base+"_sum", base+"_count")
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 func tsdbLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -6,15 +6,14 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"runtime/metrics"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
+	"github.com/whyslow/whyslow/internal/heappeak"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -123,47 +122,6 @@ func writeTSDBBench(b *testing.B, dir string, pods int, t0 time.Time) (series, s
 	return len(all), samples
 }
 
-// peakHeap samples the heap every 2 ms until stop is called,
-// and returns the peak above the heap at start.
-func peakHeap() (stop func() (peakBytes uint64)) {
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	base := s[0].Value.Uint64()
-	var (
-		mu   sync.Mutex
-		peak uint64
-		done = make(chan struct{})
-		wg   sync.WaitGroup
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			metrics.Read(s)
-			mu.Lock()
-			peak = max(peak, s[0].Value.Uint64())
-			mu.Unlock()
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		wg.Wait()
-		if peak < base {
-			return 0
-		}
-		return peak - base
-	}
-}
-
 // BenchmarkReadTSDB extracts the histograms and gauges a diagnosis needs
 // (4 histograms, 6 gauges, snapshot.Options.Metrics) of a 100-pod fleet over 6 h,
 // for two windows (baseline and incident), per op. snapshot.Window lengths of
@@ -192,7 +150,7 @@ func BenchmarkReadTSDB(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				b.StopTimer()
-				stop := peakHeap() // runs a GC: not timed
+				stop := heappeak.Start(2 * time.Millisecond) // runs a GC: not timed
 				b.StartTimer()
 				gotSeries, gotSamples = 0, 0
 				for _, w0 := range windows {
@@ -218,7 +176,7 @@ func BenchmarkReadTSDB(b *testing.B) {
 					runtime.KeepAlive(ev)
 				}
 				b.StopTimer()
-				peak = max(peak, stop())
+				peak = max(peak, stop().Above())
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")

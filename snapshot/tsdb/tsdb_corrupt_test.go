@@ -2,7 +2,6 @@ package tsdb
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,6 +18,15 @@ func TestReadTSDBCorruptions(t *testing.T) {
 	// Two blocks, no head: the good one must survive the bad one.
 	base := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
 	good := tsdbBlockDirs(t, base.dir)[0]
+	// remove and overwrite are damages to one file of the bad block.
+	remove := func(name string) func(t *testing.T, b string) {
+		return func(t *testing.T, b string) { require.NoError(t, os.RemoveAll(filepath.Join(b, name))) }
+	}
+	overwrite := func(name, data string) func(t *testing.T, b string) {
+		return func(t *testing.T, b string) {
+			require.NoError(t, os.WriteFile(filepath.Join(b, name), []byte(data), 0o644))
+		}
+	}
 
 	for _, tc := range []struct {
 		name    string
@@ -29,29 +37,25 @@ func TestReadTSDBCorruptions(t *testing.T) {
 	}{
 		{
 			name:   "missing index",
-			damage: func(t *testing.T, b string) { require.NoError(t, os.Remove(filepath.Join(b, "index"))) },
+			damage: remove("index"),
 			file:   "index",
 			reason: "index missing",
 		},
 		{
 			name:   "missing meta.json",
-			damage: func(t *testing.T, b string) { require.NoError(t, os.Remove(filepath.Join(b, "meta.json"))) },
+			damage: remove("meta.json"),
 			file:   "meta.json",
 			reason: "meta.json missing",
 		},
 		{
-			name: "broken meta.json",
-			damage: func(t *testing.T, b string) {
-				require.NoError(t, os.WriteFile(filepath.Join(b, "meta.json"), []byte(`{"ulid": "01`), 0o644))
-			},
+			name:   "broken meta.json",
+			damage: overwrite("meta.json", `{"ulid": "01`),
 			file:   "meta.json",
 			reason: "unexpected end of JSON input",
 		},
 		{
-			name: "meta.json of another version",
-			damage: func(t *testing.T, b string) {
-				require.NoError(t, os.WriteFile(filepath.Join(b, "meta.json"), []byte(`{"ulid":"01M8KZHE6580JP2RMGCQKZFXCD","minTime":1,"maxTime":2,"version":7}`), 0o644))
-			},
+			name:   "meta.json of another version",
+			damage: overwrite("meta.json", `{"ulid":"01M8KZHE6580JP2RMGCQKZFXCD","minTime":1,"maxTime":2,"version":7}`),
 			file:   "meta.json",
 			reason: "unsupported block version 7",
 		},
@@ -71,7 +75,7 @@ func TestReadTSDBCorruptions(t *testing.T) {
 		},
 		{
 			name:   "missing chunks dir",
-			damage: func(t *testing.T, b string) { require.NoError(t, os.RemoveAll(filepath.Join(b, "chunks"))) },
+			damage: remove("chunks"),
 			file:   "chunks",
 			reason: "chunks missing",
 		},
@@ -97,14 +101,9 @@ func TestReadTSDBCorruptions(t *testing.T) {
 			ev, err := Read(context.Background(), dir, snapshot.Options{})
 			require.NoError(t, err)
 			require.True(t, ev.Partial())
-			var p *snapshot.Problem
-			for i := range ev.Problems {
-				if errors.Is(ev.Problems[i], ErrBadBlock) {
-					p = &ev.Problems[i]
-					break
-				}
-			}
-			require.NotNil(t, p, "%v", ev.Problems)
+			broken := ev.ProblemsOf(ErrBadBlock)
+			require.NotEmpty(t, broken, "%v", ev.Problems)
+			p := broken[0]
 			assert.Equal(t, snapshot.SeverityError, p.Severity)
 			if tc.file == "" {
 				assert.Equal(t, bad, p.File)

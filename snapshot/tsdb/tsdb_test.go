@@ -96,12 +96,7 @@ func checkTSDBFixture(t *testing.T, f *tsdbFix, ev *snapshot.Evidence, from, to 
 		}
 	}
 	// The exponential histogram of pod-a is reported, not read.
-	var exp []snapshot.Problem
-	for _, p := range ev.Problems {
-		if errors.Is(p, ErrExponentialHistogram) {
-			exp = append(exp, p)
-		}
-	}
+	exp := ev.ProblemsOf(ErrExponentialHistogram)
 	require.Len(t, exp, 1, "%v", ev.Problems)
 	assert.Equal(t, "vllm:exp_latency_seconds", exp[0].Family)
 	assert.Equal(t, snapshot.SeverityError, exp[0].Severity)
@@ -168,12 +163,7 @@ func TestReadTSDBTornWAL(t *testing.T) {
 	require.NoError(t, err)
 	// The cut record was the stale marker: no sample is lost.
 	checkTSDBFixture(t, f, ev, 0, f.n)
-	var torn []snapshot.Problem
-	for _, p := range ev.Problems {
-		if errors.Is(p, ErrHeadNotRead) {
-			torn = append(torn, p)
-		}
-	}
+	torn := ev.ProblemsOf(ErrHeadNotRead)
 	require.Len(t, torn, 1, "%v", ev.Problems)
 	assert.Equal(t, seg, torn[0].File)
 	assert.Equal(t, snapshot.SeverityWarning, torn[0].Severity, "a torn tail is what a crash leaves")
@@ -260,14 +250,21 @@ func TestReadTSDBSandboxOnOtherFilesystem(t *testing.T) {
 	require.ErrorContains(t, qerr, "link")
 	require.NoError(t, db.Close())
 
+	readWholeFixture(t, f, sandbox)
+	left, err := os.ReadDir(sandbox)
+	require.NoError(t, err)
+	assert.Empty(t, left, "sandbox cleaned")
+}
+
+// readWholeFixture reads all of the fixture f with its head replayed in
+// sandbox, checks every sample, and that the directory was not written.
+func readWholeFixture(t *testing.T, f *tsdbFix, sandbox string) {
+	t.Helper()
 	before := treeHash(t, f.dir)
 	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: sandbox})
 	require.NoError(t, err)
 	checkTSDBFixture(t, f, ev, 0, f.n)
 	requireTreeUnchanged(t, before, treeHash(t, f.dir))
-	left, err := os.ReadDir(sandbox)
-	require.NoError(t, err)
-	assert.Empty(t, left, "sandbox cleaned")
 }
 
 // TestReadTSDBWhileLocked reads a TSDB that a live tsdb.DB (as a running
@@ -280,11 +277,7 @@ func TestReadTSDBWhileLocked(t *testing.T) {
 	require.FileExists(t, filepath.Join(f.dir, "lock"))
 	db.DisableCompactions()
 
-	before := treeHash(t, f.dir)
-	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir()})
-	require.NoError(t, err)
-	checkTSDBFixture(t, f, ev, 0, f.n)
-	requireTreeUnchanged(t, before, treeHash(t, f.dir))
+	readWholeFixture(t, f, t.TempDir())
 }
 
 // TestReadTSDBReadOnlyEvidence reads a write-protected copy. The tests run
@@ -311,11 +304,7 @@ func TestReadTSDBReadOnlyEvidence(t *testing.T) {
 			return nil
 		})
 	})
-	before := treeHash(t, f.dir)
-	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir()})
-	require.NoError(t, err)
-	checkTSDBFixture(t, f, ev, 0, f.n)
-	requireTreeUnchanged(t, before, treeHash(t, f.dir))
+	readWholeFixture(t, f, t.TempDir())
 }
 
 func TestReadTSDBSelection(t *testing.T) {
@@ -383,13 +372,9 @@ func TestReadTSDBLimits(t *testing.T) {
 		ev, err := Read(context.Background(), f.dir, snapshot.Options{Limits: snapshot.Limits{MaxWALBytes: 1000}, SandboxDir: t.TempDir()})
 		require.NoError(t, err)
 		require.True(t, ev.Partial())
-		var p *snapshot.Problem
-		for i := range ev.Problems {
-			if errors.Is(ev.Problems[i], ErrHeadNotRead) {
-				p = &ev.Problems[i]
-			}
-		}
-		require.NotNil(t, p, "%v", ev.Problems)
+		head := ev.ProblemsOf(ErrHeadNotRead)
+		require.NotEmpty(t, head, "%v", ev.Problems)
+		p := head[len(head)-1]
 		assert.ErrorIs(t, p, snapshot.ErrLimit)
 		assert.Equal(t, filepath.Join(f.dir, "wal"), p.File)
 		assert.Contains(t, p.Error(), "MaxWALBytes")
