@@ -393,7 +393,7 @@ func TestGatewayUnserved(t *testing.T) {
 	}
 	rep, err := diagnose.Diagnose(snapshot.Merge(evs...), opts)
 	require.NoError(t, err)
-	assert.Contains(t, rep.Facts[rules.GatewayUnserved].Missing, "--alias gateway_requests=METRIC", "no gateway counter without an alias")
+	assert.Contains(t, rep.Facts[rules.GatewayUnserved].Missing, "Catalog.Alias gateway_requests=METRIC", "no gateway counter without an alias")
 
 	cat := diagnose.DefaultCatalog()
 	require.NoError(t, cat.Alias("gateway_requests", "gateway_requests_total"))
