@@ -32,7 +32,7 @@ func writeHTML(t *testing.T, r *diagnose.Report) string {
 
 func TestWriteHTMLGolden(t *testing.T) {
 	html := writeHTML(t, renderReport())
-	renderGolden(t, "report.html", stripSVG([]byte(html)))
+	renderGolden(t, "report.html.golden", stripSVG([]byte(html)))
 	// Keep the self-contained file small enough to mail around.
 	assert.Less(t, len(html), 250_000, "size of the HTML report")
 	t.Logf("HTML report: %d bytes, %d bytes without the plots", len(html), len(stripSVG([]byte(html))))
