@@ -75,6 +75,7 @@ func TestMarkdownEscaping(t *testing.T) {
 	assert.Equal(t, `\# not a heading`, mdInline("# not a heading"))
 	assert.Equal(t, "+8%", mdCell("+8%"), "cells do not escape line-start markers")
 	assert.Equal(t, "a<br>b", mdCell("a\nb"))
+	assert.Equal(t, `run_b \*1\* \| x`, mdCell("run_b *1* | x"), "an underscore inside a word stays")
 }
 
 // FuzzMarkdownCell checks that no input breaks a table row: an escaped
