@@ -1,7 +1,6 @@
 package diagnose_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -34,13 +33,7 @@ func expWorkload(rate float64) fleetsim.Workload {
 // simRun simulates one run and reads its dumps back as evidence.
 func expSimRun(t testing.TB, name string, cfg fleetsim.Config) diagnose.Run {
 	t.Helper()
-	fleet, err := fleetsim.Run(cfg)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	require.NoError(t, fleet.WriteDumps(dir, fleetsim.DumpOptions{}))
-	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
-	require.NoError(t, err)
-	return diagnose.Run{Name: name, Evidence: ev}
+	return diagnose.Run{Name: name, Evidence: simulate(t, cfg)}
 }
 
 // arms replays repeat i's trace (TraceSeed 100+i, engine Seed 1+i) under
@@ -247,13 +240,7 @@ func TestExperimentErrorsAndWarmUp(t *testing.T) {
 // Two dumps per replica cannot exclude warm-up: warned, then measured
 // whole.
 func TestExperimentTwoDumpsWarn(t *testing.T) {
-	fleet, err := fleetsim.Run(fleetsim.Config{Seed: 1, NumPods: 2, Duration: 10 * time.Minute, ScrapeInterval: 10 * time.Minute, Workload: expWorkload(6)})
-	require.NoError(t, err)
-	dir := t.TempDir()
-	require.NoError(t, fleet.WriteDumps(dir, fleetsim.DumpOptions{}))
-	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
-	require.NoError(t, err)
-	run := diagnose.Run{Name: "two-dumps", Evidence: ev}
+	run := expSimRun(t, "two-dumps", fleetsim.Config{Seed: 1, NumPods: 2, Duration: 10 * time.Minute, ScrapeInterval: 10 * time.Minute, Workload: expWorkload(6)})
 	runs := []diagnose.Run{run, run, run}
 	rep, err := diagnose.JudgeExperiment(expPlan(t, rules.DecodePressure, "128", "96"), runs, runs, expOpts)
 	require.NoError(t, err)

@@ -1,7 +1,6 @@
 package diagnose_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,18 +15,6 @@ import (
 	"github.com/whyslow/whyslow/snapshot"
 	_ "github.com/whyslow/whyslow/snapshot/tsdb" // Read reads the TSDB case
 )
-
-// simulateFleet is simulate, also returning the fleet's ground truth.
-func simulateFleet(t testing.TB, cfg fleetsim.Config) (*fleetsim.Fleet, *snapshot.Evidence) {
-	t.Helper()
-	fleet, err := fleetsim.Run(cfg)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	require.NoError(t, fleet.WriteDumps(dir, fleetsim.DumpOptions{}))
-	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
-	require.NoError(t, err)
-	return fleet, ev
-}
 
 // abandonOverload is the sustained-overload scenario with clients that
 // give up after 60 s, accounted as current vLLM V1 does.
@@ -114,10 +101,7 @@ func crashLoop() fleetsim.Config {
 func TestCrashLoopTSDB(t *testing.T) {
 	f, err := fleetsim.Run(crashLoop())
 	require.NoError(t, err)
-	dir := t.TempDir()
-	require.NoError(t, f.WriteTSDB(dir, fleetsim.TSDBOptions{Up: true}))
-	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
-	require.NoError(t, err)
+	ev := readBack(t, func(dir string) error { return f.WriteTSDB(dir, fleetsim.TSDBOptions{Up: true}) })
 	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
 	require.NoError(t, err)
 	table := factsTable(rep)

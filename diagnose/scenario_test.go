@@ -20,10 +20,24 @@ import (
 // them back through snapshot, as a user's evidence would be.
 func simulate(t testing.TB, cfg fleetsim.Config) *snapshot.Evidence {
 	t.Helper()
+	_, ev := simulateFleet(t, cfg)
+	return ev
+}
+
+// simulateFleet is simulate, also returning the fleet's ground truth.
+func simulateFleet(t testing.TB, cfg fleetsim.Config) (*fleetsim.Fleet, *snapshot.Evidence) {
+	t.Helper()
 	fleet, err := fleetsim.Run(cfg)
 	require.NoError(t, err)
+	return fleet, readBack(t, func(dir string) error { return fleet.WriteDumps(dir, fleetsim.DumpOptions{}) })
+}
+
+// readBack lets write fill a temporary directory (dumps, a TSDB) and reads
+// it back through snapshot.
+func readBack(t testing.TB, write func(dir string) error) *snapshot.Evidence {
+	t.Helper()
 	dir := t.TempDir()
-	require.NoError(t, fleet.WriteDumps(dir, fleetsim.DumpOptions{}))
+	require.NoError(t, write(dir))
 	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
 	require.NoError(t, err)
 	return ev
