@@ -21,13 +21,8 @@ import (
 // ...): seconds as µs, ms, s or a duration; tokens; ratios as percentages;
 // rates per second. NaN is "n/a", never zero; ±Inf is "+Inf" or "-Inf".
 func FormatValue(v float64, u string) string {
-	switch {
-	case math.IsNaN(v):
-		return "n/a"
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
+	if s, ok := nonFinite(v); ok {
+		return s
 	}
 	switch u {
 	case "s", catalog.UnitSeconds:
