@@ -97,18 +97,24 @@ func expMetric(j rules.Judgement, id rules.FactID) rules.Comparison {
 
 var expOpts = diagnose.ExperimentOptions{WarmUp: 2 * time.Minute}
 
+// expJudge simulates three repeats per arm (expArms) and judges them with
+// the map's plan for hypothesis id, its variable changed from -> to.
+func expJudge(t *testing.T, rate, treatRate float64, base, treat fleetsim.EngineConfig, id rules.HypothesisID, from, to string) (*diagnose.ExperimentReport, rules.Judgement) {
+	t.Helper()
+	b, tr := expArms(t, 3, rate, treatRate, base, treat)
+	rep, err := diagnose.JudgeExperiment(expPlan(t, id, from, to), b, tr, expOpts)
+	require.NoError(t, err)
+	t.Log(rep)
+	return rep, rep.Judgement
+}
+
 // Lowering max_num_seqs under decode pressure: TPOT improves, but the
 // queue and TTFT grow by far more, so the plan's falsification condition
 // "queue and TTFT get worse by more than TPOT improves" fires.
 func TestExperimentDecodePressureQueueOutweighs(t *testing.T) {
 	base, treat := fleetsim.DefaultEngine, fleetsim.DefaultEngine
 	base.MaxNumSeqs, treat.MaxNumSeqs = 128, 96
-	b, tr := expArms(t, 3, 12, 12, base, treat)
-	plan := expPlan(t, rules.DecodePressure, "128", "96")
-	rep, err := diagnose.JudgeExperiment(plan, b, tr, expOpts)
-	require.NoError(t, err)
-	t.Log(rep)
-	j := rep.Judgement
+	rep, j := expJudge(t, 12, 12, base, treat, rules.DecodePressure, "128", "96")
 
 	tpot := expMetric(j, rules.TPOTP95)
 	assert.Less(t, tpot.Change, -0.1, "TPOT p95 improves by more than 10%%\n%s", rep)
@@ -134,12 +140,7 @@ func TestExperimentDecodePressureQueueOutweighs(t *testing.T) {
 func TestExperimentDecodePressureRejected(t *testing.T) {
 	base, treat := fleetsim.DefaultEngine, fleetsim.DefaultEngine
 	base.MaxNumSeqs, treat.MaxNumSeqs = 128, 96
-	b, tr := expArms(t, 3, 6, 6, base, treat)
-	plan := expPlan(t, rules.DecodePressure, "128", "96")
-	rep, err := diagnose.JudgeExperiment(plan, b, tr, expOpts)
-	require.NoError(t, err)
-	t.Log(rep)
-	j := rep.Judgement
+	rep, j := expJudge(t, 6, 6, base, treat, rules.DecodePressure, "128", "96")
 	assert.Equal(t, rules.Reject, j.Verdict, rep.String())
 	assert.Equal(t, "fired", expFalsifier(j, "active sequences fall but TPOT p95 does not improve").Outcome, rep.String())
 	assert.NotEqual(t, "held", expReason(j, "expect", rules.TPOTP95).Outcome)
@@ -152,12 +153,7 @@ func TestExperimentDecodePressureRejected(t *testing.T) {
 func TestExperimentKVPreemptionAdopted(t *testing.T) {
 	base := fleetsim.DefaultEngine.WithGPUMemoryUtilization(0.6)
 	treat := fleetsim.DefaultEngine.WithGPUMemoryUtilization(0.9)
-	b, tr := expArms(t, 3, 10, 10, base, treat)
-	plan := expPlan(t, rules.KVPreemption, "0.6", "0.9")
-	rep, err := diagnose.JudgeExperiment(plan, b, tr, expOpts)
-	require.NoError(t, err)
-	t.Log(rep)
-	j := rep.Judgement
+	rep, j := expJudge(t, 10, 10, base, treat, rules.KVPreemption, "0.6", "0.9")
 	assert.Equal(t, rules.Adopt, j.Verdict, rep.String())
 	assert.Equal(t, "held", expReason(j, "expect", rules.PreemptionRate).Outcome)
 	assert.Equal(t, "held", expReason(j, "expect", rules.E2EP99).Outcome)
@@ -191,12 +187,7 @@ func TestExperimentKVPreemptionAdopted(t *testing.T) {
 // The treatment arm received 40% more requests: the arms did not see the
 // same workload and the tool refuses to judge, naming what differs.
 func TestExperimentWorkloadDiffersRefused(t *testing.T) {
-	b, tr := expArms(t, 3, 8, 11.2, fleetsim.DefaultEngine, fleetsim.DefaultEngine.WithGPUMemoryUtilization(0.8))
-	plan := expPlan(t, rules.KVPreemption, "0.9", "0.8")
-	rep, err := diagnose.JudgeExperiment(plan, b, tr, expOpts)
-	require.NoError(t, err)
-	t.Log(rep)
-	j := rep.Judgement
+	rep, j := expJudge(t, 8, 11.2, fleetsim.DefaultEngine, fleetsim.DefaultEngine.WithGPUMemoryUtilization(0.8), rules.KVPreemption, "0.9", "0.8")
 	assert.Equal(t, rules.Refused, j.Verdict, rep.String())
 	var texts []string
 	for _, r := range j.Reasons {

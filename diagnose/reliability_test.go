@@ -40,9 +40,7 @@ func truthIn(f *fleetsim.Fleet, rep *diagnose.Report) fleetsim.AbandonCount {
 // overload, with client-abandonment supported and explained by it.
 func TestAbandonmentOverload(t *testing.T) {
 	f, ev := simulateFleet(t, abandonOverload(78))
-	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
-	require.NoError(t, err)
-	table := factsTable(rep)
+	rep, table := diagnoseTable(t, ev)
 	truth := truthIn(f, rep)
 	require.Greater(t, truth.Traceable, 500, "the scenario abandons requests\n%s", table)
 
@@ -102,9 +100,7 @@ func TestCrashLoopTSDB(t *testing.T) {
 	f, err := fleetsim.Run(crashLoop())
 	require.NoError(t, err)
 	ev := readBack(t, func(dir string) error { return f.WriteTSDB(dir, fleetsim.TSDBOptions{Up: true}) })
-	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
-	require.NoError(t, err)
-	table := factsTable(rep)
+	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
 	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Value), "%s", table)
 	assert.Contains(t, rep.Facts[rules.Restarts].Source, "4 scrape gap(s)")
@@ -119,9 +115,7 @@ func TestOOMLoop(t *testing.T) {
 		cfg.Pods[3].Restarts[i].Reason = fleetsim.RestartOOMKilled
 	}
 	_, ev := simulateFleet(t, cfg)
-	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
-	require.NoError(t, err)
-	table := factsTable(rep)
+	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
 	assert.Equal(t, 4.0, float64(rep.Facts[rules.FBRiseRestarts].Value), "%s", table)
 	assert.Contains(t, rep.Facts[rules.FBRiseRestarts].Source, "vllm-3")
@@ -142,9 +136,7 @@ func TestOOMLoop(t *testing.T) {
 // and loses its requests in flight each time: replica-restarts.
 func TestCrashLoop(t *testing.T) {
 	f, ev := simulateFleet(t, crashLoop())
-	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
-	require.NoError(t, err)
-	table := factsTable(rep)
+	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
 	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Value), "%s", table)
 	assert.Contains(t, rep.Facts[rules.RestartsReplicaMax].Source, "vllm-3")
@@ -171,9 +163,7 @@ func TestServerErrorsOneReplica(t *testing.T) {
 	cfg.Pods = make([]fleetsim.PodConfig, 8)
 	cfg.Pods[5].ServerErrors = []fleetsim.ServerErrors{{From: fleetsim.IncidentStart, To: time.Hour, Share: 0.2}}
 	_, ev := simulateFleet(t, cfg)
-	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
-	require.NoError(t, err)
-	table := factsTable(rep)
+	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "server-errors", string(rep.Verdict), "%s", table)
 	assert.InDelta(t, 0.2/8, float64(rep.Facts[rules.HTTP5xxShare].Value), 0.01, "%s", table)
 	assert.InDelta(t, 0.2, float64(rep.Facts[rules.HTTP5xxShareMax].Value), 0.05, "%s", table)
@@ -399,9 +389,7 @@ func TestAbandonmentWhileQueued(t *testing.T) {
 	cfg := abandonOverload(84)
 	cfg.Workload.ClientTimeout = 30 * time.Second
 	f, ev := simulateFleet(t, cfg)
-	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
-	require.NoError(t, err)
-	table := factsTable(rep)
+	rep, table := diagnoseTable(t, ev)
 	truth := truthIn(f, rep)
 	require.Greater(t, truth.Total-truth.Traceable, 1000, "abandoned in the queue\n%s", table)
 	got := float64(rep.Facts[rules.AbandonedRequests].Value)
