@@ -17,8 +17,8 @@ import (
 // 55477 -> "55,477", -1200 -> "-1,200". A value that is not whole is
 // rounded; NaN is "n/a", ±Inf "+Inf" / "-Inf".
 func FormatInteger(v float64) string {
-	if s, ok := nonFinite(v); ok {
-		return s
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return FormatNumber(v)
 	}
 	s := strconv.FormatFloat(math.Abs(math.Round(v)), 'f', 0, 64)
 	var b strings.Builder
@@ -32,20 +32,6 @@ func FormatInteger(v float64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
-}
-
-// nonFinite says how the reports write a value that is not a finite
-// number: NaN "n/a" (never zero), ±Inf "+Inf" / "-Inf".
-func nonFinite(v float64) (string, bool) {
-	switch {
-	case math.IsNaN(v):
-		return "n/a", true
-	case math.IsInf(v, 1):
-		return "+Inf", true
-	case math.IsInf(v, -1):
-		return "-Inf", true
-	}
-	return "", false
 }
 
 // FormatMultiple writes a ratio as a multiple: three significant digits

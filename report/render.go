@@ -293,7 +293,7 @@ func fmtEvidence(r *Report, e rules.Evidence, verbose bool) string {
 	var extra []string
 	unit := ""
 	if info, ok := rules.Info(e.Fact); ok {
-		unit = info.Unit
+		unit = string(info.Unit)
 	}
 	if !math.IsNaN(e.Lower) || !math.IsNaN(e.Upper) {
 		extra = append(extra, fmt.Sprintf("in [%s, %s]", FormatValue(e.Lower, unit), FormatValue(e.Upper, unit)))
