@@ -66,33 +66,30 @@ func expPlan(t testing.TB, id rules.HypothesisID, from, to string) rules.Plan {
 	return rules.Plan{}
 }
 
-func expReason(j rules.Judgement, kind string, metric rules.FactID) rules.Reason {
-	for _, r := range j.Reasons {
-		if r.Kind == kind && r.Metric == metric {
-			return r
+// first returns the first element of xs that ok accepts, or the zero
+// value.
+func first[T any](xs []T, ok func(T) bool) T {
+	for _, x := range xs {
+		if ok(x) {
+			return x
 		}
 	}
-	return rules.Reason{}
+	var zero T
+	return zero
 }
 
-// falsifier returns the reason of the plan's falsifier whose text starts
-// with prefix.
+func expReason(j rules.Judgement, kind string, metric rules.FactID) rules.Reason {
+	return first(j.Reasons, func(r rules.Reason) bool { return r.Kind == kind && r.Metric == metric })
+}
+
+// expFalsifier returns the reason of the plan's falsifier whose text
+// starts with prefix.
 func expFalsifier(j rules.Judgement, prefix string) rules.Reason {
-	for _, r := range j.Reasons {
-		if r.Kind == "falsifier" && strings.HasPrefix(r.Text, prefix) {
-			return r
-		}
-	}
-	return rules.Reason{}
+	return first(j.Reasons, func(r rules.Reason) bool { return r.Kind == "falsifier" && strings.HasPrefix(r.Text, prefix) })
 }
 
 func expMetric(j rules.Judgement, id rules.FactID) rules.Comparison {
-	for _, c := range j.Metrics {
-		if c.Metric == id {
-			return c
-		}
-	}
-	return rules.Comparison{}
+	return first(j.Metrics, func(c rules.Comparison) bool { return c.Metric == id })
 }
 
 var expOpts = diagnose.ExperimentOptions{WarmUp: 2 * time.Minute}

@@ -326,12 +326,7 @@ func TestHiddenAbandonmentEstimates(t *testing.T) {
 }
 
 func reportSymptom(rep *diagnose.Report, id string) rules.Symptom {
-	for _, s := range rep.Symptoms {
-		if string(s.ID) == id {
-			return s
-		}
-	}
-	return rules.Symptom{}
+	return first(rep.Symptoms, func(s rules.Symptom) bool { return string(s.ID) == id })
 }
 
 func evidenceTexts(ev []rules.Evidence) string {
