@@ -49,7 +49,7 @@ func newNames(cat catalog.Catalog, version string) (names, error) {
 	default:
 		v, err := catalog.ParseVersion(strings.TrimPrefix(strings.ToLower(version), "v"))
 		if err != nil {
-			return n, fmt.Errorf("--vllm-version %q: want V0, V1 or a release such as 0.9.2: %w", version, err)
+			return n, fmt.Errorf("Options.VLLMVersion %q: want V0, V1 or a release such as 0.9.2: %w", version, err)
 		}
 		n.targets = []target{{catalog.EngineUnknown, v}}
 	}

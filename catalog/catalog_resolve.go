@@ -691,6 +691,14 @@ func (res Resolution) Missing() []SignalID {
 	return out
 }
 
+// Table is one of the resolution's tables as text cells: a header row
+// and the body rows. Reports lay it out (package report); String writes
+// it in aligned columns.
+type Table struct {
+	Head []string
+	Rows [][]string
+}
+
 // String prints the resolution as tables: the targets with their engine
 // and version ranges (and the clues that bound them), then one row per
 // signal and metric name with the number of targets it was found on and the
@@ -698,23 +706,67 @@ func (res Resolution) Missing() []SignalID {
 // "cannot evaluate".
 func (res Resolution) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "vLLM metric catalog: %d target(s)", len(res.Targets))
-	if !res.Versions.Unbounded() || len(res.Targets) > 0 {
-		fmt.Fprintf(&b, ", fleet versions %s", fleetVersions(res))
+	b.WriteString(res.Title() + "\n\n")
+	writeTable(&b, res.TargetTable())
+	b.WriteString("\n")
+	writeTable(&b, res.SignalTable())
+	if ws := res.WarningLines(); len(ws) > 0 {
+		b.WriteString("\nwarnings:\n")
+		for _, w := range ws {
+			fmt.Fprintf(&b, "  %s\n", w)
+		}
 	}
-	b.WriteString("\n\n")
+	return b.String()
+}
 
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "target\tengine\tconsistent with\tlikely\tbounded by")
-	for _, t := range res.Targets {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Target, t.Engine, rangeOrDash(t.Versions), rangeOrDash(t.Likely), boundingClues(t))
+func writeTable(b *strings.Builder, t Table) {
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+	for _, row := range append([][]string{t.Head}, t.Rows...) {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	tw.Flush()
-	b.WriteString("\n")
+}
 
+// Title says how many targets were resolved and the fleet's versions:
+// "vLLM metric catalog: 2 target(s), fleet versions >= 0.10 (V1)".
+func (res Resolution) Title() string {
+	s := fmt.Sprintf("vLLM metric catalog: %d target(s)", len(res.Targets))
+	if !res.Versions.Unbounded() || len(res.Targets) > 0 {
+		s += ", fleet versions " + fleetVersions(res)
+	}
+	return s
+}
+
+// TargetTable has one row per target: its engine, the versions it is
+// consistent with and likely runs, and the clues that bound them.
+func (res Resolution) TargetTable() Table {
+	t := Table{Head: []string{"target", "engine", "consistent with", "likely", "bounded by"}}
+	for _, tr := range res.Targets {
+		t.Rows = append(t.Rows, []string{tr.Target, tr.Engine.String(), rangeOrDash(tr.Versions), rangeOrDash(tr.Likely), boundingClues(tr)})
+	}
+	return t
+}
+
+// WarningLines are the targets' warnings, then the resolution's.
+func (res Resolution) WarningLines() []string {
+	var out []string
+	for _, t := range res.Targets {
+		for _, w := range t.Warnings {
+			out = append(out, fmt.Sprint(w))
+		}
+	}
+	for _, w := range res.Warnings {
+		out = append(out, fmt.Sprint(w))
+	}
+	return out
+}
+
+// SignalTable has one row per signal and metric name: the number of
+// targets it was found on and the versions that emit it; the targets
+// without a signal get a row of their own that reads "cannot evaluate".
+func (res Resolution) SignalTable() Table {
+	tab := Table{Head: []string{"signal", "kind", "unit", "targets", "metric", "emitted by"}}
 	n := len(res.Targets)
-	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "signal\tkind\tunit\ttargets\tmetric\temitted by")
 	for si, sig := range res.Signals {
 		type row struct {
 			metric   string
@@ -768,7 +820,7 @@ func (res Resolution) String() string {
 			if len(r.shadowed) > 0 {
 				metric += "; also present: " + strings.Join(r.shadowed, ", ")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", id, kind, u, r.targets, n, metric, emittedBy(r.cand, r.engines))
+			tab.Rows = append(tab.Rows, []string{id, kind, u, fmt.Sprintf("%d/%d", r.targets, n), metric, emittedBy(r.cand, r.engines)})
 		}
 		if found < n || n == 0 {
 			// The targets without the signal get a row of their own.
@@ -783,23 +835,10 @@ func (res Resolution) String() string {
 			case len(sig.Candidates) == 0:
 				note += "; no default metric (name one with Catalog.Alias)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d missing\t-\t%s\n", id, kind, u, n-found, n, note)
+			tab.Rows = append(tab.Rows, []string{id, kind, u, fmt.Sprintf("%d/%d missing", n-found, n), "-", note})
 		}
 	}
-	tw.Flush()
-
-	if len(res.Warnings) > 0 || hasTargetWarnings(res) {
-		b.WriteString("\nwarnings:\n")
-		for _, t := range res.Targets {
-			for _, w := range t.Warnings {
-				fmt.Fprintf(&b, "  %v\n", w)
-			}
-		}
-		for _, w := range res.Warnings {
-			fmt.Fprintf(&b, "  %v\n", w)
-		}
-	}
-	return b.String()
+	return tab
 }
 
 // String prints the target's clues and matches, one per line.
@@ -820,15 +859,6 @@ func (t TargetResolution) String() string {
 		fmt.Fprintf(&b, "  warning %v\n", w)
 	}
 	return b.String()
-}
-
-func hasTargetWarnings(res Resolution) bool {
-	for _, t := range res.Targets {
-		if len(t.Warnings) > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 func fleetVersions(res Resolution) string {

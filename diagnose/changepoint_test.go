@@ -20,17 +20,21 @@ func noisy(seed uint64, n int, rel float64, level func(i int) float64) []float64
 	return out
 }
 
+// flatLevel is a constant level.
+func flatLevel(v float64) func(int) float64 { return func(int) float64 { return v } }
+
+// stepLevel is a level that steps from before to after at index at.
+func stepLevel(at int, before, after float64) func(int) float64 {
+	return func(i int) float64 {
+		if i < at {
+			return before
+		}
+		return after
+	}
+}
+
 func TestFindChangePoint(t *testing.T) {
 	const n, minEach = 60, 5
-	flat := func(v float64) func(int) float64 { return func(int) float64 { return v } }
-	step := func(at int, before, after float64) func(int) float64 {
-		return func(i int) float64 {
-			if i < at {
-				return before
-			}
-			return after
-		}
-	}
 	ramp := func(at int, before, slope float64) func(int) float64 {
 		return func(i int) float64 {
 			if i < at {
@@ -47,16 +51,16 @@ func TestFindChangePoint(t *testing.T) {
 		wantK   int // when wantOK
 		slack   int
 	}{
-		{name: "flat noisy", ttft: noisy(1, n, 0.08, flat(0.3)), waiting: noisy(2, n, 0.5, flat(0.2))},
-		{name: "constant", ttft: noisy(1, n, 0, flat(0.3)), waiting: noisy(2, n, 0, flat(0))},
-		{name: "tiny relative shift", ttft: noisy(3, n, 0.01, step(30, 0.30, 0.33)), waiting: noisy(4, n, 0, flat(0))},
-		{name: "ttft step", ttft: noisy(5, n, 0.08, step(30, 0.3, 1.2)), waiting: noisy(6, n, 0.5, flat(0.2)), wantOK: true, wantK: 30, slack: 1},
-		{name: "both step", ttft: noisy(7, n, 0.08, step(20, 0.3, 2)), waiting: noisy(8, n, 0.1, step(20, 0.5, 40)), wantOK: true, wantK: 20, slack: 1},
+		{name: "flat noisy", ttft: noisy(1, n, 0.08, flatLevel(0.3)), waiting: noisy(2, n, 0.5, flatLevel(0.2))},
+		{name: "constant", ttft: noisy(1, n, 0, flatLevel(0.3)), waiting: noisy(2, n, 0, flatLevel(0))},
+		{name: "tiny relative shift", ttft: noisy(3, n, 0.01, stepLevel(30, 0.30, 0.33)), waiting: noisy(4, n, 0, flatLevel(0))},
+		{name: "ttft step", ttft: noisy(5, n, 0.08, stepLevel(30, 0.3, 1.2)), waiting: noisy(6, n, 0.5, flatLevel(0.2)), wantOK: true, wantK: 30, slack: 1},
+		{name: "both step", ttft: noisy(7, n, 0.08, stepLevel(20, 0.3, 2)), waiting: noisy(8, n, 0.1, stepLevel(20, 0.5, 40)), wantOK: true, wantK: 20, slack: 1},
 		{name: "waiting ramp", ttft: noisy(9, n, 0.05, ramp(30, 0.3, 0.5)), waiting: noisy(10, n, 0.05, ramp(30, 1, 300)), wantOK: true, wantK: 30, slack: 1},
-		{name: "step downwards", ttft: noisy(11, n, 0.08, step(40, 2, 0.3)), waiting: noisy(12, n, 0, flat(0)), wantOK: true, wantK: 40, slack: 1},
+		{name: "step downwards", ttft: noisy(11, n, 0.08, stepLevel(40, 2, 0.3)), waiting: noisy(12, n, 0, flatLevel(0)), wantOK: true, wantK: 40, slack: 1},
 		// A change in the last two intervals is still proposed, but no
 		// later than MinWindow before the end.
-		{name: "step near the end", ttft: noisy(13, n, 0.02, step(58, 0.3, 3)), waiting: noisy(14, n, 0, flat(0)), wantOK: true, wantK: n - minEach},
+		{name: "step near the end", ttft: noisy(13, n, 0.02, stepLevel(58, 0.3, 3)), waiting: noisy(14, n, 0, flatLevel(0)), wantOK: true, wantK: n - minEach},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,18 +111,9 @@ func TestFindChangePointTooShort(t *testing.T) {
 // a change point, and the report says TPOT moved (issue 14).
 func TestFindChangePointTPOTOnly(t *testing.T) {
 	const n, minEach = 60, 5
-	flat := func(v float64) func(int) float64 { return func(int) float64 { return v } }
-	step := func(at int, before, after float64) func(int) float64 {
-		return func(i int) float64 {
-			if i < at {
-				return before
-			}
-			return after
-		}
-	}
-	tpot := noisy(21, n, 0.02, step(30, 0.025, 0.037))
-	ttft := noisy(22, n, 0.05, flat(0.2))
-	waiting := noisy(23, n, 0, flat(0))
+	tpot := noisy(21, n, 0.02, stepLevel(30, 0.025, 0.037))
+	ttft := noisy(22, n, 0.05, flatLevel(0.2))
+	waiting := noisy(23, n, 0, flatLevel(0))
 	series := []cpSeries{
 		{name: "ttft_p95", unit: "s", values: ttft, minShift: cpMinShiftTTFT},
 		{name: "tpot_p95", unit: "s", values: tpot, minShift: cpMinShiftTPOT},

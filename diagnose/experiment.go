@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -365,16 +366,24 @@ func configWarnings(cc ConfigCheck) []string {
 	return out
 }
 
-// String prints the judgement followed by the warm-up and the
-// configuration check.
+// Document lays out the report: the judgement (report.JudgementDocument)
+// followed by the warm-up and the configuration check.
+func (r ExperimentReport) Document() *report.Document {
+	return report.JudgementDocument(r.Judgement,
+		fmt.Sprintf("warm-up excluded: %v per run", time.Duration(r.WarmUpSeconds*float64(time.Second))),
+		"configuration: "+r.Configuration.Text)
+}
+
+// String prints the report as text within 120 columns.
 func (r ExperimentReport) String() string {
-	s := r.Judgement.String()
-	return s + fmt.Sprintf("\nwarm-up excluded: %v per run\nconfiguration: %s\n",
-		time.Duration(r.WarmUpSeconds*float64(time.Second)), r.Configuration.Text)
+	var b strings.Builder
+	_ = r.Document().WriteText(&b)
+	return b.String()
 }
 
 // Markdown returns the report as Markdown.
 func (r ExperimentReport) Markdown() string {
-	return r.Judgement.Markdown() + fmt.Sprintf("\nWarm-up excluded: %v per run. Configuration: %s.\n",
-		time.Duration(r.WarmUpSeconds*float64(time.Second)), rules.MarkdownInline(r.Configuration.Text))
+	var b strings.Builder
+	_ = r.Document().WriteMarkdown(&b)
+	return b.String()
 }

@@ -1,7 +1,6 @@
 package diagnose_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -34,13 +33,7 @@ func expWorkload(rate float64) fleetsim.Workload {
 // simRun simulates one run and reads its dumps back as evidence.
 func expSimRun(t testing.TB, name string, cfg fleetsim.Config) diagnose.Run {
 	t.Helper()
-	fleet, err := fleetsim.Run(cfg)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	require.NoError(t, fleet.WriteDumps(dir, fleetsim.DumpOptions{}))
-	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
-	require.NoError(t, err)
-	return diagnose.Run{Name: name, Evidence: ev}
+	return diagnose.Run{Name: name, Evidence: simulate(t, cfg)}
 }
 
 // arms replays repeat i's trace (TraceSeed 100+i, engine Seed 1+i) under
@@ -73,36 +66,44 @@ func expPlan(t testing.TB, id rules.HypothesisID, from, to string) rules.Plan {
 	return rules.Plan{}
 }
 
-func expReason(j rules.Judgement, kind string, metric rules.FactID) rules.Reason {
-	for _, r := range j.Reasons {
-		if r.Kind == kind && r.Metric == metric {
-			return r
+// first returns the first element of xs that ok accepts, or the zero
+// value.
+func first[T any](xs []T, ok func(T) bool) T {
+	for _, x := range xs {
+		if ok(x) {
+			return x
 		}
 	}
-	return rules.Reason{}
+	var zero T
+	return zero
 }
 
-// falsifier returns the reason of the plan's falsifier whose text starts
-// with prefix.
+func expReason(j rules.Judgement, kind string, metric rules.FactID) rules.Reason {
+	return first(j.Reasons, func(r rules.Reason) bool { return r.Kind == kind && r.Metric == metric })
+}
+
+// expFalsifier returns the reason of the plan's falsifier whose text
+// starts with prefix.
 func expFalsifier(j rules.Judgement, prefix string) rules.Reason {
-	for _, r := range j.Reasons {
-		if r.Kind == "falsifier" && strings.HasPrefix(r.Text, prefix) {
-			return r
-		}
-	}
-	return rules.Reason{}
+	return first(j.Reasons, func(r rules.Reason) bool { return r.Kind == "falsifier" && strings.HasPrefix(r.Text, prefix) })
 }
 
 func expMetric(j rules.Judgement, id rules.FactID) rules.Comparison {
-	for _, c := range j.Metrics {
-		if c.Metric == id {
-			return c
-		}
-	}
-	return rules.Comparison{}
+	return first(j.Metrics, func(c rules.Comparison) bool { return c.Metric == id })
 }
 
 var expOpts = diagnose.ExperimentOptions{WarmUp: 2 * time.Minute}
+
+// expJudge simulates three repeats per arm (expArms) and judges them with
+// the map's plan for hypothesis id, its variable changed from -> to.
+func expJudge(t *testing.T, rate, treatRate float64, base, treat fleetsim.EngineConfig, id rules.HypothesisID, from, to string) (*diagnose.ExperimentReport, rules.Judgement) {
+	t.Helper()
+	b, tr := expArms(t, 3, rate, treatRate, base, treat)
+	rep, err := diagnose.JudgeExperiment(expPlan(t, id, from, to), b, tr, expOpts)
+	require.NoError(t, err)
+	t.Log(rep)
+	return rep, rep.Judgement
+}
 
 // Lowering max_num_seqs under decode pressure: TPOT improves, but the
 // queue and TTFT grow by far more, so the plan's falsification condition
@@ -110,12 +111,7 @@ var expOpts = diagnose.ExperimentOptions{WarmUp: 2 * time.Minute}
 func TestExperimentDecodePressureQueueOutweighs(t *testing.T) {
 	base, treat := fleetsim.DefaultEngine, fleetsim.DefaultEngine
 	base.MaxNumSeqs, treat.MaxNumSeqs = 128, 96
-	b, tr := expArms(t, 3, 12, 12, base, treat)
-	plan := expPlan(t, rules.DecodePressure, "128", "96")
-	rep, err := diagnose.JudgeExperiment(plan, b, tr, expOpts)
-	require.NoError(t, err)
-	t.Log(rep)
-	j := rep.Judgement
+	rep, j := expJudge(t, 12, 12, base, treat, rules.DecodePressure, "128", "96")
 
 	tpot := expMetric(j, rules.TPOTP95)
 	assert.Less(t, tpot.Change, -0.1, "TPOT p95 improves by more than 10%%\n%s", rep)
@@ -123,7 +119,7 @@ func TestExperimentDecodePressureQueueOutweighs(t *testing.T) {
 	assert.Greater(t, expMetric(j, rules.QueueTimeP95).Change, 1.0, "queue time p95 more than doubles")
 	assert.Equal(t, rules.Reject, j.Verdict, rep.String())
 	assert.Equal(t, "fired", expFalsifier(j, "queue and TTFT get worse by more than TPOT improves").Outcome, rep.String())
-	assert.Contains(t, rep.String(), "got worse by more than tpot_p95 improved")
+	assert.Contains(t, expFalsifier(j, "queue and TTFT get worse by more than TPOT improves").Text, "got worse by more than tpot_p95 improved")
 	assert.Equal(t, "broke", expReason(j, "guard", rules.TTFTP95).Outcome)
 	for _, w := range j.Workload {
 		assert.Equal(t, "same", w.Outcome, w.Text)
@@ -141,12 +137,7 @@ func TestExperimentDecodePressureQueueOutweighs(t *testing.T) {
 func TestExperimentDecodePressureRejected(t *testing.T) {
 	base, treat := fleetsim.DefaultEngine, fleetsim.DefaultEngine
 	base.MaxNumSeqs, treat.MaxNumSeqs = 128, 96
-	b, tr := expArms(t, 3, 6, 6, base, treat)
-	plan := expPlan(t, rules.DecodePressure, "128", "96")
-	rep, err := diagnose.JudgeExperiment(plan, b, tr, expOpts)
-	require.NoError(t, err)
-	t.Log(rep)
-	j := rep.Judgement
+	rep, j := expJudge(t, 6, 6, base, treat, rules.DecodePressure, "128", "96")
 	assert.Equal(t, rules.Reject, j.Verdict, rep.String())
 	assert.Equal(t, "fired", expFalsifier(j, "active sequences fall but TPOT p95 does not improve").Outcome, rep.String())
 	assert.NotEqual(t, "held", expReason(j, "expect", rules.TPOTP95).Outcome)
@@ -159,12 +150,7 @@ func TestExperimentDecodePressureRejected(t *testing.T) {
 func TestExperimentKVPreemptionAdopted(t *testing.T) {
 	base := fleetsim.DefaultEngine.WithGPUMemoryUtilization(0.6)
 	treat := fleetsim.DefaultEngine.WithGPUMemoryUtilization(0.9)
-	b, tr := expArms(t, 3, 10, 10, base, treat)
-	plan := expPlan(t, rules.KVPreemption, "0.6", "0.9")
-	rep, err := diagnose.JudgeExperiment(plan, b, tr, expOpts)
-	require.NoError(t, err)
-	t.Log(rep)
-	j := rep.Judgement
+	rep, j := expJudge(t, 10, 10, base, treat, rules.KVPreemption, "0.6", "0.9")
 	assert.Equal(t, rules.Adopt, j.Verdict, rep.String())
 	assert.Equal(t, "held", expReason(j, "expect", rules.PreemptionRate).Outcome)
 	assert.Equal(t, "held", expReason(j, "expect", rules.E2EP99).Outcome)
@@ -198,12 +184,7 @@ func TestExperimentKVPreemptionAdopted(t *testing.T) {
 // The treatment arm received 40% more requests: the arms did not see the
 // same workload and the tool refuses to judge, naming what differs.
 func TestExperimentWorkloadDiffersRefused(t *testing.T) {
-	b, tr := expArms(t, 3, 8, 11.2, fleetsim.DefaultEngine, fleetsim.DefaultEngine.WithGPUMemoryUtilization(0.8))
-	plan := expPlan(t, rules.KVPreemption, "0.9", "0.8")
-	rep, err := diagnose.JudgeExperiment(plan, b, tr, expOpts)
-	require.NoError(t, err)
-	t.Log(rep)
-	j := rep.Judgement
+	rep, j := expJudge(t, 8, 11.2, fleetsim.DefaultEngine, fleetsim.DefaultEngine.WithGPUMemoryUtilization(0.8), rules.KVPreemption, "0.9", "0.8")
 	assert.Equal(t, rules.Refused, j.Verdict, rep.String())
 	var texts []string
 	for _, r := range j.Reasons {
@@ -247,13 +228,7 @@ func TestExperimentErrorsAndWarmUp(t *testing.T) {
 // Two dumps per replica cannot exclude warm-up: warned, then measured
 // whole.
 func TestExperimentTwoDumpsWarn(t *testing.T) {
-	fleet, err := fleetsim.Run(fleetsim.Config{Seed: 1, NumPods: 2, Duration: 10 * time.Minute, ScrapeInterval: 10 * time.Minute, Workload: expWorkload(6)})
-	require.NoError(t, err)
-	dir := t.TempDir()
-	require.NoError(t, fleet.WriteDumps(dir, fleetsim.DumpOptions{}))
-	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
-	require.NoError(t, err)
-	run := diagnose.Run{Name: "two-dumps", Evidence: ev}
+	run := expSimRun(t, "two-dumps", fleetsim.Config{Seed: 1, NumPods: 2, Duration: 10 * time.Minute, ScrapeInterval: 10 * time.Minute, Workload: expWorkload(6)})
 	runs := []diagnose.Run{run, run, run}
 	rep, err := diagnose.JudgeExperiment(expPlan(t, rules.DecodePressure, "128", "96"), runs, runs, expOpts)
 	require.NoError(t, err)

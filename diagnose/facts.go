@@ -91,14 +91,14 @@ func (c *factCtx) missingSignal(id SignalID) string {
 	}
 	switch id {
 	case SignalClientTTFT:
-		return "no client-side TTFT histogram given (name a gateway's with --alias client_ttft=METRIC, or Catalog.Alias)"
+		return "no client-side TTFT histogram given (name a gateway's with Catalog.Alias client_ttft=METRIC)"
 	case SignalGPUUtil:
 		return "no GPU exporter (DCGM) metric in the evidence"
 	case SignalMaxNumSeqs:
-		return "vLLM exposes no max_num_seqs metric (name one with --alias max_num_seqs=METRIC, or Catalog.Alias)"
+		return "vLLM exposes no max_num_seqs metric (name one with Catalog.Alias max_num_seqs=METRIC)"
 	}
 	if len(spec.Metrics()) == 0 {
-		return fmt.Sprintf("no source for %s (name one with --alias %s=METRIC, or Catalog.Alias)", id, id)
+		return fmt.Sprintf("no source for %s (name one with Catalog.Alias %s=METRIC)", id, id)
 	}
 	return fmt.Sprintf("no %s in the evidence", strings.Join(spec.Metrics(), " or "))
 }

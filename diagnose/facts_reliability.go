@@ -445,7 +445,7 @@ func (c *factCtx) queueUnservedMin(w *relWindow) rules.Fact {
 // growth of waiting + running.
 func (c *factCtx) gatewayUnserved(w evalWindow, share bool) rules.Fact {
 	if !c.sc.has(catalog.SignalGatewayRequests) {
-		return rules.MissingFact("no gateway arrival counter (name one with --alias gateway_requests=METRIC, or Catalog.Alias): requests abandoned while queued cannot be counted")
+		return rules.MissingFact("no gateway arrival counter (name one with Catalog.Alias gateway_requests=METRIC): requests abandoned while queued cannot be counted")
 	}
 	if w.lifetime {
 		return rules.MissingFact("lifetime counters: no window")

@@ -1,7 +1,6 @@
 package diagnose_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,18 +15,6 @@ import (
 	"github.com/whyslow/whyslow/snapshot"
 	_ "github.com/whyslow/whyslow/snapshot/tsdb" // Read reads the TSDB case
 )
-
-// simulateFleet is simulate, also returning the fleet's ground truth.
-func simulateFleet(t testing.TB, cfg fleetsim.Config) (*fleetsim.Fleet, *snapshot.Evidence) {
-	t.Helper()
-	fleet, err := fleetsim.Run(cfg)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	require.NoError(t, fleet.WriteDumps(dir, fleetsim.DumpOptions{}))
-	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
-	require.NoError(t, err)
-	return fleet, ev
-}
 
 // abandonOverload is the sustained-overload scenario with clients that
 // give up after 60 s, accounted as current vLLM V1 does.
@@ -53,9 +40,7 @@ func truthIn(f *fleetsim.Fleet, rep *diagnose.Report) fleetsim.AbandonCount {
 // overload, with client-abandonment supported and explained by it.
 func TestAbandonmentOverload(t *testing.T) {
 	f, ev := simulateFleet(t, abandonOverload(78))
-	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
-	require.NoError(t, err)
-	table := factsTable(rep)
+	rep, table := diagnoseTable(t, ev)
 	truth := truthIn(f, rep)
 	require.Greater(t, truth.Traceable, 500, "the scenario abandons requests\n%s", table)
 
@@ -114,13 +99,8 @@ func crashLoop() fleetsim.Config {
 func TestCrashLoopTSDB(t *testing.T) {
 	f, err := fleetsim.Run(crashLoop())
 	require.NoError(t, err)
-	dir := t.TempDir()
-	require.NoError(t, f.WriteTSDB(dir, fleetsim.TSDBOptions{Up: true}))
-	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
-	require.NoError(t, err)
-	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
-	require.NoError(t, err)
-	table := factsTable(rep)
+	ev := readBack(t, func(dir string) error { return f.WriteTSDB(dir, fleetsim.TSDBOptions{Up: true}) })
+	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
 	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Value), "%s", table)
 	assert.Contains(t, rep.Facts[rules.Restarts].Source, "4 scrape gap(s)")
@@ -135,9 +115,7 @@ func TestOOMLoop(t *testing.T) {
 		cfg.Pods[3].Restarts[i].Reason = fleetsim.RestartOOMKilled
 	}
 	_, ev := simulateFleet(t, cfg)
-	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
-	require.NoError(t, err)
-	table := factsTable(rep)
+	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
 	assert.Equal(t, 4.0, float64(rep.Facts[rules.FBRiseRestarts].Value), "%s", table)
 	assert.Contains(t, rep.Facts[rules.FBRiseRestarts].Source, "vllm-3")
@@ -158,9 +136,7 @@ func TestOOMLoop(t *testing.T) {
 // and loses its requests in flight each time: replica-restarts.
 func TestCrashLoop(t *testing.T) {
 	f, ev := simulateFleet(t, crashLoop())
-	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
-	require.NoError(t, err)
-	table := factsTable(rep)
+	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
 	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Value), "%s", table)
 	assert.Contains(t, rep.Facts[rules.RestartsReplicaMax].Source, "vllm-3")
@@ -187,9 +163,7 @@ func TestServerErrorsOneReplica(t *testing.T) {
 	cfg.Pods = make([]fleetsim.PodConfig, 8)
 	cfg.Pods[5].ServerErrors = []fleetsim.ServerErrors{{From: fleetsim.IncidentStart, To: time.Hour, Share: 0.2}}
 	_, ev := simulateFleet(t, cfg)
-	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
-	require.NoError(t, err)
-	table := factsTable(rep)
+	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "server-errors", string(rep.Verdict), "%s", table)
 	assert.InDelta(t, 0.2/8, float64(rep.Facts[rules.HTTP5xxShare].Value), 0.01, "%s", table)
 	assert.InDelta(t, 0.2, float64(rep.Facts[rules.HTTP5xxShareMax].Value), 0.05, "%s", table)
@@ -352,12 +326,7 @@ func TestHiddenAbandonmentEstimates(t *testing.T) {
 }
 
 func reportSymptom(rep *diagnose.Report, id string) rules.Symptom {
-	for _, s := range rep.Symptoms {
-		if string(s.ID) == id {
-			return s
-		}
-	}
-	return rules.Symptom{}
+	return first(rep.Symptoms, func(s rules.Symptom) bool { return string(s.ID) == id })
 }
 
 func evidenceTexts(ev []rules.Evidence) string {
@@ -393,7 +362,7 @@ func TestGatewayUnserved(t *testing.T) {
 	}
 	rep, err := diagnose.Diagnose(snapshot.Merge(evs...), opts)
 	require.NoError(t, err)
-	assert.Contains(t, rep.Facts[rules.GatewayUnserved].Missing, "--alias gateway_requests=METRIC", "no gateway counter without an alias")
+	assert.Contains(t, rep.Facts[rules.GatewayUnserved].Missing, "Catalog.Alias gateway_requests=METRIC", "no gateway counter without an alias")
 
 	cat := diagnose.DefaultCatalog()
 	require.NoError(t, cat.Alias("gateway_requests", "gateway_requests_total"))
@@ -415,9 +384,7 @@ func TestAbandonmentWhileQueued(t *testing.T) {
 	cfg := abandonOverload(84)
 	cfg.Workload.ClientTimeout = 30 * time.Second
 	f, ev := simulateFleet(t, cfg)
-	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
-	require.NoError(t, err)
-	table := factsTable(rep)
+	rep, table := diagnoseTable(t, ev)
 	truth := truthIn(f, rep)
 	require.Greater(t, truth.Total-truth.Traceable, 1000, "abandoned in the queue\n%s", table)
 	got := float64(rep.Facts[rules.AbandonedRequests].Value)

@@ -37,6 +37,18 @@ func renderGolden(t *testing.T, name string, got []byte) {
 	_ = os.Remove(path + ".got")
 }
 
+// assertInOrder checks that every part stands in text, in the order given.
+func assertInOrder(t *testing.T, text string, parts []string) {
+	t.Helper()
+	last := -1
+	for _, s := range parts {
+		i := strings.Index(text, s)
+		require.GreaterOrEqual(t, i, 0, "%q missing", s)
+		assert.Greater(t, i, last, "%q out of order", s)
+		last = i
+	}
+}
+
 func TestRenderFixtureIsTheArticleCase(t *testing.T) {
 	// The goldens are only meaningful if the fixture's findings are the
 	// article's: the prefill-long-prompts hypothesis is supported.
@@ -87,13 +99,7 @@ func TestRenderTextContent(t *testing.T) {
 	// Sections in the order issue 14 asks for: the summary block, the
 	// before/after table and the hypotheses, then the detail.
 	order := []string{"Summary\n", "Before and after", "Hypotheses, ranked\n", "Windows\n", "Symptoms\n", "Per replica\n", "Signals, fleet-wide\n", "Dimensions\n", "Warnings\n"}
-	last := -1
-	for _, s := range order {
-		i := strings.Index(text, s)
-		require.GreaterOrEqual(t, i, 0, "section %q missing", s)
-		assert.Greater(t, i, last, "section %q out of order", s)
-		last = i
-	}
+	assertInOrder(t, text, order)
 	// Section 10 numbers with units, bounds and counts.
 	for _, s := range []string{
 		"prompt_tokens", "870 tokens [500–1000]", "6100 tokens [5000–10000]", "2400 tokens [2000–5000]",

@@ -178,7 +178,7 @@ func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWin
 	mid := st.first.Add(st.last.Sub(st.first) / 2)
 	base = st.window(snapshot.Window{Start: st.first, End: mid}, "halves")
 	inc = st.window(snapshot.Window{Start: mid, End: st.last}, "halves")
-	warns = append(warns, "no change point found: the windows are the first and second half of the evidence; give --incident and --baseline (Options.Incident, Options.Baseline) to compare chosen windows")
+	warns = append(warns, "no change point found: the windows are the first and second half of the evidence; give Options.Incident and Options.Baseline to compare chosen windows")
 	return base, inc, cp, warns
 }
 

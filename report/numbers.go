@@ -17,13 +17,8 @@ import (
 // 55477 -> "55,477", -1200 -> "-1,200". A value that is not whole is
 // rounded; NaN is "n/a", ±Inf "+Inf" / "-Inf".
 func FormatInteger(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "n/a"
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return FormatNumber(v)
 	}
 	s := strconv.FormatFloat(math.Abs(math.Round(v)), 'f', 0, 64)
 	var b strings.Builder

@@ -293,7 +293,7 @@ func fmtEvidence(r *Report, e rules.Evidence, verbose bool) string {
 	var extra []string
 	unit := ""
 	if info, ok := rules.Info(e.Fact); ok {
-		unit = info.Unit
+		unit = string(info.Unit)
 	}
 	if !math.IsNaN(e.Lower) || !math.IsNaN(e.Upper) {
 		extra = append(extra, fmt.Sprintf("in [%s, %s]", FormatValue(e.Lower, unit), FormatValue(e.Upper, unit)))
@@ -599,8 +599,9 @@ func layoutReplicas(d *Document, r *Report) {
 	if len(used) == 0 {
 		return
 	}
-	// Hot spots: a share of completions or a TTFT p95 at or above
-	// Hotspot times the fair share or the fleet's.
+	// The share column is a measurement; whether the fleet has a hot spot
+	// is the engine's decision, read from its balance facts (weighted by
+	// engine count, with minimum samples), never recomputed here.
 	var total float64
 	shares := make(map[string]float64, len(names))
 	for _, n := range names {
@@ -609,51 +610,61 @@ func layoutReplicas(d *Document, r *Report) {
 			total += float64(s.Incident.Count)
 		}
 	}
-	fleetTTFT := math.NaN()
-	if s, ok := signalByID(r.Signals.Fleet, catalog.SignalTTFT); ok {
-		if q, ok := quantileOf(s.Incident, 0.95); ok {
-			fleetTTFT = float64(q.Value)
-		}
-	}
 	t := &Table{Head: []string{"replica"}, Right: []bool{false}}
 	for _, c := range used {
 		t.Head = append(t.Head, c.head)
 		t.Right = append(t.Right, true)
 	}
-	t.Head = append(t.Head, "share", "hot spot")
-	t.Right = append(t.Right, true, false)
+	t.Head = append(t.Head, "share")
+	t.Right = append(t.Right, true)
 	for _, n := range names {
 		row := []string{n}
-		var hot []string
 		for _, c := range used {
 			s, ok := signalByID(r.Signals.Replicas[n], c.id)
 			if !ok {
 				row = append(row, "n/a")
 				continue
 			}
-			text, v := c.value(s)
+			text, _ := c.value(s)
 			row = append(row, text)
-			if c.id == catalog.SignalTTFT && v >= th.Hotspot*fleetTTFT {
-				hot = append(hot, fmt.Sprintf("TTFT p95 %.1fx the fleet's", v/fleetTTFT))
-			}
 		}
 		share := "n/a"
 		if total > 0 && len(shares) >= 2 {
-			sh := shares[n] / total
-			share = FormatValue(sh, "ratio")
-			if fair := 1 / float64(len(shares)); sh >= th.Hotspot*fair {
-				hot = append([]string{fmt.Sprintf("%.1fx its fair share", sh/fair)}, hot...)
-			}
+			share = FormatValue(shares[n]/total, "ratio")
 		}
-		row = append(row, share, strings.Join(hot, "; "))
-		t.Rows = append(t.Rows, row)
-		t.Marks = append(t.Marks, len(hot) > 0)
+		t.Rows = append(t.Rows, append(row, share))
 	}
 	d.heading(2, "Per replica")
 	d.para("", fmt.Sprintf("incident window %s; gauges are means (and maxima) over the window's scrapes, rates per second; "+
-		"share is the replica's share of completions; a hot spot takes >= %gx its fair share or has a TTFT p95 >= %gx the fleet's",
-		FormatWindowSpan(r.Windows.Incident), th.Hotspot, th.Hotspot))
+		"share is the replica's share of completions", FormatWindowSpan(r.Windows.Incident)))
 	d.table("replicas", t)
+	d.list("", textItems(balanceFacts(r, th)))
+}
+
+// balanceFacts says what the engine's replica-balance facts decided: the
+// largest shares over the fair share and the worst replica's TTFT p95 over
+// the fleet's, each a hot spot at or above the Hotspot threshold.
+func balanceFacts(r *Report, th rules.Thresholds) []string {
+	var out []string
+	for _, b := range []struct {
+		id       rules.FactID
+		what, of string
+	}{
+		{rules.ReplicaShareMax, "largest share of completions", "the fair share (by engine count)"},
+		{rules.ReplicaLoadShareMax, "largest share of arrivals", "the fair share (by engine count)"},
+		{rules.ReplicaTTFTRatio, "worst replica TTFT p95", "the fleet's"},
+	} {
+		f, ok := r.Facts[b.id]
+		if !ok || f.Missing != "" || !finiteFloat(f.Value) {
+			continue
+		}
+		verdict := "balanced"
+		if float64(f.Value) >= th.Hotspot {
+			verdict = "a hot spot"
+		}
+		out = append(out, fmt.Sprintf("%s: %s %s, %s (hot spot at %gx; %s)", b.what, FormatMultiple(float64(f.Value)), b.of, verdict, th.Hotspot, b.id))
+	}
+	return out
 }
 
 // measureText summarises a measure by the kind of its signal.

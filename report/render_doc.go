@@ -2,7 +2,6 @@ package report
 
 import (
 	"bufio"
-	"github.com/whyslow/whyslow/rules"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -485,9 +484,3 @@ func writeMarkdownTable(w *bufio.Writer, t *Table) {
 		row(r)
 	}
 }
-
-// mdInline is rules.MarkdownInline, the one Markdown escaper of running
-// text; mdCell is rules.MarkdownCell, for table cells.
-func mdInline(s string) string { return rules.MarkdownInline(s) }
-
-func mdCell(s string) string { return rules.MarkdownCell(s) }

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/rules"
 	"maps"
 	"math"
@@ -16,90 +15,21 @@ import (
 // Markdown and HTML forms of a report. Every value is printed with its
 // unit; unknown values print as "n/a", never as zero.
 
-// FormatValue is the reports' formatter of a value with its unit u (the
-// report units "s", "tokens", "requests", "ratio", "req/s", "1/s", "x",
-// ...): seconds as µs, ms, s or a duration; tokens; ratios as percentages;
-// rates per second. NaN is "n/a", never zero; ±Inf is "+Inf" or "-Inf".
-func FormatValue(v float64, u string) string {
-	switch {
-	case math.IsNaN(v):
-		return "n/a"
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	}
-	switch u {
-	case "s", catalog.UnitSeconds:
-		return fmtSeconds(v)
-	case "tokens":
-		return fmtLarge(v) + " tokens"
-	case "requests", "req":
-		return fmtLarge(v) + " req"
-	case "ratio":
-		return FormatNumber(100*v) + "%"
-	case "req/s", "requests/s":
-		return FormatNumber(v) + " req/s"
-	case "tokens/s":
-		return FormatNumber(v) + " tokens/s"
-	case "1/s", "count/s", "/s":
-		return FormatNumber(v) + "/s"
-	case "x":
-		return FormatNumber(v) + "x"
-	case "r":
-		return "r=" + FormatNumber(v)
-	case "", "count":
-		return fmtLarge(v)
-	}
-	return FormatNumber(v) + " " + u
-}
+// FormatValue formats a value with its unit u (the report units "s",
+// "tokens", "requests", "ratio", "req/s", "1/s", "x", ...): rules.Unit's
+// Format, whyslow's one formatter of values with units.
+func FormatValue(v float64, u string) string { return rules.Unit(u).Format(v) }
 
 // rateUnit is the unit of a per-second rate of a counter in unit u.
-func rateUnit(u string) string {
-	switch u {
-	case "requests":
-		return "req/s"
-	case "tokens":
-		return "tokens/s"
-	}
-	return "/s"
-}
-
-// fmtSeconds formats a duration in seconds: 850µs, 42ms, 1.9s, 2m30s.
-func fmtSeconds(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case a == 0:
-		return "0s"
-	case a < 1e-3:
-		return FormatNumber(v*1e6) + "µs"
-	case a < 1:
-		return FormatNumber(v*1e3) + "ms"
-	case a < 100:
-		return FormatNumber(v) + "s"
-	}
-	return time.Duration(v * float64(time.Second)).Round(time.Second).String()
-}
+func rateUnit(u string) string { return string(rules.Unit(u).Rate()) }
 
 // FormatNumber is rules.FormatNumber, whyslow's one number formatter:
 // three significant digits, no exponent from 100 on, NaN "n/a".
 func FormatNumber(v float64) string { return rules.FormatNumber(v) }
 
-// fmtLarge formats a value with three significant digits and a k, M or
-// G suffix from 100 000 on: 13.3M. Sample counts use fmtCount instead,
-// which stays exact.
-func fmtLarge(v float64) string {
-	a := math.Abs(v)
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0) || a < 1e5:
-		return FormatNumber(v)
-	case a < 1e6:
-		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "k"
-	case a < 1e9:
-		return strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
-	}
-	return strconv.FormatFloat(v/1e9, 'g', 3, 64) + "G"
-}
+// fmtLarge is rules.FormatLarge: a k, M or G suffix from 100 000 on.
+// Sample counts use fmtCount instead, which stays exact.
+func fmtLarge(v float64) string { return rules.FormatLarge(v) }
 
 // fmtCount formats a sample count: "n=4000", or "n=?" when unknown.
 func fmtCount(c Float) string {

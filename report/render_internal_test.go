@@ -1,12 +1,15 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/rules"
 )
@@ -75,6 +78,7 @@ func TestMarkdownEscaping(t *testing.T) {
 	assert.Equal(t, `\# not a heading`, mdInline("# not a heading"))
 	assert.Equal(t, "+8%", mdCell("+8%"), "cells do not escape line-start markers")
 	assert.Equal(t, "a<br>b", mdCell("a\nb"))
+	assert.Equal(t, `run_b \*1\* \| x`, mdCell("run_b *1* | x"), "an underscore inside a word stays")
 }
 
 // FuzzMarkdownCell checks that no input breaks a table row: an escaped
@@ -191,4 +195,37 @@ func TestProseNumbersFourDigits(t *testing.T) {
 	assert.Equal(t, "prompt_tokens_p95 8,112 tokens vs baseline 2,716 tokens: 2.99x",
 		proseNumbers("prompt_tokens_p95 8112 tokens vs baseline 2716 tokens: 2.99x"))
 	assert.Equal(t, "since 2026-09-22 10:30:00Z, 1999/2000", proseNumbers("since 2026-09-22 10:30:00Z, 1999/2000"))
+}
+
+// The judgement's text and Markdown come from one document: the same
+// tables, the text within TextWidth columns however long a reason is.
+func TestJudgementDocument(t *testing.T) {
+	plan := rules.Plan{
+		Hypothesis: string(rules.DecodePressure),
+		Change:     rules.Change{Name: "max_num_seqs", From: "128", To: "96"},
+		Expect:     []rules.Expectation{{Metric: rules.TPOTP95, Direction: rules.Lower, MinEffect: 0.1}},
+		Runs:       2,
+	}
+	arm := func(prefix string, tpot ...float64) (runs []rules.RunFacts) {
+		for i, v := range tpot {
+			runs = append(runs, rules.RunFacts{Name: fmt.Sprintf("%s%d", prefix, i+1), Duration: 15 * time.Minute,
+				Facts: rules.Facts{rules.TPOTP95: rules.Measured(v).WithCount(2000, 0), rules.ArrivalRate: rules.Measured(12)}})
+		}
+		return runs
+	}
+	j := rules.Judge(plan, arm("b", 0.058, 0.061), arm("t", 0.044, 0.043), rules.DefaultJudgeOptions)
+	doc := JudgementDocument(j, "configuration: max_num_seqs is not visible in the evidence")
+	var text, md strings.Builder
+	require.NoError(t, doc.WriteText(&text))
+	require.NoError(t, doc.WriteMarkdown(&md))
+	for n, line := range strings.Split(text.String(), "\n") {
+		assert.LessOrEqual(t, utf8.RuneCountInString(line), TextWidth, "line %d: %q", n+1, line)
+	}
+	for _, tab := range j.Tables() {
+		assert.Contains(t, text.String(), tab.Rows[0][0], "text has the %q table", tab.Title)
+		assert.Contains(t, md.String(), "| "+strings.Join(tab.Head, " | ")+" |", "Markdown has the %q table", tab.Title)
+	}
+	assert.Contains(t, text.String(), "verdict: "+string(j.Verdict))
+	assert.Contains(t, md.String(), "# experiment decode-pressure: change max_num_seqs from 128 to 96")
+	assert.Contains(t, md.String(), "configuration: max_num_seqs is not visible")
 }

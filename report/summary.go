@@ -393,7 +393,7 @@ func lifetimeItems(r *Report) []Item {
 	}
 	next := "next: take a second scrape 10-30 minutes later and diagnose both files together"
 	if len(r.Settings.SLO) == 0 {
-		next += ", or judge these values against targets with --slo ttft_p95=2s,tpot_p95=80ms"
+		next += ", or judge these values against targets with Options.SLO ttft_p95=2s,tpot_p95=80ms"
 	}
 	return append(items, Item{Text: next})
 }

@@ -97,30 +97,10 @@ func (e Evidence) MarshalJSON() ([]byte, error) {
 		Number(e.Count), Number(e.BaselineCount), e.Window, e.BaselineWindow, e.Source, e.Text, e.Effect})
 }
 
-// fmtValue formats a value in the unit of the fact: seconds as ms or s,
-// tokens and requests as integers where whole, ratios with two digits.
+// fmtValue formats a value in the unit of the fact (Unit.Format).
 func fmtValue(id FactID, v float64) string {
-	if math.IsNaN(v) {
-		return FormatNumber(v)
-	}
-	if math.IsInf(v, 1) {
-		return "+Inf"
-	}
 	info, _ := Info(id)
-	switch info.Unit {
-	case "s":
-		if math.Abs(v) < 1 {
-			return fmtNum(v*1000) + "ms"
-		}
-		return fmtNum(v) + "s"
-	case "tokens":
-		return fmtNum(v) + " tokens"
-	case "req/s", "tokens/s", "1/s", "requests/s":
-		return fmtNum(v) + "/s"
-	case "x":
-		return fmtRatio(v)
-	}
-	return fmtNum(v)
+	return info.Unit.Format(v)
 }
 
 // fmtNum is FormatNumber.

@@ -341,10 +341,11 @@ const (
 type FactInfo struct {
 	ID   FactID
 	Kind Kind
-	// Unit is the unit of the value: "s", "tokens", "req/s", "tokens/s",
-	// "1/s", "1/h", "ratio" (0..1), "requests", "count", "x"
-	// (dimensionless multiple) or "r" (correlation).
-	Unit string
+	// Unit is the unit of the value: one of the Unit constants ("s",
+	// "tokens", "req/s", "tokens/s", "1/s", "1/h", "ratio" (0..1),
+	// "requests", "count", "x" (dimensionless multiple)) or "r"
+	// (correlation).
+	Unit Unit
 	// Better is the direction in which the fact improves ("lower",
 	// "higher"), or "" when neither is better by itself.
 	Better Direction

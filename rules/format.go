@@ -114,15 +114,7 @@ func Describe(th Thresholds) string {
 				fmt.Fprintf(&b, "  check:      %s [%s]\n", c.Text, c.When.Describe(th))
 			}
 		}
-		for _, s := range r.Mitigations {
-			fmt.Fprintf(&b, "  mitigate:   %s\n", s)
-		}
-		for _, s := range r.RootCause {
-			fmt.Fprintf(&b, "  root cause: %s\n", s)
-		}
-		for _, s := range r.Prevention {
-			fmt.Fprintf(&b, "  prevent:    %s\n", s)
-		}
+		writeSteps(&b, r.Mitigations, r.RootCause, r.Prevention)
 		for _, g := range r.Refines {
 			fmt.Fprintf(&b, "  refines:    %s\n", g)
 		}
@@ -136,14 +128,19 @@ func Describe(th Thresholds) string {
 	}
 	g := General()
 	b.WriteString("\nincident response (section 13):\n")
-	for _, s := range g.Mitigations {
-		fmt.Fprintf(&b, "  mitigate:   %s\n", s)
-	}
-	for _, s := range g.RootCause {
-		fmt.Fprintf(&b, "  root cause: %s\n", s)
-	}
-	for _, s := range g.Prevention {
-		fmt.Fprintf(&b, "  prevent:    %s\n", s)
-	}
+	writeSteps(&b, g.Mitigations, g.RootCause, g.Prevention)
 	return b.String()
+}
+
+// writeSteps writes the three kinds of steps of a rule or of the general
+// incident response, one line each.
+func writeSteps(b *strings.Builder, mitigations, rootCause, prevention []string) {
+	for _, kind := range []struct {
+		label string
+		steps []string
+	}{{"mitigate:  ", mitigations}, {"root cause:", rootCause}, {"prevent:   ", prevention}} {
+		for _, s := range kind.steps {
+			fmt.Fprintf(b, "  %s %s\n", kind.label, s)
+		}
+	}
 }

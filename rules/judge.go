@@ -242,7 +242,7 @@ type Comparison struct {
 	// falsification condition) or "report".
 	Role string `json:"role"`
 	// Unit is the metric's unit (see FactInfo.Unit).
-	Unit string `json:"unit,omitempty"`
+	Unit Unit `json:"unit,omitempty"`
 	// Better is the direction in which the metric improves; empty when
 	// neither is better by itself.
 	Better Direction `json:"better,omitempty"`

@@ -6,146 +6,115 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // String prints the judgement as benchstat prints a comparison: the
 // verdict and its reasons, the runs, the workload checks, a table with
 // one row per metric (median ± range of each arm, change, direction of
 // the treatment runs, p-value with run counts), the per-run values and
-// the warnings.
+// the warnings. The tables are those of Tables; package report lays the
+// same tables out as text within 120 columns and as Markdown.
 func (j Judgement) String() string {
 	var b strings.Builder
-	j.writeText(&b)
+	fmt.Fprintf(&b, "%s\nverdict: %s\n", j.Title(), j.Verdict)
+	for _, t := range j.Tables() {
+		b.WriteString("\n")
+		if t.Title != "" {
+			b.WriteString(t.Title + ":\n")
+		}
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		for _, row := range append([][]string{t.Head}, t.Rows...) {
+			fmt.Fprintf(tw, "  %s\n", strings.Join(row, "\t"))
+		}
+		tw.Flush()
+	}
+	if len(j.Warnings) > 0 {
+		b.WriteString("\nwarnings:\n")
+		for _, w := range j.Warnings {
+			fmt.Fprintf(&b, "  - %s\n", w)
+		}
+	}
 	return b.String()
 }
 
-func (j Judgement) title() string {
+// Title names the experiment: "experiment H: change X from A to B".
+func (j Judgement) Title() string {
 	p := j.Plan
 	return fmt.Sprintf("experiment %s: change %s from %s to %s", p.Hypothesis, p.Change.Name, p.Change.From, p.Change.To)
 }
 
-func (j Judgement) writeText(b *strings.Builder) {
-	fmt.Fprintf(b, "%s\n", j.title())
-	fmt.Fprintf(b, "verdict: %s\n", j.Verdict)
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	for _, r := range j.Reasons {
-		fmt.Fprintf(tw, "  %s\t%s\n", r.Outcome, r.Text)
-	}
-	tw.Flush()
-
-	fmt.Fprintf(b, "\nruns: %d baseline, %d treatment\n", len(j.Baseline), len(j.Treatment))
-	tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	for _, arm := range j.arms() {
-		for i, r := range arm.runs {
-			fmt.Fprintf(tw, "  %s%d\t%s\t%s\n", arm.short, i+1, r.Name, runWindow(r))
-		}
-	}
-	tw.Flush()
-
-	if len(j.Workload) > 0 {
-		fmt.Fprintf(b, "\nworkload (median of runs, baseline vs treatment, tolerance %s):\n", pct(j.Workload[0].Tolerance))
-		tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-		for _, w := range j.Workload {
-			fmt.Fprintf(tw, "  %s\t%s\n", w.Outcome, w.Text)
-		}
-		tw.Flush()
-	}
-
-	if len(j.Metrics) > 0 {
-		b.WriteString("\n")
-		tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "metric\trole\tbaseline\ttreatment\tchange\ttreatment runs\tp\n")
-		for _, c := range j.Metrics {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", metricLabel(c), c.Role,
-				armCell(c.Metric, c.Baseline), armCell(c.Metric, c.Treatment),
-				fmtChange(c.Change), directionCell(c), pCell(c))
-		}
-		tw.Flush()
-
-		b.WriteString("\nper-run values:\n")
-		tw = tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "metric\t")
-		for _, arm := range j.arms() {
-			for i := range arm.runs {
-				fmt.Fprintf(tw, "%s%d\t", arm.short, i+1)
-			}
-		}
-		fmt.Fprintf(tw, "\n")
-		for _, c := range j.Metrics {
-			fmt.Fprintf(tw, "%s\t", c.Metric)
-			for _, v := range append(append([]float64(nil), c.Baseline.Values...), c.Treatment.Values...) {
-				fmt.Fprintf(tw, "%s\t", fmtValue(c.Metric, v))
-			}
-			fmt.Fprintf(tw, "\n")
-		}
-		tw.Flush()
-	}
-
-	if len(j.Warnings) > 0 {
-		b.WriteString("\nwarnings:\n")
-		for _, w := range j.Warnings {
-			fmt.Fprintf(b, "  - %s\n", w)
-		}
-	}
+// JudgementTable is one table of a judgement as text cells.
+type JudgementTable struct {
+	// Title says what the table holds; empty for the reasons.
+	Title string
+	// Head is the header row, Rows the body rows.
+	Head []string
+	Rows [][]string
+	// Right marks right-aligned (numeric) columns.
+	Right []bool
 }
 
-// Markdown returns the judgement as Markdown: the verdict and reasons as
-// a list, then tables of the runs, the workload, the metrics and the
-// per-run values.
-func (j Judgement) Markdown() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "### %s\n\n", MarkdownInline(j.title()))
-	fmt.Fprintf(&b, "**Verdict: %s**\n\n", j.Verdict)
-	for _, r := range j.Reasons {
-		fmt.Fprintf(&b, "- **%s**: %s\n", r.Outcome, MarkdownInline(r.Text))
-	}
-	b.WriteString("\n| run | source | window |\n|---|---|---|\n")
-	for _, arm := range j.arms() {
-		for i, r := range arm.runs {
-			fmt.Fprintf(&b, "| %s%d | %s | %s |\n", arm.short, i+1, MarkdownCell(r.Name), MarkdownCell(runWindow(r)))
+// Tables returns the judgement's tables in order: the reasons of the
+// verdict, the runs, the workload checks, the metrics and the per-run
+// values; a table without rows is left out.
+func (j Judgement) Tables() []JudgementTable {
+	var out []JudgementTable
+	add := func(t JudgementTable) {
+		if len(t.Rows) > 0 {
+			out = append(out, t)
 		}
 	}
+	reasons := JudgementTable{Head: []string{"outcome", "reason"}}
+	for _, r := range j.Reasons {
+		reasons.Rows = append(reasons.Rows, []string{string(r.Outcome), r.Text})
+	}
+	add(reasons)
+
+	runs := JudgementTable{Title: fmt.Sprintf("runs: %d baseline, %d treatment", len(j.Baseline), len(j.Treatment)),
+		Head: []string{"run", "source", "window"}}
+	for _, arm := range j.arms() {
+		for i, r := range arm.runs {
+			runs.Rows = append(runs.Rows, []string{fmt.Sprintf("%s%d", arm.short, i+1), r.Name, runWindow(r)})
+		}
+	}
+	add(runs)
+
 	if len(j.Workload) > 0 {
-		fmt.Fprintf(&b, "\n| workload | baseline | treatment | change | outcome |\n|---|---:|---:|---:|---|\n")
+		wl := JudgementTable{Title: fmt.Sprintf("workload (median of runs, baseline vs treatment, tolerance %s)", pct(j.Workload[0].Tolerance)),
+			Head: []string{"workload", "baseline", "treatment", "change", "outcome"}, Right: []bool{false, true, true, true, false}}
 		for _, w := range j.Workload {
 			fv := func(v float64) string { return fmtValue(FactID(w.Name), v) }
 			if w.Name == "duration" {
-				fv = func(v float64) string { return fmtNum(v) + "s" }
+				fv = func(v float64) string { return time.Duration(v * float64(time.Second)).String() }
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", w.Name, fv(w.Baseline), fv(w.Treatment), fmtChange(w.Change), w.Outcome)
+			wl.Rows = append(wl.Rows, []string{w.Name, fv(w.Baseline), fv(w.Treatment), fmtChange(w.Change), string(w.Outcome)})
+		}
+		add(wl)
+	}
+
+	metrics := JudgementTable{Head: []string{"metric", "role", "baseline", "treatment", "change", "treatment runs", "p"},
+		Right: []bool{false, false, true, true, true, false, false}}
+	values := JudgementTable{Title: "per-run values", Head: []string{"metric"}, Right: []bool{false}}
+	for _, arm := range j.arms() {
+		for i := range arm.runs {
+			values.Head = append(values.Head, fmt.Sprintf("%s%d", arm.short, i+1))
+			values.Right = append(values.Right, true)
 		}
 	}
-	if len(j.Metrics) > 0 {
-		b.WriteString("\n| metric | role | baseline | treatment | change | treatment runs | p |\n|---|---|---:|---:|---:|---|---|\n")
-		for _, c := range j.Metrics {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", metricLabel(c), c.Role,
-				armCell(c.Metric, c.Baseline), armCell(c.Metric, c.Treatment),
-				fmtChange(c.Change), directionCell(c), pCell(c))
+	for _, c := range j.Metrics {
+		metrics.Rows = append(metrics.Rows, []string{metricLabel(c), string(c.Role),
+			armCell(c.Metric, c.Baseline), armCell(c.Metric, c.Treatment),
+			fmtChange(c.Change), directionCell(c), pCell(c)})
+		row := []string{string(c.Metric)}
+		for _, v := range append(append([]float64(nil), c.Baseline.Values...), c.Treatment.Values...) {
+			row = append(row, fmtValue(c.Metric, v))
 		}
-		b.WriteString("\n| metric |")
-		sep := "|---|"
-		for _, arm := range j.arms() {
-			for i := range arm.runs {
-				fmt.Fprintf(&b, " %s%d |", arm.short, i+1)
-				sep += "---:|"
-			}
-		}
-		b.WriteString("\n" + sep + "\n")
-		for _, c := range j.Metrics {
-			fmt.Fprintf(&b, "| %s |", c.Metric)
-			for _, v := range append(append([]float64(nil), c.Baseline.Values...), c.Treatment.Values...) {
-				fmt.Fprintf(&b, " %s |", fmtValue(c.Metric, v))
-			}
-			b.WriteString("\n")
-		}
+		values.Rows = append(values.Rows, row)
 	}
-	if len(j.Warnings) > 0 {
-		b.WriteString("\nWarnings:\n\n")
-		for _, w := range j.Warnings {
-			fmt.Fprintf(&b, "- %s\n", MarkdownInline(w))
-		}
-	}
-	return b.String()
+	add(metrics)
+	add(values)
+	return out
 }
 
 type armRuns struct {

@@ -594,7 +594,7 @@ func Map() []Rule {
 				{Text: "Is the fleet saturated (see queue-sustained and queue-burst, which explain abandonment)?", When: ptr(atLeast(WaitingMean, limQueueMin)), Neutral: true},
 				manual("Compare the client and gateway timeouts with TTFT p99 and E2E p99"),
 				manual("Count client disconnects at the gateway (e.g. HTTP 499) next to vLLM's completions"),
-				manual("Requests abandoned while still queued leave no trace in vLLM's metrics: alias a gateway's arrival counter (--alias gateway_requests=METRIC) to count them"),
+				manual("Requests abandoned while still queued leave no trace in vLLM's metrics: alias a gateway's arrival counter (Catalog.Alias gateway_requests=METRIC) to count them"),
 			},
 			Mitigations: []string{
 				"relieve the queue first (admission limits, more replicas): a fast 429 costs less than a prefill the client will not read",

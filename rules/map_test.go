@@ -34,7 +34,7 @@ func TestDescribeGolden(t *testing.T) {
 	// Thresholds reach the printed conditions.
 	th := rules.DefaultThresholds
 	th.KVHigh = 0.95
-	assert.Contains(t, rules.Describe(th), "kv_usage_max >= 0.95")
+	assert.Contains(t, rules.Describe(th), "kv_usage_max >= 95%")
 }
 
 func TestMapInvariants(t *testing.T) {

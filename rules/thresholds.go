@@ -264,7 +264,7 @@ func (t Thresholds) Get(name string) (float64, bool) {
 // its value and meaning, one per line, sorted by name.
 func DescribeThresholds(th Thresholds) string {
 	var b strings.Builder
-	b.WriteString("thresholds (set with --thresholds NAME=VALUE, or Thresholds.Set):\n")
+	b.WriteString("thresholds (set with Thresholds.Set NAME=VALUE):\n")
 	for _, n := range ThresholdNames() {
 		v, _ := th.Get(n)
 		fmt.Fprintf(&b, "  %-16s %g\n", n, v)

@@ -138,7 +138,7 @@ func (w *walker) link(path string) (fs.FileInfo, string, bool) {
 		return nil, "", false
 	}
 	if !w.b.opts.FollowLinks && !within(real, w.realRoot) {
-		w.skip(path, "a symbolic link to outside the folder (Options.FollowLinks, --follow-links, follows it)")
+		w.skip(path, "a symbolic link to outside the folder (Options.FollowLinks follows it)")
 		return nil, "", false
 	}
 	fi, err := os.Stat(path)

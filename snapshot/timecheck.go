@@ -157,7 +157,7 @@ func (b *Builder) outlierWhat(a timeAt, sc Scrape, n int, lo, hi, low, high int6
 	if b.opts.KeepTimeOutliers {
 		return msg + "; kept (Options.KeepTimeOutliers)"
 	}
-	return msg + "; left out (Options.KeepTimeOutliers, --keep-time-outliers, keeps it)"
+	return msg + "; left out (Options.KeepTimeOutliers keeps it)"
 }
 
 // fmtMS formats a time in ms since the epoch as RFC 3339.

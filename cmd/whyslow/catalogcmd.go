@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	wsreport "github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -19,6 +20,7 @@ func runCatalog(ctx context.Context, e *env, args []string) error {
 	fs := newFlagSet(e.stdout, "catalog", "[flags] PATH...", catalogExamples)
 	var in inputFlags
 	in.register(fs.FlagSet)
+	wide := fs.Bool("wide", false, "do not fit the tables to 120 columns (one row per line, however wide)")
 	paths, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -31,11 +33,15 @@ func runCatalog(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	text := cat.Resolve(ev).String()
-	if strings.Contains(text, "(name one with Catalog.Alias)") {
-		// The library says it in its terms; the command in its flags.
-		text += "\nname a metric for a signal without a default with --alias SIGNAL=METRIC, e.g. --alias client_ttft=gateway_ttft_seconds\n"
+	res := cat.Resolve(ev)
+	doc := wsreport.CatalogDocument(res)
+	width := wsreport.TextWidth
+	if *wide {
+		width = 0
 	}
-	_, err = io.WriteString(out, text)
+	err = doc.WriteTextWidth(out, width)
+	if err == nil && strings.Contains(res.String(), "(name one with Catalog.Alias)") {
+		_, err = io.WriteString(out, "\nname a metric for a signal without a default with --alias SIGNAL=METRIC, e.g. --alias client_ttft=gateway_ttft_seconds\n")
+	}
 	return errors.Join(err, closeOut())
 }

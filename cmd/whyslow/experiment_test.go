@@ -87,7 +87,7 @@ func TestExperimentCommand(t *testing.T) {
 
 	code, out, errOut = experiment(t, append(args, "--format", "markdown")...)
 	require.Equal(t, exitOK, code, errOut)
-	assert.Contains(t, out, "**Verdict: reject**")
+	assert.Contains(t, out, "**verdict: reject**")
 
 	// A window of a longer series: PATH@START/END.
 	start := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)

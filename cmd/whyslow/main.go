@@ -89,6 +89,8 @@ func main() {
 
 // run executes one command line and returns the exit status.
 func run(ctx context.Context, e *env, args []string) int {
+	e, flush := withFlagHints(e)
+	defer flush()
 	if len(args) == 0 {
 		usage(e.stderr)
 		return exitUsage

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The default text of diagnose, compare and quantile fits 120 columns
+// The default text of diagnose, compare, quantile and catalog fits 120 columns
 // (issue 14); --wide keeps each table row on one line.
 func TestTextFits120Columns(t *testing.T) {
 	const sample = "../../examples/postmortem/evidence/long-prompts.om.gz"
@@ -21,6 +21,7 @@ func TestTextFits120Columns(t *testing.T) {
 		{"quantile", "--metric", "ttft", sample},
 		{"quantile", "--metric", "prompt_tokens", sample},
 		{"diagnose", real},
+		{"catalog", real},
 	} {
 		code, out, errOut := whyslow(t, "", args...)
 		require.Equal(t, exitOK, code, errOut)
@@ -38,6 +39,8 @@ func TestTextFits120Columns(t *testing.T) {
 		longest = max(longest, utf8.RuneCountInString(line))
 	}
 	assert.Greater(t, longest, 120)
+	_, wideCatalog, _ := whyslow(t, "", "catalog", "--wide", real)
+	assert.Equal(t, 1, strings.Count(wideCatalog, "  signal "), "catalog --wide: one signal table")
 }
 
 // The short message for evidence without a vLLM target, as a golden file.

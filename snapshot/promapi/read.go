@@ -624,7 +624,7 @@ func (r *reader) retry(ctx context.Context, what string, f func(context.Context)
 		var cert *tls.CertificateVerificationError
 		switch {
 		case errors.As(err, &cert):
-			ferr := fmt.Errorf("snapshot: server %s: %w: %s: %s (see --tls-ca-file)", r.red, ErrServer, what, msg)
+			ferr := fmt.Errorf("snapshot: server %s: %w: %s: %s (see Config.HTTP.TLSConfig.CAFile)", r.red, ErrServer, what, msg)
 			r.setFatal(ferr)
 			return ferr
 		case tooLarge || status == http.StatusUnprocessableEntity:

@@ -1,24 +1,24 @@
-package rules
+package report
 
 import (
 	"strings"
 	"unicode"
 )
 
-// MarkdownInline is whyslow's one Markdown escaper, used by the reports
-// (package report) and the experiment judgement (Judgement.Markdown): it
+// mdInline is whyslow's one Markdown escaper, used by
+// Document.WriteMarkdown for every report, judgement and catalog: it
 // escapes the characters that would start Markdown markup in running text
 // (emphasis, code, links, HTML tags, table cells), and a heading, quote or
 // list marker at the start of a line. Underscores inside
 // words (fact ids such as ttft_p95) never emphasise and stay as they are;
 // a bracket only starts a link when "(", "[" or ":" follows "]", so
 // "[1s, 2.5s]" stays readable.
-func MarkdownInline(s string) string { return mdEscape(s, true) }
+func mdInline(s string) string { return mdEscape(s, true) }
 
-// MarkdownCell escapes a table cell: inline markup as MarkdownInline does
+// mdCell escapes a table cell: inline markup as mdInline does
 // (but not line-start markers, meaningless in a cell), and line breaks as
 // <br>.
-func MarkdownCell(s string) string {
+func mdCell(s string) string {
 	return strings.ReplaceAll(mdEscape(s, false), "\n", "<br>")
 }
 

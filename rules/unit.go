@@ -1,0 +1,103 @@
+package rules
+
+import (
+	"math"
+	"strconv"
+	"time"
+)
+
+// Unit is the unit of a fact's or a report value's numbers. Values are in
+// base units: seconds, tokens, requests, ratios 0..1, rates per second.
+type Unit string
+
+// Units. The catalog names its signals' units in words ("seconds"); the
+// report and the facts use these short forms, and Format reads both.
+const (
+	UnitNone            Unit = ""
+	UnitSeconds         Unit = "s"
+	UnitTokens          Unit = "tokens"
+	UnitRequests        Unit = "requests"
+	UnitRatio           Unit = "ratio"
+	UnitCount           Unit = "count"
+	UnitPerSecond       Unit = "1/s"
+	UnitPerHour         Unit = "1/h"
+	UnitRequestsPerSec  Unit = "req/s"
+	UnitTokensPerSecond Unit = "tokens/s"
+	UnitMultiple        Unit = "x"
+)
+
+// Format is whyslow's one formatter of a value with its unit: seconds as
+// µs, ms, s or a duration (850µs, 42ms, 1.9s, 2m30s); tokens and requests
+// with a k, M or G suffix from 100 000 on; ratios as percentages; rates
+// per second; multiples with an x. NaN is "n/a", never zero; ±Inf is
+// "+Inf" or "-Inf". Numbers are FormatNumber's.
+func (u Unit) Format(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return FormatNumber(v)
+	}
+	switch u {
+	case UnitSeconds, "seconds":
+		return formatSeconds(v)
+	case UnitTokens:
+		return FormatLarge(v) + " tokens"
+	case UnitRequests, "req":
+		return FormatLarge(v) + " req"
+	case UnitRatio:
+		return FormatNumber(100*v) + "%"
+	case UnitRequestsPerSec, "requests/s":
+		return FormatNumber(v) + " req/s"
+	case UnitTokensPerSecond:
+		return FormatNumber(v) + " tokens/s"
+	case UnitPerSecond, "count/s", "/s":
+		return FormatNumber(v) + "/s"
+	case UnitPerHour:
+		return FormatNumber(v) + "/h"
+	case UnitMultiple:
+		return FormatNumber(v) + "x"
+	case UnitNone, UnitCount, "r":
+		return FormatLarge(v)
+	}
+	return FormatNumber(v) + " " + string(u)
+}
+
+// Rate is the unit of a per-second rate of a counter in unit u.
+func (u Unit) Rate() Unit {
+	switch u {
+	case UnitRequests:
+		return UnitRequestsPerSec
+	case UnitTokens:
+		return UnitTokensPerSecond
+	}
+	return "/s"
+}
+
+// formatSeconds formats a duration in seconds: 850µs, 42ms, 1.9s, 2m30s.
+func formatSeconds(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a == 0:
+		return "0s"
+	case a < 1e-3:
+		return FormatNumber(v*1e6) + "µs"
+	case a < 1:
+		return FormatNumber(v*1e3) + "ms"
+	case a < 100:
+		return FormatNumber(v) + "s"
+	}
+	return time.Duration(v * float64(time.Second)).Round(time.Second).String()
+}
+
+// FormatLarge formats a value with three significant digits and a k, M
+// or G suffix from 100 000 on: 13.3M.
+func FormatLarge(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0) || a < 1e5:
+		return FormatNumber(v)
+	case a < 1e6:
+		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "k"
+	case a < 1e9:
+		return strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
+	}
+	return strconv.FormatFloat(v/1e9, 'g', 3, 64) + "G"
+}
