@@ -103,4 +103,3 @@ func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 	}
 	return nil
 }
-
