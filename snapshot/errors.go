@@ -27,6 +27,10 @@ var (
 	// ErrLimit: a limit of Options.Limits was exceeded (bytes, series or
 	// label size per scrape, or the total budget).
 	ErrLimit = errors.New("limit exceeded")
+	// ErrExponentialHistogram: native histograms with exponential buckets
+	// (from a TSDB or a server) have no classic (le) form; their samples
+	// are dropped.
+	ErrExponentialHistogram = errors.New("native histogram with exponential buckets not supported")
 	// ErrDuplicateSeries: a series appeared twice at the same timestamp;
 	// the first sample is kept.
 	ErrDuplicateSeries = errors.New("duplicate series")

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
+
 	"net"
 	"net/http"
 	"net/url"
@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
 
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -94,7 +95,6 @@ type reader struct {
 	mu       sync.Mutex
 	done     int
 	total    int
-	bytes    int64
 	fatal    error
 	cancel   context.CancelFunc
 	progress func(snapshot.Progress)
@@ -211,7 +211,7 @@ func (r *reader) read(ctx context.Context) (*snapshot.Evidence, error) {
 	r.total = len(units)
 	r.report(0)
 
-	b := snapshot.NewBuilder(r.builderOptions())
+	cols := snapshot.NewColumns(r.red, r.builderOptions())
 	results := make(chan result, r.cfg.Concurrency)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, r.cfg.Concurrency)
@@ -260,12 +260,22 @@ func (r *reader) read(ctx context.Context) (*snapshot.Evidence, error) {
 		}
 		read++
 		r.problem = append(r.problem, res.problems...)
-		if len(res.text) > 0 {
-			_ = b.AddDump(r.red, res.text, time.Time{}) // its problems are in the Evidence
-			if err := r.opts.Memory.Err(); err != nil {
-				// The samples kept exceed Limits.MaxMemory: stop asking.
-				r.setFatal(fmt.Errorf("snapshot: server %s: %w", r.red, err))
+		for _, s := range res.series {
+			c := cols.Series(r.red, s.lset)
+			if c == nil {
+				continue // a limit forbids the series: the problem is recorded
 			}
+			c.Grow(len(s.t))
+			for i, t := range s.t {
+				c.Append(t, s.v[i])
+			}
+		}
+		if err := cols.Charge(r.red); err != nil {
+			// The samples kept exceed Limits.MaxMemory: stop asking.
+			r.setFatal(fmt.Errorf("snapshot: server %s: %w", r.red, err))
+		} else if cols.Full() {
+			r.setFatal(fmt.Errorf("snapshot: server %s: %w", r.red, &snapshot.LimitError{Limit: "Limits.MaxTotalBytes", Max: r.lim.MaxTotalBytes,
+				Msg: fmt.Sprintf("samples read from the server exceed %d bytes", r.lim.MaxTotalBytes)}))
 		}
 	}
 	if err := r.fatalErr(); err != nil {
@@ -274,14 +284,7 @@ func (r *reader) read(ctx context.Context) (*snapshot.Evidence, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ev := b.Evidence()
-	ev.Sources = []string{r.red}
-	for _, t := range ev.Targets {
-		for i := range t.Scrapes {
-			t.Scrapes[i].TimeFrom = snapshot.TimeFromTSDB
-			t.Scrapes[i].Files = nil
-		}
-	}
+	ev := cols.Evidence() // scrapes at the samples' times (TimeFromTSDB)
 	ev.Problems = append(r.problem, ev.Problems...)
 	if read == 0 && failed > 0 {
 		errs := make([]error, 0, len(ev.Problems))
@@ -295,17 +298,11 @@ func (r *reader) read(ctx context.Context) (*snapshot.Evidence, error) {
 	return ev, nil
 }
 
-// builderOptions are opts for the Builder that classifies the samples:
-// the time checks are left to snapshot.Read, which sees every input.
+// builderOptions are opts for the Columns that classify the samples
+// (named after the redacted address, which TargetName is given).
 func (r *reader) builderOptions() snapshot.Options {
 	o := r.opts
 	o.Progress = nil
-	o.KeepTimeOutliers = true
-	o.TargetName = nil
-	if r.opts.TargetName != nil {
-		red := r.red
-		o.TargetName = func(_, name string) string { return r.opts.TargetName(red, name) }
-	}
 	return o
 }
 
@@ -448,10 +445,18 @@ func (r *reader) labelValues(ctx context.Context, label, sel string, qfrom int64
 // result is the outcome of one unit.
 type result struct {
 	unit     unit
-	text     []byte
+	series   []series
 	problems []snapshot.Problem
 	split    []unit
 	err      error
+}
+
+// series is one series of an answer: labels with __name__, samples in
+// the unit's range.
+type series struct {
+	lset labels.Labels
+	t    []int64
+	v    []float64
 }
 
 // errSplit: the query was too large for the server; split it.
@@ -488,43 +493,34 @@ func (r *reader) do(ctx context.Context, u unit) result {
 	}
 	lo := max(u.from+1, r.start) // (from, to] within [start, end]
 	hi := min(u.to, r.end)
-	var buf []byte
 	native := 0
 	for _, ss := range m {
 		native += len(ss.Histograms)
-		name := string(ss.Metric[model.MetricNameLabel])
-		if name == "" {
+		if ss.Metric[model.MetricNameLabel] == "" {
 			continue
 		}
-		var prefix []byte
+		var s series
 		for _, sp := range ss.Values {
-			t := int64(sp.Timestamp)
-			if t < lo || t > hi {
+			t, v := int64(sp.Timestamp), float64(sp.Value)
+			if t < lo || t > hi || value.IsStaleNaN(v) {
 				continue
 			}
-			if prefix == nil {
-				prefix = appendSeries(nil, name, ss.Metric)
-			}
-			buf = append(buf, prefix...)
-			buf = append(buf, ' ')
-			buf = appendFloat(buf, float64(sp.Value))
-			buf = append(buf, ' ')
-			buf = strconv.AppendInt(buf, t, 10)
-			buf = append(buf, '\n')
+			s.t, s.v = append(s.t, t), append(s.v, v)
 		}
+		if len(s.t) == 0 {
+			continue
+		}
+		b := labels.NewScratchBuilder(len(ss.Metric))
+		for k, v := range ss.Metric {
+			b.Add(string(k), string(v))
+		}
+		b.Sort()
+		s.lset = b.Labels()
+		res.series = append(res.series, s)
 	}
 	if native > 0 {
 		res.problems = append(res.problems, snapshot.Problem{Severity: snapshot.SeverityError, File: r.red, Offset: -1, Family: u.family,
 			Err: fmt.Errorf("%w: %d samples of %s dropped", ErrNativeHistogram, native, q)})
-	}
-	res.text = buf
-	r.mu.Lock()
-	r.bytes += int64(len(buf))
-	over := r.bytes > r.lim.MaxTotalBytes
-	r.mu.Unlock()
-	if over {
-		r.setFatal(fmt.Errorf("snapshot: server %s: %w", r.red, &snapshot.LimitError{Limit: "Limits.MaxTotalBytes", Max: r.lim.MaxTotalBytes,
-			Msg: fmt.Sprintf("samples read from the server exceed %d bytes", r.lim.MaxTotalBytes)}))
 	}
 	return res
 }
@@ -552,54 +548,6 @@ func typeName(v model.Value) string {
 		return "nothing"
 	}
 	return v.Type().String()
-}
-
-// appendSeries appends name{labels} in text exposition syntax.
-func appendSeries(b []byte, name string, m model.Metric) []byte {
-	b = append(b, name...)
-	names := make([]string, 0, len(m))
-	for k := range m {
-		if k != model.MetricNameLabel {
-			names = append(names, string(k))
-		}
-	}
-	slices.Sort(names)
-	b = append(b, '{')
-	for i, k := range names {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, k...)
-		b = append(b, '=', '"')
-		for _, c := range []byte(m[model.LabelName(k)]) {
-			switch c {
-			case '\\':
-				b = append(b, '\\', '\\')
-			case '"':
-				b = append(b, '\\', '"')
-			case '\n':
-				b = append(b, '\\', 'n')
-			default:
-				b = append(b, c)
-			}
-		}
-		b = append(b, '"')
-	}
-	return append(b, '}')
-}
-
-// appendFloat appends v as text exposition writes it: the shortest
-// decimal that reads back as v.
-func appendFloat(b []byte, v float64) []byte {
-	switch {
-	case math.IsNaN(v):
-		return append(b, "NaN"...)
-	case math.IsInf(v, 1):
-		return append(b, "+Inf"...)
-	case math.IsInf(v, -1):
-		return append(b, "-Inf"...)
-	}
-	return strconv.AppendFloat(b, v, 'g', -1, 64)
 }
 
 // retry runs f with a per-request timeout, retrying what may pass on a

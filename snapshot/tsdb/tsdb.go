@@ -32,8 +32,9 @@ var (
 	// was read only up to a corruption.
 	ErrHeadNotRead = errors.New("TSDB head not read")
 	// ErrExponentialHistogram: native histograms with exponential buckets
-	// have no classic (le) form; their samples are dropped.
-	ErrExponentialHistogram = errors.New("native histogram with exponential buckets not supported")
+	// have no classic (le) form; their samples are dropped. It is
+	// snapshot.ErrExponentialHistogram.
+	ErrExponentialHistogram = snapshot.ErrExponentialHistogram
 )
 
 // Directory names inside a TSDB data directory that are not blocks.
@@ -112,7 +113,7 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 		return nil, fmt.Errorf("snapshot: tsdb %s: %w", dir, err)
 	}
 
-	acc := newTSDBAccumulator(dir, opts, lim)
+	acc := snapshot.NewColumns(dir, opts)
 	var problems []snapshot.Problem
 	read := 0 // sources read, at least in part
 
@@ -139,7 +140,7 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 	for i, b := range blocks {
 		progress("tsdb block", i)
 		if b.inRange {
-			if err := acc.readSource(ctx, b.dir, b.block, mint, maxt, matchers); err != nil {
+			if err := readSource(ctx, acc, b.dir, b.block, mint, maxt, matchers); err != nil {
 				return nil, readErr(dir, err)
 			}
 			read++
@@ -159,7 +160,7 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 				Err: fmt.Errorf("%w: only persisted blocks were read: %w", ErrHeadNotRead, herr),
 			})
 		} else {
-			rerr := acc.readSource(ctx, filepath.Join(dir, tsdbWALDir), tsdb.NewRangeHead(h.head, mint, maxt), mint, maxt, matchers)
+			rerr := readSource(ctx, acc, filepath.Join(dir, tsdbWALDir), tsdb.NewRangeHead(h.head, mint, maxt), mint, maxt, matchers)
 			cerr := h.Close()
 			if rerr != nil {
 				return nil, errors.Join(readErr(dir, rerr), cerr)
@@ -177,7 +178,7 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 	}
 
 	progress("tsdb", units)
-	ev = acc.evidence()
+	ev = acc.Evidence()
 	ev.Problems = append(problems, ev.Problems...)
 	if read == 0 && ev.Partial() {
 		errs := make([]error, 0, len(ev.Problems))

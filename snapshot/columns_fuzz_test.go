@@ -1,4 +1,4 @@
-package tsdb
+package snapshot
 
 import (
 	"math"
@@ -8,15 +8,14 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
-	"github.com/whyslow/whyslow/snapshot"
 )
 
-// FuzzTSDBAssembleClassic checks the assembly of classic histograms from
+// FuzzColumnsAssembleClassic checks the assembly of classic histograms from
 // bucket series that come and go (scrapes lost, layouts changed): every
 // sample lands in exactly one row under its own bound, rows are in time
-// order, and a new snapshot.HistogramSeries starts exactly when the set of buckets
+// order, and a new HistogramSeries starts exactly when the set of buckets
 // present changes.
-func FuzzTSDBAssembleClassic(f *testing.F) {
+func FuzzColumnsAssembleClassic(f *testing.F) {
 	f.Add([]byte{3, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{4, 0x0f, 0x0f, 0x03, 0xff, 0x00, 0x0f})
 	f.Add([]byte{1})
@@ -31,12 +30,12 @@ func FuzzTSDBAssembleClassic(f *testing.F) {
 		}
 		les := []float64{0.5, 1, 2.5, 5, 10, 25, 60, math.Inf(1)}[8-nb:]
 		// Buckets are handed over in an order unrelated to le.
-		g := &tsdbHistParts{labels: labels.FromStrings("pod", "p")}
+		g := &columnHistParts{labels: labels.FromStrings("pod", "p")}
 		want := map[[2]float64]float64{} // (t, le) -> value
 		times := map[int64]bool{}
-		sum := &tsdbRaw{lset: labels.FromStrings("__name__", "x_sum", "pod", "p")}
+		sum := &Column{lset: labels.FromStrings("__name__", "x_sum", "pod", "p")}
 		for b := nb - 1; b >= 0; b-- {
-			r := &tsdbRaw{lset: labels.FromStrings("__name__", "x_bucket", "pod", "p", "le", strconv.FormatFloat(les[b], 'g', -1, 64))}
+			r := &Column{lset: labels.FromStrings("__name__", "x_bucket", "pod", "p", "le", strconv.FormatFloat(les[b], 'g', -1, 64))}
 			for i, mask := range rows {
 				if mask&(1<<b) == 0 {
 					continue
@@ -55,7 +54,7 @@ func FuzzTSDBAssembleClassic(f *testing.F) {
 			sum.v = append(sum.v, float64(i))
 		}
 		g.sum = sum
-		a := newTSDBAccumulator("fuzz", snapshot.Options{}, snapshot.DefaultLimits)
+		a := NewColumns("fuzz", Options{})
 		out, leftovers := a.assembleClassic("x", g)
 		require.Empty(t, leftovers)
 

@@ -1,0 +1,717 @@
+package snapshot
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+	promhistogram "github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/whyslow/whyslow/histogram"
+)
+
+// Columns collects float series read from a store that keeps no metric
+// types (a TSDB's blocks and head, a Prometheus-compatible server's query
+// API) and builds Evidence from them: samples columnar per series, labels
+// once; then, in Evidence, series classified by name and labels (classic
+// histograms from their _bucket, _sum and _count series, summaries from
+// quantile, counters from _total, the rest untyped), grouped into targets
+// (exported_pod, else pod, instance, job, else the source's name) and
+// scrapes (one per distinct sample time). One path for every such
+// reader, so that the same samples give the same Evidence from a
+// directory and from a server.
+//
+// Samples of a series may be added in any order, over several calls (one
+// block after another, time ranges answered apart): Evidence sorts them
+// and keeps the first of repeated instants. Limits apply as they are
+// added (Limits.MaxLabelBytes, MaxSeriesPerScrape per target, and after
+// each series through Charge, MaxTotalBytes and the Options.Memory
+// budget). A Columns is not safe for concurrent use.
+type Columns struct {
+	dir      string
+	opts     Options
+	lim      Limits
+	series   map[uint64][]*Column
+	nseries  map[string]int // series per target name
+	bytes    int64          // approximate memory held by samples and labels
+	reserved int64          // bytes reserved against opts.Memory
+	full     bool           // a limit was reached: stop reading
+	problems []Problem
+}
+
+// NewColumns returns an empty Columns for the evidence of source (a
+// directory or a redacted URL, named in problems and used as the target
+// name of series with no target label), read with opts (Metrics filters
+// families in Evidence; Limits and Memory bound what is kept; TargetName
+// renames targets).
+func NewColumns(source string, opts Options) *Columns {
+	lim := opts.Limits.withDefaults()
+	if opts.Memory == nil {
+		opts.Memory = NewMemoryBudget(lim.MaxMemory)
+	}
+	return &Columns{
+		dir:     source,
+		opts:    opts,
+		lim:     lim,
+		series:  map[uint64][]*Column{},
+		nseries: map[string]int{},
+	}
+}
+
+// Column is one series of a Columns as read, before it is classified:
+// labels (with __name__) once, float samples columnar, native histogram
+// samples with custom buckets (NHCB) as classic rows apart.
+type Column struct {
+	cols *Columns
+	lset labels.Labels // with __name__
+	t    []int64
+	v    []float64
+	nh   *nhcbRows
+	// exp counts native histogram samples with exponential buckets,
+	// dropped.
+	exp int
+}
+
+// nhcbRows holds the NHCB samples of one series as classic rows.
+type nhcbRows struct {
+	layouts [][]float64 // distinct bucket layouts (upper bounds, +Inf last)
+	t       []int64
+	lay     []int32 // layout of each row
+	off     []int32 // start of each row in counts
+	counts  []float64
+	sum     []float64
+	count   []float64
+}
+
+// Problem records a problem of the source read, at file (a block, a
+// segment, a URL).
+func (a *Columns) Problem(sev Severity, file string, err error) {
+	a.problem(sev, file, err)
+}
+
+func (a *Columns) problem(sev Severity, file string, err error) {
+	a.problems = append(a.problems, Problem{Severity: sev, File: file, Offset: -1, Err: err})
+}
+
+// Full reports whether a limit stopped the reading: further samples are
+// not wanted.
+func (a *Columns) Full() bool { return a.full }
+
+// Charge accounts the samples added since the last call against
+// Options.Memory and Limits.MaxTotalBytes. It returns the budget's error
+// (*LimitError) when the memory budget is exceeded; past MaxTotalBytes it
+// records a problem at src instead, and the result is partial. Either way
+// Full is then true. Call it after each series, or after each batch.
+func (a *Columns) Charge(src string) error {
+	if err := a.opts.Memory.Reserve(a.bytes-a.reserved, a.dir); err != nil {
+		a.full = true
+		return err
+	}
+	a.reserved = a.bytes
+	if a.bytes > a.lim.MaxTotalBytes {
+		a.full = true
+		a.problem(SeverityError, src, fmt.Errorf("%w: samples read exceed snapshot.Limits.MaxTotalBytes (%d bytes); reading stopped, result is partial", ErrLimit, a.lim.MaxTotalBytes))
+	}
+	return nil
+}
+
+// Series returns the column for the series lset (with __name__), creating
+// it; nil when a limit forbids a new series (the problem is recorded at
+// src): its samples are then not wanted.
+func (a *Columns) Series(src string, lset labels.Labels) *Column {
+	h := lset.Hash()
+	for _, r := range a.series[h] {
+		if labels.Equal(r.lset, lset) {
+			return r
+		}
+	}
+	if n := lset.ByteSize(); n > uint64(a.lim.MaxLabelBytes) {
+		a.problem(SeverityError, src, fmt.Errorf("%w: series %.200s: labels of %d bytes exceed snapshot.Limits.MaxLabelBytes (%d); dropped", ErrLimit, lset.String(), n, a.lim.MaxLabelBytes))
+		return nil
+	}
+	name, _ := a.targetName(lset)
+	if a.nseries[name] == a.lim.MaxSeriesPerScrape {
+		a.problem(SeverityError, src, fmt.Errorf("%w: target %q: more than snapshot.Limits.MaxSeriesPerScrape (%d) series; further series dropped", ErrLimit, name, a.lim.MaxSeriesPerScrape))
+	}
+	a.nseries[name]++
+	if a.nseries[name] > a.lim.MaxSeriesPerScrape {
+		return nil
+	}
+	r := &Column{cols: a, lset: lset}
+	a.series[h] = append(a.series[h], r)
+	a.bytes += int64(lset.ByteSize()) + 64
+	return r
+}
+
+// Len returns the number of float samples held.
+func (r *Column) Len() int { return len(r.t) }
+
+// Grow makes room for n more float samples (series scraped together
+// have the same count: sizing for the previous one avoids regrowing).
+func (r *Column) Grow(n int) {
+	if r.nh == nil {
+		r.t = slices.Grow(r.t, n)
+		r.v = slices.Grow(r.v, n)
+	}
+}
+
+// Append adds a float sample.
+func (r *Column) Append(t int64, v float64) {
+	r.t = append(r.t, t)
+	r.v = append(r.v, v)
+	r.cols.bytes += FloatSampleBytes
+}
+
+// AppendNHCB adds a native histogram sample with custom buckets as a
+// classic row (histogram.FromNHCB); one with exponential buckets is
+// counted and dropped (a problem, ErrExponentialHistogram, in Evidence).
+func (r *Column) AppendNHCB(t int64, fh *promhistogram.FloatHistogram) error {
+	if !fh.UsesCustomBuckets() {
+		r.exp++
+		return nil
+	}
+	if err := r.addNHCB(t, fh); err != nil {
+		return err
+	}
+	r.cols.bytes += int64(len(fh.CustomValues)+4) * 8
+	return nil
+}
+
+// Evidence classifies the series read into targets and families. The
+// Columns must not be used after.
+func (a *Columns) Evidence() *Evidence { return a.evidence() }
+
+// addNHCB appends an NHCB sample as a classic row, converted by
+// histogram.FromNHCB.
+func (r *Column) addNHCB(t int64, fh *promhistogram.FloatHistogram) error {
+	h, err := histogram.FromNHCB(fh)
+	if err != nil {
+		return err
+	}
+	if r.nh == nil {
+		r.nh = &nhcbRows{}
+	}
+	nh := r.nh
+	lay := -1
+	if k := len(nh.layouts) - 1; k >= 0 && slices.Equal(nh.layouts[k], h.Bounds) {
+		lay = k
+	} else {
+		for i, l := range nh.layouts {
+			if slices.Equal(l, h.Bounds) {
+				lay = i
+				break
+			}
+		}
+	}
+	if lay < 0 {
+		nh.layouts = append(nh.layouts, h.Bounds)
+		lay = len(nh.layouts) - 1
+	}
+	nh.t = append(nh.t, t)
+	nh.lay = append(nh.lay, int32(lay))
+	nh.off = append(nh.off, int32(len(nh.counts)))
+	nh.counts = append(nh.counts, h.Counts...)
+	nh.sum = append(nh.sum, h.Sum)
+	nh.count = append(nh.count, h.Count)
+	return nil
+}
+
+// targetName names the target of a series: exported_pod, else pod, else
+// instance, else job, else the directory; then the caller's override.
+// exported_pod comes first because a GPU exporter scraped through
+// Kubernetes service discovery keeps the workload's pod there, while pod
+// is the exporter's own.
+func (a *Columns) targetName(lset labels.Labels) (name, from string) {
+	switch {
+	case lset.Get("exported_pod") != "":
+		name, from = lset.Get("exported_pod"), "pod"
+	case lset.Get("pod") != "":
+		name, from = lset.Get("pod"), "pod"
+	case lset.Get("instance") != "":
+		name, from = lset.Get("instance"), "instance"
+	case lset.Get("job") != "":
+		name, from = lset.Get("job"), "tsdb"
+	default:
+		name, from = filepath.Base(a.dir), "tsdb"
+	}
+	if a.opts.TargetName != nil {
+		if o := a.opts.TargetName(a.dir, name); o != name {
+			name, from = o, "override"
+		}
+	}
+	return name, from
+}
+
+// evidence classifies the series read into targets and families.
+func (a *Columns) evidence() *Evidence {
+	ev := &Evidence{Sources: []string{a.dir}}
+	type tgt struct {
+		from string
+		raws []*Column
+	}
+	targets := map[string]*tgt{}
+	for _, rs := range a.series {
+		for _, r := range rs {
+			r.normalize()
+			if len(r.t) == 0 && r.exp == 0 && (r.nh == nil || len(r.nh.t) == 0) {
+				continue
+			}
+			name, from := a.targetName(r.lset)
+			t := targets[name]
+			if t == nil {
+				t = &tgt{from: from}
+				targets[name] = t
+			}
+			t.raws = append(t.raws, r)
+		}
+	}
+	a.series = nil // let the raws go as they are converted
+	keep := columnKeepFamily(a.opts.Metrics)
+	for name, t := range targets {
+		tg := &Target{Name: name, NameFrom: t.from, Families: map[string]*Family{}}
+		a.buildFamilies(tg, t.raws)
+		t.raws = nil // the bucket series are copied into rows: free them target by target
+		for fname := range tg.Families {
+			if !keep(tg.Families[fname]) {
+				delete(tg.Families, fname)
+			}
+		}
+		tg.Scrapes = columnScrapes(tg)
+		if len(tg.Scrapes) == 0 && len(tg.Families) == 0 {
+			continue
+		}
+		ev.Targets = append(ev.Targets, tg)
+	}
+	sort.Slice(ev.Targets, func(i, j int) bool { return ev.Targets[i].Name < ev.Targets[j].Name })
+	ev.Problems = a.problems
+	return ev
+}
+
+// normalize sorts a raw's samples by time and drops repeated timestamps
+// (the first wins), needed only when blocks overlap.
+func (r *Column) normalize() {
+	if !sortedDistinct(r.t) {
+		idx := make([]int, len(r.t))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(i, j int) bool { return r.t[idx[i]] < r.t[idx[j]] })
+		t := make([]int64, 0, len(idx))
+		v := make([]float64, 0, len(idx))
+		for _, i := range idx {
+			if len(t) > 0 && t[len(t)-1] == r.t[i] {
+				continue
+			}
+			t = append(t, r.t[i])
+			v = append(v, r.v[i])
+		}
+		r.t, r.v = t, v
+	}
+	if nh := r.nh; nh != nil && !sortedDistinct(nh.t) {
+		idx := make([]int, len(nh.t))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(i, j int) bool { return nh.t[idx[i]] < nh.t[idx[j]] })
+		out := &nhcbRows{layouts: nh.layouts}
+		for _, i := range idx {
+			if len(out.t) > 0 && out.t[len(out.t)-1] == nh.t[i] {
+				continue
+			}
+			n := len(nh.layouts[nh.lay[i]])
+			out.t = append(out.t, nh.t[i])
+			out.lay = append(out.lay, nh.lay[i])
+			out.off = append(out.off, int32(len(out.counts)))
+			out.counts = append(out.counts, nh.counts[nh.off[i]:int(nh.off[i])+n]...)
+			out.sum = append(out.sum, nh.sum[i])
+			out.count = append(out.count, nh.count[i])
+		}
+		r.nh = out
+	}
+}
+
+func sortedDistinct(t []int64) bool {
+	for i := 1; i < len(t); i++ {
+		if t[i] <= t[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+// columnKind is how a sample name was classified.
+type columnKind struct {
+	family string
+	typ    model.MetricType
+	part   string // "bucket", "sum", "count" of a histogram, or ""
+}
+
+// buildFamilies classifies a target's raws by name and labels and fills
+// tg.Families.
+func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
+	byName := map[string][]*Column{}
+	histBase := map[string]bool{}
+	summaryBase := map[string]bool{}
+	for _, r := range raws {
+		name := r.lset.Get(labels.MetricName)
+		byName[name] = append(byName[name], r)
+		if b, ok := strings.CutSuffix(name, "_bucket"); ok && b != "" && r.lset.Has("le") {
+			histBase[b] = true
+		}
+		if r.lset.Has("quantile") {
+			summaryBase[name] = true
+		}
+	}
+	classify := func(name string) columnKind {
+		if b, ok := strings.CutSuffix(name, "_bucket"); ok && histBase[b] {
+			return columnKind{b, model.MetricTypeHistogram, "bucket"}
+		}
+		for _, suf := range []string{"_sum", "_count"} {
+			if b, ok := strings.CutSuffix(name, suf); ok {
+				if histBase[b] {
+					return columnKind{b, model.MetricTypeHistogram, suf[1:]}
+				}
+				if summaryBase[b] {
+					return columnKind{b, model.MetricTypeSummary, ""}
+				}
+			}
+		}
+		if summaryBase[name] {
+			return columnKind{name, model.MetricTypeSummary, ""}
+		}
+		if strings.HasSuffix(name, "_total") {
+			return columnKind{name, model.MetricTypeCounter, ""}
+		}
+		return columnKind{name, model.MetricTypeUnknown, ""}
+	}
+	family := func(name string, typ model.MetricType) *Family {
+		f := tg.Families[name]
+		if f == nil {
+			f = &Family{Name: name, Type: typ, TypeInferred: true}
+			tg.Families[name] = f
+		}
+		return f
+	}
+
+	// Classic histogram parts, grouped per family by labels without le.
+	classic := map[string]map[uint64][]*columnHistParts{} // family -> hash -> groups
+
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		k := classify(name)
+		for _, r := range byName[name] {
+			if r.exp > 0 {
+				a.problems = append(a.problems, Problem{Severity: SeverityError, File: a.dir, Offset: -1, Family: name,
+					Err: fmt.Errorf("%w: %d samples of %s dropped", ErrExponentialHistogram, r.exp, r.lset)})
+			}
+			if r.nh != nil && len(r.nh.t) > 0 {
+				f := family(name, model.MetricTypeHistogram)
+				if len(f.Series) == 0 && len(r.t) == 0 {
+					f.Type = model.MetricTypeHistogram
+				}
+				f.Histograms = append(f.Histograms, nhcbSeries(r)...)
+			}
+			if len(r.t) == 0 {
+				continue
+			}
+			if k.part != "" {
+				ls := labels.NewBuilder(r.lset).Del(labels.MetricName, "le").Labels()
+				h := ls.Hash()
+				fam := classic[k.family]
+				if fam == nil {
+					fam = map[uint64][]*columnHistParts{}
+					classic[k.family] = fam
+				}
+				var g *columnHistParts
+				for _, c := range fam[h] {
+					if labels.Equal(c.labels, ls) {
+						g = c
+						break
+					}
+				}
+				if g == nil {
+					g = &columnHistParts{labels: ls}
+					fam[h] = append(fam[h], g)
+				}
+				switch k.part {
+				case "bucket":
+					g.buckets = append(g.buckets, r)
+				case "sum":
+					g.sum = r
+				case "count":
+					g.count = r
+				}
+				continue
+			}
+			f := family(k.family, k.typ)
+			f.Series = append(f.Series, &Series{
+				Name:   name,
+				Labels: labels.NewBuilder(r.lset).Del(labels.MetricName).Labels(),
+				T:      r.t,
+				V:      r.v,
+			})
+		}
+	}
+	for fname, groups := range classic {
+		f := family(fname, model.MetricTypeHistogram)
+		f.Type = model.MetricTypeHistogram
+		for _, gs := range groups {
+			for _, g := range gs {
+				hs, leftovers := a.assembleClassic(fname, g)
+				f.Histograms = append(f.Histograms, hs...)
+				f.Series = append(f.Series, leftovers...)
+			}
+		}
+	}
+	for _, f := range tg.Families {
+		sort.Slice(f.Series, func(i, j int) bool {
+			if f.Series[i].Name != f.Series[j].Name {
+				return f.Series[i].Name < f.Series[j].Name
+			}
+			return labels.Compare(f.Series[i].Labels, f.Series[j].Labels) < 0
+		})
+		sort.Slice(f.Histograms, func(i, j int) bool {
+			hi, hj := f.Histograms[i], f.Histograms[j]
+			if c := labels.Compare(hi.Labels, hj.Labels); c != 0 {
+				return c < 0
+			}
+			return hi.T[0] < hj.T[0]
+		})
+	}
+}
+
+// columnHistParts are the float series of one classic histogram: its
+// buckets, _sum and _count, sharing labels (without __name__ and le).
+type columnHistParts struct {
+	labels     labels.Labels
+	buckets    []*Column
+	sum, count *Column
+}
+
+// assembleClassic assembles the parts of one classic histogram into
+// HistogramSeries, one per run of timestamps with the same set of buckets
+// present: a layout change (other buckets after an upgrade) starts a new
+// HistogramSeries. Parts that cannot be assembled (a bad le, a _sum or
+// _count without buckets) are returned as float Series.
+func (a *Columns) assembleClassic(family string, g *columnHistParts) (out []*HistogramSeries, leftovers []*Series) {
+	asSeries := func(r *Column) *Series {
+		return &Series{
+			Name:   r.lset.Get(labels.MetricName),
+			Labels: labels.NewBuilder(r.lset).Del(labels.MetricName).Labels(),
+			T:      r.t,
+			V:      r.v,
+		}
+	}
+	type bucket struct {
+		le float64
+		r  *Column
+		i  int
+	}
+	var bs []bucket
+	for _, r := range g.buckets {
+		le, err := strconv.ParseFloat(r.lset.Get("le"), 64)
+		if err != nil {
+			a.problems = append(a.problems, Problem{Severity: SeverityError, File: a.dir, Offset: -1, Family: family,
+				Err: fmt.Errorf("series %s: bad le: %w", r.lset, err)})
+			leftovers = append(leftovers, asSeries(r))
+			continue
+		}
+		bs = append(bs, bucket{le: le, r: r})
+	}
+	if len(bs) == 0 {
+		for _, r := range []*Column{g.sum, g.count} {
+			if r != nil {
+				leftovers = append(leftovers, asSeries(r))
+			}
+		}
+		return nil, leftovers
+	}
+	sort.SliceStable(bs, func(i, j int) bool { return bs[i].le < bs[j].le })
+
+	var all []int64
+	for _, b := range bs {
+		all = unionSorted(all, b.r.t)
+	}
+
+	var (
+		cur              *HistogramSeries
+		curMask, present []int
+		vals             = make([]float64, 0, len(bs))
+		si, ci           int
+		matched          int
+	)
+	at := func(r *Column, i *int, ts int64) float64 {
+		if r == nil {
+			return math.NaN()
+		}
+		for *i < len(r.t) && r.t[*i] < ts {
+			*i++
+		}
+		if *i < len(r.t) && r.t[*i] == ts {
+			matched++
+			return r.v[*i]
+		}
+		return math.NaN()
+	}
+	for row, ts := range all {
+		present, vals = present[:0], vals[:0]
+		for j := range bs {
+			b := &bs[j]
+			for b.i < len(b.r.t) && b.r.t[b.i] < ts {
+				b.i++
+			}
+			if b.i < len(b.r.t) && b.r.t[b.i] == ts {
+				present = append(present, j)
+				vals = append(vals, b.r.v[b.i])
+			}
+		}
+		if cur == nil || !slices.Equal(present, curMask) {
+			curMask = slices.Clone(present)
+			rows := len(all) - row
+			cur = &HistogramSeries{
+				Labels: g.labels,
+				Bounds: make([]float64, len(present)),
+				T:      make([]int64, 0, rows),
+				Counts: make([]float64, 0, rows*len(present)),
+				Sum:    make([]float64, 0, rows),
+				Count:  make([]float64, 0, rows),
+			}
+			for k, j := range present {
+				cur.Bounds[k] = bs[j].le
+			}
+			out = append(out, cur)
+		}
+		cur.T = append(cur.T, ts)
+		cur.Counts = append(cur.Counts, vals...)
+		cur.Sum = append(cur.Sum, at(g.sum, &si, ts))
+		cur.Count = append(cur.Count, at(g.count, &ci, ts))
+	}
+	total := 0
+	for _, r := range []*Column{g.sum, g.count} {
+		if r != nil {
+			total += len(r.t)
+		}
+	}
+	if lost := total - matched; lost > 0 {
+		a.problems = append(a.problems, Problem{Severity: SeverityWarning, File: a.dir, Offset: -1, Family: family,
+			Err: fmt.Errorf("series %s: %d _sum/_count samples at timestamps without any bucket dropped", g.labels, lost)})
+	}
+	// The bucket raws are now copied; drop them early.
+	for _, b := range bs {
+		b.r.t, b.r.v = nil, nil
+	}
+	return out, leftovers
+}
+
+// nhcbSeries splits the NHCB rows of r into one HistogramSeries per run of
+// samples with the same bucket layout.
+func nhcbSeries(r *Column) []*HistogramSeries {
+	nh := r.nh
+	ls := labels.NewBuilder(r.lset).Del(labels.MetricName).Labels()
+	var out []*HistogramSeries
+	var cur *HistogramSeries
+	for i, t := range nh.t {
+		b := nh.layouts[nh.lay[i]]
+		if cur == nil || nh.lay[i] != nh.lay[i-1] {
+			cur = &HistogramSeries{Labels: ls, Bounds: b}
+			out = append(out, cur)
+		}
+		cur.T = append(cur.T, t)
+		cur.Counts = append(cur.Counts, nh.counts[nh.off[i]:int(nh.off[i])+len(b)]...)
+		cur.Sum = append(cur.Sum, nh.sum[i])
+		cur.Count = append(cur.Count, nh.count[i])
+	}
+	r.nh = nil
+	return out
+}
+
+// columnScrapes returns one Scrape per distinct sample timestamp of tg.
+func columnScrapes(tg *Target) []Scrape {
+	var all []int64
+	for _, f := range tg.Families {
+		for _, s := range f.Series {
+			all = unionSorted(all, s.T)
+		}
+		for _, h := range f.Histograms {
+			all = unionSorted(all, h.T)
+		}
+	}
+	out := make([]Scrape, len(all))
+	for i, t := range all {
+		out[i] = Scrape{Time: time.UnixMilli(t).UTC(), TimeFrom: TimeFromTSDB}
+	}
+	return out
+}
+
+// unionSorted returns the union of two ascending, distinct slices. It
+// returns a itself when b adds nothing, and b itself when a is empty, so
+// that series scraped together (the same timestamps) cost no allocation;
+// the result must not be modified.
+func unionSorted(a, b []int64) []int64 {
+	if len(a) == 0 {
+		return b
+	}
+	if slices.Equal(a, b) || len(b) == 0 {
+		return a
+	}
+	out := make([]int64, 0, max(len(a), len(b)))
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] < b[j]:
+			out = append(out, a[i])
+			i++
+		case a[i] > b[j]:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, a[i])
+			i++
+			j++
+		}
+	}
+	out = append(out, a[i:]...)
+	return append(out, b[j:]...)
+}
+
+// columnKeepFamily returns the filter of Options.Metrics: a family is kept
+// when its lookup name, one of its sample names, or the name of one of its
+// histogram parts is listed. Nil metrics keep everything.
+func columnKeepFamily(metrics []string) func(*Family) bool {
+	if len(metrics) == 0 {
+		return func(*Family) bool { return true }
+	}
+	want := map[string]bool{}
+	for _, m := range metrics {
+		want[m] = true
+	}
+	return func(f *Family) bool {
+		if want[f.Name] {
+			return true
+		}
+		if f.Type == model.MetricTypeHistogram || f.Type == model.MetricTypeSummary {
+			for _, suf := range []string{"_bucket", "_sum", "_count"} {
+				if want[f.Name+suf] {
+					return true
+				}
+			}
+		}
+		for _, s := range f.Series {
+			if want[s.Name] {
+				return true
+			}
+		}
+		return false
+	}
+}
