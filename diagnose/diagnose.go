@@ -441,6 +441,9 @@ func summary(rep *Report, res rules.Result, fs rules.Facts) string {
 func commonWarnings(ev *snapshot.Evidence, res Resolution) []report.Warning {
 	var out []report.Warning
 	for _, p := range ev.Problems {
+		if p.Severity == snapshot.SeverityInfo {
+			continue // a note of Inputs, not a warning
+		}
 		out = append(out, report.Warning{Kind: report.WarnReading, Severity: p.Severity.String(), Text: "reading: " + p.Error()})
 	}
 	for _, w := range res.Warnings {
@@ -478,6 +481,10 @@ func makeInputs(ev *snapshot.Evidence, res Resolution) Inputs {
 		in.Versions[t.Target] = t.Versions.String()
 	}
 	for _, p := range ev.Problems {
+		if p.Severity == snapshot.SeverityInfo {
+			in.Notes = append(in.Notes, p.Error())
+			continue
+		}
 		in.Problems = append(in.Problems, p.Error())
 	}
 	return in

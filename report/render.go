@@ -771,7 +771,7 @@ func layoutWarnings(d *Document, r *Report) {
 
 func layoutInputs(d *Document, r *Report) {
 	in := r.Inputs
-	if len(in.Sources) == 0 && len(in.Replicas) == 0 && len(in.Problems) == 0 {
+	if len(in.Sources) == 0 && len(in.Replicas) == 0 && len(in.Problems) == 0 && len(in.Notes) == 0 {
 		return
 	}
 	d.heading(2, "Inputs")
@@ -794,6 +794,9 @@ func layoutInputs(d *Document, r *Report) {
 		items = append(items, Item{Text: "partial: some input could not be read", Sub: textItems(in.Problems)})
 	} else if len(in.Problems) > 0 {
 		items = append(items, Item{Text: "problems:", Sub: textItems(in.Problems)})
+	}
+	if len(in.Notes) > 0 {
+		items = append(items, Item{Text: "notes:", Sub: textItems(in.Notes)})
 	}
 	d.list("inputs", items)
 }

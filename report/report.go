@@ -284,6 +284,10 @@ type Inputs struct {
 	Partial bool `json:"partial"`
 	// Problems are the reading problems, formatted.
 	Problems []string `json:"problems,omitempty"`
+	// Notes say how the reader settled what the input left open (a dump
+	// read live from a pipe, with no time on its samples, timed when it
+	// was read); nothing in them is wrong.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Dimension is one of the article's dimensions to keep apart.
