@@ -473,13 +473,20 @@ func makeInputs(ev *snapshot.Evidence, res Resolution) Inputs {
 	if in.Sources == nil {
 		in.Sources = []string{}
 	}
-	for _, t := range ev.Targets {
+	for i, t := range ev.Targets {
+		if i < len(res.Targets) && isCompanion(&res.Targets[i]) {
+			continue // listed once, in Exporters
+		}
 		in.Replicas = append(in.Replicas, t.Name)
 	}
 	sort.Strings(in.Replicas)
-	for _, t := range res.Targets {
+	for i, t := range res.Targets {
+		if isCompanion(&res.Targets[i]) {
+			continue
+		}
 		in.Versions[t.Target] = t.Versions.String()
 	}
+	in.Exporters = companionExporters(ev, res)
 	for _, p := range ev.Problems {
 		if p.Severity == snapshot.SeverityInfo {
 			in.Notes = append(in.Notes, p.Error())

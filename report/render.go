@@ -669,9 +669,15 @@ func signalByID(sigs []Signal, id catalog.SignalID) (Signal, bool) {
 }
 
 func layoutReplicas(d *Document, r *Report) {
+	exporter := map[string]bool{} // companion targets: listed in Inputs, not replicas
+	for _, e := range r.Inputs.Exporters {
+		for _, t := range e.Targets {
+			exporter[t] = true
+		}
+	}
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n := range r.Signals.Replicas {
-			if !yield(n) {
+			if !exporter[n] && !yield(n) {
 				return
 			}
 		}
@@ -842,7 +848,7 @@ func measureText(s Signal, m *Measure) string {
 		if finiteFloat(m.Slope) {
 			parts = append(parts, "slope "+FormatNumber(float64(m.Slope))+"/s")
 		}
-		parts = append(parts, fmtCountOf(m.Count, "scrapes"))
+		parts = append(parts, fmtCountOf(m.Count, "samples"))
 	default:
 		v, u := m.Mean, s.Unit
 		if !finiteFloat(v) && finiteFloat(m.Rate) {
@@ -1025,7 +1031,7 @@ func layoutWarnings(d *Document, r *Report) {
 
 func layoutInputs(d *Document, r *Report) {
 	in := r.Inputs
-	if len(in.Sources) == 0 && len(in.Replicas) == 0 && len(in.Problems) == 0 && len(in.Notes) == 0 {
+	if len(in.Sources) == 0 && len(in.Replicas) == 0 && len(in.Problems) == 0 && len(in.Notes) == 0 && len(in.Exporters) == 0 {
 		return
 	}
 	d.heading(2, "Inputs")
@@ -1061,6 +1067,9 @@ func layoutInputs(d *Document, r *Report) {
 		items = append(items, Item{Text: "partial: some input could not be read", Sub: textItems(in.Problems)})
 	} else if len(in.Problems) > 0 {
 		items = append(items, Item{Text: "problems:", Sub: textItems(in.Problems)})
+	}
+	for _, e := range in.Exporters {
+		items = append(items, Item{Text: "beside vLLM: " + e.String() + ": " + strings.Join(e.Targets, ", ")})
 	}
 	if len(in.Notes) > 0 {
 		items = append(items, Item{Text: "notes:", Sub: textItems(in.Notes)})
