@@ -1037,7 +1037,16 @@ func layoutInputs(d *Document, r *Report) {
 	d.heading(2, "Inputs")
 	var items []Item
 	if src := summarizeSources(in.Sources); len(src) > 3 && !d.verbose {
-		items = append(items, Item{Text: fmt.Sprintf("sources (%d): %s", len(in.Sources), strings.Join(src, ", "))})
+		// One item; folders of one parent said once.
+		text := fmt.Sprintf("sources (%d): %s", len(in.Sources), strings.Join(src, ", "))
+		if parent := commonParent(src); parent != "" {
+			short := make([]string, len(src))
+			for i, s := range src {
+				short[i] = strings.TrimPrefix(s, parent)
+			}
+			text = fmt.Sprintf("sources (%d) in %s: %s", len(in.Sources), parent, strings.Join(short, ", "))
+		}
+		items = append(items, Item{Text: text})
 	} else if len(in.Sources) > 0 {
 		items = append(items, Item{Text: fmt.Sprintf("sources (%d):", len(in.Sources)), Sub: textItems(src)})
 	}
@@ -1052,6 +1061,26 @@ func layoutInputs(d *Document, r *Report) {
 			text += "; all vLLM " + v
 		}
 		items = append(items, Item{Text: text})
+	} else if len(in.Replicas) > len(versions) && !d.verbose {
+		// The replicas of each version range together.
+		var order []string
+		byVersion := map[string][]string{}
+		for _, n := range in.Replicas {
+			v := in.Versions[n]
+			if _, ok := byVersion[v]; !ok {
+				order = append(order, v)
+			}
+			byVersion[v] = append(byVersion[v], n)
+		}
+		var reps []Item
+		for _, v := range order {
+			text := strings.Join(byVersion[v], ", ")
+			if v != "" {
+				text += ": vLLM " + v
+			}
+			reps = append(reps, Item{Text: text})
+		}
+		items = append(items, Item{Text: fmt.Sprintf("replicas (%d):", len(in.Replicas)), Sub: reps})
 	} else if len(in.Replicas) > 0 {
 		var reps []Item
 		for _, n := range in.Replicas {
@@ -1082,6 +1111,27 @@ const maxSources = 8
 
 // summarizeSources lists a few sources as they are, and many as the
 // folders that hold them, with counts.
+// commonParent returns the folder ("a/b/") that every source lies in
+// when there is one and it is not the current one; "" otherwise.
+func commonParent(src []string) string {
+	var parent string
+	for i, s := range src {
+		dir := path.Dir(strings.TrimSuffix(strings.Fields(filepath.ToSlash(s))[0], "/"))
+		switch {
+		case dir == "." || dir == "/":
+			return ""
+		case i == 0:
+			parent = dir
+		case dir != parent:
+			return ""
+		}
+	}
+	if parent == "" {
+		return ""
+	}
+	return parent + "/"
+}
+
 func summarizeSources(src []string) []string {
 	if len(src) <= maxSources {
 		return src
