@@ -452,6 +452,9 @@ func summary(rep *Report, res rules.Result, fs rules.Facts) string {
 func commonWarnings(ev *snapshot.Evidence, res Resolution) []report.Warning {
 	var out []report.Warning
 	for _, p := range ev.Problems {
+		if p.Severity == snapshot.SeverityInfo {
+			continue // a note of Inputs, not a warning
+		}
 		out = append(out, report.Warning{Kind: report.WarnReading, Severity: p.Severity.String(), Text: "reading: " + p.Error()})
 	}
 	for _, w := range res.Warnings {
@@ -481,14 +484,25 @@ func makeInputs(ev *snapshot.Evidence, res Resolution) Inputs {
 	if in.Sources == nil {
 		in.Sources = []string{}
 	}
-	for _, t := range ev.Targets {
+	for i, t := range ev.Targets {
+		if i < len(res.Targets) && isCompanion(&res.Targets[i]) {
+			continue // listed once, in Exporters
+		}
 		in.Replicas = append(in.Replicas, t.Name)
 	}
 	sort.Strings(in.Replicas)
-	for _, t := range res.Targets {
+	for i, t := range res.Targets {
+		if isCompanion(&res.Targets[i]) {
+			continue
+		}
 		in.Versions[t.Target] = t.Versions.String()
 	}
+	in.Exporters = companionExporters(ev, res)
 	for _, p := range ev.Problems {
+		if p.Severity == snapshot.SeverityInfo {
+			in.Notes = append(in.Notes, p.Error())
+			continue
+		}
 		in.Problems = append(in.Problems, p.Error())
 	}
 	return in

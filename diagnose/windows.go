@@ -43,9 +43,13 @@ type scrapeStats struct {
 func (sc *scope) scrapeStats() scrapeStats {
 	var st scrapeStats
 	var gaps []time.Duration
+	// The scrapes are those of vLLM targets (report.WindowInfo.Scrapes):
+	// a companion exporter's (DCGM, node) are not the fleet's, unless
+	// the scope holds nothing else.
+	vllm := slices.ContainsFunc(sc.replicas, func(r replica) bool { return len(r.t.Scrapes) > 0 && !isCompanion(r.res) })
 	for _, r := range sc.replicas {
 		sc := r.t.Scrapes
-		if len(sc) == 0 {
+		if len(sc) == 0 || (vllm && isCompanion(r.res)) {
 			continue
 		}
 		st.maxPerTarget = max(st.maxPerTarget, len(sc))

@@ -127,14 +127,26 @@ func replaceWhole(s string, re *regexp.Regexp, f func(string) string) string {
 
 // countNoun says what the count behind a fact counts: "requests" for
 // latencies and shares of finished requests, "token gaps" for the
-// inter-token latency, "scrapes" for gauges; "" when the fact does not
-// say.
+// inter-token latency, "samples" for gauges (the samples of the series
+// summarised: a fleet gauge's are the instants of its fleet sum, not the
+// window's scrapes), "intervals" for statistics over the timeline's
+// intervals, "replicas", "preemptions"; "" when the fact does not say.
 func countNoun(id rules.FactID) string {
 	switch {
 	case strings.HasPrefix(string(id), "itl_"):
 		return "token gaps"
-	case id == rules.PrefixHitRatio:
+	}
+	switch id {
+	case rules.PrefixHitRatio:
 		return "tokens queried"
+	case rules.WaitingBurst, rules.CorrRunningTPOT:
+		return "intervals"
+	case rules.Restarts, rules.RestartsReplicaMax, rules.RestartsPerHourMax:
+		return "replicas"
+	case rules.PreemptionRate:
+		return "preemptions"
+	case rules.ReplicaLoadShareMax, rules.ReplicaShareMax, rules.ArrivalRate:
+		return "requests"
 	}
 	info, ok := rules.Info(id)
 	if !ok {
@@ -144,7 +156,7 @@ func countNoun(id rules.FactID) string {
 	case rules.Quantile, rules.Mean:
 		return "requests"
 	case rules.Gauge:
-		return "scrapes"
+		return "samples"
 	case rules.Rate:
 		if info.Unit == "ratio" || info.Unit == "s" {
 			return "requests"
@@ -154,7 +166,7 @@ func countNoun(id rules.FactID) string {
 }
 
 // fmtCountOf formats a count with what it counts: "n=55,477 requests",
-// "n=121 scrapes", or "n=?" when unknown.
+// "n=121 samples", or "n=?" when unknown.
 func fmtCountOf(c Float, noun string) string {
 	if !finiteFloat(c) {
 		return "n=?"

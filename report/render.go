@@ -194,7 +194,7 @@ func layoutWindows(d *Document, r *Report) {
 		if len(cp.Signals) > 0 {
 			it.Sub = append(it.Sub, Item{Text: "moved: " + movedText(cp.Signals)})
 		}
-		if cp.Method != "" {
+		if cp.Method != "" && d.verbose {
 			it.Sub = append(it.Sub, Item{Text: "method: " + cp.Method})
 		}
 		items = append(items, it)
@@ -238,6 +238,26 @@ func layoutSymptoms(d *Document, r *Report) {
 	var items []Item
 	for _, s := range r.Symptoms {
 		it := Item{Text: fmt.Sprintf("%s: %s", s.ID, symptomState(s)), Class: strings.ReplaceAll(symptomState(s), " ", "-")}
+		if !d.verbose {
+			// One item per symptom: its facts in a phrase each (the
+			// hypotheses and --verbose give them in full), and the names
+			// of those that cannot be evaluated.
+			var parts, miss []string
+			for _, e := range s.Evidence {
+				parts = append(parts, proseNumbers(firstClause(e.Text)))
+			}
+			for _, m := range s.Missing {
+				miss = append(miss, string(m.Fact))
+			}
+			if len(parts) > 0 {
+				it.Text += ": " + strings.Join(parts, "; ")
+			}
+			if len(miss) > 0 {
+				it.Text += "; cannot evaluate " + strings.Join(miss, ", ")
+			}
+			items = append(items, it)
+			continue
+		}
 		it.Sub = evidenceItems(d, r, s.Evidence)
 		for _, m := range s.Missing {
 			it.Sub = append(it.Sub, Item{Text: "cannot evaluate " + m.String()})
@@ -435,6 +455,12 @@ func layoutHypotheses(d *Document, r *Report, o LayoutOptions) {
 		flushShort()
 		d.heading(3, head)
 		d.Blocks[len(d.Blocks)-1].Class = "status-" + string(f.Status)
+		if !o.Full && string(f.ID) != string(r.Verdict) && f.Status == rules.Supported {
+			// A supported rival of the verdict: what sets it apart, in a
+			// few lines; --verbose prints it in full.
+			layoutRival(d, r, f)
+			continue
+		}
 		if len(f.Explains) > 0 {
 			ex := make([]string, len(f.Explains))
 			for j, s := range f.Explains {
@@ -448,7 +474,22 @@ func layoutHypotheses(d *Document, r *Report, o LayoutOptions) {
 				items = append(items, Item{Text: title, Sub: sub})
 			}
 		}
-		section("evidence:", evidenceItems(d, r, f.Evidence))
+		if o.Full {
+			section("evidence:", evidenceItems(d, r, f.Evidence))
+		} else {
+			// One line per fact, each once (--verbose: in full, with
+			// the noise band, bucket and window of each).
+			var ev []Item
+			seen := map[string]bool{}
+			for _, e := range f.Evidence {
+				t := compactEvidence(e)
+				if !seen[t] {
+					seen[t] = true
+					ev = append(ev, Item{Text: t})
+				}
+			}
+			section("evidence:", ev)
+		}
 		section("counter-evidence:", evidenceItems(d, r, f.CounterEvidence))
 		var miss []Item
 		for _, m := range f.Missing {
@@ -458,9 +499,19 @@ func layoutHypotheses(d *Document, r *Report, o LayoutOptions) {
 		var checks []Item
 		for _, c := range f.NextChecks {
 			it := Item{Text: fmt.Sprintf("[%s] %s", c.Outcome, c.Text), Class: "check-" + c.Outcome}
-			it.Sub = evidenceItems(d, r, c.Evidence)
-			for _, m := range c.Missing {
-				it.Sub = append(it.Sub, Item{Text: "missing " + m.String()})
+			if o.Full {
+				it.Sub = evidenceItems(d, r, c.Evidence)
+				for _, m := range c.Missing {
+					it.Sub = append(it.Sub, Item{Text: "missing " + m.String()})
+				}
+			} else {
+				// The facts behind the outcome, a phrase each.
+				for _, e := range c.Evidence {
+					it.Sub = append(it.Sub, Item{Text: compactEvidence(e)})
+				}
+				for _, m := range c.Missing {
+					it.Sub = append(it.Sub, Item{Text: "missing " + string(m.Fact)})
+				}
 			}
 			checks = append(checks, it)
 		}
@@ -485,6 +536,80 @@ func layoutHypotheses(d *Document, r *Report, o LayoutOptions) {
 		d.heading(3, "Ruled out, and not evaluable")
 		flushShort()
 	}
+}
+
+// layoutRival lays out a supported hypothesis that is not the verdict
+// in a few lines: the symptoms it explains, its evidence that the
+// verdict's does not already show (one line each, compact), the
+// automated checks by outcome, and its first mitigation.
+func layoutRival(d *Document, r *Report, f rules.Finding) {
+	// key names a piece of evidence: its fact, or its text for a
+	// sentence that names none (the lifecycle breakdown).
+	key := func(e rules.Evidence) string {
+		if e.Fact != "" {
+			return string(e.Fact)
+		}
+		return e.Text
+	}
+	shown := map[string]bool{}
+	if v, ok := r.verdictFinding(); ok {
+		for _, e := range v.Evidence {
+			shown[key(e)] = true
+		}
+	}
+	var items []Item
+	if len(f.Explains) > 0 {
+		ex := make([]string, len(f.Explains))
+		for j, s := range f.Explains {
+			ex[j] = string(s)
+		}
+		items = append(items, Item{Text: "explains the symptoms " + strings.Join(ex, ", ")})
+	}
+	var own []string
+	same := 0
+	for _, e := range f.Evidence {
+		if shown[key(e)] {
+			same++
+			continue
+		}
+		shown[key(e)] = true
+		own = append(own, compactEvidence(e))
+	}
+	if len(own) > 0 {
+		text := "its own evidence: "
+		if same > 0 {
+			text = fmt.Sprintf("its own evidence (and %d of the verdict's): ", same)
+		}
+		items = append(items, Item{Text: text + strings.Join(own, "; ")})
+	} else if same > 0 {
+		items = append(items, Item{Text: fmt.Sprintf("evidence: %d of the verdict's, nothing of its own", same)})
+	}
+	byOutcome := map[string][]string{}
+	for _, c := range f.NextChecks {
+		if c.Outcome != rules.CheckManual {
+			byOutcome[c.Outcome] = append(byOutcome[c.Outcome], c.Text)
+		}
+	}
+	for _, oc := range []string{rules.CheckHolds, rules.CheckFails, rules.CheckUnknown} {
+		if len(byOutcome[oc]) > 0 {
+			items = append(items, Item{Text: "checks that " + checkVerb(oc) + ": " + strings.Join(byOutcome[oc], " ")})
+		}
+	}
+	if len(f.Mitigations) > 0 {
+		items = append(items, Item{Text: "mitigate first: " + f.Mitigations[0]})
+	}
+	d.list("finding", items)
+}
+
+// checkVerb says a check outcome after "checks that".
+func checkVerb(outcome string) string {
+	switch outcome {
+	case rules.CheckHolds:
+		return "hold"
+	case rules.CheckFails:
+		return "do not hold"
+	}
+	return "cannot be judged"
 }
 
 func layoutNotes(d *Document, r *Report) {
@@ -544,9 +669,15 @@ func signalByID(sigs []Signal, id catalog.SignalID) (Signal, bool) {
 }
 
 func layoutReplicas(d *Document, r *Report) {
+	exporter := map[string]bool{} // companion targets: listed in Inputs, not replicas
+	for _, e := range r.Inputs.Exporters {
+		for _, t := range e.Targets {
+			exporter[t] = true
+		}
+	}
 	names := slices.Sorted(func(yield func(string) bool) {
 		for n := range r.Signals.Replicas {
-			if !yield(n) {
+			if !exporter[n] && !yield(n) {
 				return
 			}
 		}
@@ -560,6 +691,11 @@ func layoutReplicas(d *Document, r *Report) {
 		if !ok {
 			return "n/a", math.NaN()
 		}
+		if !d.verbose {
+			// The counts are --verbose: a row's requests are its
+			// completions, the first column.
+			return fmtQuantilePoint(q, s.Unit), float64(q.Value)
+		}
 		return fmt.Sprintf("%s %s", FormatValue(float64(q.Value), s.Unit), fmtCount(q.Count)), float64(q.Value)
 	}
 	gauge := func(s Signal) (string, float64) {
@@ -567,6 +703,10 @@ func layoutReplicas(d *Document, r *Report) {
 			return "n/a", math.NaN()
 		}
 		m := s.Incident
+		if !d.verbose {
+			// The mean alone (--verbose adds the maximum).
+			return strings.TrimSuffix(FormatValue(float64(m.Mean), s.Unit), " req"), float64(m.Mean)
+		}
 		return fmt.Sprintf("%s (max %s)", FormatValue(float64(m.Mean), s.Unit), FormatValue(float64(m.Max), s.Unit)), float64(m.Mean)
 	}
 	rate := func(s Signal) (string, float64) {
@@ -588,12 +728,24 @@ func layoutReplicas(d *Document, r *Report) {
 		{"GPU util mean", catalog.SignalGPUUtil, gauge},
 	}
 	var used []replicaColumn
+	var none []string // columns left out: zero on every replica
 	for _, c := range cols {
+		has, nonzero := false, false
 		for _, n := range names {
 			if s, ok := signalByID(r.Signals.Replicas[n], c.id); ok && s.Incident != nil {
-				used = append(used, c)
-				break
+				has = true
+				nonzero = nonzero || float64(s.Incident.Rate) != 0
 			}
+		}
+		switch {
+		case !has:
+		case !d.verbose && c.id == catalog.SignalPreemptions && !nonzero:
+			none = append(none, "no "+c.head+" on any replica")
+		default:
+			if !d.verbose {
+				c.head = strings.TrimSuffix(c.head, " mean")
+			}
+			used = append(used, c)
 		}
 	}
 	if len(used) == 0 {
@@ -635,9 +787,16 @@ func layoutReplicas(d *Document, r *Report) {
 		t.Rows = append(t.Rows, append(row, share))
 	}
 	d.heading(2, "Per replica")
-	d.para("", fmt.Sprintf("incident window %s; gauges are means (and maxima) over the window's scrapes, rates per second; "+
+	gauges := "gauges are means (and maxima) over the window's scrapes"
+	if !d.verbose {
+		gauges = "gauges are means over the window's scrapes (--verbose adds maxima and counts)"
+	}
+	d.para("", fmt.Sprintf("incident window %s; "+gauges+", rates per second; "+
 		"share is the replica's share of completions", FormatWindowSpan(r.Windows.Incident)))
 	d.table("replicas", t)
+	if len(none) > 0 {
+		d.para("", strings.Join(none, "; "))
+	}
 	d.list("", textItems(balanceFacts(r, th)))
 }
 
@@ -687,7 +846,7 @@ func measureText(s Signal, m *Measure) string {
 		if finiteFloat(m.Slope) {
 			parts = append(parts, "slope "+FormatNumber(float64(m.Slope))+"/s")
 		}
-		parts = append(parts, fmtCountOf(m.Count, "scrapes"))
+		parts = append(parts, fmtCountOf(m.Count, "samples"))
 	default:
 		v, u := m.Mean, s.Unit
 		if !finiteFloat(v) && finiteFloat(m.Rate) {
@@ -715,11 +874,27 @@ func layoutSignals(d *Document, r *Report) {
 	d.para("", fmt.Sprintf("baseline %s; incident %s; histograms merged across replicas before quantiles are taken",
 		FormatWindowSpan(r.Windows.Baseline), FormatWindowSpan(r.Windows.Incident)))
 	var items, missing, warns []Item
+	var rows [][]string
 	warnIDs := map[string][]string{}
 	var warnOrder []string
 	for _, s := range r.Signals.Fleet {
 		if s.Missing != "" && s.Incident == nil && s.Baseline == nil {
 			missing = append(missing, Item{Text: s.ID + ": " + s.Missing})
+			continue
+		}
+		if !d.verbose && strings.Contains(s.Metric, "{") && s.Kind == "counter" {
+			continue // a counter's split by a label: --verbose
+		}
+		if !d.verbose {
+			// A space before a selector's labels lets a long one wrap
+			// (PromQL reads it the same).
+			rows = append(rows, []string{s.ID, shortMeasure(s, s.Baseline), shortMeasure(s, s.Incident), strings.Replace(s.Metric, "{", " {", 1)})
+			for _, w := range s.Warnings {
+				if _, ok := warnIDs[w]; !ok {
+					warnOrder = append(warnOrder, w)
+				}
+				warnIDs[w] = append(warnIDs[w], s.ID)
+			}
 			continue
 		}
 		head := s.ID
@@ -744,8 +919,20 @@ func layoutSignals(d *Document, r *Report) {
 	for _, w := range warnOrder {
 		warns = append(warns, Item{Text: w + " (" + strings.Join(warnIDs[w], ", ") + ")"})
 	}
+	if len(rows) > 0 {
+		// One row per signal, its source metric last (said once here; the
+		// evidence leaves it out); --verbose gives every measure in full,
+		// with the vLLM versions of each metric.
+		d.table("signals", &Table{Head: []string{"signal", "baseline mean", "incident mean", "from"}, Right: []bool{false, true, true, false}, Rows: rows})
+	}
 	d.list("signals", items)
-	if len(missing) > 0 {
+	if len(missing) > 0 && !d.verbose {
+		names := make([]string, len(missing))
+		for i, m := range missing {
+			names[i], _, _ = strings.Cut(m.Text, ":")
+		}
+		d.list("missing", []Item{{Text: "cannot evaluate: " + strings.Join(names, ", ") + " (--verbose says why)"}})
+	} else if len(missing) > 0 {
 		d.para("", "cannot evaluate:")
 		d.list("missing", missing)
 	}
@@ -755,11 +942,71 @@ func layoutSignals(d *Document, r *Report) {
 	}
 }
 
+// shortMeasure is a measure in a table cell under "mean": the mean and
+// the p99 of a histogram (its p50 and p95 are in the before-and-after
+// table), the mean and maximum of a gauge, the (mean) rate of a counter,
+// the value of a ratio over the window.
+func shortMeasure(s Signal, m *Measure) string {
+	if m == nil {
+		return "n/a"
+	}
+	// Counts of requests and tokens go without their unit: the signal's
+	// name says it, and the cell stays narrow.
+	val := func(v float64) string {
+		t := FormatValue(v, s.Unit)
+		return strings.TrimSuffix(strings.TrimSuffix(t, " tokens"), " req")
+	}
+	var parts []string
+	switch s.Kind {
+	case "histogram":
+		parts = append(parts, val(float64(m.Mean)))
+		if q, ok := quantileOf(m, 0.99); ok {
+			p := fmtQuantilePoint(q, s.Unit)
+			parts = append(parts, "p99 "+strings.TrimSuffix(strings.TrimSuffix(p, " tokens"), " req"))
+		}
+	case "counter":
+		parts = append(parts, FormatValue(float64(m.Rate), rateUnit(s.Unit)))
+	case "gauge":
+		parts = append(parts, val(float64(m.Mean)), "max "+val(float64(m.Max)))
+	default:
+		v, u := m.Mean, s.Unit
+		if !finiteFloat(v) && finiteFloat(m.Rate) {
+			v, u = m.Rate, rateUnit(s.Unit)
+		}
+		parts = append(parts, FormatValue(float64(v), u))
+	}
+	if m.Lifetime {
+		parts = append(parts, "lifetime")
+	}
+	return strings.Join(parts, ", ")
+}
+
 func layoutDimensions(d *Document, r *Report) {
 	if len(r.Dimensions) == 0 {
 		return
 	}
 	d.heading(2, "Dimensions")
+	if !d.verbose {
+		// Which dimensions the evidence can split by, in two lines; the
+		// table with how each is (or is not) visible is --verbose.
+		var yes, no []string
+		for _, dm := range r.Dimensions {
+			if dm.Supported {
+				yes = append(yes, dm.Name)
+			} else {
+				no = append(no, dm.Name)
+			}
+		}
+		var items []Item
+		if len(yes) > 0 {
+			items = append(items, Item{Text: "visible: " + strings.Join(yes, ", ")})
+		}
+		if len(no) > 0 {
+			items = append(items, Item{Text: "not visible: " + strings.Join(no, ", ")})
+		}
+		d.list("dimensions", items)
+		return
+	}
 	t := &Table{Head: []string{"dimension", "supported", "how"}}
 	for _, dm := range r.Dimensions {
 		sup := "no"
@@ -782,15 +1029,57 @@ func layoutWarnings(d *Document, r *Report) {
 
 func layoutInputs(d *Document, r *Report) {
 	in := r.Inputs
-	if len(in.Sources) == 0 && len(in.Replicas) == 0 && len(in.Problems) == 0 {
+	if len(in.Sources) == 0 && len(in.Replicas) == 0 && len(in.Problems) == 0 && len(in.Notes) == 0 && len(in.Exporters) == 0 {
 		return
 	}
 	d.heading(2, "Inputs")
 	var items []Item
-	if len(in.Sources) > 0 {
-		items = append(items, Item{Text: fmt.Sprintf("sources (%d):", len(in.Sources)), Sub: textItems(summarizeSources(in.Sources))})
+	if src := summarizeSources(in.Sources); len(src) > 3 && !d.verbose {
+		// One item; folders of one parent said once.
+		text := fmt.Sprintf("sources (%d): %s", len(in.Sources), strings.Join(src, ", "))
+		if parent := commonParent(src); parent != "" {
+			short := make([]string, len(src))
+			for i, s := range src {
+				short[i] = strings.TrimPrefix(s, parent)
+			}
+			text = fmt.Sprintf("sources (%d) in %s: %s", len(in.Sources), parent, strings.Join(short, ", "))
+		}
+		items = append(items, Item{Text: text})
+	} else if len(in.Sources) > 0 {
+		items = append(items, Item{Text: fmt.Sprintf("sources (%d):", len(in.Sources)), Sub: textItems(src)})
 	}
-	if len(in.Replicas) > 0 {
+	versions := map[string]bool{}
+	for _, n := range in.Replicas {
+		versions[in.Versions[n]] = true
+	}
+	if len(in.Replicas) > 1 && len(versions) == 1 && !d.verbose {
+		// One version everywhere: the replicas in one line.
+		text := fmt.Sprintf("replicas (%d): %s", len(in.Replicas), strings.Join(in.Replicas, ", "))
+		if v := in.Versions[in.Replicas[0]]; v != "" {
+			text += "; all vLLM " + v
+		}
+		items = append(items, Item{Text: text})
+	} else if len(in.Replicas) > len(versions) && !d.verbose {
+		// The replicas of each version range together.
+		var order []string
+		byVersion := map[string][]string{}
+		for _, n := range in.Replicas {
+			v := in.Versions[n]
+			if _, ok := byVersion[v]; !ok {
+				order = append(order, v)
+			}
+			byVersion[v] = append(byVersion[v], n)
+		}
+		var reps []Item
+		for _, v := range order {
+			text := strings.Join(byVersion[v], ", ")
+			if v != "" {
+				text += ": vLLM " + v
+			}
+			reps = append(reps, Item{Text: text})
+		}
+		items = append(items, Item{Text: fmt.Sprintf("replicas (%d):", len(in.Replicas)), Sub: reps})
+	} else if len(in.Replicas) > 0 {
 		var reps []Item
 		for _, n := range in.Replicas {
 			text := n
@@ -806,6 +1095,12 @@ func layoutInputs(d *Document, r *Report) {
 	} else if len(in.Problems) > 0 {
 		items = append(items, Item{Text: "problems:", Sub: textItems(in.Problems)})
 	}
+	for _, e := range in.Exporters {
+		items = append(items, Item{Text: "beside vLLM: " + e.String() + ": " + strings.Join(e.Targets, ", ")})
+	}
+	if len(in.Notes) > 0 {
+		items = append(items, Item{Text: "notes:", Sub: textItems(in.Notes)})
+	}
 	d.list("inputs", items)
 }
 
@@ -814,6 +1109,27 @@ const maxSources = 8
 
 // summarizeSources lists a few sources as they are, and many as the
 // folders that hold them, with counts.
+// commonParent returns the folder ("a/b/") that every source lies in
+// when there is one and it is not the current one; "" otherwise.
+func commonParent(src []string) string {
+	var parent string
+	for i, s := range src {
+		dir := path.Dir(strings.TrimSuffix(strings.Fields(filepath.ToSlash(s))[0], "/"))
+		switch {
+		case dir == "." || dir == "/":
+			return ""
+		case i == 0:
+			parent = dir
+		case dir != parent:
+			return ""
+		}
+	}
+	if parent == "" {
+		return ""
+	}
+	return parent + "/"
+}
+
 func summarizeSources(src []string) []string {
 	if len(src) <= maxSources {
 		return src

@@ -184,8 +184,10 @@ func TestNumberFormatting(t *testing.T) {
 
 func TestCountNoun(t *testing.T) {
 	for id, want := range map[rules.FactID]string{
-		rules.TTFTP95: "requests", rules.ITLP95: "token gaps", rules.WaitingMean: "scrapes",
-		rules.AbortShare: "requests", rules.PrefixHitRatio: "tokens queried", rules.ReplicaShareMax: "",
+		rules.TTFTP95: "requests", rules.ITLP95: "token gaps", rules.WaitingMean: "samples", rules.KVUsageMax: "samples",
+		rules.AbortShare: "requests", rules.PrefixHitRatio: "tokens queried", rules.ReplicaShareMax: "requests",
+		rules.ReplicaLoadShareMax: "requests", rules.WaitingBurst: "intervals", rules.CorrRunningTPOT: "intervals",
+		rules.Restarts: "replicas", rules.PreemptionRate: "preemptions",
 	} {
 		assert.Equal(t, want, countNoun(id), string(id))
 	}

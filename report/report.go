@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/whyslow/whyslow/histogram"
@@ -108,8 +109,12 @@ type WindowInfo struct {
 	// Scrapes is the number of scrape instants of vLLM targets inside the
 	// window, summed over the targets (a replica scraped 60 times and
 	// another 60 times make 120), the same count for every evidence kind
-	// (dumps, /federate, OpenMetrics, TSDB). Gauges' counts (Measure.Count
-	// of a gauge) are scrapes in this sense.
+	// (dumps, /federate, OpenMetrics, TSDB). A companion exporter's
+	// targets (DCGM, node exporter: Inputs.Exporters) do not count, nor do
+	// per-series samples. Gauges' counts (Measure.Count of a gauge) are
+	// something else: the samples of the series summarised (a fleet
+	// gauge's are the instants of its fleet sum), which the text calls
+	// "samples".
 	Scrapes int `json:"scrapes"`
 }
 
@@ -284,6 +289,34 @@ type Inputs struct {
 	Partial bool `json:"partial"`
 	// Problems are the reading problems, formatted.
 	Problems []string `json:"problems,omitempty"`
+	// Notes say how the reader settled what the input left open (a dump
+	// read live from a pipe, with no time on its samples, timed when it
+	// was read); nothing in them is wrong.
+	Notes []string `json:"notes,omitempty"`
+	// Exporters are the companion targets scraped beside vLLM (DCGM
+	// exporter, node exporter), once per kind: they feed signals
+	// (gpu_util) but are not replicas, and their scrapes are not counted
+	// in WindowInfo.Scrapes.
+	Exporters []Exporter `json:"exporters,omitempty"`
+}
+
+// Exporter is one kind of companion exporter in the evidence.
+type Exporter struct {
+	// Kind is "DCGM exporter", "node exporter" or "exporter".
+	Kind string `json:"kind"`
+	// Targets are the exporter's target names, sorted.
+	Targets []string `json:"targets"`
+	// Signals are the catalog signals read from them ("gpu_util").
+	Signals []string `json:"signals"`
+}
+
+// String says "2 DCGM exporter targets (gpu_util, fb_used)".
+func (e Exporter) String() string {
+	s := Plural(len(e.Targets), e.Kind+" target", e.Kind+" targets")
+	if len(e.Signals) > 0 {
+		s += " (" + strings.Join(e.Signals, ", ") + ")"
+	}
+	return s
 }
 
 // Dimension is one of the article's dimensions to keep apart.

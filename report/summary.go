@@ -234,6 +234,9 @@ func windowsLine(r *Report) string {
 func evidenceLine(r *Report) string {
 	in := r.Inputs
 	parts := []string{Plural(len(in.Replicas), "replica", "replicas"), strings.Replace(Plural(len(in.Sources), "source", "sources"), strconv.Itoa(len(in.Sources)), FormatInteger(float64(len(in.Sources))), 1)}
+	for _, e := range in.Exporters {
+		parts = append(parts, e.String())
+	}
 	vers := map[string]bool{}
 	for _, v := range in.Versions {
 		vers[v] = true

@@ -50,6 +50,9 @@ type Builder struct {
 	keyBuf []byte
 
 	fs fileState // the file being parsed; reused
+	// readAt is when the stream being parsed was read, for a dump read
+	// live from a pipe or FIFO; zero otherwise (see TimeFromReadTime).
+	readAt time.Time
 
 	seen    map[fileKey]string // regular files read (or listed), by identity -> first path
 	fileSeq int                // number of dump files parsed so far

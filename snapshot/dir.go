@@ -386,7 +386,17 @@ func (b *Builder) readFile(path string) ([]byte, *lineMap, time.Time, error) {
 
 // addStream reads a dump from a stream (standard input, a FIFO given as
 // a path) under the same limits as a file, inflating gzip as it streams.
+// A dump whose samples carry no time is timed like a file when the stream
+// is a regular file (standard input redirected from one: its mtime), else
+// when it was read: a dump read live is a scrape taken then.
 func (b *Builder) addStream(name string, r io.Reader) {
+	var modTime time.Time
+	live := true
+	if f, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			modTime, live = fi.ModTime(), false
+		}
+	}
 	br := bufio.NewReaderSize(r, chunkSize)
 	var src io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
@@ -408,5 +418,9 @@ func (b *Builder) addStream(name string, r io.Reader) {
 			return
 		}
 	}
-	_ = b.addPrepared(name, data, lm, time.Time{}, false)
+	if live {
+		b.readAt = time.Now()
+		defer func() { b.readAt = time.Time{} }()
+	}
+	_ = b.addPrepared(name, data, lm, modTime, false)
 }

@@ -38,7 +38,10 @@
 // 2026-09-22T10-00-15Z, 20260922T100015Z, Unix seconds or milliseconds;
 // UTC when no zone is given), else the latest sample timestamp of the
 // file, else the file's mtime, reported with an ErrNoTime warning because
-// copying a file changes it. Scrape.TimeFrom says which.
+// copying a file changes it. A dump read live from a stream (standard
+// input that is a pipe, a FIFO) has no mtime: it is a scrape taken when it
+// was read, said in an ErrNoTime note of SeverityInfo; standard input
+// redirected from a file is that file. Scrape.TimeFrom says which.
 //
 // A sample belongs to the target named by its pod label, else its
 // instance label, else the path: the directory of DIR/<pod>/<file>, the

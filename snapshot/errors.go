@@ -45,7 +45,9 @@ var (
 	ErrUnorderedBuckets = errors.New("histogram buckets out of order")
 	// ErrNoTime is a warning: no timestamp in the file name and none on
 	// the samples; the time comes from the file's mtime, or, when there is
-	// none either, the scrape is placed at the Unix epoch.
+	// none either, the scrape is placed at the Unix epoch. For a dump read
+	// live from a pipe or a FIFO it is an info note instead: the scrape is
+	// timed when it was read (TimeFromReadTime).
 	ErrNoTime = errors.New("no scrape time")
 	// ErrEmpty: an input holds no data: an empty file, a dump with no
 	// sample, a directory with no dump.

@@ -142,9 +142,15 @@ const (
 	// TimeFromModTime: the file's modification time, a weak source:
 	// copying a file changes it.
 	TimeFromModTime
-	// TimeUnknown: no source at all (a dump read from standard input or
-	// from memory with a name that holds no time): the scrape is placed at
-	// the Unix epoch, which only orders it; its values are lifetime values.
+	// TimeFromReadTime: the time a dump read live from a stream (standard
+	// input that is a pipe, a FIFO given as a path) was read, when its
+	// samples carry no time: the scrape was taken as it was read
+	// (whyslow diagnose <(curl -s pod:8000/metrics)). Reported once with
+	// an ErrNoTime note of SeverityInfo.
+	TimeFromReadTime
+	// TimeUnknown: no source at all (a dump parsed from memory with a
+	// name that holds no time and no mtime): the scrape is placed at the
+	// Unix epoch, which only orders it; its values are lifetime values.
 	TimeUnknown
 )
 
@@ -159,6 +165,8 @@ func (s TimeSource) String() string {
 		return "file name"
 	case TimeFromModTime:
 		return "file mtime"
+	case TimeFromReadTime:
+		return "read time"
 	case TimeUnknown:
 		return "unknown"
 	}
@@ -270,12 +278,19 @@ const (
 	// SeverityError: some data were lost (an unreadable file, an invalid
 	// histogram family, a truncated dump).
 	SeverityError
+	// SeverityInfo: nothing is wrong; the reader says how it read
+	// something the input left open (a dump from a pipe timed when it was
+	// read).
+	SeverityInfo
 )
 
-// String returns "warning" or "error".
+// String returns "warning", "error" or "info".
 func (s Severity) String() string {
-	if s == SeverityError {
+	switch s {
+	case SeverityError:
 		return "error"
+	case SeverityInfo:
+		return "info"
 	}
 	return "warning"
 }

@@ -194,6 +194,11 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 	var hintOrder []string
 	if ev != nil {
 		for _, p := range ev.Problems {
+			if p.Severity == snapshot.SeverityInfo {
+				// How a gap of the input was filled; nothing is wrong.
+				fmt.Fprintln(e.stderr, "note: "+p.Error())
+				continue
+			}
 			if failed {
 				fmt.Fprintln(e.stderr, p.String())
 			} else {

@@ -150,11 +150,17 @@ func TestQuantileJSON(t *testing.T) {
 func TestQuantileStdin(t *testing.T) {
 	data, err := os.ReadFile(capture)
 	require.NoError(t, err)
+	before := time.Now().UTC().Truncate(time.Second)
 	code, out, errOut := whyslow(t, string(data), "quantile", "--metric", "ttft", "-")
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, "fleet (merged)")
-	assert.Contains(t, out, "single scrape at an unknown time", "stdin has no scrape time: none is made up")
+	// A dump read live with no time on its samples is a scrape taken when
+	// it was read: the report says that time, and stderr says so once, as
+	// a note, not a warning.
+	assert.Contains(t, out, "single scrape at "+before.Format("2006-01-02T"), "stdin: timed when read")
 	assert.NotContains(t, out, "1970")
+	assert.Equal(t, 1, strings.Count(errOut, "note: -: no scrape time on the samples: a dump read live"), errOut)
+	assert.NotContains(t, errOut, "warning: -: no scrape time", errOut)
 }
 
 func TestRules(t *testing.T) {
@@ -344,4 +350,29 @@ func TestQuantileSeveralModels(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, "model_name=llama")
 	assert.Contains(t, out, "model_name=qwen")
+}
+
+// TestDiagnoseStdinReadTime: a dump piped in with no time on its samples
+// is diagnosed as a scrape taken when it was read; the summary's windows
+// line says the time, and the report's inputs carry the note, not a
+// warning.
+func TestDiagnoseStdinReadTime(t *testing.T) {
+	data, err := os.ReadFile(capture)
+	require.NoError(t, err)
+	day := time.Now().UTC().Format("2006-01-02")
+	_, out, errOut := whyslow(t, string(data), "diagnose", "-")
+	assert.Contains(t, out, "windows: none to compare: 1 scrape at "+day, errOut)
+	assert.NotContains(t, out, "1970")
+	assert.Contains(t, errOut, "note: -: no scrape time on the samples")
+	_, js, _ := whyslow(t, string(data), "diagnose", "--format", "json", "-")
+	var doc struct {
+		Inputs   struct{ Notes []string } `json:"inputs"`
+		Warnings []string                 `json:"warnings"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(js), &doc))
+	require.Len(t, doc.Inputs.Notes, 1)
+	assert.Contains(t, doc.Inputs.Notes[0], "taken as scraped when it was read")
+	for _, w := range doc.Warnings {
+		assert.NotContains(t, w, "no scrape time", "a note, not a warning")
+	}
 }
