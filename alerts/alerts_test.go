@@ -1,8 +1,6 @@
 package alerts
 
 import (
-	"flag"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,9 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/rules"
+
+	"github.com/whyslow/whyslow/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files")
+var update = golden.Update // the -update flag
 
 // TestAlertsEveryFact: every fact the rules know has a PromQL expression
 // or a note saying why it has none, which the exporter prints.
@@ -170,17 +170,7 @@ func TestAlertsGolden(t *testing.T) {
 	require.NoError(t, err)
 	got, err := rf.YAML()
 	require.NoError(t, err)
-	path := filepath.Join("testdata", "default-rules.yml")
-	if *update {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	if string(want) != string(got) {
-		_ = os.WriteFile(path+".got", got, 0o644)
-		t.Fatalf("%s differs from the generated file (see %s.got; -update rewrites it)", path, path)
-	}
+	golden.Check(t, filepath.Join("testdata", "default-rules.yml"), got)
 }
 
 // TestAlertsOptions: bad options are refused.

@@ -1,7 +1,6 @@
 package catalog_test
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/snapshot"
+
+	goldenfile "github.com/whyslow/whyslow/internal/golden"
 )
 
 // realdataDir holds the eight real /metrics captures (see its SOURCES.md).
@@ -34,20 +35,12 @@ func parseCapture(t *testing.T, file, name string) *snapshot.Evidence {
 
 // update rewrites the golden files under testdata/ instead of comparing
 // with them: go test ./catalog/ -update.
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+var update = goldenfile.Update // the -update flag
 
 // golden compares got with the golden file, or rewrites it under -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join(goldenDir, name)
-	if *update {
-		require.NoError(t, os.MkdirAll(goldenDir, 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test -update to create it")
-	assert.Equal(t, string(want), got, "golden %s differs; run go test -update if the change is intended", path)
+	goldenfile.Check(t, filepath.Join(goldenDir, name), []byte(got))
 }
 
 func TestResolveRealCaptures(t *testing.T) {

@@ -2,9 +2,7 @@ package rules
 
 import (
 	"encoding/json"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/internal/golden"
 )
 
 // judgePlan is the decode-pressure plan with a known variable.
@@ -294,13 +294,6 @@ func TestJudgeJSON(t *testing.T) {
 	assert.Contains(t, string(out), `"baseline_runs"`)
 }
 
-// updating reports whether -update was given. The flag is defined by the
-// external test package (map_test.go), which shares this test binary.
-func updating() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
 // TestJudgeGolden pins the text form (package report pins the laid-out
 // text and Markdown of the same tables).
 func TestJudgeGolden(t *testing.T) {
@@ -310,17 +303,7 @@ func TestJudgeGolden(t *testing.T) {
 	for _, g := range []struct{ file, got string }{
 		{"judge_adopt.golden", j.String()},
 	} {
-		path := filepath.Join("testdata", g.file)
-		if updating() {
-			require.NoError(t, os.WriteFile(path, []byte(g.got), 0o644))
-			continue
-		}
-		want, err := os.ReadFile(path)
-		require.NoError(t, err, "run go test -update to create it")
-		if string(want) != g.got {
-			require.NoError(t, os.WriteFile(path+".got", []byte(g.got), 0o644))
-			t.Errorf("%s differs; got written to %s.got (run go test -update to accept)", path, path)
-		}
+		golden.Check(t, filepath.Join("testdata", g.file), []byte(g.got))
 	}
 }
 

@@ -2,8 +2,6 @@ package rules_test
 
 import (
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,24 +11,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/rules"
+
+	"github.com/whyslow/whyslow/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
+var update = golden.Update // the -update flag
 
 // TestDescribeGolden compares the printed decision map with
 // testdata/map.golden; run with -update to rewrite it.
 func TestDescribeGolden(t *testing.T) {
 	got := rules.Describe(rules.DefaultThresholds)
-	path := filepath.Join("testdata", "map.golden")
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	if got != string(want) {
-		require.NoError(t, os.WriteFile(path+".got", []byte(got), 0o644))
-		t.Fatalf("%s differs; got written to %s.got (run go test -update to accept)", path, path)
-	}
+	golden.Check(t, filepath.Join("testdata", "map.golden"), []byte(got))
 	// Thresholds reach the printed conditions.
 	th := rules.DefaultThresholds
 	th.KVHigh = 0.95

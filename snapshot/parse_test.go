@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -19,9 +18,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/snapshot"
+
+	"github.com/whyslow/whyslow/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+var update = golden.Update // the -update flag
 
 // summary prints what a test needs to see of an Evidence: targets,
 // families with type and counts, and problems.
@@ -77,15 +78,10 @@ func TestRealCaptures(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, e.Targets, 1)
 			got := summary(e)
-			golden := filepath.Join("testdata", "golden", strings.TrimSuffix(name, ".prom")+".txt")
-			if *update {
-				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
-				require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
+			golden.Check(t, filepath.Join("testdata", "golden", strings.TrimSuffix(name, ".prom")+".txt"), []byte(got))
+			if *golden.Update {
 				return
 			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "run go test -update to create the golden files")
-			assert.Equal(t, string(want), got)
 
 			// Every valid histogram validates; only the expected problems.
 			tg := e.Targets[0]

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,9 +16,11 @@ import (
 
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
+
+	goldenfile "github.com/whyslow/whyslow/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+var update = goldenfile.Update // the -update flag
 
 // whyslow runs one command line in process and returns its exit status,
 // stdout and stderr.
@@ -35,18 +36,7 @@ func whyslow(t *testing.T, stdin string, args ...string) (int, string, string) {
 // writing NAME.got on a mismatch.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test ./cmd/whyslow -update to create it")
-	if string(want) != got {
-		_ = os.WriteFile(path+".got", []byte(got), 0o644)
-		t.Errorf("output differs from %s (see %s.got; -update rewrites)", path, path)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", name), []byte(got))
 }
 
 // capture is the real vLLM 0.30.0 capture of ../../testdata/realdata/vllm,
