@@ -44,21 +44,7 @@ import (
 // scrape of a selected target; everything else (missing signals, low
 // counts, resets, version skew) becomes a warning or a missing fact.
 func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
-	set, err := opts.settings()
-	if err != nil {
-		return nil, err
-	}
-	if ev == nil || len(ev.Targets) == 0 {
-		return nil, errors.New("diagnose: the evidence holds no target")
-	}
-	set.catalog = set.catalog.ForEvidence(ev) // Ray's ray_vllm: names, when present
-	res := set.catalog.Resolve(ev)
-	reps := make([]replica, len(ev.Targets))
-	for i, t := range ev.Targets {
-		reps[i] = replica{t: t, res: &res.Targets[i]}
-	}
-
-	groups, by, err := splitGroups(set, reps)
+	set, res, groups, by, err := prepare(ev, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -299,11 +285,45 @@ func servingReplicas(reps []replica, sel map[string]string) []replica {
 // of each timeline.
 const MaxIntervals = 720
 
-// diagnoseScope builds the report of one scope.
-func diagnoseScope(sc *scope) (*Report, error) {
+// prepare is the first step of every diagnosis (Diagnose, and the
+// measuring of an experiment's runs): the settings of opts, the catalog
+// resolved on ev, and the replicas split into groups (one per model, or
+// by the label of Options.By).
+func prepare(ev *snapshot.Evidence, opts Options) (set settings, res Resolution, groups []group, by string, err error) {
+	set, err = opts.settings()
+	if err != nil {
+		return set, res, nil, "", err
+	}
+	if ev == nil || len(ev.Targets) == 0 {
+		return set, res, nil, "", errors.New("diagnose: the evidence holds no target")
+	}
+	set.catalog = set.catalog.ForEvidence(ev) // Ray's ray_vllm: names, when present
+	res = set.catalog.Resolve(ev)
+	reps := make([]replica, len(ev.Targets))
+	for i, t := range ev.Targets {
+		reps[i] = replica{t: t, res: &res.Targets[i]}
+	}
+	groups, by, err = splitGroups(set, reps)
+	return set, res, groups, by, err
+}
+
+// measured is what the measuring step of a diagnosis found in one scope.
+type measured struct {
+	tl        *timelines
+	base, inc evalWindow
+	cp        *ChangePoint
+	warns     []string
+	facts     rules.Facts
+}
+
+// measure is the measuring step of a diagnosis, shared by Diagnose and
+// JudgeExperiment: the scrape statistics, the fleet timelines on a grid
+// of at most MaxIntervals, the windows (given, or from the change
+// point), and the facts over them.
+func (sc *scope) measure() (measured, error) {
 	st := sc.scrapeStats()
 	if len(st.times) == 0 {
-		return nil, fmt.Errorf("diagnose: %s: no scrape", groupName(sc.group))
+		return measured{}, fmt.Errorf("diagnose: %s: no scrape", groupName(sc.group))
 	}
 	step := sc.set.TimelineStep
 	if step == 0 {
@@ -321,6 +341,17 @@ func diagnoseScope(sc *scope) (*Report, error) {
 	}
 	base, inc, cp, warns := sc.chooseWindows(st, tl)
 	facts := sc.computeFacts(base, inc, tl, st)
+	return measured{tl: tl, base: base, inc: inc, cp: cp, warns: warns, facts: facts}, nil
+}
+
+// diagnoseScope builds the report of one scope.
+func diagnoseScope(sc *scope) (*Report, error) {
+	m, err := sc.measure()
+	if err != nil {
+		return nil, err
+	}
+	base, inc, cp, warns, facts := m.base, m.inc, m.cp, m.warns, m.facts
+	tl := m.tl
 	result := rules.Evaluate(facts, sc.set.SLO, sc.set.Thresholds)
 
 	rep := &Report{

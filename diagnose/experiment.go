@@ -209,19 +209,25 @@ func runFacts(r Run, warm time.Duration, opts ExperimentOptions) (rules.RunFacts
 	if measured.End.Equal(measured.Start) {
 		return rules.RunFacts{}, nil, fmt.Errorf("window %v is empty", measured)
 	}
-	rep, err := Diagnose(r.Evidence, Options{Catalog: opts.Catalog, Model: opts.Model, Incident: measured})
+	// The facts of the run's window, measured as Diagnose measures them
+	// (one path), without judging them: a run has no baseline of its own.
+	set, _, groups, _, err := prepare(r.Evidence, Options{Catalog: opts.Catalog, Model: opts.Model, Incident: measured})
 	if err != nil {
 		return rules.RunFacts{}, nil, err
 	}
-	if len(rep.Groups) > 0 {
+	if len(groups) > 1 {
 		return rules.RunFacts{}, nil, fmt.Errorf("%w: set ExperimentOptions.Model", ErrSeveralModels)
 	}
-	fs := make(rules.Facts, len(rep.Facts))
-	for id, v := range rep.Facts {
+	m, err := newScope(set, groups[0].sel, groups[0].reps).measure()
+	if err != nil {
+		return rules.RunFacts{}, nil, err
+	}
+	fs := make(rules.Facts, len(m.facts))
+	for id, f := range m.facts {
 		fs[id] = rules.Fact{
-			Value: float64(v.Value), Lower: float64(v.Lower), Upper: float64(v.Upper), Count: float64(v.Count),
-			Window: v.Window, Baseline: math.NaN(), BaselineLower: math.NaN(), BaselineUpper: math.NaN(),
-			BaselineCount: math.NaN(), Source: v.Source, Missing: v.Missing,
+			Value: f.Value, Lower: f.Lower, Upper: f.Upper, Count: f.Count,
+			Window: f.Window, Baseline: math.NaN(), BaselineLower: math.NaN(), BaselineUpper: math.NaN(),
+			BaselineCount: math.NaN(), Source: f.Source, Missing: f.Missing,
 		}
 	}
 	return rules.RunFacts{Name: r.Name, Window: measured.String(), Duration: measured.Duration(), Facts: fs}, warns, nil
