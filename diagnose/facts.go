@@ -168,10 +168,8 @@ func (c *factCtx) counterRate(id SignalID, w evalWindow) rules.Fact {
 // tpotMean is the mean decode time per output token from sums; see
 // MeanTPOTFromSums.
 func (c *factCtx) tpotMean(w evalWindow) rules.Fact {
-	for _, id := range []SignalID{SignalDecodeTime, SignalGenerationTokens} {
-		if !c.sc.has(id) {
-			return rules.MissingFact(c.missingSignal(id))
-		}
+	if f, ok := c.need(SignalDecodeTime, SignalGenerationTokens); !ok {
+		return f
 	}
 	dec, err, _ := c.sc.fleetHist(SignalDecodeTime, w.w)
 	if err != nil {
@@ -290,24 +288,45 @@ func (c *factCtx) http5xxShare(w evalWindow) rules.Fact {
 	return f
 }
 
+// need returns the fact that says which of ids the scope lacks, and
+// false, or true when it has them all.
+func (c *factCtx) need(ids ...SignalID) (rules.Fact, bool) {
+	for _, id := range ids {
+		if !c.sc.has(id) {
+			return rules.MissingFact(c.missingSignal(id)), false
+		}
+	}
+	return rules.Fact{}, true
+}
+
+// counterRatio is the fleet increase of counter num over that of den
+// over w, counted by den's increase; none says why it is missing when den
+// did not increase.
+func (c *factCtx) counterRatio(num, den SignalID, w evalWindow, none string) rules.Fact {
+	if f, ok := c.need(num, den); !ok {
+		return f
+	}
+	n, err := c.sc.fleetCounter(num, w.w, nil)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	d, err := c.sc.fleetCounter(den, w.w, nil)
+	if err != nil {
+		return rules.MissingFact(err.Error())
+	}
+	if !(d.Value > 0) {
+		return rules.MissingFact(none)
+	}
+	f := rules.Measured(n.Value / d.Value).WithSource(c.sc.source(num) + " / " + c.sc.source(den))
+	f.Count = d.Value
+	return f
+}
+
 // prefixHitRatio is hits / queries of the prefix cache (tokens), or the V0
 // hit-rate gauge's mean.
 func (c *factCtx) prefixHitRatio(w evalWindow) rules.Fact {
 	if c.sc.has(SignalPrefixCacheQueries) && c.sc.has(SignalPrefixCacheHits) {
-		q, err := c.sc.fleetCounter(SignalPrefixCacheQueries, w.w, nil)
-		if err != nil {
-			return rules.MissingFact(err.Error())
-		}
-		h, err := c.sc.fleetCounter(SignalPrefixCacheHits, w.w, nil)
-		if err != nil {
-			return rules.MissingFact(err.Error())
-		}
-		if !(q.Value > 0) {
-			return rules.MissingFact("no prefix-cache lookup in the window (prefix caching disabled, or no traffic)")
-		}
-		f := rules.Measured(h.Value / q.Value).WithSource(c.sc.source(SignalPrefixCacheHits) + " / " + c.sc.source(SignalPrefixCacheQueries))
-		f.Count = q.Value
-		return f
+		return c.counterRatio(SignalPrefixCacheHits, SignalPrefixCacheQueries, w, "no prefix-cache lookup in the window (prefix caching disabled, or no traffic)")
 	}
 	if c.sc.has(SignalPrefixCacheHitRate) {
 		f := c.gaugeStat(SignalPrefixCacheHitRate, w, "mean")

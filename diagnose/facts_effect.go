@@ -599,25 +599,7 @@ func (c *factCtx) replicaLoadShareMax(w evalWindow) rules.Fact {
 
 // preemptionShare is preemptions per finished request.
 func (c *factCtx) preemptionShare(w evalWindow) rules.Fact {
-	for _, id := range []SignalID{SignalPreemptions, SignalRequestSuccess} {
-		if !c.sc.has(id) {
-			return rules.MissingFact(c.missingSignal(id))
-		}
-	}
-	p, err := c.sc.fleetCounter(SignalPreemptions, w.w, nil)
-	if err != nil {
-		return rules.MissingFact(err.Error())
-	}
-	d, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, nil)
-	if err != nil {
-		return rules.MissingFact(err.Error())
-	}
-	if !(d.Value > 0) {
-		return rules.MissingFact("no request finished in the window")
-	}
-	f := rules.Measured(p.Value / d.Value).WithSource(c.sc.source(SignalPreemptions) + " / " + c.sc.source(SignalRequestSuccess))
-	f.Count = d.Value
-	return f
+	return c.counterRatio(SignalPreemptions, SignalRequestSuccess, w, "no request finished in the window")
 }
 
 // addStrengthFacts computes the facts of this file into fs.

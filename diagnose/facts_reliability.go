@@ -278,10 +278,8 @@ func (c *factCtx) abandonedPromptTokens(w *relWindow) rules.Fact {
 	if w.lifetime {
 		return rules.MissingFact("lifetime counters: no window to estimate abandonment over")
 	}
-	for _, id := range []SignalID{SignalPromptTokensTotal, SignalPromptTokens, SignalRunning} {
-		if !c.sc.has(id) {
-			return rules.MissingFact(c.missingSignal(id))
-		}
+	if f, ok := c.need(SignalPromptTokensTotal, SignalPromptTokens, SignalRunning); !ok {
+		return f
 	}
 	h := w.h
 	if !h.tokensOK {
@@ -323,10 +321,8 @@ func (c *factCtx) abandonedAfterFirstToken(w *relWindow) rules.Fact {
 	if w.lifetime {
 		return rules.MissingFact("lifetime counters: no window to estimate abandonment over")
 	}
-	for _, id := range []SignalID{SignalTTFT, SignalE2E, SignalRunning} {
-		if !c.sc.has(id) {
-			return rules.MissingFact(c.missingSignal(id))
-		}
+	if f, ok := c.need(SignalTTFT, SignalE2E, SignalRunning); !ok {
+		return f
 	}
 	h := w.h
 	if !h.countsOK {
@@ -423,10 +419,8 @@ func (c *factCtx) queueUnservedMin(w *relWindow) rules.Fact {
 	if w.lifetime {
 		return rules.MissingFact("lifetime counters: no intervals")
 	}
-	for _, id := range []SignalID{SignalWaiting, SignalRunning, SignalRequestSuccess} {
-		if !c.sc.has(id) {
-			return rules.MissingFact(c.missingSignal(id))
-		}
+	if f, ok := c.need(SignalWaiting, SignalRunning, SignalRequestSuccess); !ok {
+		return f
 	}
 	sum, n := 0.0, 0
 	for _, l := range w.lives {
