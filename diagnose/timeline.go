@@ -83,9 +83,10 @@ func (sc *scope) buildTimelines(span snapshot.Window, step time.Duration) *timel
 		return nil
 	}
 	tl := &timelines{step: step, grid: grid}
+	fresh := sc.freshIntervals(-1, grid)
 	for _, spec := range timelineSpecs {
 		if sc.has(spec.id) {
-			tl.list = append(tl.list, sc.timeline(spec, -1, grid, step))
+			tl.list = append(tl.list, sc.timeline(spec, -1, grid, step, fresh))
 		}
 	}
 	return tl
@@ -102,6 +103,10 @@ func (sc *scope) addReplicas(tl *timelines, replicas []int) {
 	for _, r := range replicas {
 		sel[r] = true
 	}
+	fresh := map[int][]bool{} // per replica, computed once for every signal
+	for r := range sel {
+		fresh[r] = sc.freshIntervals(r, tl.grid)
+	}
 	var list []Timeline
 	for _, spec := range timelineSpecs {
 		if !sc.has(spec.id) {
@@ -112,20 +117,20 @@ func (sc *scope) addReplicas(tl *timelines, replicas []int) {
 		}
 		for r := range sc.replicas {
 			if sel[r] && sc.match(r, spec.id).Found() {
-				list = append(list, sc.timeline(spec, r, tl.grid, tl.step))
+				list = append(list, sc.timeline(spec, r, tl.grid, tl.step, fresh[r]))
 			}
 		}
 	}
 	tl.list = list
 }
 
-// timeline evaluates one timeline over grid; r < 0 is the fleet.
-func (sc *scope) timeline(spec timelineSpec, r int, grid []snapshot.Window, step time.Duration) Timeline {
+// timeline evaluates one timeline over grid; r < 0 is the fleet. fresh
+// is freshIntervals(r, grid): the other points are NaN.
+func (sc *scope) timeline(spec timelineSpec, r int, grid []snapshot.Window, step time.Duration, fresh []bool) Timeline {
 	t := Timeline{Signal: string(spec.id), Stat: spec.stat, Step: step, Points: make([]Point, len(grid))}
 	if r >= 0 {
 		t.Replica = sc.replicas[r].t.Name
 	}
-	fresh := sc.freshIntervals(r, grid)
 	for i, w := range grid {
 		v, n := math.NaN(), 0.0
 		if fresh[i] {

@@ -4,7 +4,6 @@ package snapshot_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,10 +20,8 @@ import (
 // skippedProblems returns the ErrSkipped problems, as text.
 func skippedProblems(e *snapshot.Evidence) []string {
 	var out []string
-	for _, p := range e.Problems {
-		if errors.Is(p, snapshot.ErrSkipped) {
-			out = append(out, p.Error())
-		}
+	for _, p := range e.ProblemsOf(snapshot.ErrSkipped) {
+		out = append(out, p.Error())
 	}
 	return out
 }
