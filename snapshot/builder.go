@@ -58,6 +58,14 @@ type Builder struct {
 	fileSeq int                // number of dump files parsed so far
 	merging bool               // Merge: no checks of time (see checkTimes)
 	adopt   bool               // AddEvidence may take the input's slices (addSource: the input is the builder's own)
+
+	// perTarget: the Builder holds one target of a ReadEach; Evidence
+	// leaves out the scrapes at dropAt (the target's time outliers, found
+	// over the whole evidence) instead of searching outliers among its
+	// own scrapes.
+	perTarget bool
+	dropAt    map[int64]bool
+	checksAt  int // len(problems) when checkTimes began
 }
 
 // NewBuilder returns an empty Builder reading with opts.

@@ -122,6 +122,24 @@ func (a *Columns) Charge(src string) error {
 	return nil
 }
 
+// Bytes returns the approximate memory held by the samples and labels
+// added so far, what Charge counts.
+func (a *Columns) Bytes() int64 { return a.bytes }
+
+// Release returns what Charge reserved against Options.Memory, for a
+// reader that hands the Evidence over and lets it go (ReadEach, target by
+// target).
+func (a *Columns) Release() {
+	a.opts.Memory.Release(a.reserved)
+	a.reserved = 0
+}
+
+// TargetName returns the name of the target the series lset (with
+// __name__) belongs to, and where the name comes from, as Evidence names
+// it: exported_pod, else pod, instance, job, else the source's name; then
+// Options.TargetName.
+func (a *Columns) TargetName(lset labels.Labels) (name, from string) { return a.targetName(lset) }
+
 // Series returns the column for the series lset (with __name__), creating
 // it; nil when a limit forbids a new series (the problem is recorded at
 // src): its samples are then not wanted.

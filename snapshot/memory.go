@@ -63,7 +63,19 @@ func (m *MemoryBudget) Reserve(n int64, what string) error {
 	return m.err
 }
 
-// Used returns the bytes reserved so far.
+// Release returns n bytes reserved earlier by what is no longer kept (a
+// target handed to ReadEach's visitor and dropped). The error of an
+// exceeded budget stays. A nil budget ignores it.
+func (m *MemoryBudget) Release(n int64) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.used = max(m.used-n, 0)
+}
+
+// Used returns the bytes reserved so far (less those released).
 func (m *MemoryBudget) Used() int64 {
 	if m == nil {
 		return 0

@@ -38,7 +38,18 @@ const (
 // checkTimes runs the checks on e, editing its targets in place (their
 // slices belong to the Builder) and appending problems to b.
 func (b *Builder) checkTimes(e *Evidence) {
-	b.dropTimeOutliers(e)
+	b.checksAt = len(b.problems)
+	if b.perTarget {
+		// ReadEach: the outliers were found over the whole evidence
+		// before (timeOutliers); only this target's are left out.
+		for _, t := range e.Targets {
+			if len(b.dropAt) > 0 {
+				dropScrapesAt(t, b.dropAt)
+			}
+		}
+	} else {
+		b.dropTimeOutliers(e)
+	}
 	for _, t := range e.Targets {
 		b.checkCounters(t)
 	}
@@ -55,12 +66,29 @@ type timeAt struct {
 // times and, unless Options.KeepTimeOutliers, removes them and their
 // samples.
 func (b *Builder) dropTimeOutliers(e *Evidence) {
+	out := b.timeOutliers(e)
+	if b.opts.KeepTimeOutliers {
+		return
+	}
+	for tg, idx := range out {
+		drop := map[int64]bool{}
+		for i := range idx {
+			drop[tg.Scrapes[i].Time.UnixMilli()] = true
+		}
+		dropScrapesAt(tg, drop)
+	}
+}
+
+// timeOutliers names the scrapes far outside the bulk of e's scrape
+// times in problems and returns them (by target, the indexes in
+// Scrapes); e is not changed.
+func (b *Builder) timeOutliers(e *Evidence) map[*Target]map[int]bool {
 	n := 0
 	for _, tg := range e.Targets {
 		n += len(tg.Scrapes)
 	}
 	if n < outlierMinScrapes {
-		return
+		return nil
 	}
 	all := make([]timeAt, 0, n)
 	for _, tg := range e.Targets {
@@ -72,7 +100,7 @@ func (b *Builder) dropTimeOutliers(e *Evidence) {
 		}
 	}
 	if len(all) < outlierMinScrapes {
-		return
+		return nil
 	}
 	slices.SortFunc(all, func(x, y timeAt) int { return cmp.Compare(x.t, y.t) })
 	n = len(all)
@@ -81,7 +109,7 @@ func (b *Builder) dropTimeOutliers(e *Evidence) {
 	margin := max(outlierSpans*(hi-lo), outlierMinMargin.Milliseconds())
 	low, high := lo-margin, hi+margin
 	if lo < math.MinInt64/2+margin || hi > math.MaxInt64/2-margin {
-		return // times near the ends of int64: nothing sensible to say
+		return nil // times near the ends of int64: nothing sensible to say
 	}
 	out := map[*Target]map[int]bool{}
 	type group struct {
@@ -118,25 +146,22 @@ func (b *Builder) dropTimeOutliers(e *Evidence) {
 		b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: strings.Join(sc.Files, ", "), Offset: -1,
 			Err: fmt.Errorf("%w: %s", ErrTimeOutlier, b.outlierWhat(g.first, sc, g.n, lo, hi, low, high))})
 	}
-	if b.opts.KeepTimeOutliers {
-		return
-	}
-	for tg, idx := range out {
-		drop := map[int64]bool{}
-		for i := range idx {
-			drop[tg.Scrapes[i].Time.UnixMilli()] = true
+	return out
+}
+
+// dropScrapesAt removes the scrapes of tg at the times in drop (ms), and
+// their samples.
+func dropScrapesAt(tg *Target, drop map[int64]bool) {
+	tg.Scrapes = slices.DeleteFunc(tg.Scrapes, func(sc Scrape) bool { return drop[sc.Time.UnixMilli()] })
+	for _, f := range tg.Families {
+		for _, s := range f.Series {
+			dropSeriesAt(s, func(i int) bool { return drop[s.T[i]] })
 		}
-		tg.Scrapes = slices.DeleteFunc(tg.Scrapes, func(sc Scrape) bool { return drop[sc.Time.UnixMilli()] })
-		for _, f := range tg.Families {
-			for _, s := range f.Series {
-				dropSeriesAt(s, func(i int) bool { return drop[s.T[i]] })
-			}
-			for _, h := range f.Histograms {
-				dropHistAt(h, func(i int) bool { return drop[h.T[i]] })
-			}
-			f.Series = slices.DeleteFunc(f.Series, func(s *Series) bool { return len(s.T) == 0 })
-			f.Histograms = slices.DeleteFunc(f.Histograms, func(h *HistogramSeries) bool { return len(h.T) == 0 })
+		for _, h := range f.Histograms {
+			dropHistAt(h, func(i int) bool { return drop[h.T[i]] })
 		}
+		f.Series = slices.DeleteFunc(f.Series, func(s *Series) bool { return len(s.T) == 0 })
+		f.Histograms = slices.DeleteFunc(f.Histograms, func(h *HistogramSeries) bool { return len(h.T) == 0 })
 	}
 }
 
