@@ -36,6 +36,16 @@ type Source struct {
 	// error means nothing could be read (the Evidence may still list the
 	// problems).
 	Read func(ctx context.Context, path string, opts Options) (*Evidence, error)
+	// ReadEach, when non-nil, reads path as Read does but hands the
+	// targets over one at a time (snapshot.ReadEach uses it when path is
+	// the only path): it calls visit once per target, in name order, with
+	// the target Read's Evidence would hold, keeps no reference to it
+	// after visit returns, and returns the rest of that Evidence (Sources
+	// and Problems; no Targets). Before the first visit it calls span
+	// with bounds of the sample times (ms) of every target it will visit
+	// (wider bounds are fine; minT > maxT when there is none). An error
+	// returned by span or visit stops the read and is returned as is.
+	ReadEach func(ctx context.Context, path string, opts Options, span func(minT, maxT int64) error, visit func(*Target) error) (*Evidence, error)
 	// Redact, when non-nil, returns path as it may be shown: in
 	// Evidence.Sources and in the Problem of a failed Read (a URL without
 	// its user information and query string). Read's own Evidence names
