@@ -48,7 +48,7 @@ const (
 )
 
 func init() {
-	snapshot.RegisterSource(snapshot.Source{Name: "tsdb", Match: snapshot.IsTSDB, Read: Read})
+	snapshot.RegisterSource(snapshot.Source{Name: "tsdb", Match: snapshot.IsTSDB, Read: Read, ReadEach: ReadEach})
 }
 
 // Read reads a Prometheus TSDB data directory, or a snapshot directory
@@ -94,15 +94,9 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 	if opts.Memory == nil {
 		opts.Memory = snapshot.NewMemoryBudget(lim.MaxMemory)
 	}
-	mint, maxt := int64(math.MinInt64), int64(math.MaxInt64)
-	if !opts.Start.IsZero() {
-		mint = opts.Start.UnixMilli()
-	}
-	if !opts.End.IsZero() {
-		maxt = opts.End.UnixMilli()
-	}
-	if mint > maxt {
-		return nil, fmt.Errorf("snapshot: tsdb %s: start %s is after end %s", dir, opts.Start, opts.End)
+	mint, maxt, err := readRange(dir, opts)
+	if err != nil {
+		return nil, err
 	}
 	layout, err := scanTSDBDir(dir)
 	if err != nil {
@@ -181,13 +175,25 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 	ev = acc.Evidence()
 	ev.Problems = append(problems, ev.Problems...)
 	if read == 0 && ev.Partial() {
-		errs := make([]error, 0, len(ev.Problems))
-		for _, p := range ev.Problems {
-			errs = append(errs, p)
-		}
-		return nil, fmt.Errorf("snapshot: tsdb %s: nothing could be read: %w", dir, errors.Join(errs...))
+		return nil, nothingRead(dir, ev.Problems)
 	}
 	return ev, nil
+}
+
+// readRange returns the time range of opts in ms, both ends included
+// (unbounded: the ends of int64).
+func readRange(dir string, opts snapshot.Options) (mint, maxt int64, err error) {
+	mint, maxt = int64(math.MinInt64), int64(math.MaxInt64)
+	if !opts.Start.IsZero() {
+		mint = opts.Start.UnixMilli()
+	}
+	if !opts.End.IsZero() {
+		maxt = opts.End.UnixMilli()
+	}
+	if mint > maxt {
+		return 0, 0, fmt.Errorf("snapshot: tsdb %s: start %s is after end %s", dir, opts.Start, opts.End)
+	}
+	return mint, maxt, nil
 }
 
 // readErr wraps an error of readSource: a context error as is, the

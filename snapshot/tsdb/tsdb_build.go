@@ -26,27 +26,64 @@ func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 		a.Problem(snapshot.SeverityError, src, fmt.Errorf("%w: %w", ErrBadBlock, err))
 		return nil
 	}
+	var lost lostSeries
 	defer func() {
+		if p, ok := lost.problem(src); ok {
+			a.Problem(p.Severity, p.File, p.Err)
+		}
 		if cerr := q.Close(); cerr != nil {
 			a.Problem(snapshot.SeverityWarning, src, fmt.Errorf("closing querier: %w", cerr))
 		}
 	}()
+	return selectInto(ctx, a, src, q, mint, maxt, ms, nil, &lost, func(sev snapshot.Severity, err error) { a.Problem(sev, src, err) })
+}
+
+// lostSeries counts the series of one source whose samples could not all
+// be read, and keeps the error of the first.
+type lostSeries struct {
+	n        int
+	first    error
+	firstSet labels.Labels
+	// byLabels keeps the first by label order (the order of a block's
+	// series) instead of the first added: ReadEach adds the series of one
+	// source target by target.
+	byLabels bool
+}
+
+func (l *lostSeries) add(lset labels.Labels, err error) {
+	if l.n++; l.n == 1 || (l.byLabels && labels.Compare(lset, l.firstSet) < 0) {
+		l.first, l.firstSet = fmt.Errorf("series %s: %w", lset, err), lset
+	}
+}
+
+// problem returns the problem of the lost series at src, if any.
+func (l *lostSeries) problem(src string) (snapshot.Problem, bool) {
+	if l.n == 0 {
+		return snapshot.Problem{}, false
+	}
+	return snapshot.Problem{Severity: snapshot.SeverityError, File: src, Offset: -1,
+		Err: fmt.Errorf("%w: samples of %d series lost, first: %w", ErrBadBlock, l.n, l.first)}, true
+}
+
+// selectInto reads the series of q that match ms into a: those for which
+// keep holds (nil keeps all). Series whose samples could not all be read
+// are counted in lost; problems of the whole selection go to srcProblem,
+// those of single series to a.
+func selectInto(ctx context.Context, a *snapshot.Columns, src string, q storage.Querier, mint, maxt int64, ms []*labels.Matcher,
+	keep func(labels.Labels) bool, lost *lostSeries, srcProblem func(snapshot.Severity, error),
+) error {
+	if a.Full() {
+		return nil
+	}
 	ss := q.Select(ctx, false, &storage.SelectHints{Start: mint, End: maxt}, ms...)
 	var (
-		it       chunkenc.Iterator
-		fh       *promhistogram.FloatHistogram
-		n        int
-		bad      int   // series whose samples could not all be read
-		firstBad error // the first of their errors
+		it chunkenc.Iterator
+		fh *promhistogram.FloatHistogram
+		n  int
 		// hint is the sample count of the previous series: series scraped
 		// together have the same, so sizing for it avoids regrowing.
 		hint int
 	)
-	defer func() {
-		if bad > 0 {
-			a.Problem(snapshot.SeverityError, src, fmt.Errorf("%w: samples of %d series lost, first: %w", ErrBadBlock, bad, firstBad))
-		}
-	}()
 	for ss.Next() {
 		if n++; n%512 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -54,6 +91,9 @@ func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 			}
 		}
 		s := ss.At()
+		if keep != nil && !keep(s.Labels()) {
+			continue
+		}
 		r := a.Series(src, s.Labels())
 		if r == nil {
 			continue
@@ -84,9 +124,7 @@ func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 			hint = n
 		}
 		if err := it.Err(); err != nil {
-			if bad++; bad == 1 {
-				firstBad = fmt.Errorf("series %s: %w", s.Labels(), err)
-			}
+			lost.add(s.Labels(), err)
 		}
 		if err := a.Charge(src); err != nil || a.Full() {
 			return err
@@ -96,10 +134,10 @@ func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
-		a.Problem(snapshot.SeverityError, src, fmt.Errorf("%w: %w", ErrBadBlock, err))
+		srcProblem(snapshot.SeverityError, fmt.Errorf("%w: %w", ErrBadBlock, err))
 	}
 	for _, w := range ss.Warnings() {
-		a.Problem(snapshot.SeverityWarning, src, w)
+		srcProblem(snapshot.SeverityWarning, w)
 	}
 	return nil
 }

@@ -1,0 +1,386 @@
+package tsdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb"
+	"github.com/prometheus/prometheus/tsdb/chunks"
+
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// ReadEach reads dir as Read does, but hands the targets to visit one at
+// a time, in name order, each equal to the target of that name in Read's
+// Evidence; it is the Source.ReadEach of the "tsdb" source (see
+// snapshot.ReadEach, which callers use). Blocks are opened and the head
+// replayed once. A first pass over the index (labels and chunk time
+// ranges, no samples) finds the targets; then, target by target, the
+// series of that target alone are selected from each block and the head
+// (the selection's matchers and the target's own label: pod="X", and
+// exported_pod="" ahead of it), read into a fresh snapshot.Columns,
+// handed to visit and dropped. Memory is the index's and one target's
+// samples.
+//
+// span is called once, after the first pass and before the first visit,
+// with the earliest and latest sample time (ms) of the chunks selected,
+// within [opts.Start, opts.End]. An error returned by span or visit stops
+// the read and is returned as is.
+//
+// The returned Evidence holds Sources and Problems and no Targets. Its
+// problems are Read's (the same set, in another order: those of one
+// target come with it). Limits apply per target as in Read
+// (MaxSeriesPerScrape, MaxLabelBytes); opts.Memory is charged while a
+// target is held and released after its visit; Limits.MaxTotalBytes
+// counts the bytes read over all targets, and when it is exceeded no
+// further target is read. Where Read stops early (a limit reached in the
+// middle of the fleet, a corrupt index that ends a block's series),
+// ReadEach reads target by target and may keep other samples.
+func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(minT, maxT int64) error, visit func(*snapshot.Target) error) (ev *snapshot.Evidence, err error) {
+	lim := opts.Limits.WithDefaults()
+	if opts.Memory == nil {
+		opts.Memory = snapshot.NewMemoryBudget(lim.MaxMemory)
+	}
+	mint, maxt, err := readRange(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	layout, err := scanTSDBDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	matchers, err := tsdbMatchers(opts)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: tsdb %s: %w", dir, err)
+	}
+
+	var problems []snapshot.Problem
+	read := 0
+	blocks, bprobs := openTSDBBlocks(layout, mint, maxt)
+	problems = append(problems, bprobs...)
+	defer func() {
+		for _, b := range blocks {
+			err = errors.Join(err, b.block.Close())
+		}
+	}()
+	maxBlockTime := int64(math.MinInt64)
+	for _, b := range blocks {
+		maxBlockTime = max(maxBlockTime, b.block.MaxTime())
+	}
+
+	var srcs []*eachSource
+	defer func() {
+		for _, s := range srcs {
+			s.close()
+		}
+	}()
+	for _, b := range blocks {
+		if b.inRange {
+			read++
+			if s, err := openEachSource(b.dir, b.block, mint, maxt, b.block.MaxTime()-1); err == nil {
+				srcs = append(srcs, s)
+			} else {
+				problems = append(problems, querierProblem(b.dir, err))
+			}
+		}
+	}
+	var head *tsdbHead
+	defer func() {
+		if head != nil {
+			err = errors.Join(err, head.Close())
+		}
+	}()
+	if layout.hasHead() && maxt >= maxBlockTime {
+		h, hprobs, herr := openTSDBHead(layout, opts.SandboxDir, lim.MaxWALBytes, maxBlockTime)
+		problems = append(problems, hprobs...)
+		if herr != nil {
+			problems = append(problems, snapshot.Problem{
+				Severity: snapshot.SeverityError, File: layout.walOrChunksHead(), Offset: -1,
+				Err: fmt.Errorf("%w: only persisted blocks were read: %w", ErrHeadNotRead, herr),
+			})
+		} else {
+			head = h
+			read++
+			rh := tsdb.NewRangeHead(h.head, mint, maxt)
+			name := filepath.Join(dir, tsdbWALDir)
+			if s, err := openEachSource(name, rh, mint, maxt, h.head.MaxTime()); err == nil {
+				srcs = append(srcs, s)
+			} else {
+				problems = append(problems, querierProblem(name, err))
+			}
+		}
+	}
+	if layout.hasWBL {
+		problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: filepath.Join(dir, tsdbWBLDir), Offset: -1,
+			Err: errors.New("out-of-order samples in wbl/ are not read")})
+	}
+	if read == 0 {
+		ev = &snapshot.Evidence{Sources: []string{dir}, Problems: problems}
+		if ev.Partial() {
+			return nil, nothingRead(dir, problems)
+		}
+		return ev, span(math.MaxInt64, math.MinInt64)
+	}
+
+	// Pass A: which targets, from the labels alone.
+	namer := snapshot.NewColumns(dir, opts)
+	targets := map[string][]targetKey{}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, s := range srcs {
+		if err := s.survey(ctx, matchers, func(lset labels.Labels, minT, maxT int64) {
+			lo, hi = min(lo, minT), max(hi, maxT)
+			name, _ := namer.TargetName(lset)
+			if k := keyOf(lset); !slices.Contains(targets[name], k) {
+				targets[name] = append(targets[name], k)
+			}
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if err := span(lo, hi); err != nil {
+		return nil, err
+	}
+
+	// Pass B: target by target.
+	names := make([]string, 0, len(targets))
+	for n := range targets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	sel := selectionMatchers(opts, matchers)
+	progress := func(done int) {
+		if opts.Progress != nil {
+			opts.Progress(snapshot.Progress{Path: dir, What: "tsdb target", Done: done, Total: len(names)})
+		}
+	}
+	var total int64 // bytes read over the targets so far
+	for i, name := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		progress(i)
+		if total > lim.MaxTotalBytes {
+			problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityError, File: dir, Offset: -1,
+				Err: fmt.Errorf("%w: samples read exceed snapshot.Limits.MaxTotalBytes (%d bytes); reading stopped, result is partial", snapshot.ErrLimit, lim.MaxTotalBytes)})
+			break
+		}
+		cols := snapshot.NewColumns(dir, opts)
+		keep := func(lset labels.Labels) bool {
+			if sel.needName && lset.Get(labels.MetricName) == "" {
+				return false
+			}
+			n, _ := cols.TargetName(lset)
+			return n == name
+		}
+		for _, s := range srcs {
+			for _, k := range targets[name] {
+				ms := append(slices.Clone(sel.ms), k.matchers()...)
+				if err := selectInto(ctx, cols, s.name, s.q, mint, maxt, ms, keep, &s.lost, s.problem); err != nil {
+					return nil, readErr(dir, err)
+				}
+			}
+		}
+		tev := cols.Evidence()
+		problems = append(problems, tev.Problems...)
+		total += cols.Bytes()
+		for _, t := range tev.Targets {
+			if err := visit(t); err != nil {
+				return nil, err
+			}
+		}
+		cols.Release()
+	}
+	progress(len(names))
+	for _, s := range srcs {
+		problems = append(problems, s.problems...)
+		if p, ok := s.lost.problem(s.name); ok {
+			problems = append(problems, p)
+		}
+		if p, ok := s.close(); ok {
+			problems = append(problems, p)
+		}
+	}
+	if head != nil {
+		if cerr := head.Close(); cerr != nil {
+			problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: head.sandbox, Offset: -1,
+				Err: fmt.Errorf("removing sandbox: %w", cerr)})
+		}
+		head = nil
+	}
+	return &snapshot.Evidence{Sources: []string{dir}, Problems: problems}, nil
+}
+
+// nothingRead is Read's error when no block or head could be read.
+func nothingRead(dir string, problems []snapshot.Problem) error {
+	errs := make([]error, 0, len(problems))
+	for _, p := range problems {
+		errs = append(errs, p)
+	}
+	return fmt.Errorf("snapshot: tsdb %s: nothing could be read: %w", dir, errors.Join(errs...))
+}
+
+// eachSource is a block or the head, opened once for ReadEach.
+type eachSource struct {
+	name       string // the block's directory, or dir/wal
+	br         tsdb.BlockReader
+	q          storage.Querier
+	mint, maxt int64 // the range read, within the source's own
+	closed     bool
+	lost       lostSeries
+	problems   []snapshot.Problem // of the whole source, each once
+	seen       map[string]bool
+}
+
+// openEachSource opens a querier on br for [mint, maxt]; srcMax is the
+// latest sample time br may hold.
+func openEachSource(name string, br tsdb.BlockReader, mint, maxt, srcMax int64) (*eachSource, error) {
+	q, err := tsdb.NewBlockQuerier(br, mint, maxt)
+	if err != nil {
+		return nil, err
+	}
+	return &eachSource{name: name, br: br, q: q, mint: max(mint, br.Meta().MinTime), maxt: min(maxt, srcMax),
+		lost: lostSeries{byLabels: true}, seen: map[string]bool{}}, nil
+}
+
+// querierProblem is the problem of a source whose querier cannot be
+// opened, as readSource records it.
+func querierProblem(name string, err error) snapshot.Problem {
+	return snapshot.Problem{Severity: snapshot.SeverityError, File: name, Offset: -1, Err: fmt.Errorf("%w: %w", ErrBadBlock, err)}
+}
+
+// problem records a problem of the whole source once: every target's
+// selection meets it again.
+func (s *eachSource) problem(sev snapshot.Severity, err error) {
+	p := snapshot.Problem{Severity: sev, File: s.name, Offset: -1, Err: err}
+	if k := p.String(); !s.seen[k] {
+		s.seen[k] = true
+		s.problems = append(s.problems, p)
+	}
+}
+
+// close closes the querier once, returning the problem of a failure.
+func (s *eachSource) close() (snapshot.Problem, bool) {
+	if s.closed {
+		return snapshot.Problem{}, false
+	}
+	s.closed = true
+	if err := s.q.Close(); err != nil {
+		return snapshot.Problem{Severity: snapshot.SeverityWarning, File: s.name, Offset: -1, Err: fmt.Errorf("closing querier: %w", err)}, true
+	}
+	return snapshot.Problem{}, false
+}
+
+// survey calls fn for every series of the source that matches ms and has
+// a chunk in the range read, with its labels and the time range of those
+// chunks (within the range read), from the index alone: no sample is
+// decoded. Problems of the index are recorded; only a context error is
+// returned.
+func (s *eachSource) survey(ctx context.Context, ms []*labels.Matcher, fn func(lset labels.Labels, minT, maxT int64)) error {
+	ir, err := s.br.Index()
+	if err != nil {
+		s.problem(snapshot.SeverityError, fmt.Errorf("%w: %w", ErrBadBlock, err))
+		return nil
+	}
+	defer ir.Close()
+	p, err := tsdb.PostingsForMatchers(ctx, ir, slices.Clone(ms)...)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		s.problem(snapshot.SeverityError, fmt.Errorf("%w: %w", ErrBadBlock, err))
+		return nil
+	}
+	var (
+		sb   labels.ScratchBuilder
+		chks []chunks.Meta
+		n    int
+	)
+	for p.Next() {
+		if n++; n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := ir.Series(p.At(), &sb, &chks); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
+			s.problem(snapshot.SeverityError, fmt.Errorf("%w: %w", ErrBadBlock, fmt.Errorf("get series %d: %w", p.At(), err)))
+			return nil
+		}
+		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+		for _, c := range chks {
+			if c.MaxTime < s.mint || c.MinTime > s.maxt {
+				continue
+			}
+			lo, hi = min(lo, max(c.MinTime, s.mint)), max(hi, min(c.MaxTime, s.maxt))
+		}
+		if lo > hi {
+			continue // no chunk in the range: the querier skips it too
+		}
+		fn(sb.Labels(), lo, hi)
+	}
+	if err := p.Err(); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		s.problem(snapshot.SeverityError, fmt.Errorf("%w: %w", ErrBadBlock, err))
+	}
+	return nil
+}
+
+// targetLabels are the labels that name a series' target, in the order
+// snapshot.Columns tries them (see Columns.TargetName); a series with
+// none belongs to the target named after the directory.
+var targetLabels = []string{"exported_pod", "pod", "instance", "job"}
+
+// targetKey is the label that names a series' target and its value;
+// label "" for a series with none of targetLabels.
+type targetKey struct{ label, value string }
+
+// keyOf returns the key of the series lset.
+func keyOf(lset labels.Labels) targetKey {
+	for _, l := range targetLabels {
+		if v := lset.Get(l); v != "" {
+			return targetKey{l, v}
+		}
+	}
+	return targetKey{}
+}
+
+// matchers select exactly the series of key k: the labels tried before
+// k's empty (absent), k's equal to its value.
+func (k targetKey) matchers() []*labels.Matcher {
+	ms := make([]*labels.Matcher, 0, len(targetLabels))
+	for _, l := range targetLabels {
+		if l == k.label {
+			return append(ms, labels.MustNewMatcher(labels.MatchEqual, l, k.value))
+		}
+		ms = append(ms, labels.MustNewMatcher(labels.MatchEqual, l, ""))
+	}
+	return ms
+}
+
+// selection is the part of Read's matchers a target's selection keeps.
+type selection struct {
+	ms []*labels.Matcher
+	// needName: Read's only matcher was __name__=~".+" (no Matchers, no
+	// Metrics); a target's selection checks it per series instead, since
+	// as a matcher it merges the postings of every name for each target.
+	needName bool
+}
+
+// selectionMatchers returns the selection of Read's matchers ms.
+func selectionMatchers(opts snapshot.Options, ms []*labels.Matcher) selection {
+	if len(opts.Matchers) == 0 && len(opts.Metrics) == 0 {
+		return selection{needName: true}
+	}
+	return selection{ms: ms}
+}
