@@ -49,7 +49,12 @@ func tsdbBenchGaugeName(i int) string { return fmt.Sprintf("vllm:bench_gauge_%02
 
 // writeTSDBBench writes the fleet as 2 h blocks (as Prometheus cuts them)
 // with tsdb.BlockWriter, and returns the number of series and samples.
-func writeTSDBBench(b *testing.B, dir string, pods int, t0 time.Time) (series, samples int) {
+func writeTSDBBench(b testing.TB, dir string, pods int, t0 time.Time) (series, samples int) {
+	return writeTSDBFleet(b, dir, pods, t0, tsdbBenchSpan)
+}
+
+// writeTSDBFleet writes the benchmark fleet over span from t0.
+func writeTSDBFleet(b testing.TB, dir string, pods int, t0 time.Time, span time.Duration) (series, samples int) {
 	ctx := context.Background()
 	logger := slog.New(slog.DiscardHandler)
 	type ser struct {
@@ -87,7 +92,7 @@ func writeTSDBBench(b *testing.B, dir string, pods int, t0 time.Time) (series, s
 			mk(fmt.Sprintf("vllm:bench_counter_%02d_total", c), func(i int) float64 { return float64(i * (c + 3)) })
 		}
 	}
-	steps := int(tsdbBenchSpan / tsdbBenchStep)
+	steps := int(span / tsdbBenchStep)
 	perBlock := int(2 * time.Hour / tsdbBenchStep)
 	for start := 0; start < steps; start += perBlock {
 		w, err := tsdb.NewBlockWriter(logger, dir, (2 * time.Hour).Milliseconds())
@@ -184,5 +189,91 @@ func BenchmarkReadTSDB(b *testing.B) {
 			b.ReportMetric(float64(gotSamples), "samples")
 			b.ReportMetric(float64(peak)/float64(gotSamples), "peak-B/sample")
 		})
+	}
+}
+
+// countKept returns the series and samples of a target, as
+// BenchmarkReadTSDB counts them (each bucket, _sum and _count a series).
+func countKept(tg *snapshot.Target) (series, samples int) {
+	for _, f := range tg.Families {
+		for _, s := range f.Series {
+			series++
+			samples += s.Len()
+		}
+		for _, h := range f.Histograms {
+			series += len(h.Bounds) + 2
+			samples += h.Len() * (len(h.Bounds) + 2)
+		}
+	}
+	return series, samples
+}
+
+// BenchmarkReadEachTSDB reads the fleet of BenchmarkReadTSDB over its
+// whole range, with snapshot.Read (every target held at once) and with
+// snapshot.ReadEach (one target at a time, dropped by the visitor), for
+// the catalog's families (snapshot.Options.Metrics) and for every series.
+func BenchmarkReadEachTSDB(b *testing.B) {
+	pods := tsdbBenchPods(b)
+	dir := b.TempDir()
+	t0 := time.Date(2026, 9, 22, 0, 0, 0, 0, time.UTC)
+	start := time.Now()
+	series, samples := writeTSDBBench(b, dir, pods, t0)
+	b.Logf("fixture: %d pods, %d series, %d samples, 3 blocks of 2 h, written in %v", pods, series, samples, time.Since(start).Round(time.Second))
+
+	var catalog []string
+	for h := range 4 {
+		catalog = append(catalog, tsdbBenchHistName(h))
+	}
+	for g := range 6 {
+		catalog = append(catalog, tsdbBenchGaugeName(g))
+	}
+	for _, sel := range []struct {
+		name    string
+		metrics []string
+	}{{"catalog", catalog}, {"all", nil}} {
+		for _, each := range []bool{false, true} {
+			name := "select=" + sel.name + "/read=Read"
+			if each {
+				name = "select=" + sel.name + "/read=ReadEach"
+			}
+			b.Run(name, func(b *testing.B) {
+				opts := snapshot.Options{Metrics: sel.metrics, Limits: snapshot.Limits{MaxMemory: 16 << 30}}
+				var peak uint64
+				var gotTargets, gotSeries, gotSamples int
+				b.ReportAllocs()
+				for b.Loop() {
+					b.StopTimer()
+					stop := heappeak.Start(2 * time.Millisecond) // runs a GC: not timed
+					b.StartTimer()
+					gotTargets, gotSeries, gotSamples = 0, 0, 0
+					count := func(tg *snapshot.Target) error {
+						s, n := countKept(tg)
+						gotTargets, gotSeries, gotSamples = gotTargets+1, gotSeries+s, gotSamples+n
+						return nil
+					}
+					if each {
+						if _, err := snapshot.ReadEach(context.Background(), []string{dir}, opts, count); err != nil {
+							b.Fatal(err)
+						}
+					} else {
+						ev, err := snapshot.Read(context.Background(), []string{dir}, opts)
+						if err != nil {
+							b.Fatal(err)
+						}
+						for _, tg := range ev.Targets {
+							_ = count(tg)
+						}
+						runtime.KeepAlive(ev)
+					}
+					b.StopTimer()
+					peak = max(peak, stop().Above())
+					b.StartTimer()
+				}
+				b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+				b.ReportMetric(float64(gotTargets), "targets")
+				b.ReportMetric(float64(gotSeries), "series")
+				b.ReportMetric(float64(gotSamples), "samples")
+			})
+		}
 	}
 }
