@@ -30,9 +30,14 @@ import (
 // directories, several paths) are read whole with Read and the targets
 // handed over from its Evidence, each dropped from it after its visit.
 //
-// The checks of time that need the whole evidence (ErrTimeOutlier) are
-// exact: when the sample times span more than the margin of the check,
-// the source is read once more beforehand, for the scrape times alone.
+// The check of time that needs the whole evidence (ErrTimeOutlier) is
+// exact: when the sample times the source announces (Source.ReadEach's
+// span, from its index) lie farther apart than the check's smallest
+// margin (6 h), some scrape may be an outlier, and the source is read
+// once more beforehand for every target's scrape times alone (one
+// target's samples at a time again); within 6 h none can be, and the
+// source is read once. The checks of one target (counters that decrease
+// without a restart) run on each target as Read runs them.
 func ReadEach(ctx context.Context, paths []string, opts Options, visit func(*Target) error) (*Evidence, error) {
 	if err := checkFormat(opts.Format); err != nil {
 		return nil, err

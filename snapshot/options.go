@@ -82,7 +82,8 @@ type Options struct {
 type Progress struct {
 	// Path is the directory (or file) being read.
 	Path string
-	// What is being read: "dumps", "tsdb block" or "tsdb head".
+	// What is being read: "dumps", "tsdb block" or "tsdb head"; with
+	// ReadEach, "tsdb target" (Done and Total count targets).
 	What string
 	// Done of Total units (files or blocks) are read. The head replay
 	// counts as one unit after the blocks.

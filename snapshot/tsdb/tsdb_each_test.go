@@ -349,6 +349,34 @@ func TestReadEachTSDBStops(t *testing.T) {
 	require.ErrorContains(t, err, "after end")
 }
 
+// TestReadEachTSDBMaxTotalBytes: past Limits.MaxTotalBytes, counted over
+// the targets read, no further target is read, and the result is partial.
+func TestReadEachTSDBMaxTotalBytes(t *testing.T) {
+	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
+	for _, tc := range []struct {
+		name    string
+		max     int64
+		targets int
+	}{
+		{"within", 1 << 20, 2},
+		{"past the first target", 100, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ev, err := readEachAll([]string{f.dir}, snapshot.Options{SandboxDir: t.TempDir(), Metrics: []string{"vllm:num_requests_waiting"},
+				Limits: snapshot.Limits{MaxTotalBytes: tc.max}})
+			require.NoError(t, err)
+			assert.Len(t, got, tc.targets)
+			limited := 0
+			for _, p := range ev.ProblemsOf(snapshot.ErrLimit) {
+				assert.Contains(t, p.Error(), "MaxTotalBytes")
+				limited++
+			}
+			assert.Equal(t, tc.targets == 1, limited > 0, "%v", ev.Problems)
+			assert.Equal(t, tc.targets == 1, ev.Partial())
+		})
+	}
+}
+
 // TestReadEachTSDBProgress: progress counts targets.
 func TestReadEachTSDBProgress(t *testing.T) {
 	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
