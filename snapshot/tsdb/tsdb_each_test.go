@@ -219,12 +219,23 @@ func TestReadEachTSDBAsRead(t *testing.T) {
 	outliers := filepath.Join(t.TempDir(), "outliers")
 	writeOutlierTSDB(t, outliers, t0)
 
+	torn := copyTSDBFixture(t, f)
+	tearWAL(t, torn.dir, 400)
+	headOnly := copyTSDBFixture(t, f)
+	require.NoError(t, os.RemoveAll(filepath.Join(headOnly.dir, tsdbBlockDirs(t, headOnly.dir)[0])))
 	for _, tc := range []struct {
 		name  string
 		dir   string
 		opts  snapshot.Options
 		check func(t *testing.T, ev *snapshot.Evidence)
 	}{
+		{name: "torn WAL", dir: torn.dir, check: func(t *testing.T, ev *snapshot.Evidence) {
+			assert.NotEmpty(t, ev.ProblemsOf(ErrHeadNotRead))
+		}},
+		{name: "head only", dir: headOnly.dir},
+		{name: "sandbox inside the evidence", dir: f.dir, opts: snapshot.Options{SandboxDir: filepath.Join(f.dir, "wal")}, check: func(t *testing.T, ev *snapshot.Evidence) {
+			assert.NotEmpty(t, ev.ProblemsOf(ErrHeadNotRead))
+		}},
 		{name: "blocks and head", dir: f.dir, check: func(t *testing.T, ev *snapshot.Evidence) {
 			checkTSDBFixture(t, f, ev, 0, f.n)
 			assert.NotEmpty(t, ev.ProblemsOf(snapshot.ErrInconsistent), "pod-b's counter drops")
@@ -265,7 +276,9 @@ func TestReadEachTSDBAsRead(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.opts.SandboxDir = t.TempDir()
+			if tc.opts.SandboxDir == "" {
+				tc.opts.SandboxDir = t.TempDir()
+			}
 			ev := requireEachAsRead(t, []string{tc.dir}, tc.opts)
 			if tc.check != nil {
 				tc.check(t, ev)
@@ -437,6 +450,32 @@ func TestReadEachTSDBMemory(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReadEachTSDBLetsTargetsGo: once visit returns, nothing of ReadEach
+// holds the target's samples: a dropped target is collected while the
+// next one is visited.
+func TestReadEachTSDBLetsTargetsGo(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "naming")
+	writeNamingTSDB(t, dir, time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC))
+	var freed []chan struct{}
+	_, err := snapshot.ReadEach(context.Background(), []string{dir}, snapshot.Options{}, func(tg *snapshot.Target) error {
+		if n := len(freed); n > 0 {
+			runtime.GC()
+			select {
+			case <-freed[n-1]:
+			case <-time.After(5 * time.Second):
+				t.Errorf("the target before %s is still held", tg.Name)
+			}
+		}
+		done := make(chan struct{})
+		freed = append(freed, done)
+		s := tg.Family("vllm:num_requests_waiting").Series[0]
+		runtime.AddCleanup(&s.T[0], func(ch chan struct{}) { close(ch) }, done)
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Len(t, freed, 5, "every target visited")
 }
 
 // TestReadEachTSDBPeakHeap reads a fleet of 20 pods over 2 h with Read
