@@ -211,3 +211,16 @@ func (r *eachRead) readTimes(ctx context.Context, path string, src *Source) (*Ev
 	r.timesKnown = true
 	return e, nil
 }
+
+// Streams reports whether ReadEach reads paths one target at a time (a
+// single path read by a Source that streams, such as a TSDB directory once
+// snapshot/tsdb is imported), rather than whole with Read. A caller that
+// reads the evidence twice (a survey, then some windows) pays for a
+// second whole read when it does not.
+func Streams(paths []string) bool {
+	if len(paths) != 1 || paths[0] == "-" {
+		return false
+	}
+	src := sourceFor(paths[0])
+	return src != nil && src.ReadEach != nil
+}
