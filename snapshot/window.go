@@ -58,22 +58,49 @@ var ErrNotEvaluable = errors.New("not evaluable")
 // i is valid. It returns the indices of the start and end edges (from <= to)
 // and whether the start was clipped.
 func windowEdges(t []int64, ok func(int) bool, w Window) (from, to int, clipped bool, err error) {
+	x := edgeIndex{t: t, ok: ok}
+	return x.edges(w)
+}
+
+// edgeIndex answers the questions windowEdges asks about the samples t of
+// one series. For one window, ok decides validity on demand, asked only
+// about the samples near the edges; for the windows of a grid (ok nil),
+// validity is decided once for all samples (see newGridIndex).
+type edgeIndex struct {
+	t  []int64
+	ok func(int) bool
+
+	// The grid index: prev[i] is the last valid sample <= i (-1 if none),
+	// next[i] the first >= i (len(t) if none); both nil when every sample
+	// is valid. first and last are the first and last valid samples (-1
+	// if none).
+	prev, next  []int
+	first, last int
+	// ascending is set when t never decreases, so that the searches can
+	// start at the previous window's edges, hintEnd and hintStart.
+	ascending          bool
+	hintEnd, hintStart int
+}
+
+// edges is windowEdges over x.
+func (x *edgeIndex) edges(w Window) (from, to int, clipped bool, err error) {
+	t := x.t
 	if !w.Start.IsZero() && !w.End.IsZero() && w.End.Before(w.Start) {
 		return 0, 0, false, fmt.Errorf("window %s ends before it starts", w)
 	}
-	first := nextValid(ok, 0, len(t))
+	first := x.firstValid()
 	if first < 0 {
 		if len(t) == 0 {
 			return 0, 0, false, fmt.Errorf("%w: no samples", ErrNotEvaluable)
 		}
 		return 0, 0, false, fmt.Errorf("%w: none of %d samples is valid", ErrNotEvaluable, len(t))
 	}
-	last := prevValid(ok, len(t)-1)
+	last := x.lastValid()
 
 	to = last
 	if !w.End.IsZero() {
 		end := w.End.UnixMilli()
-		to = prevValid(ok, sort.Search(len(t), func(i int) bool { return t[i] > end })-1)
+		to = x.prevValid(x.after(end, &x.hintEnd) - 1)
 		if to < 0 {
 			return 0, 0, false, fmt.Errorf("%w: window %s ends before the first sample (%s)",
 				ErrNotEvaluable, w, windowMillis(t[first]))
@@ -87,16 +114,82 @@ func windowEdges(t []int64, ok func(int) bool, w Window) (from, to int, clipped 
 	from = first
 	if !w.Start.IsZero() {
 		start := w.Start.UnixMilli()
-		from = prevValid(ok, sort.Search(len(t), func(i int) bool { return t[i] > start })-1)
+		from = x.prevValid(x.after(start, &x.hintStart) - 1)
 		if from < 0 || t[from] <= start-Lookback.Milliseconds() {
 			// No fresh sample stands for Start: take the first valid one
 			// inside the window. It exists and is <= to, because the end
 			// edge is itself fresh.
-			from = nextValid(ok, from+1, to+1)
+			from = x.nextValid(from+1, to+1)
 			clipped = true
 		}
 	}
 	return from, to, clipped, nil
+}
+
+// valid reports whether sample i is valid.
+func (x *edgeIndex) valid(i int) bool {
+	if x.ok != nil {
+		return x.ok(i)
+	}
+	return x.prev == nil || x.prev[i] == i
+}
+
+// firstValid returns the first valid sample, or -1.
+func (x *edgeIndex) firstValid() int {
+	if x.ok != nil {
+		return nextValid(x.ok, 0, len(x.t))
+	}
+	return x.first
+}
+
+// lastValid returns the last valid sample, or -1.
+func (x *edgeIndex) lastValid() int {
+	if x.ok != nil {
+		return prevValid(x.ok, len(x.t)-1)
+	}
+	return x.last
+}
+
+// nextValid returns the first valid i' in [i, end), or -1.
+func (x *edgeIndex) nextValid(i, end int) int {
+	if x.ok != nil {
+		return nextValid(x.ok, i, end)
+	}
+	if i >= end {
+		return -1
+	}
+	if x.next != nil {
+		i = x.next[i]
+	}
+	if i >= end {
+		return -1
+	}
+	return i
+}
+
+// prevValid returns the last valid i' <= i, or -1.
+func (x *edgeIndex) prevValid(i int) int {
+	if x.ok != nil {
+		return prevValid(x.ok, i)
+	}
+	if i < 0 || x.prev == nil {
+		return i
+	}
+	return x.prev[i]
+}
+
+// after returns the number of samples at or before ms, the index of the
+// first sample after it, as sort.Search finds it. A grid index of ascending
+// samples starts from *hint, the answer for the same edge of the previous
+// window, and moves it.
+func (x *edgeIndex) after(ms int64, hint *int) int {
+	t := x.t
+	if x.ok != nil || !x.ascending {
+		return sort.Search(len(t), func(i int) bool { return t[i] > ms })
+	}
+	i := gallop(t, ms, *hint)
+	*hint = i
+	return i
 }
 
 // nextValid returns the first i in [i, end) with ok(i), or -1.

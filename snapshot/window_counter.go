@@ -128,8 +128,14 @@ func validCounter(v float64) bool { return v >= 0 && !math.IsInf(v, 1) }
 // interval, or the series has one sample), the increase is not observed and
 // the error wraps ErrNotEvaluable. Errors name the series.
 func (s *Series) Increase(w Window) (CounterIncrease, error) {
-	ok := func(i int) bool { return validCounter(s.V[i]) }
-	from, to, clipped, err := windowEdges(s.T, ok, w)
+	x := edgeIndex{t: s.T, ok: func(i int) bool { return validCounter(s.V[i]) }}
+	return s.increase(&x, w)
+}
+
+// increase is Increase with the edges located in x, an edgeIndex of s.T
+// whose validity is validCounter's.
+func (s *Series) increase(x *edgeIndex, w Window) (CounterIncrease, error) {
+	from, to, clipped, err := x.edges(w)
 	if err != nil {
 		return CounterIncrease{}, fmt.Errorf("%s: %w", seriesID(s.Name, s.Labels), err)
 	}
@@ -249,10 +255,16 @@ func (f *Family) Increase(w Window, match map[string]string) (CounterIncrease, e
 	if err != nil {
 		return CounterIncrease{}, err
 	}
+	return sumFamily(incs, w, excluded), nil
+}
+
+// sumFamily is Family.Increase's sum of the increases over w of the
+// evaluable series, excluded others left out.
+func sumFamily(incs []CounterIncrease, w Window, excluded int) CounterIncrease {
 	r := SumIncreases(incs...)
 	r.Window = w
 	r.Excluded = excluded
-	return r, nil
+	return r
 }
 
 // evaluateEach evaluates every item (the series, or the timelines, of a
@@ -261,23 +273,36 @@ func (f *Family) Increase(w Window, match map[string]string) (CounterIncrease, e
 // stops the walk. When no item is evaluable the error says why, naming
 // the first (see noneEvaluable).
 func evaluateEach[T, R any](items []T, eval func(T) (R, error)) (rs []R, excluded int, err error) {
-	rs = make([]R, 0, len(items))
-	var errs []error
-	for _, it := range items {
-		r, err := eval(it)
+	each := evalBuf[R]{rs: make([]R, 0, len(items))}
+	return each.eval(len(items), func(i int) (R, error) { return eval(items[i]) })
+}
+
+// evalBuf holds evaluateEach's results and errors, reused from one window
+// of a grid to the next.
+type evalBuf[R any] struct {
+	rs   []R
+	errs []error
+}
+
+// eval is evaluateEach over items 0..n-1. The results are valid until the
+// next call.
+func (b *evalBuf[R]) eval(n int, eval func(int) (R, error)) (rs []R, excluded int, err error) {
+	b.rs, b.errs = b.rs[:0], b.errs[:0]
+	for i := range n {
+		r, err := eval(i)
 		switch {
 		case err == nil:
-			rs = append(rs, r)
+			b.rs = append(b.rs, r)
 		case errors.Is(err, ErrNotEvaluable):
-			errs = append(errs, err)
+			b.errs = append(b.errs, err)
 		default:
 			return nil, 0, err
 		}
 	}
-	if len(rs) == 0 {
-		return nil, 0, noneEvaluable(errs)
+	if len(b.rs) == 0 {
+		return nil, 0, noneEvaluable(b.errs)
 	}
-	return rs, len(errs), nil
+	return b.rs, len(b.errs), nil
 }
 
 // noMatch is the error for a selector that matches no series of f.

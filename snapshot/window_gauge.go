@@ -72,8 +72,19 @@ func (g GaugeStats) String() string {
 // stands for the window's end, the error wraps ErrNotEvaluable. Errors name
 // the series.
 func (s *Series) Gauge(w Window) (GaugeStats, error) {
-	ok := func(i int) bool { return !math.IsNaN(s.V[i]) }
-	from, to, clipped, err := windowEdges(s.T, ok, w)
+	x := edgeIndex{t: s.T, ok: func(i int) bool { return !math.IsNaN(s.V[i]) }}
+	return s.gauge(&x, w, nil)
+}
+
+// gaugeBuf holds the abscissas and ordinates of a gauge's regression,
+// reused from one window of a grid to the next.
+type gaugeBuf struct{ x, y []float64 }
+
+// gauge is Gauge with the edges located in x, an edgeIndex of s.T whose
+// validity is "not NaN", and the regression's samples in buf (new slices
+// when nil).
+func (s *Series) gauge(ix *edgeIndex, w Window, buf *gaugeBuf) (GaugeStats, error) {
+	from, to, clipped, err := ix.edges(w)
 	if err != nil {
 		return GaugeStats{}, fmt.Errorf("%s: %w", seriesID(s.Name, s.Labels), err)
 	}
@@ -88,8 +99,13 @@ func (s *Series) Gauge(w Window) (GaugeStats, error) {
 		Last:         s.V[to],
 		StartClipped: clipped,
 	}
-	x := make([]float64, 0, to-from+1)
-	y := make([]float64, 0, to-from+1)
+	var x, y []float64
+	if buf == nil {
+		x = make([]float64, 0, to-from+1)
+		y = make([]float64, 0, to-from+1)
+	} else {
+		x, y = buf.x[:0], buf.y[:0]
+	}
 	for i := from; i <= to; i++ {
 		v := s.V[i]
 		if math.IsNaN(v) {
@@ -100,6 +116,9 @@ func (s *Series) Gauge(w Window) (GaugeStats, error) {
 		y = append(y, v)
 		g.Min = math.Min(g.Min, v)
 		g.Max = math.Max(g.Max, v)
+	}
+	if buf != nil {
+		buf.x, buf.y = x, y
 	}
 	g.N = len(y)
 	g.Mean = stat.Mean(y, nil)
@@ -213,23 +232,42 @@ func (f *Family) Gauge(w Window, match map[string]string, agg Aggregation) (Gaug
 	}
 	a := f.Aggregate(match, agg)
 	if a == nil {
-		return GaugeStats{}, fmt.Errorf("%s: unknown aggregation %s", f.Name, agg)
+		return GaugeStats{}, f.unknownAggregation(agg)
 	}
 	g, err := a.Gauge(w)
 	if err != nil {
-		return GaugeStats{}, fmt.Errorf("%s of %d series: %w", agg, len(ss), err)
+		return GaugeStats{}, aggregateError(agg, len(ss), err)
 	}
 	g.Series = len(ss)
-	from, to := g.From.UnixMilli(), g.To.UnixMilli()
+	g.Skipped += skippedNaN(ss, g.From, g.To)
+	return g, nil
+}
+
+// unknownAggregation is Family.Gauge's error for an agg that Aggregate
+// does not know.
+func (f *Family) unknownAggregation(agg Aggregation) error {
+	return fmt.Errorf("%s: unknown aggregation %s", f.Name, agg)
+}
+
+// aggregateError wraps err, the error of the combination with agg of n
+// series.
+func aggregateError(agg Aggregation, n int, err error) error {
+	return fmt.Errorf("%s of %d series: %w", agg, n, err)
+}
+
+// skippedNaN counts the NaN samples of ss from from to to.
+func skippedNaN(ss []*Series, from, to time.Time) int {
+	n := 0
+	lo, hi := from.UnixMilli(), to.UnixMilli()
 	for _, s := range ss {
-		i := sort.Search(len(s.T), func(i int) bool { return s.T[i] >= from })
-		for ; i < len(s.T) && s.T[i] <= to; i++ {
+		i := sort.Search(len(s.T), func(i int) bool { return s.T[i] >= lo })
+		for ; i < len(s.T) && s.T[i] <= hi; i++ {
 			if math.IsNaN(s.V[i]) {
-				g.Skipped++
+				n++
 			}
 		}
 	}
-	return g, nil
+	return n
 }
 
 // sharedLabels returns the labels that all of ss carry with equal values.

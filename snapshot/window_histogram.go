@@ -160,7 +160,17 @@ func (f *Family) HistogramIncrease(w Window, match map[string]string) (Histogram
 	if len(hs) == 0 {
 		return HistogramIncrease{}, f.noMatch(match)
 	}
-	// Group the layouts of one timeline; groups keep the family's order.
+	groups := timelineGroups(hs)
+	incs, excluded, err := evaluateEach(groups, func(g []*HistogramSeries) (HistogramIncrease, error) { return histogramIncrease(f.Name, g, w) })
+	if err != nil {
+		return HistogramIncrease{}, err
+	}
+	return f.mergeFamily(incs, w, excluded)
+}
+
+// timelineGroups groups the layouts of one timeline (series with equal
+// Labels); groups keep the family's order.
+func timelineGroups(hs []*HistogramSeries) [][]*HistogramSeries {
 	var groups [][]*HistogramSeries
 next:
 	for _, h := range hs {
@@ -172,10 +182,12 @@ next:
 		}
 		groups = append(groups, []*HistogramSeries{h})
 	}
-	incs, excluded, err := evaluateEach(groups, func(g []*HistogramSeries) (HistogramIncrease, error) { return histogramIncrease(f.Name, g, w) })
-	if err != nil {
-		return HistogramIncrease{}, err
-	}
+	return groups
+}
+
+// mergeFamily is Family.HistogramIncrease's merge of the increases over w
+// of the evaluable timelines, excluded others left out.
+func (f *Family) mergeFamily(incs []HistogramIncrease, w Window, excluded int) (HistogramIncrease, error) {
 	r, err := MergeHistogramIncreases(incs...)
 	if err != nil {
 		return HistogramIncrease{}, fmt.Errorf("%s: %w", f.Name, err)
@@ -231,10 +243,53 @@ func MergeHistogramIncreases(incs ...HistogramIncrease) (HistogramIncrease, erro
 // family, or "") prefixes errors.
 func histogramIncrease(name string, segs []*HistogramSeries, w Window) (HistogramIncrease, error) {
 	tl := newHistTimeline(segs)
-	ok := func(j int) bool { return tl.at(j).Validate() == nil }
-	from, to, clipped, err := windowEdges(tl.t, ok, w)
+	x := edgeIndex{t: tl.t, ok: func(j int) bool { return tl.at(j).Validate() == nil }}
+	return tl.increase(name, &x, w, nil)
+}
+
+// histAcc accumulates the increase under one layout, that of segment seg.
+type histAcc struct {
+	seg int
+	h   histogram.Histogram
+}
+
+// histScratch holds the accumulators of a timeline's increase, reused from
+// one window of a grid to the next when the increase is merged (and so
+// copied) before the next window is evaluated.
+type histScratch struct {
+	accs   []histAcc
+	counts [][]float64
+}
+
+// newAcc returns accumulator k of an increase, for the layout of segment
+// seg, whose bounds are given: a copy of the bounds and zero counts, or
+// with s, the segment's bounds themselves and zeroed counts reused.
+func (s *histScratch) newAcc(k, seg int, bounds []float64) histAcc {
+	if s == nil {
+		b := slices.Clone(bounds)
+		return histAcc{seg: seg, h: histogram.Histogram{Bounds: b, Counts: make([]float64, len(b))}}
+	}
+	for len(s.counts) <= k {
+		s.counts = append(s.counts, nil)
+	}
+	c := s.counts[k]
+	if cap(c) < len(bounds) {
+		c = make([]float64, len(bounds))
+		s.counts[k] = c
+	}
+	c = c[:len(bounds)]
+	clear(c)
+	return histAcc{seg: seg, h: histogram.Histogram{Bounds: bounds, Counts: c}}
+}
+
+// increase is histogramIncrease with the edges located in x, an edgeIndex
+// of tl.t whose validity is histogram.Histogram.Validate's, and, with
+// scratch, the increase in memory that the next call reuses.
+func (tl *histTimeline) increase(name string, x *edgeIndex, w Window, scratch *histScratch) (HistogramIncrease, error) {
+	segs := tl.segs
+	from, to, clipped, err := x.edges(w)
 	if err != nil {
-		if errors.Is(err, ErrNotEvaluable) && len(tl.t) > 0 && nextValid(ok, 0, len(tl.t)) < 0 {
+		if errors.Is(err, ErrNotEvaluable) && len(tl.t) > 0 && x.firstValid() < 0 {
 			err = fmt.Errorf("%w: %w", err, tl.at(len(tl.t)-1).Validate())
 		}
 		return HistogramIncrease{}, fmt.Errorf("%s: %w", seriesID(name, segs[0].Labels), err)
@@ -251,22 +306,30 @@ func histogramIncrease(name string, segs []*HistogramSeries, w Window) (Histogra
 		if !w.Start.IsZero() {
 			return HistogramIncrease{}, onlyOneSample(seriesID(name, segs[0].Labels), tl.t[to], w)
 		}
-		r.Histogram = tl.at(to).Clone()
+		if scratch != nil {
+			r.Histogram = tl.at(to)
+		} else {
+			r.Histogram = tl.at(to).Clone()
+		}
 		r.Lifetime = true
 		return r, nil
 	}
 	// One accumulator per layout met, in time order.
-	type acc struct {
-		seg int
-		h   histogram.Histogram
+	var accs []histAcc
+	if scratch != nil {
+		accs = scratch.accs[:0]
 	}
-	var accs []acc
-	add := func(seg int, d histogram.Histogram) {
+	acc := func(seg int) *histogram.Histogram {
 		if len(accs) == 0 || !histogram.SameLayout(segs[accs[len(accs)-1].seg].Bounds, segs[seg].Bounds) {
-			b := slices.Clone(segs[seg].Bounds)
-			accs = append(accs, acc{seg: seg, h: histogram.Histogram{Bounds: b, Counts: make([]float64, len(b))}})
+			accs = append(accs, scratch.newAcc(len(accs), seg, segs[seg].Bounds))
+			if scratch != nil {
+				scratch.accs = accs
+			}
 		}
-		a := &accs[len(accs)-1].h
+		return &accs[len(accs)-1].h
+	}
+	add := func(seg int, d histogram.Histogram) {
+		a := acc(seg)
 		for i, c := range d.Counts {
 			a.Counts[i] += c
 		}
@@ -280,7 +343,19 @@ func histogramIncrease(name string, segs []*HistogramSeries, w Window) (Histogra
 		if runStart == prev {
 			return nil
 		}
-		d, err := histogram.Sub(tl.at(prev), tl.at(runStart))
+		later, earlier := tl.at(prev), tl.at(runStart)
+		if len(later.Counts) == len(later.Bounds) && len(earlier.Counts) == len(earlier.Bounds) &&
+			histogram.SameLayout(later.Bounds, earlier.Bounds) && !wentDown(later, earlier) {
+			// What histogram.Sub would return, added without making it.
+			a := acc(tl.seg(prev))
+			for i, c := range later.Counts {
+				a.Counts[i] += c - earlier.Counts[i]
+			}
+			a.Count += later.Count - earlier.Count
+			a.Sum += later.Sum - earlier.Sum
+			return nil
+		}
+		d, err := histogram.Sub(later, earlier)
 		if err != nil {
 			return fmt.Errorf("%s: samples at %s and %s: %w", seriesID(name, segs[0].Labels),
 				windowMillis(tl.t[runStart]), windowMillis(tl.t[prev]), err)
@@ -289,11 +364,11 @@ func histogramIncrease(name string, segs []*HistogramSeries, w Window) (Histogra
 		return nil
 	}
 	for j := from + 1; j <= to; j++ {
-		cur := tl.at(j)
-		if cur.Validate() != nil {
+		if !x.valid(j) {
 			r.Skipped++
 			continue
 		}
+		cur := tl.at(j)
 		p := tl.at(prev)
 		changed := tl.seg(j) != tl.seg(prev) && !histogram.SameLayout(p.Bounds, cur.Bounds)
 		if changed || wentDown(cur, p) {
