@@ -16,7 +16,13 @@ import (
 // touches it), the edges of each window are found from those of the
 // previous one, and each window walks only its own samples. Their results
 // are those of the per-window helpers, field by field and bit by bit,
-// errors included: they run the same code over a precomputed edgeIndex.
+// errors included: they run the same code over a precomputed edgeIndex
+// (a panic included, as for a window with a Start but no End that starts
+// more than Lookback after the last sample). Two shortcuts are theirs
+// only, both equal by construction and checked by the tests against the
+// per-window helpers: samples whose counts are surely valid skip Validate
+// (surelyValidCounts), and the engines of one layout are merged without
+// histogram.Merge's bookkeeping (mergeSteps).
 
 // newGridIndex returns the edgeIndex of the samples t for the windows of a
 // grid, ok(i) deciding once whether sample i is valid.
