@@ -20,7 +20,8 @@ import (
 // # Window edges
 //
 // The window helpers (Series.Increase, Series.Gauge, HistogramSeries.Increase
-// and the Family and Target conveniences built on them) find, in each series,
+// and the Family and Target conveniences built on them, and their grid
+// versions such as Series.IncreaseSteps) find, in each series,
 // the two samples that stand for a Window's edges the way the PromQL
 // expression "x - x offset d" does, with Lookback as lookback delta:
 //
@@ -254,6 +255,11 @@ type Step[R any] struct {
 // method value fits eval directly:
 //
 //	steps := snapshot.Steps(w, time.Minute, series.Increase)
+//
+// The grid versions of the window helpers (Series.IncreaseSteps and
+// GaugeSteps, HistogramSeries.IncreaseSteps, Family.IncreaseSteps,
+// GaugeSteps and HistogramIncreaseSteps) return the same steps over
+// Grid(w, step) in one pass over the samples.
 func Steps[R any](w Window, step time.Duration, eval func(Window) (R, error)) []Step[R] {
 	grid := Grid(w, step)
 	steps := make([]Step[R], len(grid))

@@ -208,10 +208,29 @@ func MergeHistogramIncreases(incs ...HistogramIncrease) (HistogramIncrease, erro
 	if len(incs) == 0 {
 		return HistogramIncrease{}, errors.New("merge of no histogram increase")
 	}
-	var r HistogramIncrease
+	r := mergeFields(incs)
+	if len(incs) == 1 {
+		r.Histogram = incs[0].Histogram.Clone()
+		return r, nil
+	}
 	hs := make([]histogram.Histogram, len(incs))
 	for i, h := range incs {
 		hs[i] = h.Histogram
+	}
+	m, err := histogram.Merge(hs...)
+	if err != nil {
+		return HistogramIncrease{}, err
+	}
+	r.Histogram = m.Histogram
+	r.Dropped = unionBounds(r.Dropped, m.Dropped)
+	return r, nil
+}
+
+// mergeFields merges all but the histograms of incs, for
+// MergeHistogramIncreases.
+func mergeFields(incs []HistogramIncrease) HistogramIncrease {
+	var r HistogramIncrease
+	for i, h := range incs {
 		mergeSpan(i, &r.Window, &r.From, &r.To, h.Window, h.From, h.To)
 		r.N += h.N
 		r.Skipped += h.Skipped
@@ -225,17 +244,7 @@ func MergeHistogramIncreases(incs ...HistogramIncrease) (HistogramIncrease, erro
 		r.StartClipped = r.StartClipped || h.StartClipped
 		r.Warnings = append(r.Warnings, h.Warnings...)
 	}
-	if len(incs) == 1 {
-		r.Histogram = incs[0].Histogram.Clone()
-		return r, nil
-	}
-	m, err := histogram.Merge(hs...)
-	if err != nil {
-		return HistogramIncrease{}, err
-	}
-	r.Histogram = m.Histogram
-	r.Dropped = unionBounds(r.Dropped, m.Dropped)
-	return r, nil
+	return r
 }
 
 // histogramIncrease computes the increase over w of one timeline: the
@@ -254,18 +263,21 @@ type histAcc struct {
 }
 
 // histScratch holds the accumulators of a timeline's increase, reused from
-// one window of a grid to the next when the increase is merged (and so
-// copied) before the next window is evaluated.
+// one window of a grid to the next. Unless fresh is set, the histograms are
+// reused too, which is right when the increase is merged (and so copied)
+// before the next window is evaluated.
 type histScratch struct {
+	fresh  bool
 	accs   []histAcc
 	counts [][]float64
 }
 
 // newAcc returns accumulator k of an increase, for the layout of segment
 // seg, whose bounds are given: a copy of the bounds and zero counts, or
-// with s, the segment's bounds themselves and zeroed counts reused.
+// with s not fresh, the segment's bounds themselves and zeroed counts
+// reused.
 func (s *histScratch) newAcc(k, seg int, bounds []float64) histAcc {
-	if s == nil {
+	if s == nil || s.fresh {
 		b := slices.Clone(bounds)
 		return histAcc{seg: seg, h: histogram.Histogram{Bounds: b, Counts: make([]float64, len(b))}}
 	}
@@ -306,7 +318,7 @@ func (tl *histTimeline) increase(name string, x *edgeIndex, w Window, scratch *h
 		if !w.Start.IsZero() {
 			return HistogramIncrease{}, onlyOneSample(seriesID(name, segs[0].Labels), tl.t[to], w)
 		}
-		if scratch != nil {
+		if scratch != nil && !scratch.fresh {
 			r.Histogram = tl.at(to)
 		} else {
 			r.Histogram = tl.at(to).Clone()

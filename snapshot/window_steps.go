@@ -1,6 +1,13 @@
 package snapshot
 
-import "math"
+import (
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/floats"
+
+	"github.com/whyslow/whyslow/histogram"
+)
 
 // The grid helpers (IncreaseSteps, GaugeSteps, HistogramIncreaseSteps)
 // evaluate a whole grid of windows in one pass over the samples: each
@@ -9,7 +16,13 @@ import "math"
 // touches it), the edges of each window are found from those of the
 // previous one, and each window walks only its own samples. Their results
 // are those of the per-window helpers, field by field and bit by bit,
-// errors included: they run the same code over a precomputed edgeIndex.
+// errors included: they run the same code over a precomputed edgeIndex
+// (a panic included, as for a window with a Start but no End that starts
+// more than Lookback after the last sample). Two shortcuts are theirs
+// only, both equal by construction and checked by the tests against the
+// per-window helpers: samples whose counts are surely valid skip Validate
+// (surelyValidCounts), and the engines of one layout are merged without
+// histogram.Merge's bookkeeping (mergeSteps).
 
 // newGridIndex returns the edgeIndex of the samples t for the windows of a
 // grid, ok(i) deciding once whether sample i is valid.
@@ -191,7 +204,45 @@ func (f *Family) GaugeSteps(grid []Window, match map[string]string, agg Aggregat
 // windows of a grid: each sample is validated once.
 func gridTimeline(segs []*HistogramSeries) (*histTimeline, edgeIndex) {
 	tl := newHistTimeline(segs)
-	return &tl, newGridIndex(tl.t, func(j int) bool { return tl.at(j).Validate() == nil })
+	bounds := make([]bool, len(segs))
+	for k, s := range segs {
+		bounds[k] = validBounds(s.Bounds)
+	}
+	return &tl, newGridIndex(tl.t, func(j int) bool {
+		h := tl.at(j)
+		return bounds[tl.seg(j)] && surelyValidCounts(h) || h.Validate() == nil
+	})
+}
+
+// validBounds reports whether histogram.Histogram.Validate accepts bounds:
+// strictly ascending, ending in +Inf.
+func validBounds(b []float64) bool {
+	if len(b) == 0 || math.IsNaN(b[0]) || !math.IsInf(b[len(b)-1], 1) {
+		return false
+	}
+	for i := 1; i < len(b); i++ {
+		if !(b[i] > b[i-1]) {
+			return false
+		}
+	}
+	return true
+}
+
+// surelyValidCounts reports whether the counts of h are, with valid bounds,
+// accepted by histogram.Histogram.Validate for sure: ascending from zero
+// (so neither NaN nor negative), and a count that is unknown or exactly
+// that of the +Inf bucket. When it returns false, only Validate can tell
+// (it allows small deviations).
+func surelyValidCounts(h histogram.Histogram) bool {
+	prev := 0.0
+	for _, c := range h.Counts {
+		if !(c >= prev) {
+			return false
+		}
+		prev = c
+	}
+	return len(h.Counts) == len(h.Bounds) && len(h.Counts) > 0 &&
+		(math.IsNaN(h.Count) || h.Count == h.Counts[len(h.Counts)-1])
 }
 
 // IncreaseSteps returns, for each window of grid in order, what Increase
@@ -200,7 +251,8 @@ func gridTimeline(segs []*HistogramSeries) (*histTimeline, edgeIndex) {
 // window.
 func (s *HistogramSeries) IncreaseSteps(grid []Window) []Step[HistogramIncrease] {
 	tl, x := gridTimeline([]*HistogramSeries{s})
-	return evalGrid(grid, func(w Window) (HistogramIncrease, error) { return tl.increase("", &x, w, nil) })
+	scratch := histScratch{fresh: true}
+	return evalGrid(grid, func(w Window) (HistogramIncrease, error) { return tl.increase("", &x, w, &scratch) })
 }
 
 // HistogramIncreaseSteps returns, for each window of grid in order, what
@@ -230,6 +282,46 @@ func (f *Family) HistogramIncreaseSteps(grid []Window, match map[string]string) 
 		if err != nil {
 			return HistogramIncrease{}, err
 		}
-		return f.mergeFamily(incs, w, excluded)
+		return f.mergeSteps(incs, w, excluded)
 	})
+}
+
+// mergeSteps is mergeFamily for HistogramIncreaseSteps. When the increases
+// share one layout (the engines of one pod), it sums them as
+// histogram.Merge does, in the same order and with the same operations, so
+// that the result is the same to the bit, without Merge's bookkeeping of
+// layouts; otherwise it calls mergeFamily.
+func (f *Family) mergeSteps(incs []HistogramIncrease, w Window, excluded int) (HistogramIncrease, error) {
+	if len(incs) < 2 || !oneMergeableLayout(incs) {
+		return f.mergeFamily(incs, w, excluded)
+	}
+	r := mergeFields(incs)
+	b := incs[0].Histogram.Bounds
+	m := histogram.Histogram{Bounds: slices.Clone(b), Counts: make([]float64, len(b))}
+	for _, h := range incs {
+		m.Count += h.Histogram.Count
+		m.Sum += h.Histogram.Sum
+		floats.Add(m.Counts, h.Histogram.Counts)
+	}
+	r.Histogram = m
+	r.Window = w
+	r.Excluded += excluded
+	return r, nil
+}
+
+// oneMergeableLayout reports whether the histograms of incs have one
+// layout that histogram.Merge accepts and that leaves at least one finite
+// bound (else Merge fails with ErrNoCommonBounds): strictly ascending
+// bounds ending in +Inf, as many counts as bounds.
+func oneMergeableLayout(incs []HistogramIncrease) bool {
+	b := incs[0].Histogram.Bounds
+	if len(b) < 2 || !validBounds(b) {
+		return false
+	}
+	for _, h := range incs {
+		if len(h.Histogram.Counts) != len(b) || !histogram.SameLayout(h.Histogram.Bounds, b) {
+			return false
+		}
+	}
+	return true
 }

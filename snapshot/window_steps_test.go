@@ -141,7 +141,8 @@ var stepsLayouts = [][]float64{
 // genHistograms returns the layouts of one labelled histogram over n
 // samples: cumulative counts that grow, reset, lose their _count or _sum,
 // or are invalid (NaN, negative, non-monotonic, a count that is not the
-// +Inf bucket's), under a layout that changes now and then.
+// +Inf bucket's) or nearly so (off by an ulp, which Validate allows), under
+// a layout that changes now and then.
 func genHistograms(c chooser, ls labels.Labels, n int) []*snapshot.HistogramSeries {
 	ts := genTimes(c, n)
 	var segs []*snapshot.HistogramSeries
@@ -186,6 +187,13 @@ func genHistograms(c chooser, ls labels.Labels, n int) []*snapshot.HistogramSeri
 			count = math.NaN()
 		case 5:
 			sum = math.NaN()
+		case 6:
+			// Off by less than histogram.SmallDeltaTolerance: valid.
+			count = math.Nextafter(count, math.Inf(1))
+		case 7:
+			if len(row) > 1 && row[0] > 0 {
+				row[1] = math.Nextafter(row[0], 0)
+			}
 		}
 		cur.T = append(cur.T, t)
 		cur.Counts = append(cur.Counts, row...)
