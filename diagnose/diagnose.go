@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
@@ -44,6 +43,9 @@ import (
 // scrape of a selected target; everything else (missing signals, low
 // counts, resets, version skew) becomes a warning or a missing fact.
 func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
+	if opts.Survey != nil && ev != nil {
+		ev = opts.Survey.complete(ev)
+	}
 	set, res, groups, by, err := prepare(ev, opts)
 	if err != nil {
 		return nil, err
@@ -278,13 +280,6 @@ func servingReplicas(reps []replica, sel map[string]string) []replica {
 	return out
 }
 
-// MaxIntervals caps the intervals of the timelines and the change-point
-// search: the step is max(TimelineStep or 1m, span / MaxIntervals), so that
-// memory and time grow with replicas x MaxIntervals, not with the span
-// (two years of evidence cost what 12 hours do). Reports show the step
-// of each timeline.
-const MaxIntervals = 720
-
 // prepare is the first step of every diagnosis (Diagnose, and the
 // measuring of an experiment's runs): the settings of opts, the catalog
 // resolved on ev, and the replicas split into groups (one per model, or
@@ -304,6 +299,9 @@ func prepare(ev *snapshot.Evidence, opts Options) (set settings, res Resolution,
 		reps[i] = replica{t: t, res: &res.Targets[i]}
 	}
 	groups, by, err = splitGroups(set, reps)
+	if err == nil && set.Survey != nil && (len(groups) != 1 || !maps.Equal(groups[0].sel, set.Survey.group)) {
+		err = fmt.Errorf("%w: the evidence of the windows has %d groups (by %s); the survey's was %s", ErrSurveyGroups, len(groups), by, groupName(set.Survey.group))
+	}
 	return set, res, groups, by, err
 }
 
@@ -321,23 +319,21 @@ type measured struct {
 // of at most MaxIntervals, the windows (given, or from the change
 // point), and the facts over them.
 func (sc *scope) measure() (measured, error) {
-	st := sc.scrapeStats()
-	if len(st.times) == 0 {
-		return measured{}, fmt.Errorf("diagnose: %s: no scrape", groupName(sc.group))
-	}
-	step := sc.set.TimelineStep
-	if step == 0 {
-		step = max(time.Minute, st.interval)
-	}
-	// The timelines and the change-point search cost grows with the
-	// number of intervals, never with the span: at most MaxIntervals.
-	if span := st.last.Sub(st.first); span > 0 && span/step > MaxIntervals {
-		step = (span + MaxIntervals - 1) / MaxIntervals
-		step = step.Round(time.Second) + time.Second
-	}
+	var st scrapeStats
 	var tl *timelines
-	if st.maxPerTarget >= 3 {
-		tl = sc.buildTimelines(snapshot.Window{Start: st.first, End: st.last}, step)
+	if sv := sc.set.Survey; sv != nil {
+		st, tl = sv.st, sv.tl
+	} else {
+		st = sc.scrapeStats()
+		if len(st.times) == 0 {
+			return measured{}, fmt.Errorf("diagnose: %s: no scrape", groupName(sc.group))
+		}
+		if st.maxPerTarget >= 3 {
+			tl = sc.buildTimelines(timelineGrid(st.first, st.last, st.interval, sc.set.TimelineStep))
+		}
+	}
+	if tl != nil {
+		tl = tl.clone() // addReplicas rewrites its list
 	}
 	base, inc, cp, warns := sc.chooseWindows(st, tl)
 	facts := sc.computeFacts(base, inc, tl, st)

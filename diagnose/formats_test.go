@@ -648,11 +648,60 @@ func TestSelectionSameDiagnosis(t *testing.T) {
 						if len(diffs) > 0 {
 							t.Errorf("%s: the selective read diagnoses otherwise (JSON path: full read, selective read):\n%s", windows, strings.Join(diffs, "\n"))
 						}
+						if i == 0 {
+							// As the command diagnoses a history: surveyed one
+							// target at a time, then only the windows read.
+							sv := surveyDiagnose(t, path, sel)
+							diffs := jsonDiff(reportJSON(t, ref, false), reportJSON(t, sv, false), "", nil)
+							if n := len(diffs); n > 20 {
+								diffs = append(diffs[:20], fmt.Sprintf("... and %d more", n-20))
+							}
+							if len(diffs) > 0 {
+								t.Errorf("surveyed: the survey and window read diagnoses otherwise (JSON path: full read, survey):\n%s", strings.Join(diffs, "\n"))
+							}
+						}
 					}
 				})
 			}
 		})
 	}
+}
+
+// surveyDiagnose diagnoses path as the command diagnoses a history
+// without given windows: a survey of the targets read one at a time
+// (snapshot.ReadEach; a second pass when the survey asks for one), then
+// a read of only the windows it chose, diagnosed with the survey.
+func surveyDiagnose(t *testing.T, path string, sel snapshot.Options) *diagnose.Report {
+	t.Helper()
+	s, err := diagnose.NewSurveyor(diagnose.Options{})
+	require.NoError(t, err)
+	var sv *diagnose.Survey
+	for pass := 0; sv == nil; pass++ {
+		require.Less(t, pass, 2, "a survey takes at most two passes")
+		o := sel
+		o.SandboxDir = t.TempDir()
+		ev, err := snapshot.Read(context.Background(), []string{path}, o)
+		require.NoError(t, err)
+		for _, tg := range ev.Targets {
+			require.NoError(t, s.Add(tg))
+		}
+		var again bool
+		sv, again, err = s.Survey()
+		require.NoError(t, err)
+		require.Equal(t, again, sv == nil)
+	}
+	var evs []*snapshot.Evidence
+	for _, r := range sv.ReadRanges() {
+		o := sel
+		o.Start, o.End, o.SandboxDir = r.Start, r.End, t.TempDir()
+		e, err := snapshot.Read(context.Background(), []string{path}, o)
+		require.NoError(t, err)
+		evs = append(evs, e)
+	}
+	require.NotEmpty(t, evs, "the survey chose windows")
+	rep, err := diagnose.Diagnose(snapshot.MergeRanges(evs...), diagnose.Options{Survey: sv})
+	require.NoError(t, err)
+	return rep
 }
 
 // selectionFleet runs a scenario as formatFleet does (three of its eight

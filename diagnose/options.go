@@ -16,6 +16,15 @@ import (
 // at typical traffic, hundreds of requests.
 const DefaultMinWindow = 5 * time.Minute
 
+// DefaultMaxWindow bounds the baseline and incident windows Diagnose
+// chooses itself (Options.MaxWindow): half an hour on each side of the
+// change point. The half hour before a change is the fleet as it was
+// just before; a longer baseline mixes in the load cycles of the day
+// and older incidents, and a diagnosis of a week of history would hold
+// the whole week's samples. Half an hour at vLLM's usual load holds
+// thousands of requests and 30 noise intervals of a minute.
+const DefaultMaxWindow = 30 * time.Minute
+
 // Options control Diagnose. The zero value is usable: it diagnoses the
 // whole evidence with the default catalog and thresholds, chooses the
 // windows itself and splits the fleet by model when it serves several.
@@ -55,6 +64,13 @@ type Options struct {
 	// MinWindow is the shortest window on each side of a proposed change
 	// point; zero means DefaultMinWindow.
 	MinWindow time.Duration
+	// MaxWindow is the longest window Diagnose chooses on each side of
+	// the change point (or of the middle of the evidence, when it finds
+	// none): the baseline ends and the incident starts there, each at
+	// most MaxWindow long. Zero means DefaultMaxWindow; a negative value,
+	// no bound (every scrape before the change point against every scrape
+	// after it). Given windows are used as given.
+	MaxWindow time.Duration
 	// Quantiles are reported for each histogram signal; nil means
 	// 0.5, 0.95 and 0.99. The decision map always gets p50, p95 and p99.
 	Quantiles []float64
@@ -62,6 +78,15 @@ type Options struct {
 	// change-point search; zero means one minute or the scrape interval,
 	// whichever is larger.
 	TimelineStep time.Duration
+
+	// Survey, when set, is the survey of the whole history (see
+	// Surveyor), and the evidence given to Diagnose need hold only the
+	// windows the survey chose (Survey.ReadRanges): the scrape
+	// statistics, the timelines and the change point come from the
+	// survey, the window measures from the evidence. Baseline and
+	// Incident must be zero, and the other options those the survey was
+	// made with.
+	Survey *Survey
 }
 
 // settings are Options with the defaults filled in.
@@ -85,6 +110,12 @@ func (o Options) settings() (settings, error) {
 	}
 	if s.MinWindow == 0 {
 		s.MinWindow = DefaultMinWindow
+	}
+	if s.MaxWindow == 0 {
+		s.MaxWindow = DefaultMaxWindow
+	}
+	if s.MaxWindow > 0 && s.MaxWindow < s.MinWindow {
+		return s, fmt.Errorf("diagnose: MaxWindow %v is shorter than MinWindow %v", s.MaxWindow, s.MinWindow)
 	}
 	if s.MinWindow < 0 {
 		return s, fmt.Errorf("diagnose: negative MinWindow %v", o.MinWindow)
@@ -112,6 +143,9 @@ func (o Options) settings() (settings, error) {
 		if w.w.Start.IsZero() || w.w.End.IsZero() || !w.w.End.After(w.w.Start) {
 			return s, fmt.Errorf("diagnose: %s window %v: needs a start before its end", w.name, w.w)
 		}
+	}
+	if o.Survey != nil && !o.Incident.IsZero() {
+		return s, fmt.Errorf("diagnose: a Survey chooses the windows: Baseline and Incident must be zero")
 	}
 	if !o.Baseline.IsZero() && o.Incident.IsZero() {
 		return s, fmt.Errorf("diagnose: a Baseline window needs an Incident window")

@@ -30,11 +30,14 @@ var timelineSpecs = []timelineSpec{
 	{SignalGPUUtil, "mean"},
 }
 
-// timelines holds the per-interval series of one scope on one grid.
+// timelines holds the per-interval series of one scope on one grid: the
+// fleet's, and the values of every replica (see lines.replicas) from
+// which addReplicas adds the timelines of the replicas a report shows.
 type timelines struct {
-	step time.Duration
-	grid []snapshot.Window
-	list []Timeline
+	step     time.Duration
+	grid     []snapshot.Window
+	list     []Timeline
+	replicas map[string][][]float64
 }
 
 // fleet returns the fleet timeline of signal id, or nil.
@@ -71,25 +74,21 @@ func timelineValues(t *Timeline) []float64 {
 // change-point search and the facts are computed, are never bounded.
 const MaxReplicaTimelines = 16
 
-// buildTimelines evaluates the fleet timelines over the grid of span
-// with the given step. Histogram quantiles of an interval are those of
-// the observations made in it, merged across replicas (fleet) before the
-// quantile is taken; gauges are the mean over the interval's scrapes of
-// the fleet sum (or mean, for KV usage and GPU utilisation); counters are
-// per-second rates. Per-replica timelines are added by addReplicas.
-func (sc *scope) buildTimelines(span snapshot.Window, step time.Duration) *timelines {
-	grid := snapshot.Grid(span, step)
+// buildTimelines evaluates the timelines of every replica of the scope
+// over grid, and the fleet's from them (see lines). Histogram quantiles
+// of an interval are those of the observations made in it, merged across
+// replicas before the quantile is taken; gauges are interval means;
+// counters per-second rates. The report shows the per-replica timelines
+// of the replicas addReplicas picks.
+func (sc *scope) buildTimelines(grid []snapshot.Window, step time.Duration) *timelines {
 	if len(grid) < 2 {
 		return nil
 	}
-	tl := &timelines{step: step, grid: grid}
-	fresh := sc.freshIntervals(-1, grid)
-	for _, spec := range timelineSpecs {
-		if sc.has(spec.id) {
-			tl.list = append(tl.list, sc.timeline(spec, -1, grid, step, fresh))
-		}
+	l := newLines(grid, step)
+	for r := range sc.replicas {
+		l.add(sc, r)
 	}
-	return tl
+	return l.timelines(sc)
 }
 
 // addReplicas adds the per-replica timelines of the replicas at the
@@ -103,42 +102,27 @@ func (sc *scope) addReplicas(tl *timelines, replicas []int) {
 	for _, r := range replicas {
 		sel[r] = true
 	}
-	fresh := map[int][]bool{} // per replica, computed once for every signal
-	for r := range sel {
-		fresh[r] = sc.freshIntervals(r, tl.grid)
-	}
 	var list []Timeline
-	for _, spec := range timelineSpecs {
-		if !sc.has(spec.id) {
+	for si, spec := range timelineSpecs {
+		f := tl.fleet(spec.id)
+		if f == nil {
 			continue
 		}
-		if f := tl.fleet(spec.id); f != nil {
-			list = append(list, *f)
-		}
-		for r := range sc.replicas {
-			if sel[r] && sc.match(r, spec.id).Found() {
-				list = append(list, sc.timeline(spec, r, tl.grid, tl.step, fresh[r]))
+		list = append(list, *f)
+		for r, rp := range sc.replicas {
+			vals := tl.replicas[rp.t.Name]
+			if !sel[r] || vals == nil || vals[si] == nil {
+				continue
 			}
+			v := vals[si]
+			t := Timeline{Signal: string(spec.id), Stat: spec.stat, Replica: rp.t.Name, Step: tl.step, Points: make([]Point, len(tl.grid))}
+			for i, w := range tl.grid {
+				t.Points[i] = Point{T: w.End, Value: Float(v[2*i]), Count: Float(v[2*i+1])}
+			}
+			list = append(list, t)
 		}
 	}
 	tl.list = list
-}
-
-// timeline evaluates one timeline over grid; r < 0 is the fleet. fresh
-// is freshIntervals(r, grid): the other points are NaN.
-func (sc *scope) timeline(spec timelineSpec, r int, grid []snapshot.Window, step time.Duration, fresh []bool) Timeline {
-	t := Timeline{Signal: string(spec.id), Stat: spec.stat, Step: step, Points: make([]Point, len(grid))}
-	if r >= 0 {
-		t.Replica = sc.replicas[r].t.Name
-	}
-	for i, w := range grid {
-		v, n := math.NaN(), 0.0
-		if fresh[i] {
-			v, n = sc.intervalValue(spec, r, w)
-		}
-		t.Points[i] = Point{T: w.End, Value: Float(v), Count: Float(n)}
-	}
-	return t
 }
 
 // freshIntervals reports, for each window of grid, whether replica r (any
@@ -234,59 +218,4 @@ func incidentP95(s Signal) float64 {
 		}
 	}
 	return math.NaN()
-}
-
-// intervalValue evaluates one timeline point: the value over w and the
-// count behind it (observations, scrapes or counter increase). r < 0 is
-// the fleet.
-func (sc *scope) intervalValue(spec timelineSpec, r int, w snapshot.Window) (value, count float64) {
-	nan := math.NaN()
-	switch spec.stat {
-	case "p95":
-		var inc snapshot.HistogramIncrease
-		var err error
-		// Each interval is read once: no cache (see computeReplicaHist).
-		if r < 0 {
-			inc, err, _ = sc.mergeReplicas(spec.id, w, sc.computeReplicaHist)
-		} else {
-			res := sc.computeReplicaHist(spec.id, r, w)
-			inc, err = res.inc, res.err
-		}
-		if err != nil {
-			return nan, 0
-		}
-		n := inc.Histogram.Total()
-		if !(n > 0) {
-			return nan, 0
-		}
-		return inc.Histogram.Quantile(0.95).Value, n
-	case "mean":
-		var s *snapshot.Series
-		if r < 0 {
-			s = sc.fleetGauge(spec.id)
-		} else {
-			s = sc.replicaGauge(spec.id, r)
-		}
-		if s == nil {
-			return nan, 0
-		}
-		g, err := s.Gauge(w)
-		if err != nil {
-			return nan, 0
-		}
-		return g.Mean, float64(g.N)
-	case "rate":
-		var inc snapshot.CounterIncrease
-		var err error
-		if r < 0 {
-			inc, err = sc.fleetCounter(spec.id, w, nil)
-		} else {
-			inc, err = sc.replicaCounter(spec.id, r, w, nil)
-		}
-		if err != nil {
-			return nan, 0
-		}
-		return inc.Rate(), inc.Value
-	}
-	return nan, 0
 }

@@ -138,6 +138,8 @@ func (st scrapeStats) clip(name string, w snapshot.Window) (snapshot.Window, []s
 //   - Three or more: the change-point search on the timelines; when it
 //     proposes a point, baseline and incident are the two sides
 //     ("change-point"); otherwise the first and second half ("halves").
+//     Either way each window is at most Options.MaxWindow long, next to
+//     the change point (or the middle).
 func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWindow, cp *ChangePoint, warns []string) {
 	o := sc.set.Options
 	switch {
@@ -175,15 +177,36 @@ func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWin
 
 	cp = sc.searchChangePoint(st, tl)
 	if cp != nil && cp.Used {
-		base = st.window(snapshot.Window{Start: st.first, End: cp.Time}, "change-point")
-		inc = st.window(snapshot.Window{Start: cp.Time, End: st.last}, "change-point")
+		b, i := sc.around(st, cp.Time)
+		base = st.window(b, "change-point")
+		inc = st.window(i, "change-point")
 		return base, inc, cp, warns
 	}
-	mid := st.first.Add(st.last.Sub(st.first) / 2)
-	base = st.window(snapshot.Window{Start: st.first, End: mid}, "halves")
-	inc = st.window(snapshot.Window{Start: mid, End: st.last}, "halves")
-	warns = append(warns, "no change point found: the windows are the first and second half of the evidence; give Options.Incident and Options.Baseline to compare chosen windows")
+	b, i := sc.around(st, st.first.Add(st.last.Sub(st.first)/2))
+	base = st.window(b, "halves")
+	inc = st.window(i, "halves")
+	halves := "the first and second half of the evidence"
+	if b.Start.After(st.first) || i.End.Before(st.last) {
+		halves = fmt.Sprintf("the %v either side of the middle of the evidence (Options.MaxWindow)", i.Duration())
+	}
+	warns = append(warns, "no change point found: the windows are "+halves+"; give Options.Incident and Options.Baseline to compare chosen windows")
 	return base, inc, cp, warns
+}
+
+// around returns the windows either side of t: from the first scrape to
+// t and from t to the last, each cut to Options.MaxWindow next to t.
+func (sc *scope) around(st scrapeStats, t time.Time) (base, inc snapshot.Window) {
+	base = snapshot.Window{Start: st.first, End: t}
+	inc = snapshot.Window{Start: t, End: st.last}
+	if mw := sc.set.MaxWindow; mw > 0 {
+		if base.Duration() > mw {
+			base.Start = t.Add(-mw)
+		}
+		if inc.Duration() > mw {
+			inc.End = t.Add(mw)
+		}
+	}
+	return base, inc
 }
 
 // searchChangePoint runs the change-point search on the fleet timelines.

@@ -118,9 +118,14 @@ func (x *edgeIndex) edges(w Window) (from, to int, clipped bool, err error) {
 		from = x.prevValid(x.after(start, &x.hintStart) - 1)
 		if from < 0 || t[from] <= start-Lookback.Milliseconds() {
 			// No fresh sample stands for Start: take the first valid one
-			// inside the window. It exists and is <= to, because the end
-			// edge is itself fresh.
+			// inside the window. With an End it exists and is <= to,
+			// because the end edge is itself fresh; with an open End
+			// there may be none after Start.
 			from = x.nextValid(from+1, to+1)
+			if from < 0 {
+				return 0, 0, false, fmt.Errorf("%w: no sample after the start of window %s (last sample at %s)",
+					ErrNotEvaluable, w, windowMillis(t[last]))
+			}
 			clipped = true
 		}
 	}

@@ -339,41 +339,19 @@ func identical(a, b reflect.Value) bool {
 }
 
 // requireSteps asserts that steps(grid) holds, for each window of grid,
-// exactly what eval returns for it. Windows on which eval panics (see
-// TestStepsPanicLikeWindows) must make steps panic too; they are then left
-// out of the comparison.
+// exactly what eval returns for it.
 func requireSteps[R any](t *testing.T, grid []snapshot.Window, eval func(snapshot.Window) (R, error), steps func([]snapshot.Window) []snapshot.Step[R]) {
 	t.Helper()
-	want := make([]snapshot.Step[R], 0, len(grid))
-	kept := make([]snapshot.Window, 0, len(grid))
-	for _, w := range grid {
-		if st, ok := evalRecover(w, eval); ok {
-			want = append(want, st)
-			kept = append(kept, w)
+	got := steps(grid)
+	require.Len(t, got, len(grid))
+	for k, w := range grid {
+		r, err := eval(w)
+		want := snapshot.Step[R]{Window: w, Result: r, Err: err}
+		if !identical(reflect.ValueOf(want), reflect.ValueOf(got[k])) {
+			assert.Equal(t, want, got[k], "window %d of %d: %s", k, len(grid), w)
+			require.Failf(t, "not identical", "window %d of %d: %s\nwant %+v\ngot  %+v", k, len(grid), w, want, got[k])
 		}
 	}
-	if len(kept) < len(grid) {
-		require.Panics(t, func() { steps(grid) }, "the per-window helper panics on %d windows", len(grid)-len(kept))
-	}
-	got := steps(kept)
-	require.Len(t, got, len(kept))
-	for k, w := range kept {
-		if !identical(reflect.ValueOf(want[k]), reflect.ValueOf(got[k])) {
-			assert.Equal(t, want[k], got[k], "window %d of %d: %s", k, len(kept), w)
-			require.Failf(t, "not identical", "window %d of %d: %s\nwant %+v\ngot  %+v", k, len(kept), w, want[k], got[k])
-		}
-	}
-}
-
-// evalRecover returns the step of eval over w, or false if eval panics.
-func evalRecover[R any](w snapshot.Window, eval func(snapshot.Window) (R, error)) (st snapshot.Step[R], ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	r, err := eval(w)
-	return snapshot.Step[R]{Window: w, Result: r, Err: err}, true
 }
 
 // checkSeriesSteps compares the grid helpers of a series with the
@@ -556,4 +534,22 @@ func FuzzIncreaseSteps(f *testing.F) {
 		checkSeriesSteps(t, genSeries(c, "c_total", labels.EmptyLabels(), int(n), n%2 == 1), grid)
 		checkFamilySteps(t, genFamily(c, int(n)), grid, genMatch(c))
 	})
+}
+
+// TestOpenEndAfterLastSample checks that a window with a Start and an open
+// End, starting more than Lookback after the last sample, is not
+// evaluable (it used to index out of range), for every helper.
+func TestOpenEndAfterLastSample(t *testing.T) {
+	t0 := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
+	s := &snapshot.Series{Name: "x_total", T: []int64{t0.UnixMilli(), t0.Add(time.Minute).UnixMilli()}, V: []float64{1, 2}}
+	w := snapshot.Window{Start: t0.Add(20 * time.Minute)}
+	_, err := s.Increase(w)
+	require.ErrorIs(t, err, snapshot.ErrNotEvaluable)
+	_, err = s.Gauge(w)
+	require.ErrorIs(t, err, snapshot.ErrNotEvaluable)
+	h := &snapshot.HistogramSeries{Bounds: []float64{1, math.Inf(1)}, T: s.T, Counts: []float64{1, 1, 2, 2}, Sum: []float64{1, 2}, Count: []float64{1, 2}}
+	_, err = h.Increase(w)
+	require.ErrorIs(t, err, snapshot.ErrNotEvaluable)
+	st := s.IncreaseSteps([]snapshot.Window{w})
+	require.ErrorIs(t, st[0].Err, snapshot.ErrNotEvaluable)
 }

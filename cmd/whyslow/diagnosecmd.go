@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -34,6 +35,7 @@ type diagnoseFlags struct {
 	model, by          string
 	format             string
 	verbose, wide      bool
+	maxWindow          time.Duration
 }
 
 func (f *diagnoseFlags) register(fsName string, e *env, synopsis, examples string, formats string) *flagSet {
@@ -46,6 +48,7 @@ func (f *diagnoseFlags) register(fsName string, e *env, synopsis, examples strin
 	fs.StringVar(&f.model, "model", "", "keep only model_name=`NAME`")
 	fs.StringVar(&f.by, "by", "", "split signals by `LABEL` (default: model_name when several models are present)")
 	fs.StringVar(&f.format, "format", "text", "output `FORMAT`: "+formats)
+	fs.DurationVar(&f.maxWindow, "max-window", diagnose.DefaultMaxWindow, "longest baseline and incident `DURATION` chosen either side of the change point (0: no bound)")
 	if fsName == "diagnose" {
 		fs.BoolVar(&f.verbose, "verbose", false, "print every hypothesis in full and every evidence line with its source metric (text, markdown, html)")
 	}
@@ -77,6 +80,14 @@ func (f *diagnoseFlags) options() (diagnose.Options, error) {
 	}
 	opts.Model = f.model
 	opts.By = f.by
+	switch {
+	case f.maxWindow < 0:
+		return opts, usagef("--max-window %v: want a positive duration, or 0 for no bound", f.maxWindow)
+	case f.maxWindow == 0:
+		opts.MaxWindow = -1
+	default:
+		opts.MaxWindow = f.maxWindow
+	}
 	return opts, nil
 }
 
@@ -158,8 +169,15 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 		return err
 	}
 	// Read only what the diagnosis needs: the catalog's metrics, over the
-	// given windows when both are given (see diagnose.Options.Selection).
-	ev, err := f.readRanges(ctx, e, paths, opts.Selection(), opts.ReadRanges())
+	// given windows when both are given (see diagnose.Options.Selection);
+	// a history to search for the change point in, surveyed one target at
+	// a time and then read over the chosen windows only.
+	var ev *snapshot.Evidence
+	if opts.Incident.IsZero() && snapshot.Streams(paths) {
+		ev, opts, err = f.readSurveyed(ctx, e, paths, opts)
+	} else {
+		ev, err = f.readRanges(ctx, e, paths, opts.Selection(), opts.ReadRanges())
+	}
 	if err != nil {
 		return err
 	}
@@ -290,18 +308,106 @@ func parseThresholds(s string) (rules.Thresholds, error) {
 	return th, nil
 }
 
+// readSurveyed reads a history for a diagnosis that chooses its own
+// windows, in two steps whose memory does not grow with the history: a
+// survey (diagnose.Surveyor) of the targets read one at a time, which
+// keeps per target and timeline interval a few numbers; then a read of
+// only the windows the survey chose. It returns the evidence of the
+// windows and opts with the survey set, which Diagnose turns into the
+// report of a whole read. Evidence that splits into groups (several
+// models, --by) is read whole.
+func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string, opts diagnose.Options) (*snapshot.Evidence, diagnose.Options, error) {
+	s, err := diagnose.NewSurveyor(opts)
+	if err != nil {
+		return nil, opts, err
+	}
+	sel := opts.Selection()
+	var sv *diagnose.Survey
+	var problems []snapshot.Problem
+	// The survey holds one target's samples at a time: with so small a
+	// live heap the collector would run at every few megabytes allocated.
+	// Let it wait for more; the memory budget (SetMemoryLimit) still
+	// bounds the heap.
+	gc := debug.SetGCPercent(400)
+	defer debug.SetGCPercent(gc)
+	for sv == nil {
+		ev, err := f.readEach(ctx, e, paths, sel, s.Add)
+		if err != nil {
+			return nil, opts, err
+		}
+		problems = ev.Problems
+		var again bool
+		sv, again, err = s.Survey()
+		switch {
+		case errors.Is(err, diagnose.ErrSurveyGroups):
+			ev, err := f.readRanges(ctx, e, paths, sel, nil)
+			return ev, opts, err
+		case err != nil:
+			return nil, opts, err
+		case again:
+			sv = nil
+		}
+	}
+	ranges := sv.ReadRanges()
+	if len(ranges) == 0 {
+		ev, err := f.readRanges(ctx, e, paths, sel, nil)
+		return ev, opts, err
+	}
+	if len(ranges) == 1 {
+		sel.Start, sel.End = ranges[0].Start, ranges[0].End
+	}
+	ev, err := f.readRanges(ctx, e, paths, sel, ranges)
+	if err != nil {
+		return nil, opts, err
+	}
+	debug.SetGCPercent(gc)
+	// The survey read the whole history: what it found wrong outside the
+	// windows belongs in the report too.
+	seen := map[string]bool{}
+	for _, p := range ev.Problems {
+		seen[p.Error()] = true
+	}
+	for _, p := range problems {
+		if !seen[p.Error()] {
+			ev.Problems = append(ev.Problems, p)
+		}
+	}
+	opts.Survey = sv
+	return ev, opts, nil
+}
+
+// readCollected is readEvidence, reading a source that streams
+// (snapshot.Streams: a TSDB) one target at a time and collecting the
+// targets: the same evidence, without holding every target's raw series
+// at once while it is assembled.
+func (f *diagnoseFlags) readCollected(ctx context.Context, e *env, paths []string, sel snapshot.Options) (*snapshot.Evidence, error) {
+	if !snapshot.Streams(paths) {
+		return f.readEvidence(ctx, e, paths, sel)
+	}
+	var targets []*snapshot.Target
+	ev, err := f.readEach(ctx, e, paths, sel, func(t *snapshot.Target) error {
+		targets = append(targets, t)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ev.Targets = targets
+	return ev, nil
+}
+
 // readRanges reads the paths under sel, once per range when there are
 // several (the baseline and the incident far apart: the history between
 // them is not read), and merges the evidence (snapshot.MergeRanges).
 func (f *diagnoseFlags) readRanges(ctx context.Context, e *env, paths []string, sel snapshot.Options, ranges []snapshot.Window) (*snapshot.Evidence, error) {
 	if len(ranges) < 2 || slices.Contains(paths, "-") {
-		return f.readEvidence(ctx, e, paths, sel)
+		return f.readCollected(ctx, e, paths, sel)
 	}
 	var evs []*snapshot.Evidence
 	for _, r := range ranges {
 		o := sel
 		o.Start, o.End = r.Start, r.End
-		ev, err := f.readEvidence(ctx, e, paths, o)
+		ev, err := f.readCollected(ctx, e, paths, o)
 		if err != nil {
 			return nil, err
 		}

@@ -35,6 +35,9 @@ type inputFlags struct {
 	keepTimes  bool
 	keepCut    bool
 	server     serverFlags
+	// printed holds the problems printed, so that a second read of the
+	// same evidence (the windows after a survey) does not print them again.
+	printed map[string]bool
 }
 
 func (f *inputFlags) register(fs *flag.FlagSet) {
@@ -93,6 +96,13 @@ func (f *inputFlags) catalogAndEvidence(ctx context.Context, e *env, paths []str
 // readEvidence reads the paths, printing problems on stderr. With --strict
 // a partial result is an error.
 func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, opts snapshot.Options) (*snapshot.Evidence, error) {
+	return f.readEach(ctx, e, paths, opts, nil)
+}
+
+// readEach is readEvidence, handing the targets to visit one at a time
+// when visit is not nil (snapshot.ReadEach; the Evidence returned then
+// holds no target).
+func (f *inputFlags) readEach(ctx context.Context, e *env, paths []string, opts snapshot.Options, visit func(*snapshot.Target) error) (*snapshot.Evidence, error) {
 	if len(paths) == 0 {
 		return nil, usagef("no PATH given (a dump, a folder of dumps, a TSDB directory, a server URL, or - for stdin)")
 	}
@@ -158,8 +168,13 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 		bar = newProgressBar(e.stderr)
 		opts.Progress = bar.update
 	}
-	ev, err := snapshot.Read(ctx, paths, opts)
-	if err != nil && ctx.Err() == nil && errors.Is(err, snapshot.ErrEmpty) && stdin == 0 && selects(opts) {
+	var ev *snapshot.Evidence
+	if visit != nil {
+		ev, err = snapshot.ReadEach(ctx, paths, opts, visit)
+	} else {
+		ev, err = snapshot.Read(ctx, paths, opts)
+	}
+	if err != nil && visit == nil && ctx.Err() == nil && errors.Is(err, snapshot.ErrEmpty) && stdin == 0 && selects(opts) {
 		// The question's selection matched nothing. Read what lies outside
 		// it, so that the command can say where the evidence lies (the
 		// window outside the scrapes) or what it holds (the histograms
@@ -194,6 +209,13 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 	var hintOrder []string
 	if ev != nil {
 		for _, p := range ev.Problems {
+			if f.printed[p.Error()] {
+				continue
+			}
+			if f.printed == nil {
+				f.printed = map[string]bool{}
+			}
+			f.printed[p.Error()] = true
 			if p.Severity == snapshot.SeverityInfo {
 				// How a gap of the input was filled; nothing is wrong.
 				fmt.Fprintln(e.stderr, "note: "+p.Error())

@@ -14,6 +14,7 @@ var flagHints = strings.NewReplacer(
 	"Catalog.Alias", "--alias",
 	"Options.Incident", "--incident",
 	"Options.Baseline", "--baseline",
+	"Options.MaxWindow", "--max-window",
 	"Options.SLO", "--slo",
 	"Thresholds.Set", "--thresholds",
 	"Options.FollowLinks", "--follow-links",

@@ -1,0 +1,487 @@
+package diagnose
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/whyslow/whyslow/report"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// This file computes the timelines: per interval of a grid, each replica's
+// value of every timeline signal, and the fleet's from the replicas'. It
+// walks the replicas one at a time and keeps, per replica and interval,
+// two numbers (the value and the count behind it) and, per fleet signal
+// and interval, one running aggregate; so a Surveyor can build the same
+// timelines from a TSDB read one replica at a time, holding one
+// replica's samples at once (see Surveyor).
+
+// lines accumulates the timelines of one scope on one grid, replica by
+// replica (add), in the scope's replica order.
+type lines struct {
+	grid []snapshot.Window
+	step time.Duration
+	// fleet holds, per timelineSpecs entry, the running fleet aggregate.
+	fleet []fleetLine
+	// fresh is, per interval, whether any replica added was scraped in
+	// the snapshot.Lookback before its end (freshIntervals of the fleet).
+	fresh []bool
+	// replicas maps a replica's name to its values: per timelineSpecs
+	// entry, nil when the replica lacks the signal, else value and count
+	// per interval (2 x len(grid)).
+	replicas map[string][][]float64
+}
+
+// fleetLine is the fleet aggregate of one timeline signal per interval.
+type fleetLine struct {
+	has bool // some replica carries the signal
+	// p95: the replicas' histogram increases merged so far, in replica
+	// order (snapshot.MergeHistogramIncreases, as a merge of all at once
+	// would: counts add in the same order); bad marks an interval whose
+	// merge failed (no common bounds).
+	hist []*snapshot.HistogramIncrease
+	bad  []bool
+	// mean: the sum of the replicas' interval means, their sample count
+	// and the number of replicas evaluated.
+	sum, n []float64
+	k      []int
+	// rate: the replicas' counter increases summed (snapshot.SumIncreases).
+	inc []*snapshot.CounterIncrease
+}
+
+func newLines(grid []snapshot.Window, step time.Duration) *lines {
+	l := &lines{grid: grid, step: step, fleet: make([]fleetLine, len(timelineSpecs)),
+		fresh: make([]bool, len(grid)), replicas: map[string][][]float64{}}
+	for i, spec := range timelineSpecs {
+		f := &l.fleet[i]
+		switch spec.stat {
+		case "p95":
+			f.hist = make([]*snapshot.HistogramIncrease, len(grid))
+			f.bad = make([]bool, len(grid))
+		case "mean":
+			f.sum, f.n, f.k = make([]float64, len(grid)), make([]float64, len(grid)), make([]int, len(grid))
+		case "rate":
+			f.inc = make([]*snapshot.CounterIncrease, len(grid))
+		}
+	}
+	return l
+}
+
+// add evaluates replica r of sc on every interval of the grid at which it
+// was scraped in the lookback (freshIntervals; elsewhere none of its
+// series can stand for the interval's end), records its values and adds
+// them to the fleet's.
+func (l *lines) add(sc *scope, r int) {
+	fresh := sc.freshIntervals(r, l.grid)
+	for i, ok := range fresh {
+		l.fresh[i] = l.fresh[i] || ok
+	}
+	vals := make([][]float64, len(timelineSpecs))
+	for si, spec := range timelineSpecs {
+		if !sc.match(r, spec.id).Found() {
+			continue
+		}
+		f := &l.fleet[si]
+		f.has = true
+		v := make([]float64, 2*len(l.grid))
+		for i := range l.grid {
+			v[2*i], v[2*i+1] = math.NaN(), 0
+		}
+		vals[si] = v
+		switch spec.stat {
+		case "p95":
+			m := sc.match(r, spec.id)
+			scale := m.Candidate.ScaleFor(math.NaN())
+			for i, st := range m.Family.HistogramIncreaseSteps(l.grid, sc.selector(m.Family)) {
+				if !fresh[i] || st.Err != nil {
+					continue
+				}
+				inc := st.Result
+				if scale != 1 {
+					inc.Histogram = scaleBounds(inc.Histogram, scale)
+				}
+				v[2*i], v[2*i+1] = histP95(inc)
+				f.mergeHist(i, inc)
+			}
+		case "mean":
+			s := sc.replicaGauge(spec.id, r)
+			if s == nil {
+				continue
+			}
+			for i, st := range s.GaugeSteps(l.grid) {
+				if !fresh[i] || st.Err != nil {
+					continue
+				}
+				g := st.Result
+				v[2*i], v[2*i+1] = g.Mean, float64(g.N)
+				f.sum[i] += g.Mean
+				f.n[i] += float64(g.N)
+				f.k[i]++
+			}
+		case "rate":
+			m := sc.match(r, spec.id)
+			for i, st := range m.Family.IncreaseSteps(l.grid, sc.selector(m.Family)) {
+				if !fresh[i] || st.Err != nil {
+					continue
+				}
+				inc := st.Result
+				v[2*i], v[2*i+1] = inc.Rate(), inc.Value
+				if f.inc[i] == nil {
+					c := snapshot.SumIncreases(inc)
+					f.inc[i] = &c
+				} else {
+					c := snapshot.SumIncreases(*f.inc[i], inc)
+					f.inc[i] = &c
+				}
+			}
+		}
+	}
+	l.replicas[sc.replicas[r].t.Name] = vals
+}
+
+// mergeHist adds a replica's increase to interval i.
+func (f *fleetLine) mergeHist(i int, inc snapshot.HistogramIncrease) {
+	if f.bad[i] {
+		return
+	}
+	if f.hist[i] == nil {
+		m, err := snapshot.MergeHistogramIncreases(inc)
+		if err != nil {
+			f.bad[i] = true
+			return
+		}
+		f.hist[i] = &m
+		return
+	}
+	m, err := snapshot.MergeHistogramIncreases(*f.hist[i], inc)
+	if err != nil {
+		f.bad[i] = true
+		f.hist[i] = nil
+		return
+	}
+	f.hist[i] = &m
+}
+
+// histP95 is the p95 of an interval's increase and its observations, or
+// NaN and 0 when it holds none.
+func histP95(inc snapshot.HistogramIncrease) (value, count float64) {
+	n := inc.Histogram.Total()
+	if !(n > 0) {
+		return math.NaN(), 0
+	}
+	return inc.Histogram.Quantile(0.95).Value, n
+}
+
+// gaugeAggregation is how signal id combines across engines and replicas:
+// averaged (KV usage, GPU utilisation) or summed.
+func (sc *scope) gaugeAggregation(id SignalID) snapshot.Aggregation {
+	spec, _ := sc.set.catalog.Signal(id)
+	if spec.Aggregation == AggregateMean {
+		return snapshot.AggregateMean
+	}
+	return snapshot.AggregateSum
+}
+
+// timelines returns the fleet timelines of the signals some replica
+// carries. A fleet point is NaN where no replica was scraped in the
+// lookback before its end. Histogram points are the p95 of the replicas'
+// increases merged; gauge points the sum of the replicas' interval means
+// (their mean, for a signal averaged across engines such as KV usage),
+// which is the mean of the fleet's sum when the replicas are scraped
+// together and, unlike it, does not depend on how their scrapes are
+// staggered; counter points the summed increase per second.
+func (l *lines) timelines(sc *scope) *timelines {
+	tl := &timelines{step: l.step, grid: l.grid, replicas: l.replicas}
+	for si, spec := range timelineSpecs {
+		f := &l.fleet[si]
+		if !f.has {
+			continue
+		}
+		agg := sc.gaugeAggregation(spec.id)
+		t := Timeline{Signal: string(spec.id), Stat: spec.stat, Step: l.step, Points: make([]Point, len(l.grid))}
+		for i, w := range l.grid {
+			v, n := math.NaN(), 0.0
+			if l.fresh[i] {
+				switch spec.stat {
+				case "p95":
+					if h := f.hist[i]; h != nil {
+						v, n = histP95(*h)
+					}
+				case "mean":
+					if f.k[i] > 0 {
+						v, n = f.sum[i], f.n[i]
+						if agg == snapshot.AggregateMean {
+							v /= float64(f.k[i])
+						}
+					}
+				case "rate":
+					if c := f.inc[i]; c != nil {
+						v, n = c.Rate(), c.Value
+					}
+				}
+			}
+			t.Points[i] = Point{T: w.End, Value: Float(v), Count: Float(n)}
+		}
+		tl.list = append(tl.list, t)
+	}
+	return tl
+}
+
+// A Surveyor builds the Survey of evidence read one target at a time
+// (snapshot.ReadEach), so that a diagnosis of a long history holds one
+// target's samples at once instead of the fleet's: memory grows with
+// replicas x intervals, not with samples, and stays flat when the
+// history doubles.
+//
+// Add the targets in the evidence's order (by name), then call Survey.
+// The timeline grid depends on the fleet's first and last scrape, known
+// only at the end: the Surveyor fixes it from the first target and checks
+// it when the last is in. When a replica started or stopped in another
+// minute than the first one read, Survey says so (again) and the targets
+// must be added once more, on the grid now known; the second Survey is
+// final. Either way the result is the one Diagnose computes from the
+// whole evidence.
+type Surveyor struct {
+	set     settings
+	base    map[string]string // the scope's selector: model_name when Options.Model is set
+	planned bool
+	grid    []snapshot.Window
+	step    time.Duration
+	lines   *lines
+	missed  bool // a serving target was added before the grid was fixed
+	pass    int
+	next    int                // index of the next target of a later pass
+	targets []*snapshot.Target // the targets of the first pass, labels and scrapes only
+	res     []TargetResolution // their resolutions
+}
+
+// NewSurveyor returns a Surveyor for a diagnosis under opts. Options that
+// choose windows (Baseline, Incident) are refused: a survey is what
+// chooses them.
+func NewSurveyor(opts Options) (*Surveyor, error) {
+	set, err := opts.settings()
+	if err != nil {
+		return nil, err
+	}
+	if !opts.Incident.IsZero() {
+		return nil, errors.New("diagnose: a survey chooses the windows: Options.Baseline and Options.Incident must be zero")
+	}
+	s := &Surveyor{set: set}
+	if set.Model != "" {
+		s.base = map[string]string{"model_name": set.Model}
+	}
+	return s, nil
+}
+
+// Add adds the next target. The Surveyor keeps its labels and scrape
+// times, not its samples.
+func (s *Surveyor) Add(t *snapshot.Target) error {
+	if s.pass > 0 {
+		if s.next >= len(s.targets) || s.targets[s.next].Name != t.Name {
+			return fmt.Errorf("diagnose: survey pass %d: target %q is not the one of the first pass at that place", s.pass+1, t.Name)
+		}
+		s.next++
+	} else {
+		st := stripSamples(t)
+		s.targets = append(s.targets, st)
+		s.res = append(s.res, s.set.catalog.ResolveTarget(st))
+	}
+	tr := s.set.catalog.ResolveTarget(t)
+	sc := newScope(s.set, s.base, []replica{{t: t, res: &tr}})
+	if len(servingReplicas(sc.replicas, s.base)) == 0 {
+		return nil
+	}
+	if !s.planned {
+		st := sc.scrapeStats()
+		if st.maxPerTarget < 3 {
+			s.missed = true
+			return nil
+		}
+		s.grid, s.step = timelineGrid(st.first, st.last, st.interval, s.set.TimelineStep)
+		s.lines, s.planned = newLines(s.grid, s.step), true
+	}
+	s.lines.add(sc, 0)
+	return nil
+}
+
+// ErrSurveyGroups is returned by Surveyor.Survey for evidence that
+// Diagnose splits into groups (several models, or Options.By): a survey
+// covers one scope. Diagnose such evidence read whole.
+var ErrSurveyGroups = errors.New("diagnose: the evidence splits into groups; a survey covers one scope")
+
+// Survey returns the survey of the targets added. When again is true the
+// grid fixed from the first target was not the fleet's: add every target
+// once more, in the same order, and call Survey again.
+func (s *Surveyor) Survey() (sv *Survey, again bool, err error) {
+	if len(s.targets) == 0 {
+		return nil, false, errors.New("diagnose: the evidence holds no target")
+	}
+	if s.pass > 0 && s.next != len(s.targets) {
+		return nil, false, fmt.Errorf("diagnose: survey pass %d: %d of %d targets added", s.pass+1, s.next, len(s.targets))
+	}
+	all := make([]replica, len(s.targets))
+	for i, t := range s.targets {
+		all[i] = replica{t: t, res: &s.res[i]}
+	}
+	groups, by, err := splitGroups(s.set, all)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(groups) != 1 {
+		return nil, false, fmt.Errorf("%w: %d groups by %s", ErrSurveyGroups, len(groups), by)
+	}
+	sc := newScope(s.set, groups[0].sel, groups[0].reps)
+	st := sc.scrapeStats()
+	if len(st.times) == 0 {
+		return nil, false, fmt.Errorf("diagnose: %s: no scrape", groupName(sc.group))
+	}
+	var tl *timelines
+	if st.maxPerTarget >= 3 {
+		grid, step := timelineGrid(st.first, st.last, st.interval, s.set.TimelineStep)
+		if !s.planned || s.missed || step != s.step || !slices.Equal(grid, s.grid) {
+			if s.pass > 0 {
+				return nil, false, fmt.Errorf("diagnose: survey pass %d: the grid moved again", s.pass+1)
+			}
+			s.grid, s.step, s.planned, s.missed = grid, step, true, false
+			s.lines = newLines(grid, step)
+			s.pass, s.next = s.pass+1, 0
+			return nil, true, nil
+		}
+		tl = s.lines.timelines(sc)
+	}
+	return &Survey{set: s.set, group: groups[0].sel, st: st, tl: tl, targets: s.targets, passes: s.pass + 1}, false, nil
+}
+
+// stripSamples returns a copy of t with its labels and scrapes and none of
+// its samples.
+func stripSamples(t *snapshot.Target) *snapshot.Target {
+	out := &snapshot.Target{Name: t.Name, NameFrom: t.NameFrom, Scrapes: t.Scrapes, Families: make(map[string]*snapshot.Family, len(t.Families))}
+	for name, f := range t.Families {
+		g := *f
+		g.Series = make([]*snapshot.Series, len(f.Series))
+		for i, s := range f.Series {
+			g.Series[i] = &snapshot.Series{Name: s.Name, Labels: s.Labels}
+		}
+		g.Histograms = make([]*snapshot.HistogramSeries, len(f.Histograms))
+		for i, h := range f.Histograms {
+			g.Histograms[i] = &snapshot.HistogramSeries{Labels: h.Labels, Bounds: h.Bounds}
+		}
+		out.Families[name] = &g
+	}
+	return out
+}
+
+// A Survey is what a diagnosis takes from the whole history before it
+// chooses its windows: the scrape statistics, the fleet's timelines and
+// every replica's (on a grid of at most MaxIntervals), and the targets'
+// labels. Built by a Surveyor from evidence read one target at a time,
+// it lets a diagnosis read only its windows afterwards: Diagnose with
+// Options.Survey set takes the timelines, the change point and the
+// windows from the survey, and the window measures from the evidence
+// given, and returns the report Diagnose gives for the whole evidence.
+type Survey struct {
+	set     settings
+	group   map[string]string
+	st      scrapeStats
+	tl      *timelines
+	targets []*snapshot.Target // labels and scrapes only
+	passes  int
+}
+
+// Windows returns the baseline and incident windows the diagnosis will
+// compare (zero when there are none: a single scrape per replica).
+func (sv *Survey) Windows() (baseline, incident snapshot.Window) {
+	sc := newScope(sv.set, sv.group, nil)
+	base, inc, _, _ := sc.chooseWindows(sv.st, sv.tl)
+	if base.ok && !base.lifetime {
+		baseline = base.w
+	}
+	if inc.ok && !inc.lifetime {
+		incident = inc.w
+	}
+	return baseline, incident
+}
+
+// ReadRanges returns the time ranges a diagnosis with this survey reads:
+// the windows, each widened as Options.Selection widens given windows,
+// merged when they overlap; nil when a window is open (lifetime values),
+// and then the evidence is read whole.
+func (sv *Survey) ReadRanges() []snapshot.Window {
+	b, i := sv.Windows()
+	if b.IsZero() || i.IsZero() {
+		return nil
+	}
+	return Options{Baseline: b, Incident: i}.ReadRanges()
+}
+
+// String describes the survey: targets, scrapes, grid and passes.
+func (sv *Survey) String() string {
+	s := fmt.Sprintf("survey of %s, %s from %s to %s",
+		report.Plural(len(sv.targets), "target", "targets"), report.Plural(len(sv.st.times), "scrape", "scrapes"),
+		sv.st.first.UTC().Format(time.RFC3339), sv.st.last.UTC().Format(time.RFC3339))
+	if sv.tl != nil {
+		s += fmt.Sprintf(", %s of %v", report.Plural(len(sv.tl.grid), "interval", "intervals"), sv.tl.step)
+	}
+	return s + fmt.Sprintf(", %s over the targets", report.Plural(sv.passes, "pass", "passes"))
+}
+
+// complete returns ev with what the survey saw and the windows' evidence
+// lacks: the targets not scraped in the windows, and the families of a
+// target seen only outside them (a metric renamed by an upgrade), with
+// their labels and no samples. A diagnosis of the result resolves and
+// lists the replicas as one of the whole evidence does; ev is not
+// modified.
+func (sv *Survey) complete(ev *snapshot.Evidence) *snapshot.Evidence {
+	byName := make(map[string]*snapshot.Target, len(ev.Targets))
+	for _, t := range ev.Targets {
+		byName[t.Name] = t
+	}
+	out := *ev
+	out.Targets = make([]*snapshot.Target, 0, max(len(ev.Targets), len(sv.targets)))
+	changed := false
+	for _, st := range sv.targets {
+		t := byName[st.Name]
+		if t == nil {
+			out.Targets = append(out.Targets, st)
+			changed = true
+			continue
+		}
+		delete(byName, st.Name)
+		cloned := false
+		for name, f := range st.Families {
+			if t.Families[name] != nil {
+				continue
+			}
+			if !cloned {
+				c := *t
+				c.Families = maps.Clone(t.Families)
+				t, cloned = &c, true
+			}
+			t.Families[name] = f
+			changed = true
+		}
+		out.Targets = append(out.Targets, t)
+	}
+	if !changed && len(byName) == 0 {
+		return ev
+	}
+	for _, t := range ev.Targets {
+		if byName[t.Name] != nil {
+			out.Targets = append(out.Targets, t)
+		}
+	}
+	slices.SortStableFunc(out.Targets, func(a, b *snapshot.Target) int { return strings.Compare(a.Name, b.Name) })
+	return &out
+}
+
+// clone returns a copy of tl whose list can be rewritten.
+func (tl *timelines) clone() *timelines {
+	c := *tl
+	c.list = slices.Clone(tl.list)
+	return &c
+}

@@ -1,0 +1,174 @@
+package diagnose_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// survey runs a Surveyor over ev's targets, as many passes as it asks
+// for, and returns the survey and the number of passes.
+func survey(t *testing.T, ev *snapshot.Evidence, opts diagnose.Options) (*diagnose.Survey, int) {
+	t.Helper()
+	s, err := diagnose.NewSurveyor(opts)
+	require.NoError(t, err)
+	for pass := 1; pass <= 2; pass++ {
+		for _, tg := range ev.Targets {
+			require.NoError(t, s.Add(tg))
+		}
+		sv, again, err := s.Survey()
+		require.NoError(t, err)
+		if !again {
+			require.NotNil(t, sv)
+			return sv, pass
+		}
+	}
+	t.Fatal("the survey asked for a third pass")
+	return nil, 0
+}
+
+// lateStart returns a copy of tg whose samples and scrapes before cut are
+// gone: a replica that started later than the others.
+func lateStart(tg *snapshot.Target, cut time.Time) *snapshot.Target {
+	ms := cut.UnixMilli()
+	out := *tg
+	out.Scrapes = nil
+	for _, s := range tg.Scrapes {
+		if !s.Time.Before(cut) {
+			out.Scrapes = append(out.Scrapes, s)
+		}
+	}
+	out.Families = map[string]*snapshot.Family{}
+	for name, f := range tg.Families {
+		g := *f
+		g.Series = nil
+		for _, s := range f.Series {
+			c := *s
+			i := 0
+			for i < len(c.T) && c.T[i] < ms {
+				i++
+			}
+			c.T, c.V = c.T[i:], c.V[i:]
+			if c.StartT != nil {
+				c.StartT = c.StartT[i:]
+			}
+			g.Series = append(g.Series, &c)
+		}
+		g.Histograms = nil
+		for _, h := range f.Histograms {
+			c := *h
+			i := 0
+			for i < len(c.T) && c.T[i] < ms {
+				i++
+			}
+			n := len(c.Bounds)
+			c.T, c.Counts, c.Sum, c.Count = c.T[i:], c.Counts[i*n:], c.Sum[i:], c.Count[i:]
+			g.Histograms = append(g.Histograms, &c)
+		}
+		out.Families[name] = &g
+	}
+	return &out
+}
+
+// TestSurveyIsTheWholeDiagnosis checks that a diagnosis that takes its
+// timelines, change point and windows from a survey of the targets one at
+// a time is the diagnosis of the whole evidence, in one pass when every
+// replica was scraped over the same minutes and in two when the first
+// replica read started later than the fleet.
+func TestSurveyIsTheWholeDiagnosis(t *testing.T) {
+	spec, ok := fleetsim.LookupScenario("kv-preemption")
+	require.True(t, ok)
+	cfg := spec.Config
+	cfg.NumPods, cfg.Pods = 3, nil
+	ev := simulate(t, cfg)
+	require.Len(t, ev.Targets, 3)
+	late := *ev
+	late.Targets = append([]*snapshot.Target{lateStart(ev.Targets[0], ev.Targets[0].Scrapes[0].Time.Add(7*time.Minute+20*time.Second))}, ev.Targets[1:]...)
+
+	for _, tc := range []struct {
+		name   string
+		ev     *snapshot.Evidence
+		opts   diagnose.Options
+		passes int
+	}{
+		{"same minutes", ev, diagnose.Options{}, 1},
+		{"first replica starts late", &late, diagnose.Options{}, 2},
+		{"timeline step given", ev, diagnose.Options{TimelineStep: 2 * time.Minute}, 1},
+		{"no bound on the windows", ev, diagnose.Options{MaxWindow: -1}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ref, err := diagnose.Diagnose(tc.ev, tc.opts)
+			require.NoError(t, err)
+			sv, passes := survey(t, tc.ev, tc.opts)
+			assert.Equal(t, tc.passes, passes, "%s", sv)
+			opts := tc.opts
+			opts.Survey = sv
+			got, err := diagnose.Diagnose(tc.ev, opts)
+			require.NoError(t, err)
+			assert.Equal(t, reportJSON(t, ref, false), reportJSON(t, got, false))
+			b, i := sv.Windows()
+			assert.Equal(t, ref.Windows.Baseline.Start, b.Start)
+			assert.Equal(t, ref.Windows.Incident.End, i.End)
+			require.NotEmpty(t, sv.ReadRanges())
+		})
+	}
+}
+
+// TestSurveyRefusesGroups checks that evidence serving two models, which
+// Diagnose splits, is refused with ErrSurveyGroups (the command then reads
+// it whole), and that given windows are refused.
+func TestSurveyRefusesGroups(t *testing.T) {
+	a := modelFleet(t, "healthy", "llama", "", 2)
+	b := modelFleet(t, "healthy", "qwen", "", 2)
+	for _, tg := range b.Targets {
+		tg.Name += "-qwen"
+	}
+	ev := &snapshot.Evidence{Targets: append(append([]*snapshot.Target(nil), a.Targets...), b.Targets...)}
+	s, err := diagnose.NewSurveyor(diagnose.Options{})
+	require.NoError(t, err)
+	for _, tg := range ev.Targets {
+		require.NoError(t, s.Add(tg))
+	}
+	_, _, err = s.Survey()
+	require.ErrorIs(t, err, diagnose.ErrSurveyGroups)
+
+	_, err = diagnose.NewSurveyor(diagnose.Options{Incident: snapshot.Window{Start: time.Unix(100, 0), End: time.Unix(200, 0)}})
+	require.Error(t, err)
+}
+
+// TestMaxWindowBoundsChosenWindows checks that the windows either side of
+// the change point are at most Options.MaxWindow long, and reach the
+// first and last scrape without a bound.
+func TestMaxWindowBoundsChosenWindows(t *testing.T) {
+	spec, ok := fleetsim.LookupScenario("kv-preemption")
+	require.True(t, ok)
+	cfg := spec.Config
+	cfg.NumPods, cfg.Pods = 2, nil
+	ev := simulate(t, cfg)
+	first, last := ev.Span()
+	for _, tc := range []struct {
+		max  time.Duration
+		full bool
+	}{{10 * time.Minute, false}, {-1, true}} {
+		rep, err := diagnose.Diagnose(ev, diagnose.Options{MaxWindow: tc.max})
+		require.NoError(t, err)
+		b, i := rep.Windows.Baseline, rep.Windows.Incident
+		require.Equal(t, b.End, i.Start)
+		if tc.full {
+			assert.Equal(t, first, b.Start)
+			assert.Equal(t, last, i.End)
+			continue
+		}
+		assert.LessOrEqual(t, b.End.Sub(b.Start), tc.max)
+		assert.LessOrEqual(t, i.End.Sub(i.Start), tc.max)
+		assert.True(t, b.End.Sub(b.Start) == tc.max || i.End.Sub(i.Start) == tc.max, "a window was cut to MaxWindow")
+	}
+	_, err := diagnose.Diagnose(ev, diagnose.Options{MaxWindow: time.Minute})
+	require.Error(t, err, "a MaxWindow shorter than MinWindow")
+}
