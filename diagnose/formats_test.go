@@ -145,23 +145,34 @@ func formatFleet(t *testing.T, name string) (fleetsim.ScenarioSpec, *fleetsim.Fl
 	spec, ok := fleetsim.LookupScenario(name)
 	require.True(t, ok, name)
 	cfg := spec.Config
-	const pods, of = 3, 8
+	const pods = 3
 	if len(cfg.Pods) > 0 {
-		require.Len(t, cfg.Pods, of)
+		require.Len(t, cfg.Pods, scenarioPods)
 		cfg.Pods = slices.Clone(cfg.Pods[:pods])
 	} else {
 		require.Zero(t, cfg.NumPods)
 		cfg.NumPods = pods
 	}
+	fleet, err := fleetsim.Run(perPodLoad(t, cfg, pods))
+	require.NoError(t, err)
+	return spec, fleet
+}
+
+// scenarioPods is the size of the scenarios' fleets.
+const scenarioPods = 8
+
+// perPodLoad returns a scenario's cfg with pods/scenarioPods of its
+// traffic, so that each of pods pods carries the load of one of the
+// scenario's, scraped every 30 s.
+func perPodLoad(t testing.TB, cfg fleetsim.Config, pods int) fleetsim.Config {
+	t.Helper()
 	cfg.Workload.Phases = slices.Clone(cfg.Workload.Phases)
 	for i := range cfg.Workload.Phases {
-		cfg.Workload.Phases[i].Rate *= float64(pods) / of
+		cfg.Workload.Phases[i].Rate *= float64(pods) / scenarioPods
 		require.Nil(t, cfg.Workload.Phases[i].Weights, "per-pod weights cannot be scaled")
 	}
 	cfg.ScrapeInterval = 30 * time.Second
-	fleet, err := fleetsim.Run(cfg)
-	require.NoError(t, err)
-	return spec, fleet
+	return cfg
 }
 
 // TestFormatsSameDiagnosis writes one simulated fleet as every kind of
