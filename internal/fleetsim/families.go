@@ -191,9 +191,7 @@ func (b *famBuilder) v1Families() {
 	b.hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", hPromptTokens)
 	b.hist("vllm:request_generation_tokens", "Number of generation tokens processed.", hGenTokens)
 	b.hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", hIter)
-	b.hist("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", hMaxGenTokens)
-	b.hist("vllm:request_params_n", "Histogram of the n request parameter.", hN)
-	b.hist("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", hMaxTokens)
+	b.paramHists()
 	b.hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", hTTFT)
 	if early {
 		b.hist("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", hITL)
@@ -213,6 +211,13 @@ func (b *famBuilder) requestHists(e2eHelp string) {
 	b.hist("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", hInference)
 	b.hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", hPrefill)
 	b.hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", hDecode)
+}
+
+// paramHists adds the histograms of the requests' parameters.
+func (b *famBuilder) paramHists() {
+	b.hist("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", hMaxGenTokens)
+	b.hist("vllm:request_params_n", "Histogram of the n request parameter.", hN)
+	b.hist("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", hMaxTokens)
 }
 
 // cacheConfig adds vllm:cache_config_info, whose labels carry CacheConfig.
@@ -374,8 +379,6 @@ func (b *famBuilder) v0Families() {
 	b.requestHists("Histogram of end to end request latency in seconds.")
 	b.hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", hPromptTokens)
 	b.hist("vllm:request_generation_tokens", "Number of generation tokens processed.", hGenTokens)
-	b.hist("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", hMaxGenTokens)
-	b.hist("vllm:request_params_n", "Histogram of the n request parameter.", hN)
-	b.hist("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", hMaxTokens)
+	b.paramHists()
 	b.hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", hIter)
 }
