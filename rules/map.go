@@ -84,8 +84,8 @@ func Map() []Rule {
 					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.2},
 				},
 				Guards: []Guard{
-					{Metric: TPOTP95, Better: Lower, Tolerance: 0.1},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					guard(TPOTP95, 0.1),
+					guard(ErrorShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: QueueTimeP95, Text: "queue time p95 does not fall with more capacity: admission or routing blocks, not capacity"},
@@ -142,8 +142,8 @@ func Map() []Rule {
 					{Metric: QueueTimeP95, Direction: Lower, MinEffect: 0.2},
 				},
 				Guards: []Guard{
-					{Metric: CompletionRate, Better: Higher, Tolerance: 0.05},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					guard(CompletionRate, 0.05),
+					guard(ErrorShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: TTFTP99, Text: "TTFT p99 does not improve when bursts are smoothed"},
@@ -201,8 +201,8 @@ func Map() []Rule {
 					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.15},
 				},
 				Guards: []Guard{
-					{Metric: ITLP95, Better: Lower, Tolerance: 0.1},
-					{Metric: TPOTP95, Better: Lower, Tolerance: 0.1},
+					guard(ITLP95, 0.1),
+					guard(TPOTP95, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: TTFTP95, Text: "TTFT p95 does not improve with a larger token budget"},
@@ -262,7 +262,7 @@ func Map() []Rule {
 					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.1},
 				},
 				Guards: []Guard{
-					{Metric: TPOTP95, Better: Lower, Tolerance: 0.1},
+					guard(TPOTP95, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: PrefixHitRatio, Text: "the hit ratio does not recover with a stable prefix"},
@@ -316,10 +316,10 @@ func Map() []Rule {
 					{Metric: TPOTP95, Direction: Lower, MinEffect: 0.1},
 				},
 				Guards: []Guard{
-					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
-					{Metric: GenerationTokenRate, Better: Higher, Tolerance: 0.1},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
-					{Metric: BacklogEnd, Better: Lower, Tolerance: 0.1},
+					guard(TTFTP95, 0.1),
+					guard(GenerationTokenRate, 0.1),
+					guard(ErrorShare, 0.1),
+					guard(BacklogEnd, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: TPOTP95, Text: "active sequences fall but TPOT p95 does not improve"},
@@ -376,9 +376,9 @@ func Map() []Rule {
 					{Metric: E2EP99, Direction: Lower, MinEffect: 0.1},
 				},
 				Guards: []Guard{
-					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
-					{Metric: GenerationTokenRate, Better: Higher, Tolerance: 0.05},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					guard(TTFTP95, 0.1),
+					guard(GenerationTokenRate, 0.05),
+					guard(ErrorShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: PreemptionRate, Text: "preemptions do not fall with more KV space"},
@@ -447,8 +447,8 @@ func Map() []Rule {
 					{Metric: GPUUtilMean, Direction: Higher, MinEffect: 0.1},
 				},
 				Guards: []Guard{
-					{Metric: TPOTP95, Better: Lower, Tolerance: 0.1},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					guard(TPOTP95, 0.1),
+					guard(ErrorShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: TTFTP95, Text: "TTFT p95 does not improve with more front-end capacity"},
@@ -498,8 +498,8 @@ func Map() []Rule {
 					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.1},
 				},
 				Guards: []Guard{
-					{Metric: PrefixHitRatio, Better: Higher, Tolerance: 0.1},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					guard(PrefixHitRatio, 0.1),
+					guard(ErrorShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: TTFTP95, Text: "load evens out but TTFT p95 does not improve"},
@@ -546,8 +546,8 @@ func Map() []Rule {
 					{Metric: ClientTTFTP95, Direction: Lower, MinEffect: 0.2},
 				},
 				Guards: []Guard{
-					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					guard(TTFTP95, 0.1),
+					guard(ErrorShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: ClientTTFTP95, Text: "client TTFT p95 does not improve without buffering"},
@@ -602,8 +602,8 @@ func Map() []Rule {
 					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.2},
 				},
 				Guards: []Guard{
-					{Metric: CompletionRate, Better: Higher, Tolerance: 0.05},
-					{Metric: HTTP5xxShare, Better: Lower, Tolerance: 0.1},
+					guard(CompletionRate, 0.05),
+					guard(HTTP5xxShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: AbandonShare, Text: "the abandon share does not fall with a short queue: clients leave for another reason (UI cancels, client bugs)"},
@@ -657,8 +657,8 @@ func Map() []Rule {
 					{Metric: LostShare, Direction: Lower, MinEffect: 0.5},
 				},
 				Guards: []Guard{
-					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					guard(TTFTP95, 0.1),
+					guard(ErrorShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: Restarts, Text: "restarts continue with the previous version: the cause is the node, the load or a shared dependency"},
@@ -706,8 +706,8 @@ func Map() []Rule {
 					{Metric: HTTP5xxShare, Direction: Lower, MinEffect: 0.5},
 				},
 				Guards: []Guard{
-					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
-					{Metric: CompletionRate, Better: Higher, Tolerance: 0.05},
+					guard(TTFTP95, 0.1),
+					guard(CompletionRate, 0.05),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: HTTP5xxShare, Text: "5xx persist without that replica: the gateway or a shared dependency fails"},
@@ -788,6 +788,13 @@ func General() IncidentResponse {
 func auto(text string, c Cond) Check { return Check{Text: text, When: &c} }
 func manual(text string) Check       { return Check{Text: text} }
 func ptr(c Cond) *Cond               { return &c }
+
+// guard is the guard that metric m gets no worse than tol; which way m
+// gets better is its catalog entry's (FactInfo.Better).
+func guard(m FactID, tol float64) Guard {
+	info, _ := Info(m)
+	return Guard{Metric: m, Better: info.Better, Tolerance: tol}
+}
 
 // inconsistent is the falsifier that fires when metric m, named what in
 // its text, moves in different directions across the repeats.
