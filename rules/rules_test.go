@@ -234,6 +234,15 @@ func statuses(r rules.Result) map[rules.HypothesisID]rules.Status {
 	return m
 }
 
+// noteIDs lists the ids of r's notes, in order.
+func noteIDs(r rules.Result) []string {
+	var ids []string
+	for _, n := range r.Notes {
+		ids = append(ids, n.ID)
+	}
+	return ids
+}
+
 func finding(t *testing.T, r rules.Result, id rules.HypothesisID) rules.Finding {
 	t.Helper()
 	for _, f := range r.Findings {
@@ -296,11 +305,7 @@ func TestScenarios(t *testing.T) {
 			for i, id := range all {
 				assert.Equal(t, tt.status[i], got[id], "%s", id)
 			}
-			var notes []string
-			for _, n := range r.Notes {
-				notes = append(notes, n.ID)
-			}
-			assert.Equal(t, tt.notes, notes)
+			assert.Equal(t, tt.notes, noteIDs(r))
 			if tt.verdict != rules.NoIncident && tt.verdict != rules.Undetermined {
 				assert.Equal(t, rules.HypothesisID(tt.verdict), r.Findings[0].ID)
 			}
