@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -91,11 +93,7 @@ func toInputSeries(t *testing.T, f *fleetsim.Fleet, step time.Duration) []inputS
 		ts, _ := strconv.ParseInt(m[3], 10, 64)
 		series[m[1]] = append(series[m[1]], pt{ts, m[2]})
 	}
-	keys := make([]string, 0, len(series))
-	for k := range series {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(series))
 	out := make([]inputSeries, 0, len(keys))
 	stepMs := step.Milliseconds()
 	for _, k := range keys {

@@ -2,9 +2,9 @@ package alerts
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -165,11 +165,7 @@ func describeFired(fired map[string][]int) string {
 	if len(fired) == 0 {
 		return "none"
 	}
-	names := make([]string, 0, len(fired))
-	for n := range fired {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(fired))
 	parts := make([]string, len(names))
 	for i, n := range names {
 		parts[i] = fmt.Sprintf("%s@%d", strings.TrimPrefix(n, "Whyslow"), fired[n][0])

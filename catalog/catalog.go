@@ -77,19 +77,19 @@ const (
 	KindInfo
 )
 
+var signalKindNames = [...]string{KindHistogram: "histogram", KindCounter: "counter", KindGauge: "gauge", KindInfo: "info"}
+
 // String returns "histogram", "counter", "gauge" or "info".
-func (k SignalKind) String() string {
-	switch k {
-	case KindHistogram:
-		return "histogram"
-	case KindCounter:
-		return "counter"
-	case KindGauge:
-		return "gauge"
-	case KindInfo:
-		return "info"
+func (k SignalKind) String() string { return enumString(k, "SignalKind", signalKindNames[:]) }
+
+// enumString returns the name of v in names, indexed by value, or
+// "typ(v)" for a value without a name: the String method of the
+// package's int enums.
+func enumString[E ~int](v E, typ string, names []string) string {
+	if v >= 0 && int(v) < len(names) && names[v] != "" {
+		return names[v]
 	}
-	return fmt.Sprintf("SignalKind(%d)", int(k))
+	return fmt.Sprintf("%s(%d)", typ, int(v))
 }
 
 // accepts reports whether a family of type t can carry a signal of kind k.

@@ -3,6 +3,7 @@ package catalog
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -608,11 +609,7 @@ func (res *Resolution) fleet() {
 }
 
 func describeByMetric(byMetric map[string][]string) string {
-	names := make([]string, 0, len(byMetric))
-	for n := range byMetric {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(byMetric))
 	parts := make([]string, len(names))
 	for i, n := range names {
 		parts[i] = fmt.Sprintf("%s on %s", n, strings.Join(byMetric[n], ", "))

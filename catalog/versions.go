@@ -93,20 +93,10 @@ const (
 	EngineNotVLLM
 )
 
+var engineNames = [...]string{EngineUnknown: "unknown", EngineV0: "V0", EngineV1: "V1", EngineNotVLLM: "not vLLM"}
+
 // String returns "unknown", "V0", "V1" or "not vLLM".
-func (e Engine) String() string {
-	switch e {
-	case EngineUnknown:
-		return "unknown"
-	case EngineV0:
-		return "V0"
-	case EngineV1:
-		return "V1"
-	case EngineNotVLLM:
-		return "not vLLM"
-	}
-	return fmt.Sprintf("Engine(%d)", int(e))
-}
+func (e Engine) String() string { return enumString(e, "Engine", engineNames[:]) }
 
 // VersionRange is a half-open range [Min, Max) of vLLM versions, optionally
 // restricted to one engine generation. A zero Min means no lower bound and
@@ -319,18 +309,10 @@ const (
 	Unverified
 )
 
+var confidenceNames = [...]string{Documented: "documented", Approximate: "approximate", Unverified: "unverified"}
+
 // String returns "documented", "approximate" or "unverified".
-func (c Confidence) String() string {
-	switch c {
-	case Documented:
-		return "documented"
-	case Approximate:
-		return "approximate"
-	case Unverified:
-		return "unverified"
-	}
-	return fmt.Sprintf("Confidence(%d)", int(c))
-}
+func (c Confidence) String() string { return enumString(c, "Confidence", confidenceNames[:]) }
 
 // Era records that vLLM versions in a range emit a metric: under its name
 // alone, or (when Bounds is set) with a given bucket layout. The name

@@ -24,6 +24,7 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/jsondiff"
 	"github.com/whyslow/whyslow/snapshot"
 	_ "github.com/whyslow/whyslow/snapshot/tsdb" // Read reads the TSDB cases
 )
@@ -145,23 +146,34 @@ func formatFleet(t *testing.T, name string) (fleetsim.ScenarioSpec, *fleetsim.Fl
 	spec, ok := fleetsim.LookupScenario(name)
 	require.True(t, ok, name)
 	cfg := spec.Config
-	const pods, of = 3, 8
+	const pods = 3
 	if len(cfg.Pods) > 0 {
-		require.Len(t, cfg.Pods, of)
+		require.Len(t, cfg.Pods, scenarioPods)
 		cfg.Pods = slices.Clone(cfg.Pods[:pods])
 	} else {
 		require.Zero(t, cfg.NumPods)
 		cfg.NumPods = pods
 	}
+	fleet, err := fleetsim.Run(perPodLoad(t, cfg, pods))
+	require.NoError(t, err)
+	return spec, fleet
+}
+
+// scenarioPods is the size of the scenarios' fleets.
+const scenarioPods = 8
+
+// perPodLoad returns a scenario's cfg with pods/scenarioPods of its
+// traffic, so that each of pods pods carries the load of one of the
+// scenario's, scraped every 30 s.
+func perPodLoad(t testing.TB, cfg fleetsim.Config, pods int) fleetsim.Config {
+	t.Helper()
 	cfg.Workload.Phases = slices.Clone(cfg.Workload.Phases)
 	for i := range cfg.Workload.Phases {
-		cfg.Workload.Phases[i].Rate *= float64(pods) / of
+		cfg.Workload.Phases[i].Rate *= float64(pods) / scenarioPods
 		require.Nil(t, cfg.Workload.Phases[i].Weights, "per-pod weights cannot be scaled")
 	}
 	cfg.ScrapeInterval = 30 * time.Second
-	fleet, err := fleetsim.Run(cfg)
-	require.NoError(t, err)
-	return spec, fleet
+	return cfg
 }
 
 // TestFormatsSameDiagnosis writes one simulated fleet as every kind of
@@ -355,10 +367,7 @@ func assertSameReport(t *testing.T, ref, got *diagnose.Report, startTimes bool, 
 			assertResetsAtLeast(t, sigs, got.Signals.Replicas[name], windows+", "+name)
 		}
 	}
-	diffs := jsonDiff(reportJSON(t, ref, startTimes), reportJSON(t, got, startTimes), "", nil)
-	if n := len(diffs); n > 20 {
-		diffs = append(diffs[:20], fmt.Sprintf("... and %d more", n-20))
-	}
+	diffs := jsondiff.Diff(reportJSON(t, ref, startTimes), reportJSON(t, got, startTimes), nil)
 	if len(diffs) > 0 {
 		t.Errorf("%s: the reports differ (JSON path: reference, this format):\n%s", windows, strings.Join(diffs, "\n"))
 	}
@@ -445,53 +454,6 @@ func reportJSON(t *testing.T, r *diagnose.Report, dropResets bool) any {
 		drop(sigs)
 	}
 	return doc
-}
-
-// jsonDiff appends to diffs the paths at which the decoded JSON values a
-// and b differ, with both values.
-func jsonDiff(a, b any, path string, diffs []string) []string {
-	switch a := a.(type) {
-	case map[string]any:
-		bm, ok := b.(map[string]any)
-		if !ok {
-			break
-		}
-		keys := make([]string, 0, len(a)+len(bm))
-		for k := range a {
-			keys = append(keys, k)
-		}
-		for k := range bm {
-			if _, ok := a[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			diffs = jsonDiff(a[k], bm[k], path+"."+k, diffs)
-		}
-		return diffs
-	case []any:
-		bs, ok := b.([]any)
-		if !ok {
-			break
-		}
-		if len(a) != len(bs) {
-			diffs = append(diffs, fmt.Sprintf("%s: %d elements, %d elements", path, len(a), len(bs)))
-		}
-		for i := range min(len(a), len(bs)) {
-			elem := fmt.Sprintf("%s[%d]", path, i)
-			if m, ok := a[i].(map[string]any); ok && m["id"] != nil {
-				elem = fmt.Sprintf("%s[%d %v]", path, i, m["id"])
-			}
-			diffs = jsonDiff(a[i], bs[i], elem, diffs)
-		}
-		return diffs
-	default:
-		if a == b {
-			return diffs
-		}
-	}
-	return append(diffs, fmt.Sprintf("%s: %.200v, %.200v", path, a, b))
 }
 
 // treeState describes every file and directory under path (path itself
@@ -641,10 +603,7 @@ func TestSelectionSameDiagnosis(t *testing.T) {
 								}
 							}
 						}
-						diffs := jsonDiff(a, b, "", nil)
-						if n := len(diffs); n > 20 {
-							diffs = append(diffs[:20], fmt.Sprintf("... and %d more", n-20))
-						}
+						diffs := jsondiff.Diff(a, b, nil)
 						if len(diffs) > 0 {
 							t.Errorf("%s: the selective read diagnoses otherwise (JSON path: full read, selective read):\n%s", windows, strings.Join(diffs, "\n"))
 						}

@@ -129,20 +129,39 @@ func renderNaNMeasure(w diagnose.WindowInfo) *diagnose.Measure {
 	return &diagnose.Measure{Window: w, Mean: n, Count: n, Rate: n, Min: n, Max: n, Last: n, Slope: n}
 }
 
+// renderHist is a histogram signal; index 0 of mean and n, and base, are
+// the baseline window's, index 1 and inc the incident window's.
 func renderHist(id, metric, unit string, mean [2]float64, n [2]float64, base, inc []float64) diagnose.Signal {
-	b := renderNaNMeasure(renderBaseline)
-	b.Quantiles, b.Mean, b.Count, b.Rate = renderQs(n[0], base...), diagnose.Float(mean[0]), diagnose.Float(n[0]), diagnose.Float(n[0]/1800)
-	i := renderNaNMeasure(renderIncident)
-	i.Quantiles, i.Mean, i.Count, i.Rate = renderQs(n[1], inc...), diagnose.Float(mean[1]), diagnose.Float(n[1]), diagnose.Float(n[1]/1800)
-	return diagnose.Signal{ID: id, Kind: "histogram", Unit: unit, Metric: metric, Versions: renderVersions, Baseline: b, Incident: i}
+	m := func(w diagnose.WindowInfo, k int, qs []float64) *diagnose.Measure {
+		x := renderNaNMeasure(w)
+		x.Quantiles, x.Mean, x.Count, x.Rate = renderQs(n[k], qs...), diagnose.Float(mean[k]), diagnose.Float(n[k]), diagnose.Float(n[k]/1800)
+		return x
+	}
+	return diagnose.Signal{ID: id, Kind: "histogram", Unit: unit, Metric: metric, Versions: renderVersions,
+		Baseline: m(renderBaseline, 0, base), Incident: m(renderIncident, 1, inc)}
+}
+
+// renderTTFT is the fleet's TTFT over n requests, with the given incident
+// p95 (a replica's differs from the fleet's).
+func renderTTFT(n [2]float64, p95 float64) diagnose.Signal {
+	return renderHist("ttft", "vllm:time_to_first_token_seconds", "s", [2]float64{0.36, 0.61}, n,
+		[]float64{0.29, 0.25, 0.5, 0.9, 0.75, 1, 1.3, 1, 2.5}, []float64{0.31, 0.25, 0.5, p95, 1, 2.5, 3.4, 2.5, 5})
+}
+
+// renderQueueTime is the fleet's queue time over n requests.
+func renderQueueTime(n [2]float64) diagnose.Signal {
+	return renderHist("queue_time", "vllm:request_queue_time_seconds", "s", [2]float64{0.035, 0.038}, n,
+		[]float64{0.02, 0, 0.3, 0.12, 0, 0.3, 0.21, 0, 0.3}, []float64{0.02, 0, 0.3, 0.13, 0, 0.3, 0.24, 0, 0.3})
 }
 
 func renderCounter(id, metric, unit string, base, inc float64) diagnose.Signal {
-	b := renderNaNMeasure(renderBaseline)
-	b.Count, b.Rate = diagnose.Float(base), diagnose.Float(base/1800)
-	i := renderNaNMeasure(renderIncident)
-	i.Count, i.Rate = diagnose.Float(inc), diagnose.Float(inc/1800)
-	return diagnose.Signal{ID: id, Kind: "counter", Unit: unit, Metric: metric, Versions: renderVersions, Baseline: b, Incident: i}
+	m := func(w diagnose.WindowInfo, v float64) *diagnose.Measure {
+		x := renderNaNMeasure(w)
+		x.Count, x.Rate = diagnose.Float(v), diagnose.Float(v/1800)
+		return x
+	}
+	return diagnose.Signal{ID: id, Kind: "counter", Unit: unit, Metric: metric, Versions: renderVersions,
+		Baseline: m(renderBaseline, base), Incident: m(renderIncident, inc)}
 }
 
 func renderGauge(id, metric, unit string, base, inc [4]float64) diagnose.Signal {
@@ -173,10 +192,8 @@ func renderDerived(id, unit, source string, base, inc, n float64, rate bool) dia
 func renderFleetSignals() []diagnose.Signal {
 	n := [2]float64{3900, 4000}
 	return []diagnose.Signal{
-		renderHist("ttft", "vllm:time_to_first_token_seconds", "s", [2]float64{0.36, 0.61}, n,
-			[]float64{0.29, 0.25, 0.5, 0.9, 0.75, 1, 1.3, 1, 2.5}, []float64{0.31, 0.25, 0.5, 2.2, 1, 2.5, 3.4, 2.5, 5}),
-		renderHist("queue_time", "vllm:request_queue_time_seconds", "s", [2]float64{0.035, 0.038}, n,
-			[]float64{0.02, 0, 0.3, 0.12, 0, 0.3, 0.21, 0, 0.3}, []float64{0.02, 0, 0.3, 0.13, 0, 0.3, 0.24, 0, 0.3}),
+		renderTTFT(n, 2.2),
+		renderQueueTime(n),
 		renderHist("prefill_time", "vllm:request_prefill_time_seconds", "s", [2]float64{0.21, 0.43}, n,
 			[]float64{0.17, 0, 0.3, 0.64, 0.5, 0.8, 0.95, 0.8, 1}, []float64{0.18, 0, 0.3, 1.9, 1.5, 2, 2.4, 2, 2.5}),
 		renderHist("decode_time", "vllm:request_decode_time_seconds", "s", [2]float64{5.7, 5.8}, n,
@@ -215,10 +232,8 @@ func renderReplicaSignals() map[string][]diagnose.Signal {
 	for i, name := range renderReplicas {
 		n := [2]float64{3900 * share[i], 4000 * share[i]}
 		out[name] = []diagnose.Signal{
-			renderHist("ttft", "vllm:time_to_first_token_seconds", "s", [2]float64{0.36, 0.61}, n,
-				[]float64{0.29, 0.25, 0.5, 0.9, 0.75, 1, 1.3, 1, 2.5}, []float64{0.31, 0.25, 0.5, ttft[i], 1, 2.5, 3.4, 2.5, 5}),
-			renderHist("queue_time", "vllm:request_queue_time_seconds", "s", [2]float64{0.035, 0.038}, n,
-				[]float64{0.02, 0, 0.3, 0.12, 0, 0.3, 0.21, 0, 0.3}, []float64{0.02, 0, 0.3, 0.13, 0, 0.3, 0.24, 0, 0.3}),
+			renderTTFT(n, ttft[i]),
+			renderQueueTime(n),
 			renderGauge("waiting", "vllm:num_requests_waiting", "requests", [4]float64{0.17, 2, 0, 120}, [4]float64{0.2, 2, 0, 120}),
 			renderGauge("kv_usage", "vllm:kv_cache_usage_perc", "ratio", [4]float64{0.44, 0.6, 0, 120}, [4]float64{kv[i], kv[i] + 0.19, 0, 120}),
 			renderCounter("preemptions", "vllm:num_preemptions_total", "count", 0, 0),

@@ -3,7 +3,6 @@ package diagnose_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -167,18 +166,11 @@ func modelFleet(t *testing.T, scenario, model, prefix string, pods int) *snapsho
 	cfg := spec.Config
 	require.Empty(t, cfg.Pods, "scenario %s configures its pods itself", scenario)
 	require.Zero(t, cfg.NumPods)
-	const of = 8 // the scenarios' fleet size
-	cfg.NumPods = 0
 	for i := 0; i < pods; i++ {
 		cfg.Pods = append(cfg.Pods, fleetsim.PodConfig{Name: fmt.Sprintf("%s-%d", prefix, i)})
 	}
-	cfg.Workload.Phases = slices.Clone(cfg.Workload.Phases)
-	for i := range cfg.Workload.Phases {
-		cfg.Workload.Phases[i].Rate *= float64(pods) / of
-	}
-	cfg.ScrapeInterval = 30 * time.Second
 	cfg.ModelName = model
-	fleet, err := fleetsim.Run(cfg)
+	fleet, err := fleetsim.Run(perPodLoad(t, cfg, pods))
 	require.NoError(t, err)
 	b := snapshot.NewBuilder(snapshot.Options{})
 	for _, p := range fleet.Pods {

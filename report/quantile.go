@@ -2,8 +2,9 @@ package report
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -63,11 +64,7 @@ func (r *QuantileReport) String() string {
 	if len(r.Metrics) > 0 && (len(r.Metrics) > 1 || r.Metrics[0] != r.Metric) {
 		fmt.Fprintf(&b, "metric: %s\n", strings.Join(r.Metrics, ", "))
 	}
-	names := make([]string, 0, len(r.Replicas))
-	for n := range r.Replicas {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(r.Replicas))
 	rows := [][]string{{"replica"}}
 	for _, q := range r.Fleet {
 		rows[0] = append(rows[0], "p"+QuantileLabel(q.Q)+" [bucket]")

@@ -179,17 +179,17 @@ func (c Effect) noiseText() string {
 // MarshalJSON writes the effect with non-finite numbers as null.
 func (c Effect) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Ratio             number   `json:"ratio"`
-		BoundsLower       number   `json:"bounds_lower"`
-		BoundsUpper       number   `json:"bounds_upper"`
-		NoiseLower        number   `json:"noise_lower"`
-		NoiseUpper        number   `json:"noise_upper"`
+		Ratio             Number   `json:"ratio"`
+		BoundsLower       Number   `json:"bounds_lower"`
+		BoundsUpper       Number   `json:"bounds_upper"`
+		NoiseLower        Number   `json:"noise_lower"`
+		NoiseUpper        Number   `json:"noise_upper"`
 		Intervals         int      `json:"intervals"`
 		BaselineIntervals int      `json:"baseline_intervals"`
 		NoiseKnown        bool     `json:"noise_known"`
 		Beyond            bool     `json:"beyond_noise"`
 		Severity          Severity `json:"severity,omitempty"`
-	}{number(c.Ratio), number(c.BoundsLower), number(c.BoundsUpper), number(c.NoiseLower), number(c.NoiseUpper),
+	}{Number(c.Ratio), Number(c.BoundsLower), Number(c.BoundsUpper), Number(c.NoiseLower), Number(c.NoiseUpper),
 		c.Intervals, c.BaselineIntervals, c.NoiseKnown, c.Beyond, c.Severity})
 }
 

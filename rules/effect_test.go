@@ -117,11 +117,7 @@ func TestSymptomsFromStrength(t *testing.T) {
 			rules.DecodeTimeMean, fact(10.5, 6), rules.GenerationTokensP50, fact(440, 250))
 		assert.Empty(t, present(fs))
 		r := rules.Evaluate(fs, rules.SLO{}, th)
-		var notes []string
-		for _, n := range r.Notes {
-			notes = append(notes, n.ID)
-		}
-		assert.Contains(t, notes, "longer-answers")
+		assert.Contains(t, noteIDs(r), "longer-answers")
 		assert.Equal(t, rules.NoIncident, r.Verdict)
 	})
 }
@@ -148,11 +144,7 @@ func TestVerdictNeedsALead(t *testing.T) {
 	slower := with(queueSustained(), rules.ReplicaTTFTRatio, fact(2.1, 1.1), rules.ReplicaLoadShareMax, fact(1.02, 1.03))
 	r = rules.Evaluate(slower, rules.SLO{}, th)
 	assert.Equal(t, rules.Contradicted, finding(t, r, rules.ReplicaHotspot).Status)
-	var notes []string
-	for _, n := range r.Notes {
-		notes = append(notes, n.ID)
-	}
-	assert.Contains(t, notes, "replica-slower")
+	assert.Contains(t, noteIDs(r), "replica-slower")
 	assert.Equal(t, rules.Verdict(rules.QueueSustained), r.Verdict)
 	assert.NotEmpty(t, finding(t, r, rules.QueueSustained).Confidence)
 }

@@ -27,9 +27,11 @@ func held() []string {
 }
 
 // Map returns the decision map, one rule per hypothesis, in the article's
-// order. Each call returns a fresh copy the caller may change.
+// order. Each call returns a fresh copy the caller may change. Every
+// rule's experiment tests the rule's own hypothesis, holds what every
+// experiment holds (held) and repeats each arm MinRuns times.
 func Map() []Rule {
-	return []Rule{
+	rs := []Rule{
 		{
 			ID:       QueueSustained,
 			Title:    "arrivals exceed capacity, or admission blocks",
@@ -76,22 +78,20 @@ func Map() []Rule {
 				"document headroom and admission criteria per workload type",
 			},
 			Experiment: Plan{
-				Hypothesis: string(QueueSustained),
-				Change:     Change{Name: "replicas", From: "current", To: "current + 1"},
-				Hold:       held(),
+				Change: Change{Name: "replicas", From: "current", To: "current + 1"},
 				Expect: []Expectation{
 					{Metric: QueueTimeP95, Direction: Lower, MinEffect: 0.3},
 					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.2},
 				},
 				Guards: []Guard{
-					{Metric: TPOTP95, Better: Lower, Tolerance: 0.1},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					guard(TPOTP95, 0.1),
+					guard(ErrorShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: QueueTimeP95, Text: "queue time p95 does not fall with more capacity: admission or routing blocks, not capacity"},
-					{Kind: Inconsistent, Metric: TTFTP95, Text: "TTFT p95 moves in different directions across repeats"},
+					inconsistent(TTFTP95, "TTFT p95"),
 				},
-				Runs: MinRuns, WarmUp: 5 * minute,
+				WarmUp: 5 * minute,
 			},
 			// An overloaded engine runs at max_num_seqs: decode slows as a consequence.
 			Refines: []HypothesisID{DecodePressure, ClientAbandonment},
@@ -136,23 +136,21 @@ func Map() []Rule {
 				"alert on p99 with a minimum sample count and duration",
 			},
 			Experiment: Plan{
-				Hypothesis: string(QueueBurst),
-				Change:     Change{Name: "gateway burst limit", From: "current", To: "token bucket at the mean arrival rate"},
-				Hold:       held(),
+				Change: Change{Name: "gateway burst limit", From: "current", To: "token bucket at the mean arrival rate"},
 				Expect: []Expectation{
 					{Metric: TTFTP99, Direction: Lower, MinEffect: 0.2},
 					{Metric: QueueTimeP95, Direction: Lower, MinEffect: 0.2},
 				},
 				Guards: []Guard{
-					{Metric: CompletionRate, Better: Higher, Tolerance: 0.05},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					guard(CompletionRate, 0.05),
+					guard(ErrorShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: TTFTP99, Text: "TTFT p99 does not improve when bursts are smoothed"},
 					{Kind: WorseThanGain, Metric: TTFTP99, Versus: []FactID{CompletionRate}, Text: "completions fall by more than TTFT p99 improves"},
-					{Kind: Inconsistent, Metric: TTFTP99, Text: "TTFT p99 moves in different directions across repeats"},
+					inconsistent(TTFTP99, "TTFT p99"),
 				},
-				Runs: MinRuns, WarmUp: 5 * minute,
+				WarmUp: 5 * minute,
 			},
 			// A burst fills the batch: decode slows while it drains.
 			Refines: []HypothesisID{DecodePressure, ClientAbandonment},
@@ -197,23 +195,21 @@ func Map() []Rule {
 				"regression benchmark with the long-prompt mix before prompt or RAG releases",
 			},
 			Experiment: Plan{
-				Hypothesis: string(PrefillLongPrompts),
-				Change:     Change{Name: "max_num_batched_tokens", From: "current", To: "2x current"},
-				Hold:       held(),
+				Change: Change{Name: "max_num_batched_tokens", From: "current", To: "2x current"},
 				Expect: []Expectation{
 					{Metric: PrefillTimeP95, Direction: Lower, MinEffect: 0.15},
 					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.15},
 				},
 				Guards: []Guard{
-					{Metric: ITLP95, Better: Lower, Tolerance: 0.1},
-					{Metric: TPOTP95, Better: Lower, Tolerance: 0.1},
+					guard(ITLP95, 0.1),
+					guard(TPOTP95, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: TTFTP95, Text: "TTFT p95 does not improve with a larger token budget"},
 					{Kind: WorseThanGain, Metric: TTFTP95, Versus: []FactID{ITLP95, TPOTP95}, Text: "ITL and TPOT get worse by more than TTFT improves"},
-					{Kind: Inconsistent, Metric: TTFTP95, Text: "TTFT p95 moves in different directions across repeats"},
+					inconsistent(TTFTP95, "TTFT p95"),
 				},
-				Runs: MinRuns, WarmUp: 5 * minute,
+				WarmUp: 5 * minute,
 			},
 			// Longer prefills cut capacity (the queue grows) and share
 			// mixed steps with decode (ITL rises).
@@ -260,22 +256,20 @@ func Map() []Rule {
 				"review prompt templates for a stable shared prefix",
 			},
 			Experiment: Plan{
-				Hypothesis: string(PrefixCacheLoss),
-				Change:     Change{Name: "prompt prefix layout", From: "current", To: "per-request fields after the shared prefix"},
-				Hold:       held(),
+				Change: Change{Name: "prompt prefix layout", From: "current", To: "per-request fields after the shared prefix"},
 				Expect: []Expectation{
 					{Metric: PrefixHitRatio, Direction: Higher, MinEffect: 0.1},
 					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.1},
 				},
 				Guards: []Guard{
-					{Metric: TPOTP95, Better: Lower, Tolerance: 0.1},
+					guard(TPOTP95, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: PrefixHitRatio, Text: "the hit ratio does not recover with a stable prefix"},
 					{Kind: NoImprovement, Metric: TTFTP95, Text: "the hit ratio recovers but TTFT p95 does not improve"},
-					{Kind: Inconsistent, Metric: TTFTP95, Text: "TTFT p95 moves in different directions across repeats"},
+					inconsistent(TTFTP95, "TTFT p95"),
 				},
-				Runs: MinRuns, WarmUp: 5 * minute,
+				WarmUp: 5 * minute,
 			},
 			// Recomputed prefixes fill the token budget of mixed steps (ITL
 			// rises) and cut capacity (the queue grows) as consequences.
@@ -317,17 +311,15 @@ func Map() []Rule {
 				"regression benchmark of TPOT against concurrency around upgrades",
 			},
 			Experiment: Plan{
-				Hypothesis: string(DecodePressure),
-				Change:     Change{Name: "max_num_seqs", From: "current", To: "one step lower"},
-				Hold:       held(),
+				Change: Change{Name: "max_num_seqs", From: "current", To: "one step lower"},
 				Expect: []Expectation{
 					{Metric: TPOTP95, Direction: Lower, MinEffect: 0.1},
 				},
 				Guards: []Guard{
-					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
-					{Metric: GenerationTokenRate, Better: Higher, Tolerance: 0.1},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
-					{Metric: BacklogEnd, Better: Lower, Tolerance: 0.1},
+					guard(TTFTP95, 0.1),
+					guard(GenerationTokenRate, 0.1),
+					guard(ErrorShare, 0.1),
+					guard(BacklogEnd, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: TPOTP95, Text: "active sequences fall but TPOT p95 does not improve"},
@@ -335,7 +327,7 @@ func Map() []Rule {
 					{Kind: Inconsistent, Metric: TPOTP95, Text: "the direction of the TPOT change is not the same in every repeat"},
 					{Kind: Manual, Text: "GPU memory activity (e.g. DCGM_FI_PROF_DRAM_ACTIVE) and TPOT are unrelated"},
 				},
-				Runs: MinRuns, WarmUp: 5 * minute,
+				WarmUp: 5 * minute,
 			},
 		},
 		{
@@ -378,24 +370,22 @@ func Map() []Rule {
 				"record the KV block count of every release",
 			},
 			Experiment: Plan{
-				Hypothesis: string(KVPreemption),
-				Change:     Change{Name: "gpu_memory_utilization", From: "current", To: "higher (more KV blocks)"},
-				Hold:       held(),
+				Change: Change{Name: "gpu_memory_utilization", From: "current", To: "higher (more KV blocks)"},
 				Expect: []Expectation{
 					{Metric: PreemptionRate, Direction: Lower, MinEffect: 0.5},
 					{Metric: E2EP99, Direction: Lower, MinEffect: 0.1},
 				},
 				Guards: []Guard{
-					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
-					{Metric: GenerationTokenRate, Better: Higher, Tolerance: 0.05},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					guard(TTFTP95, 0.1),
+					guard(GenerationTokenRate, 0.05),
+					guard(ErrorShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: PreemptionRate, Text: "preemptions do not fall with more KV space"},
 					{Kind: NoImprovement, Metric: E2EP99, Text: "preemptions fall but E2E p99 does not improve: recompute was not the cost"},
-					{Kind: Inconsistent, Metric: E2EP99, Text: "E2E p99 moves in different directions across repeats"},
+					inconsistent(E2EP99, "E2E p99"),
 				},
-				Runs: MinRuns, WarmUp: 5 * minute,
+				WarmUp: 5 * minute,
 			},
 			// Preemption and recompute shrink capacity: the queue grows and
 			// decode slows as consequences.
@@ -451,22 +441,20 @@ func Map() []Rule {
 				"dashboards of gateway latency and API-server CPU next to GPU utilisation",
 			},
 			Experiment: Plan{
-				Hypothesis: string(OutsideGPU),
-				Change:     Change{Name: "api_server_count", From: "current", To: "2x current"},
-				Hold:       held(),
+				Change: Change{Name: "api_server_count", From: "current", To: "2x current"},
 				Expect: []Expectation{
 					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.2},
 					{Metric: GPUUtilMean, Direction: Higher, MinEffect: 0.1},
 				},
 				Guards: []Guard{
-					{Metric: TPOTP95, Better: Lower, Tolerance: 0.1},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					guard(TPOTP95, 0.1),
+					guard(ErrorShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: TTFTP95, Text: "TTFT p95 does not improve with more front-end capacity"},
-					{Kind: Inconsistent, Metric: TTFTP95, Text: "TTFT p95 moves in different directions across repeats"},
+					inconsistent(TTFTP95, "TTFT p95"),
 				},
-				Runs: MinRuns, WarmUp: 5 * minute,
+				WarmUp: 5 * minute,
 			},
 			// A starved scheduler also slows every decode step.
 			Refines: []HypothesisID{QueueSustained, DecodePressure},
@@ -504,22 +492,20 @@ func Map() []Rule {
 				"keep per-replica panels next to fleet quantiles: fleet sums hide hot spots",
 			},
 			Experiment: Plan{
-				Hypothesis: string(ReplicaHotspot),
-				Change:     Change{Name: "routing policy", From: "current", To: "least outstanding requests"},
-				Hold:       held(),
+				Change: Change{Name: "routing policy", From: "current", To: "least outstanding requests"},
 				Expect: []Expectation{
 					{Metric: ReplicaShareMax, Direction: Lower, MinEffect: 0.2},
 					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.1},
 				},
 				Guards: []Guard{
-					{Metric: PrefixHitRatio, Better: Higher, Tolerance: 0.1},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					guard(PrefixHitRatio, 0.1),
+					guard(ErrorShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: TTFTP95, Text: "load evens out but TTFT p95 does not improve"},
-					{Kind: Inconsistent, Metric: TTFTP95, Text: "TTFT p95 moves in different directions across repeats"},
+					inconsistent(TTFTP95, "TTFT p95"),
 				},
-				Runs: MinRuns, WarmUp: 5 * minute,
+				WarmUp: 5 * minute,
 			},
 			// The hot replica's queue is the fleet's queue; its batch is
 			// the fleet's slowest decode.
@@ -555,21 +541,19 @@ func Map() []Rule {
 				"record client-side TTFT next to server TTFT, with the same definition",
 			},
 			Experiment: Plan{
-				Hypothesis: string(ProxyNetwork),
-				Change:     Change{Name: "proxy response buffering", From: "current", To: "off"},
-				Hold:       held(),
+				Change: Change{Name: "proxy response buffering", From: "current", To: "off"},
 				Expect: []Expectation{
 					{Metric: ClientTTFTP95, Direction: Lower, MinEffect: 0.2},
 				},
 				Guards: []Guard{
-					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					guard(TTFTP95, 0.1),
+					guard(ErrorShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: ClientTTFTP95, Text: "client TTFT p95 does not improve without buffering"},
-					{Kind: Inconsistent, Metric: ClientTTFTP95, Text: "client TTFT p95 moves in different directions across repeats"},
+					inconsistent(ClientTTFTP95, "client TTFT p95"),
 				},
-				Runs: MinRuns, WarmUp: 5 * minute,
+				WarmUp: 5 * minute,
 			},
 		},
 		{
@@ -612,23 +596,21 @@ func Map() []Rule {
 				"use a vLLM version that counts aborted requests (e.g. vLLM PR #55837)",
 			},
 			Experiment: Plan{
-				Hypothesis: string(ClientAbandonment),
-				Change:     Change{Name: "gateway admission limit", From: "none", To: "max in-flight requests per replica = max_num_seqs + a short queue"},
-				Hold:       held(),
+				Change: Change{Name: "gateway admission limit", From: "none", To: "max in-flight requests per replica = max_num_seqs + a short queue"},
 				Expect: []Expectation{
 					{Metric: AbandonShare, Direction: Lower, MinEffect: 0.5},
 					{Metric: TTFTP95, Direction: Lower, MinEffect: 0.2},
 				},
 				Guards: []Guard{
-					{Metric: CompletionRate, Better: Higher, Tolerance: 0.05},
-					{Metric: HTTP5xxShare, Better: Lower, Tolerance: 0.1},
+					guard(CompletionRate, 0.05),
+					guard(HTTP5xxShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: AbandonShare, Text: "the abandon share does not fall with a short queue: clients leave for another reason (UI cancels, client bugs)"},
 					{Kind: WorseThanGain, Metric: AbandonShare, Versus: []FactID{CompletionRate}, Text: "completions fall by more than abandonment"},
-					{Kind: Inconsistent, Metric: AbandonShare, Text: "the abandon share moves in different directions across repeats"},
+					inconsistent(AbandonShare, "the abandon share"),
 				},
-				Runs: MinRuns, WarmUp: 5 * minute,
+				WarmUp: 5 * minute,
 			},
 		},
 		{
@@ -669,22 +651,20 @@ func Map() []Rule {
 				"size memory limits from a load test with the longest approved contexts",
 			},
 			Experiment: Plan{
-				Hypothesis: string(ReplicaRestarts),
-				Change:     Change{Name: "last change of the restarting replica (image or configuration)", From: "new", To: "previous"},
-				Hold:       held(),
+				Change: Change{Name: "last change of the restarting replica (image or configuration)", From: "new", To: "previous"},
 				Expect: []Expectation{
 					{Metric: Restarts, Direction: Lower, MinEffect: 0.5},
 					{Metric: LostShare, Direction: Lower, MinEffect: 0.5},
 				},
 				Guards: []Guard{
-					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
-					{Metric: ErrorShare, Better: Lower, Tolerance: 0.1},
+					guard(TTFTP95, 0.1),
+					guard(ErrorShare, 0.1),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: Restarts, Text: "restarts continue with the previous version: the cause is the node, the load or a shared dependency"},
 					{Kind: Inconsistent, Metric: Restarts, Text: "restarts move in different directions across repeats"},
 				},
-				Runs: MinRuns, WarmUp: 10 * minute,
+				WarmUp: 10 * minute,
 			},
 		},
 		{
@@ -721,24 +701,27 @@ func Map() []Rule {
 				"health checks that fail a replica whose engine is dead",
 			},
 			Experiment: Plan{
-				Hypothesis: string(ServerErrors),
-				Change:     Change{Name: "failing replica", From: "in rotation", To: "out of rotation (drained)"},
-				Hold:       held(),
+				Change: Change{Name: "failing replica", From: "in rotation", To: "out of rotation (drained)"},
 				Expect: []Expectation{
 					{Metric: HTTP5xxShare, Direction: Lower, MinEffect: 0.5},
 				},
 				Guards: []Guard{
-					{Metric: TTFTP95, Better: Lower, Tolerance: 0.1},
-					{Metric: CompletionRate, Better: Higher, Tolerance: 0.05},
+					guard(TTFTP95, 0.1),
+					guard(CompletionRate, 0.05),
 				},
 				Falsification: []Falsifier{
 					{Kind: NoImprovement, Metric: HTTP5xxShare, Text: "5xx persist without that replica: the gateway or a shared dependency fails"},
-					{Kind: Inconsistent, Metric: HTTP5xxShare, Text: "the 5xx share moves in different directions across repeats"},
+					inconsistent(HTTP5xxShare, "the 5xx share"),
 				},
-				Runs: MinRuns, WarmUp: 5 * minute,
+				WarmUp: 5 * minute,
 			},
 		},
 	}
+	for i := range rs {
+		p := &rs[i].Experiment
+		p.Hypothesis, p.Hold, p.Runs = string(rs[i].ID), held(), MinRuns
+	}
+	return rs
 }
 
 // observations are the counter-cases that must not read as incidents
@@ -805,3 +788,16 @@ func General() IncidentResponse {
 func auto(text string, c Cond) Check { return Check{Text: text, When: &c} }
 func manual(text string) Check       { return Check{Text: text} }
 func ptr(c Cond) *Cond               { return &c }
+
+// guard is the guard that metric m gets no worse than tol; which way m
+// gets better is its catalog entry's (FactInfo.Better).
+func guard(m FactID, tol float64) Guard {
+	info, _ := Info(m)
+	return Guard{Metric: m, Better: info.Better, Tolerance: tol}
+}
+
+// inconsistent is the falsifier that fires when metric m, named what in
+// its text, moves in different directions across the repeats.
+func inconsistent(m FactID, what string) Falsifier {
+	return Falsifier{Kind: Inconsistent, Metric: m, Text: what + " moves in different directions across repeats"}
+}

@@ -12,10 +12,6 @@ import (
 // judgements and reports (report.Float) all write numbers with it.
 type Number float64
 
-// number is Number under its former name, which the package's own
-// MarshalJSON methods still use.
-type number = Number
-
 // MarshalJSON writes n, or null when n is not finite.
 func (n Number) MarshalJSON() ([]byte, error) {
 	v := float64(n)

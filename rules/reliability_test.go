@@ -10,24 +10,6 @@ import (
 	"github.com/whyslow/whyslow/rules"
 )
 
-func findingOf(r rules.Result, id rules.HypothesisID) rules.Finding {
-	for _, f := range r.Findings {
-		if f.ID == id {
-			return f
-		}
-	}
-	return rules.Finding{}
-}
-
-func symptomOf(r rules.Result, id rules.SymptomID) rules.Symptom {
-	for _, s := range r.Symptoms {
-		if s.ID == id {
-			return s
-		}
-	}
-	return rules.Symptom{}
-}
-
 // The reliability rows: what each share or restart count makes present,
 // and which hypothesis it supports.
 func TestReliabilityRows(t *testing.T) {
@@ -63,7 +45,7 @@ func TestReliabilityRows(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := rules.Evaluate(tt.facts, rules.SLO{}, rules.DefaultThresholds)
-			s := symptomOf(r, rules.SymptomReliability)
+			s := symptom(t, r.Symptoms, rules.SymptomReliability)
 			require.True(t, s.Evaluable)
 			assert.Equal(t, tt.present, s.Present, "%s", s)
 			if tt.names != "" {
@@ -71,13 +53,13 @@ func TestReliabilityRows(t *testing.T) {
 			}
 			assert.Equal(t, tt.verdict, r.Verdict, "%s", r)
 			if tt.support != "" {
-				f := findingOf(r, tt.support)
+				f := finding(t, r, tt.support)
 				assert.Equal(t, rules.Supported, f.Status, "%s", f)
 				assert.Contains(t, f.Explains, rules.SymptomReliability)
 			}
 			if !tt.present {
 				for _, id := range []rules.HypothesisID{rules.ClientAbandonment, rules.ReplicaRestarts, rules.ServerErrors} {
-					assert.NotEqual(t, rules.Supported, findingOf(r, id).Status, "%s", id)
+					assert.NotEqual(t, rules.Supported, finding(t, r, id).Status, "%s", id)
 				}
 			}
 		})

@@ -234,6 +234,15 @@ func statuses(r rules.Result) map[rules.HypothesisID]rules.Status {
 	return m
 }
 
+// noteIDs lists the ids of r's notes, in order.
+func noteIDs(r rules.Result) []string {
+	var ids []string
+	for _, n := range r.Notes {
+		ids = append(ids, n.ID)
+	}
+	return ids
+}
+
 func finding(t *testing.T, r rules.Result, id rules.HypothesisID) rules.Finding {
 	t.Helper()
 	for _, f := range r.Findings {
@@ -243,6 +252,17 @@ func finding(t *testing.T, r rules.Result, id rules.HypothesisID) rules.Finding 
 	}
 	t.Fatalf("no finding %s", id)
 	return rules.Finding{}
+}
+
+func symptom(t *testing.T, ss []rules.Symptom, id rules.SymptomID) rules.Symptom {
+	t.Helper()
+	for _, s := range ss {
+		if s.ID == id {
+			return s
+		}
+	}
+	t.Fatalf("no symptom %s", id)
+	return rules.Symptom{}
 }
 
 const (
@@ -285,11 +305,7 @@ func TestScenarios(t *testing.T) {
 			for i, id := range all {
 				assert.Equal(t, tt.status[i], got[id], "%s", id)
 			}
-			var notes []string
-			for _, n := range r.Notes {
-				notes = append(notes, n.ID)
-			}
-			assert.Equal(t, tt.notes, notes)
+			assert.Equal(t, tt.notes, noteIDs(r))
 			if tt.verdict != rules.NoIncident && tt.verdict != rules.Undetermined {
 				assert.Equal(t, rules.HypothesisID(tt.verdict), r.Findings[0].ID)
 			}
@@ -395,15 +411,6 @@ func noBaseline(fs rules.Facts) rules.Facts {
 
 func TestSymptoms(t *testing.T) {
 	th := rules.DefaultThresholds
-	get := func(ss []rules.Symptom, id rules.SymptomID) rules.Symptom {
-		for _, s := range ss {
-			if s.ID == id {
-				return s
-			}
-		}
-		t.Fatalf("no symptom %s", id)
-		return rules.Symptom{}
-	}
 	t.Run("order", func(t *testing.T) {
 		var ids []rules.SymptomID
 		for _, s := range rules.Symptoms(healthy(), rules.SLO{}, th) {
@@ -413,27 +420,27 @@ func TestSymptoms(t *testing.T) {
 	})
 	t.Run("slo target", func(t *testing.T) {
 		fs := rules.Facts{rules.TTFTP95: rules.Measured(2.5)}
-		s := get(rules.Symptoms(fs, rules.SLO{TTFTP95: 2}, th), rules.SymptomTTFT)
+		s := symptom(t, rules.Symptoms(fs, rules.SLO{TTFTP95: 2}, th), rules.SymptomTTFT)
 		assert.True(t, s.Present && s.Evaluable)
 		assert.Equal(t, "ttft_p95 2.5s > SLO 2s", s.Evidence[0].Text)
-		s = get(rules.Symptoms(fs, rules.SLO{}, th), rules.SymptomTTFT)
+		s = symptom(t, rules.Symptoms(fs, rules.SLO{}, th), rules.SymptomTTFT)
 		assert.False(t, s.Evaluable)
 		assert.Equal(t, []rules.Missing{{Fact: rules.TTFTP95, Reason: "no baseline and no SLO target"}}, s.Missing)
 	})
 	t.Run("client ttft alone", func(t *testing.T) {
-		s := get(rules.Symptoms(proxy(), rules.SLO{}, th), rules.SymptomTTFT)
+		s := symptom(t, rules.Symptoms(proxy(), rules.SLO{}, th), rules.SymptomTTFT)
 		assert.True(t, s.Present)
 	})
 	t.Run("tpot falls back to mean from sums", func(t *testing.T) {
 		fs := with(without(healthy(), rules.TPOTP95, rules.ITLP95), rules.TPOTMean, fact(0.08, 0.035))
-		s := get(rules.Symptoms(fs, rules.SLO{}, th), rules.SymptomTPOT)
+		s := symptom(t, rules.Symptoms(fs, rules.SLO{}, th), rules.SymptomTPOT)
 		require.True(t, s.Present)
 		assert.Contains(t, s.Evidence[0].Text, "tpot_mean from sums stands in for tpot_p95")
 	})
 	t.Run("tail only when p50 is steady", func(t *testing.T) {
-		s := get(rules.Symptoms(queueBurst(), rules.SLO{}, th), rules.SymptomTail)
+		s := symptom(t, rules.Symptoms(queueBurst(), rules.SLO{}, th), rules.SymptomTail)
 		assert.True(t, s.Present)
-		s = get(rules.Symptoms(queueSustained(), rules.SLO{}, th), rules.SymptomTail)
+		s = symptom(t, rules.Symptoms(queueSustained(), rules.SLO{}, th), rules.SymptomTail)
 		assert.False(t, s.Present, "p50 moved too: not tail-only")
 		assert.True(t, s.Evaluable)
 	})
@@ -441,7 +448,7 @@ func TestSymptoms(t *testing.T) {
 		fs := with(queueBurst(),
 			rules.TTFTP99, fact(4.5, 1.4).WithCount(60, 5000),
 			rules.E2EP99, fact(31, 20).WithCount(5000, 40))
-		s := get(rules.Symptoms(fs, rules.SLO{}, th), rules.SymptomTail)
+		s := symptom(t, rules.Symptoms(fs, rules.SLO{}, th), rules.SymptomTail)
 		assert.False(t, s.Evaluable)
 		assert.Equal(t, []rules.Missing{
 			{Fact: rules.TTFTP99, Reason: "only 60 observations in the incident window, need >= 100"},
@@ -449,14 +456,14 @@ func TestSymptoms(t *testing.T) {
 		}, s.Missing)
 	})
 	t.Run("reliability", func(t *testing.T) {
-		s := get(rules.Symptoms(with(healthy(), rules.HTTP5xxShare, fact(0.05, 0)), rules.SLO{}, th), rules.SymptomReliability)
+		s := symptom(t, rules.Symptoms(with(healthy(), rules.HTTP5xxShare, fact(0.05, 0)), rules.SLO{}, th), rules.SymptomReliability)
 		assert.True(t, s.Present)
 		// A steady abort share above the threshold is the normal level.
-		s = get(rules.Symptoms(with(healthy(), rules.AbortShare, fact(0.03, 0.028)), rules.SLO{}, th), rules.SymptomReliability)
+		s = symptom(t, rules.Symptoms(with(healthy(), rules.AbortShare, fact(0.03, 0.028)), rules.SLO{}, th), rules.SymptomReliability)
 		assert.False(t, s.Present)
-		s = get(rules.Symptoms(with(healthy(), rules.AbortShare, fact(0.03, 0.028)), rules.SLO{ErrorShare: 0.02}, th), rules.SymptomReliability)
+		s = symptom(t, rules.Symptoms(with(healthy(), rules.AbortShare, fact(0.03, 0.028)), rules.SLO{ErrorShare: 0.02}, th), rules.SymptomReliability)
 		assert.False(t, s.Present, "baseline shows the same share")
-		s = get(rules.Symptoms(rules.Facts{}, rules.SLO{}, th), rules.SymptomReliability)
+		s = symptom(t, rules.Symptoms(rules.Facts{}, rules.SLO{}, th), rules.SymptomReliability)
 		assert.False(t, s.Evaluable)
 	})
 }
@@ -584,13 +591,9 @@ func TestLowerBoundEstimatesSaySo(t *testing.T) {
 		rules.TTFTP95: rules.Measured(10).WithBounds(10, math.Inf(1)).WithBaseline(2).WithCount(5000, 5000),
 	}
 	var text string
-	for _, s := range rules.Symptoms(f, rules.SLO{}, rules.DefaultThresholds) {
-		if s.ID == rules.SymptomTTFT {
-			for _, e := range s.Evidence {
-				if e.Fact == rules.TTFTP95 {
-					text = e.Text
-				}
-			}
+	for _, e := range symptom(t, rules.Symptoms(f, rules.SLO{}, rules.DefaultThresholds), rules.SymptomTTFT).Evidence {
+		if e.Fact == rules.TTFTP95 {
+			text = e.Text
 		}
 	}
 	assert.Contains(t, text, "ttft_p95 >= 10s vs baseline 2s: >= 5.00x")

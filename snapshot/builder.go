@@ -3,9 +3,9 @@ package snapshot
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -536,11 +536,7 @@ func Merge(evs ...*Evidence) *Evidence {
 // The Builder must not be used afterwards.
 func (b *Builder) Evidence() *Evidence {
 	e := &Evidence{Sources: b.sources}
-	names := make([]string, 0, len(b.targets))
-	for n := range b.targets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(b.targets))
 	for _, n := range names {
 		tb := b.targets[n]
 		t := &Target{Name: tb.name, NameFrom: tb.from, Families: make(map[string]*Family, len(tb.fams))}

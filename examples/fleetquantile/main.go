@@ -20,6 +20,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -100,11 +101,7 @@ func sample(w io.Writer) error {
 	fmt.Fprintf(w, "2. The sample fleet (%s), TTFT over the incident half\n\n", evidence.Scenario)
 	fmt.Fprint(w, qr)
 
-	names := make([]string, 0, len(qr.Replicas))
-	for name := range qr.Replicas {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(qr.Replicas))
 	var sum float64
 	for _, name := range names {
 		sum += float64(p95(qr.Replicas[name]).Value)

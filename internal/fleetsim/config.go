@@ -367,18 +367,10 @@ const (
 	VersionV0
 )
 
+var versionNames = [...]string{VersionV1: "0.11", VersionV1Early: "0.9", VersionV0: "0.6-v0"}
+
 // String returns the vLLM release the version mimics, e.g. "0.11".
-func (v Version) String() string {
-	switch v {
-	case VersionV1:
-		return "0.11"
-	case VersionV1Early:
-		return "0.9"
-	case VersionV0:
-		return "0.6-v0"
-	}
-	return fmt.Sprintf("Version(%d)", int(v))
-}
+func (v Version) String() string { return enumString(v, "Version", versionNames[:]) }
 
 // GPUExporter selects the generation of the NVIDIA DCGM exporter.
 type GPUExporter int

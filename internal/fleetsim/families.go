@@ -2,7 +2,9 @@ package fleetsim
 
 import (
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // famBuilder assembles the families of one vLLM scrape.
@@ -189,9 +191,7 @@ func (b *famBuilder) v1Families() {
 	b.hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", hPromptTokens)
 	b.hist("vllm:request_generation_tokens", "Number of generation tokens processed.", hGenTokens)
 	b.hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", hIter)
-	b.hist("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", hMaxGenTokens)
-	b.hist("vllm:request_params_n", "Histogram of the n request parameter.", hN)
-	b.hist("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", hMaxTokens)
+	b.paramHists()
 	b.hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", hTTFT)
 	if early {
 		b.hist("vllm:time_per_output_token_seconds", "Histogram of time per output token in seconds.", hITL)
@@ -213,6 +213,13 @@ func (b *famBuilder) requestHists(e2eHelp string) {
 	b.hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", hDecode)
 }
 
+// paramHists adds the histograms of the requests' parameters.
+func (b *famBuilder) paramHists() {
+	b.hist("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", hMaxGenTokens)
+	b.hist("vllm:request_params_n", "Histogram of the n request parameter.", hN)
+	b.hist("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", hMaxTokens)
+}
+
 // cacheConfig adds vllm:cache_config_info, whose labels carry CacheConfig.
 func (b *famBuilder) cacheConfig() {
 	e := &b.sc.pod.Engine
@@ -222,62 +229,45 @@ func (b *famBuilder) cacheConfig() {
 		}
 		return "False"
 	}
-	common := []label{
+	// What every version prints, most of it from the engine's
+	// configuration, then what one version adds; vLLM prints the labels
+	// sorted by name.
+	ls := []label{
 		{"block_size", strconv.Itoa(e.BlockSize)},
 		{"cache_dtype", "auto"},
+		{"enable_prefix_caching", py(!e.DisablePrefixCaching)},
+		{"gpu_memory_utilization", pyRepr(e.GPUMemoryUtilization)},
+		{"is_attention_free", "False"},
+		{"num_gpu_blocks", strconv.Itoa(e.NumGPUBlocks)},
+		{"num_gpu_blocks_override", "None"},
+		{"sliding_window", "None"},
 	}
-	var ls []label
+	// What the V1 engine adds, in both of its versions.
+	v1 := []label{
+		{"calculate_kv_scales", "False"},
+		{"cpu_offload_gb", "0.0"},
+		{"num_cpu_blocks", "None"},
+		{"swap_space", "4.0"},
+		{"swap_space_bytes", "4294967296.0"},
+	}
 	switch b.v {
 	case VersionV0:
-		ls = append(common,
-			label{"cpu_offload_gb", "0"},
-			label{"enable_prefix_caching", py(!e.DisablePrefixCaching)},
-			label{"gpu_memory_utilization", pyRepr(e.GPUMemoryUtilization)},
-			label{"is_attention_free", "False"},
-			label{"num_cpu_blocks", "2048"},
-			label{"num_gpu_blocks", strconv.Itoa(e.NumGPUBlocks)},
-			label{"num_gpu_blocks_override", "None"},
-			label{"sliding_window", "None"},
-			label{"swap_space_bytes", "4294967296"},
-		)
+		ls = append(ls, label{"cpu_offload_gb", "0"}, label{"num_cpu_blocks", "2048"}, label{"swap_space_bytes", "4294967296"})
 	case VersionV1Early:
-		ls = append(common,
-			label{"calculate_kv_scales", "False"},
-			label{"cpu_offload_gb", "0.0"},
-			label{"enable_prefix_caching", py(!e.DisablePrefixCaching)},
-			label{"gpu_memory_utilization", pyRepr(e.GPUMemoryUtilization)},
-			label{"is_attention_free", "False"},
-			label{"num_cpu_blocks", "None"},
-			label{"num_gpu_blocks", strconv.Itoa(e.NumGPUBlocks)},
-			label{"num_gpu_blocks_override", "None"},
-			label{"prefix_caching_hash_algo", "builtin"},
-			label{"sliding_window", "None"},
-			label{"swap_space", "4.0"},
-			label{"swap_space_bytes", "4294967296.0"},
-		)
+		ls = append(append(ls, v1...), label{"prefix_caching_hash_algo", "builtin"})
 	default:
-		ls = append(common,
-			label{"calculate_kv_scales", "False"},
+		ls = append(append(ls, v1...),
 			label{"cpu_kvcache_space_bytes", "None"},
-			label{"cpu_offload_gb", "0.0"},
-			label{"enable_prefix_caching", py(!e.DisablePrefixCaching)},
 			label{"engine", ""}, // per engine below
-			label{"gpu_memory_utilization", pyRepr(e.GPUMemoryUtilization)},
-			label{"is_attention_free", "False"},
 			label{"kv_cache_memory_bytes", "None"},
 			label{"kv_sharing_fast_prefill", "False"},
 			label{"mamba_cache_dtype", "auto"},
 			label{"mamba_page_size_padded", "None"},
 			label{"mamba_ssm_cache_dtype", "auto"},
-			label{"num_cpu_blocks", "None"},
-			label{"num_gpu_blocks", strconv.Itoa(e.NumGPUBlocks)},
-			label{"num_gpu_blocks_override", "None"},
 			label{"prefix_caching_hash_algo", "sha256"},
-			label{"sliding_window", "None"},
-			label{"swap_space", "4.0"},
-			label{"swap_space_bytes", "4294967296.0"},
 		)
 	}
+	slices.SortFunc(ls, func(x, y label) int { return strings.Compare(x.name, y.name) })
 	f := family{name: "vllm:cache_config_info", help: "Information of the LLMEngine CacheConfig", typ: typeGauge}
 	if b.v == VersionV1 {
 		for i := range b.sc.snaps {
@@ -389,8 +379,6 @@ func (b *famBuilder) v0Families() {
 	b.requestHists("Histogram of end to end request latency in seconds.")
 	b.hist("vllm:request_prompt_tokens", "Number of prefill tokens processed.", hPromptTokens)
 	b.hist("vllm:request_generation_tokens", "Number of generation tokens processed.", hGenTokens)
-	b.hist("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", hMaxGenTokens)
-	b.hist("vllm:request_params_n", "Histogram of the n request parameter.", hN)
-	b.hist("vllm:request_params_max_tokens", "Histogram of the max_tokens request parameter.", hMaxTokens)
+	b.paramHists()
 	b.hist("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", hIter)
 }

@@ -42,11 +42,16 @@ const (
 var statusNames = [...]string{"in-flight", "finished", "aborted", "lost", "rejected", "failed"}
 
 // String returns the status in lower case, e.g. "finished".
-func (s Status) String() string {
-	if int(s) < len(statusNames) {
-		return statusNames[s]
+func (s Status) String() string { return enumString(s, "Status", statusNames[:]) }
+
+// enumString returns the name of v in names, indexed by value, or
+// "typ(v)" for a value without a name: the String method of the
+// package's int enums.
+func enumString[E ~int | ~uint8](v E, typ string, names []string) string {
+	if v >= 0 && int(v) < len(names) && names[v] != "" {
+		return names[v]
 	}
-	return fmt.Sprintf("Status(%d)", int(s))
+	return fmt.Sprintf("%s(%d)", typ, int(v))
 }
 
 // Request is the simulator's ground truth about one request. Times are

@@ -722,3 +722,13 @@ func FuzzInvariants(f *testing.F) {
 		checkInvariants(t, fl)
 	})
 }
+
+func TestEnumStrings(t *testing.T) {
+	assert.Equal(t, "finished", StatusFinished.String())
+	assert.Equal(t, "failed", StatusFailed.String())
+	assert.Equal(t, "Status(9)", Status(9).String())
+	assert.Equal(t, "0.11", VersionV1.String())
+	assert.Equal(t, "0.6-v0", VersionV0.String())
+	assert.Equal(t, "Version(0)", Version(0).String())
+	assert.Equal(t, "Version(-1)", Version(-1).String())
+}

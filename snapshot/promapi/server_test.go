@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/jsondiff"
 	"github.com/whyslow/whyslow/internal/promserver"
 	"github.com/whyslow/whyslow/snapshot"
 	"github.com/whyslow/whyslow/snapshot/promapi"
@@ -119,10 +118,7 @@ func TestServersDiagnoseAsTSDB(t *testing.T) {
 							assert.Equal(t, spec.Expect, string(refRep.Verdict), "the reference diagnosis")
 						}
 						assert.Equal(t, refRep.Verdict, gotRep.Verdict)
-						diffs := jsonDiff(reportJSON(t, refRep), reportJSON(t, gotRep), "")
-						if len(diffs) > 20 {
-							diffs = append(diffs[:20], fmt.Sprintf("... and %d more", len(diffs)-20))
-						}
+						diffs := jsondiff.Diff(reportJSON(t, refRep), reportJSON(t, gotRep), nearlyEqual)
 						assert.Empty(t, diffs, "range %d: report differences (path: TSDB, server):\n%s", i, strings.Join(diffs, "\n"))
 						assert.Equal(t, []string{url}, gotRep.Inputs.Sources)
 					}
@@ -147,58 +143,19 @@ func reportJSON(t *testing.T, r *diagnose.Report) any {
 	return v
 }
 
-// jsonDiff lists the paths at which a and b differ; numbers are equal
-// within 1e-9 relative (VictoriaMetrics keeps about 12 significant
-// digits of floats).
-func jsonDiff(a, b any, path string) []string {
+// nearlyEqual compares two JSON values; numbers are equal within 1e-9
+// relative (VictoriaMetrics keeps about 12 significant digits of floats),
+// and so are texts that differ only in such numbers.
+func nearlyEqual(a, b any) bool {
 	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok {
-			return []string{fmt.Sprintf("%s: %v vs %v", path, a, b)}
-		}
-		keys := map[string]bool{}
-		for k := range x {
-			keys[k] = true
-		}
-		for k := range y {
-			keys[k] = true
-		}
-		var ks []string
-		for k := range keys {
-			ks = append(ks, k)
-		}
-		sort.Strings(ks)
-		var out []string
-		for _, k := range ks {
-			out = append(out, jsonDiff(x[k], y[k], path+"."+k)...)
-		}
-		return out
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return []string{fmt.Sprintf("%s: %d items vs %v", path, len(x), b)}
-		}
-		var out []string
-		for i := range x {
-			out = append(out, jsonDiff(x[i], y[i], path+"["+strconv.Itoa(i)+"]")...)
-		}
-		return out
 	case float64:
 		y, ok := b.(float64)
-		if !ok || math.Abs(x-y) > 1e-9*math.Max(math.Abs(x), math.Abs(y)) {
-			return []string{fmt.Sprintf("%s: %v vs %v", path, a, b)}
-		}
-		return nil
+		return ok && math.Abs(x-y) <= 1e-9*math.Max(math.Abs(x), math.Abs(y))
 	case string:
-		if y, ok := b.(string); ok && x != y && numericText(x, y) {
-			return nil
-		}
+		y, ok := b.(string)
+		return ok && (x == y || numericText(x, y))
 	}
-	if fmt.Sprint(a) != fmt.Sprint(b) {
-		return []string{fmt.Sprintf("%s: %v vs %v", path, a, b)}
-	}
-	return nil
+	return a == b
 }
 
 // numericText reports whether two texts differ only in numbers that agree
