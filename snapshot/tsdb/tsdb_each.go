@@ -141,6 +141,11 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 			name, _ := namer.TargetName(lset)
 			targets[name] = true
 			s.refs[name] = append(s.refs[name], ref)
+			if sp, ok := s.spans[name]; ok {
+				s.spans[name] = [2]int64{min(sp[0], minT), max(sp[1], maxT)}
+			} else {
+				s.spans[name] = [2]int64{minT, maxT}
+			}
 		}); err != nil {
 			return nil, err
 		}
@@ -172,15 +177,28 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 			break
 		}
 		cols := snapshot.NewColumns(dir, opts)
+		// later is the time the target's chunks span in the sources after
+		// the one read, for sizing its columns once.
+		var later float64
+		for _, s := range srcs {
+			if sp, ok := s.spans[name]; ok {
+				later += float64(sp[1] - sp[0] + 1)
+			}
+		}
 		for _, s := range srcs {
 			refs := s.refs[name]
 			if len(refs) == 0 {
 				continue
 			}
+			sp := s.spans[name]
+			here := float64(sp[1] - sp[0] + 1)
+			ahead := later / here
+			later -= here
 			s.index.refs = refs
-			err := selectInto(ctx, cols, s.name, s.q, mint, maxt, []*labels.Matcher{allSeries}, nil, &s.lost, s.problem)
+			err := selectInto(ctx, cols, s.name, s.q, mint, maxt, []*labels.Matcher{allSeries}, ahead, &s.lost, s.problem)
 			s.index.refs = nil
 			delete(s.refs, name)
+			delete(s.spans, name)
 			if err != nil {
 				return nil, readErr(dir, err)
 			}
@@ -238,6 +256,9 @@ type eachSource struct {
 	// refs are the series of each target (by name) that pass A found,
 	// in the index's order; a target's are dropped once it is read.
 	refs map[string][]storage.SeriesRef
+	// spans are the earliest and latest time of each target's chunks
+	// (within the range read).
+	spans map[string][2]int64
 }
 
 // openEachSource opens a querier on br for [mint, maxt]; srcMax is the
@@ -249,7 +270,7 @@ func openEachSource(name string, br tsdb.BlockReader, mint, maxt, srcMax int64) 
 		return nil, err
 	}
 	return &eachSource{name: name, br: br, q: q, index: rb.index, mint: max(mint, br.Meta().MinTime), maxt: min(maxt, srcMax),
-		lost: lostSeries{byLabels: true}, seen: map[string]bool{}, refs: map[string][]storage.SeriesRef{}}, nil
+		lost: lostSeries{byLabels: true}, seen: map[string]bool{}, refs: map[string][]storage.SeriesRef{}, spans: map[string][2]int64{}}, nil
 }
 
 // allSeries is the matcher of every series of an index
