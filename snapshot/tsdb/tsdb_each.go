@@ -41,9 +41,10 @@ import (
 // (MaxSeriesPerScrape, MaxLabelBytes); opts.Memory is charged while a
 // target is held and released after its visit; Limits.MaxTotalBytes
 // counts the bytes read over all targets, and when it is exceeded no
-// further target is read. Where Read stops early (a limit reached in the
-// middle of the fleet, a corrupt index that ends a block's series),
-// ReadEach reads target by target and may keep other samples.
+// further target is read. Where Read stops early because a limit is
+// reached in the middle of the fleet, ReadEach reads target by target and
+// may keep other samples; a corrupt series entry ends a block's series at
+// the same series for both (the first pass stops there).
 func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(minT, maxT int64) error, visit func(*snapshot.Target) error) (ev *snapshot.Evidence, err error) {
 	lim := opts.Limits.WithDefaults()
 	if opts.Memory == nil {
@@ -177,8 +178,8 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 			break
 		}
 		cols := snapshot.NewColumns(dir, opts)
-		// later is the time the target's chunks span in the sources after
-		// the one read, for sizing its columns once.
+		// later is the time the target's chunks span in the source read
+		// and those after it, for sizing its columns once.
 		var later float64
 		for _, s := range srcs {
 			if sp, ok := s.spans[name]; ok {
