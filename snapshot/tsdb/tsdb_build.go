@@ -35,7 +35,7 @@ func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 			a.Problem(snapshot.SeverityWarning, src, fmt.Errorf("closing querier: %w", cerr))
 		}
 	}()
-	return selectInto(ctx, a, src, q, mint, maxt, ms, nil, &lost, func(sev snapshot.Severity, err error) { a.Problem(sev, src, err) })
+	return selectInto(ctx, a, src, q, mint, maxt, ms, 1, &lost, func(sev snapshot.Severity, err error) { a.Problem(sev, src, err) })
 }
 
 // lostSeries counts the series of one source whose samples could not all
@@ -65,12 +65,15 @@ func (l *lostSeries) problem(src string) (snapshot.Problem, bool) {
 		Err: fmt.Errorf("%w: samples of %d series lost, first: %w", ErrBadBlock, l.n, l.first)}, true
 }
 
-// selectInto reads the series of q that match ms into a: those for which
-// keep holds (nil keeps all). Series whose samples could not all be read
-// are counted in lost; problems of the whole selection go to srcProblem,
-// those of single series to a.
+// selectInto reads the series of q that match ms into a. ahead is how
+// many samples a series is expected to have in this source and the
+// sources read after it into a, for one sample in this source (1: none
+// after): a series' column is sized for them once, instead of regrowing
+// at each source. Series whose samples could not all be read are counted
+// in lost; problems of the whole selection go to srcProblem, those of
+// single series to a.
 func selectInto(ctx context.Context, a *snapshot.Columns, src string, q storage.Querier, mint, maxt int64, ms []*labels.Matcher,
-	keep func(labels.Labels) bool, lost *lostSeries, srcProblem func(snapshot.Severity, error),
+	ahead float64, lost *lostSeries, srcProblem func(snapshot.Severity, error),
 ) error {
 	if a.Full() {
 		return nil
@@ -91,16 +94,13 @@ func selectInto(ctx context.Context, a *snapshot.Columns, src string, q storage.
 			}
 		}
 		s := ss.At()
-		if keep != nil && !keep(s.Labels()) {
-			continue
-		}
 		r := a.Series(src, s.Labels())
 		if r == nil {
 			continue
 		}
 		it = s.Iterator(it)
 		before := r.Len()
-		r.Grow(hint)
+		r.Grow(growth(hint, ahead))
 		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
 			switch vt {
 			case chunkenc.ValFloat:
@@ -140,4 +140,16 @@ func selectInto(ctx context.Context, a *snapshot.Columns, src string, q storage.
 		srcProblem(snapshot.SeverityWarning, w)
 	}
 	return nil
+}
+
+// growth is the room to make in a column for hint samples of this source
+// and those expected, ahead of it, in later sources: with a 1/32 margin,
+// since series scraped together differ by a sample or two between blocks
+// and one sample short regrows the column.
+func growth(hint int, ahead float64) int {
+	if ahead <= 1 || hint == 0 {
+		return hint
+	}
+	n := float64(hint) * ahead
+	return int(n+n/32) + 1
 }

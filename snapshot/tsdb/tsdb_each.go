@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunks"
+	"github.com/prometheus/prometheus/tsdb/index"
 
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -22,12 +23,12 @@ import (
 // Evidence; it is the Source.ReadEach of the "tsdb" source (see
 // snapshot.ReadEach, which callers use). Blocks are opened and the head
 // replayed once. A first pass over the index (labels and chunk time
-// ranges, no samples) finds the targets; then, target by target, the
-// series of that target alone are selected from each block and the head
-// (the selection's matchers and the target's own label: pod="X", and
-// exported_pod="" ahead of it), read into a fresh snapshot.Columns,
-// handed to visit and dropped. Memory is the index's and one target's
-// samples.
+// ranges, no samples) finds the targets and records, per block and head,
+// the refs of each target's series (8 bytes a series); then, target by
+// target, exactly those series are read from each block and the head (a
+// Select whose postings are the recorded refs: no matcher is evaluated
+// again), into a fresh snapshot.Columns, handed to visit and dropped.
+// Memory is the index's, the refs' and one target's samples.
 //
 // span is called once, after the first pass and before the first visit,
 // with the earliest and latest sample time (ms) of the chunks selected,
@@ -40,9 +41,10 @@ import (
 // (MaxSeriesPerScrape, MaxLabelBytes); opts.Memory is charged while a
 // target is held and released after its visit; Limits.MaxTotalBytes
 // counts the bytes read over all targets, and when it is exceeded no
-// further target is read. Where Read stops early (a limit reached in the
-// middle of the fleet, a corrupt index that ends a block's series),
-// ReadEach reads target by target and may keep other samples.
+// further target is read. Where Read stops early because a limit is
+// reached in the middle of the fleet, ReadEach reads target by target and
+// may keep other samples; a corrupt series entry ends a block's series at
+// the same series for both (the first pass stops there).
 func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(minT, maxT int64) error, visit func(*snapshot.Target) error) (ev *snapshot.Evidence, err error) {
 	lim := opts.Limits.WithDefaults()
 	if opts.Memory == nil {
@@ -129,16 +131,21 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 		return ev, span(math.MaxInt64, math.MinInt64)
 	}
 
-	// Pass A: which targets, from the labels alone.
+	// Pass A: which targets, from the labels alone, and which series of
+	// each source are theirs.
 	namer := snapshot.NewColumns(dir, opts)
-	targets := map[string][]targetKey{}
+	targets := map[string]bool{}
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, s := range srcs {
-		if err := s.survey(ctx, matchers, func(lset labels.Labels, minT, maxT int64) {
+		if err := s.survey(ctx, matchers, func(ref storage.SeriesRef, lset labels.Labels, minT, maxT int64) {
 			lo, hi = min(lo, minT), max(hi, maxT)
 			name, _ := namer.TargetName(lset)
-			if k := keyOf(lset); !slices.Contains(targets[name], k) {
-				targets[name] = append(targets[name], k)
+			targets[name] = true
+			s.refs[name] = append(s.refs[name], ref)
+			if sp, ok := s.spans[name]; ok {
+				s.spans[name] = [2]int64{min(sp[0], minT), max(sp[1], maxT)}
+			} else {
+				s.spans[name] = [2]int64{minT, maxT}
 			}
 		}); err != nil {
 			return nil, err
@@ -154,7 +161,6 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	sel := selectionMatchers(opts, matchers)
 	progress := func(done int) {
 		if opts.Progress != nil {
 			opts.Progress(snapshot.Progress{Path: dir, What: "tsdb target", Done: done, Total: len(names)})
@@ -172,19 +178,30 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 			break
 		}
 		cols := snapshot.NewColumns(dir, opts)
-		keep := func(lset labels.Labels) bool {
-			if sel.needName && lset.Get(labels.MetricName) == "" {
-				return false
+		// later is the time the target's chunks span in the source read
+		// and those after it, for sizing its columns once.
+		var later float64
+		for _, s := range srcs {
+			if sp, ok := s.spans[name]; ok {
+				later += float64(sp[1] - sp[0] + 1)
 			}
-			n, _ := cols.TargetName(lset)
-			return n == name
 		}
 		for _, s := range srcs {
-			for _, k := range targets[name] {
-				ms := append(slices.Clone(sel.ms), k.matchers()...)
-				if err := selectInto(ctx, cols, s.name, s.q, mint, maxt, ms, keep, &s.lost, s.problem); err != nil {
-					return nil, readErr(dir, err)
-				}
+			refs := s.refs[name]
+			if len(refs) == 0 {
+				continue
+			}
+			sp := s.spans[name]
+			here := float64(sp[1] - sp[0] + 1)
+			ahead := later / here
+			later -= here
+			s.index.refs = refs
+			err := selectInto(ctx, cols, s.name, s.q, mint, maxt, []*labels.Matcher{allSeries}, ahead, &s.lost, s.problem)
+			s.index.refs = nil
+			delete(s.refs, name)
+			delete(s.spans, name)
+			if err != nil {
+				return nil, readErr(dir, err)
 			}
 		}
 		tev := cols.Evidence()
@@ -230,23 +247,88 @@ func nothingRead(dir string, problems []snapshot.Problem) error {
 type eachSource struct {
 	name       string // the block's directory, or dir/wal
 	br         tsdb.BlockReader
-	q          storage.Querier
+	q          storage.Querier // on br, its index seen through index
+	index      *refIndex
 	mint, maxt int64 // the range read, within the source's own
 	closed     bool
 	lost       lostSeries
 	problems   []snapshot.Problem // of the whole source, each once
 	seen       map[string]bool
+	// refs are the series of each target (by name) that pass A found,
+	// in the index's order; a target's are dropped once it is read.
+	refs map[string][]storage.SeriesRef
+	// spans are the earliest and latest time of each target's chunks
+	// (within the range read).
+	spans map[string][2]int64
 }
 
 // openEachSource opens a querier on br for [mint, maxt]; srcMax is the
 // latest sample time br may hold.
 func openEachSource(name string, br tsdb.BlockReader, mint, maxt, srcMax int64) (*eachSource, error) {
-	q, err := tsdb.NewBlockQuerier(br, mint, maxt)
+	rb := &refBlock{BlockReader: br}
+	q, err := tsdb.NewBlockQuerier(rb, mint, maxt)
 	if err != nil {
 		return nil, err
 	}
-	return &eachSource{name: name, br: br, q: q, mint: max(mint, br.Meta().MinTime), maxt: min(maxt, srcMax),
-		lost: lostSeries{byLabels: true}, seen: map[string]bool{}}, nil
+	return &eachSource{name: name, br: br, q: q, index: rb.index, mint: max(mint, br.Meta().MinTime), maxt: min(maxt, srcMax),
+		lost: lostSeries{byLabels: true}, seen: map[string]bool{}, refs: map[string][]storage.SeriesRef{}, spans: map[string][2]int64{}}, nil
+}
+
+// allSeries is the matcher of every series of an index
+// (tsdb.PostingsForMatchers asks the index for its index.AllPostingsKey):
+// through a refIndex, every series of one target.
+var allSeries = &labels.Matcher{Type: labels.MatchEqual, Name: "", Value: ""}
+
+// refBlock is a block or the head whose index is seen through a
+// refIndex: a querier on it selects, with allSeries, exactly the series
+// refs set, and reads them (labels, chunks, tombstones, trimming to the
+// querier's range) as a Select of those series on the block itself.
+type refBlock struct {
+	tsdb.BlockReader
+	index *refIndex
+}
+
+// Index returns the block's index reader seen through a refIndex.
+func (b *refBlock) Index() (tsdb.IndexReader, error) {
+	ir, err := b.BlockReader.Index()
+	if err != nil {
+		return nil, err
+	}
+	b.index = &refIndex{IndexReader: ir}
+	return b.index, nil
+}
+
+// refIndex is an index reader whose postings are restricted to refs:
+// ReadEach sets refs to the series of one target, found by pass A, so
+// that a target's selection costs no matcher and no postings merge.
+type refIndex struct {
+	tsdb.IndexReader
+	refs []storage.SeriesRef // sorted as the index gave them
+}
+
+// Postings returns the postings of name and values among refs; of
+// index.AllPostingsKey, refs themselves.
+func (ix *refIndex) Postings(ctx context.Context, name string, values ...string) (index.Postings, error) {
+	if k, v := index.AllPostingsKey(); name == k && len(values) == 1 && values[0] == v {
+		return index.NewListPostings(ix.refs), nil
+	}
+	p, err := ix.IndexReader.Postings(ctx, name, values...)
+	if err != nil {
+		return nil, err
+	}
+	return index.Intersect(p, index.NewListPostings(ix.refs)), nil
+}
+
+// PostingsForLabelMatching returns the postings of the underlying index
+// among refs.
+func (ix *refIndex) PostingsForLabelMatching(ctx context.Context, name string, match func(string) bool) index.Postings {
+	return index.Intersect(ix.IndexReader.PostingsForLabelMatching(ctx, name, match), index.NewListPostings(ix.refs))
+}
+
+// PostingsForAllLabelValues returns the postings of the underlying index
+// among refs.
+func (ix *refIndex) PostingsForAllLabelValues(ctx context.Context, name string) index.Postings {
+	return index.Intersect(ix.IndexReader.PostingsForAllLabelValues(ctx, name), index.NewListPostings(ix.refs))
 }
 
 // querierProblem is the problem of a source whose querier cannot be
@@ -278,11 +360,11 @@ func (s *eachSource) close() (snapshot.Problem, bool) {
 }
 
 // survey calls fn for every series of the source that matches ms and has
-// a chunk in the range read, with its labels and the time range of those
+// a chunk in the range read, in the index's order, with its ref, labels and the time range of those
 // chunks (within the range read), from the index alone: no sample is
 // decoded. Problems of the index are recorded; only a context error is
 // returned.
-func (s *eachSource) survey(ctx context.Context, ms []*labels.Matcher, fn func(lset labels.Labels, minT, maxT int64)) error {
+func (s *eachSource) survey(ctx context.Context, ms []*labels.Matcher, fn func(ref storage.SeriesRef, lset labels.Labels, minT, maxT int64)) error {
 	ir, err := s.br.Index()
 	if err != nil {
 		s.problem(snapshot.SeverityError, fmt.Errorf("%w: %w", ErrBadBlock, err))
@@ -325,7 +407,7 @@ func (s *eachSource) survey(ctx context.Context, ms []*labels.Matcher, fn func(l
 		if lo > hi {
 			continue // no chunk in the range: the querier skips it too
 		}
-		fn(sb.Labels(), lo, hi)
+		fn(p.At(), sb.Labels(), lo, hi)
 	}
 	if err := p.Err(); err != nil {
 		if cerr := ctx.Err(); cerr != nil {
@@ -334,53 +416,4 @@ func (s *eachSource) survey(ctx context.Context, ms []*labels.Matcher, fn func(l
 		s.problem(snapshot.SeverityError, fmt.Errorf("%w: %w", ErrBadBlock, err))
 	}
 	return nil
-}
-
-// targetLabels are the labels that name a series' target, in the order
-// snapshot.Columns tries them (see Columns.TargetName); a series with
-// none belongs to the target named after the directory.
-var targetLabels = []string{"exported_pod", "pod", "instance", "job"}
-
-// targetKey is the label that names a series' target and its value;
-// label "" for a series with none of targetLabels.
-type targetKey struct{ label, value string }
-
-// keyOf returns the key of the series lset.
-func keyOf(lset labels.Labels) targetKey {
-	for _, l := range targetLabels {
-		if v := lset.Get(l); v != "" {
-			return targetKey{l, v}
-		}
-	}
-	return targetKey{}
-}
-
-// matchers select exactly the series of key k: the labels tried before
-// k's empty (absent), k's equal to its value.
-func (k targetKey) matchers() []*labels.Matcher {
-	ms := make([]*labels.Matcher, 0, len(targetLabels))
-	for _, l := range targetLabels {
-		if l == k.label {
-			return append(ms, labels.MustNewMatcher(labels.MatchEqual, l, k.value))
-		}
-		ms = append(ms, labels.MustNewMatcher(labels.MatchEqual, l, ""))
-	}
-	return ms
-}
-
-// selection is the part of Read's matchers a target's selection keeps.
-type selection struct {
-	ms []*labels.Matcher
-	// needName: Read's only matcher was __name__=~".+" (no Matchers, no
-	// Metrics); a target's selection checks it per series instead, since
-	// as a matcher it merges the postings of every name for each target.
-	needName bool
-}
-
-// selectionMatchers returns the selection of Read's matchers ms.
-func selectionMatchers(opts snapshot.Options, ms []*labels.Matcher) selection {
-	if len(opts.Matchers) == 0 && len(opts.Metrics) == 0 {
-		return selection{needName: true}
-	}
-	return selection{ms: ms}
 }

@@ -223,6 +223,19 @@ func TestReadEachTSDBAsRead(t *testing.T) {
 	tearWAL(t, torn.dir, 400)
 	headOnly := copyTSDBFixture(t, f)
 	require.NoError(t, os.RemoveAll(filepath.Join(headOnly.dir, tsdbBlockDirs(t, headOnly.dir)[0])))
+	// Deleted samples of pod-a, in the block and in the head: tombstones.
+	deleted := copyTSDBFixture(t, f)
+	{
+		db, err := tsdb.Open(deleted.dir, slog.New(slog.DiscardHandler), nil, tsdb.DefaultOptions(), nil)
+		require.NoError(t, err)
+		require.NoError(t, db.Delete(context.Background(), f.ts(100), f.ts(260), labels.MustNewMatcher(labels.MatchEqual, "pod", "pod-a")))
+		require.NoError(t, db.Close())
+		blocks := tsdbBlockDirs(t, deleted.dir)
+		require.Len(t, blocks, 1)
+		fi, err := os.Stat(filepath.Join(deleted.dir, blocks[0], "tombstones"))
+		require.NoError(t, err)
+		require.Greater(t, fi.Size(), int64(9), "the block has tombstones, not only the file's header")
+	}
 	for _, tc := range []struct {
 		name  string
 		dir   string
@@ -233,6 +246,12 @@ func TestReadEachTSDBAsRead(t *testing.T) {
 			assert.NotEmpty(t, ev.ProblemsOf(ErrHeadNotRead))
 		}},
 		{name: "head only", dir: headOnly.dir},
+		{name: "tombstones", dir: deleted.dir, check: func(t *testing.T, ev *snapshot.Evidence) {
+			_, a := countKept(ev.Target("pod-a"))
+			_, b := countKept(ev.Target("pod-b"))
+			assert.Less(t, a, b, "pod-a's samples deleted")
+		}},
+		{name: "tombstones, range", dir: deleted.dir, opts: snapshot.Options{Start: at(90), End: at(300)}},
 		{name: "sandbox inside the evidence", dir: f.dir, opts: snapshot.Options{SandboxDir: filepath.Join(f.dir, "wal")}, check: func(t *testing.T, ev *snapshot.Evidence) {
 			assert.NotEmpty(t, ev.ProblemsOf(ErrHeadNotRead))
 		}},
