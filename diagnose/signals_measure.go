@@ -305,6 +305,22 @@ func (sc *scope) derivedSignals(base, inc evalWindow) []Signal {
 	}
 }
 
+// processStarts is the number of distinct process start times of replica
+// r in the evidence (one per start of the process, 0 without the metric).
+func (sc *scope) processStarts(r int) int {
+	s := sc.replicaGauge(SignalProcessStart, r)
+	if s == nil {
+		return 0
+	}
+	starts := map[float64]bool{}
+	for _, v := range s.V {
+		if !math.IsNaN(v) {
+			starts[v] = true
+		}
+	}
+	return len(starts)
+}
+
 // scopeWarnings are the warnings of one scope: restarts, low counts of the
 // main signal, missing baseline.
 func (sc *scope) scopeWarnings(base, inc evalWindow, rep *Report) []string {
@@ -326,16 +342,12 @@ func (sc *scope) scopeWarnings(base, inc evalWindow, rep *Report) []string {
 				out = append(out, fmt.Sprintf("counter reset: %s restarted inside the %s window; its counts there are lower bounds", rp.t.Name, windowRole(i)))
 			}
 		}
-		if s := sc.replicaGauge(SignalProcessStart, r); s != nil {
-			starts := map[float64]bool{}
-			for _, v := range s.V {
-				if !math.IsNaN(v) {
-					starts[v] = true
-				}
-			}
-			if len(starts) > 1 {
-				out = append(out, fmt.Sprintf("%s: process_start_time_seconds takes %d values: the process restarted", rp.t.Name, len(starts)))
-			}
+		starts := sc.processStarts(r)
+		if sv := sc.set.Survey; sv != nil {
+			starts = sv.starts[rp.t.Name] // over the whole history, not the windows
+		}
+		if starts > 1 {
+			out = append(out, fmt.Sprintf("%s: process_start_time_seconds takes %d values: the process restarted", rp.t.Name, starts))
 		}
 	}
 	if f, ok := rep.Facts[rules.TTFTP95]; ok && f.Missing == "" && float64(f.Count) < sc.set.Thresholds.MinSamples {

@@ -78,8 +78,17 @@ func newLines(grid []snapshot.Window, step time.Duration) *lines {
 // them to the fleet's.
 func (l *lines) add(sc *scope, r int) {
 	fresh := sc.freshIntervals(r, l.grid)
+	// Only the intervals the replica was scraped for are evaluated (the
+	// others cannot be, and the grid of windows given apart spans hours
+	// never read): idx maps the sub-grid back.
+	var idx []int
+	var sub []snapshot.Window
 	for i, ok := range fresh {
 		l.fresh[i] = l.fresh[i] || ok
+		if ok {
+			idx = append(idx, i)
+			sub = append(sub, l.grid[i])
+		}
 	}
 	vals := make([][]float64, len(timelineSpecs))
 	for si, spec := range timelineSpecs {
@@ -97,8 +106,9 @@ func (l *lines) add(sc *scope, r int) {
 		case "p95":
 			m := sc.match(r, spec.id)
 			scale := m.Candidate.ScaleFor(math.NaN())
-			for i, st := range m.Family.HistogramIncreaseSteps(l.grid, sc.selector(m.Family)) {
-				if !fresh[i] || st.Err != nil {
+			for k, st := range m.Family.HistogramIncreaseSteps(sub, sc.selector(m.Family)) {
+				i := idx[k]
+				if st.Err != nil {
 					continue
 				}
 				inc := st.Result
@@ -113,8 +123,9 @@ func (l *lines) add(sc *scope, r int) {
 			if s == nil {
 				continue
 			}
-			for i, st := range s.GaugeSteps(l.grid) {
-				if !fresh[i] || st.Err != nil {
+			for k, st := range s.GaugeSteps(sub) {
+				i := idx[k]
+				if st.Err != nil {
 					continue
 				}
 				g := st.Result
@@ -125,8 +136,9 @@ func (l *lines) add(sc *scope, r int) {
 			}
 		case "rate":
 			m := sc.match(r, spec.id)
-			for i, st := range m.Family.IncreaseSteps(l.grid, sc.selector(m.Family)) {
-				if !fresh[i] || st.Err != nil {
+			for k, st := range m.Family.IncreaseSteps(sub, sc.selector(m.Family)) {
+				i := idx[k]
+				if st.Err != nil {
 					continue
 				}
 				inc := st.Result
@@ -258,6 +270,7 @@ type Surveyor struct {
 	next    int                // index of the next target of a later pass
 	targets []*snapshot.Target // the targets of the first pass, labels and scrapes only
 	res     []TargetResolution // their resolutions
+	starts  map[string]int     // distinct process start times per target
 }
 
 // NewSurveyor returns a Surveyor for a diagnosis under opts. Options that
@@ -296,6 +309,9 @@ func (s *Surveyor) Add(t *snapshot.Target) error {
 	if len(servingReplicas(sc.replicas, s.base)) == 0 {
 		return nil
 	}
+	if s.pass == 0 {
+		s.record(sc)
+	}
 	if !s.planned {
 		st := sc.scrapeStats()
 		if st.maxPerTarget < 3 {
@@ -307,6 +323,15 @@ func (s *Surveyor) Add(t *snapshot.Target) error {
 	}
 	s.lines.add(sc, 0)
 	return nil
+}
+
+// record keeps what the report says of the whole history of target t
+// (sc's one replica) beyond the timelines: its process start times.
+func (s *Surveyor) record(sc *scope) {
+	if s.starts == nil {
+		s.starts = map[string]int{}
+	}
+	s.starts[sc.replicas[0].t.Name] = sc.processStarts(0)
 }
 
 // ErrSurveyGroups is returned by Surveyor.Survey for evidence that
@@ -354,7 +379,7 @@ func (s *Surveyor) Survey() (sv *Survey, again bool, err error) {
 		}
 		tl = s.lines.timelines(sc)
 	}
-	return &Survey{set: s.set, group: groups[0].sel, st: st, tl: tl, targets: s.targets, passes: s.pass + 1}, false, nil
+	return &Survey{set: s.set, group: groups[0].sel, st: st, tl: tl, targets: s.targets, starts: s.starts, passes: s.pass + 1}, false, nil
 }
 
 // stripSamples returns a copy of t with its labels and scrapes and none of
@@ -390,6 +415,7 @@ type Survey struct {
 	st      scrapeStats
 	tl      *timelines
 	targets []*snapshot.Target // labels and scrapes only
+	starts  map[string]int     // distinct process start times per target (see scopeWarnings)
 	passes  int
 }
 
@@ -454,7 +480,8 @@ func (sv *Survey) complete(ev *snapshot.Evidence) *snapshot.Evidence {
 		delete(byName, st.Name)
 		cloned := false
 		for name, f := range st.Families {
-			if t.Families[name] != nil {
+			g := completeFamily(t.Families[name], f)
+			if g == t.Families[name] {
 				continue
 			}
 			if !cloned {
@@ -462,7 +489,7 @@ func (sv *Survey) complete(ev *snapshot.Evidence) *snapshot.Evidence {
 				c.Families = maps.Clone(t.Families)
 				t, cloned = &c, true
 			}
-			t.Families[name] = f
+			t.Families[name] = g
 			changed = true
 		}
 		out.Targets = append(out.Targets, t)
@@ -477,6 +504,56 @@ func (sv *Survey) complete(ev *snapshot.Evidence) *snapshot.Evidence {
 	}
 	slices.SortStableFunc(out.Targets, func(a, b *snapshot.Target) int { return strings.Compare(a.Name, b.Name) })
 	return &out
+}
+
+// completeFamily returns fam with the series the survey's copy of it
+// (whole, labels only) holds and fam lacks, in the survey's order, which
+// is the order of a whole read; fam itself when it lacks none, the
+// survey's copy when fam is nil.
+func completeFamily(fam, whole *snapshot.Family) *snapshot.Family {
+	if fam == nil {
+		return whole
+	}
+	if len(fam.Series) >= len(whole.Series) && len(fam.Histograms) >= len(whole.Histograms) {
+		return fam
+	}
+	out := *fam
+	out.Series = completeSeries(fam.Series, whole.Series, func(s *snapshot.Series) string {
+		return s.Name + "\xff" + s.Labels.String()
+	})
+	out.Histograms = completeSeries(fam.Histograms, whole.Histograms, func(h *snapshot.HistogramSeries) string {
+		return h.Labels.String() + "\xff" + fmt.Sprint(h.Bounds)
+	})
+	return &out
+}
+
+// completeSeries returns the members of whole in order, each replaced by
+// the member of have with the same key where there is one (several with
+// one key, a histogram's layout segments, in their order), then any
+// member of have that whole lacks.
+func completeSeries[S any](have, whole []S, key func(S) string) []S {
+	byKey := make(map[string][]S, len(have))
+	for _, s := range have {
+		byKey[key(s)] = append(byKey[key(s)], s)
+	}
+	out := make([]S, 0, len(whole))
+	for _, w := range whole {
+		k := key(w)
+		if q := byKey[k]; len(q) > 0 {
+			out = append(out, q[0])
+			byKey[k] = q[1:]
+			continue
+		}
+		out = append(out, w)
+	}
+	for _, s := range have {
+		k := key(s)
+		if q := byKey[k]; len(q) > 0 && any(q[0]) == any(s) {
+			out = append(out, s)
+			byKey[k] = q[1:]
+		}
+	}
+	return out
 }
 
 // clone returns a copy of tl whose list can be rewritten.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
@@ -324,12 +323,6 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 	sel := opts.Selection()
 	var sv *diagnose.Survey
 	var problems []snapshot.Problem
-	// The survey holds one target's samples at a time: with so small a
-	// live heap the collector would run at every few megabytes allocated.
-	// Let it wait for more; the memory budget (SetMemoryLimit) still
-	// bounds the heap.
-	gc := debug.SetGCPercent(400)
-	defer debug.SetGCPercent(gc)
 	for sv == nil {
 		ev, err := f.readEach(ctx, e, paths, sel, s.Add)
 		if err != nil {
@@ -360,7 +353,6 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 	if err != nil {
 		return nil, opts, err
 	}
-	debug.SetGCPercent(gc)
 	// The survey read the whole history: what it found wrong outside the
 	// windows belongs in the report too.
 	seen := map[string]bool{}
