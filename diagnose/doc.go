@@ -25,6 +25,19 @@
 //     baseline;
 //   - three or more: the change-point search (see below) splits the
 //     evidence; when it finds no change, the first and second halves.
+//     Either way each window is at most Options.MaxWindow (default 30
+//     minutes) long, next to the split.
+//
+// # Histories read one target at a time
+//
+// The timelines, the scrape statistics and the change point are computed
+// replica by replica, keeping a few numbers per replica and interval. A
+// Surveyor computes them from a history handed over one target at a time
+// (snapshot.ReadEach), so that a TSDB of a week is surveyed in the memory
+// of one target's samples; Survey.ReadRanges then says which windows to
+// read, and Diagnose with Options.Survey set gives the report Diagnose
+// gives for the whole evidence. The command does this for a TSDB
+// directory when no window is given.
 //
 // The change-point search works on per-interval fleet TTFT p95 (the
 // observations made in each interval, buckets merged across replicas) and
