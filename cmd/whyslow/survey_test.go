@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// TestDiagnoseSurveyedTSDB checks the command's path for a history: a TSDB
+// directory without --incident is surveyed target by target and only the
+// chosen windows are read, and the JSON report is the one Diagnose gives
+// for the whole directory read at once; with --max-window 10m the windows
+// leave most of the hour unread.
+func TestDiagnoseSurveyedTSDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates a fleet")
+	}
+	spec, ok := fleetsim.LookupScenario("kv-preemption")
+	require.True(t, ok)
+	cfg := spec.Config
+	cfg.NumPods = 3
+	for i := range cfg.Workload.Phases {
+		cfg.Workload.Phases[i].Rate *= 3.0 / 8
+	}
+	fleet, err := fleetsim.Run(cfg)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+	require.True(t, snapshot.Streams([]string{dir}))
+
+	for _, tc := range []struct {
+		flag string
+		opts diagnose.Options
+	}{
+		{"30m0s", diagnose.Options{}},
+		{"10m", diagnose.Options{MaxWindow: 10 * time.Minute}},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			code, out, stderr := whyslow(t, "", "diagnose", "--format", "json", "--max-window", tc.flag, dir)
+			require.Equal(t, 0, code, stderr)
+			ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{SandboxDir: t.TempDir()})
+			require.NoError(t, err)
+			rep, err := diagnose.Diagnose(ev, tc.opts)
+			require.NoError(t, err)
+			var want, got any
+			var buf bytes.Buffer
+			require.NoError(t, rep.WriteJSON(&buf))
+			require.NoError(t, json.Unmarshal([]byte(flagHints.Replace(buf.String())), &want))
+			require.NoError(t, json.Unmarshal([]byte(out), &got))
+			assert.Equal(t, want, got)
+			assert.Equal(t, string(spec.Expect), got.(map[string]any)["verdict"])
+		})
+	}
+}
