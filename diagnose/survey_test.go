@@ -1,6 +1,7 @@
 package diagnose_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -50,10 +51,7 @@ func lateStart(tg *snapshot.Target, cut time.Time) *snapshot.Target {
 		g.Series = nil
 		for _, s := range f.Series {
 			c := *s
-			i := 0
-			for i < len(c.T) && c.T[i] < ms {
-				i++
-			}
+			i, _ := slices.BinarySearch(c.T, ms)
 			c.T, c.V = c.T[i:], c.V[i:]
 			if c.StartT != nil {
 				c.StartT = c.StartT[i:]
@@ -63,10 +61,7 @@ func lateStart(tg *snapshot.Target, cut time.Time) *snapshot.Target {
 		g.Histograms = nil
 		for _, h := range f.Histograms {
 			c := *h
-			i := 0
-			for i < len(c.T) && c.T[i] < ms {
-				i++
-			}
+			i, _ := slices.BinarySearch(c.T, ms)
 			n := len(c.Bounds)
 			c.T, c.Counts, c.Sum, c.Count = c.T[i:], c.Counts[i*n:], c.Sum[i:], c.Count[i:]
 			g.Histograms = append(g.Histograms, &c)

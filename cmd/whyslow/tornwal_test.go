@@ -14,24 +14,35 @@ import (
 	"github.com/whyslow/whyslow/internal/fleetsim"
 )
 
-// A fleetsim TSDB whose head (the last 40 minutes) is in the WAL, and a
-// copy of it whose last WAL segment is cut inside its last record, as a
-// crash leaves it: a diagnosis whose windows meet the lost records is
-// partial; one whose windows end before them is not.
-func TestDiagnoseTornWALPartial(t *testing.T) {
+// smallFleet runs scenario on three of its eight pods (their share of the
+// traffic), scraped every scrape (the scenario's interval when zero), and
+// returns it with the scenario's expected verdict. It skips under -short.
+func smallFleet(t *testing.T, scenario string, scrape time.Duration) (*fleetsim.Fleet, string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("simulates a fleet")
 	}
-	spec, ok := fleetsim.LookupScenario("kv-preemption")
+	spec, ok := fleetsim.LookupScenario(scenario)
 	require.True(t, ok)
 	cfg := spec.Config
 	cfg.NumPods = 3
 	for i := range cfg.Workload.Phases {
 		cfg.Workload.Phases[i].Rate *= 3.0 / 8
 	}
-	cfg.ScrapeInterval = 30 * time.Second
+	if scrape > 0 {
+		cfg.ScrapeInterval = scrape
+	}
 	fleet, err := fleetsim.Run(cfg)
 	require.NoError(t, err)
+	return fleet, spec.Expect
+}
+
+// A fleetsim TSDB whose head (the last 40 minutes) is in the WAL, and a
+// copy of it whose last WAL segment is cut inside its last record, as a
+// crash leaves it: a diagnosis whose windows meet the lost records is
+// partial; one whose windows end before them is not.
+func TestDiagnoseTornWALPartial(t *testing.T) {
+	fleet, _ := smallFleet(t, "kv-preemption", 30*time.Second)
 	intact := filepath.Join(t.TempDir(), "tsdb")
 	require.NoError(t, fleet.WriteTSDB(intact, fleetsim.TSDBOptions{HeadSpan: 40 * time.Minute}))
 
@@ -94,7 +105,7 @@ func TestDiagnoseTornWALPartial(t *testing.T) {
 
 	// Windows before the head (the last 40 minutes), long before the
 	// tear, read nothing it lost.
-	start := cfg.Start
+	start := fleet.Config.Start
 	if start.IsZero() {
 		start = fleetsim.DefaultStart
 	}

@@ -90,21 +90,9 @@ func init() {
 // opts.Limits.MaxMemory (an error wrapping a *snapshot.LimitError), or
 // when ctx is done.
 func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.Evidence, err error) {
-	lim := opts.Limits.WithDefaults()
-	if opts.Memory == nil {
-		opts.Memory = snapshot.NewMemoryBudget(lim.MaxMemory)
-	}
-	mint, maxt, err := readRange(dir, opts)
+	lim, mint, maxt, layout, matchers, err := prepareRead(dir, &opts)
 	if err != nil {
 		return nil, err
-	}
-	layout, err := scanTSDBDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	matchers, err := tsdbMatchers(opts)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: tsdb %s: %w", dir, err)
 	}
 
 	acc := snapshot.NewColumns(dir, opts)
@@ -198,6 +186,26 @@ func readRange(dir string, opts snapshot.Options) (mint, maxt int64, err error) 
 
 // readErr wraps an error of readSource: a context error as is, the
 // memory budget's with the directory.
+// prepareRead is the start of Read and ReadEach: the limits (and a
+// memory budget in opts when it has none), the time range in ms, the
+// directory's layout and the selection's matchers.
+func prepareRead(dir string, opts *snapshot.Options) (lim snapshot.Limits, mint, maxt int64, layout *tsdbLayout, matchers []*labels.Matcher, err error) {
+	lim = opts.Limits.WithDefaults()
+	if opts.Memory == nil {
+		opts.Memory = snapshot.NewMemoryBudget(lim.MaxMemory)
+	}
+	if mint, maxt, err = readRange(dir, *opts); err != nil {
+		return lim, 0, 0, nil, nil, err
+	}
+	if layout, err = scanTSDBDir(dir); err != nil {
+		return lim, 0, 0, nil, nil, err
+	}
+	if matchers, err = tsdbMatchers(*opts); err != nil {
+		return lim, 0, 0, nil, nil, fmt.Errorf("snapshot: tsdb %s: %w", dir, err)
+	}
+	return lim, mint, maxt, layout, matchers, nil
+}
+
 func readErr(dir string, err error) error {
 	if errors.Is(err, snapshot.ErrLimit) {
 		return fmt.Errorf("snapshot: tsdb %s: %w", dir, err)

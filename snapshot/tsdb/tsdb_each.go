@@ -46,21 +46,9 @@ import (
 // may keep other samples; a corrupt series entry ends a block's series at
 // the same series for both (the first pass stops there).
 func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(minT, maxT int64) error, visit func(*snapshot.Target) error) (ev *snapshot.Evidence, err error) {
-	lim := opts.Limits.WithDefaults()
-	if opts.Memory == nil {
-		opts.Memory = snapshot.NewMemoryBudget(lim.MaxMemory)
-	}
-	mint, maxt, err := readRange(dir, opts)
+	lim, mint, maxt, layout, matchers, err := prepareRead(dir, &opts)
 	if err != nil {
 		return nil, err
-	}
-	layout, err := scanTSDBDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	matchers, err := tsdbMatchers(opts)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: tsdb %s: %w", dir, err)
 	}
 
 	var problems []snapshot.Problem
