@@ -268,9 +268,12 @@ type Surveyor struct {
 	missed  bool // a serving target was added before the grid was fixed
 	pass    int
 	next    int                // index of the next target of a later pass
-	targets []*snapshot.Target // the targets of the first pass, labels and scrapes only
+	targets []*snapshot.Target // the targets of the first pass, labels only
 	res     []TargetResolution // their resolutions
 	starts  map[string]int     // distinct process start times per target
+	// vllm and companions accumulate the scrape statistics of the
+	// serving targets (scope.scrapeStats), target by target.
+	vllm, companions scrapeAcc
 }
 
 // NewSurveyor returns a Surveyor for a diagnosis under opts. Options that
@@ -292,7 +295,7 @@ func NewSurveyor(opts Options) (*Surveyor, error) {
 }
 
 // Add adds the next target. The Surveyor keeps its labels and scrape
-// times, not its samples.
+// times (8 bytes a scrape), not its samples.
 func (s *Surveyor) Add(t *snapshot.Target) error {
 	if s.pass > 0 {
 		if s.next >= len(s.targets) || s.targets[s.next].Name != t.Name {
@@ -311,6 +314,11 @@ func (s *Surveyor) Add(t *snapshot.Target) error {
 	}
 	if s.pass == 0 {
 		s.record(sc)
+		if isCompanion(&tr) {
+			s.companions.add(t.Scrapes)
+		} else {
+			s.vllm.add(t.Scrapes)
+		}
 	}
 	if !s.planned {
 		st := sc.scrapeStats()
@@ -361,7 +369,7 @@ func (s *Surveyor) Survey() (sv *Survey, again bool, err error) {
 		return nil, false, fmt.Errorf("%w: %d groups by %s", ErrSurveyGroups, len(groups), by)
 	}
 	sc := newScope(s.set, groups[0].sel, groups[0].reps)
-	st := sc.scrapeStats()
+	st := pickScrapes(&s.vllm, &s.companions)
 	if len(st.times) == 0 {
 		return nil, false, fmt.Errorf("diagnose: %s: no scrape", groupName(sc.group))
 	}
@@ -382,10 +390,11 @@ func (s *Surveyor) Survey() (sv *Survey, again bool, err error) {
 	return &Survey{set: s.set, group: groups[0].sel, st: st, tl: tl, targets: s.targets, starts: s.starts, passes: s.pass + 1}, false, nil
 }
 
-// stripSamples returns a copy of t with its labels and scrapes and none of
-// its samples.
+// stripSamples returns a copy of t with its labels and none of its
+// samples or scrapes (the Surveyor keeps the scrape times apart, 8 bytes
+// each).
 func stripSamples(t *snapshot.Target) *snapshot.Target {
-	out := &snapshot.Target{Name: t.Name, NameFrom: t.NameFrom, Scrapes: t.Scrapes, Families: make(map[string]*snapshot.Family, len(t.Families))}
+	out := &snapshot.Target{Name: t.Name, NameFrom: t.NameFrom, Families: make(map[string]*snapshot.Family, len(t.Families))}
 	for name, f := range t.Families {
 		g := *f
 		g.Series = make([]*snapshot.Series, len(f.Series))
@@ -414,7 +423,7 @@ type Survey struct {
 	group   map[string]string
 	st      scrapeStats
 	tl      *timelines
-	targets []*snapshot.Target // labels and scrapes only
+	targets []*snapshot.Target // labels only
 	starts  map[string]int     // distinct process start times per target (see scopeWarnings)
 	passes  int
 }

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -37,46 +38,91 @@ type scrapeStats struct {
 	// an edge sample on every replica scraped twice.
 	firstEach, lastEach time.Time
 	interval            time.Duration // median scrape interval; 0 when unknown
-	times               []time.Time   // every scrape instant, sorted
+	times               []int64       // every scrape instant (Unix ns), sorted
 }
 
 func (sc *scope) scrapeStats() scrapeStats {
-	var st scrapeStats
-	var gaps []time.Duration
 	// The scrapes are those of vLLM targets (report.WindowInfo.Scrapes):
 	// a companion exporter's (DCGM, node) are not the fleet's, unless
 	// the scope holds nothing else.
-	vllm := slices.ContainsFunc(sc.replicas, func(r replica) bool { return len(r.t.Scrapes) > 0 && !isCompanion(r.res) })
+	var vllm, companions scrapeAcc
 	for _, r := range sc.replicas {
-		sc := r.t.Scrapes
-		if len(sc) == 0 || (vllm && isCompanion(r.res)) {
-			continue
-		}
-		st.maxPerTarget = max(st.maxPerTarget, len(sc))
-		f, l := sc[0].Time, sc[len(sc)-1].Time
-		if st.first.IsZero() || f.Before(st.first) {
-			st.first = f
-		}
-		if l.After(st.last) {
-			st.last = l
-		}
-		if f.After(st.firstEach) {
-			st.firstEach = f
-		}
-		if l.After(st.lastEach) {
-			st.lastEach = l
-		}
-		for i, s := range sc {
-			st.times = append(st.times, s.Time)
-			if i > 0 {
-				gaps = append(gaps, s.Time.Sub(sc[i-1].Time))
-			}
+		if isCompanion(r.res) {
+			companions.add(r.t.Scrapes)
+		} else {
+			vllm.add(r.t.Scrapes)
 		}
 	}
-	slices.SortFunc(st.times, func(a, b time.Time) int { return a.Compare(b) })
-	if len(gaps) > 0 {
-		slices.Sort(gaps)
-		st.interval = gaps[len(gaps)/2]
+	return pickScrapes(&vllm, &companions)
+}
+
+// pickScrapes returns the statistics of the vLLM targets' scrapes, or of
+// the companions' when no vLLM target was scraped.
+func pickScrapes(vllm, companions *scrapeAcc) scrapeStats {
+	if len(vllm.st.times) > 0 {
+		return vllm.stats()
+	}
+	return companions.stats()
+}
+
+// scrapeAcc accumulates scrapeStats target by target (a Surveyor sees
+// one target at a time), keeping the scrape instants and a count of each
+// gap between consecutive scrapes of a target, from which the median
+// interval is exact.
+type scrapeAcc struct {
+	st   scrapeStats
+	gaps map[time.Duration]int
+	n    int // gaps counted
+}
+
+// add adds the scrapes of one target.
+func (a *scrapeAcc) add(scrapes []snapshot.Scrape) {
+	if len(scrapes) == 0 {
+		return
+	}
+	st := &a.st
+	st.maxPerTarget = max(st.maxPerTarget, len(scrapes))
+	f, l := scrapes[0].Time, scrapes[len(scrapes)-1].Time
+	if st.first.IsZero() || f.Before(st.first) {
+		st.first = f
+	}
+	if l.After(st.last) {
+		st.last = l
+	}
+	if f.After(st.firstEach) {
+		st.firstEach = f
+	}
+	if l.After(st.lastEach) {
+		st.lastEach = l
+	}
+	if a.gaps == nil {
+		a.gaps = map[time.Duration]int{}
+	}
+	for i, s := range scrapes {
+		st.times = append(st.times, s.Time.UnixNano())
+		if i > 0 {
+			a.gaps[s.Time.Sub(scrapes[i-1].Time)]++
+			a.n++
+		}
+	}
+}
+
+// stats returns the statistics of the scrapes added.
+func (a *scrapeAcc) stats() scrapeStats {
+	st := a.st
+	st.times = slices.Clone(a.st.times)
+	slices.Sort(st.times)
+	if a.n > 0 {
+		// The median gap: the one at index n/2 of all gaps sorted.
+		gs := slices.Sorted(maps.Keys(a.gaps))
+		k := a.n / 2
+		for _, g := range gs {
+			if k < a.gaps[g] {
+				st.interval = g
+				break
+			}
+			k -= a.gaps[g]
+		}
 	}
 	return st
 }
@@ -84,13 +130,18 @@ func (sc *scope) scrapeStats() scrapeStats {
 // count returns the number of scrape instants (over all replicas) in
 // [start, end].
 func (st scrapeStats) count(start, end time.Time) int {
-	n := 0
-	for _, t := range st.times {
-		if (start.IsZero() || !t.Before(start)) && !t.After(end) {
-			n++
-		}
+	if end.IsZero() {
+		return 0
 	}
-	return n
+	lo := 0
+	if !start.IsZero() {
+		lo, _ = slices.BinarySearch(st.times, start.UnixNano())
+	}
+	hi, found := slices.BinarySearch(st.times, end.UnixNano())
+	for found && hi < len(st.times) && st.times[hi] == end.UnixNano() {
+		hi++
+	}
+	return max(0, hi-lo)
 }
 
 func (st scrapeStats) window(w snapshot.Window, from string) evalWindow {
