@@ -247,8 +247,7 @@ func (l *lines) timelines(sc *scope) *timelines {
 // A Surveyor builds the Survey of evidence read one target at a time
 // (snapshot.ReadEach), so that a diagnosis of a long history holds one
 // target's samples at once instead of the fleet's: memory grows with
-// replicas x intervals, not with samples, and stays flat when the
-// history doubles.
+// replicas x intervals (and 8 bytes a scrape), not with samples.
 //
 // Add the targets in the evidence's order (by name), then call Survey.
 // The timeline grid depends on the fleet's first and last scrape, known

@@ -1,0 +1,88 @@
+package diagnose_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/snapshot"
+	_ "github.com/whyslow/whyslow/snapshot/tsdb" // ReadEach streams TSDB directories
+)
+
+// A long history is diagnosed in two reads, neither of which holds it
+// whole: a survey of the TSDB one target at a time, then a read of only
+// the windows the survey chose. The report is the one Diagnose gives for
+// the whole evidence.
+func ExampleSurveyor() {
+	// Three pods of the KV-cache scenario, with their share of its traffic.
+	spec, _ := fleetsim.LookupScenario("kv-preemption")
+	cfg := spec.Config
+	cfg.NumPods = 3
+	for i := range cfg.Workload.Phases {
+		cfg.Workload.Phases[i].Rate *= 3.0 / 8
+	}
+	fleet, err := fleetsim.Run(cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "whyslow-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: -1}); err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	opts := diagnose.Options{MaxWindow: 10 * time.Minute}
+	sel := opts.Selection()
+
+	// The survey: every target's samples are visited once and dropped.
+	s, err := diagnose.NewSurveyor(opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var sv *diagnose.Survey
+	for sv == nil {
+		if _, err := snapshot.ReadEach(ctx, []string{dir}, sel, s.Add); err != nil {
+			log.Fatal(err)
+		}
+		var again bool // a replica started in another minute than the first one read
+		if sv, again, err = s.Survey(); err != nil {
+			log.Fatal(err)
+		} else if again {
+			sv = nil
+		}
+	}
+	base, inc := sv.Windows()
+	fmt.Println("baseline", base.Start.Format(time.TimeOnly), "to", base.End.Format(time.TimeOnly))
+	fmt.Println("incident", inc.Start.Format(time.TimeOnly), "to", inc.End.Format(time.TimeOnly))
+
+	// Only the windows (widened by the lookback) are read for the report.
+	var evs []*snapshot.Evidence
+	for _, r := range sv.ReadRanges() {
+		o := sel
+		o.Start, o.End = r.Start, r.End
+		ev, err := snapshot.Read(ctx, []string{dir}, o)
+		if err != nil {
+			log.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	opts.Survey = sv
+	rep, err := diagnose.Diagnose(snapshot.MergeRanges(evs...), opts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("verdict:", rep.Verdict)
+	fmt.Println("timeline points:", len(rep.Timelines[0].Points))
+	// Output:
+	// baseline 10:20:00 to 10:30:00
+	// incident 10:30:00 to 10:40:00
+	// verdict: kv-preemption
+	// timeline points: 60
+}
