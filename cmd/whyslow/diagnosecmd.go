@@ -325,6 +325,12 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 	var problems []snapshot.Problem
 	for sv == nil {
 		ev, err := f.readEach(ctx, e, paths, sel, s.Add)
+		if errors.Is(err, errMatchedNothing) {
+			// The selection matched nothing: the whole read says why
+			// (where the evidence lies, what it holds).
+			ev, err := f.readRanges(ctx, e, paths, sel, nil)
+			return ev, opts, err
+		}
 		if err != nil {
 			return nil, opts, err
 		}
@@ -381,6 +387,11 @@ func (f *diagnoseFlags) readCollected(ctx context.Context, e *env, paths []strin
 		targets = append(targets, t)
 		return nil
 	})
+	if errors.Is(err, errMatchedNothing) {
+		// The selection matched nothing: readEvidence reads the rest to
+		// say why (the window outside the scrapes, the metrics present).
+		return f.readEvidence(ctx, e, paths, sel)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -99,6 +99,11 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 	return f.readEach(ctx, e, paths, opts, nil)
 }
 
+// errMatchedNothing is readEach's error, with a visitor, when the
+// selection matched nothing: the caller reads whole with readEvidence,
+// which says why.
+var errMatchedNothing = fmt.Errorf("the selection matched nothing: %w", snapshot.ErrEmpty)
+
 // readEach is readEvidence, handing the targets to visit one at a time
 // when visit is not nil (snapshot.ReadEach; the Evidence returned then
 // holds no target).
@@ -174,7 +179,15 @@ func (f *inputFlags) readEach(ctx context.Context, e *env, paths []string, opts 
 	} else {
 		ev, err = snapshot.Read(ctx, paths, opts)
 	}
-	if err != nil && visit == nil && ctx.Err() == nil && errors.Is(err, snapshot.ErrEmpty) && stdin == 0 && selects(opts) {
+	if err != nil && visit != nil && ctx.Err() == nil && errors.Is(err, snapshot.ErrEmpty) && stdin == 0 && selects(opts) {
+		// Streamed: the targets are gone. The caller reads again whole,
+		// through the branch below, to say why.
+		if bar != nil {
+			bar.finish()
+		}
+		return nil, errMatchedNothing
+	}
+	if err != nil && ctx.Err() == nil && errors.Is(err, snapshot.ErrEmpty) && stdin == 0 && selects(opts) {
 		// The question's selection matched nothing. Read what lies outside
 		// it, so that the command can say where the evidence lies (the
 		// window outside the scrapes) or what it holds (the histograms

@@ -50,3 +50,27 @@ func TestDiagnoseSurveyedTSDB(t *testing.T) {
 		})
 	}
 }
+
+// TestDiagnoseTSDBSaysWhyNothingMatched checks that the streamed reads
+// of a TSDB (the survey, the windows read target by target) still say why
+// a question matched nothing, as a whole read does: windows outside the
+// evidence, a --match that selects no series.
+func TestDiagnoseTSDBSaysWhyNothingMatched(t *testing.T) {
+	fleet, _ := smallFleet(t, "healthy", 0)
+	dir := t.TempDir()
+	require.NoError(t, fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--baseline", "2030-01-01T00:00:00Z/2030-01-01T01:00:00Z", "--incident", "2030-01-01T01:00:00Z/2030-01-01T02:00:00Z"},
+			[]string{"matched nothing; read the rest of the evidence to say why", "--baseline 2030-01-01T00:00:00Z–2030-01-01T01:00:00Z lies outside the evidence"}},
+		{[]string{"--match", `{pod="nope"}`}, []string{`no data matching --match {pod="nope"}`}},
+	} {
+		code, _, stderr := whyslow(t, "", append(append([]string{"diagnose"}, tc.args...), dir)...)
+		assert.Equal(t, 1, code, stderr)
+		for _, w := range tc.want {
+			assert.Contains(t, stderr, w)
+		}
+	}
+}
