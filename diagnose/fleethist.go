@@ -8,10 +8,11 @@ import (
 )
 
 // The one path by which a fleet histogram is built, used by Diagnose (the
-// scope's replicaHist and fleetHist), FleetQuantiles and
-// FleetQuantilesBy: per replica, the increase over the window of the
-// family the catalog resolved, with counter resets handled, the engines of
-// the pod merged and the catalog's unit scale applied (replicaHistogram);
+// scope's replicaHist and fleetHist, and the timelines' intervals),
+// FleetQuantiles and FleetQuantilesBy: per replica, the increase over the
+// window of the family the catalog resolved, with counter resets handled,
+// the engines of the pod merged and the catalog's unit scale applied
+// (replicaHistogram, or replicaHistogramSteps over a grid of windows);
 // then the exact merge of the replicas' increases on their shared bounds
 // (mergeFleet). Quantiles are taken after the merge, never averaged.
 
@@ -24,6 +25,20 @@ func replicaHistogram(fam *snapshot.Family, scale float64, w snapshot.Window, ma
 		inc.Histogram = scaleBounds(inc.Histogram, scale)
 	}
 	return inc, err
+}
+
+// replicaHistogramSteps is replicaHistogram over every window of grid, in
+// one pass over the samples (snapshot.Family.HistogramIncreaseSteps).
+func replicaHistogramSteps(fam *snapshot.Family, scale float64, grid []snapshot.Window, match map[string]string) []snapshot.Step[snapshot.HistogramIncrease] {
+	steps := fam.HistogramIncreaseSteps(grid, match)
+	if scale != 1 {
+		for i := range steps {
+			if steps[i].Err == nil {
+				steps[i].Result.Histogram = scaleBounds(steps[i].Result.Histogram, scale)
+			}
+		}
+	}
+	return steps
 }
 
 // mergeFleet merges the replicas' increases (snapshot.MergeHistogramIncreases:

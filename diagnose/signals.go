@@ -154,15 +154,6 @@ func (sc *scope) replicaHist(id SignalID, r int, w snapshot.Window) histResult {
 	if res, ok := sc.histCache[key]; ok {
 		return res
 	}
-	res := sc.computeReplicaHist(id, r, w)
-	sc.histCache[key] = res
-	return res
-}
-
-// computeReplicaHist is replicaHist without the cache, for the
-// timelines' intervals, each read once: caching them would hold every
-// replica's buckets for every interval.
-func (sc *scope) computeReplicaHist(id SignalID, r int, w snapshot.Window) histResult {
 	var res histResult
 	m := sc.match(r, id)
 	if !m.Found() {
@@ -171,7 +162,19 @@ func (sc *scope) computeReplicaHist(id SignalID, r int, w snapshot.Window) histR
 		res.metric = m.Metric
 		res.inc, res.err = replicaHistogram(m.Family, m.Candidate.ScaleFor(math.NaN()), w, sc.selector(m.Family))
 	}
+	sc.histCache[key] = res
 	return res
+}
+
+// replicaHistSteps is replicaHist over every window of grid, uncached (the
+// timelines read each interval once: caching them would hold every
+// replica's buckets for every interval); nil when r lacks signal id.
+func (sc *scope) replicaHistSteps(id SignalID, r int, grid []snapshot.Window) []snapshot.Step[snapshot.HistogramIncrease] {
+	m := sc.match(r, id)
+	if !m.Found() {
+		return nil
+	}
+	return replicaHistogramSteps(m.Family, m.Candidate.ScaleFor(math.NaN()), grid, sc.selector(m.Family))
 }
 
 // fleetHist merges the increases of every replica that carries signal id
@@ -182,20 +185,12 @@ func (sc *scope) fleetHist(id SignalID, w snapshot.Window) (inc snapshot.Histogr
 	if res, ok := sc.histCache[key]; ok {
 		return res.inc, res.err, nil
 	}
-	inc, err, skipped = sc.mergeReplicas(id, w, sc.replicaHist)
-	sc.histCache[key] = histResult{inc: inc, err: err}
-	return inc, err, skipped
-}
-
-// mergeReplicas merges, over w, the increases replica returns for every
-// replica that carries signal id.
-func (sc *scope) mergeReplicas(id SignalID, w snapshot.Window, replica func(SignalID, int, snapshot.Window) histResult) (inc snapshot.HistogramIncrease, err error, skipped []string) {
 	var incs []snapshot.HistogramIncrease
 	for r := range sc.replicas {
 		if !sc.match(r, id).Found() {
 			continue
 		}
-		res := replica(id, r, w)
+		res := sc.replicaHist(id, r, w)
 		if res.err != nil {
 			skipped = append(skipped, sc.replicas[r].t.Name)
 			continue
@@ -207,6 +202,7 @@ func (sc *scope) mergeReplicas(id SignalID, w snapshot.Window, replica func(Sign
 	} else {
 		inc, err = mergeFleet(incs)
 	}
+	sc.histCache[key] = histResult{inc: inc, err: err}
 	return inc, err, skipped
 }
 

@@ -104,19 +104,13 @@ func (l *lines) add(sc *scope, r int) {
 		vals[si] = v
 		switch spec.stat {
 		case "p95":
-			m := sc.match(r, spec.id)
-			scale := m.Candidate.ScaleFor(math.NaN())
-			for k, st := range m.Family.HistogramIncreaseSteps(sub, sc.selector(m.Family)) {
+			for k, st := range sc.replicaHistSteps(spec.id, r, sub) {
 				i := idx[k]
 				if st.Err != nil {
 					continue
 				}
-				inc := st.Result
-				if scale != 1 {
-					inc.Histogram = scaleBounds(inc.Histogram, scale)
-				}
-				v[2*i], v[2*i+1] = histP95(inc)
-				f.mergeHist(i, inc)
+				v[2*i], v[2*i+1] = histP95(st.Result)
+				f.mergeHist(i, st.Result)
 			}
 		case "mean":
 			s := sc.replicaGauge(spec.id, r)
@@ -156,21 +150,17 @@ func (l *lines) add(sc *scope, r int) {
 	l.replicas[sc.replicas[r].t.Name] = vals
 }
 
-// mergeHist adds a replica's increase to interval i.
+// mergeHist adds a replica's increase to interval i (mergeFleet, the
+// merge of fleetHist, folded replica by replica).
 func (f *fleetLine) mergeHist(i int, inc snapshot.HistogramIncrease) {
 	if f.bad[i] {
 		return
 	}
-	if f.hist[i] == nil {
-		m, err := snapshot.MergeHistogramIncreases(inc)
-		if err != nil {
-			f.bad[i] = true
-			return
-		}
-		f.hist[i] = &m
-		return
+	incs := []snapshot.HistogramIncrease{inc}
+	if f.hist[i] != nil {
+		incs = []snapshot.HistogramIncrease{*f.hist[i], inc}
 	}
-	m, err := snapshot.MergeHistogramIncreases(*f.hist[i], inc)
+	m, err := mergeFleet(incs)
 	if err != nil {
 		f.bad[i] = true
 		f.hist[i] = nil

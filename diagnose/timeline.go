@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"math"
-	"slices"
 	"sort"
 	"time"
 
@@ -125,30 +124,22 @@ func (sc *scope) addReplicas(tl *timelines, replicas []int) {
 	tl.list = list
 }
 
-// freshIntervals reports, for each window of grid, whether replica r (any
-// replica, for r < 0) was scraped in the snapshot.Lookback before the
-// window's end. Where it was not, no sample of its series stands for the
-// end and every increase and gauge over the window is not evaluable (the
-// edge rule of snapshot's windows), so the point is NaN without
-// computing it: the grid of windows given apart (--baseline, --incident)
-// spans hours that were never read.
+// freshIntervals reports, for each window of grid, whether replica r was
+// scraped in the snapshot.Lookback before the window's end. Where it was
+// not, no sample of its series stands for the end and every increase and
+// gauge over the window is not evaluable (the edge rule of snapshot's
+// windows), so the point is NaN without computing it: the grid of
+// windows given apart (--baseline, --incident) spans hours that were
+// never read. The fleet is fresh where any replica is (lines.add).
 func (sc *scope) freshIntervals(r int, grid []snapshot.Window) []bool {
-	var times []int64
-	for i, rp := range sc.replicas {
-		if r >= 0 && i != r {
-			continue
-		}
-		for _, s := range rp.t.Scrapes {
-			times = append(times, s.Time.UnixMilli())
-		}
-	}
-	slices.Sort(times)
+	scrapes := sc.replicas[r].t.Scrapes // ascending
+	lookback := snapshot.Lookback.Milliseconds()
 	out := make([]bool, len(grid))
 	for i, w := range grid {
 		end := w.End.UnixMilli()
 		// The last scrape at or before end, if any, within the lookback.
-		k := sort.Search(len(times), func(j int) bool { return times[j] > end }) - 1
-		out[i] = k >= 0 && times[k] > end-snapshot.Lookback.Milliseconds()
+		k := sort.Search(len(scrapes), func(j int) bool { return scrapes[j].Time.UnixMilli() > end }) - 1
+		out[i] = k >= 0 && scrapes[k].Time.UnixMilli() > end-lookback
 	}
 	return out
 }

@@ -163,16 +163,7 @@ func readEachSource(ctx context.Context, path string, src *Source, opts Options,
 	}
 	ev.Problems = append(append(append(ev.Problems, r.built...), r.outliers...), r.checked...)
 	if !r.usable {
-		var errs []error
-		for _, p := range ev.Problems {
-			if p.Severity == SeverityError {
-				errs = append(errs, p)
-			}
-		}
-		if len(errs) == 0 {
-			errs = append(errs, ErrEmpty)
-		}
-		return ev, fmt.Errorf("snapshot: nothing usable read: %w", errors.Join(errs...))
+		return ev, nothingUsable(ev.Problems)
 	}
 	return ev, nil
 }

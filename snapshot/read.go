@@ -88,18 +88,24 @@ func Read(ctx context.Context, paths []string, opts Options) (*Evidence, error) 
 	}
 	e := b.Evidence()
 	if !e.usable() {
-		var errs []error
-		for _, p := range e.Problems {
-			if p.Severity == SeverityError {
-				errs = append(errs, p)
-			}
-		}
-		if len(errs) == 0 {
-			errs = append(errs, ErrEmpty)
-		}
-		return e, fmt.Errorf("snapshot: nothing usable read: %w", errors.Join(errs...))
+		return e, nothingUsable(e.Problems)
 	}
 	return e, nil
+}
+
+// nothingUsable is the error of a read that kept no sample: the errors
+// among problems, or ErrEmpty when there are none.
+func nothingUsable(problems []Problem) error {
+	var errs []error
+	for _, p := range problems {
+		if p.Severity == SeverityError {
+			errs = append(errs, p)
+		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, ErrEmpty)
+	}
+	return fmt.Errorf("snapshot: nothing usable read: %w", errors.Join(errs...))
 }
 
 // usable reports whether e holds at least one sample.

@@ -328,7 +328,7 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 		if errors.Is(err, errMatchedNothing) {
 			// The selection matched nothing: the whole read says why
 			// (where the evidence lies, what it holds).
-			ev, err := f.readRanges(ctx, e, paths, sel, nil)
+			ev, err := f.readEvidence(ctx, e, paths, sel)
 			return ev, opts, err
 		}
 		if err != nil {

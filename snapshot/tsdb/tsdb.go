@@ -101,15 +101,8 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 
 	blocks, bprobs := openTSDBBlocks(layout, mint, maxt)
 	problems = append(problems, bprobs...)
-	defer func() {
-		for _, b := range blocks {
-			err = errors.Join(err, b.block.Close())
-		}
-	}()
-	maxBlockTime := int64(math.MinInt64)
-	for _, b := range blocks {
-		maxBlockTime = max(maxBlockTime, b.block.MaxTime())
-	}
+	defer func() { err = errors.Join(err, closeBlocks(blocks)) }()
+	maxBlockTime := blocksMaxTime(blocks)
 	units := len(blocks)
 	if layout.hasHead() {
 		units++
@@ -204,6 +197,24 @@ func prepareRead(dir string, opts *snapshot.Options) (lim snapshot.Limits, mint,
 		return lim, 0, 0, nil, nil, fmt.Errorf("snapshot: tsdb %s: %w", dir, err)
 	}
 	return lim, mint, maxt, layout, matchers, nil
+}
+
+// closeBlocks closes the blocks opened by openTSDBBlocks.
+func closeBlocks(blocks []tsdbBlock) (err error) {
+	for _, b := range blocks {
+		err = errors.Join(err, b.block.Close())
+	}
+	return err
+}
+
+// blocksMaxTime is the latest MaxTime of the blocks (math.MinInt64 for
+// none): where the head's samples begin to be read.
+func blocksMaxTime(blocks []tsdbBlock) int64 {
+	t := int64(math.MinInt64)
+	for _, b := range blocks {
+		t = max(t, b.block.MaxTime())
+	}
+	return t
 }
 
 func readErr(dir string, err error) error {

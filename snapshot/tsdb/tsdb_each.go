@@ -55,15 +55,8 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 	read := 0
 	blocks, bprobs := openTSDBBlocks(layout, mint, maxt)
 	problems = append(problems, bprobs...)
-	defer func() {
-		for _, b := range blocks {
-			err = errors.Join(err, b.block.Close())
-		}
-	}()
-	maxBlockTime := int64(math.MinInt64)
-	for _, b := range blocks {
-		maxBlockTime = max(maxBlockTime, b.block.MaxTime())
-	}
+	defer func() { err = errors.Join(err, closeBlocks(blocks)) }()
+	maxBlockTime := blocksMaxTime(blocks)
 
 	var srcs []*eachSource
 	defer func() {
