@@ -58,6 +58,7 @@ type Builder struct {
 	fileSeq int                // number of dump files parsed so far
 	merging bool               // Merge: no checks of time (see checkTimes)
 	adopt   bool               // AddEvidence may take the input's slices (addSource: the input is the builder's own)
+	whole   *Evidence          // the first input, taken whole (takeWhole); nil once merged
 
 	// perTarget: the Builder holds one target of a ReadEach; Evidence
 	// leaves out the scrapes at dropAt (the target's time outliers, found
@@ -191,6 +192,7 @@ type histB struct {
 
 // target returns the target named name, creating it.
 func (b *Builder) target(name, from string) *targetB {
+	b.mergeWhole()
 	tb := b.targets[name]
 	if tb == nil {
 		tb = &targetB{
@@ -449,9 +451,17 @@ func (b *Builder) AddEvidence(e *Evidence) {
 	if e == nil {
 		return
 	}
+	if b.takeWhole(e) {
+		return
+	}
 	b.sources = append(b.sources, e.Sources...)
 	b.problems = append(b.problems, e.Problems...)
-	for _, t := range e.Targets {
+	b.addTargets(e.Targets)
+}
+
+// addTargets is AddEvidence's merge of targets.
+func (b *Builder) addTargets(targets []*Target) {
+	for _, t := range targets {
 		tb := b.target(t.Name, t.NameFrom)
 		for _, sc := range t.Scrapes {
 			ms := sc.Time.UnixMilli()
@@ -536,6 +546,10 @@ func Merge(evs ...*Evidence) *Evidence {
 // The Builder must not be used afterwards.
 func (b *Builder) Evidence() *Evidence {
 	e := &Evidence{Sources: b.sources}
+	if w := b.whole; w != nil {
+		// Taken whole (takeWhole): nothing else was added.
+		e.Targets, b.whole = w.Targets, nil
+	}
 	names := slices.Sorted(maps.Keys(b.targets))
 	for _, n := range names {
 		tb := b.targets[n]

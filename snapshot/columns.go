@@ -420,6 +420,7 @@ func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
 
 	// Classic histogram parts, grouped per family by labels without le.
 	classic := map[string]map[uint64][]*columnHistParts{} // family -> hash -> groups
+	var hbuf []byte
 
 	names := make([]string, 0, len(byName))
 	for n := range byName {
@@ -444,8 +445,10 @@ func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
 				continue
 			}
 			if k.part != "" {
-				ls := labels.NewBuilder(r.lset).Del(labels.MetricName, "le").Labels()
-				h := ls.Hash()
+				// Grouped by the labels without __name__ and le, built
+				// once a group: a histogram has a series per bucket.
+				var h uint64
+				h, hbuf = r.lset.HashWithoutLabels(hbuf, labels.BucketLabel)
 				fam := classic[k.family]
 				if fam == nil {
 					fam = map[uint64][]*columnHistParts{}
@@ -453,13 +456,13 @@ func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
 				}
 				var g *columnHistParts
 				for _, c := range fam[h] {
-					if labels.Equal(c.labels, ls) {
+					if equalWithoutNameAndLe(r.lset, c.labels) {
 						g = c
 						break
 					}
 				}
 				if g == nil {
-					g = &columnHistParts{labels: ls}
+					g = &columnHistParts{labels: labels.NewBuilder(r.lset).Del(labels.MetricName, labels.BucketLabel).Labels()}
 					fam[h] = append(fam[h], g)
 				}
 				switch k.part {
@@ -475,7 +478,7 @@ func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
 			f := family(k.family, k.typ)
 			f.Series = append(f.Series, &Series{
 				Name:   name,
-				Labels: labels.NewBuilder(r.lset).Del(labels.MetricName).Labels(),
+				Labels: r.lset.DropMetricName(),
 				T:      r.t,
 				V:      r.v,
 			})
@@ -509,6 +512,28 @@ func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
 	}
 }
 
+// equalWithoutNameAndLe reports whether ls without __name__ and le is
+// want (which holds neither), without building it.
+func equalWithoutNameAndLe(ls, want labels.Labels) bool {
+	n := ls.Len()
+	if ls.Has(labels.MetricName) {
+		n--
+	}
+	if ls.Has(labels.BucketLabel) {
+		n--
+	}
+	if n != want.Len() {
+		return false
+	}
+	eq := true
+	want.Range(func(l labels.Label) {
+		if eq && ls.Get(l.Name) != l.Value {
+			eq = false
+		}
+	})
+	return eq
+}
+
 // columnHistParts are the float series of one classic histogram: its
 // buckets, _sum and _count, sharing labels (without __name__ and le).
 type columnHistParts struct {
@@ -531,12 +556,7 @@ func (a *Columns) assembleClassic(family string, g *columnHistParts) (out []*His
 			V:      r.v,
 		}
 	}
-	type bucket struct {
-		le float64
-		r  *Column
-		i  int
-	}
-	var bs []bucket
+	var bs []classicBucket
 	for _, r := range g.buckets {
 		le, err := strconv.ParseFloat(r.lset.Get("le"), 64)
 		if err != nil {
@@ -545,7 +565,7 @@ func (a *Columns) assembleClassic(family string, g *columnHistParts) (out []*His
 			leftovers = append(leftovers, asSeries(r))
 			continue
 		}
-		bs = append(bs, bucket{le: le, r: r})
+		bs = append(bs, classicBucket{le: le, r: r})
 	}
 	if len(bs) == 0 {
 		for _, r := range []*Column{g.sum, g.count} {
@@ -561,13 +581,38 @@ func (a *Columns) assembleClassic(family string, g *columnHistParts) (out []*His
 	for _, b := range bs {
 		all = unionSorted(all, b.r.t)
 	}
+	if hs, ok := assembleAligned(g, bs, all); ok {
+		return hs, leftovers
+	}
 
+	out, matched := assembleRows(g, bs, all)
+	total := 0
+	for _, r := range []*Column{g.sum, g.count} {
+		if r != nil {
+			total += len(r.t)
+		}
+	}
+	if lost := total - matched; lost > 0 {
+		a.problems = append(a.problems, Problem{Severity: SeverityWarning, File: a.dir, Offset: -1, Family: family,
+			Err: fmt.Errorf("series %s: %d _sum/_count samples at timestamps without any bucket dropped", g.labels, lost)})
+	}
+	// The bucket raws are now copied; drop them early.
+	for _, b := range bs {
+		b.r.t, b.r.v = nil, nil
+	}
+	return out, leftovers
+}
+
+// assembleRows is assembleClassic's general case: row by row over the
+// times all, a new HistogramSeries where the set of buckets present
+// changes. It returns the series and how many _sum and _count samples
+// found a row.
+func assembleRows(g *columnHistParts, bs []classicBucket, all []int64) (out []*HistogramSeries, matched int) {
 	var (
 		cur              *HistogramSeries
 		curMask, present []int
 		vals             = make([]float64, 0, len(bs))
 		si, ci           int
-		matched          int
 	)
 	at := func(r *Column, i *int, ts int64) float64 {
 		if r == nil {
@@ -615,21 +660,57 @@ func (a *Columns) assembleClassic(family string, g *columnHistParts) (out []*His
 		cur.Sum = append(cur.Sum, at(g.sum, &si, ts))
 		cur.Count = append(cur.Count, at(g.count, &ci, ts))
 	}
-	total := 0
-	for _, r := range []*Column{g.sum, g.count} {
-		if r != nil {
-			total += len(r.t)
+	return out, matched
+}
+
+// classicBucket is one bucket series of a classic histogram being
+// assembled, and the next of its samples to place.
+type classicBucket struct {
+	le float64
+	r  *Column
+	i  int
+}
+
+// assembleAligned is assembleClassic's common case: every bucket (bs, by
+// le), and the _sum and _count if any, sampled at each of the times all
+// (the buckets' union), so that one HistogramSeries holds them all. The
+// columns are copied bucket by bucket rather than row by row, and _sum and
+// _count are taken as they are. It reports false, doing nothing, when the
+// parts are not aligned so.
+func assembleAligned(g *columnHistParts, bs []classicBucket, all []int64) ([]*HistogramSeries, bool) {
+	n, nb := len(all), len(bs)
+	if n == 0 {
+		return nil, false
+	}
+	for _, b := range bs {
+		if len(b.r.t) != n {
+			return nil, false // b.r.t is a subset of all: equal lengths, equal times
 		}
 	}
-	if lost := total - matched; lost > 0 {
-		a.problems = append(a.problems, Problem{Severity: SeverityWarning, File: a.dir, Offset: -1, Family: family,
-			Err: fmt.Errorf("series %s: %d _sum/_count samples at timestamps without any bucket dropped", g.labels, lost)})
+	aligned := func(r *Column) bool { return r == nil || slices.Equal(r.t, all) }
+	if !aligned(g.sum) || !aligned(g.count) {
+		return nil, false
 	}
-	// The bucket raws are now copied; drop them early.
-	for _, b := range bs {
-		b.r.t, b.r.v = nil, nil
+	hs := &HistogramSeries{Labels: g.labels, Bounds: make([]float64, nb), T: slices.Clone(all), Counts: make([]float64, n*nb)}
+	for j, b := range bs {
+		hs.Bounds[j] = b.le
+		for row, v := range b.r.v {
+			hs.Counts[row*nb+j] = v
+		}
+		b.r.t, b.r.v = nil, nil // copied; drop it early
 	}
-	return out, leftovers
+	col := func(r *Column) []float64 {
+		if r == nil {
+			out := make([]float64, n)
+			for i := range out {
+				out[i] = math.NaN()
+			}
+			return out
+		}
+		return r.v[:n:n]
+	}
+	hs.Sum, hs.Count = col(g.sum), col(g.count)
+	return []*HistogramSeries{hs}, true
 }
 
 // nhcbSeries splits the NHCB rows of r into one HistogramSeries per run of
@@ -642,7 +723,7 @@ func nhcbSeries(r *Column) []*HistogramSeries {
 	for i, t := range nh.t {
 		b := nh.layouts[nh.lay[i]]
 		if cur == nil || nh.lay[i] != nh.lay[i-1] {
-			cur = &HistogramSeries{Labels: ls, Bounds: b}
+			cur = &HistogramSeries{Labels: ls, Bounds: slices.Clone(b)} // each series owns its bounds
 			out = append(out, cur)
 		}
 		cur.T = append(cur.T, t)
