@@ -32,10 +32,12 @@ func startVictoriaMetrics(t *testing.T, fleet *fleetsim.Fleet) string {
 	bin := promserver.Binary(t, "victoria-metrics")
 	addr := promserver.FreeAddr(t)
 	promserver.Start(t, "http://"+addr+"/health", bin,
-		"-storageDataPath="+filepath.Join(t.TempDir(), "vm"), "-retentionPeriod=100y", "-httpListenAddr="+addr)
+		"-storageDataPath="+filepath.Join(t.TempDir(), "vm"), "-retentionPeriod=100y", "-httpListenAddr="+addr,
+		"-search.disableCache") // backfilled data: no response cache
 	base := "http://" + addr
 	var buf bytes.Buffer
 	require.NoError(t, fleet.WriteFederate(&buf))
+	want := federateSeries(buf.String())
 	resp, err := http.Post(base+"/api/v1/import/prometheus", "text/plain", &buf)
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
@@ -44,6 +46,21 @@ func startVictoriaMetrics(t *testing.T, fleet *fleetsim.Fleet) string {
 	resp, err = http.Get(base + "/internal/force_flush")
 	require.NoError(t, err)
 	resp.Body.Close()
+	// New series become searchable some time after the flush, the later
+	// the busier the machine: wait until every one is (the count may
+	// exceed the dump's, as a series is counted once a day).
+	deadline := time.Now().Add(60 * time.Second)
+	for n := -1; n < want; time.Sleep(200 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "VictoriaMetrics holds %d of the %d series imported", n, want)
+		resp, err = http.Get(base + "/api/v1/series/count")
+		require.NoError(t, err)
+		var count struct{ Data []int }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&count))
+		resp.Body.Close()
+		if len(count.Data) == 1 {
+			n = count.Data[0]
+		}
+	}
 	resp, err = http.Get(base + "/metrics")
 	require.NoError(t, err)
 	body, _ = io.ReadAll(resp.Body)
@@ -54,6 +71,22 @@ func startVictoriaMetrics(t *testing.T, fleet *fleetsim.Fleet) string {
 		assert.Equal(t, "0", string(m[1]), "rows ignored by VictoriaMetrics: %s", m[0])
 	}
 	return base
+}
+
+// federateSeries counts the distinct series of a federate dump, whose
+// sample lines end in a value and a timestamp.
+func federateSeries(dump string) int {
+	seen := map[string]bool{}
+	for _, line := range strings.Split(dump, "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		for range 2 {
+			line = line[:max(strings.LastIndexByte(line, ' '), 0)]
+		}
+		seen[line] = true
+	}
+	return len(seen)
 }
 
 // span returns the first and last scrape time of the fleet.
