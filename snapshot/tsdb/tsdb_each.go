@@ -64,10 +64,11 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 			s.close()
 		}
 	}()
-	for _, b := range blocks {
+	for i, b := range blocks {
 		if b.inRange {
 			read++
 			if s, err := openEachSource(b.dir, b.block, mint, maxt, b.block.MaxTime()-1); err == nil {
+				s.blk = &blocks[i]
 				srcs = append(srcs, s)
 			} else {
 				problems = append(problems, querierProblem(b.dir, err))
@@ -135,6 +136,14 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 	if err := span(lo, hi); err != nil {
 		return nil, err
 	}
+	// Pass A read every block's index: map them afresh (see remap).
+	var mapped int64 // bytes of the blocks' files the targets read since
+	for _, s := range srcs {
+		for _, refs := range s.refs {
+			s.series += len(refs)
+		}
+		s.remap()
+	}
 
 	// Pass B: target by target.
 	names := make([]string, 0, len(targets))
@@ -177,6 +186,9 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 			ahead := later / here
 			later -= here
 			s.index.refs = refs
+			if s.blk != nil && s.series > 0 {
+				mapped += s.blk.block.Size() * int64(len(refs)) / int64(s.series)
+			}
 			err := selectInto(ctx, cols, s.name, s.q, mint, maxt, []*labels.Matcher{allSeries}, ahead, &s.lost, s.problem)
 			s.index.refs = nil
 			delete(s.refs, name)
@@ -194,6 +206,12 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 			}
 		}
 		cols.Release()
+		if mapped > remapBytes {
+			for _, s := range srcs {
+				s.remap()
+			}
+			mapped = 0
+		}
 	}
 	progress(len(names))
 	for _, s := range srcs {
@@ -230,7 +248,10 @@ type eachSource struct {
 	br         tsdb.BlockReader
 	q          storage.Querier // on br, its index seen through index
 	index      *refIndex
-	mint, maxt int64 // the range read, within the source's own
+	qmin, qmax int64      // q's range (the range read)
+	mint, maxt int64      // the range read, within the source's own
+	blk        *tsdbBlock // the block br is, reopened by remap; nil for the head
+	series     int        // the series pass A found
 	closed     bool
 	lost       lostSeries
 	problems   []snapshot.Problem // of the whole source, each once
@@ -251,7 +272,7 @@ func openEachSource(name string, br tsdb.BlockReader, mint, maxt, srcMax int64) 
 	if err != nil {
 		return nil, err
 	}
-	return &eachSource{name: name, br: br, q: q, index: rb.index, mint: max(mint, br.Meta().MinTime), maxt: min(maxt, srcMax),
+	return &eachSource{name: name, br: br, q: q, index: rb.index, qmin: mint, qmax: maxt, mint: max(mint, br.Meta().MinTime), maxt: min(maxt, srcMax),
 		lost: lostSeries{byLabels: true}, seen: map[string]bool{}, refs: map[string][]storage.SeriesRef{}, spans: map[string][2]int64{}}, nil
 }
 
@@ -326,6 +347,41 @@ func (s *eachSource) problem(sev snapshot.Severity, err error) {
 		s.seen[k] = true
 		s.problems = append(s.problems, p)
 	}
+}
+
+// remapBytes bounds the bytes of block files that ReadEach reads through
+// one mapping of the blocks (see eachSource.remap), estimated as each
+// block's size times the share of its series read. A variable for tests.
+var remapBytes int64 = 16 << 20
+
+// remap closes the block and opens it again, with a new querier, when
+// the source is a block. Prometheus maps a block's index and chunk files
+// into memory, and every page read stays in the process's resident set
+// while the block is open: over a long history, read target by target, the
+// whole TSDB would. Closing unmaps it (the pages stay in the page cache,
+// shared, not the reader's); series refs are offsets in the files and
+// hold across. A block that cannot be opened again is read on as it was.
+func (s *eachSource) remap() {
+	if s.blk == nil || s.closed {
+		return
+	}
+	nb, err := tsdb.OpenBlock(tsdbLogger(), s.blk.dir, nil, nil)
+	if err != nil {
+		return
+	}
+	rb := &refBlock{BlockReader: nb}
+	q, err := tsdb.NewBlockQuerier(rb, s.qmin, s.qmax)
+	if err != nil {
+		nb.Close()
+		return
+	}
+	if err := s.q.Close(); err != nil {
+		s.problem(snapshot.SeverityWarning, fmt.Errorf("closing querier: %w", err))
+	}
+	if err := s.blk.block.Close(); err != nil {
+		s.problem(snapshot.SeverityWarning, fmt.Errorf("closing block: %w", err))
+	}
+	s.blk.block, s.br, s.q, s.index = nb, nb, q, rb.index
 }
 
 // close closes the querier once, returning the problem of a failure.

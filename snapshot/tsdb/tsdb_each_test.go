@@ -302,6 +302,11 @@ func TestReadEachTSDBAsRead(t *testing.T) {
 			if tc.check != nil {
 				tc.check(t, ev)
 			}
+			// The blocks opened afresh after every target (remap) read
+			// the same.
+			defer func(b int64) { remapBytes = b }(remapBytes)
+			remapBytes = 0
+			requireEachAsRead(t, []string{tc.dir}, tc.opts)
 		})
 	}
 }
