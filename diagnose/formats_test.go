@@ -577,6 +577,13 @@ func TestSelectionSameDiagnosis(t *testing.T) {
 							}
 							ev = snapshot.MergeRanges(evs...)
 						}
+						// As the command collects a TSDB's targets: each
+						// trimmed to what the diagnosis measures.
+						trim, err := opts.Trimmer()
+						require.NoError(t, err)
+						for k, tg := range ev.Targets {
+							ev.Targets[k] = trim(tg)
+						}
 						// The selection must have read less: the fleet's
 						// exporters write families no diagnosis reads.
 						require.Less(t, evidenceSamples(ev), evidenceSamples(full), windows)
@@ -631,7 +638,8 @@ func TestSelectionSameDiagnosis(t *testing.T) {
 // surveyDiagnose diagnoses path as the command diagnoses a history
 // without given windows: a survey of the targets read one at a time
 // (snapshot.ReadEach; a second pass when the survey asks for one), then
-// a read of only the windows it chose, diagnosed with the survey.
+// a read of only the windows it chose, each target trimmed
+// (Options.Trimmer), diagnosed with the survey.
 func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagnose.Options) *diagnose.Report {
 	t.Helper()
 	s, err := diagnose.NewSurveyor(opts)
@@ -648,13 +656,15 @@ func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagno
 		require.NoError(t, err)
 		require.Equal(t, again, sv == nil)
 	}
+	trim, err := opts.Trimmer()
+	require.NoError(t, err)
 	var evs []*snapshot.Evidence
 	for _, r := range sv.ReadRanges() {
 		o := sel
 		o.Start, o.End, o.SandboxDir = r.Start, r.End, t.TempDir()
 		var targets []*snapshot.Target
 		e, err := snapshot.ReadEach(context.Background(), []string{path}, o, func(tg *snapshot.Target) error {
-			targets = append(targets, tg)
+			targets = append(targets, trim(tg))
 			return nil
 		})
 		require.NoError(t, err)

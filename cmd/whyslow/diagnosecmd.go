@@ -171,11 +171,17 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	// given windows when both are given (see diagnose.Options.Selection);
 	// a history to search for the change point in, surveyed one target at
 	// a time and then read over the chosen windows only.
+	// A target read one at a time keeps only the samples the diagnosis
+	// measures (diagnose.Options.Trimmer).
+	trim, err := opts.Trimmer()
+	if err != nil {
+		return err
+	}
 	var ev *snapshot.Evidence
 	if opts.Incident.IsZero() && snapshot.Streams(paths) {
-		ev, opts, err = f.readSurveyed(ctx, e, paths, opts)
+		ev, opts, err = f.readSurveyed(ctx, e, paths, opts, trim)
 	} else {
-		ev, err = f.readRanges(ctx, e, paths, opts.Selection(), opts.ReadRanges())
+		ev, err = f.readRanges(ctx, e, paths, opts.Selection(), opts.ReadRanges(), trim)
 	}
 	if err != nil {
 		return err
@@ -315,7 +321,7 @@ func parseThresholds(s string) (rules.Thresholds, error) {
 // windows and opts with the survey set, which Diagnose turns into the
 // report of a whole read. Evidence that splits into groups (several
 // models, --by) is read whole.
-func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string, opts diagnose.Options) (*snapshot.Evidence, diagnose.Options, error) {
+func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string, opts diagnose.Options, trim func(*snapshot.Target) *snapshot.Target) (*snapshot.Evidence, diagnose.Options, error) {
 	s, err := diagnose.NewSurveyor(opts)
 	if err != nil {
 		return nil, opts, err
@@ -339,7 +345,7 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 		sv, again, err = s.Survey()
 		switch {
 		case errors.Is(err, diagnose.ErrSurveyGroups):
-			ev, err := f.readRanges(ctx, e, paths, sel, nil)
+			ev, err := f.readRanges(ctx, e, paths, sel, nil, trim)
 			return ev, opts, err
 		case err != nil:
 			return nil, opts, err
@@ -349,13 +355,13 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 	}
 	ranges := sv.ReadRanges()
 	if len(ranges) == 0 {
-		ev, err := f.readRanges(ctx, e, paths, sel, nil)
+		ev, err := f.readRanges(ctx, e, paths, sel, nil, trim)
 		return ev, opts, err
 	}
 	if len(ranges) == 1 {
 		sel.Start, sel.End = ranges[0].Start, ranges[0].End
 	}
-	ev, err := f.readRanges(ctx, e, paths, sel, ranges)
+	ev, err := f.readRanges(ctx, e, paths, sel, ranges, trim)
 	if err != nil {
 		return nil, opts, err
 	}
@@ -376,15 +382,17 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 
 // readCollected is readEvidence, reading a source that streams
 // (snapshot.Streams: a TSDB) one target at a time and collecting the
-// targets: the same evidence, without holding every target's raw series
-// at once while it is assembled.
-func (f *diagnoseFlags) readCollected(ctx context.Context, e *env, paths []string, sel snapshot.Options) (*snapshot.Evidence, error) {
+// targets, each as trim leaves it (diagnose.Options.Trimmer): the
+// evidence the diagnosis measures, without holding every target's raw
+// series at once while it is assembled, nor the samples it does not
+// measure.
+func (f *diagnoseFlags) readCollected(ctx context.Context, e *env, paths []string, sel snapshot.Options, trim func(*snapshot.Target) *snapshot.Target) (*snapshot.Evidence, error) {
 	if !snapshot.Streams(paths) {
 		return f.readEvidence(ctx, e, paths, sel)
 	}
 	var targets []*snapshot.Target
 	ev, err := f.readEach(ctx, e, paths, sel, func(t *snapshot.Target) error {
-		targets = append(targets, t)
+		targets = append(targets, trim(t))
 		return nil
 	})
 	if errors.Is(err, errMatchedNothing) {
@@ -402,15 +410,15 @@ func (f *diagnoseFlags) readCollected(ctx context.Context, e *env, paths []strin
 // readRanges reads the paths under sel, once per range when there are
 // several (the baseline and the incident far apart: the history between
 // them is not read), and merges the evidence (snapshot.MergeRanges).
-func (f *diagnoseFlags) readRanges(ctx context.Context, e *env, paths []string, sel snapshot.Options, ranges []snapshot.Window) (*snapshot.Evidence, error) {
+func (f *diagnoseFlags) readRanges(ctx context.Context, e *env, paths []string, sel snapshot.Options, ranges []snapshot.Window, trim func(*snapshot.Target) *snapshot.Target) (*snapshot.Evidence, error) {
 	if len(ranges) < 2 || slices.Contains(paths, "-") {
-		return f.readCollected(ctx, e, paths, sel)
+		return f.readCollected(ctx, e, paths, sel, trim)
 	}
 	var evs []*snapshot.Evidence
 	for _, r := range ranges {
 		o := sel
 		o.Start, o.End = r.Start, r.End
-		ev, err := f.readCollected(ctx, e, paths, o)
+		ev, err := f.readCollected(ctx, e, paths, o, trim)
 		if err != nil {
 			return nil, err
 		}
