@@ -154,6 +154,13 @@ func (sc *scope) replicaHist(id SignalID, r int, w snapshot.Window) histResult {
 	if res, ok := sc.histCache[key]; ok {
 		return res
 	}
+	res := sc.replicaHistOnce(id, r, w)
+	sc.histCache[key] = res
+	return res
+}
+
+// replicaHistOnce is replicaHist, uncached.
+func (sc *scope) replicaHistOnce(id SignalID, r int, w snapshot.Window) histResult {
 	var res histResult
 	m := sc.match(r, id)
 	if !m.Found() {
@@ -162,7 +169,6 @@ func (sc *scope) replicaHist(id SignalID, r int, w snapshot.Window) histResult {
 		res.metric = m.Metric
 		res.inc, res.err = replicaHistogram(m.Family, m.Candidate.ScaleFor(math.NaN()), w, sc.selector(m.Family))
 	}
-	sc.histCache[key] = res
 	return res
 }
 
@@ -190,7 +196,13 @@ func (sc *scope) fleetHist(id SignalID, w snapshot.Window) (inc snapshot.Histogr
 		if !sc.match(r, id).Found() {
 			continue
 		}
-		res := sc.replicaHist(id, r, w)
+		// The fleet's increase is cached, the replicas' only where a
+		// replica's own was asked for: the noise intervals of every fact
+		// would otherwise hold each replica's buckets for each of them.
+		res, ok := sc.histCache[histKey{id, r, w}]
+		if !ok {
+			res = sc.replicaHistOnce(id, r, w)
+		}
 		if res.err != nil {
 			skipped = append(skipped, sc.replicas[r].t.Name)
 			continue
