@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"math"
 	"sync"
 )
 
@@ -83,6 +84,20 @@ func (m *MemoryBudget) Used() int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.used
+}
+
+// Free returns the bytes that can still be reserved within the budget
+// (none once it is exceeded); math.MaxInt64 for a nil budget.
+func (m *MemoryBudget) Free() int64 {
+	if m == nil {
+		return math.MaxInt64
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err != nil {
+		return 0
+	}
+	return max(m.max-m.used, 0)
 }
 
 // Err returns the error of the reservation that exceeded the budget, or

@@ -56,6 +56,18 @@ func (l *lostSeries) add(lset labels.Labels, err error) {
 	}
 }
 
+// merge adds the lost series counted in o (byLabels: the first by label
+// order of both is kept).
+func (l *lostSeries) merge(o *lostSeries) {
+	if o.n == 0 {
+		return
+	}
+	if l.n == 0 || (l.byLabels && labels.Compare(o.firstSet, l.firstSet) < 0) {
+		l.first, l.firstSet = o.first, o.firstSet
+	}
+	l.n += o.n
+}
+
 // problem returns the problem of the lost series at src, if any.
 func (l *lostSeries) problem(src string) (snapshot.Problem, bool) {
 	if l.n == 0 {

@@ -145,7 +145,8 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 		s.remap()
 	}
 
-	// Pass B: target by target.
+	// Pass B: target by target, in name order, several decoded at once
+	// (passB).
 	names := make([]string, 0, len(targets))
 	for n := range targets {
 		names = append(names, n)
@@ -156,56 +157,53 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 			opts.Progress(snapshot.Progress{Path: dir, What: "tsdb target", Done: done, Total: len(names)})
 		}
 	}
+	pb := &passB{dir: dir, opts: opts, srcs: srcs, mint: mint, maxt: maxt}
 	var total int64 // bytes read over the targets so far
-	for i, name := range names {
+	for i := 0; i < len(names); {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		progress(i)
 		if total > lim.MaxTotalBytes {
-			problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityError, File: dir, Offset: -1,
-				Err: fmt.Errorf("%w: samples read exceed snapshot.Limits.MaxTotalBytes (%d bytes); reading stopped, result is partial", snapshot.ErrLimit, lim.MaxTotalBytes)})
+			problems = append(problems, maxTotalProblem(dir, lim))
 			break
 		}
-		cols := snapshot.NewColumns(dir, opts)
-		// later is the time the target's chunks span in the source read
-		// and those after it, for sizing its columns once.
-		var later float64
-		for _, s := range srcs {
-			if sp, ok := s.spans[name]; ok {
-				later += float64(sp[1] - sp[0] + 1)
+		got := pb.decode(ctx, names[i:min(i+pb.workers(), len(names))])
+		for k, d := range got {
+			if k > 0 {
+				if err := ctx.Err(); err != nil {
+					releaseAll(got[k:])
+					return nil, err
+				}
+				progress(i + k)
+				if total > lim.MaxTotalBytes {
+					problems = append(problems, maxTotalProblem(dir, lim))
+					releaseAll(got[k:])
+					got = nil
+					break
+				}
 			}
+			if d.err != nil {
+				releaseAll(got[k:])
+				return nil, readErr(dir, d.err)
+			}
+			mapped += pb.deliver(d)
+			problems = append(problems, d.tev.Problems...)
+			total += d.cols.Bytes()
+			pb.largest = max(pb.largest, d.cols.Bytes())
+			for _, t := range d.tev.Targets {
+				if err := visit(t); err != nil {
+					releaseAll(got[k:])
+					return nil, err
+				}
+			}
+			d.cols.Release()
+			got[k] = nil // let the target go while the next is visited
 		}
-		for _, s := range srcs {
-			refs := s.refs[name]
-			if len(refs) == 0 {
-				continue
-			}
-			sp := s.spans[name]
-			here := float64(sp[1] - sp[0] + 1)
-			ahead := later / here
-			later -= here
-			s.index.refs = refs
-			if s.blk != nil && s.series > 0 {
-				mapped += s.blk.block.Size() * int64(len(refs)) / int64(s.series)
-			}
-			err := selectInto(ctx, cols, s.name, s.q, mint, maxt, []*labels.Matcher{allSeries}, ahead, &s.lost, s.problem)
-			s.index.refs = nil
-			delete(s.refs, name)
-			delete(s.spans, name)
-			if err != nil {
-				return nil, readErr(dir, err)
-			}
+		if got == nil {
+			break
 		}
-		tev := cols.Evidence()
-		problems = append(problems, tev.Problems...)
-		total += cols.Bytes()
-		for _, t := range tev.Targets {
-			if err := visit(t); err != nil {
-				return nil, err
-			}
-		}
-		cols.Release()
+		i += len(got)
 		if mapped > remapBytes {
 			for _, s := range srcs {
 				s.remap()
@@ -246,12 +244,11 @@ func nothingRead(dir string, problems []snapshot.Problem) error {
 type eachSource struct {
 	name       string // the block's directory, or dir/wal
 	br         tsdb.BlockReader
-	q          storage.Querier // on br, its index seen through index
-	index      *refIndex
-	qmin, qmax int64      // q's range (the range read)
-	mint, maxt int64      // the range read, within the source's own
-	blk        *tsdbBlock // the block br is, reopened by remap; nil for the head
-	series     int        // the series pass A found
+	qs         []refQuerier // on br, one a worker of pass B
+	qmin, qmax int64        // their range (the range read)
+	mint, maxt int64        // the range read, within the source's own
+	blk        *tsdbBlock   // the block br is, reopened by remap; nil for the head
+	series     int          // the series pass A found
 	closed     bool
 	lost       lostSeries
 	problems   []snapshot.Problem // of the whole source, each once
@@ -267,12 +264,11 @@ type eachSource struct {
 // openEachSource opens a querier on br for [mint, maxt]; srcMax is the
 // latest sample time br may hold.
 func openEachSource(name string, br tsdb.BlockReader, mint, maxt, srcMax int64) (*eachSource, error) {
-	rb := &refBlock{BlockReader: br}
-	q, err := tsdb.NewBlockQuerier(rb, mint, maxt)
+	rq, err := newRefQuerier(br, mint, maxt)
 	if err != nil {
 		return nil, err
 	}
-	return &eachSource{name: name, br: br, q: q, index: rb.index, qmin: mint, qmax: maxt, mint: max(mint, br.Meta().MinTime), maxt: min(maxt, srcMax),
+	return &eachSource{name: name, br: br, qs: []refQuerier{rq}, qmin: mint, qmax: maxt, mint: max(mint, br.Meta().MinTime), maxt: min(maxt, srcMax),
 		lost: lostSeries{byLabels: true}, seen: map[string]bool{}, refs: map[string][]storage.SeriesRef{}, spans: map[string][2]int64{}}, nil
 }
 
@@ -369,19 +365,47 @@ func (s *eachSource) remap() {
 	if err != nil {
 		return
 	}
-	rb := &refBlock{BlockReader: nb}
-	q, err := tsdb.NewBlockQuerier(rb, s.qmin, s.qmax)
-	if err != nil {
-		nb.Close()
-		return
+	qs := make([]refQuerier, len(s.qs))
+	for i := range qs {
+		if qs[i], err = newRefQuerier(nb, s.qmin, s.qmax); err != nil {
+			for _, q := range qs[:i] {
+				q.q.Close()
+			}
+			nb.Close()
+			return
+		}
 	}
-	if err := s.q.Close(); err != nil {
-		s.problem(snapshot.SeverityWarning, fmt.Errorf("closing querier: %w", err))
-	}
+	s.closeQueriers()
 	if err := s.blk.block.Close(); err != nil {
 		s.problem(snapshot.SeverityWarning, fmt.Errorf("closing block: %w", err))
 	}
-	s.blk.block, s.br, s.q, s.index = nb, nb, q, rb.index
+	s.blk.block, s.br, s.qs = nb, nb, qs
+}
+
+// closeQueriers closes the source's queriers, recording a failure.
+func (s *eachSource) closeQueriers() {
+	for _, q := range s.qs {
+		if err := q.q.Close(); err != nil {
+			s.problem(snapshot.SeverityWarning, fmt.Errorf("closing querier: %w", err))
+		}
+	}
+	s.qs = nil
+}
+
+// refQuerier is a querier on a refBlock, and the block's refIndex, whose
+// refs choose the series a Select with allSeries reads.
+type refQuerier struct {
+	q     storage.Querier
+	index *refIndex
+}
+
+func newRefQuerier(br tsdb.BlockReader, mint, maxt int64) (refQuerier, error) {
+	rb := &refBlock{BlockReader: br}
+	q, err := tsdb.NewBlockQuerier(rb, mint, maxt)
+	if err != nil {
+		return refQuerier{}, err
+	}
+	return refQuerier{q: q, index: rb.index}, nil
 }
 
 // close closes the querier once, returning the problem of a failure.
@@ -390,7 +414,14 @@ func (s *eachSource) close() (snapshot.Problem, bool) {
 		return snapshot.Problem{}, false
 	}
 	s.closed = true
-	if err := s.q.Close(); err != nil {
+	var errs []error
+	for _, q := range s.qs {
+		if err := q.q.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.qs = nil
+	if err := errors.Join(errs...); err != nil {
 		return snapshot.Problem{Severity: snapshot.SeverityWarning, File: s.name, Offset: -1, Err: fmt.Errorf("closing querier: %w", err)}, true
 	}
 	return snapshot.Problem{}, false

@@ -1,0 +1,163 @@
+package tsdb
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// maxWorkers caps the targets ReadEach decodes at once.
+const maxWorkers = 4
+
+// passB decodes the targets of ReadEach's second pass, several at once
+// when the machine and the memory budget allow: each by one worker,
+// through the worker's own querier of every source, into its own
+// snapshot.Columns. The targets are then delivered in name order, and what
+// their reads found wrong in a source is recorded there as a reading of
+// one target after the other records it.
+type passB struct {
+	dir        string
+	opts       snapshot.Options
+	srcs       []*eachSource
+	mint, maxt int64
+	largest    int64 // bytes of the largest target decoded so far
+}
+
+// decodedTarget is one target read by a worker.
+type decodedTarget struct {
+	name  string
+	cols  *snapshot.Columns
+	tev   *snapshot.Evidence
+	lost  []lostSeries  // by source
+	probs [][]srcReport // by source, in the order reported
+	err   error
+}
+
+// srcReport is a problem of a whole source met while reading a target.
+type srcReport struct {
+	sev snapshot.Severity
+	err error
+}
+
+// workers returns how many targets the next batch decodes at once: one
+// while no target's size is known; then GOMAXPROCS (at most maxWorkers),
+// fewer when the memory budget's free bytes do not hold that many targets
+// of the largest size so far three times over, so that a budget that holds
+// one target but not two is read one target at a time, as before.
+func (p *passB) workers() int {
+	if p.largest == 0 {
+		return 1
+	}
+	n := min(runtime.GOMAXPROCS(0), maxWorkers)
+	for n > 1 && p.opts.Memory.Free()/int64(n) < 3*p.largest {
+		n--
+	}
+	return n
+}
+
+// decode reads the targets names, one a worker, and returns them in the
+// same order: all of them, or the first few when a source could not open
+// a querier for every worker.
+func (p *passB) decode(ctx context.Context, names []string) []*decodedTarget {
+	n := len(names)
+	for _, s := range p.srcs {
+		for len(s.qs) < n {
+			rq, err := newRefQuerier(s.br, s.qmin, s.qmax)
+			if err != nil {
+				n = len(s.qs)
+				break
+			}
+			s.qs = append(s.qs, rq)
+		}
+	}
+	out := make([]*decodedTarget, n)
+	if n == 1 {
+		out[0] = p.decodeOne(ctx, 0, names[0])
+		return out
+	}
+	var wg sync.WaitGroup
+	for w, name := range names[:n] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[w] = p.decodeOne(ctx, w, name)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// decodeOne reads target name's series of every source through the
+// queriers of worker w.
+func (p *passB) decodeOne(ctx context.Context, w int, name string) *decodedTarget {
+	d := &decodedTarget{name: name, cols: snapshot.NewColumns(p.dir, p.opts),
+		lost: make([]lostSeries, len(p.srcs)), probs: make([][]srcReport, len(p.srcs))}
+	// later is the time the target's chunks span in the source read and
+	// those after it, for sizing its columns once.
+	var later float64
+	for _, s := range p.srcs {
+		if sp, ok := s.spans[name]; ok {
+			later += float64(sp[1] - sp[0] + 1)
+		}
+	}
+	for i, s := range p.srcs {
+		refs := s.refs[name]
+		if len(refs) == 0 {
+			continue
+		}
+		sp := s.spans[name]
+		here := float64(sp[1] - sp[0] + 1)
+		ahead := later / here
+		later -= here
+		rq := s.qs[w]
+		rq.index.refs = refs
+		d.lost[i].byLabels = true
+		err := selectInto(ctx, d.cols, s.name, rq.q, p.mint, p.maxt, []*labels.Matcher{allSeries}, ahead, &d.lost[i],
+			func(sev snapshot.Severity, err error) { d.probs[i] = append(d.probs[i], srcReport{sev, err}) })
+		rq.index.refs = nil
+		if err != nil {
+			d.err = err
+			return d
+		}
+	}
+	d.tev = d.cols.Evidence()
+	return d
+}
+
+// deliver records what reading d found wrong in each source, as reading
+// it alone would have, forgets its series refs, and returns the bytes of
+// block files it read (see remap).
+func (p *passB) deliver(d *decodedTarget) (mapped int64) {
+	for i, s := range p.srcs {
+		for _, r := range d.probs[i] {
+			s.problem(r.sev, r.err)
+		}
+		s.lost.merge(&d.lost[i])
+		if refs := s.refs[d.name]; s.blk != nil && s.series > 0 {
+			mapped += s.blk.block.Size() * int64(len(refs)) / int64(s.series)
+		}
+		delete(s.refs, d.name)
+		delete(s.spans, d.name)
+	}
+	return mapped
+}
+
+// releaseAll releases the memory of decoded targets not delivered.
+func releaseAll(ds []*decodedTarget) {
+	for _, d := range ds {
+		if d != nil {
+			d.cols.Release()
+		}
+	}
+}
+
+// maxTotalProblem is the problem of a read stopped by MaxTotalBytes.
+func maxTotalProblem(dir string, lim snapshot.Limits) snapshot.Problem {
+	return snapshot.Problem{Severity: snapshot.SeverityError, File: dir, Offset: -1,
+		Err: fmt.Errorf("%w: samples read exceed snapshot.Limits.MaxTotalBytes (%d bytes); reading stopped, result is partial", snapshot.ErrLimit, lim.MaxTotalBytes)}
+}
