@@ -385,25 +385,11 @@ func (s *Surveyor) Survey() (sv *Survey, again bool, err error) {
 func stripSamples(t *snapshot.Target) *snapshot.Target {
 	out := &snapshot.Target{Name: t.Name, NameFrom: t.NameFrom, Families: make(map[string]*snapshot.Family, len(t.Families))}
 	for name, f := range t.Families {
-		out.Families[name] = labelsOnly(f)
+		out.Families[name] = f.WithoutSamples()
 	}
 	return out
 }
 
-// labelsOnly returns a copy of f with its series' labels (and bucket
-// layouts) and none of their samples.
-func labelsOnly(f *snapshot.Family) *snapshot.Family {
-	g := *f
-	g.Series = make([]*snapshot.Series, len(f.Series))
-	for i, s := range f.Series {
-		g.Series[i] = &snapshot.Series{Name: s.Name, Labels: s.Labels}
-	}
-	g.Histograms = make([]*snapshot.HistogramSeries, len(f.Histograms))
-	for i, h := range f.Histograms {
-		g.Histograms[i] = &snapshot.HistogramSeries{Labels: h.Labels, Bounds: h.Bounds}
-	}
-	return &g
-}
 
 // A Survey is what a diagnosis takes from the whole history before it
 // chooses its windows: the scrape statistics, the fleet's timelines and

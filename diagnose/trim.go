@@ -39,7 +39,7 @@ func trimTarget(set *settings, t *snapshot.Target) *snapshot.Target {
 		if measured[name] {
 			out.Families[name] = f
 		} else {
-			out.Families[name] = labelsOnly(f)
+			out.Families[name] = f.WithoutSamples()
 		}
 	}
 	return out

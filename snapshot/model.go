@@ -116,6 +116,33 @@ func (t *Target) FamilyNames() []string {
 	return names
 }
 
+// WithoutSamples returns a copy of t with its scrapes and, in each family,
+// its series' labels (and histogram bucket layouts) but none of their
+// samples: what tells where evidence lies and what it holds, for a
+// fraction of its memory.
+func (t *Target) WithoutSamples() *Target {
+	out := &Target{Name: t.Name, NameFrom: t.NameFrom, Scrapes: t.Scrapes, Families: make(map[string]*Family, len(t.Families))}
+	for name, f := range t.Families {
+		out.Families[name] = f.WithoutSamples()
+	}
+	return out
+}
+
+// WithoutSamples returns a copy of f with its series' labels (and
+// histogram bucket layouts) but none of their samples.
+func (f *Family) WithoutSamples() *Family {
+	g := *f
+	g.Series = make([]*Series, len(f.Series))
+	for i, s := range f.Series {
+		g.Series[i] = &Series{Name: s.Name, Labels: s.Labels}
+	}
+	g.Histograms = make([]*HistogramSeries, len(f.Histograms))
+	for i, h := range f.Histograms {
+		g.Histograms[i] = &HistogramSeries{Labels: h.Labels, Bounds: h.Bounds}
+	}
+	return &g
+}
+
 // Scrape is one instant at which a target was observed.
 type Scrape struct {
 	// Time of the scrape.

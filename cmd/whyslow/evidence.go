@@ -99,6 +99,31 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 	return f.readEach(ctx, e, paths, opts, nil)
 }
 
+// readWithoutSamples is snapshot.Read of a source that streams
+// (snapshot.Streams), keeping only the scrapes and labels of its targets.
+func readWithoutSamples(ctx context.Context, paths []string, opts snapshot.Options) (*snapshot.Evidence, error) {
+	var targets []*snapshot.Target
+	ev, err := snapshot.ReadEach(ctx, paths, opts, func(t *snapshot.Target) error {
+		targets = append(targets, t.WithoutSamples())
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ev.Targets = targets
+	return ev, nil
+}
+
+// outside reports whether the range [start, end] (a zero end: open) lies
+// wholly before or after the scrapes of ev.
+func outside(ev *snapshot.Evidence, start, end time.Time) bool {
+	first, last := ev.Span()
+	if first.IsZero() {
+		return true
+	}
+	return (!end.IsZero() && end.Before(first)) || start.After(last)
+}
+
 // errMatchedNothing is readEach's error, with a visitor, when the
 // selection matched nothing: the caller reads whole with readEvidence,
 // which says why.
@@ -193,14 +218,29 @@ func (f *inputFlags) readEach(ctx context.Context, e *env, paths []string, opts 
 		// window outside the scrapes) or what it holds (the histograms
 		// present): first the same metrics over the whole range, then
 		// everything. This costs a full read, but only on the way to an
-		// error message.
+		// error message. Where the range is widened, a source that
+		// streams keeps of each target its scrapes and labels only
+		// (Target.WithoutSamples), enough to say where the evidence lies,
+		// so that a window mistyped on a long history costs time, not its
+		// memory; should the range not lie outside the evidence after
+		// all, it is read whole.
 		sel := selection{metrics: len(opts.Metrics), start: opts.Start, end: opts.End}
-		for _, wider := range []func(*snapshot.Options){
+		for i, wider := range []func(*snapshot.Options){
 			func(o *snapshot.Options) { o.Start, o.End = time.Time{}, time.Time{} },
 			func(o *snapshot.Options) { o.Metrics = nil },
 		} {
 			wider(&opts)
-			if ev2, err2 := snapshot.Read(ctx, paths, opts); err2 == nil {
+			read := snapshot.Read
+			if i == 0 && snapshot.Streams(paths) {
+				read = func(ctx context.Context, paths []string, opts snapshot.Options) (*snapshot.Evidence, error) {
+					ev, err := readWithoutSamples(ctx, paths, opts)
+					if err == nil && !outside(ev, sel.start, sel.end) {
+						return snapshot.Read(ctx, paths, opts)
+					}
+					return ev, err
+				}
+			}
+			if ev2, err2 := read(ctx, paths, opts); err2 == nil {
 				fmt.Fprintf(e.stderr, "note: %s matched nothing; read the rest of the evidence to say why\n", sel)
 				ev, err = ev2, nil
 				break
