@@ -127,26 +127,34 @@ func writeTSDBFleet(b testing.TB, dir string, pods int, t0 time.Time, span time.
 	return len(all), samples
 }
 
-// BenchmarkReadTSDB extracts the histograms and gauges a diagnosis needs
-// (4 histograms, 6 gauges, snapshot.Options.Metrics) of a 100-pod fleet over 6 h,
-// for two windows (baseline and incident), per op. snapshot.Window lengths of
-// 30 min and 2 h show how peak memory grows: with the series selected and
-// the samples kept, never with the size of the TSDB.
-func BenchmarkReadTSDB(b *testing.B) {
+// tsdbBenchFixture writes the benchmark fleet (tsdbBenchPods pods over
+// tsdbBenchSpan from t0) into a temporary directory, logs its size, and
+// returns the directory, t0 and the families a diagnosis needs (4
+// histograms, 6 gauges, for snapshot.Options.Metrics).
+func tsdbBenchFixture(b *testing.B) (dir string, t0 time.Time, catalog []string) {
+	b.Helper()
 	pods := tsdbBenchPods(b)
-	dir := b.TempDir()
-	t0 := time.Date(2026, 9, 22, 0, 0, 0, 0, time.UTC)
+	dir = b.TempDir()
+	t0 = time.Date(2026, 9, 22, 0, 0, 0, 0, time.UTC)
 	start := time.Now()
 	series, samples := writeTSDBBench(b, dir, pods, t0)
 	b.Logf("fixture: %d pods, %d series, %d samples, 3 blocks of 2 h, written in %v", pods, series, samples, time.Since(start).Round(time.Second))
-
-	var catalog []string
 	for h := range 4 {
 		catalog = append(catalog, tsdbBenchHistName(h))
 	}
 	for g := range 6 {
 		catalog = append(catalog, tsdbBenchGaugeName(g))
 	}
+	return dir, t0, catalog
+}
+
+// BenchmarkReadTSDB extracts the histograms and gauges a diagnosis needs
+// (4 histograms, 6 gauges, snapshot.Options.Metrics) of a 100-pod fleet over 6 h,
+// for two windows (baseline and incident), per op. snapshot.Window lengths of
+// 30 min and 2 h show how peak memory grows: with the series selected and
+// the samples kept, never with the size of the TSDB.
+func BenchmarkReadTSDB(b *testing.B) {
+	dir, t0, catalog := tsdbBenchFixture(b)
 	for _, win := range []time.Duration{30 * time.Minute, 2 * time.Hour} {
 		b.Run("window="+win.String(), func(b *testing.B) {
 			windows := []time.Time{t0.Add(1 * time.Hour), t0.Add(3*time.Hour + 30*time.Minute)}
@@ -167,16 +175,8 @@ func BenchmarkReadTSDB(b *testing.B) {
 						b.Fatal(ev.Problems)
 					}
 					for _, tg := range ev.Targets {
-						for _, f := range tg.Families {
-							for _, s := range f.Series {
-								gotSeries++
-								gotSamples += s.Len()
-							}
-							for _, h := range f.Histograms {
-								gotSeries += len(h.Bounds) + 2
-								gotSamples += h.Len() * (len(h.Bounds) + 2)
-							}
-						}
+						s, n := countKept(tg)
+						gotSeries, gotSamples = gotSeries+s, gotSamples+n
 					}
 					runtime.KeepAlive(ev)
 				}
@@ -192,8 +192,8 @@ func BenchmarkReadTSDB(b *testing.B) {
 	}
 }
 
-// countKept returns the series and samples of a target, as
-// BenchmarkReadTSDB counts them (each bucket, _sum and _count a series).
+// countKept returns the series and samples of a target, as the
+// benchmarks count them (each bucket, _sum and _count a series).
 func countKept(tg *snapshot.Target) (series, samples int) {
 	for _, f := range tg.Families {
 		for _, s := range f.Series {
@@ -213,20 +213,7 @@ func countKept(tg *snapshot.Target) (series, samples int) {
 // snapshot.ReadEach (one target at a time, dropped by the visitor), for
 // the catalog's families (snapshot.Options.Metrics) and for every series.
 func BenchmarkReadEachTSDB(b *testing.B) {
-	pods := tsdbBenchPods(b)
-	dir := b.TempDir()
-	t0 := time.Date(2026, 9, 22, 0, 0, 0, 0, time.UTC)
-	start := time.Now()
-	series, samples := writeTSDBBench(b, dir, pods, t0)
-	b.Logf("fixture: %d pods, %d series, %d samples, 3 blocks of 2 h, written in %v", pods, series, samples, time.Since(start).Round(time.Second))
-
-	var catalog []string
-	for h := range 4 {
-		catalog = append(catalog, tsdbBenchHistName(h))
-	}
-	for g := range 6 {
-		catalog = append(catalog, tsdbBenchGaugeName(g))
-	}
+	dir, _, catalog := tsdbBenchFixture(b)
 	for _, sel := range []struct {
 		name    string
 		metrics []string
