@@ -222,15 +222,9 @@ func (c *factCtx) arrivalRate(w evalWindow) rules.Fact {
 // finished_reason. A reason without a series had no request when other
 // reasons exist, except "error", which older versions do not count.
 func (c *factCtx) reasonShare(reason string, w evalWindow) rules.Fact {
-	if !c.sc.has(SignalRequestSuccess) {
-		return rules.MissingFact(c.missingSignal(SignalRequestSuccess))
-	}
-	total, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, nil)
-	if err != nil {
-		return rules.MissingFact(err.Error())
-	}
-	if !(total.Value > 0) {
-		return rules.MissingFact("no request finished in the window")
+	total, f, ok := c.fleetTotal(SignalRequestSuccess, w, "no request finished in the window")
+	if !ok {
+		return f
 	}
 	part := 0.0
 	reasons := c.sc.splitValues(SignalRequestSuccess, "finished_reason")
@@ -246,8 +240,8 @@ func (c *factCtx) reasonShare(reason string, w evalWindow) rules.Fact {
 	case len(reasons) == 0:
 		return rules.MissingFact("request_success has no finished_reason label")
 	}
-	f := rules.Measured(part / total.Value).WithSource(c.sc.source(SignalRequestSuccess) + `{finished_reason="` + reason + `"}`)
-	f.Count = total.Value
+	f = rules.Measured(part / total).WithSource(c.sc.source(SignalRequestSuccess) + `{finished_reason="` + reason + `"}`)
+	f.Count = total
 	return f
 }
 
@@ -263,15 +257,9 @@ func containsString(xs []string, s string) bool {
 // http5xxShare is the share of HTTP responses with a 5xx status. The
 // family counts every response, so a status without a series had none.
 func (c *factCtx) http5xxShare(w evalWindow) rules.Fact {
-	if !c.sc.has(SignalHTTPRequests) {
-		return rules.MissingFact(c.missingSignal(SignalHTTPRequests))
-	}
-	total, err := c.sc.fleetCounter(SignalHTTPRequests, w.w, nil)
-	if err != nil {
-		return rules.MissingFact(err.Error())
-	}
-	if !(total.Value > 0) {
-		return rules.MissingFact("no HTTP response in the window")
+	total, f, ok := c.fleetTotal(SignalHTTPRequests, w, "no HTTP response in the window")
+	if !ok {
+		return f
 	}
 	bad := 0.0
 	for _, st := range c.sc.splitValues(SignalHTTPRequests, "status") {
@@ -283,8 +271,8 @@ func (c *factCtx) http5xxShare(w evalWindow) rules.Fact {
 			bad += inc.Value
 		}
 	}
-	f := rules.Measured(bad / total.Value).WithSource(c.sc.source(SignalHTTPRequests) + `{status="5xx"}`)
-	f.Count = total.Value
+	f = rules.Measured(bad / total).WithSource(c.sc.source(SignalHTTPRequests) + `{status="5xx"}`)
+	f.Count = total
 	return f
 }
 
@@ -310,16 +298,30 @@ func (c *factCtx) counterRatio(num, den SignalID, w evalWindow, none string) rul
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
-	d, err := c.sc.fleetCounter(den, w.w, nil)
-	if err != nil {
-		return rules.MissingFact(err.Error())
+	d, f, ok := c.fleetTotal(den, w, none)
+	if !ok {
+		return f
 	}
-	if !(d.Value > 0) {
-		return rules.MissingFact(none)
-	}
-	f := rules.Measured(n.Value / d.Value).WithSource(c.sc.source(num) + " / " + c.sc.source(den))
-	f.Count = d.Value
+	f = rules.Measured(n.Value / d).WithSource(c.sc.source(num) + " / " + c.sc.source(den))
+	f.Count = d
 	return f
+}
+
+// fleetTotal is the fleet increase of counter id over w, when the counter
+// is there, evaluable and increased; else ok is false and f is the missing
+// fact, none saying why when the counter did not increase.
+func (c *factCtx) fleetTotal(id SignalID, w evalWindow, none string) (total float64, f rules.Fact, ok bool) {
+	if f, ok := c.need(id); !ok {
+		return 0, f, false
+	}
+	inc, err := c.sc.fleetCounter(id, w.w, nil)
+	if err != nil {
+		return 0, rules.MissingFact(err.Error()), false
+	}
+	if !(inc.Value > 0) {
+		return 0, rules.MissingFact(none), false
+	}
+	return inc.Value, rules.Fact{}, true
 }
 
 // prefixHitRatio is hits / queries of the prefix cache (tokens), or the V0
