@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/gonum/stat"
@@ -229,7 +230,7 @@ func (c *factCtx) reasonShare(reason string, w evalWindow) rules.Fact {
 	part := 0.0
 	reasons := c.sc.splitValues(SignalRequestSuccess, "finished_reason")
 	switch {
-	case containsString(reasons, reason):
+	case slices.Contains(reasons, reason):
 		inc, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, map[string]string{"finished_reason": reason})
 		if err != nil {
 			return rules.MissingFact(err.Error())
@@ -243,15 +244,6 @@ func (c *factCtx) reasonShare(reason string, w evalWindow) rules.Fact {
 	f = rules.Measured(part / total).WithSource(c.sc.source(SignalRequestSuccess) + `{finished_reason="` + reason + `"}`)
 	f.Count = total
 	return f
-}
-
-func containsString(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // http5xxShare is the share of HTTP responses with a 5xx status. The
@@ -482,7 +474,7 @@ func (sc *scope) engineValues(r int) []string {
 	}
 	var out []string
 	for _, s := range m.Family.SeriesMatching(sc.selector(m.Family)) {
-		if e := s.Labels.Get("engine"); e != "" && !containsString(out, e) {
+		if e := s.Labels.Get("engine"); e != "" && !slices.Contains(out, e) {
 			out = append(out, e)
 		}
 	}
