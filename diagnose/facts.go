@@ -361,23 +361,15 @@ func (c *factCtx) gaugeStat(id SignalID, w evalWindow, what string) rules.Fact {
 
 // kvMax is the largest KV usage of any replica over w.
 func (c *factCtx) kvMax(w evalWindow) rules.Fact {
-	best, n, found := math.NaN(), 0, false
-	for r := range c.sc.replicas {
-		s := c.sc.replicaGauge(SignalKVUsage, r)
-		if s == nil {
-			continue
-		}
-		g, err := s.Gauge(w.w)
-		if err != nil {
-			continue
-		}
-		found = true
+	gs := c.replicaGauges(SignalKVUsage, w)
+	best, n := math.NaN(), 0
+	for _, g := range gs {
 		n += g.N
 		if !(g.Max <= best) {
 			best = g.Max
 		}
 	}
-	if !found {
+	if len(gs) == 0 {
 		if !c.sc.has(SignalKVUsage) {
 			return rules.MissingFact(c.missingSignal(SignalKVUsage))
 		}
@@ -393,25 +385,33 @@ func (c *factCtx) maxNumSeqs(w evalWindow) rules.Fact {
 	if !c.sc.has(SignalMaxNumSeqs) {
 		return rules.MissingFact(c.missingSignal(SignalMaxNumSeqs))
 	}
-	sum, n := 0.0, 0
+	gs := c.replicaGauges(SignalMaxNumSeqs, w)
+	if len(gs) == 0 {
+		return rules.MissingFact("max_num_seqs: no replica scraped in the window")
+	}
+	sum := 0.0
+	for _, g := range gs {
+		sum += g.Last
+	}
+	f := rules.Measured(sum).WithSource(c.sc.source(SignalMaxNumSeqs))
+	f.Count = float64(len(gs))
+	return f
+}
+
+// replicaGauges are the statistics over w of gauge id on each replica
+// that has it and whose series is evaluable over w, in replica order.
+func (c *factCtx) replicaGauges(id SignalID, w evalWindow) []snapshot.GaugeStats {
+	var gs []snapshot.GaugeStats
 	for r := range c.sc.replicas {
-		s := c.sc.replicaGauge(SignalMaxNumSeqs, r)
+		s := c.sc.replicaGauge(id, r)
 		if s == nil {
 			continue
 		}
-		g, err := s.Gauge(w.w)
-		if err != nil {
-			continue
+		if g, err := s.Gauge(w.w); err == nil {
+			gs = append(gs, g)
 		}
-		sum += g.Last
-		n++
 	}
-	if n == 0 {
-		return rules.MissingFact("max_num_seqs: no replica scraped in the window")
-	}
-	f := rules.Measured(sum).WithSource(c.sc.source(SignalMaxNumSeqs))
-	f.Count = float64(n)
-	return f
+	return gs
 }
 
 // backlogEnd is waiting + running at the window's last scrape.
