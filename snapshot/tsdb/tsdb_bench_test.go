@@ -158,13 +158,8 @@ func BenchmarkReadTSDB(b *testing.B) {
 	for _, win := range []time.Duration{30 * time.Minute, 2 * time.Hour} {
 		b.Run("window="+win.String(), func(b *testing.B) {
 			windows := []time.Time{t0.Add(1 * time.Hour), t0.Add(3*time.Hour + 30*time.Minute)}
-			var peak uint64
 			var gotSeries, gotSamples int
-			b.ReportAllocs()
-			for b.Loop() {
-				b.StopTimer()
-				stop := heappeak.Start(2 * time.Millisecond) // runs a GC: not timed
-				b.StartTimer()
+			peak := peakLoop(b, func() {
 				gotSeries, gotSamples = 0, 0
 				for _, w0 := range windows {
 					ev, err := Read(context.Background(), dir, snapshot.Options{Start: w0, End: w0.Add(win), Metrics: catalog})
@@ -180,16 +175,31 @@ func BenchmarkReadTSDB(b *testing.B) {
 					}
 					runtime.KeepAlive(ev)
 				}
-				b.StopTimer()
-				peak = max(peak, stop().Above())
-				b.StartTimer()
-			}
+			})
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 			b.ReportMetric(float64(gotSeries), "series")
 			b.ReportMetric(float64(gotSamples), "samples")
 			b.ReportMetric(float64(peak)/float64(gotSamples), "peak-B/sample")
 		})
 	}
+}
+
+// peakLoop runs op b.N times, reporting allocations, and returns the
+// highest peak of the live heap above its level at the start of an op (the
+// sampler's GC and start are not timed).
+func peakLoop(b *testing.B, op func()) (peak uint64) {
+	b.Helper()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		stop := heappeak.Start(2 * time.Millisecond) // runs a GC: not timed
+		b.StartTimer()
+		op()
+		b.StopTimer()
+		peak = max(peak, stop().Above())
+		b.StartTimer()
+	}
+	return peak
 }
 
 // countKept returns the series and samples of a target, as the
@@ -225,13 +235,8 @@ func BenchmarkReadEachTSDB(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				opts := snapshot.Options{Metrics: sel.metrics, Limits: snapshot.Limits{MaxMemory: 16 << 30}}
-				var peak uint64
 				var gotTargets, gotSeries, gotSamples int
-				b.ReportAllocs()
-				for b.Loop() {
-					b.StopTimer()
-					stop := heappeak.Start(2 * time.Millisecond) // runs a GC: not timed
-					b.StartTimer()
+				peak := peakLoop(b, func() {
 					gotTargets, gotSeries, gotSamples = 0, 0, 0
 					count := func(tg *snapshot.Target) error {
 						s, n := countKept(tg)
@@ -252,10 +257,7 @@ func BenchmarkReadEachTSDB(b *testing.B) {
 						}
 						runtime.KeepAlive(ev)
 					}
-					b.StopTimer()
-					peak = max(peak, stop().Above())
-					b.StartTimer()
-				}
+				})
 				b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 				b.ReportMetric(float64(gotTargets), "targets")
 				b.ReportMetric(float64(gotSeries), "series")
