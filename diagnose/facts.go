@@ -202,19 +202,15 @@ func (c *factCtx) arrivalRate(w evalWindow) rules.Fact {
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
-	bl := c.sc.backlog(-1)
-	if bl == nil {
-		return rules.MissingFact("no waiting and running gauges: the growth of the backlog is unknown")
-	}
-	g, err := bl.Gauge(w.w)
-	if err != nil {
-		return rules.MissingFact(err.Error())
+	g, f, ok := c.fleetBacklog(w, "no waiting and running gauges: the growth of the backlog is unknown")
+	if !ok {
+		return f
 	}
 	secs := inc.Duration().Seconds()
 	if !(secs > 0) {
 		return rules.MissingFact("no time elapsed between the edge samples")
 	}
-	f := rules.Measured((inc.Value + g.Last - g.First) / secs).WithSource(c.sc.source(SignalRequestSuccess) + " + growth of waiting + running")
+	f = rules.Measured((inc.Value + g.Last - g.First) / secs).WithSource(c.sc.source(SignalRequestSuccess) + " + growth of waiting + running")
 	f.Count = inc.Value
 	return f
 }
@@ -416,17 +412,28 @@ func (c *factCtx) replicaGauges(id SignalID, w evalWindow) []snapshot.GaugeStats
 
 // backlogEnd is waiting + running at the window's last scrape.
 func (c *factCtx) backlogEnd(w evalWindow) rules.Fact {
+	g, f, ok := c.fleetBacklog(w, "no waiting and running gauges")
+	if !ok {
+		return f
+	}
+	f = rules.Measured(g.Last).WithSource(c.sc.source(SignalWaiting) + " + " + c.sc.source(SignalRunning))
+	f.Count = 1
+	return f
+}
+
+// fleetBacklog is the statistics over w of the fleet's waiting + running,
+// when known; else ok is false and f is the missing fact, none saying why
+// when there are no waiting and running gauges.
+func (c *factCtx) fleetBacklog(w evalWindow, none string) (g snapshot.GaugeStats, f rules.Fact, ok bool) {
 	bl := c.sc.backlog(-1)
 	if bl == nil {
-		return rules.MissingFact("no waiting and running gauges")
+		return g, rules.MissingFact(none), false
 	}
 	g, err := bl.Gauge(w.w)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return g, rules.MissingFact(err.Error()), false
 	}
-	f := rules.Measured(g.Last).WithSource(c.sc.source(SignalWaiting) + " + " + c.sc.source(SignalRunning))
-	f.Count = 1
-	return f
+	return g, rules.Fact{}, true
 }
 
 // replicaShareMax is the largest replica's share of completions divided by

@@ -453,13 +453,9 @@ func (c *factCtx) gatewayUnserved(w evalWindow, share bool) rules.Fact {
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
-	bl := c.sc.backlog(-1)
-	if bl == nil {
-		return rules.MissingFact("no waiting and running gauges")
-	}
-	gs, err := bl.Gauge(w.w)
-	if err != nil {
-		return rules.MissingFact(err.Error())
+	gs, f, ok := c.fleetBacklog(w, "no waiting and running gauges")
+	if !ok {
+		return f
 	}
 	v := g.Value - done.Value - (gs.Last - gs.First)
 	src := fmt.Sprintf("%s %g - completions %g - growth of waiting + running %g", c.sc.source(catalog.SignalGatewayRequests), g.Value, done.Value, gs.Last-gs.First)
@@ -471,7 +467,7 @@ func (c *factCtx) gatewayUnserved(w evalWindow, share bool) rules.Fact {
 		f.Count = g.Value
 		return f
 	}
-	f := rules.Measured(v).WithSource(src)
+	f = rules.Measured(v).WithSource(src)
 	f.Count = g.Value
 	return f
 }
