@@ -330,13 +330,9 @@ func (c *factCtx) prefixHitRatio(w evalWindow) rules.Fact {
 
 // gaugeStat is a statistic of the fleet series of gauge id over w.
 func (c *factCtx) gaugeStat(id SignalID, w evalWindow, what string) rules.Fact {
-	s := c.sc.fleetGauge(id)
-	if s == nil {
-		return rules.MissingFact(c.missingSignal(id))
-	}
-	g, err := s.Gauge(w.w)
-	if err != nil {
-		return rules.MissingFact(err.Error())
+	g, f, ok := c.fleetGaugeStats(id, w)
+	if !ok {
+		return f
 	}
 	var v float64
 	switch what {
@@ -350,9 +346,23 @@ func (c *factCtx) gaugeStat(id SignalID, w evalWindow, what string) rules.Fact {
 			return rules.MissingFact("fewer than two scrapes in the window: no trend")
 		}
 	}
-	f := rules.Measured(v).WithSource(c.sc.source(id))
+	f = rules.Measured(v).WithSource(c.sc.source(id))
 	f.Count = float64(g.N)
 	return f
+}
+
+// fleetGaugeStats is the statistics over w of the fleet series of gauge
+// id, when known; else ok is false and f is the missing fact.
+func (c *factCtx) fleetGaugeStats(id SignalID, w evalWindow) (g snapshot.GaugeStats, f rules.Fact, ok bool) {
+	s := c.sc.fleetGauge(id)
+	if s == nil {
+		return g, rules.MissingFact(c.missingSignal(id)), false
+	}
+	g, err := s.Gauge(w.w)
+	if err != nil {
+		return g, rules.MissingFact(err.Error()), false
+	}
+	return g, rules.Fact{}, true
 }
 
 // kvMax is the largest KV usage of any replica over w.
@@ -570,18 +580,14 @@ func (c *factCtx) burst(w evalWindow) rules.Fact {
 		f.Count = float64(len(rates))
 		return f
 	}
-	ws := c.sc.fleetGauge(SignalWaiting)
-	if ws == nil {
-		return rules.MissingFact(c.missingSignal(SignalWaiting))
-	}
-	g, err := ws.Gauge(w.w)
-	if err != nil {
-		return rules.MissingFact(err.Error())
+	g, f, ok := c.fleetGaugeStats(SignalWaiting, w)
+	if !ok {
+		return f
 	}
 	if !(g.Mean > 0) {
 		return rules.MissingFact("no arrivals estimate and no waiting request in the window")
 	}
-	f := rules.Measured(g.Max / g.Mean).WithSource("peak / mean of " + c.sc.source(SignalWaiting))
+	f = rules.Measured(g.Max / g.Mean).WithSource("peak / mean of " + c.sc.source(SignalWaiting))
 	f.Count = float64(g.N)
 	return f
 }
