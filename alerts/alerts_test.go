@@ -13,6 +13,7 @@ import (
 	"github.com/whyslow/whyslow/rules"
 
 	"github.com/whyslow/whyslow/internal/golden"
+	"github.com/whyslow/whyslow/internal/promserver"
 )
 
 var update = golden.Update // the -update flag
@@ -137,7 +138,7 @@ func recordedNames(expr string) []string {
 // TestAlertsPromtoolCheck: promtool check rules accepts every generated
 // file (it fails rather than skips when CI=true).
 func TestAlertsPromtoolCheck(t *testing.T) {
-	tool := promtool(t)
+	tool := promserver.Binary(t, "promtool")
 	cases := map[string]func(*Options){
 		"default": func(*Options) {},
 		"slo": func(o *Options) {

@@ -2,6 +2,7 @@ package alerts
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -149,7 +150,7 @@ func (g *gen) gpuPerReplica() string {
 	join := []string{"namespace", "pod"}
 	var left []string
 	for _, l := range g.opt.By {
-		if !contains(join, l) {
+		if !slices.Contains(join, l) {
 			left = append(left, l)
 		}
 	}

@@ -2,6 +2,7 @@ package alerts
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -70,7 +71,7 @@ func (n names) of(id catalog.SignalID) []string {
 			if !emits(c, t) {
 				continue
 			}
-			if !contains(out, c.Metric) {
+			if !slices.Contains(out, c.Metric) {
 				out = append(out, c.Metric)
 			}
 			break
@@ -91,15 +92,6 @@ func (n names) of(id catalog.SignalID) []string {
 func emits(c catalog.Candidate, t target) bool {
 	for _, r := range c.Versions {
 		if r.Contains(t.engine, t.ver) {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
 			return true
 		}
 	}

@@ -21,20 +21,6 @@ import (
 	"github.com/whyslow/whyslow/internal/fleetsim"
 )
 
-// promtool returns the path of promtool, skipping the test when it is
-// missing, except under CI=true, where a missing promtool fails.
-func promtool(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("promtool not found (CI installs Debian's prometheus): %v", err)
-		}
-		t.Skip("promtool not installed")
-	}
-	return p
-}
-
 // writeRules generates the rule file for opts into dir and returns its path.
 func writeRules(t *testing.T, dir string, opts Options) (string, RuleFile) {
 	t.Helper()

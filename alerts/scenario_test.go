@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/promserver"
 	"github.com/whyslow/whyslow/rules"
 )
 
@@ -65,7 +66,7 @@ func TestAlertsScenarios(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates 15 fleets and runs promtool on each (minutes)")
 	}
-	tool := promtool(t)
+	tool := promserver.Binary(t, "promtool")
 	type row struct{ name, expect, fired string }
 	var table []row
 	for _, c := range alertCases() {

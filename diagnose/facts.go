@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/gonum/stat"
@@ -201,19 +202,15 @@ func (c *factCtx) arrivalRate(w evalWindow) rules.Fact {
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
-	bl := c.sc.backlog(-1)
-	if bl == nil {
-		return rules.MissingFact("no waiting and running gauges: the growth of the backlog is unknown")
-	}
-	g, err := bl.Gauge(w.w)
-	if err != nil {
-		return rules.MissingFact(err.Error())
+	g, f, ok := c.fleetBacklog(w, "no waiting and running gauges: the growth of the backlog is unknown")
+	if !ok {
+		return f
 	}
 	secs := inc.Duration().Seconds()
 	if !(secs > 0) {
 		return rules.MissingFact("no time elapsed between the edge samples")
 	}
-	f := rules.Measured((inc.Value + g.Last - g.First) / secs).WithSource(c.sc.source(SignalRequestSuccess) + " + growth of waiting + running")
+	f = rules.Measured((inc.Value + g.Last - g.First) / secs).WithSource(c.sc.source(SignalRequestSuccess) + " + growth of waiting + running")
 	f.Count = inc.Value
 	return f
 }
@@ -222,20 +219,14 @@ func (c *factCtx) arrivalRate(w evalWindow) rules.Fact {
 // finished_reason. A reason without a series had no request when other
 // reasons exist, except "error", which older versions do not count.
 func (c *factCtx) reasonShare(reason string, w evalWindow) rules.Fact {
-	if !c.sc.has(SignalRequestSuccess) {
-		return rules.MissingFact(c.missingSignal(SignalRequestSuccess))
-	}
-	total, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, nil)
-	if err != nil {
-		return rules.MissingFact(err.Error())
-	}
-	if !(total.Value > 0) {
-		return rules.MissingFact("no request finished in the window")
+	total, f, ok := c.fleetTotal(SignalRequestSuccess, w, "no request finished in the window")
+	if !ok {
+		return f
 	}
 	part := 0.0
 	reasons := c.sc.splitValues(SignalRequestSuccess, "finished_reason")
 	switch {
-	case containsString(reasons, reason):
+	case slices.Contains(reasons, reason):
 		inc, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, map[string]string{"finished_reason": reason})
 		if err != nil {
 			return rules.MissingFact(err.Error())
@@ -246,32 +237,17 @@ func (c *factCtx) reasonShare(reason string, w evalWindow) rules.Fact {
 	case len(reasons) == 0:
 		return rules.MissingFact("request_success has no finished_reason label")
 	}
-	f := rules.Measured(part / total.Value).WithSource(c.sc.source(SignalRequestSuccess) + `{finished_reason="` + reason + `"}`)
-	f.Count = total.Value
+	f = rules.Measured(part / total).WithSource(c.sc.source(SignalRequestSuccess) + `{finished_reason="` + reason + `"}`)
+	f.Count = total
 	return f
-}
-
-func containsString(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // http5xxShare is the share of HTTP responses with a 5xx status. The
 // family counts every response, so a status without a series had none.
 func (c *factCtx) http5xxShare(w evalWindow) rules.Fact {
-	if !c.sc.has(SignalHTTPRequests) {
-		return rules.MissingFact(c.missingSignal(SignalHTTPRequests))
-	}
-	total, err := c.sc.fleetCounter(SignalHTTPRequests, w.w, nil)
-	if err != nil {
-		return rules.MissingFact(err.Error())
-	}
-	if !(total.Value > 0) {
-		return rules.MissingFact("no HTTP response in the window")
+	total, f, ok := c.fleetTotal(SignalHTTPRequests, w, "no HTTP response in the window")
+	if !ok {
+		return f
 	}
 	bad := 0.0
 	for _, st := range c.sc.splitValues(SignalHTTPRequests, "status") {
@@ -283,8 +259,8 @@ func (c *factCtx) http5xxShare(w evalWindow) rules.Fact {
 			bad += inc.Value
 		}
 	}
-	f := rules.Measured(bad / total.Value).WithSource(c.sc.source(SignalHTTPRequests) + `{status="5xx"}`)
-	f.Count = total.Value
+	f = rules.Measured(bad / total).WithSource(c.sc.source(SignalHTTPRequests) + `{status="5xx"}`)
+	f.Count = total
 	return f
 }
 
@@ -310,16 +286,30 @@ func (c *factCtx) counterRatio(num, den SignalID, w evalWindow, none string) rul
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
-	d, err := c.sc.fleetCounter(den, w.w, nil)
-	if err != nil {
-		return rules.MissingFact(err.Error())
+	d, f, ok := c.fleetTotal(den, w, none)
+	if !ok {
+		return f
 	}
-	if !(d.Value > 0) {
-		return rules.MissingFact(none)
-	}
-	f := rules.Measured(n.Value / d.Value).WithSource(c.sc.source(num) + " / " + c.sc.source(den))
-	f.Count = d.Value
+	f = rules.Measured(n.Value / d).WithSource(c.sc.source(num) + " / " + c.sc.source(den))
+	f.Count = d
 	return f
+}
+
+// fleetTotal is the fleet increase of counter id over w, when the counter
+// is there, evaluable and increased; else ok is false and f is the missing
+// fact, none saying why when the counter did not increase.
+func (c *factCtx) fleetTotal(id SignalID, w evalWindow, none string) (total float64, f rules.Fact, ok bool) {
+	if f, ok := c.need(id); !ok {
+		return 0, f, false
+	}
+	inc, err := c.sc.fleetCounter(id, w.w, nil)
+	if err != nil {
+		return 0, rules.MissingFact(err.Error()), false
+	}
+	if !(inc.Value > 0) {
+		return 0, rules.MissingFact(none), false
+	}
+	return inc.Value, rules.Fact{}, true
 }
 
 // prefixHitRatio is hits / queries of the prefix cache (tokens), or the V0
@@ -340,13 +330,9 @@ func (c *factCtx) prefixHitRatio(w evalWindow) rules.Fact {
 
 // gaugeStat is a statistic of the fleet series of gauge id over w.
 func (c *factCtx) gaugeStat(id SignalID, w evalWindow, what string) rules.Fact {
-	s := c.sc.fleetGauge(id)
-	if s == nil {
-		return rules.MissingFact(c.missingSignal(id))
-	}
-	g, err := s.Gauge(w.w)
-	if err != nil {
-		return rules.MissingFact(err.Error())
+	g, f, ok := c.fleetGaugeStats(id, w)
+	if !ok {
+		return f
 	}
 	var v float64
 	switch what {
@@ -360,30 +346,36 @@ func (c *factCtx) gaugeStat(id SignalID, w evalWindow, what string) rules.Fact {
 			return rules.MissingFact("fewer than two scrapes in the window: no trend")
 		}
 	}
-	f := rules.Measured(v).WithSource(c.sc.source(id))
+	f = rules.Measured(v).WithSource(c.sc.source(id))
 	f.Count = float64(g.N)
 	return f
 }
 
+// fleetGaugeStats is the statistics over w of the fleet series of gauge
+// id, when known; else ok is false and f is the missing fact.
+func (c *factCtx) fleetGaugeStats(id SignalID, w evalWindow) (g snapshot.GaugeStats, f rules.Fact, ok bool) {
+	s := c.sc.fleetGauge(id)
+	if s == nil {
+		return g, rules.MissingFact(c.missingSignal(id)), false
+	}
+	g, err := s.Gauge(w.w)
+	if err != nil {
+		return g, rules.MissingFact(err.Error()), false
+	}
+	return g, rules.Fact{}, true
+}
+
 // kvMax is the largest KV usage of any replica over w.
 func (c *factCtx) kvMax(w evalWindow) rules.Fact {
-	best, n, found := math.NaN(), 0, false
-	for r := range c.sc.replicas {
-		s := c.sc.replicaGauge(SignalKVUsage, r)
-		if s == nil {
-			continue
-		}
-		g, err := s.Gauge(w.w)
-		if err != nil {
-			continue
-		}
-		found = true
+	gs := c.replicaGauges(SignalKVUsage, w)
+	best, n := math.NaN(), 0
+	for _, g := range gs {
 		n += g.N
 		if !(g.Max <= best) {
 			best = g.Max
 		}
 	}
-	if !found {
+	if len(gs) == 0 {
 		if !c.sc.has(SignalKVUsage) {
 			return rules.MissingFact(c.missingSignal(SignalKVUsage))
 		}
@@ -399,40 +391,59 @@ func (c *factCtx) maxNumSeqs(w evalWindow) rules.Fact {
 	if !c.sc.has(SignalMaxNumSeqs) {
 		return rules.MissingFact(c.missingSignal(SignalMaxNumSeqs))
 	}
-	sum, n := 0.0, 0
+	gs := c.replicaGauges(SignalMaxNumSeqs, w)
+	if len(gs) == 0 {
+		return rules.MissingFact("max_num_seqs: no replica scraped in the window")
+	}
+	sum := 0.0
+	for _, g := range gs {
+		sum += g.Last
+	}
+	f := rules.Measured(sum).WithSource(c.sc.source(SignalMaxNumSeqs))
+	f.Count = float64(len(gs))
+	return f
+}
+
+// replicaGauges are the statistics over w of gauge id on each replica
+// that has it and whose series is evaluable over w, in replica order.
+func (c *factCtx) replicaGauges(id SignalID, w evalWindow) []snapshot.GaugeStats {
+	var gs []snapshot.GaugeStats
 	for r := range c.sc.replicas {
-		s := c.sc.replicaGauge(SignalMaxNumSeqs, r)
+		s := c.sc.replicaGauge(id, r)
 		if s == nil {
 			continue
 		}
-		g, err := s.Gauge(w.w)
-		if err != nil {
-			continue
+		if g, err := s.Gauge(w.w); err == nil {
+			gs = append(gs, g)
 		}
-		sum += g.Last
-		n++
 	}
-	if n == 0 {
-		return rules.MissingFact("max_num_seqs: no replica scraped in the window")
-	}
-	f := rules.Measured(sum).WithSource(c.sc.source(SignalMaxNumSeqs))
-	f.Count = float64(n)
-	return f
+	return gs
 }
 
 // backlogEnd is waiting + running at the window's last scrape.
 func (c *factCtx) backlogEnd(w evalWindow) rules.Fact {
+	g, f, ok := c.fleetBacklog(w, "no waiting and running gauges")
+	if !ok {
+		return f
+	}
+	f = rules.Measured(g.Last).WithSource(c.sc.source(SignalWaiting) + " + " + c.sc.source(SignalRunning))
+	f.Count = 1
+	return f
+}
+
+// fleetBacklog is the statistics over w of the fleet's waiting + running,
+// when known; else ok is false and f is the missing fact, none saying why
+// when there are no waiting and running gauges.
+func (c *factCtx) fleetBacklog(w evalWindow, none string) (g snapshot.GaugeStats, f rules.Fact, ok bool) {
 	bl := c.sc.backlog(-1)
 	if bl == nil {
-		return rules.MissingFact("no waiting and running gauges")
+		return g, rules.MissingFact(none), false
 	}
 	g, err := bl.Gauge(w.w)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return g, rules.MissingFact(err.Error()), false
 	}
-	f := rules.Measured(g.Last).WithSource(c.sc.source(SignalWaiting) + " + " + c.sc.source(SignalRunning))
-	f.Count = 1
-	return f
+	return g, rules.Fact{}, true
 }
 
 // replicaShareMax is the largest replica's share of completions divided by
@@ -480,7 +491,7 @@ func (sc *scope) engineValues(r int) []string {
 	}
 	var out []string
 	for _, s := range m.Family.SeriesMatching(sc.selector(m.Family)) {
-		if e := s.Labels.Get("engine"); e != "" && !containsString(out, e) {
+		if e := s.Labels.Get("engine"); e != "" && !slices.Contains(out, e) {
 			out = append(out, e)
 		}
 	}
@@ -569,18 +580,14 @@ func (c *factCtx) burst(w evalWindow) rules.Fact {
 		f.Count = float64(len(rates))
 		return f
 	}
-	ws := c.sc.fleetGauge(SignalWaiting)
-	if ws == nil {
-		return rules.MissingFact(c.missingSignal(SignalWaiting))
-	}
-	g, err := ws.Gauge(w.w)
-	if err != nil {
-		return rules.MissingFact(err.Error())
+	g, f, ok := c.fleetGaugeStats(SignalWaiting, w)
+	if !ok {
+		return f
 	}
 	if !(g.Mean > 0) {
 		return rules.MissingFact("no arrivals estimate and no waiting request in the window")
 	}
-	f := rules.Measured(g.Max / g.Mean).WithSource("peak / mean of " + c.sc.source(SignalWaiting))
+	f = rules.Measured(g.Max / g.Mean).WithSource("peak / mean of " + c.sc.source(SignalWaiting))
 	f.Count = float64(g.N)
 	return f
 }

@@ -329,23 +329,17 @@ func (c *factCtx) addNoise(fs rules.Facts) {
 	for _, m := range meanFacts {
 		fs[m.id] = c.withNoise(m.id, fs[m.id], c.histPiece(m.sig), histMeanAgg)
 	}
-	for _, g := range []struct {
-		id  rules.FactID
-		sig SignalID
-	}{
-		{rules.WaitingMean, SignalWaiting}, {rules.RunningMean, SignalRunning},
-		{rules.KVUsageMean, SignalKVUsage}, {rules.GPUUtilMean, SignalGPUUtil},
-	} {
-		fs[g.id] = c.withNoise(g.id, fs[g.id], c.gaugePiece(g.sig), ratioAgg)
-	}
 	for _, r := range []struct {
-		id  rules.FactID
-		sig SignalID
+		id    rules.FactID
+		sig   SignalID
+		piece func(SignalID) pieceFn
 	}{
-		{rules.CompletionRate, SignalRequestSuccess}, {rules.PromptTokenRate, SignalPromptTokensTotal},
-		{rules.GenerationTokenRate, SignalGenerationTokensTotal}, {rules.PreemptionRate, SignalPreemptions},
+		{rules.WaitingMean, SignalWaiting, c.gaugePiece}, {rules.RunningMean, SignalRunning, c.gaugePiece},
+		{rules.KVUsageMean, SignalKVUsage, c.gaugePiece}, {rules.GPUUtilMean, SignalGPUUtil, c.gaugePiece},
+		{rules.CompletionRate, SignalRequestSuccess, c.counterPiece}, {rules.PromptTokenRate, SignalPromptTokensTotal, c.counterPiece},
+		{rules.GenerationTokenRate, SignalGenerationTokensTotal, c.counterPiece}, {rules.PreemptionRate, SignalPreemptions, c.counterPiece},
 	} {
-		fs[r.id] = c.withNoise(r.id, fs[r.id], c.counterPiece(r.sig), ratioAgg)
+		fs[r.id] = c.withNoise(r.id, fs[r.id], r.piece(r.sig), ratioAgg)
 	}
 	fs[rules.ArrivalRate] = c.withNoise(rules.ArrivalRate, fs[rules.ArrivalRate], c.arrivalPiece, ratioAgg)
 	if c.sc.has(SignalPrefixCacheQueries) && c.sc.has(SignalPrefixCacheHits) {

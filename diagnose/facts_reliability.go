@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -370,7 +371,7 @@ func (c *factCtx) abandonedRequests(w *relWindow) rules.Fact {
 // accounting says which accounting of aborts the version seen implies.
 func (c *factCtx) accounting(w evalWindow) string {
 	reasons := c.sc.splitValues(SignalRequestSuccess, "finished_reason")
-	if !containsString(reasons, "abort") {
+	if !slices.Contains(reasons, "abort") {
 		return "no finished_reason=\"abort\" series: this vLLM does not count aborted requests apart"
 	}
 	inc, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, map[string]string{"finished_reason": "abort"})
@@ -452,13 +453,9 @@ func (c *factCtx) gatewayUnserved(w evalWindow, share bool) rules.Fact {
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
-	bl := c.sc.backlog(-1)
-	if bl == nil {
-		return rules.MissingFact("no waiting and running gauges")
-	}
-	gs, err := bl.Gauge(w.w)
-	if err != nil {
-		return rules.MissingFact(err.Error())
+	gs, f, ok := c.fleetBacklog(w, "no waiting and running gauges")
+	if !ok {
+		return f
 	}
 	v := g.Value - done.Value - (gs.Last - gs.First)
 	src := fmt.Sprintf("%s %g - completions %g - growth of waiting + running %g", c.sc.source(catalog.SignalGatewayRequests), g.Value, done.Value, gs.Last-gs.First)
@@ -470,7 +467,7 @@ func (c *factCtx) gatewayUnserved(w evalWindow, share bool) rules.Fact {
 		f.Count = g.Value
 		return f
 	}
-	f := rules.Measured(v).WithSource(src)
+	f = rules.Measured(v).WithSource(src)
 	f.Count = g.Value
 	return f
 }
@@ -677,7 +674,7 @@ func (c *factCtx) httpShareOf(w evalWindow, r int, match func(string) bool, what
 // status codes by default (4xx), so a grouped fleet has no 429 apart.
 func (c *factCtx) http429Share(w evalWindow) rules.Fact {
 	sts := c.sc.splitValues(SignalHTTPRequests, "status")
-	if c.sc.has(SignalHTTPRequests) && !containsString(sts, "429") && (containsString(sts, "4xx") || containsString(sts, "2xx")) {
+	if c.sc.has(SignalHTTPRequests) && !slices.Contains(sts, "429") && (slices.Contains(sts, "4xx") || slices.Contains(sts, "2xx")) {
 		return rules.MissingFact("http_requests_total groups status codes (2xx, 4xx, 5xx): no 429 apart")
 	}
 	return c.httpShareOf(w, -1, func(s string) bool { return s == "429" }, "429")

@@ -25,6 +25,7 @@ import (
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/internal/jsondiff"
+	"github.com/whyslow/whyslow/internal/promserver"
 	"github.com/whyslow/whyslow/snapshot"
 	_ "github.com/whyslow/whyslow/snapshot/tsdb" // Read reads the TSDB cases
 )
@@ -124,13 +125,7 @@ var evidenceFormats = []evidenceFormat{
 		return dir
 	}},
 	{name: "promtool-backfill", write: func(t *testing.T, p *preserved, dir string) string {
-		promtool, err := exec.LookPath("promtool")
-		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("promtool is required in CI: %v", err)
-			}
-			t.Skipf("promtool not installed: %v", err)
-		}
+		promtool := promserver.Binary(t, "promtool")
 		om := p.openMetrics(t)
 		out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", om, dir).CombinedOutput()
 		require.NoError(t, err, "promtool: %s", out)

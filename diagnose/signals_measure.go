@@ -31,29 +31,31 @@ func nanMeasure(info WindowInfo) *Measure {
 	return &Measure{Window: info, Mean: n, Count: n, Rate: n, Min: n, Max: n, Last: n, Slope: n}
 }
 
-func histMeasure(inc snapshot.HistogramIncrease, w evalWindow, qs []float64) *Measure {
+// increaseMeasure is the measure of an increase over w (a counter's or a
+// histogram's): its count and rate, its resets, whether it is only a lower
+// bound and whether it rests on lifetime counters.
+func increaseMeasure(w evalWindow, count, rate float64, resets int, lowerBound, lifetime bool) *Measure {
 	m := nanMeasure(w.info)
+	m.Count = Float(count)
+	m.Rate = Float(rate)
+	m.Resets = resets
+	m.LowerBound = lowerBound
+	m.Lifetime = lifetime || w.lifetime
+	return m
+}
+
+func histMeasure(inc snapshot.HistogramIncrease, w evalWindow, qs []float64) *Measure {
 	h := inc.Histogram
+	m := increaseMeasure(w, h.Total(), inc.Rate(), inc.Resets, inc.LowerBound, inc.Lifetime)
 	for _, q := range qs {
 		m.Quantiles = append(m.Quantiles, QuantileOf(h.Quantile(q)))
 	}
 	m.Mean = Float(h.Mean())
-	m.Count = Float(h.Total())
-	m.Rate = Float(inc.Rate())
-	m.Resets = inc.Resets
-	m.LowerBound = inc.LowerBound
-	m.Lifetime = inc.Lifetime || w.lifetime
 	return m
 }
 
 func counterMeasure(inc snapshot.CounterIncrease, w evalWindow) *Measure {
-	m := nanMeasure(w.info)
-	m.Count = Float(inc.Value)
-	m.Rate = Float(inc.Rate())
-	m.Resets = inc.Resets
-	m.LowerBound = inc.LowerBound
-	m.Lifetime = inc.Lifetime || w.lifetime
-	return m
+	return increaseMeasure(w, inc.Value, inc.Rate(), inc.Resets, inc.LowerBound, inc.Lifetime)
 }
 
 func gaugeMeasure(g snapshot.GaugeStats, w evalWindow) *Measure {

@@ -127,36 +127,39 @@ func writeTSDBFleet(b testing.TB, dir string, pods int, t0 time.Time, span time.
 	return len(all), samples
 }
 
-// BenchmarkReadTSDB extracts the histograms and gauges a diagnosis needs
-// (4 histograms, 6 gauges, snapshot.Options.Metrics) of a 100-pod fleet over 6 h,
-// for two windows (baseline and incident), per op. snapshot.Window lengths of
-// 30 min and 2 h show how peak memory grows: with the series selected and
-// the samples kept, never with the size of the TSDB.
-func BenchmarkReadTSDB(b *testing.B) {
+// tsdbBenchFixture writes the benchmark fleet (tsdbBenchPods pods over
+// tsdbBenchSpan from t0) into a temporary directory, logs its size, and
+// returns the directory, t0 and the families a diagnosis needs (4
+// histograms, 6 gauges, for snapshot.Options.Metrics).
+func tsdbBenchFixture(b *testing.B) (dir string, t0 time.Time, catalog []string) {
+	b.Helper()
 	pods := tsdbBenchPods(b)
-	dir := b.TempDir()
-	t0 := time.Date(2026, 9, 22, 0, 0, 0, 0, time.UTC)
+	dir = b.TempDir()
+	t0 = time.Date(2026, 9, 22, 0, 0, 0, 0, time.UTC)
 	start := time.Now()
 	series, samples := writeTSDBBench(b, dir, pods, t0)
 	b.Logf("fixture: %d pods, %d series, %d samples, 3 blocks of 2 h, written in %v", pods, series, samples, time.Since(start).Round(time.Second))
-
-	var catalog []string
 	for h := range 4 {
 		catalog = append(catalog, tsdbBenchHistName(h))
 	}
 	for g := range 6 {
 		catalog = append(catalog, tsdbBenchGaugeName(g))
 	}
+	return dir, t0, catalog
+}
+
+// BenchmarkReadTSDB extracts the histograms and gauges a diagnosis needs
+// (4 histograms, 6 gauges, snapshot.Options.Metrics) of a 100-pod fleet over 6 h,
+// for two windows (baseline and incident), per op. snapshot.Window lengths of
+// 30 min and 2 h show how peak memory grows: with the series selected and
+// the samples kept, never with the size of the TSDB.
+func BenchmarkReadTSDB(b *testing.B) {
+	dir, t0, catalog := tsdbBenchFixture(b)
 	for _, win := range []time.Duration{30 * time.Minute, 2 * time.Hour} {
 		b.Run("window="+win.String(), func(b *testing.B) {
 			windows := []time.Time{t0.Add(1 * time.Hour), t0.Add(3*time.Hour + 30*time.Minute)}
-			var peak uint64
 			var gotSeries, gotSamples int
-			b.ReportAllocs()
-			for b.Loop() {
-				b.StopTimer()
-				stop := heappeak.Start(2 * time.Millisecond) // runs a GC: not timed
-				b.StartTimer()
+			peak := peakLoop(b, func() {
 				gotSeries, gotSamples = 0, 0
 				for _, w0 := range windows {
 					ev, err := Read(context.Background(), dir, snapshot.Options{Start: w0, End: w0.Add(win), Metrics: catalog})
@@ -167,23 +170,12 @@ func BenchmarkReadTSDB(b *testing.B) {
 						b.Fatal(ev.Problems)
 					}
 					for _, tg := range ev.Targets {
-						for _, f := range tg.Families {
-							for _, s := range f.Series {
-								gotSeries++
-								gotSamples += s.Len()
-							}
-							for _, h := range f.Histograms {
-								gotSeries += len(h.Bounds) + 2
-								gotSamples += h.Len() * (len(h.Bounds) + 2)
-							}
-						}
+						s, n := countKept(tg)
+						gotSeries, gotSamples = gotSeries+s, gotSamples+n
 					}
 					runtime.KeepAlive(ev)
 				}
-				b.StopTimer()
-				peak = max(peak, stop().Above())
-				b.StartTimer()
-			}
+			})
 			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 			b.ReportMetric(float64(gotSeries), "series")
 			b.ReportMetric(float64(gotSamples), "samples")
@@ -192,8 +184,26 @@ func BenchmarkReadTSDB(b *testing.B) {
 	}
 }
 
-// countKept returns the series and samples of a target, as
-// BenchmarkReadTSDB counts them (each bucket, _sum and _count a series).
+// peakLoop runs op b.N times, reporting allocations, and returns the
+// highest peak of the live heap above its level at the start of an op (the
+// sampler's GC and start are not timed).
+func peakLoop(b *testing.B, op func()) (peak uint64) {
+	b.Helper()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		stop := heappeak.Start(2 * time.Millisecond) // runs a GC: not timed
+		b.StartTimer()
+		op()
+		b.StopTimer()
+		peak = max(peak, stop().Above())
+		b.StartTimer()
+	}
+	return peak
+}
+
+// countKept returns the series and samples of a target, as the
+// benchmarks count them (each bucket, _sum and _count a series).
 func countKept(tg *snapshot.Target) (series, samples int) {
 	for _, f := range tg.Families {
 		for _, s := range f.Series {
@@ -213,20 +223,7 @@ func countKept(tg *snapshot.Target) (series, samples int) {
 // snapshot.ReadEach (one target at a time, dropped by the visitor), for
 // the catalog's families (snapshot.Options.Metrics) and for every series.
 func BenchmarkReadEachTSDB(b *testing.B) {
-	pods := tsdbBenchPods(b)
-	dir := b.TempDir()
-	t0 := time.Date(2026, 9, 22, 0, 0, 0, 0, time.UTC)
-	start := time.Now()
-	series, samples := writeTSDBBench(b, dir, pods, t0)
-	b.Logf("fixture: %d pods, %d series, %d samples, 3 blocks of 2 h, written in %v", pods, series, samples, time.Since(start).Round(time.Second))
-
-	var catalog []string
-	for h := range 4 {
-		catalog = append(catalog, tsdbBenchHistName(h))
-	}
-	for g := range 6 {
-		catalog = append(catalog, tsdbBenchGaugeName(g))
-	}
+	dir, _, catalog := tsdbBenchFixture(b)
 	for _, sel := range []struct {
 		name    string
 		metrics []string
@@ -238,13 +235,8 @@ func BenchmarkReadEachTSDB(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				opts := snapshot.Options{Metrics: sel.metrics, Limits: snapshot.Limits{MaxMemory: 16 << 30}}
-				var peak uint64
 				var gotTargets, gotSeries, gotSamples int
-				b.ReportAllocs()
-				for b.Loop() {
-					b.StopTimer()
-					stop := heappeak.Start(2 * time.Millisecond) // runs a GC: not timed
-					b.StartTimer()
+				peak := peakLoop(b, func() {
 					gotTargets, gotSeries, gotSamples = 0, 0, 0
 					count := func(tg *snapshot.Target) error {
 						s, n := countKept(tg)
@@ -265,10 +257,7 @@ func BenchmarkReadEachTSDB(b *testing.B) {
 						}
 						runtime.KeepAlive(ev)
 					}
-					b.StopTimer()
-					peak = max(peak, stop().Above())
-					b.StartTimer()
-				}
+				})
 				b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 				b.ReportMetric(float64(gotTargets), "targets")
 				b.ReportMetric(float64(gotSeries), "series")

@@ -18,16 +18,6 @@ func TestReadTSDBCorruptions(t *testing.T) {
 	// Two blocks, no head: the good one must survive the bad one.
 	base := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
 	good := tsdbBlockDirs(t, base.dir)[0]
-	// remove and overwrite are damages to one file of the bad block.
-	remove := func(name string) func(t *testing.T, b string) {
-		return func(t *testing.T, b string) { require.NoError(t, os.RemoveAll(filepath.Join(b, name))) }
-	}
-	overwrite := func(name, data string) func(t *testing.T, b string) {
-		return func(t *testing.T, b string) {
-			require.NoError(t, os.WriteFile(filepath.Join(b, name), []byte(data), 0o644))
-		}
-	}
-
 	for _, tc := range []struct {
 		name    string
 		damage  func(t *testing.T, block string) // block: the bad block's dir
@@ -37,45 +27,37 @@ func TestReadTSDBCorruptions(t *testing.T) {
 	}{
 		{
 			name:   "missing index",
-			damage: remove("index"),
+			damage: removeInBlock("index"),
 			file:   "index",
 			reason: "index missing",
 		},
 		{
 			name:   "missing meta.json",
-			damage: remove("meta.json"),
+			damage: removeInBlock("meta.json"),
 			file:   "meta.json",
 			reason: "meta.json missing",
 		},
 		{
 			name:   "broken meta.json",
-			damage: overwrite("meta.json", `{"ulid": "01`),
+			damage: overwriteInBlock("meta.json", `{"ulid": "01`),
 			file:   "meta.json",
 			reason: "unexpected end of JSON input",
 		},
 		{
 			name:   "meta.json of another version",
-			damage: overwrite("meta.json", `{"ulid":"01M8KZHE6580JP2RMGCQKZFXCD","minTime":1,"maxTime":2,"version":7}`),
+			damage: overwriteInBlock("meta.json", `{"ulid":"01M8KZHE6580JP2RMGCQKZFXCD","minTime":1,"maxTime":2,"version":7}`),
 			file:   "meta.json",
 			reason: "unsupported block version 7",
 		},
 		{
-			name: "corrupt chunk",
-			damage: func(t *testing.T, b string) {
-				fn := filepath.Join(b, "chunks", "000001")
-				data, err := os.ReadFile(fn)
-				require.NoError(t, err)
-				for i := 100; i < len(data)-100; i += 7 {
-					data[i] ^= 0xff
-				}
-				require.NoError(t, os.WriteFile(fn, data, 0o644))
-			},
+			name:   "corrupt chunk",
+			damage: corruptChunk,
 			file:   "",
 			reason: "checksum mismatch",
 		},
 		{
 			name:   "missing chunks dir",
-			damage: remove("chunks"),
+			damage: removeInBlock("chunks"),
 			file:   "chunks",
 			reason: "chunks missing",
 		},
@@ -90,13 +72,7 @@ func TestReadTSDBCorruptions(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "data")
-			require.NoError(t, copyTree(filepath.Join(base.dir, good), filepath.Join(dir, good)))
-			// The bad block: a copy of the good one under another ULID,
-			// shifted in time by nothing (overlapping blocks are legal).
-			bad := filepath.Join(dir, "01M8KZHE6580JP2RMGCQKZFXCD")
-			require.NoError(t, copyTree(filepath.Join(base.dir, good), bad))
-			tc.damage(t, bad)
+			dir, bad := withDamagedCopy(t, base.dir, good, tc.damage)
 
 			ev, err := Read(context.Background(), dir, snapshot.Options{})
 			require.NoError(t, err)
@@ -117,9 +93,7 @@ func TestReadTSDBCorruptions(t *testing.T) {
 	}
 
 	t.Run("all blocks bad", func(t *testing.T) {
-		dir := filepath.Join(t.TempDir(), "data")
-		require.NoError(t, copyTree(filepath.Join(base.dir, good), filepath.Join(dir, good)))
-		require.NoError(t, os.Remove(filepath.Join(dir, good, "index")))
+		dir := withoutIndex(t, base.dir, good)
 		_, err := Read(context.Background(), dir, snapshot.Options{})
 		require.ErrorIs(t, err, ErrBadBlock)
 		assert.ErrorContains(t, err, filepath.Join(dir, good, "index"))
@@ -145,4 +119,52 @@ func TestReadTSDBCorruptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withDamagedCopy copies block good of the TSDB in src into a new data
+// directory, beside a second copy under another ULID (shifted in time by
+// nothing: overlapping blocks are legal) damaged by damage. It returns the
+// directory and the bad block's.
+func withDamagedCopy(t *testing.T, src, good string, damage func(t *testing.T, block string)) (dir, bad string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "data")
+	require.NoError(t, copyTree(filepath.Join(src, good), filepath.Join(dir, good)))
+	bad = filepath.Join(dir, "01M8KZHE6580JP2RMGCQKZFXCD")
+	require.NoError(t, copyTree(filepath.Join(src, good), bad))
+	damage(t, bad)
+	return dir, bad
+}
+
+// withoutIndex copies block good of the TSDB in src alone into a new data
+// directory and removes its index: no block is readable.
+func withoutIndex(t *testing.T, src, good string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	require.NoError(t, copyTree(filepath.Join(src, good), filepath.Join(dir, good)))
+	require.NoError(t, os.Remove(filepath.Join(dir, good, "index")))
+	return dir
+}
+
+// removeInBlock damages a block by removing its file or directory name.
+func removeInBlock(name string) func(t *testing.T, block string) {
+	return func(t *testing.T, b string) { require.NoError(t, os.RemoveAll(filepath.Join(b, name))) }
+}
+
+// overwriteInBlock damages a block by overwriting its file name with data.
+func overwriteInBlock(name, data string) func(t *testing.T, block string) {
+	return func(t *testing.T, b string) {
+		require.NoError(t, os.WriteFile(filepath.Join(b, name), []byte(data), 0o644))
+	}
+}
+
+// corruptChunk damages a block by flipping every 7th byte of its first
+// chunk file, away from its head and tail.
+func corruptChunk(t *testing.T, b string) {
+	fn := filepath.Join(b, "chunks", "000001")
+	data, err := os.ReadFile(fn)
+	require.NoError(t, err)
+	for i := 100; i < len(data)-100; i += 7 {
+		data[i] ^= 0xff
+	}
+	require.NoError(t, os.WriteFile(fn, data, 0o644))
 }

@@ -321,35 +321,19 @@ func TestReadEachTSDBCorruptions(t *testing.T) {
 		name   string
 		damage func(t *testing.T, block string)
 	}{
-		{"missing index", func(t *testing.T, b string) { require.NoError(t, os.Remove(filepath.Join(b, "index"))) }},
-		{"broken meta.json", func(t *testing.T, b string) {
-			require.NoError(t, os.WriteFile(filepath.Join(b, "meta.json"), []byte(`{"ulid": "01`), 0o644))
-		}},
-		{"corrupt chunk", func(t *testing.T, b string) {
-			fn := filepath.Join(b, "chunks", "000001")
-			data, err := os.ReadFile(fn)
-			require.NoError(t, err)
-			for i := 100; i < len(data)-100; i += 7 {
-				data[i] ^= 0xff
-			}
-			require.NoError(t, os.WriteFile(fn, data, 0o644))
-		}},
-		{"missing chunks dir", func(t *testing.T, b string) { require.NoError(t, os.RemoveAll(filepath.Join(b, "chunks"))) }},
+		{"missing index", removeInBlock("index")},
+		{"broken meta.json", overwriteInBlock("meta.json", `{"ulid": "01`)},
+		{"corrupt chunk", corruptChunk},
+		{"missing chunks dir", removeInBlock("chunks")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "data")
-			require.NoError(t, copyTree(filepath.Join(base.dir, good), filepath.Join(dir, good)))
-			bad := filepath.Join(dir, "01M8KZHE6580JP2RMGCQKZFXCD")
-			require.NoError(t, copyTree(filepath.Join(base.dir, good), bad))
-			tc.damage(t, bad)
+			dir, _ := withDamagedCopy(t, base.dir, good, tc.damage)
 			ev := requireEachAsRead(t, []string{dir}, snapshot.Options{})
 			require.NotEmpty(t, ev.ProblemsOf(ErrBadBlock), "%v", ev.Problems)
 		})
 	}
 	t.Run("all blocks bad", func(t *testing.T) {
-		dir := filepath.Join(t.TempDir(), "data")
-		require.NoError(t, copyTree(filepath.Join(base.dir, good), filepath.Join(dir, good)))
-		require.NoError(t, os.Remove(filepath.Join(dir, good, "index")))
+		dir := withoutIndex(t, base.dir, good)
 		want, werr := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
 		require.Error(t, werr)
 		visited := 0

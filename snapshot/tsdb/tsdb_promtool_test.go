@@ -13,28 +13,14 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/whyslow/whyslow/internal/promserver"
 	"github.com/whyslow/whyslow/snapshot"
 )
-
-// needPromtool returns the path of promtool, skipping the test when it is
-// missing, except in CI, where it must be installed (.ci/run installs
-// Debian's prometheus package).
-func needPromtool(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("promtool is required in CI: %v", err)
-		}
-		t.Skipf("promtool not installed: %v", err)
-	}
-	return p
-}
 
 // TestReadTSDBPromtoolBlocks reads blocks written by Prometheus's own code:
 // promtool tsdb create-blocks-from openmetrics.
 func TestReadTSDBPromtoolBlocks(t *testing.T) {
-	promtool := needPromtool(t)
+	promtool := promserver.Binary(t, "promtool") // .ci/run installs Debian's prometheus package
 	const (
 		t0   = 1758535200 // 2025-09-22T10:00:00Z, seconds
 		step = 30
