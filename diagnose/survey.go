@@ -390,7 +390,6 @@ func stripSamples(t *snapshot.Target) *snapshot.Target {
 	return out
 }
 
-
 // A Survey is what a diagnosis takes from the whole history before it
 // chooses its windows: the scrape statistics, the fleet's timelines and
 // every replica's (on a grid of at most MaxIntervals), and the targets'
