@@ -348,7 +348,7 @@ func (s *eachSource) problem(sev snapshot.Severity, err error) {
 // remapBytes bounds the bytes of block files that ReadEach reads through
 // one mapping of the blocks (see eachSource.remap), estimated as each
 // block's size times the share of its series read. A variable for tests.
-var remapBytes int64 = 16 << 20
+var remapBytes int64 = 2 << 20
 
 // remap closes the block and opens it again, with a new querier, when
 // the source is a block. Prometheus maps a block's index and chunk files
