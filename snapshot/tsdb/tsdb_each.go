@@ -28,7 +28,11 @@ import (
 // target, exactly those series are read from each block and the head (a
 // Select whose postings are the recorded refs: no matcher is evaluated
 // again), into a fresh snapshot.Columns, handed to visit and dropped.
-// Memory is the index's, the refs' and one target's samples.
+// Memory is the index's, the refs' and one target's samples; small
+// targets are decoded a few at once, on as many goroutines (see passB),
+// but visit is called on the caller's goroutine, one target at a time.
+// The blocks are opened afresh as the read goes (see remap), so that the
+// files read do not stay mapped into the process.
 //
 // span is called once, after the first pass and before the first visit,
 // with the earliest and latest sample time (ms) of the chunks selected,
@@ -137,7 +141,7 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 		return nil, err
 	}
 	// Pass A read every block's index: map them afresh (see remap).
-	var mapped int64 // bytes of the blocks' files the targets read since
+	var mapped int64 // bytes of block files read since the blocks were last opened
 	for _, s := range srcs {
 		for _, refs := range s.refs {
 			s.series += len(refs)

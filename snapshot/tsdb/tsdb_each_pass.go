@@ -14,6 +14,10 @@ import (
 // maxWorkers caps the targets ReadEach decodes at once.
 const maxWorkers = 4
 
+// parallelism is how many goroutines may decode targets at once
+// (GOMAXPROCS; a variable for tests).
+var parallelism = func() int { return runtime.GOMAXPROCS(0) }
+
 // maxParallelBytes caps the samples (snapshot.Columns.Bytes) of the
 // targets decoded at once. A target's samples over the range read are the
 // only memory of ReadEach that grows with the history: several small
@@ -62,7 +66,7 @@ func (p *passB) workers() int {
 	if p.largest == 0 {
 		return 1
 	}
-	n := min(runtime.GOMAXPROCS(0), maxWorkers)
+	n := min(parallelism(), maxWorkers)
 	for n > 1 && (int64(n)*p.largest > maxParallelBytes || p.opts.Memory.Free()/int64(n) < 3*p.largest) {
 		n--
 	}

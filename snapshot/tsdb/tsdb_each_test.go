@@ -302,10 +302,12 @@ func TestReadEachTSDBAsRead(t *testing.T) {
 			if tc.check != nil {
 				tc.check(t, ev)
 			}
-			// The blocks opened afresh after every target (remap) read
-			// the same.
-			defer func(b int64) { remapBytes = b }(remapBytes)
-			remapBytes = 0
+			// The same one target at a time, and four at once with the
+			// blocks opened afresh after every batch (remap).
+			defer func(b int64, p func() int) { remapBytes, parallelism = b, p }(remapBytes, parallelism)
+			parallelism = func() int { return 1 }
+			requireEachAsRead(t, []string{tc.dir}, tc.opts)
+			remapBytes, parallelism = 0, func() int { return 4 }
 			requireEachAsRead(t, []string{tc.dir}, tc.opts)
 		})
 	}
