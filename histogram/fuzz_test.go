@@ -186,3 +186,31 @@ func FuzzMerge(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValidate: Validate's fast path passes only histograms its long way
+// finds nothing wrong with, and passes the valid histograms of real data
+// (the structured form with a +Inf bucket and counts that never fall).
+func FuzzValidate(f *testing.F) {
+	f.Add([]byte{1, 5, 16, 1, 16, 2, 16, 0, 16, 3})
+	f.Add([]byte{0, 2, 0, 0, 0, 0, 0, 0, 0xf0, 0x7f, 0, 0, 0, 0, 0, 0, 0xf8, 0x7f})
+	f.Add([]byte{5, 3, 0, 1, 16, 255, 16, 4})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		h, rest := decodeHistogram(data)
+		if len(rest) > 0 {
+			h.Count = float64(int8(rest[0]))
+		}
+		if h.ValidFast() {
+			if err := h.ValidateLong(); err != nil {
+				t.Fatalf("fast path passed %+v, the long way says %v", h, err)
+			}
+		}
+		if h.ValidateLong() == nil && len(h.Bounds) > 0 && !math.IsInf(h.Bounds[0], -1) {
+			if !h.ValidFast() {
+				t.Fatalf("valid %+v sent the long way", h)
+			}
+		}
+		if (h.Validate() == nil) != (h.ValidateLong() == nil) {
+			t.Fatalf("Validate and its long way disagree on %+v", h)
+		}
+	})
+}

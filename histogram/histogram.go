@@ -88,6 +88,14 @@ const SmallDeltaTolerance = 1e-12
 // The error joins one error per kind of problem (the first bucket found),
 // each wrapping one of the Err* sentinels.
 func (h Histogram) Validate() error {
+	if h.valid() {
+		return nil
+	}
+	return h.validate()
+}
+
+// validate is Validate the long way, naming each kind of problem.
+func (h Histogram) validate() error {
 	if len(h.Counts) != len(h.Bounds) {
 		return fmt.Errorf("%w: %d bounds, %d counts", ErrLengthMismatch, len(h.Bounds), len(h.Counts))
 	}
@@ -140,6 +148,27 @@ func (h Histogram) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// valid is Validate's fast path: one pass over the buckets, true only
+// when Validate finds nothing wrong (false sends it the long way, which
+// names what is wrong).
+func (h Histogram) valid() bool {
+	n := len(h.Bounds)
+	if n == 0 || len(h.Counts) != n || !math.IsInf(h.Bounds[n-1], +1) || h.Count < 0 {
+		return false
+	}
+	prevB, prevC := math.Inf(-1), 0.0
+	for i, b := range h.Bounds {
+		c := h.Counts[i]
+		// NaN fails every comparison: !(b > prevB) catches a NaN bound,
+		// !(c >= 0) a NaN count.
+		if !(b > prevB) || !(c >= 0) || (i > 0 && c < prevC && !almost.Equal(c, prevC, SmallDeltaTolerance)) {
+			return false
+		}
+		prevB, prevC = b, c
+	}
+	return math.IsNaN(h.Count) || almost.Equal(h.Count, h.Counts[n-1], SmallDeltaTolerance)
 }
 
 // Mean returns Sum/Count, the mean observed value; NaN when Count is zero

@@ -73,7 +73,10 @@ type Column struct {
 	lset labels.Labels // with __name__
 	t    []int64
 	v    []float64
-	nh   *nhcbRows
+	// unordered: a sample appended at or before the one before it (blocks
+	// that overlap); normalize sorts only then.
+	unordered bool
+	nh        *nhcbRows
 	// exp counts native histogram samples with exponential buckets,
 	// dropped.
 	exp int
@@ -182,6 +185,9 @@ func (r *Column) Grow(n int) {
 
 // Append adds a float sample.
 func (r *Column) Append(t int64, v float64) {
+	if n := len(r.t); n > 0 && t <= r.t[n-1] {
+		r.unordered = true
+	}
 	r.t = append(r.t, t)
 	r.v = append(r.v, v)
 	r.cols.bytes += FloatSampleBytes
@@ -315,7 +321,8 @@ func (a *Columns) evidence() *Evidence {
 // normalize sorts a raw's samples by time and drops repeated timestamps
 // (the first wins), needed only when blocks overlap.
 func (r *Column) normalize() {
-	if !sortedDistinct(r.t) {
+	if r.unordered {
+		r.unordered = false
 		idx := make([]int, len(r.t))
 		for i := range idx {
 			idx[i] = i
