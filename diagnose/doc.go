@@ -17,7 +17,8 @@
 // this order:
 //
 //   - as given in Options (a given incident without a baseline compares
-//     with everything before it: From "preceding");
+//     with the Options.MaxWindow before it, everything before it with a
+//     negative MaxWindow: From "preceding");
 //   - one scrape per replica: the counters' lifetime, flagged "lifetime,
 //     not windowed", with no baseline (symptoms then need SLO targets);
 //   - two scrapes per replica (dumps taken before and after): the interval

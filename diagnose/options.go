@@ -37,9 +37,10 @@ type Options struct {
 
 	// Baseline and Incident are the windows to compare. A zero Incident
 	// lets Diagnose choose both windows (see the package documentation,
-	// "Windows"). A zero Baseline with a given Incident means everything
-	// before the incident (From "preceding"), or no baseline when the
-	// incident starts at the first scrape.
+	// "Windows"). A zero Baseline with a given Incident means the
+	// MaxWindow before the incident (From "preceding"; all of the
+	// evidence before it with a negative MaxWindow), or no baseline when
+	// the incident starts at the first scrape.
 	Baseline, Incident snapshot.Window
 
 	// SLO holds optional targets; a symptom without a target is judged
@@ -69,7 +70,8 @@ type Options struct {
 	// none): the baseline ends and the incident starts there, each at
 	// most MaxWindow long. Zero means DefaultMaxWindow; a negative value,
 	// no bound (every scrape before the change point against every scrape
-	// after it). Given windows are used as given.
+	// after it). Given windows are used as given; a baseline that is not
+	// given ("preceding") is at most MaxWindow too.
 	MaxWindow time.Duration
 	// Quantiles are reported for each histogram signal; nil means
 	// 0.5, 0.95 and 0.99. The decision map always gets p50, p95 and p99.

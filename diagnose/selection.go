@@ -26,18 +26,44 @@ const ReadMargin = time.Minute
 // given windows, the timelines and the change point the report shows
 // beside them are computed over that range, not the whole evidence; the
 // verdict, the window measures and the facts from them are those of a full
-// read. Without both windows the change-point search (or the "preceding"
-// baseline) needs the whole history, so Start and End are zero.
+// read. A given Incident alone is read with the MaxWindow before it, its
+// "preceding" baseline. Without an Incident the change-point search needs
+// the whole history (and so does a preceding baseline with a negative
+// MaxWindow): Start and End are zero.
 func (o Options) Selection() snapshot.Options {
 	cat := DefaultCatalog()
 	if o.Catalog != nil {
 		cat = *o.Catalog
 	}
 	sel := snapshot.Options{Metrics: cat.EvidenceMetrics()}
-	if !o.Baseline.IsZero() && !o.Incident.IsZero() {
-		sel.Start, sel.End = readRange(o.Baseline, o.Incident)
+	if base := o.baselineRead(); !base.IsZero() && !o.Incident.IsZero() {
+		sel.Start, sel.End = readRange(base, o.Incident)
 	}
 	return sel
+}
+
+// preceding is the "preceding" baseline a given Incident alone is
+// compared with, before it is clipped to the evidence: the MaxWindow
+// before the incident; zero when Baseline is given, Incident is not, or
+// MaxWindow is negative (everything before the incident).
+func (o Options) preceding() snapshot.Window {
+	mw := o.MaxWindow
+	if mw == 0 {
+		mw = DefaultMaxWindow
+	}
+	if !o.Baseline.IsZero() || o.Incident.IsZero() || mw < 0 {
+		return snapshot.Window{}
+	}
+	return snapshot.Window{Start: o.Incident.Start.Add(-mw), End: o.Incident.Start}
+}
+
+// baselineRead is the baseline window to read: Baseline, or the preceding
+// one.
+func (o Options) baselineRead() snapshot.Window {
+	if !o.Baseline.IsZero() {
+		return o.Baseline
+	}
+	return o.preceding()
 }
 
 // Selection returns what FleetQuantiles needs from the evidence for r, as
@@ -68,18 +94,20 @@ func (r QuantileRequest) Selection() snapshot.Options {
 }
 
 // ReadRanges returns the time ranges a diagnosis under o reads: none (the
-// whole evidence) unless both o.Baseline and o.Incident are given, else
-// each window widened as Selection widens their span, in time order, and
-// merged when they overlap. Reading each range apart (and merging the
+// whole evidence) unless o.Incident is given with o.Baseline or a bounded
+// "preceding" baseline (see Selection), else each window widened as
+// Selection widens their span, in time order, and merged when they
+// overlap. Reading each range apart (and merging the
 // evidence, see snapshot.Builder.AddEvidence) skips the history between
 // the windows; the result diagnoses as a read of Selection's single range
 // does, for the timeline grid starts at the first scrape read either way.
 func (o Options) ReadRanges() []snapshot.Window {
-	if o.Baseline.IsZero() || o.Incident.IsZero() {
+	base := o.baselineRead()
+	if base.IsZero() || o.Incident.IsZero() {
 		return nil
 	}
 	var rs []snapshot.Window
-	for _, w := range []snapshot.Window{o.Baseline, o.Incident} {
+	for _, w := range []snapshot.Window{base, o.Incident} {
 		s, e := readRange(w)
 		rs = append(rs, snapshot.Window{Start: s, End: e})
 	}

@@ -24,9 +24,15 @@ func TestReadRanges(t *testing.T) {
 	// Closer than the widening: one range.
 	got = Options{Baseline: w(0, time.Hour), Incident: w(time.Hour+2*time.Minute, 2*time.Hour)}.ReadRanges()
 	assert.Equal(t, []snapshot.Window{{Start: t0.Add(-widen), End: t0.Add(2*time.Hour + ReadMargin)}}, got)
-	// One window only: the whole evidence.
-	assert.Nil(t, Options{Incident: w(0, time.Hour)}.ReadRanges())
-	sel := Options{Incident: w(0, time.Hour)}.Selection()
+	// The incident alone: with the MaxWindow before it, its "preceding"
+	// baseline; the whole evidence when MaxWindow is negative.
+	got = Options{Incident: w(time.Hour, 2*time.Hour)}.ReadRanges()
+	assert.Equal(t, []snapshot.Window{{Start: t0.Add(time.Hour - DefaultMaxWindow - widen), End: t0.Add(2*time.Hour + ReadMargin)}}, got)
+	sel := Options{Incident: w(time.Hour, 2*time.Hour), MaxWindow: 10 * time.Minute}.Selection()
+	assert.Equal(t, t0.Add(time.Hour-10*time.Minute-widen), sel.Start)
+	assert.Equal(t, t0.Add(2*time.Hour+ReadMargin), sel.End)
+	assert.Nil(t, Options{Incident: w(0, time.Hour), MaxWindow: -1}.ReadRanges())
+	sel = Options{Incident: w(0, time.Hour), MaxWindow: -1}.Selection()
 	assert.True(t, sel.Start.IsZero() && sel.End.IsZero())
 	assert.NotEmpty(t, sel.Metrics)
 

@@ -177,8 +177,8 @@ func (st scrapeStats) clip(name string, w snapshot.Window) (snapshot.Window, []s
 //
 //   - Given windows are used as given, clipped to the evidence at both
 //     ends (see clip). A given Incident without a
-//     Baseline compares with everything before it ("preceding"), when at
-//     least one scrape interval precedes it.
+//     Baseline compares with the Options.MaxWindow before it
+//     ("preceding"), when at least one scrape interval precedes it.
 //   - A single scrape per replica: the incident is the counters' lifetime
 //     ("lifetime, not windowed") and there is no baseline.
 //   - Two scrapes per replica (dumps taken before and after): only one
@@ -204,7 +204,11 @@ func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWin
 			warns = append(warns, w2...)
 			base = st.window(baseW, "given")
 		case st.interval > 0 && o.Incident.Start.Sub(st.first) >= st.interval:
-			base = st.window(snapshot.Window{Start: st.first, End: o.Incident.Start}, "preceding")
+			from := st.first
+			if p := o.preceding(); !p.IsZero() && p.Start.After(from) {
+				from = p.Start
+			}
+			base = st.window(snapshot.Window{Start: from, End: o.Incident.Start}, "preceding")
 		default:
 			warns = append(warns, "no baseline: the incident window starts at the first scrape; symptoms are judged against SLO targets only")
 		}

@@ -47,7 +47,7 @@ func (f *diagnoseFlags) register(fsName string, e *env, synopsis, examples strin
 	fs.StringVar(&f.model, "model", "", "keep only model_name=`NAME`")
 	fs.StringVar(&f.by, "by", "", "split signals by `LABEL` (default: model_name when several models are present)")
 	fs.StringVar(&f.format, "format", "text", "output `FORMAT`: "+formats)
-	fs.DurationVar(&f.maxWindow, "max-window", diagnose.DefaultMaxWindow, "longest baseline and incident `DURATION` chosen either side of the change point (0: no bound)")
+	fs.DurationVar(&f.maxWindow, "max-window", diagnose.DefaultMaxWindow, "longest baseline and incident `DURATION` chosen either side of the change point, and longest baseline before a given --incident alone (0: no bound)")
 	if fsName == "diagnose" {
 		fs.BoolVar(&f.verbose, "verbose", false, "print every hypothesis in full and every evidence line with its source metric (text, markdown, html)")
 	}
