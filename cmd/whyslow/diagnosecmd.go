@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -414,6 +415,9 @@ func (f *diagnoseFlags) readRanges(ctx context.Context, e *env, paths []string, 
 	if len(ranges) < 2 || slices.Contains(paths, "-") {
 		return f.readCollected(ctx, e, paths, sel, trim)
 	}
+	if snapshot.Streams(paths) {
+		return f.readRangesMerged(ctx, e, paths, sel, ranges, trim)
+	}
 	var evs []*snapshot.Evidence
 	for _, r := range ranges {
 		o := sel
@@ -430,4 +434,78 @@ func (f *diagnoseFlags) readRanges(ctx context.Context, e *env, paths []string, 
 		evs = append(evs, ev)
 	}
 	return snapshot.MergeRanges(evs...), nil
+}
+
+// readRangesMerged is readRanges of a source that streams: each target of
+// a later range is merged, as it is read, into the same target of the
+// ranges before (snapshot.Merge of the two), so that no range's evidence
+// is held twice while the ranges are merged. The result is
+// snapshot.MergeRanges of the ranges' evidence: the same targets, their
+// problems after the ranges' own, each problem and source once.
+func (f *diagnoseFlags) readRangesMerged(ctx context.Context, e *env, paths []string, sel snapshot.Options, ranges []snapshot.Window, trim func(*snapshot.Target) *snapshot.Target) (*snapshot.Evidence, error) {
+	byName := map[string]*snapshot.Target{}
+	mergedOnce := map[string]bool{}
+	var sources []string
+	var problems, merging []snapshot.Problem
+	add := func(t *snapshot.Target) error {
+		if prev := byName[t.Name]; prev != nil {
+			m := snapshot.Merge(&snapshot.Evidence{Targets: []*snapshot.Target{prev}}, &snapshot.Evidence{Targets: []*snapshot.Target{t}})
+			merging = append(merging, m.Problems...)
+			t, mergedOnce[t.Name] = m.Targets[0], true
+		}
+		byName[t.Name] = t
+		return nil
+	}
+	for _, r := range ranges {
+		o := sel
+		o.Start, o.End = r.Start, r.End
+		ev, err := f.readEach(ctx, e, paths, o, func(t *snapshot.Target) error { return add(trim(t)) })
+		if errors.Is(err, errMatchedNothing) {
+			// The range matched nothing: readEvidence reads the rest to
+			// say why (the window lies outside the evidence).
+			ev, err = f.readEvidence(ctx, e, paths, o)
+			if err != nil {
+				return nil, err
+			}
+			if first, last := ev.Span(); first.Before(r.Start) || last.After(r.End) {
+				return ev, nil
+			}
+			for _, t := range ev.Targets {
+				add(t)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		sources = append(sources, ev.Sources...)
+		problems = append(problems, ev.Problems...)
+	}
+	out := &snapshot.Evidence{}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		t := byName[name]
+		if !mergedOnce[name] {
+			// A target of one range passes through Merge too, as in
+			// MergeRanges (which leaves out series without samples).
+			m := snapshot.Merge(&snapshot.Evidence{Targets: []*snapshot.Target{t}})
+			merging = append(merging, m.Problems...)
+			t = m.Targets[0]
+		}
+		out.Targets = append(out.Targets, t)
+		delete(byName, name)
+	}
+	seen := map[string]bool{}
+	for _, src := range sources {
+		if !seen[src] {
+			seen[src] = true
+			out.Sources = append(out.Sources, src)
+		}
+	}
+	clear(seen)
+	for _, p := range append(problems, merging...) {
+		if k := p.String(); !seen[k] {
+			seen[k] = true
+			out.Problems = append(out.Problems, p)
+		}
+	}
+	return out, nil
 }

@@ -74,3 +74,51 @@ func TestDiagnoseTSDBSaysWhyNothingMatched(t *testing.T) {
 		}
 	}
 }
+
+// TestDiagnoseTSDBRangesApart checks the command's path for given windows
+// far apart on a TSDB: each range is read target by target, and each
+// target of the second merged into the first's as it is read; the JSON
+// report is the one Diagnose gives for snapshot.MergeRanges of the two
+// ranges read and trimmed apart.
+func TestDiagnoseTSDBRangesApart(t *testing.T) {
+	fleet, _ := smallFleet(t, "kv-preemption", 0)
+	dir := t.TempDir()
+	require.NoError(t, fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+	start := fleet.Config.Start
+	if start.IsZero() {
+		start = fleetsim.DefaultStart
+	}
+	opts := diagnose.Options{
+		Baseline: snapshot.Window{Start: start.Add(2 * time.Minute), End: start.Add(12 * time.Minute)},
+		Incident: snapshot.Window{Start: start.Add(42 * time.Minute), End: start.Add(55 * time.Minute)},
+	}
+	ranges := opts.ReadRanges()
+	require.Len(t, ranges, 2, "the windows are read apart")
+	rfc := func(w snapshot.Window) string {
+		return w.Start.UTC().Format(time.RFC3339) + "/" + w.End.UTC().Format(time.RFC3339)
+	}
+	code, out, stderr := whyslow(t, "", "diagnose", "--format", "json", "--baseline", rfc(opts.Baseline), "--incident", rfc(opts.Incident), dir)
+	require.Equal(t, 0, code, stderr)
+
+	trim, err := opts.Trimmer()
+	require.NoError(t, err)
+	var evs []*snapshot.Evidence
+	for _, r := range ranges {
+		sel := opts.Selection()
+		sel.Start, sel.End, sel.SandboxDir = r.Start, r.End, t.TempDir()
+		ev, err := snapshot.Read(context.Background(), []string{dir}, sel)
+		require.NoError(t, err)
+		for i, tg := range ev.Targets {
+			ev.Targets[i] = trim(tg)
+		}
+		evs = append(evs, ev)
+	}
+	rep, err := diagnose.Diagnose(snapshot.MergeRanges(evs...), opts)
+	require.NoError(t, err)
+	var want, got any
+	var buf bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&buf))
+	require.NoError(t, json.Unmarshal([]byte(flagHints.Replace(buf.String())), &want))
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	assert.Equal(t, want, got)
+}
