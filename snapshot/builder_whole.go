@@ -61,7 +61,9 @@ func canonical(e *Evidence) bool {
 			return false
 		}
 		for j, sc := range t.Scrapes {
-			if len(sc.Files) > 0 || sc.Time.Location() != time.UTC || sc.Time.Nanosecond()%int(time.Millisecond) != 0 ||
+			// The Builder keeps a scrape as the UTC time of its
+			// millisecond, no monotonic reading, no other location.
+			if len(sc.Files) > 0 || sc.Time != time.UnixMilli(sc.Time.UnixMilli()).UTC() ||
 				(j > 0 && !t.Scrapes[j-1].Time.Before(sc.Time)) {
 				return false
 			}

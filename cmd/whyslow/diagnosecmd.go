@@ -471,7 +471,7 @@ func (f *diagnoseFlags) readRangesMerged(ctx context.Context, e *env, paths []st
 				return ev, nil
 			}
 			for _, t := range ev.Targets {
-				add(t)
+				add(trim(t))
 			}
 		}
 		if err != nil {

@@ -40,13 +40,8 @@ func TestDiagnoseSurveyedTSDB(t *testing.T) {
 			require.NoError(t, err)
 			rep, err := diagnose.Diagnose(ev, tc.opts)
 			require.NoError(t, err)
-			var want, got any
-			var buf bytes.Buffer
-			require.NoError(t, rep.WriteJSON(&buf))
-			require.NoError(t, json.Unmarshal([]byte(flagHints.Replace(buf.String())), &want))
-			require.NoError(t, json.Unmarshal([]byte(out), &got))
-			assert.Equal(t, want, got)
-			assert.Equal(t, expect, got.(map[string]any)["verdict"])
+			got := requireReportJSON(t, rep, out)
+			assert.Equal(t, expect, got["verdict"])
 		})
 	}
 }
@@ -115,10 +110,19 @@ func TestDiagnoseTSDBRangesApart(t *testing.T) {
 	}
 	rep, err := diagnose.Diagnose(snapshot.MergeRanges(evs...), opts)
 	require.NoError(t, err)
-	var want, got any
+	requireReportJSON(t, rep, out)
+}
+
+// requireReportJSON asserts that out, the command's JSON report, is rep's
+// (with the library's option names as the command's flags), and returns
+// it decoded.
+func requireReportJSON(t *testing.T, rep *diagnose.Report, out string) map[string]any {
+	t.Helper()
+	var want, got map[string]any
 	var buf bytes.Buffer
 	require.NoError(t, rep.WriteJSON(&buf))
 	require.NoError(t, json.Unmarshal([]byte(flagHints.Replace(buf.String())), &want))
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
 	assert.Equal(t, want, got)
+	return got
 }
