@@ -162,7 +162,24 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 		}
 	}
 	pb := &passB{dir: dir, opts: opts, srcs: srcs, mint: mint, maxt: maxt}
+	// start begins a batch at names[i:], remapping the blocks first when
+	// enough of them was read since: no batch is decoding then.
+	start := func(i, n int) *batch {
+		if mapped > remapBytes {
+			for _, s := range srcs {
+				s.remap()
+			}
+			mapped = 0
+		}
+		return pb.start(ctx, names[i:min(i+n, len(names))])
+	}
 	var total int64 // bytes read over the targets so far
+	var next *batch // decoding while the batch before it is visited
+	defer func() {
+		if next != nil {
+			releaseAll(next.wait())
+		}
+	}()
 	for i := 0; i < len(names); {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -172,7 +189,22 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 			problems = append(problems, maxTotalProblem(dir, lim))
 			break
 		}
-		got := pb.decode(ctx, names[i:min(i+pb.workers(), len(names))])
+		cur := next
+		next = nil
+		if cur == nil {
+			cur = start(i, pb.workers())
+		}
+		got := cur.wait()
+		for _, d := range got {
+			if d.err == nil {
+				pb.largest = max(pb.largest, d.cols.Bytes())
+			}
+		}
+		if j := i + len(got); j < len(names) {
+			if n := pb.workers(); pb.ahead(n) {
+				next = start(j, n)
+			}
+		}
 		for k, d := range got {
 			if k > 0 {
 				if err := ctx.Err(); err != nil {
@@ -194,7 +226,6 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 			mapped += pb.deliver(d)
 			problems = append(problems, d.tev.Problems...)
 			total += d.cols.Bytes()
-			pb.largest = max(pb.largest, d.cols.Bytes())
 			for _, t := range d.tev.Targets {
 				if err := visit(t); err != nil {
 					releaseAll(got[k:])
@@ -208,12 +239,12 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 			break
 		}
 		i += len(got)
-		if mapped > remapBytes {
-			for _, s := range srcs {
-				s.remap()
-			}
-			mapped = 0
-		}
+	}
+	if next != nil {
+		// A limit stopped the read: the batch ahead is not delivered, and
+		// its workers must be done before the sources close.
+		releaseAll(next.wait())
+		next = nil
 	}
 	progress(len(names))
 	for _, s := range srcs {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
 
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -73,10 +74,50 @@ func (p *passB) workers() int {
 	return n
 }
 
-// decode reads the targets names, one a worker, and returns them in the
-// same order: all of them, or the first few when a source could not open
-// a querier for every worker.
-func (p *passB) decode(ctx context.Context, names []string) []*decodedTarget {
+// aheadBytes caps the samples of the targets held at once when a batch
+// is decoded ahead (see passB.ahead): the batch visited and the one
+// decoded meanwhile.
+const aheadBytes = 48 << 20
+
+// ahead reports whether a batch of n targets may be decoded while the
+// batch before it is still visited (delivered, then handed to visit on
+// the caller's goroutine): when both batches' samples, at the largest
+// size so far, stay under aheadBytes and the budget's free bytes hold the
+// new one three times over. Decoding ahead keeps the machine's cores busy
+// while the caller works on a target; it never changes which targets are
+// delivered or in which order.
+func (p *passB) ahead(n int) bool {
+	return p.largest > 0 && 2*int64(n)*p.largest <= aheadBytes && p.opts.Memory.Free()/int64(n) >= 3*p.largest
+}
+
+// batch is a batch of targets being decoded (passB.start).
+type batch struct {
+	done chan struct{}
+	got  []*decodedTarget
+}
+
+// wait returns the batch's targets once they are decoded.
+func (b *batch) wait() []*decodedTarget {
+	<-b.done
+	return b.got
+}
+
+// decodeJob is what a worker needs of one target: its name and, by
+// source, its series and their chunks' span. They are taken from the
+// sources' maps before the workers start, so that the caller may deliver
+// an earlier batch (which edits the maps) while they run.
+type decodeJob struct {
+	name  string
+	refs  [][]storage.SeriesRef
+	spans [][2]int64
+}
+
+// start begins decoding the targets names, one a worker, and returns
+// the batch: all of them, or the first few when a source could not open
+// a querier for every worker. No other batch may be decoding: the
+// workers use the sources' queriers, opened here on the caller's
+// goroutine.
+func (p *passB) start(ctx context.Context, names []string) *batch {
 	n := len(names)
 	for _, s := range p.srcs {
 		for len(s.qs) < n {
@@ -88,42 +129,49 @@ func (p *passB) decode(ctx context.Context, names []string) []*decodedTarget {
 			s.qs = append(s.qs, rq)
 		}
 	}
-	out := make([]*decodedTarget, n)
-	if n == 1 {
-		out[0] = p.decodeOne(ctx, 0, names[0])
-		return out
-	}
-	var wg sync.WaitGroup
+	jobs := make([]decodeJob, n)
 	for w, name := range names[:n] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[w] = p.decodeOne(ctx, w, name)
-		}()
+		j := decodeJob{name: name, refs: make([][]storage.SeriesRef, len(p.srcs)), spans: make([][2]int64, len(p.srcs))}
+		for i, s := range p.srcs {
+			j.refs[i], j.spans[i] = s.refs[name], s.spans[name]
+		}
+		jobs[w] = j
 	}
-	wg.Wait()
-	return out
+	b := &batch{done: make(chan struct{}), got: make([]*decodedTarget, n)}
+	go func() {
+		defer close(b.done)
+		if n == 1 {
+			b.got[0] = p.decodeOne(ctx, 0, jobs[0])
+			return
+		}
+		var wg sync.WaitGroup
+		for w := range jobs {
+			wg.Go(func() { b.got[w] = p.decodeOne(ctx, w, jobs[w]) })
+		}
+		wg.Wait()
+	}()
+	return b
 }
 
-// decodeOne reads target name's series of every source through the
+// decodeOne reads target j's series of every source through the
 // queriers of worker w.
-func (p *passB) decodeOne(ctx context.Context, w int, name string) *decodedTarget {
-	d := &decodedTarget{name: name, cols: snapshot.NewColumns(p.dir, p.opts),
+func (p *passB) decodeOne(ctx context.Context, w int, j decodeJob) *decodedTarget {
+	d := &decodedTarget{name: j.name, cols: snapshot.NewColumns(p.dir, p.opts),
 		lost: make([]lostSeries, len(p.srcs)), probs: make([][]srcReport, len(p.srcs))}
 	// later is the time the target's chunks span in the source read and
 	// those after it, for sizing its columns once.
 	var later float64
-	for _, s := range p.srcs {
-		if sp, ok := s.spans[name]; ok {
-			later += float64(sp[1] - sp[0] + 1)
+	for i := range p.srcs {
+		if len(j.refs[i]) > 0 {
+			later += float64(j.spans[i][1] - j.spans[i][0] + 1)
 		}
 	}
 	for i, s := range p.srcs {
-		refs := s.refs[name]
+		refs := j.refs[i]
 		if len(refs) == 0 {
 			continue
 		}
-		sp := s.spans[name]
+		sp := j.spans[i]
 		here := float64(sp[1] - sp[0] + 1)
 		ahead := later / here
 		later -= here
