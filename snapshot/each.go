@@ -36,7 +36,9 @@ import (
 // margin (6 h), some scrape may be an outlier, and the source is read
 // once more beforehand for every target's scrape times alone (one
 // target's samples at a time again); within 6 h none can be, and the
-// source is read once. The checks of one target (counters that decrease
+// source is read once. With Options.Revisit, the source is read once and
+// the check made at the end, reading and visiting again only where it
+// finds an outlier. The checks of one target (counters that decrease
 // without a restart) run on each target as Read runs them.
 func ReadEach(ctx context.Context, paths []string, opts Options, visit func(*Target) error) (*Evidence, error) {
 	if err := checkFormat(opts.Format); err != nil {
@@ -75,7 +77,13 @@ type eachRead struct {
 	opts  Options
 	visit func(*Target) error
 
-	timesKnown bool                      // no outlier is possible, or they were searched
+	timesKnown bool // no outlier is possible, or they were searched
+	// collecting is set when the outliers are searched after the read
+	// (Options.Revisit): times holds the known scrape times (ms) of the
+	// targets visited, and scrapes counts all their scrapes.
+	collecting bool
+	times      []int64
+	scrapes    int
 	drop       map[string]map[int64]bool // outlier scrapes to leave out, by target
 	visitErr   error                     // what visit returned
 	usable     bool                      // a visited target holds a sample
@@ -92,13 +100,25 @@ func (r *eachRead) span(minT, maxT int64) error {
 		r.timesKnown = true
 		return nil
 	}
+	if r.opts.Revisit != nil {
+		r.collecting = true
+		return nil
+	}
 	return errNeedTimes
 }
 
 // target processes one target of the source as Builder.AddEvidence and
 // Builder.Evidence process it in Read, and visits it.
 func (r *eachRead) target(t *Target) error {
-	if !r.timesKnown {
+	switch {
+	case r.collecting:
+		r.scrapes += len(t.Scrapes)
+		for _, sc := range t.Scrapes {
+			if sc.TimeFrom != TimeUnknown {
+				r.times = append(r.times, sc.Time.UnixMilli())
+			}
+		}
+	case !r.timesKnown:
 		return errNeedTimes // the source did not call span
 	}
 	b := NewBuilder(r.opts)
@@ -131,6 +151,21 @@ func readEachSource(ctx context.Context, path string, src *Source, opts Options,
 	}
 	r := &eachRead{opts: opts, visit: visit}
 	e, err := src.ReadEach(ctx, path, opts, r.span, r.target)
+	if r.collecting && r.visitErr == nil && ctx.Err() == nil {
+		// Options.Revisit: the targets were visited before their times
+		// were checked. Where a scrape must be left out, or the read
+		// failed (a read of the times first would have failed before any
+		// visit), start over the way a read without Revisit goes.
+		r.collecting = false
+		if err != nil || anyTimeOutlier(r.scrapes, r.times) {
+			if err := opts.Revisit(); err != nil {
+				return nil, err
+			}
+			*r = eachRead{opts: opts, visit: visit}
+			err = errNeedTimes
+		}
+		r.times = nil
+	}
 	if errors.Is(err, errNeedTimes) && r.visitErr == nil {
 		e, err = r.readTimes(ctx, path, src)
 		if err == nil {

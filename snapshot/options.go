@@ -76,6 +76,18 @@ type Options struct {
 	// replay. It is called from the reading goroutine and must be cheap;
 	// the command draws its progress bar from it.
 	Progress func(Progress)
+	// Revisit, when non-nil, lets ReadEach of a source that streams skip
+	// the read of every target's scrape times that the check of time
+	// outliers (ErrTimeOutlier) otherwise needs first when the history
+	// spans more than 6 h. The targets are then visited as they are read
+	// and the check is made at the end, on the scrape times of all; only
+	// when it finds a scrape to leave out is Revisit called, and every
+	// target is read (its scrape times first) and visited again, as
+	// without Revisit. A caller that can start over, such as a survey that
+	// keeps a few numbers a target, saves a read of the whole source where
+	// no scrape is an outlier, the usual case. Read ignores it. An error
+	// from Revisit stops ReadEach and is returned as is.
+	Revisit func() error
 }
 
 // Progress reports how far a read has come within one input.

@@ -103,13 +103,9 @@ func (b *Builder) timeOutliers(e *Evidence) map[*Target]map[int]bool {
 		return nil
 	}
 	slices.SortFunc(all, func(x, y timeAt) int { return cmp.Compare(x.t, y.t) })
-	n = len(all)
-	lo := all[int(math.Ceil(0.1*float64(n-1)))].t
-	hi := all[int(math.Floor(0.9*float64(n-1)))].t
-	margin := max(outlierSpans*(hi-lo), outlierMinMargin.Milliseconds())
-	low, high := lo-margin, hi+margin
-	if lo < math.MinInt64/2+margin || hi > math.MaxInt64/2-margin {
-		return nil // times near the ends of int64: nothing sensible to say
+	lo, hi, low, high, ok := outlierBounds(len(all), func(i int) int64 { return all[i].t })
+	if !ok {
+		return nil
 	}
 	out := map[*Target]map[int]bool{}
 	type group struct {
@@ -147,6 +143,32 @@ func (b *Builder) timeOutliers(e *Evidence) map[*Target]map[int]bool {
 			Err: fmt.Errorf("%w: %s", ErrTimeOutlier, b.outlierWhat(g.first, sc, g.n, lo, hi, low, high))})
 	}
 	return out
+}
+
+// outlierBounds returns, for n >= outlierMinScrapes scrape times sorted
+// ascending (at(i) the i-th), the bulk [lo, hi] and the range [low, high]
+// outside which a time is an outlier; ok is false for times so near the
+// ends of int64 that nothing sensible can be said.
+func outlierBounds(n int, at func(int) int64) (lo, hi, low, high int64, ok bool) {
+	lo = at(int(math.Ceil(0.1 * float64(n-1))))
+	hi = at(int(math.Floor(0.9 * float64(n-1))))
+	margin := max(outlierSpans*(hi-lo), outlierMinMargin.Milliseconds())
+	if lo < math.MinInt64/2+margin || hi > math.MaxInt64/2-margin {
+		return 0, 0, 0, 0, false
+	}
+	return lo, hi, lo - margin, hi + margin, true
+}
+
+// anyTimeOutlier reports whether timeOutliers would name a scrape of
+// evidence whose scrapes number n and whose known scrape times (those
+// not TimeUnknown) are times, in any order; times is sorted.
+func anyTimeOutlier(n int, times []int64) bool {
+	if n < outlierMinScrapes || len(times) < outlierMinScrapes {
+		return false
+	}
+	slices.Sort(times)
+	_, _, low, high, ok := outlierBounds(len(times), func(i int) int64 { return times[i] })
+	return ok && (times[0] < low || times[len(times)-1] > high)
 }
 
 // dropScrapesAt removes the scrapes of tg at the times in drop (ms), and

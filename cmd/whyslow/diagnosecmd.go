@@ -328,10 +328,17 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 		return nil, opts, err
 	}
 	sel := opts.Selection()
+	// A history over 6 h is surveyed as read, and its scrape times checked
+	// at the end (snapshot.Options.Revisit): only where a scrape must be
+	// left out does the survey start over.
+	sel.Revisit = func() error {
+		s, err = diagnose.NewSurveyor(opts)
+		return err
+	}
 	var sv *diagnose.Survey
 	var problems []snapshot.Problem
 	for sv == nil {
-		ev, err := f.readEach(ctx, e, paths, sel, s.Add)
+		ev, err := f.readEach(ctx, e, paths, sel, func(t *snapshot.Target) error { return s.Add(t) })
 		if errors.Is(err, errMatchedNothing) {
 			// The selection matched nothing: the whole read says why
 			// (where the evidence lies, what it holds).
@@ -359,6 +366,7 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 		ev, err := f.readRanges(ctx, e, paths, sel, nil, trim)
 		return ev, opts, err
 	}
+	sel.Revisit = nil
 	if len(ranges) == 1 {
 		sel.Start, sel.End = ranges[0].Start, ranges[0].End
 	}
@@ -392,6 +400,7 @@ func (f *diagnoseFlags) readCollected(ctx context.Context, e *env, paths []strin
 		return f.readEvidence(ctx, e, paths, sel)
 	}
 	var targets []*snapshot.Target
+	sel.Revisit = func() error { targets = nil; return nil }
 	ev, err := f.readEach(ctx, e, paths, sel, func(t *snapshot.Target) error {
 		targets = append(targets, trim(t))
 		return nil
@@ -459,6 +468,9 @@ func (f *diagnoseFlags) readRangesMerged(ctx context.Context, e *env, paths []st
 	for _, r := range ranges {
 		o := sel
 		o.Start, o.End = r.Start, r.End
+		// A range is merged into the ranges before as it is read: it
+		// cannot start over (snapshot.Options.Revisit).
+		o.Revisit = nil
 		ev, err := f.readEach(ctx, e, paths, o, func(t *snapshot.Target) error { return add(trim(t)) })
 		if errors.Is(err, errMatchedNothing) {
 			// The range matched nothing: readEvidence reads the rest to

@@ -103,6 +103,7 @@ func (f *inputFlags) readEvidence(ctx context.Context, e *env, paths []string, o
 // (snapshot.Streams), keeping only the scrapes and labels of its targets.
 func readWithoutSamples(ctx context.Context, paths []string, opts snapshot.Options) (*snapshot.Evidence, error) {
 	var targets []*snapshot.Target
+	opts.Revisit = func() error { targets = nil; return nil }
 	ev, err := snapshot.ReadEach(ctx, paths, opts, func(t *snapshot.Target) error {
 		targets = append(targets, t.WithoutSamples())
 		return nil
