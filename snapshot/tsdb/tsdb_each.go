@@ -140,13 +140,14 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 	if err := span(lo, hi); err != nil {
 		return nil, err
 	}
-	// Pass A read every block's index: map them afresh (see remap).
+	// Pass A read the index entries of the series selected: the first
+	// batch maps the blocks afresh when that was much (see remap).
 	var mapped int64 // bytes of block files read since the blocks were last opened
 	for _, s := range srcs {
 		for _, refs := range s.refs {
 			s.series += len(refs)
 		}
-		s.remap()
+		mapped += s.mapped(s.series)
 	}
 
 	// Pass B: target by target, in name order, several decoded at once
@@ -382,8 +383,25 @@ func (s *eachSource) problem(sev snapshot.Severity, err error) {
 
 // remapBytes bounds the bytes of block files that ReadEach reads through
 // one mapping of the blocks (see eachSource.remap), estimated as each
-// block's size times the share of its series read. A variable for tests.
+// block's size times the share of its series read (eachSource.mapped). A
+// variable for tests.
 var remapBytes int64 = 2 << 20
+
+// mapped estimates the bytes of the block's files that reading n of its
+// series touches: its size times their share of the block's series (by
+// its meta, or those pass A found when the meta says fewer). A question
+// that reads a few metrics of a large block thus reopens it rarely. Zero
+// for the head, which is not mapped.
+func (s *eachSource) mapped(n int) int64 {
+	if s.blk == nil {
+		return 0
+	}
+	total := max(int64(s.blk.block.Meta().Stats.NumSeries), int64(s.series))
+	if total == 0 {
+		return 0
+	}
+	return s.blk.block.Size() * int64(n) / total
+}
 
 // remap closes the block and opens it again, with a new querier, when
 // the source is a block. Prometheus maps a block's index and chunk files

@@ -199,9 +199,7 @@ func (p *passB) deliver(d *decodedTarget) (mapped int64) {
 			s.problem(r.sev, r.err)
 		}
 		s.lost.merge(&d.lost[i])
-		if refs := s.refs[d.name]; s.blk != nil && s.series > 0 {
-			mapped += s.blk.block.Size() * int64(len(refs)) / int64(s.series)
-		}
+		mapped += s.mapped(len(s.refs[d.name]))
 		delete(s.refs, d.name)
 		delete(s.spans, d.name)
 	}
