@@ -202,7 +202,9 @@ func prepareRead(dir string, opts *snapshot.Options) (lim snapshot.Limits, mint,
 // closeBlocks closes the blocks opened by openTSDBBlocks.
 func closeBlocks(blocks []tsdbBlock) (err error) {
 	for _, b := range blocks {
-		err = errors.Join(err, b.block.Close())
+		if b.block != nil {
+			err = errors.Join(err, b.block.Close())
+		}
 	}
 	return err
 }
@@ -212,7 +214,7 @@ func closeBlocks(blocks []tsdbBlock) (err error) {
 func blocksMaxTime(blocks []tsdbBlock) int64 {
 	t := int64(math.MinInt64)
 	for _, b := range blocks {
-		t = max(t, b.block.MaxTime())
+		t = max(t, b.maxT)
 	}
 	return t
 }
@@ -298,16 +300,22 @@ func isULID(s string) bool {
 	return true
 }
 
-// tsdbBlock is an opened persisted block.
+// tsdbBlock is a persisted block, opened when it overlaps the range read.
 type tsdbBlock struct {
 	dir     string
-	block   *tsdb.Block
-	inRange bool // overlaps the requested time range
+	block   *tsdb.Block // nil when not in range
+	inRange bool        // overlaps the requested time range
+	// minT and maxT are the block's time range by its meta (maxT
+	// exclusive).
+	minT, maxT int64
 }
 
-// openTSDBBlocks opens every block candidate of l. Broken blocks become
-// Problems; blocks superseded by a compacted block that is present too are
-// skipped, as Prometheus does.
+// openTSDBBlocks lists every block candidate of l and opens those that
+// overlap [mint, maxt]: a question about the last half hour of a week does
+// not open the week's index files. Broken blocks (a bad meta, a missing
+// index or chunks directory, and for those opened an index that does not
+// open) become Problems; blocks superseded by a compacted block that is
+// present too are skipped, as Prometheus does.
 func openTSDBBlocks(l *tsdbLayout, mint, maxt int64) (blocks []tsdbBlock, problems []snapshot.Problem) {
 	for _, name := range l.skipped {
 		problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: filepath.Join(l.dir, name), Offset: -1,
@@ -345,16 +353,19 @@ func openTSDBBlocks(l *tsdbLayout, mint, maxt int64) (blocks []tsdbBlock, proble
 		if c.dir == "" {
 			continue
 		}
-		b, err := tsdb.OpenBlock(tsdbLogger(), c.dir, nil, nil)
-		if err != nil {
-			problems = append(problems, blockProblem(c.dir, err))
-			continue
-		}
 		// MaxTime is exclusive.
-		in := c.meta.MinTime <= maxt && c.meta.MaxTime > mint
-		blocks = append(blocks, tsdbBlock{dir: c.dir, block: b, inRange: in})
+		tb := tsdbBlock{dir: c.dir, inRange: c.meta.MinTime <= maxt && c.meta.MaxTime > mint, minT: c.meta.MinTime, maxT: c.meta.MaxTime}
+		if tb.inRange {
+			b, err := tsdb.OpenBlock(tsdbLogger(), c.dir, nil, nil)
+			if err != nil {
+				problems = append(problems, blockProblem(c.dir, err))
+				continue
+			}
+			tb.block = b
+		}
+		blocks = append(blocks, tb)
 	}
-	sort.Slice(blocks, func(i, j int) bool { return blocks[i].block.MinTime() < blocks[j].block.MinTime() })
+	sort.Slice(blocks, func(i, j int) bool { return blocks[i].minT < blocks[j].minT })
 	return blocks, problems
 }
 

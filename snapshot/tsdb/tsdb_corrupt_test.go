@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -98,6 +99,29 @@ func TestReadTSDBCorruptions(t *testing.T) {
 		require.ErrorIs(t, err, ErrBadBlock)
 		assert.ErrorContains(t, err, filepath.Join(dir, good, "index"))
 		assert.ErrorContains(t, err, "nothing could be read")
+	})
+	// A block outside the range read is not opened: its broken index is
+	// not read, nor reported, by Read or ReadEach; a range that meets it
+	// reports it.
+	t.Run("broken index outside the range", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "data")
+		require.NoError(t, copyTree(base.dir, dir))
+		overwriteInBlock("index", "not an index")(t, filepath.Join(dir, good))
+		headOnly := snapshot.Options{Start: base.t0.Add(2*time.Hour + 10*time.Minute), SandboxDir: t.TempDir()}
+		ev, err := Read(context.Background(), dir, headOnly)
+		require.NoError(t, err)
+		assert.Empty(t, ev.ProblemsOf(ErrBadBlock))
+		assert.NotEmpty(t, ev.Targets)
+		n := 0
+		ev, err = ReadEach(context.Background(), dir, headOnly, func(int64, int64) error { return nil }, func(*snapshot.Target) error { n++; return nil })
+		require.NoError(t, err)
+		assert.Empty(t, ev.ProblemsOf(ErrBadBlock))
+		assert.Positive(t, n)
+		ev, err = Read(context.Background(), dir, snapshot.Options{SandboxDir: t.TempDir()})
+		require.NoError(t, err)
+		broken := ev.ProblemsOf(ErrBadBlock)
+		require.NotEmpty(t, broken)
+		assert.Equal(t, filepath.Join(dir, good), broken[0].File)
 	})
 	for name, mk := range map[string]func(t *testing.T) string{
 		"empty dir": func(t *testing.T) string { return t.TempDir() },
