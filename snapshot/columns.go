@@ -698,12 +698,19 @@ func assembleAligned(g *columnHistParts, bs []classicBucket, all []int64) ([]*Hi
 	if !aligned(g.sum) || !aligned(g.count) {
 		return nil, false
 	}
-	hs := &HistogramSeries{Labels: g.labels, Bounds: make([]float64, nb), T: slices.Clone(all), Counts: make([]float64, n*nb)}
+	hs := &HistogramSeries{Labels: g.labels, Bounds: make([]float64, nb), T: slices.Clone(all), Counts: make([]float64, 0, n*nb)}
+	vs := make([][]float64, nb)
 	for j, b := range bs {
 		hs.Bounds[j] = b.le
-		for row, v := range b.r.v {
-			hs.Counts[row*nb+j] = v
+		vs[j] = b.r.v[:n]
+	}
+	// Row by row, so that the writes are sequential.
+	for row := range n {
+		for _, v := range vs {
+			hs.Counts = append(hs.Counts, v[row])
 		}
+	}
+	for _, b := range bs {
 		b.r.t, b.r.v = nil, nil // copied; drop it early
 	}
 	col := func(r *Column) []float64 {

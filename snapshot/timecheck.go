@@ -91,15 +91,20 @@ func (b *Builder) timeOutliers(e *Evidence) map[*Target]map[int]bool {
 		return nil
 	}
 	all := make([]timeAt, 0, n)
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, tg := range e.Targets {
 		for i, sc := range tg.Scrapes {
 			if sc.TimeFrom == TimeUnknown {
 				continue // placed at the epoch on purpose; said already
 			}
-			all = append(all, timeAt{t: sc.Time.UnixMilli(), tg: tg, idx: i})
+			t := sc.Time.UnixMilli()
+			first, last = min(first, t), max(last, t)
+			all = append(all, timeAt{t: t, tg: tg, idx: i})
 		}
 	}
-	if len(all) < outlierMinScrapes {
+	if len(all) < outlierMinScrapes || last-first <= outlierMinMargin.Milliseconds() {
+		// An outlier lies farther than outlierMinMargin from the bulk,
+		// which lies between the first and the last time: none here.
 		return nil
 	}
 	slices.SortFunc(all, func(x, y timeAt) int { return cmp.Compare(x.t, y.t) })
