@@ -1,6 +1,7 @@
 package report
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -230,4 +231,54 @@ func TestJudgementDocument(t *testing.T) {
 	assert.Contains(t, text.String(), "verdict: "+string(j.Verdict))
 	assert.Contains(t, md.String(), "# experiment decode-pressure: change max_num_seqs from 128 to 96")
 	assert.Contains(t, md.String(), "configuration: max_num_seqs is not visible")
+}
+
+// A Point's JSON is the one encoding/json writes for its fields.
+func TestPointJSON(t *testing.T) {
+	type plain Point
+	t0 := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
+	for _, p := range []Point{
+		{T: t0, Value: 0.25, Count: 12},
+		{T: t0.Add(1500 * time.Millisecond).In(time.FixedZone("X", 3600)), Value: Float(math.NaN()), Count: 0},
+		{T: time.Time{}, Value: Float(math.Inf(1)), Count: 1e-7},
+		{T: t0.Add(time.Nanosecond), Value: 1e21, Count: -3},
+	} {
+		want, err := json.Marshal(struct {
+			T     time.Time `json:"t"`
+			Value Float     `json:"value"`
+			Count Float     `json:"count"`
+		}(plain(p)))
+		require.NoError(t, err)
+		got, err := json.Marshal(p)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got))
+	}
+	_, err := json.Marshal(Point{T: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
+	assert.Error(t, err)
+}
+
+// A Timeline's JSON is the one encoding/json writes for its fields and
+// step_seconds.
+func TestTimelineJSON(t *testing.T) {
+	type plain Timeline
+	t0 := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
+	pts := []Point{{T: t0, Value: 0.5, Count: 3}, {T: t0.Add(time.Minute), Value: Float(math.NaN()), Count: 0}}
+	for _, tl := range []Timeline{
+		{Signal: "ttft", Stat: "p95", Step: time.Minute, Points: pts},
+		{Signal: "kv_usage", Stat: "mean", Replica: "vllm-<0>&\"x\"é", Step: 90 * time.Second, Points: pts[:1]},
+		{Signal: "waiting", Stat: "mean", Step: 1500 * time.Millisecond, Points: []Point{}},
+		{Signal: "s\u2028", Stat: "", Step: 0},
+	} {
+		want, err := json.Marshal(struct {
+			plain
+			StepSeconds float64 `json:"step_seconds"`
+		}{plain(tl), tl.Step.Seconds()})
+		require.NoError(t, err)
+		got, err := json.Marshal(tl)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got))
+		var back Timeline
+		require.NoError(t, json.Unmarshal(got, &back))
+		assert.Equal(t, tl.Step, back.Step)
+	}
 }

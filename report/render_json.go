@@ -38,14 +38,19 @@ func (r *Report) WriteJSON(w io.Writer) error {
 			}
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
+	// What an Encoder with SetIndent writes, without its second pass over
+	// the compact form MarshalJSON returns.
+	b, err := out.MarshalJSON()
+	if err != nil {
 		return err
 	}
-	_, err := w.Write(unescapeHTML(buf.Bytes()))
+	var buf bytes.Buffer
+	buf.Grow(len(b) + len(b)/2)
+	if err := json.Indent(&buf, b, "", "  "); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	_, err = w.Write(unescapeHTML(buf.Bytes()))
 	return err
 }
 
@@ -164,14 +169,16 @@ const maxInfPaths = 5
 func nonFiniteWarnings(r *Report) []string {
 	var nan int
 	var inf []string
-	walkFloats(reflect.ValueOf(r), "", func(path string, v float64) {
+	w := &floatWalker{f: func(path func() string, v float64) {
 		switch {
 		case math.IsNaN(v):
 			nan++
 		case math.IsInf(v, 0):
-			inf = append(inf, fmt.Sprintf("%s (%v)", path, v))
+			inf = append(inf, fmt.Sprintf("%s (%v)", path(), v))
 		}
-	})
+	}}
+	w.path = w.join
+	w.walk(reflect.ValueOf(r))
 	var out []string
 	if len(inf) > 0 {
 		shown := inf[:min(len(inf), maxInfPaths)]
@@ -188,52 +195,114 @@ func nonFiniteWarnings(r *Report) []string {
 	return out
 }
 
-// walkFloats calls f for every float64 reachable from v through exported
-// fields, slices, arrays, maps (in sorted key order) and pointers, with a
-// JSON-like path ("hypotheses[prefill-long-prompts].evidence[0].upper").
-// Fields tagged json:"-" are skipped, like the encoder does.
-func walkFloats(v reflect.Value, path string, f func(path string, v float64)) {
+// A floatWalker calls f for every float64 reachable from a value through
+// exported fields, slices, arrays, maps (in sorted key order) and
+// pointers, with its JSON-like path
+// ("hypotheses[prefill-long-prompts].evidence[0].upper"), built only when
+// f asks for it: a report holds some 400,000 numbers, nearly all of which
+// need none. Fields tagged json:"-" are skipped, like the encoder does.
+type floatWalker struct {
+	f    func(path func() string, v float64)
+	path func() string // join, made once
+	segs []pathSeg     // the path to the value being walked
+	// fields caches each struct type's fields to walk.
+	fields map[reflect.Type][]walkField
+}
+
+// pathSeg is one step of a floatWalker's path: a struct field by its JSON
+// name, a list element (elem, its index), or a map key (elem, idx -1).
+type pathSeg struct {
+	field string
+	elem  reflect.Value
+	idx   int
+}
+
+// walkField is a struct field a floatWalker walks, by index and JSON name.
+type walkField struct {
+	index int
+	name  string
+}
+
+func (w *floatWalker) walk(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Float32, reflect.Float64:
-		f(path, v.Float())
+		w.f(w.path, v.Float())
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			walkFloats(v.Elem(), path, f)
+			w.walk(v.Elem())
 		}
 	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			sf := t.Field(i)
-			if !sf.IsExported() {
-				continue
-			}
-			name := snakeCase(sf.Name)
-			if tag, ok := sf.Tag.Lookup("json"); ok {
-				n, _, _ := strings.Cut(tag, ",")
-				if n == "-" {
-					continue
-				}
-				if n != "" {
-					name = n
-				}
-			}
-			p := name
-			if path != "" {
-				p = path + "." + name
-			}
-			walkFloats(v.Field(i), p, f)
+		for _, fd := range w.structFields(v.Type()) {
+			w.segs = append(w.segs, pathSeg{field: fd.name})
+			w.walk(v.Field(fd.index))
+			w.segs = w.segs[:len(w.segs)-1]
 		}
 	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {
-			walkFloats(v.Index(i), path+"["+elementKey(v.Index(i), i)+"]", f)
+			e := v.Index(i)
+			w.segs = append(w.segs, pathSeg{elem: e, idx: i})
+			w.walk(e)
+			w.segs = w.segs[:len(w.segs)-1]
 		}
 	case reflect.Map:
 		keys := v.MapKeys()
 		slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
 		for _, k := range keys {
-			walkFloats(v.MapIndex(k), fmt.Sprintf("%s.%v", path, k), f)
+			w.segs = append(w.segs, pathSeg{elem: k, idx: -1})
+			w.walk(v.MapIndex(k))
+			w.segs = w.segs[:len(w.segs)-1]
 		}
 	}
+}
+
+// structFields returns the fields of struct type t to walk, with their
+// JSON names.
+func (w *floatWalker) structFields(t reflect.Type) []walkField {
+	if fs, ok := w.fields[t]; ok {
+		return fs
+	}
+	var fs []walkField
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		name := snakeCase(sf.Name)
+		if tag, ok := sf.Tag.Lookup("json"); ok {
+			n, _, _ := strings.Cut(tag, ",")
+			if n == "-" {
+				continue
+			}
+			if n != "" {
+				name = n
+			}
+		}
+		fs = append(fs, walkField{i, name})
+	}
+	if w.fields == nil {
+		w.fields = map[reflect.Type][]walkField{}
+	}
+	w.fields[t] = fs
+	return fs
+}
+
+// join returns the path to the value being walked.
+func (w *floatWalker) join() string {
+	var b strings.Builder
+	for _, s := range w.segs {
+		switch {
+		case s.field != "":
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s.field)
+		case s.idx < 0:
+			fmt.Fprintf(&b, ".%v", s.elem)
+		default:
+			b.WriteString("[" + elementKey(s.elem, s.idx) + "]")
+		}
+	}
+	return b.String()
 }
 
 // elementKey names a list element by its id when it has one (a signal,
