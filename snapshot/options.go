@@ -21,7 +21,8 @@ type Options struct {
 	// TargetName, when non-nil, overrides the name of the target a dump
 	// file's samples belong to. It receives the file path and the name
 	// whyslow would use (from the pod label, the instance label or the
-	// path); its result is used as is.
+	// path); its result is used as is. It may be called from several
+	// goroutines at once (a TSDB's targets are read a few at a time).
 	TargetName func(path, name string) string
 	// Start and End limit TSDB reads (and dump samples) to [Start, End];
 	// zero means unbounded.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -118,24 +119,11 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 	}
 
 	// Pass A: which targets, from the labels alone, and which series of
-	// each source are theirs.
-	namer := snapshot.NewColumns(dir, opts)
-	targets := map[string]bool{}
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, s := range srcs {
-		if err := s.survey(ctx, matchers, func(ref storage.SeriesRef, lset labels.Labels, minT, maxT int64) {
-			lo, hi = min(lo, minT), max(hi, maxT)
-			name, _ := namer.TargetName(lset)
-			targets[name] = true
-			s.refs[name] = append(s.refs[name], ref)
-			if sp, ok := s.spans[name]; ok {
-				s.spans[name] = [2]int64{min(sp[0], minT), max(sp[1], maxT)}
-			} else {
-				s.spans[name] = [2]int64{minT, maxT}
-			}
-		}); err != nil {
-			return nil, err
-		}
+	// each source are theirs; the sources' indexes are read a few at once
+	// (passA).
+	targets, lo, hi, err := passA(ctx, dir, opts, srcs, matchers)
+	if err != nil {
+		return nil, err
 	}
 	if err := span(lo, hi); err != nil {
 		return nil, err
@@ -265,6 +253,54 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 		head = nil
 	}
 	return &snapshot.Evidence{Sources: []string{dir}, Problems: problems}, nil
+}
+
+// passA surveys the index of every source (eachSource.survey), up to
+// parallelism sources at once, each into its own refs and spans, and
+// returns the names of the targets found and the earliest and latest
+// chunk time. The first context error, in source order, is returned.
+func passA(ctx context.Context, dir string, opts snapshot.Options, srcs []*eachSource, matchers []*labels.Matcher) (map[string]bool, int64, int64, error) {
+	type found struct {
+		targets map[string]bool
+		lo, hi  int64
+		err     error
+	}
+	out := make([]found, len(srcs))
+	sem := make(chan struct{}, min(parallelism(), maxWorkers))
+	var wg sync.WaitGroup
+	for i, s := range srcs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			namer := snapshot.NewColumns(dir, opts)
+			f := found{targets: map[string]bool{}, lo: math.MaxInt64, hi: math.MinInt64}
+			f.err = s.survey(ctx, matchers, func(ref storage.SeriesRef, lset labels.Labels, minT, maxT int64) {
+				f.lo, f.hi = min(f.lo, minT), max(f.hi, maxT)
+				name, _ := namer.TargetName(lset)
+				f.targets[name] = true
+				s.refs[name] = append(s.refs[name], ref)
+				if sp, ok := s.spans[name]; ok {
+					s.spans[name] = [2]int64{min(sp[0], minT), max(sp[1], maxT)}
+				} else {
+					s.spans[name] = [2]int64{minT, maxT}
+				}
+			})
+			out[i] = f
+		})
+	}
+	wg.Wait()
+	targets := map[string]bool{}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, f := range out {
+		if f.err != nil {
+			return nil, 0, 0, f.err
+		}
+		for n := range f.targets {
+			targets[n] = true
+		}
+		lo, hi = min(lo, f.lo), max(hi, f.hi)
+	}
+	return targets, lo, hi, nil
 }
 
 // nothingRead is Read's error when no block or head could be read.
