@@ -58,12 +58,13 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // json.Marshal calls (such as rules.Evidence's) write back into <, > and
 // &: the same JSON strings, readable ("up >= 1.5x"). Escape sequences are
 // read left to right, so an escaped backslash followed by "u003e" is left
-// alone.
+// alone. It works in place (the result is never longer than what it has
+// read), returning b's prefix: the report's JSON is tens of megabytes.
 func unescapeHTML(b []byte) []byte {
 	if !bytes.Contains(b, []byte(`\u00`)) {
 		return b
 	}
-	out := make([]byte, 0, len(b))
+	out := b[:0]
 	for i := 0; i < len(b); i++ {
 		if b[i] != '\\' || i+1 >= len(b) {
 			out = append(out, b[i])
