@@ -4,13 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/tsdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -38,72 +34,8 @@ func TestDiagnoseSurveyedTSDB(t *testing.T) {
 		{"10m", diagnose.Options{MaxWindow: 10 * time.Minute}},
 	} {
 		t.Run(tc.flag, func(t *testing.T) {
-			code, out, stderr := whyslow(t, "", "diagnose", "--format", "json", "--max-window", tc.flag, dir)
-			require.Equal(t, 0, code, stderr)
-			ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{SandboxDir: t.TempDir()})
-			require.NoError(t, err)
-			rep, err := diagnose.Diagnose(ev, tc.opts)
-			require.NoError(t, err)
-			got := requireReportJSON(t, rep, out)
+			got, _ := requireDiagnosedAsWhole(t, dir, tc.opts, "--max-window", tc.flag)
 			assert.Equal(t, expect, got["verdict"])
-		})
-	}
-}
-
-// TestDiagnoseSurveyedLongTSDB checks the survey of a TSDB whose history
-// spans more than 6 h, where a scrape may lie far outside the rest (a time
-// outlier, left out): the survey is made as the targets are read and the
-// scrape times checked at the end (snapshot.Options.Revisit). A few more
-// scrapes of one pod 5 h 45 min after the fleet's hour are no outlier, and the
-// survey is made once; two days after, they are, and it starts over. Either
-// way the JSON report is the one Diagnose gives for the whole directory.
-func TestDiagnoseSurveyedLongTSDB(t *testing.T) {
-	fleet, expect := smallFleet(t, "kv-preemption", 0)
-	for _, tc := range []struct {
-		name  string
-		after time.Duration
-	}{
-		{"no outlier", 5*time.Hour + 45*time.Minute},
-		{"outlier", 48 * time.Hour},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			require.NoError(t, fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: -1}))
-			whole, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{SandboxDir: t.TempDir(), KeepTimeOutliers: true})
-			require.NoError(t, err)
-			// One gauge of the first pod, scraped 4 more times.
-			tg := whole.Targets[0]
-			g := tg.Families["vllm:num_requests_waiting"].Series[0]
-			lset := labels.NewBuilder(g.Labels).Set(labels.MetricName, g.Name).Labels()
-			_, last := whole.Span()
-			w, err := tsdb.NewBlockWriter(slog.New(slog.DiscardHandler), dir, (2 * time.Hour).Milliseconds())
-			require.NoError(t, err)
-			app := w.AppenderV2(context.Background())
-			for i := range 4 {
-				ts := last.Add(tc.after + time.Duration(i)*15*time.Second).UnixMilli()
-				_, err := app.Append(0, lset, 0, ts, 1, nil, nil, storage.AOptions{})
-				require.NoError(t, err)
-			}
-			require.NoError(t, app.Commit())
-			_, err = w.Flush(context.Background())
-			require.NoError(t, err)
-			require.NoError(t, w.Close())
-
-			code, out, stderr := whyslow(t, "", "diagnose", "--format", "json", dir)
-			require.Equal(t, 0, code, stderr)
-			ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{SandboxDir: t.TempDir()})
-			require.NoError(t, err)
-			outlier := tc.after > 24*time.Hour
-			assert.Equal(t, outlier, len(ev.ProblemsOf(snapshot.ErrTimeOutlier)) > 0)
-			if first, end := ev.Span(); !outlier {
-				require.Greater(t, end.Sub(first), 6*time.Hour, "a history over 6 h")
-			}
-			rep, err := diagnose.Diagnose(ev, diagnose.Options{})
-			require.NoError(t, err)
-			got := requireReportJSON(t, rep, out)
-			if outlier {
-				assert.Equal(t, expect, got["verdict"])
-			}
 		})
 	}
 }
@@ -173,6 +105,21 @@ func TestDiagnoseTSDBRangesApart(t *testing.T) {
 	rep, err := diagnose.Diagnose(snapshot.MergeRanges(evs...), opts)
 	require.NoError(t, err)
 	requireReportJSON(t, rep, out)
+}
+
+// requireDiagnosedAsWhole runs "diagnose --format json" with flags on
+// the TSDB dir and asserts that its report is the one Diagnose gives under
+// opts for the whole directory read at once; it returns the report decoded
+// and that evidence.
+func requireDiagnosedAsWhole(t *testing.T, dir string, opts diagnose.Options, flags ...string) (map[string]any, *snapshot.Evidence) {
+	t.Helper()
+	code, out, stderr := whyslow(t, "", append(append([]string{"diagnose", "--format", "json"}, flags...), dir)...)
+	require.Equal(t, 0, code, stderr)
+	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{SandboxDir: t.TempDir()})
+	require.NoError(t, err)
+	rep, err := diagnose.Diagnose(ev, opts)
+	require.NoError(t, err)
+	return requireReportJSON(t, rep, out), ev
 }
 
 // requireReportJSON asserts that out, the command's JSON report, is rep's

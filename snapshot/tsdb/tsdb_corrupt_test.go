@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -107,7 +106,9 @@ func TestReadTSDBCorruptions(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "data")
 		require.NoError(t, copyTree(base.dir, dir))
 		overwriteInBlock("index", "not an index")(t, filepath.Join(dir, good))
-		headOnly := snapshot.Options{Start: base.t0.Add(2*time.Hour + 10*time.Minute), SandboxDir: t.TempDir()}
+		// 260 scrapes in: past the block's 240, in the head.
+		headOnly := snapshot.Options{Start: base.t0.Add(base.step * 260), SandboxDir: t.TempDir()}
+		require.Greater(t, 260, base.nBlock)
 		ev, err := Read(context.Background(), dir, headOnly)
 		require.NoError(t, err)
 		assert.Empty(t, ev.ProblemsOf(ErrBadBlock))
