@@ -127,29 +127,19 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 	// before skips the WAL altogether.
 	if layout.hasHead() && maxt >= maxBlockTime {
 		progress("tsdb head", len(blocks))
-		h, hprobs, herr := openTSDBHead(layout, opts.SandboxDir, lim.MaxWALBytes, maxBlockTime)
-		problems = append(problems, hprobs...)
-		if herr != nil {
-			problems = append(problems, snapshot.Problem{
-				Severity: snapshot.SeverityError, File: layout.walOrChunksHead(), Offset: -1,
-				Err: fmt.Errorf("%w: only persisted blocks were read: %w", ErrHeadNotRead, herr),
-			})
-		} else {
-			rerr := readSource(ctx, acc, filepath.Join(dir, tsdbWALDir), tsdb.NewRangeHead(h.head, mint, maxt), mint, maxt, matchers)
-			cerr := h.Close()
-			if rerr != nil {
-				return nil, errors.Join(readErr(dir, rerr), cerr)
-			}
-			if cerr != nil {
-				problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: h.sandbox, Offset: -1,
-					Err: fmt.Errorf("removing sandbox: %w", cerr)})
-			}
-			read++
-		}
 	}
-	if layout.hasWBL {
-		problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: filepath.Join(dir, tsdbWBLDir), Offset: -1,
-			Err: errors.New("out-of-order samples in wbl/ are not read")})
+	h, hprobs := openHeadFor(layout, opts, lim, maxt, maxBlockTime)
+	problems = append(problems, hprobs...)
+	if h != nil {
+		rerr := readSource(ctx, acc, filepath.Join(dir, tsdbWALDir), tsdb.NewRangeHead(h.head, mint, maxt), mint, maxt, matchers)
+		cerr := h.Close()
+		if rerr != nil {
+			return nil, errors.Join(readErr(dir, rerr), cerr)
+		}
+		if p, ok := sandboxProblem(h, cerr); ok {
+			problems = append(problems, p)
+		}
+		read++
 	}
 
 	progress("tsdb", units)
@@ -207,6 +197,45 @@ func closeBlocks(blocks []tsdbBlock) (err error) {
 		}
 	}
 	return err
+}
+
+// openHeadFor replays the head (wal/ and chunks_head/ in a sandbox) when
+// the range read reaches the end of the last block, maxBlockTime: the head
+// holds only samples at or after it (Prometheus's own rule for a
+// read-only replay), so a range that ends before skips the WAL. It
+// returns the head, nil when not needed or not readable, and the problems
+// of the replay and of the out-of-order samples in wbl/, which are never
+// read.
+func openHeadFor(layout *tsdbLayout, opts snapshot.Options, lim snapshot.Limits, maxt, maxBlockTime int64) (*tsdbHead, []snapshot.Problem) {
+	var problems []snapshot.Problem
+	var head *tsdbHead
+	if layout.hasHead() && maxt >= maxBlockTime {
+		h, hprobs, herr := openTSDBHead(layout, opts.SandboxDir, lim.MaxWALBytes, maxBlockTime)
+		problems = append(problems, hprobs...)
+		if herr != nil {
+			problems = append(problems, snapshot.Problem{
+				Severity: snapshot.SeverityError, File: layout.walOrChunksHead(), Offset: -1,
+				Err: fmt.Errorf("%w: only persisted blocks were read: %w", ErrHeadNotRead, herr),
+			})
+		} else {
+			head = h
+		}
+	}
+	if layout.hasWBL {
+		problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: filepath.Join(layout.dir, tsdbWBLDir), Offset: -1,
+			Err: errors.New("out-of-order samples in wbl/ are not read")})
+	}
+	return head, problems
+}
+
+// sandboxProblem is the problem of a head whose sandbox could not be
+// removed (err, from Close), if any.
+func sandboxProblem(h *tsdbHead, err error) (snapshot.Problem, bool) {
+	if err == nil {
+		return snapshot.Problem{}, false
+	}
+	return snapshot.Problem{Severity: snapshot.SeverityWarning, File: h.sandbox, Offset: -1,
+		Err: fmt.Errorf("removing sandbox: %w", err)}, true
 }
 
 // blocksMaxTime is the latest MaxTime of the blocks (math.MinInt64 for

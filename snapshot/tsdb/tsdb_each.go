@@ -86,29 +86,18 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 			err = errors.Join(err, head.Close())
 		}
 	}()
-	if layout.hasHead() && maxt >= maxBlockTime {
-		h, hprobs, herr := openTSDBHead(layout, opts.SandboxDir, lim.MaxWALBytes, maxBlockTime)
-		problems = append(problems, hprobs...)
-		if herr != nil {
-			problems = append(problems, snapshot.Problem{
-				Severity: snapshot.SeverityError, File: layout.walOrChunksHead(), Offset: -1,
-				Err: fmt.Errorf("%w: only persisted blocks were read: %w", ErrHeadNotRead, herr),
-			})
+	h, hprobs := openHeadFor(layout, opts, lim, maxt, maxBlockTime)
+	problems = append(problems, hprobs...)
+	if h != nil {
+		head = h
+		read++
+		rh := tsdb.NewRangeHead(h.head, mint, maxt)
+		name := filepath.Join(dir, tsdbWALDir)
+		if s, err := openEachSource(name, rh, mint, maxt, h.head.MaxTime()); err == nil {
+			srcs = append(srcs, s)
 		} else {
-			head = h
-			read++
-			rh := tsdb.NewRangeHead(h.head, mint, maxt)
-			name := filepath.Join(dir, tsdbWALDir)
-			if s, err := openEachSource(name, rh, mint, maxt, h.head.MaxTime()); err == nil {
-				srcs = append(srcs, s)
-			} else {
-				problems = append(problems, querierProblem(name, err))
-			}
+			problems = append(problems, querierProblem(name, err))
 		}
-	}
-	if layout.hasWBL {
-		problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: filepath.Join(dir, tsdbWBLDir), Offset: -1,
-			Err: errors.New("out-of-order samples in wbl/ are not read")})
 	}
 	if read == 0 {
 		ev = &snapshot.Evidence{Sources: []string{dir}, Problems: problems}
@@ -246,9 +235,8 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 		}
 	}
 	if head != nil {
-		if cerr := head.Close(); cerr != nil {
-			problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: head.sandbox, Offset: -1,
-				Err: fmt.Errorf("removing sandbox: %w", cerr)})
+		if p, ok := sandboxProblem(head, head.Close()); ok {
+			problems = append(problems, p)
 		}
 		head = nil
 	}
