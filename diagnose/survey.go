@@ -246,7 +246,8 @@ func (l *lines) timelines(sc *scope) *timelines {
 // minute than the first one read, Survey says so (again) and the targets
 // must be added once more, on the grid now known; the second Survey is
 // final. Either way the result is the one Diagnose computes from the
-// whole evidence.
+// whole evidence. A read whose snapshot.Options.Revisit starts a new
+// Surveyor reads a history over 6 h once, not twice (see Revisit).
 type Surveyor struct {
 	set     settings
 	base    map[string]string // the scope's selector: model_name when Options.Model is set
