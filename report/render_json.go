@@ -170,16 +170,14 @@ const maxInfPaths = 5
 func nonFiniteWarnings(r *Report) []string {
 	var nan int
 	var inf []string
-	w := &floatWalker{f: func(path func() string, v float64) {
+	newFloatWalker(func(path func() string, v float64) {
 		switch {
 		case math.IsNaN(v):
 			nan++
 		case math.IsInf(v, 0):
 			inf = append(inf, fmt.Sprintf("%s (%v)", path(), v))
 		}
-	}}
-	w.path = w.join
-	w.walk(reflect.ValueOf(r))
+	}).walk(reflect.ValueOf(r))
 	var out []string
 	if len(inf) > 0 {
 		shown := inf[:min(len(inf), maxInfPaths)]
@@ -208,6 +206,13 @@ type floatWalker struct {
 	segs []pathSeg     // the path to the value being walked
 	// fields caches each struct type's fields to walk.
 	fields map[reflect.Type][]walkField
+}
+
+// newFloatWalker returns a floatWalker calling f.
+func newFloatWalker(f func(path func() string, v float64)) *floatWalker {
+	w := &floatWalker{f: f, fields: map[reflect.Type][]walkField{}}
+	w.path = w.join
+	return w
 }
 
 // pathSeg is one step of a floatWalker's path: a struct field by its JSON
@@ -279,9 +284,6 @@ func (w *floatWalker) structFields(t reflect.Type) []walkField {
 			}
 		}
 		fs = append(fs, walkField{i, name})
-	}
-	if w.fields == nil {
-		w.fields = map[reflect.Type][]walkField{}
 	}
 	w.fields[t] = fs
 	return fs

@@ -166,7 +166,7 @@ func outlierBounds(n int, at func(int) int64) (lo, hi, low, high int64, ok bool)
 
 // anyTimeOutlier reports whether timeOutliers would name a scrape of
 // evidence whose scrapes number n and whose known scrape times (those
-// not TimeUnknown) are times, in any order; times is sorted.
+// not TimeUnknown) are times, given in any order and sorted in place.
 func anyTimeOutlier(n int, times []int64) bool {
 	if n < outlierMinScrapes || len(times) < outlierMinScrapes {
 		return false
