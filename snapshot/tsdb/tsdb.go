@@ -112,10 +112,22 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 			opts.Progress(snapshot.Progress{Path: dir, What: what, Done: done, Total: units})
 		}
 	}
+	// later is the time the blocks read and those after it span in the
+	// range, for sizing each series' columns once: a series is not grown
+	// again for the few samples a later block adds.
+	var later float64
+	for _, b := range blocks {
+		if b.inRange {
+			later += b.spanIn(mint, maxt)
+		}
+	}
 	for i, b := range blocks {
 		progress("tsdb block", i)
 		if b.inRange {
-			if err := readSource(ctx, acc, b.dir, b.block, mint, maxt, matchers); err != nil {
+			here := b.spanIn(mint, maxt)
+			ahead := later / here
+			later -= here
+			if err := readSource(ctx, acc, b.dir, b.block, mint, maxt, matchers, ahead); err != nil {
 				return nil, readErr(dir, err)
 			}
 			read++
@@ -131,7 +143,7 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 	h, hprobs := openHeadFor(layout, opts, lim, maxt, maxBlockTime)
 	problems = append(problems, hprobs...)
 	if h != nil {
-		rerr := readSource(ctx, acc, filepath.Join(dir, tsdbWALDir), tsdb.NewRangeHead(h.head, mint, maxt), mint, maxt, matchers)
+		rerr := readSource(ctx, acc, filepath.Join(dir, tsdbWALDir), tsdb.NewRangeHead(h.head, mint, maxt), mint, maxt, matchers, 1)
 		cerr := h.Close()
 		if rerr != nil {
 			return nil, errors.Join(readErr(dir, rerr), cerr)
@@ -337,6 +349,13 @@ type tsdbBlock struct {
 	// minT and maxT are the block's time range by its meta (maxT
 	// exclusive).
 	minT, maxT int64
+}
+
+// spanIn is the time, in milliseconds, that b spans within [mint, maxt]
+// (at least 1).
+func (b tsdbBlock) spanIn(mint, maxt int64) float64 {
+	from, to := max(mint, b.minT), min(maxt, b.maxT-1)
+	return float64(max(to-from, 0)) + 1
 }
 
 // openTSDBBlocks lists every block candidate of l and opens those that

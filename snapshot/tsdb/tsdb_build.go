@@ -15,9 +15,9 @@ import (
 )
 
 // readSource reads the series of one block or head that match ms, with
-// samples in [mint, maxt]. Problems of the source are recorded; only a
+// samples in [mint, maxt]; ahead is as for selectInto. Problems of the source are recorded; only a
 // context error, or the error of exceeding opts.Memory, is returned.
-func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.BlockReader, mint, maxt int64, ms []*labels.Matcher) (err error) {
+func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.BlockReader, mint, maxt int64, ms []*labels.Matcher, ahead float64) (err error) {
 	if a.Full() {
 		return nil
 	}
@@ -35,7 +35,7 @@ func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 			a.Problem(snapshot.SeverityWarning, src, fmt.Errorf("closing querier: %w", cerr))
 		}
 	}()
-	return selectInto(ctx, a, src, q, mint, maxt, ms, 1, &lost, func(sev snapshot.Severity, err error) { a.Problem(sev, src, err) })
+	return selectInto(ctx, a, src, q, mint, maxt, ms, ahead, &lost, func(sev snapshot.Severity, err error) { a.Problem(sev, src, err) })
 }
 
 // lostSeries counts the series of one source whose samples could not all
