@@ -76,7 +76,11 @@ type Column struct {
 	// unordered: a sample appended at or before the one before it (blocks
 	// that overlap); normalize sorts only then.
 	unordered bool
-	nh        *nhcbRows
+	// run is where the samples of the last AppendFloats begin in t (-1
+	// before the first): the column appended after it in the same source
+	// may share t (see AppendFloats).
+	run int
+	nh  *nhcbRows
 	// exp counts native histogram samples with exponential buckets,
 	// dropped.
 	exp int
@@ -165,7 +169,7 @@ func (a *Columns) Series(src string, lset labels.Labels) *Column {
 	if a.nseries[name] > a.lim.MaxSeriesPerScrape {
 		return nil
 	}
-	r := &Column{cols: a, lset: lset}
+	r := &Column{cols: a, lset: lset, run: -1}
 	a.series[h] = append(a.series[h], r)
 	a.bytes += int64(lset.ByteSize()) + 64
 	return r
@@ -191,6 +195,48 @@ func (r *Column) Append(t int64, v float64) {
 	r.t = append(r.t, t)
 	r.v = append(r.v, v)
 	r.cols.bytes += FloatSampleBytes
+}
+
+// AppendFloats adds float samples at the times ts with the values vs, as
+// Append would one by one, with room made for grow samples in all (at
+// least len(ts)).
+//
+// like is the column given samples just before r in the same source, or
+// nil. When like was given the same times ts, and r holds the times that
+// like held before them (none, or a view of the same times), r shares
+// like's times instead of a copy of them: series scraped together have the
+// same timestamps, and they are half of a column's bytes. Shared times are
+// never written in place: a column's times only grow, and those of a
+// column that shares them are capped at their length, so that appending
+// to it copies them first.
+func (r *Column) AppendFloats(ts []int64, vs []float64, like *Column, grow int) {
+	before := len(r.t)
+	r.cols.bytes += int64(len(ts)) * FloatSampleBytes
+	r.v = append(slices.Grow(r.v, max(grow, len(vs))), vs...)
+	if r.sharesTimes(ts, like) {
+		r.t, r.run = like.t[:len(like.t):len(like.t)], before
+		return
+	}
+	ordered := before == 0 || ts[0] > r.t[before-1]
+	for i := 1; ordered && i < len(ts); i++ {
+		ordered = ts[i] > ts[i-1]
+	}
+	r.unordered = r.unordered || !ordered
+	r.t = append(slices.Grow(r.t, max(grow, len(ts))), ts...)
+	r.run = before
+}
+
+// sharesTimes reports whether r, given the times ts, may share like's
+// times (see AppendFloats): like is ordered, was given exactly ts last,
+// and r's times are those like held before them.
+func (r *Column) sharesTimes(ts []int64, like *Column) bool {
+	if like == nil || like == r || like.unordered || like.run != len(r.t) || len(ts) == 0 || len(like.t)-like.run != len(ts) {
+		return false
+	}
+	if len(r.t) > 0 && (&r.t[0] != &like.t[0] || ts[0] <= r.t[len(r.t)-1]) {
+		return false
+	}
+	return slices.Equal(like.t[like.run:], ts)
 }
 
 // AppendNHCB adds a native histogram sample with custom buckets as a
@@ -681,8 +727,8 @@ type classicBucket struct {
 // assembleAligned is assembleClassic's common case: every bucket (bs, by
 // le), and the _sum and _count if any, sampled at each of the times all
 // (the buckets' union), so that one HistogramSeries holds them all. The
-// columns are copied bucket by bucket rather than row by row, and _sum and
-// _count are taken as they are. It reports false, doing nothing, when the
+// bucket columns are copied into rows, and _sum and _count are taken as
+// they are. It reports false, doing nothing, when the
 // parts are not aligned so.
 func assembleAligned(g *columnHistParts, bs []classicBucket, all []int64) ([]*HistogramSeries, bool) {
 	n, nb := len(all), len(bs)
@@ -694,22 +740,26 @@ func assembleAligned(g *columnHistParts, bs []classicBucket, all []int64) ([]*Hi
 			return nil, false // b.r.t is a subset of all: equal lengths, equal times
 		}
 	}
-	aligned := func(r *Column) bool { return r == nil || slices.Equal(r.t, all) }
+	aligned := func(r *Column) bool { return r == nil || sameTimes(r.t, all) }
 	if !aligned(g.sum) || !aligned(g.count) {
 		return nil, false
 	}
-	hs := &HistogramSeries{Labels: g.labels, Bounds: make([]float64, nb), T: slices.Clone(all), Counts: make([]float64, 0, n*nb)}
+	hs := &HistogramSeries{Labels: g.labels, Bounds: make([]float64, nb), T: all[:n:n]}
 	vs := make([][]float64, nb)
 	for j, b := range bs {
 		hs.Bounds[j] = b.le
 		vs[j] = b.r.v[:n]
 	}
-	// Row by row, so that the writes are sequential.
+	// Row by row, so that the writes are sequential, into a local slice
+	// (appending to hs.Counts would store its header at every value).
+	counts := make([]float64, n*nb)
 	for row := range n {
-		for _, v := range vs {
-			hs.Counts = append(hs.Counts, v[row])
+		dst := counts[row*nb : (row+1)*nb]
+		for j, v := range vs {
+			dst[j] = v[row]
 		}
 	}
+	hs.Counts = counts
 	for _, b := range bs {
 		b.r.t, b.r.v = nil, nil // copied; drop it early
 	}
@@ -767,6 +817,15 @@ func columnScrapes(tg *Target) []Scrape {
 	return out
 }
 
+// sameTimes reports whether a and b hold the same times; columns that
+// share their times (Column.AppendFloats) are told at once.
+func sameTimes(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || slices.Equal(a, b)
+}
+
 // unionSorted returns the union of two ascending, distinct slices. It
 // returns a itself when b adds nothing, and b itself when a is empty, so
 // that series scraped together (the same timestamps) cost no allocation;
@@ -775,7 +834,7 @@ func unionSorted(a, b []int64) []int64 {
 	if len(a) == 0 {
 		return b
 	}
-	if slices.Equal(a, b) || len(b) == 0 {
+	if sameTimes(a, b) || len(b) == 0 {
 		return a
 	}
 	out := make([]int64, 0, max(len(a), len(b)))

@@ -260,14 +260,15 @@ func (r *reader) read(ctx context.Context) (*snapshot.Evidence, error) {
 		}
 		read++
 		r.problem = append(r.problem, res.problems...)
+		var like *snapshot.Column // series of one answer share their times where they can
 		for _, s := range res.series {
 			c := cols.Series(r.red, s.lset)
 			if c == nil {
 				continue // a limit forbids the series: the problem is recorded
 			}
-			c.Grow(len(s.t))
-			for i, t := range s.t {
-				c.Append(t, s.v[i])
+			if len(s.t) > 0 {
+				c.AppendFloats(s.t, s.v, like, len(s.t))
+				like = c
 			}
 		}
 		if err := cols.Charge(r.red); err != nil {

@@ -95,9 +95,12 @@ func selectInto(ctx context.Context, a *snapshot.Columns, src string, q storage.
 		it chunkenc.Iterator
 		fh *promhistogram.FloatHistogram
 		n  int
-		// hint is the sample count of the previous series: series scraped
-		// together have the same, so sizing for it avoids regrowing.
-		hint int
+		// ts and vs hold one series' float samples of this source; like is
+		// the column given float samples before, whose times the next may
+		// share (Column.AppendFloats).
+		ts   []int64
+		vs   []float64
+		like *snapshot.Column
 	)
 	for ss.Next() {
 		if n++; n%512 == 0 {
@@ -111,8 +114,7 @@ func selectInto(ctx context.Context, a *snapshot.Columns, src string, q storage.
 			continue
 		}
 		it = s.Iterator(it)
-		before := r.Len()
-		r.Grow(growth(hint, ahead))
+		ts, vs = ts[:0], vs[:0]
 		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
 			switch vt {
 			case chunkenc.ValFloat:
@@ -120,7 +122,7 @@ func selectInto(ctx context.Context, a *snapshot.Columns, src string, q storage.
 				if value.IsStaleNaN(v) {
 					continue
 				}
-				r.Append(t, v)
+				ts, vs = append(ts, t), append(vs, v)
 			case chunkenc.ValHistogram, chunkenc.ValFloatHistogram:
 				var t int64
 				t, fh = it.AtFloatHistogram(fh)
@@ -132,8 +134,9 @@ func selectInto(ctx context.Context, a *snapshot.Columns, src string, q storage.
 				}
 			}
 		}
-		if n := r.Len() - before; n > 0 {
-			hint = n
+		if len(ts) > 0 {
+			r.AppendFloats(ts, vs, like, growth(len(ts), ahead))
+			like = r
 		}
 		if err := it.Err(); err != nil {
 			lost.add(s.Labels(), err)
@@ -154,14 +157,14 @@ func selectInto(ctx context.Context, a *snapshot.Columns, src string, q storage.
 	return nil
 }
 
-// growth is the room to make in a column for hint samples of this source
-// and those expected, ahead of it, in later sources: with a 1/32 margin,
-// since series scraped together differ by a sample or two between blocks
-// and one sample short regrows the column.
-func growth(hint int, ahead float64) int {
-	if ahead <= 1 || hint == 0 {
-		return hint
+// growth is the room to make in a column for the n samples of this
+// source and those expected, ahead of it, in later sources: with a 1/32
+// margin, since series scraped together differ by a sample or two between
+// blocks and one sample short regrows the column.
+func growth(n int, ahead float64) int {
+	if ahead <= 1 || n == 0 {
+		return n
 	}
-	n := float64(hint) * ahead
-	return int(n+n/32) + 1
+	f := float64(n) * ahead
+	return int(f+f/32) + 1
 }
