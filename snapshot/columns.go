@@ -197,9 +197,9 @@ func (r *Column) Append(t int64, v float64) {
 	r.cols.bytes += FloatSampleBytes
 }
 
-// AppendFloats adds float samples at the times ts with the values vs, as
-// Append would one by one, with room made for grow samples in all (at
-// least len(ts)).
+// AppendFloats adds float samples at the times ts with the values vs
+// (len(vs) == len(ts)), as Append would one by one, with room made for
+// grow samples in all (at least len(ts)): those of later sources too.
 //
 // like is the column given samples just before r in the same source, or
 // nil. When like was given the same times ts, and r holds the times that
@@ -210,6 +210,9 @@ func (r *Column) Append(t int64, v float64) {
 // column that shares them are capped at their length, so that appending
 // to it copies them first.
 func (r *Column) AppendFloats(ts []int64, vs []float64, like *Column, grow int) {
+	if len(ts) == 0 {
+		return
+	}
 	before := len(r.t)
 	r.cols.bytes += int64(len(ts)) * FloatSampleBytes
 	r.v = append(slices.Grow(r.v, max(grow, len(vs))), vs...)

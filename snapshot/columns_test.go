@@ -69,4 +69,6 @@ func TestColumnAppendFloatsUnordered(t *testing.T) {
 	c := cols.Series("src", labels.FromStrings("__name__", "x", "pod", "c"))
 	c.AppendFloats([]int64{10, 10}, []float64{1, 2}, nil, 2)
 	assert.True(t, c.unordered, "a repeated time is out of order")
+	c.AppendFloats(nil, nil, b, 4) // nothing to add
+	assert.Equal(t, []int64{10, 10}, c.t)
 }
