@@ -454,3 +454,32 @@ func TestReadTSDBMaxMemory(t *testing.T) {
 	require.True(t, errors.As(err, &le))
 	assert.Equal(t, "Limits.MaxMemory", le.Limit)
 }
+
+// TestSizingAhead checks the room Read makes in a series for the blocks
+// after the one read: a block's span within the range (maxT exclusive, at
+// least 1 ms), and the growth it gives.
+func TestSizingAhead(t *testing.T) {
+	b := tsdbBlock{minT: 1000, maxT: 3000}
+	for _, c := range []struct {
+		name       string
+		mint, maxt int64
+		want       float64
+	}{
+		{"whole range", math.MinInt64, math.MaxInt64, 2000},
+		{"the range's end inside", math.MinInt64, 1999, 1000},
+		{"the range's start inside", 2500, math.MaxInt64, 500},
+		{"a 1 ms block", 2999, math.MaxInt64, 1},
+		{"outside", 4000, 5000, 1},
+	} {
+		assert.Equal(t, c.want, b.spanIn(c.mint, c.maxt), c.name)
+	}
+	assert.Equal(t, 120, growth(120, 1), "the last block: exactly its samples")
+	assert.Equal(t, 120, growth(120, 0.5))
+	assert.Equal(t, 0, growth(0, 3))
+	// One more sample to come (a 1 ms block after 2 h): room for it.
+	g := growth(480, 1+1/7.2e6)
+	assert.Greater(t, g, 480)
+	assert.Less(t, g, 500)
+	// Three blocks of as many samples: three times, and a margin.
+	assert.InDelta(t, 3*480*33/32, growth(480, 3), 2)
+}
