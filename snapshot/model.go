@@ -16,7 +16,9 @@ import (
 // (replicas) with their timelines, and the problems met on the way.
 //
 // Evidence is a plain value built once by a reader; its slices are sorted
-// (targets by name, samples by time) and callers must not modify them.
+// (targets by name, samples by time) and callers must not modify them:
+// series read together from a TSDB or a server may share one slice of
+// times (see Column.AppendFloats).
 type Evidence struct {
 	// Targets are sorted by Name.
 	Targets []*Target
