@@ -187,14 +187,9 @@ func (r *Column) Grow(n int) {
 	}
 }
 
-// Append adds a float sample.
+// Append adds a float sample (AppendFloats of one).
 func (r *Column) Append(t int64, v float64) {
-	if n := len(r.t); n > 0 && t <= r.t[n-1] {
-		r.unordered = true
-	}
-	r.t = append(r.t, t)
-	r.v = append(r.v, v)
-	r.cols.bytes += FloatSampleBytes
+	r.AppendFloats([]int64{t}, []float64{v}, nil, 1)
 }
 
 // AppendFloats adds float samples at the times ts with the values vs
