@@ -30,6 +30,7 @@ type Builder struct {
 	opts    Options
 	lim     Limits
 	metrics map[string]bool // Options.Metrics as a set; nil keeps all
+	listed  map[string]bool // the sample names of Options.LabelsOnly: kept without samples
 	minT    int64
 	maxT    int64
 
@@ -85,6 +86,12 @@ func NewBuilder(opts Options) *Builder {
 		idents:  map[string]*ident{},
 		ctxs:    map[string][]*typeCtx{},
 		names:   map[string]string{},
+	}
+	if len(opts.LabelsOnly) > 0 {
+		b.listed = map[string]bool{}
+		for _, n := range (Options{Metrics: opts.LabelsOnly}).MetricSampleNames() {
+			b.listed[n] = true
+		}
 	}
 	if len(opts.Metrics) > 0 {
 		b.metrics = make(map[string]bool, len(opts.Metrics))
@@ -580,7 +587,7 @@ func (b *Builder) finishFamily(tb *targetB, fb *famB) *Family {
 				b.noteMergeDups(tb, f.Name, sb.s.Name, sb.s.Labels, d)
 			}
 		}
-		if len(sb.s.T) > 0 {
+		if len(sb.s.T) > 0 || (b.listed[sb.s.Name] && labelsOnly(&sb.s)) {
 			f.Series = append(f.Series, &sb.s)
 		}
 	}
@@ -597,7 +604,7 @@ func (b *Builder) finishFamily(tb *targetB, fb *famB) *Family {
 					b.noteMergeDups(tb, f.Name, f.Name, hs.Labels, d)
 				}
 			}
-			if len(hs.T) > 0 {
+			if len(hs.T) > 0 || (b.listed[f.Name] && labelsOnlyHist(hs)) {
 				f.Histograms = append(f.Histograms, hs)
 			}
 		}
@@ -605,6 +612,9 @@ func (b *Builder) finishFamily(tb *targetB, fb *famB) *Family {
 	slices.SortFunc(f.Histograms, func(x, y *HistogramSeries) int {
 		if c := labels.Compare(x.Labels, y.Labels); c != 0 {
 			return c
+		}
+		if len(x.T) == 0 || len(y.T) == 0 {
+			return cmp.Compare(len(x.T), len(y.T)) // read by labels alone
 		}
 		return cmp.Compare(x.T[0], y.T[0])
 	})

@@ -17,7 +17,7 @@ import (
 // into maps and back costs as much as the rest of a windowed query. The
 // next input merges it first (see target).
 func (b *Builder) takeWhole(e *Evidence) bool {
-	if !b.adopt || b.whole != nil || len(b.targets) > 0 || !canonical(e) {
+	if !b.adopt || b.whole != nil || len(b.targets) > 0 || !canonical(e, b.listed) {
 		return false
 	}
 	for _, t := range e.Targets {
@@ -50,12 +50,14 @@ func (b *Builder) mergeWhole() {
 // canonical reports whether e is what Builder.Evidence would return for
 // it: targets sorted by distinct names; scrapes at distinct whole
 // milliseconds in UTC, in time order, without files; in each family,
-// non-empty series sorted by distinct (name, labels), with strictly
+// series sorted by distinct (name, labels), with strictly
 // increasing times and no start times, and histogram series sorted by
 // (labels, first time), a layout change starting a new one strictly after
 // the last; labels without __name__ (nor le for histograms) or empty
-// values.
-func canonical(e *Evidence) bool {
+// values. A series (or histogram series) without samples is one only
+// when listed holds its sample name (its family's, for a histogram):
+// Options.LabelsOnly, read by its labels alone.
+func canonical(e *Evidence, listed map[string]bool) bool {
 	for i, t := range e.Targets {
 		if t == nil || t.Families == nil || (i > 0 && e.Targets[i-1].Name >= t.Name) {
 			return false
@@ -69,7 +71,7 @@ func canonical(e *Evidence) bool {
 			}
 		}
 		for name, f := range t.Families {
-			if f == nil || f.Name != name || !canonicalFamily(f) {
+			if f == nil || f.Name != name || !canonicalFamily(f, listed) {
 				return false
 			}
 		}
@@ -77,9 +79,9 @@ func canonical(e *Evidence) bool {
 	return true
 }
 
-func canonicalFamily(f *Family) bool {
+func canonicalFamily(f *Family, listed map[string]bool) bool {
 	for i, s := range f.Series {
-		if len(s.T) == 0 || len(s.V) != len(s.T) || s.StartT != nil || !canonicalLabels(s.Labels, "") || !strictlyIncreasing(s.T) {
+		if (len(s.T) == 0 && !(listed[s.Name] && labelsOnly(s))) || len(s.V) != len(s.T) || s.StartT != nil || !canonicalLabels(s.Labels, "") || !strictlyIncreasing(s.T) {
 			return false
 		}
 		if i > 0 {
@@ -91,7 +93,7 @@ func canonicalFamily(f *Family) bool {
 	}
 	for i, h := range f.Histograms {
 		n := len(h.T)
-		if n == 0 || len(h.Counts) != n*len(h.Bounds) || len(h.Sum) != n || len(h.Count) != n ||
+		if (n == 0 && !(listed[f.Name] && labelsOnlyHist(h))) || len(h.Counts) != n*len(h.Bounds) || len(h.Sum) != n || len(h.Count) != n ||
 			!canonicalLabels(h.Labels, model.BucketLabel) || !strictlyIncreasing(h.T) {
 			return false
 		}
@@ -100,12 +102,24 @@ func canonicalFamily(f *Family) bool {
 			switch c := labels.Compare(p.Labels, h.Labels); {
 			case c > 0:
 				return false
-			case c == 0 && (histogram.SameLayout(p.Bounds, h.Bounds) || p.T[len(p.T)-1] >= h.T[0]):
+			case c == 0 && (len(p.T) == 0 || n == 0 || histogram.SameLayout(p.Bounds, h.Bounds) || p.T[len(p.T)-1] >= h.T[0]):
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// labelsOnly reports whether s has no samples at all, as a series read
+// by its labels alone (Options.LabelsOnly).
+func labelsOnly(s *Series) bool {
+	return len(s.T) == 0 && len(s.V) == 0 && s.StartT == nil
+}
+
+// labelsOnlyHist is labelsOnly of a histogram series: its bounds, no
+// rows.
+func labelsOnlyHist(h *HistogramSeries) bool {
+	return len(h.T) == 0 && len(h.Counts) == 0 && len(h.Sum) == 0 && len(h.Count) == 0
 }
 
 // canonicalLabels reports whether ls holds neither __name__, nor drop, nor

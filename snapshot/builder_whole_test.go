@@ -55,7 +55,7 @@ func FuzzBuilderTakesColumnsWhole(f *testing.F) {
 			return
 		}
 		whole := fuzzColumns(data).Evidence()
-		require.True(t, canonical(whole))
+		require.True(t, canonical(whole, nil))
 		b := NewBuilder(Options{})
 		b.adopt = true
 		b.AddEvidence(whole)
@@ -138,7 +138,26 @@ func TestCanonical(t *testing.T) {
 			Histograms: []*HistogramSeries{hist(2, 1, inf), hist(2, 2, inf)}})}}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.want, canonical(tc.e))
+			assert.Equal(t, tc.want, canonical(tc.e, nil))
+		})
+	}
+	// Read by labels alone (Options.LabelsOnly), a series or histogram
+	// without samples is canonical when it is listed.
+	empty := &Evidence{Targets: []*Target{target("a", &Family{Name: "g", Series: []*Series{series("g")}})}}
+	emptyHist := &Evidence{Targets: []*Target{target("a", &Family{Name: "h",
+		Histograms: []*HistogramSeries{{Labels: labels.FromStrings("pod", "p"), Bounds: []float64{1, inf}}}})}}
+	for name, tc := range map[string]struct {
+		e      *Evidence
+		listed map[string]bool
+		want   bool
+	}{
+		"empty series listed":            {empty, map[string]bool{"g": true}, true},
+		"empty series of another listed": {empty, map[string]bool{"h": true}, false},
+		"empty histogram listed":         {emptyHist, map[string]bool{"h": true}, true},
+		"empty histogram not listed":     {emptyHist, nil, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, canonical(tc.e, tc.listed))
 		})
 	}
 }

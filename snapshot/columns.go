@@ -84,6 +84,8 @@ type Column struct {
 	// exp counts native histogram samples with exponential buckets,
 	// dropped.
 	exp int
+	// labelsOnly: a series listed by its labels alone (KeepLabels).
+	labelsOnly bool
 }
 
 // nhcbRows holds the NHCB samples of one series as classic rows.
@@ -175,6 +177,13 @@ func (a *Columns) Series(src string, lset labels.Labels) *Column {
 	return r
 }
 
+// KeepLabels marks r as a series listed by its labels alone, its samples
+// left out (Options.LabelsOnly): Evidence keeps it without samples where
+// it leaves out a series that has none, and a classic histogram whose
+// bucket series are all such comes with its Bounds and no rows. Samples
+// added to r are kept as usual.
+func (r *Column) KeepLabels() { r.labelsOnly = true }
+
 // Len returns the number of float samples held.
 func (r *Column) Len() int { return len(r.t) }
 
@@ -250,6 +259,30 @@ func (r *Column) AppendNHCB(t int64, fh *promhistogram.FloatHistogram) error {
 	}
 	r.cols.bytes += int64(len(fh.CustomValues)+4) * 8
 	return nil
+}
+
+// Times returns the distinct times (ms, ascending) of the samples held,
+// float and NHCB, of every target: those of which Evidence makes the
+// targets' Scrapes. The result must not be modified.
+func (a *Columns) Times() []int64 {
+	var all []int64
+	add := func(t []int64) {
+		if !sortedDistinct(t) {
+			t = slices.Clone(t)
+			slices.Sort(t)
+			t = slices.Compact(t)
+		}
+		all = unionSorted(all, t)
+	}
+	for _, rs := range a.series {
+		for _, r := range rs {
+			add(r.t)
+			if r.nh != nil {
+				add(r.nh.t)
+			}
+		}
+	}
+	return all
 }
 
 // Evidence classifies the series read into targets and families. The
@@ -328,7 +361,7 @@ func (a *Columns) evidence() *Evidence {
 	for _, rs := range a.series {
 		for _, r := range rs {
 			r.normalize()
-			if len(r.t) == 0 && r.exp == 0 && (r.nh == nil || len(r.nh.t) == 0) {
+			if len(r.t) == 0 && r.exp == 0 && (r.nh == nil || len(r.nh.t) == 0) && !r.labelsOnly {
 				continue
 			}
 			name, from := a.targetName(r.lset)
@@ -492,7 +525,7 @@ func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
 				}
 				f.Histograms = append(f.Histograms, nhcbSeries(r)...)
 			}
-			if len(r.t) == 0 {
+			if len(r.t) == 0 && !r.labelsOnly {
 				continue
 			}
 			if k.part != "" {
@@ -557,6 +590,9 @@ func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
 			hi, hj := f.Histograms[i], f.Histograms[j]
 			if c := labels.Compare(hi.Labels, hj.Labels); c != 0 {
 				return c < 0
+			}
+			if len(hi.T) == 0 || len(hj.T) == 0 {
+				return len(hi.T) < len(hj.T) // listed by labels alone (KeepLabels)
 			}
 			return hi.T[0] < hj.T[0]
 		})
@@ -631,6 +667,15 @@ func (a *Columns) assembleClassic(family string, g *columnHistParts) (out []*His
 	var all []int64
 	for _, b := range bs {
 		all = unionSorted(all, b.r.t)
+	}
+	if len(all) == 0 && !slices.ContainsFunc(bs, func(b classicBucket) bool { return !b.r.labelsOnly }) {
+		// Every bucket listed by its labels alone (KeepLabels): the
+		// layout, no rows.
+		hs := &HistogramSeries{Labels: g.labels, Bounds: make([]float64, len(bs))}
+		for j, b := range bs {
+			hs.Bounds[j] = b.le
+		}
+		return []*HistogramSeries{hs}, leftovers
 	}
 	if hs, ok := assembleAligned(g, bs, all); ok {
 		return hs, leftovers
