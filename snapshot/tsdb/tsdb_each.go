@@ -35,6 +35,12 @@ import (
 // The blocks are opened afresh as the read goes (see remap), so that the
 // files read do not stay mapped into the process.
 //
+// The series of the metrics of opts.LabelsOnly are not decoded where
+// the index and the chunks' headers show that their samples would add
+// nothing but themselves (see passB.listLabelsOnly): they come with
+// their labels and no samples, and the rest of each target is the one a
+// full read gives. Read decodes them.
+//
 // span is called once, after the first pass and before the first visit,
 // with the earliest and latest sample time (ms) of the chunks selected,
 // within [opts.Start, opts.End]. An error returned by span or visit stops
@@ -122,6 +128,9 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 	var mapped int64 // bytes of block files read since the blocks were last opened
 	for _, s := range srcs {
 		for _, refs := range s.refs {
+			s.series += len(refs)
+		}
+		for _, refs := range s.lrefs {
 			s.series += len(refs)
 		}
 		mapped += s.mapped(s.series)
@@ -254,6 +263,7 @@ func passA(ctx context.Context, dir string, opts snapshot.Options, srcs []*eachS
 		err     error
 	}
 	out := make([]found, len(srcs))
+	listed := labelsOnlyNames(opts)
 	sem := make(chan struct{}, min(parallelism(), maxWorkers))
 	var wg sync.WaitGroup
 	for i, s := range srcs {
@@ -266,7 +276,11 @@ func passA(ctx context.Context, dir string, opts snapshot.Options, srcs []*eachS
 				f.lo, f.hi = min(f.lo, minT), max(f.hi, maxT)
 				name, _ := namer.TargetName(lset)
 				f.targets[name] = true
-				s.refs[name] = append(s.refs[name], ref)
+				if listed[lset.Get(labels.MetricName)] {
+					s.lrefs[name] = append(s.lrefs[name], ref)
+				} else {
+					s.refs[name] = append(s.refs[name], ref)
+				}
 				if sp, ok := s.spans[name]; ok {
 					s.spans[name] = [2]int64{min(sp[0], minT), max(sp[1], maxT)}
 				} else {
@@ -316,6 +330,9 @@ type eachSource struct {
 	// refs are the series of each target (by name) that pass A found,
 	// in the index's order; a target's are dropped once it is read.
 	refs map[string][]storage.SeriesRef
+	// lrefs are, likewise, the series of each target of the metrics of
+	// snapshot.Options.LabelsOnly (see passB.listLabelsOnly).
+	lrefs map[string][]storage.SeriesRef
 	// spans are the earliest and latest time of each target's chunks
 	// (within the range read).
 	spans map[string][2]int64
@@ -329,7 +346,7 @@ func openEachSource(name string, br tsdb.BlockReader, mint, maxt, srcMax int64) 
 		return nil, err
 	}
 	return &eachSource{name: name, br: br, qs: []refQuerier{rq}, qmin: mint, qmax: maxt, mint: max(mint, br.Meta().MinTime), maxt: min(maxt, srcMax),
-		lost: lostSeries{byLabels: true}, seen: map[string]bool{}, refs: map[string][]storage.SeriesRef{}, spans: map[string][2]int64{}}, nil
+		lost: lostSeries{byLabels: true}, seen: map[string]bool{}, refs: map[string][]storage.SeriesRef{}, lrefs: map[string][]storage.SeriesRef{}, spans: map[string][2]int64{}}, nil
 }
 
 // allSeries is the matcher of every series of an index

@@ -109,6 +109,7 @@ func (b *batch) wait() []*decodedTarget {
 type decodeJob struct {
 	name  string
 	refs  [][]storage.SeriesRef
+	lrefs [][]storage.SeriesRef // of the metrics listed by labels (passB.listLabelsOnly)
 	spans [][2]int64
 }
 
@@ -131,9 +132,10 @@ func (p *passB) start(ctx context.Context, names []string) *batch {
 	}
 	jobs := make([]decodeJob, n)
 	for w, name := range names[:n] {
-		j := decodeJob{name: name, refs: make([][]storage.SeriesRef, len(p.srcs)), spans: make([][2]int64, len(p.srcs))}
+		j := decodeJob{name: name, refs: make([][]storage.SeriesRef, len(p.srcs)), lrefs: make([][]storage.SeriesRef, len(p.srcs)),
+			spans: make([][2]int64, len(p.srcs))}
 		for i, s := range p.srcs {
-			j.refs[i], j.spans[i] = s.refs[name], s.spans[name]
+			j.refs[i], j.lrefs[i], j.spans[i] = s.refs[name], s.lrefs[name], s.spans[name]
 		}
 		jobs[w] = j
 	}
@@ -162,7 +164,7 @@ func (p *passB) decodeOne(ctx context.Context, w int, j decodeJob) *decodedTarge
 	// those after it, for sizing its columns once.
 	var later float64
 	for i := range p.srcs {
-		if len(j.refs[i]) > 0 {
+		if len(j.refs[i]) > 0 || len(j.lrefs[i]) > 0 {
 			later += float64(j.spans[i][1] - j.spans[i][0] + 1)
 		}
 	}
@@ -186,6 +188,10 @@ func (p *passB) decodeOne(ctx context.Context, w int, j decodeJob) *decodedTarge
 			return d
 		}
 	}
+	if err := p.listLabelsOnly(ctx, w, j, d); err != nil {
+		d.err = err
+		return d
+	}
 	d.tev = d.cols.Evidence()
 	return d
 }
@@ -199,8 +205,9 @@ func (p *passB) deliver(d *decodedTarget) (mapped int64) {
 			s.problem(r.sev, r.err)
 		}
 		s.lost.merge(&d.lost[i])
-		mapped += s.mapped(len(s.refs[d.name]))
+		mapped += s.mapped(len(s.refs[d.name]) + len(s.lrefs[d.name]))
 		delete(s.refs, d.name)
+		delete(s.lrefs, d.name)
 		delete(s.spans, d.name)
 	}
 	return mapped

@@ -1,0 +1,294 @@
+package tsdb
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/tsdb/chunks"
+
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// labelsOnlyNames returns the sample names of opts.LabelsOnly (each
+// metric with and without _bucket, _sum and _count, as Options.Metrics
+// selects them), nil when it lists none.
+func labelsOnlyNames(opts snapshot.Options) map[string]bool {
+	if len(opts.LabelsOnly) == 0 {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, n := range (snapshot.Options{Metrics: opts.LabelsOnly}).MetricSampleNames() {
+		out[n] = true
+	}
+	return out
+}
+
+// listedSeries is a series of snapshot.Options.LabelsOnly while
+// passB.listLabelsOnly decides whether its samples may be left out.
+type listedSeries struct {
+	col   *snapshot.Column
+	group string              // its histogram's key: base name, labels without __name__ and le
+	refs  []storage.SeriesRef // by source; has tells which are set
+	has   []bool              // by source
+	spans [][]chunkSpan       // by source, its chunks in the range read
+	exact [][]int64           // by source, the times of the head's open chunk (decoded)
+	n     int                 // its samples over all sources
+	bad   bool                // the index cannot show that its samples change nothing
+}
+
+// chunkSpan is a chunk's first and last sample time and its sample count,
+// from the index and the chunk's header.
+type chunkSpan struct {
+	min, max int64
+	n        int
+}
+
+// listLabelsOnly adds to d the series of target j of the metrics of
+// snapshot.Options.LabelsOnly, after the target's other series are
+// decoded into d: by their labels alone where the index and the chunks'
+// headers show that their samples add nothing to the Evidence but
+// themselves, else decoded as the others.
+//
+// A series' samples are left out when, in every source, each of its
+// chunks in the range lies wholly inside the range, is a float (XOR)
+// chunk with no deletion (tombstone) on the series, starts and ends at
+// times of the target's decoded samples and holds as many samples as
+// those times between its ends; when it holds two samples or more in
+// all (a staleness marker is never followed by another, so one of them
+// is a value: a full read keeps the series too); and when every other
+// series of its histogram (the same base name and labels but le) is so
+// too, with the same chunks. Its times are then those of the target's
+// scrapes already known: the Scrapes are the same without them, and a
+// histogram's buckets are present at the same times, so its bucket
+// layout is one, as a full read assembles it. Series that fail are
+// decoded, with every series of their histogram, in every source.
+// The check trusts a chunk whose ends and count match to hold those
+// times, which a series scraped with its target does; a series of
+// another scrape that starts and ends at the target's scrape times with
+// as many samples in between would pass it wrongly.
+func (p *passB) listLabelsOnly(ctx context.Context, w int, j decodeJob, d *decodedTarget) error {
+	var listed []*listedSeries
+	byCol := map[*snapshot.Column]*listedSeries{}
+	decode := make([][]storage.SeriesRef, len(p.srcs)) // by source, in the index's order
+	for i, s := range p.srcs {
+		if len(j.lrefs[i]) == 0 {
+			continue
+		}
+		if !p.listSource(i, s, j.lrefs[i], d, byCol, &listed) {
+			decode[i] = append(decode[i], j.lrefs[i]...)
+		}
+	}
+	if len(listed) == 0 && !anyRefs(decode) {
+		return nil
+	}
+	times := d.cols.Times()
+	badGroup := map[string]bool{}
+	first := map[string]*listedSeries{}
+	for _, e := range listed {
+		if !e.bad {
+			e.bad = e.n < 2 || !e.covered(times)
+		}
+		f := first[e.group]
+		switch {
+		case f == nil:
+			first[e.group] = e
+		case !sameSpans(f, e):
+			badGroup[e.group] = true
+		}
+		if e.bad {
+			badGroup[e.group] = true
+		}
+	}
+	for _, e := range listed {
+		if !badGroup[e.group] {
+			e.col.KeepLabels()
+			continue
+		}
+		for i, ok := range e.has {
+			if ok {
+				decode[i] = append(decode[i], e.refs[i])
+			}
+		}
+	}
+	for i, refs := range decode {
+		if len(refs) == 0 {
+			continue
+		}
+		// A source that could not be listed gave all its refs, in order;
+		// the others' failures come series by series.
+		sort.Slice(refs, func(a, b int) bool { return refs[a] < refs[b] })
+		s := p.srcs[i]
+		rq := s.qs[w]
+		rq.index.refs = refs
+		err := selectInto(ctx, d.cols, s.name, rq.q, p.mint, p.maxt, []*labels.Matcher{allSeries}, 1, &d.lost[i],
+			func(sev snapshot.Severity, err error) { d.probs[i] = append(d.probs[i], srcReport{sev, err}) })
+		rq.index.refs = nil
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func anyRefs(refs [][]storage.SeriesRef) bool {
+	for _, r := range refs {
+		if len(r) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// listSource lists the series refs of source i (s) into byCol and
+// listed, from its index, chunk headers and tombstones. It reports false
+// when the source cannot be listed so (a reader fails to open): its refs
+// are then all decoded.
+func (p *passB) listSource(i int, s *eachSource, refs []storage.SeriesRef, d *decodedTarget,
+	byCol map[*snapshot.Column]*listedSeries, listed *[]*listedSeries,
+) bool {
+	ir, err := s.br.Index()
+	if err != nil {
+		return false
+	}
+	defer ir.Close()
+	cr, err := s.br.Chunks()
+	if err != nil {
+		return false
+	}
+	defer cr.Close()
+	tr, err := s.br.Tombstones()
+	if err != nil {
+		return false
+	}
+	defer tr.Close()
+	var (
+		sb   labels.ScratchBuilder
+		chks []chunks.Meta
+		lb   = labels.NewBuilder(labels.EmptyLabels())
+	)
+	for _, ref := range refs {
+		if err := ir.Series(ref, &sb, &chks); err != nil {
+			// Decoded, the read reports it as it would.
+			e := &listedSeries{bad: true, refs: make([]storage.SeriesRef, len(p.srcs)), has: make([]bool, len(p.srcs)), spans: make([][]chunkSpan, len(p.srcs))}
+			e.refs[i], e.has[i] = ref, true
+			e.group = "\xffunread"
+			*listed = append(*listed, e)
+			continue
+		}
+		lset := sb.Labels()
+		col := d.cols.Series(s.name, lset)
+		if col == nil {
+			continue // a limit: its samples are not wanted
+		}
+		e := byCol[col]
+		if e == nil {
+			lb.Reset(lset)
+			lb.Del(labels.MetricName, labels.BucketLabel)
+			e = &listedSeries{col: col, group: snapshot.FamilyBaseName(lset.Get(labels.MetricName)) + "\xff" + lb.Labels().String(),
+				refs: make([]storage.SeriesRef, len(p.srcs)), has: make([]bool, len(p.srcs)), spans: make([][]chunkSpan, len(p.srcs)),
+				exact: make([][]int64, len(p.srcs))}
+			byCol[col] = e
+			*listed = append(*listed, e)
+		}
+		e.refs[i], e.has[i] = ref, true
+		if ivs, err := tr.Get(ref); err != nil || len(ivs) > 0 {
+			e.bad = true
+			continue
+		}
+		for _, c := range chks {
+			if c.MaxTime < p.mint || c.MinTime > p.maxt {
+				continue // the querier skips it too
+			}
+			// The head's open chunk has no end in the index (MaxInt64):
+			// its times are decoded, a chunk of at most a few hundred.
+			open := c.MaxTime == math.MaxInt64
+			if c.MinTime < p.mint || (c.MaxTime > p.maxt && !open) {
+				e.bad = true // trimmed to the range: its count is not the range's
+				break
+			}
+			chk, _, err := cr.ChunkOrIterable(c)
+			if err != nil || chk == nil || chk.Encoding() != chunkenc.EncXOR {
+				e.bad = true
+				break
+			}
+			if open {
+				var ok bool
+				if e.exact[i], ok = openChunkTimes(chk, p.maxt, e.exact[i]); !ok {
+					e.bad = true
+					break
+				}
+				e.n += chk.NumSamples()
+				continue
+			}
+			n := chk.NumSamples()
+			e.spans[i] = append(e.spans[i], chunkSpan{c.MinTime, c.MaxTime, n})
+			e.n += n
+		}
+	}
+	return true
+}
+
+// openChunkTimes appends to ts the times of the samples of chk (the
+// head's open chunk) that are not staleness markers; false when one lies
+// after maxt (the read trims it) or the chunk cannot be read.
+func openChunkTimes(chk chunkenc.Chunk, maxt int64, ts []int64) ([]int64, bool) {
+	it := chk.Iterator(nil)
+	for it.Next() == chunkenc.ValFloat {
+		t, v := it.At()
+		if t > maxt {
+			return ts, false
+		}
+		if !value.IsStaleNaN(v) {
+			ts = append(ts, t)
+		}
+	}
+	return ts, it.Err() == nil
+}
+
+// covered reports whether every chunk of e starts and ends at one of
+// times (ascending, distinct) and holds as many samples as times has
+// between its ends, and the times of its open head chunk are all among
+// times.
+func (e *listedSeries) covered(times []int64) bool {
+	for _, ts := range e.exact {
+		for _, t := range ts {
+			if _, ok := slices.BinarySearch(times, t); !ok {
+				return false
+			}
+		}
+	}
+	for _, spans := range e.spans {
+		for _, c := range spans {
+			lo := sort.Search(len(times), func(k int) bool { return times[k] >= c.min })
+			hi := sort.Search(len(times), func(k int) bool { return times[k] >= c.max })
+			if lo == len(times) || times[lo] != c.min || hi == len(times) || times[hi] != c.max || hi-lo+1 != c.n {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameSpans reports whether a and b have the same chunks in every source.
+func sameSpans(a, b *listedSeries) bool {
+	for i := range a.spans {
+		if a.has[i] != b.has[i] || len(a.spans[i]) != len(b.spans[i]) {
+			return false
+		}
+		for k := range a.spans[i] {
+			if a.spans[i][k] != b.spans[i][k] {
+				return false
+			}
+		}
+		if !slices.Equal(a.exact[i], b.exact[i]) {
+			return false
+		}
+	}
+	return true
+}
