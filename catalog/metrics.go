@@ -37,6 +37,41 @@ func (c Catalog) EvidenceMetrics() []string {
 	for _, e := range history() {
 		base = append(base, e.Metric)
 	}
+	return c.expandMetrics(base)
+}
+
+// SignalMetrics returns the family lookup names, spelled as
+// EvidenceMetrics spells them, of the candidate metrics of the signals
+// ids and of the signals their fallbacks are computed from (TPOT from
+// decode time and output tokens): the families whose samples give those
+// signals' values. Unknown ids are ignored.
+func (c Catalog) SignalMetrics(ids ...SignalID) []string {
+	var base []string
+	seen := map[SignalID]bool{}
+	var add func(id SignalID)
+	add = func(id SignalID) {
+		i := c.index(id)
+		if seen[id] || i < 0 {
+			return
+		}
+		seen[id] = true
+		for _, src := range c.signals[i].Candidates {
+			base = append(base, src.Metric)
+		}
+		for _, from := range c.signals[i].FallbackFrom {
+			add(from)
+		}
+	}
+	for _, id := range ids {
+		add(id)
+	}
+	return c.expandMetrics(base)
+}
+
+// expandMetrics returns the names base with their "_created" families
+// and each vllm: name under every prefix of c and RayPrefix, sorted and
+// distinct (see EvidenceMetrics).
+func (c Catalog) expandMetrics(base []string) []string {
 	prefixes := slices.Clone(c.prefixes)
 	for _, p := range builtinPrefixes {
 		if !slices.Contains(prefixes, p) {

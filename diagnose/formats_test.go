@@ -634,7 +634,8 @@ func TestSelectionSameDiagnosis(t *testing.T) {
 
 // surveyDiagnose diagnoses path as the command diagnoses a history
 // without given windows: a survey of the targets read one at a time
-// (snapshot.ReadEach; a second pass when the survey asks for one), then
+// (snapshot.ReadEach, with Surveyor.LabelsOnly; a second pass when the
+// survey asks for one), then
 // a read of only the windows it chose, each target trimmed
 // (Options.Trimmer), diagnosed with the survey.
 func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagnose.Options) *diagnose.Report {
@@ -646,6 +647,9 @@ func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagno
 		require.Less(t, pass, 2, "a survey takes at most two passes")
 		o := sel
 		o.SandboxDir = t.TempDir()
+		// As the command surveys: the families it does not measure listed
+		// by their labels.
+		o.LabelsOnly = s.LabelsOnly()
 		_, err := snapshot.ReadEach(context.Background(), []string{path}, o, s.Add)
 		require.NoError(t, err)
 		var again bool

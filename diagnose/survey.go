@@ -323,6 +323,28 @@ func (s *Surveyor) Add(t *snapshot.Target) error {
 	return nil
 }
 
+// LabelsOnly returns the metrics of Options.Selection whose samples a
+// survey does not measure, for snapshot.Options.LabelsOnly of the read
+// that feeds it: all but those of the timeline signals and of the
+// process start times (and the "_created" families, whose presence is
+// read as a version clue). Their families' labels, which resolve the
+// catalog (names, bucket layouts, the engine label) and complete the
+// windows' evidence, are what the survey keeps of them.
+func (s *Surveyor) LabelsOnly() []string {
+	ids := []SignalID{SignalProcessStart}
+	for _, spec := range timelineSpecs {
+		ids = append(ids, spec.id)
+	}
+	measured := s.set.catalog.SignalMetrics(ids...)
+	var out []string
+	for _, m := range s.set.catalog.EvidenceMetrics() {
+		if !slices.Contains(measured, m) && !strings.HasSuffix(m, "_created") {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // record keeps what the report says of the whole history of target t
 // (sc's one replica) beyond the timelines: its process start times.
 func (s *Surveyor) record(sc *scope) {

@@ -344,8 +344,12 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 	}
 	var sv *diagnose.Survey
 	var problems []snapshot.Problem
+	// The survey measures the timeline families and lists the others by
+	// their labels: a TSDB's blocks are not decoded for them.
+	surveySel := sel
+	surveySel.LabelsOnly = s.LabelsOnly()
 	for sv == nil {
-		ev, err := f.readEach(ctx, e, paths, sel, func(t *snapshot.Target) error { return s.Add(t) })
+		ev, err := f.readEach(ctx, e, paths, surveySel, func(t *snapshot.Target) error { return s.Add(t) })
 		if errors.Is(err, errMatchedNothing) {
 			// The selection matched nothing: the whole read says why
 			// (where the evidence lies, what it holds).
