@@ -73,6 +73,9 @@ type chunkSpan struct {
 // another scrape that starts and ends at the target's scrape times with
 // as many samples in between would pass it wrongly.
 func (p *passB) listLabelsOnly(ctx context.Context, w int, j decodeJob, d *decodedTarget) error {
+	if d.cols.Full() {
+		return nil // a limit stopped the read, as selectInto stops
+	}
 	var listed []*listedSeries
 	byCol := map[*snapshot.Column]*listedSeries{}
 	decode := make([][]storage.SeriesRef, len(p.srcs)) // by source, in the index's order
@@ -80,8 +83,20 @@ func (p *passB) listLabelsOnly(ctx context.Context, w int, j decodeJob, d *decod
 		if len(j.lrefs[i]) == 0 {
 			continue
 		}
-		if !p.listSource(i, s, j.lrefs[i], d, byCol, &listed) {
+		ok, err := p.listSource(ctx, i, s, j.lrefs[i], d, byCol, &listed)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			decode[i] = append(decode[i], j.lrefs[i]...)
+		}
+		// The labels kept count against the budget as a decoded
+		// series' do.
+		if err := d.cols.Charge(s.name); err != nil {
+			return err
+		}
+		if d.cols.Full() {
+			return nil
 		}
 	}
 	if len(listed) == 0 && !anyRefs(decode) {
@@ -148,23 +163,23 @@ func anyRefs(refs [][]storage.SeriesRef) bool {
 // listSource lists the series refs of source i (s) into byCol and
 // listed, from its index, chunk headers and tombstones. It reports false
 // when the source cannot be listed so (a reader fails to open): its refs
-// are then all decoded.
-func (p *passB) listSource(i int, s *eachSource, refs []storage.SeriesRef, d *decodedTarget,
+// are then all decoded. Only a context error is returned.
+func (p *passB) listSource(ctx context.Context, i int, s *eachSource, refs []storage.SeriesRef, d *decodedTarget,
 	byCol map[*snapshot.Column]*listedSeries, listed *[]*listedSeries,
-) bool {
+) (bool, error) {
 	ir, err := s.br.Index()
 	if err != nil {
-		return false
+		return false, nil
 	}
 	defer ir.Close()
 	cr, err := s.br.Chunks()
 	if err != nil {
-		return false
+		return false, nil
 	}
 	defer cr.Close()
 	tr, err := s.br.Tombstones()
 	if err != nil {
-		return false
+		return false, nil
 	}
 	defer tr.Close()
 	var (
@@ -172,7 +187,12 @@ func (p *passB) listSource(i int, s *eachSource, refs []storage.SeriesRef, d *de
 		chks []chunks.Meta
 		lb   = labels.NewBuilder(labels.EmptyLabels())
 	)
-	for _, ref := range refs {
+	for k, ref := range refs {
+		if k%512 == 511 {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+		}
 		if err := ir.Series(ref, &sb, &chks); err != nil {
 			// Decoded, the read reports it as it would.
 			e := &listedSeries{bad: true, refs: make([]storage.SeriesRef, len(p.srcs)), has: make([]bool, len(p.srcs)), spans: make([][]chunkSpan, len(p.srcs))}
@@ -231,7 +251,7 @@ func (p *passB) listSource(i int, s *eachSource, refs []storage.SeriesRef, d *de
 			e.n += n
 		}
 	}
-	return true
+	return true, nil
 }
 
 // openChunkTimes appends to ts the times of the samples of chk (the
