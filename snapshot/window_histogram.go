@@ -226,6 +226,58 @@ func MergeHistogramIncreases(incs ...HistogramIncrease) (HistogramIncrease, erro
 	return r, nil
 }
 
+// MergeInto merges inc into *acc: afterwards *acc is what
+// MergeHistogramIncreases(*acc, inc) returns, to the bit (the same
+// fields, the same sums in the same order). When both histograms have
+// the same valid layout, the common case of a fleet folded replica by
+// replica, inc's counts are added to acc's in place, without allocating
+// a histogram: acc's slices must be its own (a result of
+// MergeHistogramIncreases or MergeInto), not a series' or another
+// increase's. On an error, *acc is unchanged.
+func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
+	a, b := &acc.Histogram, inc.Histogram
+	if !histogram.SameLayout(a.Bounds, b.Bounds) || !mergeableLayout(*a) || len(b.Counts) != len(b.Bounds) {
+		m, err := MergeHistogramIncreases(*acc, inc)
+		if err != nil {
+			return err
+		}
+		*acc = m
+		return nil
+	}
+	r := mergeFields([]HistogramIncrease{*acc, inc})
+	// As histogram.Merge sums: from zero, the inputs in order.
+	sum, count := 0.0, 0.0
+	sum += a.Sum
+	sum += b.Sum
+	count += a.Count
+	count += b.Count
+	for k, v := range b.Counts {
+		c := 0.0
+		c += a.Counts[k]
+		c += v
+		a.Counts[k] = c
+	}
+	a.Sum, a.Count = sum, count
+	r.Histogram = *a
+	*acc = r
+	return nil
+}
+
+// mergeableLayout reports whether histogram.Merge accepts h's layout:
+// as many counts as bounds, strictly ascending, +Inf last.
+func mergeableLayout(h histogram.Histogram) bool {
+	n := len(h.Bounds)
+	if n == 0 || len(h.Counts) != n || !math.IsInf(h.Bounds[n-1], 1) || math.IsNaN(h.Bounds[0]) {
+		return false
+	}
+	for i := 1; i < n; i++ {
+		if !(h.Bounds[i] > h.Bounds[i-1]) {
+			return false
+		}
+	}
+	return true
+}
+
 // mergeFields merges all but the histograms of incs, for
 // MergeHistogramIncreases.
 func mergeFields(incs []HistogramIncrease) HistogramIncrease {
