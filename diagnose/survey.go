@@ -151,22 +151,25 @@ func (l *lines) add(sc *scope, r int) {
 }
 
 // mergeHist adds a replica's increase to interval i (mergeFleet, the
-// merge of fleetHist, folded replica by replica).
+// merge of fleetHist, folded replica by replica: the first copied, the
+// next merged into it in place, snapshot.MergeInto).
 func (f *fleetLine) mergeHist(i int, inc snapshot.HistogramIncrease) {
 	if f.bad[i] {
 		return
 	}
-	incs := []snapshot.HistogramIncrease{inc}
-	if f.hist[i] != nil {
-		incs = []snapshot.HistogramIncrease{*f.hist[i], inc}
+	var err error
+	if f.hist[i] == nil {
+		var m snapshot.HistogramIncrease
+		if m, err = mergeFleet([]snapshot.HistogramIncrease{inc}); err == nil {
+			f.hist[i] = &m
+		}
+	} else {
+		err = snapshot.MergeInto(f.hist[i], inc)
 	}
-	m, err := mergeFleet(incs)
 	if err != nil {
 		f.bad[i] = true
 		f.hist[i] = nil
-		return
 	}
-	f.hist[i] = &m
 }
 
 // histP95 is the p95 of an interval's increase and its observations, or
