@@ -63,7 +63,9 @@ type chunkSpan struct {
 // all (a staleness marker is never followed by another, so one of them
 // is a value: a full read keeps the series too); and when every other
 // series of its histogram (the same base name and labels but le) is so
-// too, with the same chunks. Its times are then those of the target's
+// too, with the same chunks. The head's open chunk, whose end the index
+// does not give, is decoded, and its times must all be the target's.
+// Its times are then those of the target's
 // scrapes already known: the Scrapes are the same without them, and a
 // histogram's buckets are present at the same times, so its bucket
 // layout is one, as a full read assembles it. Series that fail are
