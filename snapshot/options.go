@@ -39,20 +39,21 @@ type Options struct {
 	Metrics []string
 	// LabelsOnly lists metrics (named as in Metrics) whose series a reader
 	// may list with their labels and none of their samples, where it can
-	// tell from its index alone that leaving the samples out changes
-	// nothing else: ReadEach of a TSDB's blocks. Their families then come
-	// with Series and Histograms that hold no samples (as
-	// Family.WithoutSamples leaves them), and the rest of the Evidence (the
-	// targets, their Scrapes, the other families, a histogram's bucket
-	// layouts) is the one a full read gives. A series whose chunks do not
-	// show that (its first and last times and its sample count per chunk
-	// match the scrape times of its target's decoded series, with its
-	// histogram's other series alike) is decoded after all, and a TSDB read
-	// with its head, Read, and the other sources read every sample. What
-	// only decoding finds is then not reported for them (a corrupt chunk,
-	// a negative gauge). For a caller that needs a family's labels over a
-	// long range and its samples only elsewhere, such as a survey that
-	// measures a few families and resolves the catalog on the rest.
+	// tell from its index that leaving the samples out changes nothing
+	// else: ReadEach of a TSDB (its blocks and head; see tsdb.ReadEach).
+	// Their families then come with Series and Histograms that hold no
+	// samples (as Family.WithoutSamples leaves them), and the rest of the
+	// Evidence (the targets, their Scrapes, the other families, a
+	// histogram's bucket layouts) is the one a full read gives. A series
+	// whose chunks do not show that (its first and last times and its
+	// sample count per chunk match the scrape times of its target's
+	// decoded series, with its histogram's other series alike) is decoded
+	// after all; Read and the other sources read every sample. What only
+	// decoding finds is not reported for the series left undecoded (a
+	// corrupt chunk, a negative gauge). For a caller that needs a family's
+	// labels over a long range and its samples only elsewhere, such as a
+	// survey that measures a few families and resolves the catalog on the
+	// rest.
 	LabelsOnly []string
 	// SandboxDir is where a TSDB's head and WAL are copied for a
 	// read-only replay; "" uses os.TempDir(). It must not be under an
