@@ -263,19 +263,12 @@ func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
 	return nil
 }
 
-// mergeableLayout reports whether histogram.Merge accepts h's layout:
-// as many counts as bounds, strictly ascending, +Inf last.
+// mergeableLayout reports whether histogram.Merge accepts h's layout as
+// the only one: as many counts as bounds, strictly ascending, +Inf last,
+// and a finite bound (else it fails with ErrNoCommonBounds), as
+// oneMergeableLayout asks.
 func mergeableLayout(h histogram.Histogram) bool {
-	n := len(h.Bounds)
-	if n == 0 || len(h.Counts) != n || !math.IsInf(h.Bounds[n-1], 1) || math.IsNaN(h.Bounds[0]) {
-		return false
-	}
-	for i := 1; i < n; i++ {
-		if !(h.Bounds[i] > h.Bounds[i-1]) {
-			return false
-		}
-	}
-	return true
+	return len(h.Bounds) >= 2 && len(h.Counts) == len(h.Bounds) && validBounds(h.Bounds)
 }
 
 // mergeFields merges all but the histograms of incs, for

@@ -28,6 +28,7 @@ func TestMergeInto(t *testing.T) {
 		{0.1, 0.25, 0.5, 1, inf},
 		{5, inf},      // shares only +Inf with the others
 		{0.1, 0.5, 1}, // no +Inf: invalid
+		{inf},         // no finite bound: Merge fails even with itself
 	}
 	w0 := snapshot.Window{Start: time.Unix(0, 0), End: time.Unix(60, 0)}
 	w1 := snapshot.Window{Start: time.Unix(60, 0), End: time.Unix(120, 0)}
@@ -37,6 +38,9 @@ func TestMergeInto(t *testing.T) {
 			l := layouts[0]
 			if rng.IntN(4) == 0 {
 				l = layouts[rng.IntN(len(layouts))]
+			}
+			if seed%5 == 0 && rng.IntN(2) == 0 {
+				l = layouts[len(layouts)-1] // runs of [+Inf] alone
 			}
 			h := histogram.Histogram{Bounds: append([]float64(nil), l...), Counts: make([]float64, len(l))}
 			c := 0.0
