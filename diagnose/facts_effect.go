@@ -61,17 +61,27 @@ type pieceFn func(w snapshot.Window) ([]float64, bool)
 // aggFn turns the sum of pieces into the statistic.
 type aggFn func(sum []float64) float64
 
-// pieces evaluates fn over the comparison grid of w.
-func pieces(w evalWindow, fn pieceFn) [][]float64 {
+// pieceGrid is the comparison grid of w: its intervals of compareStep,
+// but a last one shorter than half a step; nil for a window that is not
+// evaluable or a lifetime.
+func pieceGrid(w evalWindow) []snapshot.Window {
 	if !w.ok || w.lifetime {
 		return nil
 	}
 	step := compareStep(w.w)
-	var out [][]float64
+	var out []snapshot.Window
 	for _, g := range snapshot.Grid(w.w, step) {
-		if g.Duration() < step/2 {
-			continue
+		if g.Duration() >= step/2 {
+			out = append(out, g)
 		}
+	}
+	return out
+}
+
+// pieces evaluates fn over the comparison grid of w.
+func pieces(w evalWindow, fn pieceFn) [][]float64 {
+	var out [][]float64
+	for _, g := range pieceGrid(w) {
 		if p, ok := fn(g); ok {
 			if len(out) > 0 && len(p) != len(out[0]) {
 				continue // another bucket layout: not additive
@@ -139,6 +149,11 @@ func (c *factCtx) withNoise(id rules.FactID, f rules.Fact, fn pieceFn, agg aggFn
 // histPiece is the fleet histogram of signal id over one interval: its
 // cumulative counts, then its sum and count.
 func (c *factCtx) histPiece(id SignalID) pieceFn {
+	if c.base.ok {
+		// The fleet's increases over both windows' grids, each replica
+		// read in one pass, before the intervals ask for them one by one.
+		c.sc.fleetHistGrid(id, append(pieceGrid(c.inc), pieceGrid(c.base)...))
+	}
 	return func(w snapshot.Window) ([]float64, bool) {
 		inc, err, _ := c.sc.fleetHist(id, w)
 		if err != nil || !(inc.Histogram.Total() > 0) {

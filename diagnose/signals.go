@@ -183,6 +183,48 @@ func (sc *scope) replicaHistSteps(id SignalID, r int, grid []snapshot.Window) []
 	return replicaHistogramSteps(m.Family, m.Candidate.ScaleFor(math.NaN()), grid, sc.selector(m.Family))
 }
 
+// fleetHistGrid computes fleetHist for every window of grid not yet
+// computed, as fleetHist computes it (a replica's cached increase first,
+// the same merge and error), with each replica's samples read once for
+// all of them (replicaHistSteps, the same increases to the bit) instead
+// of once a window: the comparison grids of the noise estimates.
+func (sc *scope) fleetHistGrid(id SignalID, grid []snapshot.Window) {
+	var todo []snapshot.Window
+	for _, w := range grid {
+		if _, ok := sc.histCache[histKey{id, -1, w}]; !ok && !slices.Contains(todo, w) {
+			todo = append(todo, w)
+		}
+	}
+	if len(todo) < 2 {
+		return // fleetHist alone costs no more
+	}
+	incs := make([][]snapshot.HistogramIncrease, len(todo))
+	for r := range sc.replicas {
+		if !sc.match(r, id).Found() {
+			continue
+		}
+		steps := sc.replicaHistSteps(id, r, todo)
+		for k, w := range todo {
+			res, ok := sc.histCache[histKey{id, r, w}]
+			if !ok {
+				res = histResult{inc: steps[k].Result, err: steps[k].Err}
+			}
+			if res.err == nil {
+				incs[k] = append(incs[k], res.inc)
+			}
+		}
+	}
+	for k, w := range todo {
+		var res histResult
+		if len(incs[k]) == 0 {
+			res.err = fmt.Errorf("%w: no replica has %s over %v", snapshot.ErrNotEvaluable, id, w)
+		} else {
+			res.inc, res.err = mergeFleet(incs[k])
+		}
+		sc.histCache[histKey{id, -1, w}] = res
+	}
+}
+
 // fleetHist merges the increases of every replica that carries signal id
 // (histogram.Merge: exact on shared bounds, others dropped and listed).
 // skipped lists the replicas left out, with the reason.
