@@ -215,14 +215,19 @@ func (sc *scope) fleetHistGrid(id SignalID, grid []snapshot.Window) {
 		}
 	}
 	for k, w := range todo {
-		var res histResult
-		if len(incs[k]) == 0 {
-			res.err = fmt.Errorf("%w: no replica has %s over %v", snapshot.ErrNotEvaluable, id, w)
-		} else {
-			res.inc, res.err = mergeFleet(incs[k])
-		}
-		sc.histCache[histKey{id, -1, w}] = res
+		sc.histCache[histKey{id, -1, w}] = fleetResult(id, w, incs[k])
 	}
+}
+
+// fleetResult is the fleet's increase of signal id over w from the
+// replicas' incs (mergeFleet), or why there is none.
+func fleetResult(id SignalID, w snapshot.Window, incs []snapshot.HistogramIncrease) histResult {
+	if len(incs) == 0 {
+		return histResult{err: fmt.Errorf("%w: no replica has %s over %v", snapshot.ErrNotEvaluable, id, w)}
+	}
+	var res histResult
+	res.inc, res.err = mergeFleet(incs)
+	return res
 }
 
 // fleetHist merges the increases of every replica that carries signal id
@@ -251,13 +256,9 @@ func (sc *scope) fleetHist(id SignalID, w snapshot.Window) (inc snapshot.Histogr
 		}
 		incs = append(incs, res.inc)
 	}
-	if len(incs) == 0 {
-		err = fmt.Errorf("%w: no replica has %s over %v", snapshot.ErrNotEvaluable, id, w)
-	} else {
-		inc, err = mergeFleet(incs)
-	}
-	sc.histCache[key] = histResult{inc: inc, err: err}
-	return inc, err, skipped
+	res := fleetResult(id, w, incs)
+	sc.histCache[key] = res
+	return res.inc, res.err, skipped
 }
 
 func scaleBounds(h histogram.Histogram, scale float64) histogram.Histogram {

@@ -235,8 +235,7 @@ func MergeHistogramIncreases(incs ...HistogramIncrease) (HistogramIncrease, erro
 // MergeHistogramIncreases or MergeInto), not a series' or another
 // increase's. On an error, *acc is unchanged.
 func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
-	a, b := &acc.Histogram, inc.Histogram
-	if !histogram.SameLayout(a.Bounds, b.Bounds) || !mergeableLayout(*a) || len(b.Counts) != len(b.Bounds) {
+	if !oneMergeableLayout([]HistogramIncrease{*acc, inc}) {
 		m, err := MergeHistogramIncreases(*acc, inc)
 		if err != nil {
 			return err
@@ -244,6 +243,7 @@ func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
 		*acc = m
 		return nil
 	}
+	a, b := &acc.Histogram, inc.Histogram
 	r := mergeFields([]HistogramIncrease{*acc, inc})
 	// As histogram.Merge sums: from zero, the inputs in order.
 	sum, count := 0.0, 0.0
@@ -261,14 +261,6 @@ func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
 	r.Histogram = *a
 	*acc = r
 	return nil
-}
-
-// mergeableLayout reports whether histogram.Merge accepts h's layout as
-// the only one: as many counts as bounds, strictly ascending, +Inf last,
-// and a finite bound (else it fails with ErrNoCommonBounds), as
-// oneMergeableLayout asks.
-func mergeableLayout(h histogram.Histogram) bool {
-	return len(h.Bounds) >= 2 && len(h.Counts) == len(h.Bounds) && validBounds(h.Bounds)
 }
 
 // mergeFields merges all but the histograms of incs, for
