@@ -329,10 +329,10 @@ func (s *Surveyor) Add(t *snapshot.Target) error {
 // LabelsOnly returns the metrics of Options.Selection whose samples a
 // survey does not measure, for snapshot.Options.LabelsOnly of the read
 // that feeds it: all but those of the timeline signals and of the
-// process start times (and the "_created" families, whose presence is
-// read as a version clue). Their families' labels, which resolve the
-// catalog (names, bucket layouts, the engine label) and complete the
-// windows' evidence, are what the survey keeps of them.
+// process start times. Their families' labels, which resolve the catalog
+// (names, the "_created" families and the engine label present, bucket
+// layouts) and complete the windows' evidence, are what the survey keeps
+// of them.
 func (s *Surveyor) LabelsOnly() []string {
 	ids := []SignalID{SignalProcessStart}
 	for _, spec := range timelineSpecs {
@@ -341,7 +341,7 @@ func (s *Surveyor) LabelsOnly() []string {
 	measured := s.set.catalog.SignalMetrics(ids...)
 	var out []string
 	for _, m := range s.set.catalog.EvidenceMetrics() {
-		if !slices.Contains(measured, m) && !strings.HasSuffix(m, "_created") {
+		if !slices.Contains(measured, m) {
 			out = append(out, m)
 		}
 	}
