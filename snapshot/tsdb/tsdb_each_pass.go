@@ -19,13 +19,22 @@ const maxWorkers = 4
 // (GOMAXPROCS; a variable for tests).
 var parallelism = func() int { return runtime.GOMAXPROCS(0) }
 
-// maxParallelBytes caps the samples (snapshot.Columns.Bytes) of the
-// targets decoded at once. A target's samples over the range read are the
-// only memory of ReadEach that grows with the history: several small
-// targets are decoded in parallel, large ones (a long history) one at a
-// time, so that the peak stays flat as the history grows. On 100 vLLM
-// pods at 15 s a target holds about 8 MB over 6 h and 31 MB over 24 h.
-const maxParallelBytes = 32 << 20
+// maxHeldBytes caps the samples (snapshot.Columns.Bytes) of the targets
+// ReadEach holds at once, at the largest size so far: those of a batch
+// decoded in parallel (passB.workers), and with them those of the batch
+// still visited while the next is decoded (passB.ahead). A target's
+// samples over the range read are the only memory of ReadEach that grows
+// with the history: small targets are decoded several at once and ahead,
+// larger ones (a long history) two at once, the largest one at a time, so
+// that the peak grows with one target's samples, not the fleet's. On 100
+// vLLM pods at 15 s a target of the survey (snapshot.Options.LabelsOnly)
+// holds about 5 MB over 6 h and 20 MB over 24 h: two are decoded at once,
+// not ahead.
+// The bound was 32 MB for the parallel batch and 48 MB with the batch
+// ahead until round 9; one bound for both, since either way that many
+// bytes are held, made the 24 h survey decode on two cores (whole-range
+// diagnosis 14.6-16.4 s to 11.3-11.9 s, 236-242 MB to 249-250 MB RSS).
+const maxHeldBytes = 48 << 20
 
 // passB decodes the targets of ReadEach's second pass, several at once
 // when the machine and the memory budget allow: each by one worker,
@@ -60,7 +69,7 @@ type srcReport struct {
 // workers returns how many targets the next batch decodes at once: one
 // while no target's size is known; then GOMAXPROCS (at most maxWorkers),
 // fewer when that many targets of the largest size so far exceed
-// maxParallelBytes, or when the memory budget's free bytes do not hold
+// maxHeldBytes, or when the memory budget's free bytes do not hold
 // them three times over (so that a budget that holds one target but not
 // two is read one target at a time).
 func (p *passB) workers() int {
@@ -68,26 +77,21 @@ func (p *passB) workers() int {
 		return 1
 	}
 	n := min(parallelism(), maxWorkers)
-	for n > 1 && (int64(n)*p.largest > maxParallelBytes || p.opts.Memory.Free()/int64(n) < 3*p.largest) {
+	for n > 1 && (int64(n)*p.largest > maxHeldBytes || p.opts.Memory.Free()/int64(n) < 3*p.largest) {
 		n--
 	}
 	return n
 }
 
-// aheadBytes caps the samples of the targets held at once when a batch
-// is decoded ahead (see passB.ahead): the batch visited and the one
-// decoded meanwhile.
-const aheadBytes = 48 << 20
-
 // ahead reports whether a batch of n targets may be decoded while the
 // batch before it is still visited (delivered, then handed to visit on
 // the caller's goroutine): when both batches' samples, at the largest
-// size so far, stay under aheadBytes and the budget's free bytes hold the
+// size so far, stay under maxHeldBytes and the budget's free bytes hold the
 // new one three times over. Decoding ahead keeps the machine's cores busy
 // while the caller works on a target; it never changes which targets are
 // delivered or in which order.
 func (p *passB) ahead(n int) bool {
-	return p.largest > 0 && 2*int64(n)*p.largest <= aheadBytes && p.opts.Memory.Free()/int64(n) >= 3*p.largest
+	return p.largest > 0 && 2*int64(n)*p.largest <= maxHeldBytes && p.opts.Memory.Free()/int64(n) >= 3*p.largest
 }
 
 // batch is a batch of targets being decoded (passB.start).
