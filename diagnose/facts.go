@@ -25,6 +25,9 @@ type factCtx struct {
 	base, inc evalWindow
 	tl        *timelines
 	st        scrapeStats
+	// arrivals holds arrivalsIn's measures by interval (start and end,
+	// Unix ns).
+	arrivals map[[2]int64]arrivalsMeasure
 }
 
 // computeFacts returns every fact of rules.FactIDs.

@@ -301,8 +301,30 @@ func (c *factCtx) arrivalPiece(w snapshot.Window) ([]float64, bool) {
 // completions plus the growth of its waiting + running (the same
 // replica's scrapes at both edges), summed over replicas; a replica that
 // is not running takes no arrivals. False when a running replica cannot
-// be evaluated over w.
+// be evaluated over w. The burst, the dispersion and their noise ask for
+// the same scrape intervals (on 100 pods, 780 calls for 300 intervals):
+// each is measured once (factCtx.arrivals).
 func (c *factCtx) arrivalsIn(w snapshot.Window) (arrivals, secs float64, ok bool) {
+	k := [2]int64{w.Start.UnixNano(), w.End.UnixNano()}
+	if a, seen := c.arrivals[k]; seen {
+		return a.arrivals, a.secs, a.ok
+	}
+	arrivals, secs, ok = c.measureArrivals(w)
+	if c.arrivals == nil {
+		c.arrivals = map[[2]int64]arrivalsMeasure{}
+	}
+	c.arrivals[k] = arrivalsMeasure{arrivals, secs, ok}
+	return arrivals, secs, ok
+}
+
+// arrivalsMeasure is what arrivalsIn returns for one interval.
+type arrivalsMeasure struct {
+	arrivals, secs float64
+	ok             bool
+}
+
+// measureArrivals is arrivalsIn, measured.
+func (c *factCtx) measureArrivals(w snapshot.Window) (arrivals, secs float64, ok bool) {
 	if !c.sc.has(SignalRequestSuccess) {
 		return 0, 0, false
 	}
