@@ -21,6 +21,11 @@ func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 	if a.Full() {
 		return nil
 	}
+	if _, ok := br.(*tsdb.Block); ok && directDecode {
+		if refs, ok := matchingRefs(ctx, br, ms); ok {
+			return readRefs(ctx, a, src, br, refs, mint, maxt, ahead)
+		}
+	}
 	q, err := tsdb.NewBlockQuerier(br, mint, maxt)
 	if err != nil {
 		a.Problem(snapshot.SeverityError, src, fmt.Errorf("%w: %w", ErrBadBlock, err))

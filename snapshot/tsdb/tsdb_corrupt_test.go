@@ -2,6 +2,7 @@ package tsdb
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -191,5 +192,26 @@ func corruptChunk(t *testing.T, b string) {
 	for i := 100; i < len(data)-100; i += 7 {
 		data[i] ^= 0xff
 	}
+	require.NoError(t, os.WriteFile(fn, data, 0o644))
+}
+
+// corruptSeriesEntry damages a block by flipping a byte inside the
+// index entry of its fifth series (the series section, from the index's
+// table of contents; each entry 16-byte aligned: a uvarint length, the
+// entry, a CRC32): that entry fails its checksum, the others read.
+func corruptSeriesEntry(t *testing.T, b string) {
+	fn := filepath.Join(b, "index")
+	data, err := os.ReadFile(fn)
+	require.NoError(t, err)
+	toc := data[len(data)-6*8-4:]
+	pos := int(binary.BigEndian.Uint64(toc[8:16]))
+	for range 4 {
+		n, w := binary.Uvarint(data[pos:])
+		require.Positive(t, w)
+		pos += w + int(n) + 4
+		pos = (pos + 15) / 16 * 16
+	}
+	_, w := binary.Uvarint(data[pos:])
+	data[pos+w+2] ^= 0xff
 	require.NoError(t, os.WriteFile(fn, data, 0o644))
 }

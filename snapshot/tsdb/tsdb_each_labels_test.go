@@ -179,6 +179,11 @@ func testReadEachLabelsOnly(t *testing.T, head bool) {
 	require.Len(t, ev.Targets, 1)
 	deNaN(ev.Targets...)
 	assert.Equal(t, want, ev.Targets[0])
+
+	// Decoded chunk by chunk as through a querier (a lone staleness
+	// marker, a deletion, late samples), listed or not.
+	requireDirectAsQuerier(t, dir, snapshot.Options{SandboxDir: t.TempDir()})
+	requireDirectAsQuerier(t, dir, snapshot.Options{LabelsOnly: listed, SandboxDir: t.TempDir()})
 }
 
 func keys[V any](m map[string]V) []string {

@@ -182,11 +182,19 @@ func (p *passB) decodeOne(ctx context.Context, w int, j decodeJob) *decodedTarge
 		ahead := later / here
 		later -= here
 		rq := s.qs[w]
-		rq.index.refs = refs
 		d.lost[i].byLabels = true
-		err := selectInto(ctx, d.cols, s.name, rq.q, p.mint, p.maxt, []*labels.Matcher{allSeries}, ahead, &d.lost[i],
-			func(sev snapshot.Severity, err error) { d.probs[i] = append(d.probs[i], srcReport{sev, err}) })
-		rq.index.refs = nil
+		viaQuerier := func(refs []storage.SeriesRef) error {
+			rq.index.refs = refs
+			defer func() { rq.index.refs = nil }()
+			return selectInto(ctx, d.cols, s.name, rq.q, p.mint, p.maxt, []*labels.Matcher{allSeries}, ahead, &d.lost[i],
+				func(sev snapshot.Severity, err error) { d.probs[i] = append(d.probs[i], srcReport{sev, err}) })
+		}
+		var err error
+		if s.blk != nil && directDecode {
+			err = decodeRefs(ctx, d.cols, s.name, s.br, refs, p.mint, p.maxt, ahead, viaQuerier)
+		} else {
+			err = viaQuerier(refs)
+		}
 		if err != nil {
 			d.err = err
 			return d

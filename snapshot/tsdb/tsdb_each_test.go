@@ -3,6 +3,7 @@ package tsdb
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"os"
@@ -129,6 +130,42 @@ func requireEachAsRead(t *testing.T, paths []string, opts snapshot.Options) *sna
 		}
 	}
 	return want
+}
+
+// requireDirectAsQuerier checks that Read and ReadEach of dir give the
+// same evidence, problems in the same order, when blocks are decoded chunk
+// by chunk (directDecode, the default) as when every series is read
+// through a querier, the path it stands for.
+func requireDirectAsQuerier(t *testing.T, dir string, opts snapshot.Options) {
+	t.Helper()
+	defer func(d bool) { directDecode = d }(directDecode)
+	read := func(direct bool) (*snapshot.Evidence, []*snapshot.Target, *snapshot.Evidence, error, error) {
+		directDecode = direct
+		ev, err := Read(context.Background(), dir, opts)
+		var each []*snapshot.Target
+		eev, eerr := ReadEach(context.Background(), dir, opts, func(int64, int64) error { return nil }, func(t *snapshot.Target) error {
+			each = append(each, t)
+			return nil
+		})
+		if ev != nil {
+			deNaN(ev.Targets...)
+		}
+		deNaN(each...)
+		return ev, each, eev, err, eerr
+	}
+	want, wantEach, wantEv, werr, weerr := read(false)
+	got, gotEach, gotEv, err, eerr := read(true)
+	require.Equal(t, fmt.Sprint(werr), fmt.Sprint(err))
+	require.Equal(t, fmt.Sprint(weerr), fmt.Sprint(eerr))
+	if want != nil {
+		require.Equal(t, want.Targets, got.Targets)
+		assert.Equal(t, want.Sources, got.Sources)
+		assert.Equal(t, problemStrings(want.Problems), problemStrings(got.Problems))
+	}
+	require.Equal(t, wantEach, gotEach)
+	if wantEv != nil {
+		assert.Equal(t, problemStrings(wantEv.Problems), problemStrings(gotEv.Problems))
+	}
 }
 
 // writeNamingTSDB writes two overlapping blocks of series named every way
@@ -302,6 +339,7 @@ func TestReadEachTSDBAsRead(t *testing.T) {
 			if tc.check != nil {
 				tc.check(t, ev)
 			}
+			requireDirectAsQuerier(t, tc.dir, tc.opts)
 			// The same one target at a time, and four at once with the
 			// blocks opened afresh after every batch (remap).
 			defer func(b int64, p func() int) { remapBytes, parallelism = b, p }(remapBytes, parallelism)
@@ -326,12 +364,14 @@ func TestReadEachTSDBCorruptions(t *testing.T) {
 		{"missing index", removeInBlock("index")},
 		{"broken meta.json", overwriteInBlock("meta.json", `{"ulid": "01`)},
 		{"corrupt chunk", corruptChunk},
+		{"corrupt series entry", corruptSeriesEntry},
 		{"missing chunks dir", removeInBlock("chunks")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, _ := withDamagedCopy(t, base.dir, good, tc.damage)
 			ev := requireEachAsRead(t, []string{dir}, snapshot.Options{})
 			require.NotEmpty(t, ev.ProblemsOf(ErrBadBlock), "%v", ev.Problems)
+			requireDirectAsQuerier(t, dir, snapshot.Options{})
 		})
 	}
 	t.Run("all blocks bad", func(t *testing.T) {
