@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/tsdb/chunks"
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
@@ -305,12 +306,92 @@ func bareDecode(b *testing.B, dir, re string, mint, maxt int64) (samples int) {
 	return samples
 }
 
+// bareChunks is bareDecode without the querier: for each block, the
+// postings of the series whose __name__ matches re, their index entries,
+// and an iterator over each chunk in [mint, maxt], the samples outside it
+// skipped (the fixture has no tombstones, no overlapping chunks, only
+// float chunks). It is the floor of the reader since round 9, which decodes
+// blocks so (snapshot/tsdb's decodeRefs).
+func bareChunks(b *testing.B, dir, re string, mint, maxt int64) (samples int) {
+	b.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, re)
+	var (
+		sum  float64
+		it   chunkenc.Iterator
+		chks []chunks.Meta
+		sb   labels.ScratchBuilder
+	)
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		blk, err := tsdb.OpenBlock(slog.New(slog.DiscardHandler), filepath.Join(dir, e.Name()), nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if blk.MaxTime() <= mint || blk.MinTime() > maxt {
+			blk.Close()
+			continue
+		}
+		ir, err := blk.Index()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cr, err := blk.Chunks()
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := tsdb.PostingsForMatchers(context.Background(), ir, m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for p.Next() {
+			if err := ir.Series(p.At(), &sb, &chks); err != nil {
+				b.Fatal(err)
+			}
+			for _, c := range chks {
+				if c.MaxTime < mint || c.MinTime > maxt {
+					continue
+				}
+				ch, _, err := cr.ChunkOrIterable(c)
+				if err != nil {
+					b.Fatal(err)
+				}
+				it = ch.Iterator(it)
+				for it.Next() == chunkenc.ValFloat {
+					t, v := it.At()
+					if t >= mint && t <= maxt {
+						sum += v
+						samples++
+					}
+				}
+				if err := it.Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		ir.Close()
+		cr.Close()
+		blk.Close()
+	}
+	if math.IsNaN(sum) {
+		b.Fatal("NaN sum")
+	}
+	return samples
+}
+
 // BenchmarkScale runs the command's own code path (run, as main calls
 // it) on a 100-pod TSDB of 6 h and of 24 h, side by side with the PromQL
 // engine answering the same question on the same blocks and with bare
 // decoding of only the chunks the question needs:
 //
-//   - quantile: fleet TTFT p50/p95/p99 over the last 30 minutes;
+//   - quantile: fleet TTFT p50/p95/p99 over the last 30 minutes (bare:
+//     through a querier's iterators, and bare-chunks: chunk by chunk, as
+//     the reader decodes blocks since round 9);
 //   - diagnose-windows: diagnose with --baseline and --incident (30 min
 //     each);
 //   - diagnose-whole: diagnose with the change-point search over the whole
@@ -370,6 +451,11 @@ func BenchmarkScale(b *testing.B) {
 		b.Run(name("quantile-30m/bare"), func(b *testing.B) {
 			measure(b, func(b *testing.B) {
 				bareDecode(b, dir, ttft+"_(bucket|sum|count)", qStart.Add(-5*time.Minute).UnixMilli(), qEnd.UnixMilli())
+			})
+		})
+		b.Run(name("quantile-30m/bare-chunks"), func(b *testing.B) {
+			measure(b, func(b *testing.B) {
+				bareChunks(b, dir, ttft+"_(bucket|sum|count)", qStart.Add(-5*time.Minute).UnixMilli(), qEnd.UnixMilli())
 			})
 		})
 		b.Run(name("diagnose-windows/whyslow"), func(b *testing.B) {
