@@ -140,13 +140,7 @@ func (p *passB) listLabelsOnly(ctx context.Context, w int, j decodeJob, d *decod
 		// A source that could not be listed gave all its refs, in order;
 		// the others' failures come series by series.
 		sort.Slice(refs, func(a, b int) bool { return refs[a] < refs[b] })
-		s := p.srcs[i]
-		rq := s.qs[w]
-		rq.index.refs = refs
-		err := selectInto(ctx, d.cols, s.name, rq.q, p.mint, p.maxt, []*labels.Matcher{allSeries}, 1, &d.lost[i],
-			func(sev snapshot.Severity, err error) { d.probs[i] = append(d.probs[i], srcReport{sev, err}) })
-		rq.index.refs = nil
-		if err != nil {
+		if err := p.decodeSource(ctx, w, i, refs, 1, d); err != nil {
 			return err
 		}
 	}

@@ -172,7 +172,7 @@ func (p *passB) decodeOne(ctx context.Context, w int, j decodeJob) *decodedTarge
 			later += float64(j.spans[i][1] - j.spans[i][0] + 1)
 		}
 	}
-	for i, s := range p.srcs {
+	for i := range p.srcs {
 		refs := j.refs[i]
 		if len(refs) == 0 {
 			continue
@@ -181,21 +181,8 @@ func (p *passB) decodeOne(ctx context.Context, w int, j decodeJob) *decodedTarge
 		here := float64(sp[1] - sp[0] + 1)
 		ahead := later / here
 		later -= here
-		rq := s.qs[w]
 		d.lost[i].byLabels = true
-		viaQuerier := func(refs []storage.SeriesRef) error {
-			rq.index.refs = refs
-			defer func() { rq.index.refs = nil }()
-			return selectInto(ctx, d.cols, s.name, rq.q, p.mint, p.maxt, []*labels.Matcher{allSeries}, ahead, &d.lost[i],
-				func(sev snapshot.Severity, err error) { d.probs[i] = append(d.probs[i], srcReport{sev, err}) })
-		}
-		var err error
-		if s.blk != nil && directDecode {
-			err = decodeRefs(ctx, d.cols, s.name, s.br, refs, p.mint, p.maxt, ahead, viaQuerier)
-		} else {
-			err = viaQuerier(refs)
-		}
-		if err != nil {
+		if err := p.decodeSource(ctx, w, i, refs, ahead, d); err != nil {
 			d.err = err
 			return d
 		}
@@ -206,6 +193,25 @@ func (p *passB) decodeOne(ctx context.Context, w int, j decodeJob) *decodedTarge
 	}
 	d.tev = d.cols.Evidence()
 	return d
+}
+
+// decodeSource reads the series refs of source i into d, by worker w:
+// chunk by chunk from a block (decodeRefs), through the worker's querier
+// from the head and where decodeRefs hands over; ahead is as for
+// selectInto.
+func (p *passB) decodeSource(ctx context.Context, w, i int, refs []storage.SeriesRef, ahead float64, d *decodedTarget) error {
+	s := p.srcs[i]
+	rq := s.qs[w]
+	viaQuerier := func(refs []storage.SeriesRef) error {
+		rq.index.refs = refs
+		defer func() { rq.index.refs = nil }()
+		return selectInto(ctx, d.cols, s.name, rq.q, p.mint, p.maxt, []*labels.Matcher{allSeries}, ahead, &d.lost[i],
+			func(sev snapshot.Severity, err error) { d.probs[i] = append(d.probs[i], srcReport{sev, err}) })
+	}
+	if s.blk != nil && directDecode {
+		return decodeRefs(ctx, d.cols, s.name, s.br, refs, p.mint, p.maxt, ahead, viaQuerier)
+	}
+	return viaQuerier(refs)
 }
 
 // deliver records what reading d found wrong in each source, as reading
