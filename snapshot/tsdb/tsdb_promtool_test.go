@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
@@ -91,6 +92,10 @@ func TestReadTSDBPromtoolBlocks(t *testing.T) {
 		assert.Equal(t, 0.5*(n-1), last.Sum)
 		assert.Equal(t, float64(3*(n-1)), last.Count)
 	}
+	// Prometheus's own blocks, decoded chunk by chunk as through its
+	// querier, whole and over a range that cuts chunks.
+	requireDirectAsQuerier(t, out, snapshot.Options{})
+	requireDirectAsQuerier(t, out, snapshot.Options{Start: time.Unix(t0+101*step+7, 0), End: time.Unix(t0+407*step+3, 0)})
 	requireTreeUnchanged(t, before, treeHash(t, out))
 }
 
@@ -113,5 +118,6 @@ func TestReadTSDBCommittedPromtoolBlock(t *testing.T) {
 	assert.Equal(t, []float64{19, 38, 57}, h.Histograms[0].At(19).Counts)
 	w := tg.Family("vllm:kv_cache_usage_perc").Series[0]
 	assert.Equal(t, 0.95, w.V[19])
+	requireDirectAsQuerier(t, dir, snapshot.Options{})
 	requireTreeUnchanged(t, before, treeHash(t, dir))
 }
