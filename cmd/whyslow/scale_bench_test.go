@@ -231,9 +231,8 @@ func runCommand(b *testing.B, args ...string) {
 	io.Discard.Write(stdout.Bytes())
 }
 
-// blocksQueryable opens every block of dir and returns a queryable over
-// them (the fixture has no WAL), and a function closing the blocks.
-func blocksQueryable(b *testing.B, dir string) (storage.Queryable, func()) {
+// openFixtureBlocks opens every block of dir (the fixture has no WAL).
+func openFixtureBlocks(b *testing.B, dir string) []*tsdb.Block {
 	b.Helper()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -250,6 +249,14 @@ func blocksQueryable(b *testing.B, dir string) (storage.Queryable, func()) {
 		}
 		blocks = append(blocks, blk)
 	}
+	return blocks
+}
+
+// blocksQueryable opens every block of dir and returns a queryable over
+// them (the fixture has no WAL), and a function closing the blocks.
+func blocksQueryable(b *testing.B, dir string) (storage.Queryable, func()) {
+	b.Helper()
+	blocks := openFixtureBlocks(b, dir)
 	qf := storage.QueryableFunc(func(mint, maxt int64) (storage.Querier, error) {
 		var qs []storage.Querier
 		for _, blk := range blocks {
@@ -314,10 +321,12 @@ func bareDecode(b *testing.B, dir, re string, mint, maxt int64) (samples int) {
 // blocks so (snapshot/tsdb's decodeRefs).
 func bareChunks(b *testing.B, dir, re string, mint, maxt int64) (samples int) {
 	b.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	blocks := openFixtureBlocks(b, dir)
+	defer func() {
+		for _, blk := range blocks {
+			blk.Close()
+		}
+	}()
 	m := labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, re)
 	var (
 		sum  float64
@@ -325,16 +334,8 @@ func bareChunks(b *testing.B, dir, re string, mint, maxt int64) (samples int) {
 		chks []chunks.Meta
 		sb   labels.ScratchBuilder
 	)
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		blk, err := tsdb.OpenBlock(slog.New(slog.DiscardHandler), filepath.Join(dir, e.Name()), nil, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
+	for _, blk := range blocks {
 		if blk.MaxTime() <= mint || blk.MinTime() > maxt {
-			blk.Close()
 			continue
 		}
 		ir, err := blk.Index()
@@ -376,7 +377,6 @@ func bareChunks(b *testing.B, dir, re string, mint, maxt int64) (samples int) {
 		}
 		ir.Close()
 		cr.Close()
-		blk.Close()
 	}
 	if math.IsNaN(sum) {
 		b.Fatal("NaN sum")
