@@ -67,7 +67,11 @@ func init() {
 // Only samples in [opts.Start, opts.End] (zero: unbounded) of series
 // matching opts.Matchers are read; when opts.Metrics is non-empty, only the
 // series of those families are selected from the index, so the cost grows
-// with what is asked for, not with the size of the TSDB.
+// with what is asked for, not with the size of the TSDB. A block's series
+// are decoded chunk by chunk, without a querier's iterators; a querier
+// reads the head, and a block's series where it does more than decode
+// (tombstones, overlapping or non-float chunks, a read error), so the
+// evidence and its problems are those a querier gives.
 //
 // TSDB stores no metric type, so families are classified by name and
 // labels (snapshot.Family.TypeInferred): a "_bucket" series with an "le" label is a
