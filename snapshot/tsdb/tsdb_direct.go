@@ -168,6 +168,7 @@ func readRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bloc
 		lost   lostSeries
 		rq     refQuerier
 		opened bool
+		broken bool // the querier could not be opened: reported once
 	)
 	defer func() {
 		if p, ok := lost.problem(src); ok {
@@ -180,10 +181,15 @@ func readRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bloc
 		}
 	}()
 	fallback := func(rs []storage.SeriesRef) error {
+		if broken {
+			return nil
+		}
 		if !opened {
 			q, err := newRefQuerier(br, mint, maxt)
 			if err != nil {
+				// As readSource reports a querier it cannot open.
 				a.Problem(snapshot.SeverityError, src, fmt.Errorf("%w: %w", ErrBadBlock, err))
+				broken = true
 				return nil
 			}
 			rq, opened = q, true

@@ -30,6 +30,7 @@ var parallelism = func() int { return runtime.GOMAXPROCS(0) }
 // vLLM pods at 15 s a target of the survey (snapshot.Options.LabelsOnly)
 // holds about 5 MB over 6 h and 20 MB over 24 h: two are decoded at once,
 // not ahead.
+//
 // The bound was 32 MB for the parallel batch and 48 MB with the batch
 // ahead until round 9; one bound for both, since either way that many
 // bytes are held, made the 24 h survey decode on two cores (whole-range
