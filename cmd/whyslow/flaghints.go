@@ -3,18 +3,15 @@ package main
 import (
 	"bytes"
 	"io"
-	"strings"
 )
 
 // The library's messages name what is missing in library terms
 // (Catalog.Alias, Options.Incident, Thresholds.Set); on the command line
-// the same options are flags. flagHints rewrites the one into the other in
-// everything the command prints.
-var flagHints = strings.NewReplacer(hintPairs[:]...)
-
-// hintPairs are the library's names and the flags they read as, in
-// pairs. No name is the prefix of another, so that the first name found
-// in a text is the one flagHints replaces there (writeHinted relies on it).
+// the same options are flags. hintPairs are the library's names and the
+// flags they read as, in pairs, and writeHinted rewrites the one into the
+// other in everything the command prints. No name is the prefix of
+// another, so that the first name found in a text is the one to replace
+// there, as a strings.Replacer of the pairs would (the tests' oracle).
 var hintPairs = [...]string{
 	"Catalog.Alias", "--alias",
 	"Options.Incident", "--incident",
@@ -28,8 +25,9 @@ var hintPairs = [...]string{
 	"Config.HTTP.TLSConfig.CAFile", "--tls-ca-file",
 }
 
-// writeHinted writes p to w as flagHints.Replace rewrites it, without
-// copying p: the text between the names goes out as it is. A report of
+// writeHinted writes p to w with each library name of hintPairs replaced
+// by its flag, without copying p: the text between the names goes out as
+// it is. A report of
 // megabytes names an option a few times, or never, and was copied three
 // times over to be rewritten (13 MB of JSON: ~0.1 s).
 func writeHinted(w io.Writer, p []byte) error {
@@ -76,7 +74,7 @@ var hintNames = func() (names [len(hintPairs) / 2][]byte) {
 	return names
 }()
 
-// hintWriter writes through flagHints. With lines set it holds back a
+// hintWriter writes through writeHinted. With lines set it holds back a
 // partial line, so that a name split across two writes (a bufio.Writer
 // flushing mid-line) is still rewritten; Flush writes the rest. Without
 // it every write is rewritten on its own, which keeps a progress display

@@ -9,6 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// flagHints is what the command's output must read as: the library's
+// names replaced by their flags, by strings.Replacer (writeHinted's oracle).
+var flagHints = strings.NewReplacer(hintPairs[:]...)
+
 // TestFlagHints: library option names read as flags, also when a
 // buffered writer splits a name across two writes.
 func TestFlagHints(t *testing.T) {

@@ -32,15 +32,23 @@ func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 		return nil
 	}
 	var lost lostSeries
-	defer func() {
-		if p, ok := lost.problem(src); ok {
-			a.Problem(p.Severity, p.File, p.Err)
-		}
-		if cerr := q.Close(); cerr != nil {
-			a.Problem(snapshot.SeverityWarning, src, fmt.Errorf("closing querier: %w", cerr))
-		}
-	}()
+	defer reportRead(a, src, &lost, q)
 	return selectInto(ctx, a, src, q, mint, maxt, ms, ahead, &lost, func(sev snapshot.Severity, err error) { a.Problem(sev, src, err) })
+}
+
+// reportRead records in a what the read of source src found: the series
+// whose samples were lost, and the querier q that would not close (nil:
+// none was opened).
+func reportRead(a *snapshot.Columns, src string, lost *lostSeries, q storage.Querier) {
+	if p, ok := lost.problem(src); ok {
+		a.Problem(p.Severity, p.File, p.Err)
+	}
+	if q == nil {
+		return
+	}
+	if err := q.Close(); err != nil {
+		a.Problem(snapshot.SeverityWarning, src, fmt.Errorf("closing querier: %w", err))
+	}
 }
 
 // lostSeries counts the series of one source whose samples could not all

@@ -170,16 +170,7 @@ func readRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bloc
 		opened bool
 		broken bool // the querier could not be opened: reported once
 	)
-	defer func() {
-		if p, ok := lost.problem(src); ok {
-			a.Problem(p.Severity, p.File, p.Err)
-		}
-		if opened {
-			if err := rq.q.Close(); err != nil {
-				a.Problem(snapshot.SeverityWarning, src, fmt.Errorf("closing querier: %w", err))
-			}
-		}
-	}()
+	defer func() { reportRead(a, src, &lost, rq.q) }()
 	fallback := func(rs []storage.SeriesRef) error {
 		if broken {
 			return nil
