@@ -131,7 +131,7 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 			here := b.spanIn(mint, maxt)
 			ahead := later / here
 			later -= here
-			if err := readSource(ctx, acc, b.dir, b.block, mint, maxt, matchers, ahead); err != nil {
+			if err := readSource(ctx, acc, b.dir, b.block, b.files, mint, maxt, matchers, ahead); err != nil {
 				return nil, readErr(dir, err)
 			}
 			read++
@@ -147,7 +147,7 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 	h, hprobs := openHeadFor(layout, opts, lim, maxt, maxBlockTime)
 	problems = append(problems, hprobs...)
 	if h != nil {
-		rerr := readSource(ctx, acc, filepath.Join(dir, tsdbWALDir), tsdb.NewRangeHead(h.head, mint, maxt), mint, maxt, matchers, 1)
+		rerr := readSource(ctx, acc, filepath.Join(dir, tsdbWALDir), tsdb.NewRangeHead(h.head, mint, maxt), nil, mint, maxt, matchers, 1)
 		cerr := h.Close()
 		if rerr != nil {
 			return nil, errors.Join(readErr(dir, rerr), cerr)
@@ -209,7 +209,7 @@ func prepareRead(dir string, opts *snapshot.Options) (lim snapshot.Limits, mint,
 func closeBlocks(blocks []tsdbBlock) (err error) {
 	for _, b := range blocks {
 		if b.block != nil {
-			err = errors.Join(err, b.block.Close())
+			err = errors.Join(err, b.block.Close(), b.files.close())
 		}
 	}
 	return err
@@ -349,6 +349,7 @@ func isULID(s string) bool {
 type tsdbBlock struct {
 	dir     string
 	block   *tsdb.Block // nil when not in range
+	files   *blockFiles // its files, read without the block's maps; nil when not in range
 	inRange bool        // overlaps the requested time range
 	// minT and maxT are the block's time range by its meta (maxT
 	// exclusive).
@@ -413,7 +414,7 @@ func openTSDBBlocks(l *tsdbLayout, mint, maxt int64) (blocks []tsdbBlock, proble
 				problems = append(problems, blockProblem(c.dir, err))
 				continue
 			}
-			tb.block = b
+			tb.block, tb.files = b, newBlockFiles(c.dir)
 		}
 		blocks = append(blocks, tb)
 	}

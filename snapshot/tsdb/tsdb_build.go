@@ -15,15 +15,16 @@ import (
 )
 
 // readSource reads the series of one block or head that match ms, with
-// samples in [mint, maxt]; ahead is as for selectInto. Problems of the source are recorded; only a
+// samples in [mint, maxt]; files are the block's (nil for the head);
+// ahead is as for selectInto. Problems of the source are recorded; only a
 // context error, or the error of exceeding opts.Memory, is returned.
-func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.BlockReader, mint, maxt int64, ms []*labels.Matcher, ahead float64) (err error) {
+func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.BlockReader, files *blockFiles, mint, maxt int64, ms []*labels.Matcher, ahead float64) (err error) {
 	if a.Full() {
 		return nil
 	}
 	if _, ok := br.(*tsdb.Block); ok && directDecode {
 		if refs, ok := matchingRefs(ctx, br, ms); ok {
-			return readRefs(ctx, a, src, br, refs, mint, maxt, ahead)
+			return readRefs(ctx, a, src, br, files, refs, mint, maxt, ahead)
 		}
 	}
 	q, err := tsdb.NewBlockQuerier(br, mint, maxt)

@@ -38,9 +38,11 @@ var directDecode = true
 //     querier's series set ends there).
 //
 // br must be a block (a *tsdb.Block: sorted, closed chunks); a head is
-// read through its querier. An error is a context error, or that of a
-// limit (snapshot.Columns.Charge), as selectInto's.
-func decodeRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.BlockReader, refs []storage.SeriesRef, mint, maxt int64,
+// read through its querier. Its series entries and chunks are read
+// through files, the block's files (see blockFiles), where they can be.
+// An error is a context error, or that of a limit
+// (snapshot.Columns.Charge), as selectInto's.
+func decodeRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.BlockReader, files *blockFiles, refs []storage.SeriesRef, mint, maxt int64,
 	ahead float64, fallback func([]storage.SeriesRef) error,
 ) error {
 	if a.Full() || len(refs) == 0 {
@@ -61,47 +63,49 @@ func decodeRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 		return fallback(refs)
 	}
 	defer tr.Close()
+	r := files.reader(ir, cr)
+	defer r.release()
+	r.expectSeries(refs)
 	var (
-		sb   labels.ScratchBuilder
-		chks []chunks.Meta
+		b    entryBatch
 		it   chunkenc.Iterator
 		ts   []int64
 		vs   []float64
 		like *snapshot.Column
-		n    int
 	)
-	for k, ref := range refs {
-		if err := ir.Series(ref, &sb, &chks); err != nil {
-			return fallback(refs[k:])
-		}
-		in := inRange(chks, mint, maxt)
-		if len(in) == 0 {
-			continue // the querier selects no series without a chunk in the range
-		}
-		if n++; n%512 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		var ok bool
-		ts, vs, it, ok = decodeChunks(cr, tr, ref, in, mint, maxt, ts[:0], vs[:0], it)
-		if !ok {
-			if err := fallback(refs[k : k+1]); err != nil || a.Full() {
-				return err
-			}
-			continue
-		}
-		r := a.Series(src, sb.Labels())
-		if r == nil {
-			continue
-		}
-		if len(ts) > 0 {
-			r.AppendFloats(ts, vs, like, growth(len(ts), ahead))
-			like = r
-		}
-		if err := a.Charge(src); err != nil || a.Full() {
+	for k := 0; k < len(refs); {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
+		n := r.batch(refs[k:], mint, maxt, &b)
+		for _, e := range b.es {
+			if e.bad {
+				return fallback(refs[k+n-1:])
+			}
+			if len(e.chks) == 0 {
+				continue // the querier selects no series without a chunk in the range
+			}
+			var ok bool
+			ts, vs, it, ok = decodeChunks(r, tr, e.ref, e.chks, mint, maxt, ts[:0], vs[:0], it)
+			if !ok {
+				if err := fallback([]storage.SeriesRef{e.ref}); err != nil || a.Full() {
+					return err
+				}
+				continue
+			}
+			col := a.Series(src, e.lset)
+			if col == nil {
+				continue
+			}
+			if len(ts) > 0 {
+				col.AppendFloats(ts, vs, like, growth(len(ts), ahead))
+				like = col
+			}
+			if err := a.Charge(src); err != nil || a.Full() {
+				return err
+			}
+		}
+		k += n
 	}
 	return nil
 }
@@ -118,11 +122,16 @@ func inRange(chks []chunks.Meta, mint, maxt int64) []chunks.Meta {
 	return out
 }
 
+// chunkSource reads a chunk, as tsdb.ChunkReader does.
+type chunkSource interface {
+	ChunkOrIterable(chunks.Meta) (chunkenc.Chunk, chunkenc.Iterable, error)
+}
+
 // decodeChunks appends the float samples of series ref in the chunks in
 // (those in range, in the index's order) within [mint, maxt] to ts and
 // vs, leaving out staleness markers, as selectInto keeps them; ok is false
 // when a querier must read the series instead (see decodeRefs).
-func decodeChunks(cr tsdb.ChunkReader, tr tombstones.Reader, ref storage.SeriesRef, in []chunks.Meta, mint, maxt int64,
+func decodeChunks(cr chunkSource, tr tombstones.Reader, ref storage.SeriesRef, in []chunks.Meta, mint, maxt int64,
 	ts []int64, vs []float64, it chunkenc.Iterator,
 ) (_ []int64, _ []float64, _ chunkenc.Iterator, ok bool) {
 	if ivs, err := tr.Get(ref); err != nil || len(ivs) > 0 {
@@ -160,10 +169,11 @@ func decodeChunks(cr tsdb.ChunkReader, tr tombstones.Reader, ref storage.SeriesR
 	return ts, vs, it, true
 }
 
-// readRefs reads the series refs of block br into a (decodeRefs), the
-// ones it hands over through a querier on br opened when first needed,
-// and records the problems as readSource records a querier's.
-func readRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.BlockReader, refs []storage.SeriesRef, mint, maxt int64, ahead float64) error {
+// readRefs reads the series refs of block br (with its files) into a
+// (decodeRefs), the ones it hands over through a querier on br opened
+// when first needed, and records the problems as readSource records a
+// querier's.
+func readRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.BlockReader, files *blockFiles, refs []storage.SeriesRef, mint, maxt int64, ahead float64) error {
 	var (
 		lost   lostSeries
 		rq     refQuerier
@@ -190,7 +200,7 @@ func readRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bloc
 		return selectInto(ctx, a, src, rq.q, mint, maxt, []*labels.Matcher{allSeries}, ahead, &lost,
 			func(sev snapshot.Severity, err error) { a.Problem(sev, src, err) })
 	}
-	return decodeRefs(ctx, a, src, br, refs, mint, maxt, ahead, fallback)
+	return decodeRefs(ctx, a, src, br, files, refs, mint, maxt, ahead, fallback)
 }
 
 // matchingRefs returns the series of block br that match ms, in the

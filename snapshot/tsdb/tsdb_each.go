@@ -32,8 +32,10 @@ import (
 // Memory is the index's, the refs' and one target's samples; small
 // targets are decoded a few at once, on as many goroutines (see passB),
 // but visit is called on the caller's goroutine, one target at a time.
-// The blocks are opened afresh as the read goes (see remap), so that the
-// files read do not stay mapped into the process.
+// Series entries and chunks of blocks are read from their files with
+// positioned reads (see blockFiles), and the blocks opened afresh as the
+// read goes where their maps were read (see remap), so that the files
+// read do not stay mapped into the process.
 //
 // The series of the metrics of opts.LabelsOnly are not decoded where
 // the index and the chunks' headers show that their samples would add
@@ -338,6 +340,14 @@ type eachSource struct {
 	spans map[string][2]int64
 }
 
+// files returns the block's files, nil for the head.
+func (s *eachSource) files() *blockFiles {
+	if s.blk == nil {
+		return nil
+	}
+	return s.blk.files
+}
+
 // openEachSource opens a querier on br for [mint, maxt]; srcMax is the
 // latest sample time br may hold.
 func openEachSource(name string, br tsdb.BlockReader, mint, maxt, srcMax int64) (*eachSource, error) {
@@ -424,8 +434,10 @@ func (s *eachSource) problem(sev snapshot.Severity, err error) {
 
 // remapBytes bounds the bytes of block files that ReadEach reads through
 // one mapping of the blocks (see eachSource.remap), estimated as each
-// block's size times the share of its series read (eachSource.mapped). A
-// variable for tests.
+// block's size times the share of its series read through the maps
+// (eachSource.mapped): pass A's postings, and the series that the block's
+// own readers read instead of its files (a querier's fallbacks, files
+// that cannot be read). A variable for tests.
 var remapBytes int64 = 2 << 20
 
 // mapped estimates the bytes of the block's files that reading n of its
@@ -541,22 +553,28 @@ func (s *eachSource) survey(ctx context.Context, ms []*labels.Matcher, fn func(r
 		s.problem(snapshot.SeverityError, fmt.Errorf("%w: %w", ErrBadBlock, err))
 		return nil
 	}
+	// The refs first, so that their entries are read in runs (see
+	// blockReader); a postings error is reported after the series before
+	// it, as while iterating.
+	refs, perr := index.ExpandPostings(p)
+	r := s.files().reader(ir, nil)
+	defer r.release()
+	r.expectSeries(refs)
 	var (
 		sb   labels.ScratchBuilder
 		chks []chunks.Meta
-		n    int
 	)
-	for p.Next() {
-		if n++; n%4096 == 0 {
+	for n, ref := range refs {
+		if n%4096 == 4095 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if err := ir.Series(p.At(), &sb, &chks); err != nil {
+		if err := r.Series(ref, &sb, &chks); err != nil {
 			if errors.Is(err, storage.ErrNotFound) {
 				continue
 			}
-			s.problem(snapshot.SeverityError, fmt.Errorf("%w: %w", ErrBadBlock, fmt.Errorf("get series %d: %w", p.At(), err)))
+			s.problem(snapshot.SeverityError, fmt.Errorf("%w: %w", ErrBadBlock, fmt.Errorf("get series %d: %w", ref, err)))
 			return nil
 		}
 		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
@@ -569,9 +587,9 @@ func (s *eachSource) survey(ctx context.Context, ms []*labels.Matcher, fn func(r
 		if lo > hi {
 			continue // no chunk in the range: the querier skips it too
 		}
-		fn(p.At(), sb.Labels(), lo, hi)
+		fn(ref, sb.Labels(), lo, hi)
 	}
-	if err := p.Err(); err != nil {
+	if err := perr; err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}

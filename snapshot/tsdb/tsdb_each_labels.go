@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
-	"github.com/prometheus/prometheus/tsdb/chunks"
 
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -178,18 +177,24 @@ func (p *passB) listSource(ctx context.Context, i int, s *eachSource, refs []sto
 		return false, nil
 	}
 	defer tr.Close()
+	r := s.files().reader(ir, cr)
+	defer r.release()
+	r.expectSeries(refs)
 	var (
-		sb   labels.ScratchBuilder
-		chks []chunks.Meta
-		lb   = labels.NewBuilder(labels.EmptyLabels())
+		b  entryBatch
+		es []seriesEntry
+		lb = labels.NewBuilder(labels.EmptyLabels())
 	)
-	for k, ref := range refs {
-		if k%512 == 511 {
+	for k := 0; k < len(es) || len(refs) > 0; k++ {
+		if k == len(es) {
 			if err := ctx.Err(); err != nil {
 				return false, err
 			}
+			n := r.batch(refs, p.mint, p.maxt, &b)
+			es, refs, k = b.es, refs[n:], 0
 		}
-		if err := ir.Series(ref, &sb, &chks); err != nil {
+		ref, chks := es[k].ref, es[k].chks
+		if es[k].bad {
 			// Decoded, the read reports it as it would.
 			e := &listedSeries{bad: true, refs: make([]storage.SeriesRef, len(p.srcs)), has: make([]bool, len(p.srcs)), spans: make([][]chunkSpan, len(p.srcs))}
 			e.refs[i], e.has[i] = ref, true
@@ -197,7 +202,7 @@ func (p *passB) listSource(ctx context.Context, i int, s *eachSource, refs []sto
 			*listed = append(*listed, e)
 			continue
 		}
-		lset := sb.Labels()
+		lset := es[k].lset
 		col := d.cols.Series(s.name, lset)
 		if col == nil {
 			continue // a limit: its samples are not wanted
@@ -228,7 +233,7 @@ func (p *passB) listSource(ctx context.Context, i int, s *eachSource, refs []sto
 				e.bad = true // trimmed to the range: its count is not the range's
 				break
 			}
-			chk, _, err := cr.ChunkOrIterable(c)
+			chk, _, err := r.ChunkOrIterable(c)
 			if err != nil || chk == nil || chk.Encoding() != chunkenc.EncXOR {
 				e.bad = true
 				break

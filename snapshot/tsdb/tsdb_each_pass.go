@@ -58,7 +58,10 @@ type decodedTarget struct {
 	tev   *snapshot.Evidence
 	lost  []lostSeries  // by source
 	probs [][]srcReport // by source, in the order reported
-	err   error
+	// viaMaps counts, by source, the series read through the block's
+	// own (mapped) readers rather than its files (see remap).
+	viaMaps []int
+	err     error
 }
 
 // srcReport is a problem of a whole source met while reading a target.
@@ -164,7 +167,7 @@ func (p *passB) start(ctx context.Context, names []string) *batch {
 // queriers of worker w.
 func (p *passB) decodeOne(ctx context.Context, w int, j decodeJob) *decodedTarget {
 	d := &decodedTarget{name: j.name, cols: snapshot.NewColumns(p.dir, p.opts),
-		lost: make([]lostSeries, len(p.srcs)), probs: make([][]srcReport, len(p.srcs))}
+		lost: make([]lostSeries, len(p.srcs)), probs: make([][]srcReport, len(p.srcs)), viaMaps: make([]int, len(p.srcs))}
 	// later is the time the target's chunks span in the source read and
 	// those after it, for sizing its columns once.
 	var later float64
@@ -204,27 +207,32 @@ func (p *passB) decodeSource(ctx context.Context, w, i int, refs []storage.Serie
 	s := p.srcs[i]
 	rq := s.qs[w]
 	viaQuerier := func(refs []storage.SeriesRef) error {
+		d.viaMaps[i] += len(refs)
 		rq.index.refs = refs
 		defer func() { rq.index.refs = nil }()
 		return selectInto(ctx, d.cols, s.name, rq.q, p.mint, p.maxt, []*labels.Matcher{allSeries}, ahead, &d.lost[i],
 			func(sev snapshot.Severity, err error) { d.probs[i] = append(d.probs[i], srcReport{sev, err}) })
 	}
 	if s.blk != nil && directDecode {
-		return decodeRefs(ctx, d.cols, s.name, s.br, refs, p.mint, p.maxt, ahead, viaQuerier)
+		return decodeRefs(ctx, d.cols, s.name, s.br, s.files(), refs, p.mint, p.maxt, ahead, viaQuerier)
 	}
 	return viaQuerier(refs)
 }
 
 // deliver records what reading d found wrong in each source, as reading
 // it alone would have, forgets its series refs, and returns the bytes of
-// block files it read (see remap).
+// block files it read through their maps (see remap).
 func (p *passB) deliver(d *decodedTarget) (mapped int64) {
 	for i, s := range p.srcs {
 		for _, r := range d.probs[i] {
 			s.problem(r.sev, r.err)
 		}
 		s.lost.merge(&d.lost[i])
-		mapped += s.mapped(len(s.refs[d.name]) + len(s.lrefs[d.name]))
+		n := d.viaMaps[i]
+		if s.blk != nil && !s.files().readable() {
+			n = len(s.refs[d.name]) + len(s.lrefs[d.name])
+		}
+		mapped += s.mapped(n)
 		delete(s.refs, d.name)
 		delete(s.lrefs, d.name)
 		delete(s.spans, d.name)

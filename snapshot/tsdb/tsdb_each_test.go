@@ -134,13 +134,14 @@ func requireEachAsRead(t *testing.T, paths []string, opts snapshot.Options) *sna
 
 // requireDirectAsQuerier checks that Read and ReadEach of dir give the
 // same evidence, problems in the same order, when blocks are decoded chunk
-// by chunk (directDecode, the default) as when every series is read
-// through a querier, the path it stands for.
+// by chunk from their files (directDecode and readFiles, the default) as
+// when every series is read through a querier and the block's own
+// readers, the path it stands for.
 func requireDirectAsQuerier(t *testing.T, dir string, opts snapshot.Options) {
 	t.Helper()
-	defer func(d bool) { directDecode = d }(directDecode)
+	defer func(d, f bool) { directDecode, readFiles = d, f }(directDecode, readFiles)
 	read := func(direct bool) (*snapshot.Evidence, []*snapshot.Target, *snapshot.Evidence, error, error) {
-		directDecode = direct
+		directDecode, readFiles = direct, direct
 		ev, err := Read(context.Background(), dir, opts)
 		var each []*snapshot.Target
 		eev, eerr := ReadEach(context.Background(), dir, opts, func(int64, int64) error { return nil }, func(t *snapshot.Target) error {
