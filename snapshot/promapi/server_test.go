@@ -125,14 +125,14 @@ func TestServersDiagnoseAsTSDB(t *testing.T) {
 			}
 			servers := []struct {
 				name  string
-				start func() string
+				start func(*testing.T) string // skips, or fails under CI, the test it is given
 			}{
-				{"prometheus", func() string { return promserver.Prometheus(t, dir) }},
-				{"victoria-metrics", func() string { return startVictoriaMetrics(t, fleet) }},
+				{"prometheus", func(t *testing.T) string { return promserver.Prometheus(t, dir) }},
+				{"victoria-metrics", func(t *testing.T) string { return startVictoriaMetrics(t, fleet) }},
 			}
 			for _, srv := range servers {
 				t.Run(srv.name, func(t *testing.T) {
-					url := srv.start()
+					url := srv.start(t)
 					for i, opts := range ranges {
 						ref, err := snapshot.Read(context.Background(), []string{dir}, opts)
 						require.NoError(t, err)
