@@ -67,7 +67,6 @@ func decodeRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 	defer r.release()
 	r.expectSeries(refs)
 	var (
-		b    entryBatch
 		it   chunkenc.Iterator
 		ts   []int64
 		vs   []float64
@@ -77,8 +76,8 @@ func decodeRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := r.batch(refs[k:], mint, maxt, &b)
-		for _, e := range b.es {
+		es, n := r.batch(refs[k:], mint, maxt)
+		for _, e := range es {
 			if e.bad {
 				return fallback(refs[k+n-1:])
 			}

@@ -181,7 +181,6 @@ func (p *passB) listSource(ctx context.Context, i int, s *eachSource, refs []sto
 	defer r.release()
 	r.expectSeries(refs)
 	var (
-		b  entryBatch
 		es []seriesEntry
 		lb = labels.NewBuilder(labels.EmptyLabels())
 	)
@@ -190,8 +189,9 @@ func (p *passB) listSource(ctx context.Context, i int, s *eachSource, refs []sto
 			if err := ctx.Err(); err != nil {
 				return false, err
 			}
-			n := r.batch(refs, p.mint, p.maxt, &b)
-			es, refs, k = b.es, refs[n:], 0
+			var n int
+			es, n = r.batch(refs, p.mint, p.maxt)
+			refs, k = refs[n:], 0
 		}
 		ref, chks := es[k].ref, es[k].chks
 		if es[k].bad {

@@ -194,7 +194,8 @@ type blockReader struct {
 	cr     tsdb.ChunkReader
 	dec    index.Decoder
 	iw, cw window
-	plan   []int // iw's plan
+	plan   []int      // iw's plan
+	eb     entryBatch // the last batch
 	pool   chunkenc.Pool
 	last   chunkenc.Chunk // handed out by the last ChunkOrIterable
 }
@@ -240,12 +241,15 @@ type entryBatch struct {
 // batchSeries is the most series entries a batch reads.
 const batchSeries = 256
 
-// batch reads the series entries of refs[:n] into b.es, n at most
-// batchSeries, in order, and stops after the first one that cannot be
-// read (then the last, marked bad). Each entry keeps its chunks that
-// overlap [mint, maxt] (inRange), and r is told where they lie, so that
-// the chunks of the batch are read in runs (see window).
-func (r *blockReader) batch(refs []storage.SeriesRef, mint, maxt int64, b *entryBatch) (n int) {
+// batch reads the series entries of refs[:n], n at most batchSeries, in
+// order, and stops after the first one that cannot be read (then the
+// last, marked bad). Each entry keeps its chunks that overlap [mint,
+// maxt] (inRange), and r is told where they lie, so that the chunks of
+// the batch are read in runs (see window). The entries are valid until
+// the next batch.
+func (r *blockReader) batch(refs []storage.SeriesRef, mint, maxt int64) (es []seriesEntry, n int) {
+	b := &r.eb
+	clear(b.es)
 	b.es, b.metas = b.es[:0], b.metas[:0]
 	type span struct{ from, to int }
 	var spans [batchSeries]span
@@ -270,7 +274,7 @@ func (r *blockReader) batch(refs []storage.SeriesRef, mint, maxt int64, b *entry
 		}
 		r.cw.expect(b.plan, chunkTail)
 	}
-	return n
+	return b.es, n
 }
 
 // release returns r's buffers for reuse; r is not used after.
@@ -283,6 +287,7 @@ func (r *blockReader) release() {
 		r.last = nil
 	}
 	r.files, r.ir, r.cr = nil, nil, nil
+	clear(r.eb.es) // no labels kept alive
 	r.iw.use(fileBytes{}, noFile)
 	r.cw.use(fileBytes{}, noFile)
 	readers.Put(r)

@@ -83,13 +83,12 @@ func TestBlockFilesAsBlockReaders(t *testing.T) {
 		r.iw.buf, r.cw.buf = r.iw.buf[:0], r.cw.buf[:0] // nothing held
 		r.expectSeries(refs)
 		i0, c0 := r.iw.reads, r.cw.reads
-		var b entryBatch
 		var sb labels.ScratchBuilder
 		var chks []chunks.Meta
 		for k := 0; k < len(refs); {
-			n := r.batch(refs[k:], math.MinInt64, math.MaxInt64, &b)
+			es, n := r.batch(refs[k:], math.MinInt64, math.MaxInt64)
 			require.Positive(t, n)
-			for j, e := range b.es {
+			for j, e := range es {
 				require.False(t, e.bad)
 				require.NoError(t, ir.Series(refs[k+j], &sb, &chks))
 				require.Equal(t, sb.Labels(), e.lset)
