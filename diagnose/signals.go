@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -199,15 +202,15 @@ func (sc *scope) fleetHistGrid(id SignalID, grid []snapshot.Window) {
 		return // fleetHist alone costs no more
 	}
 	incs := make([][]snapshot.HistogramIncrease, len(todo))
+	steps := sc.replicasHistSteps(id, todo)
 	for r := range sc.replicas {
-		if !sc.match(r, id).Found() {
+		if steps[r] == nil {
 			continue
 		}
-		steps := sc.replicaHistSteps(id, r, todo)
 		for k, w := range todo {
 			res, ok := sc.histCache[histKey{id, r, w}]
 			if !ok {
-				res = histResult{inc: steps[k].Result, err: steps[k].Err}
+				res = histResult{inc: steps[r][k].Result, err: steps[r][k].Err}
 			}
 			if res.err == nil {
 				incs[k] = append(incs[k], res.inc)
@@ -217,6 +220,25 @@ func (sc *scope) fleetHistGrid(id SignalID, grid []snapshot.Window) {
 	for k, w := range todo {
 		sc.histCache[histKey{id, -1, w}] = fleetResult(id, w, incs[k])
 	}
+}
+
+// replicasHistSteps is replicaHistSteps of every replica (nil for one
+// that lacks signal id), computed on up to GOMAXPROCS goroutines: each
+// replica's increases are its own, read from the evidence alone, so the
+// result is the same as one replica after another.
+func (sc *scope) replicasHistSteps(id SignalID, grid []snapshot.Window) [][]snapshot.Step[snapshot.HistogramIncrease] {
+	steps := make([][]snapshot.Step[snapshot.HistogramIncrease], len(sc.replicas))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(sc.replicas)) {
+		wg.Go(func() {
+			for r := int(next.Add(1) - 1); r < len(sc.replicas); r = int(next.Add(1) - 1) {
+				steps[r] = sc.replicaHistSteps(id, r, grid)
+			}
+		})
+	}
+	wg.Wait()
+	return steps
 }
 
 // fleetResult is the fleet's increase of signal id over w from the
