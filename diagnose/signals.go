@@ -40,6 +40,8 @@ type scope struct {
 	fleetGauges map[SignalID]*snapshot.Series
 	histCache   map[histKey]histResult
 	backlogs    map[int]*snapshot.Series // by replica, -1 for the fleet
+	signalAt    map[SignalID]int         // the position of a signal's match (see match); read only
+	sources     map[SignalID]string      // source's
 }
 
 type gaugeKey struct {
@@ -60,12 +62,21 @@ type histResult struct {
 }
 
 func newScope(set settings, group map[string]string, reps []replica) *scope {
-	return &scope{
+	sc := &scope{
 		set: set, group: group, replicas: reps,
 		gaugeSeries: map[gaugeKey]*snapshot.Series{},
 		fleetGauges: map[SignalID]*snapshot.Series{},
 		histCache:   map[histKey]histResult{},
+		signalAt:    map[SignalID]int{},
 	}
+	if len(reps) > 0 {
+		for i, m := range reps[0].res.Matches {
+			if _, ok := sc.signalAt[m.Signal]; !ok {
+				sc.signalAt[m.Signal] = i
+			}
+		}
+	}
+	return sc
 }
 
 // selector returns the label matcher that selects the scope's series in
@@ -104,6 +115,13 @@ func familyHasLabel(fam *snapshot.Family, name string) bool {
 
 // match returns where signal id comes from on replica r, or a zero Match.
 func (sc *scope) match(r int, id SignalID) Match {
+	// Resolutions by one catalog hold one match per signal in catalog
+	// order: the positions in the first replica's are every replica's,
+	// checked before use (Match searches them all).
+	ms := sc.replicas[r].res.Matches
+	if i, ok := sc.signalAt[id]; ok && i < len(ms) && ms[i].Signal == id {
+		return ms[i]
+	}
 	m, _ := sc.replicas[r].res.Match(id)
 	return m
 }
@@ -138,6 +156,19 @@ func (sc *scope) metrics(id SignalID) (names []string, versions []string) {
 
 // source describes where signal id comes from, for facts and reports.
 func (sc *scope) source(id SignalID) string {
+	if s, ok := sc.sources[id]; ok {
+		return s
+	}
+	if sc.sources == nil {
+		sc.sources = map[SignalID]string{}
+	}
+	s := sc.sourceOnce(id)
+	sc.sources[id] = s
+	return s
+}
+
+// sourceOnce is source, uncached.
+func (sc *scope) sourceOnce(id SignalID) string {
 	names, versions := sc.metrics(id)
 	if len(names) == 0 {
 		return ""
