@@ -59,17 +59,9 @@ func writeManyPodsBlock(t *testing.T, pods, buckets, samples int) string {
 func TestBlockFilesAsBlockReaders(t *testing.T) {
 	const pods, buckets = 40, 40
 	bdir := writeManyPodsBlock(t, pods, buckets, 480)
-	b, err := tsdb.OpenBlock(slog.New(slog.DiscardHandler), bdir, nil, nil)
-	require.NoError(t, err)
-	defer b.Close()
+	ir, cr := openBlockReaders(t, bdir)
 	files := newBlockFiles(bdir)
 	defer func() { require.NoError(t, files.close()) }()
-	ir, err := b.Index()
-	require.NoError(t, err)
-	defer ir.Close()
-	cr, err := b.Chunks()
-	require.NoError(t, err)
-	defer cr.Close()
 	all := allRefs(t, ir)
 	require.Len(t, all, pods*(2+buckets))
 
@@ -140,15 +132,7 @@ func TestBlockFilesAsBlockReaders(t *testing.T) {
 // own readers are, with their results and errors.
 func TestBlockFilesFallBack(t *testing.T) {
 	bdir := writeManyPodsBlock(t, 3, 2, 20)
-	b, err := tsdb.OpenBlock(slog.New(slog.DiscardHandler), bdir, nil, nil)
-	require.NoError(t, err)
-	defer b.Close()
-	ir, err := b.Index()
-	require.NoError(t, err)
-	defer ir.Close()
-	cr, err := b.Chunks()
-	require.NoError(t, err)
-	defer cr.Close()
+	ir, cr := openBlockReaders(t, bdir)
 	all := allRefs(t, ir)
 
 	for name, files := range map[string]*blockFiles{
@@ -196,6 +180,24 @@ func writeBadIndex(t *testing.T, d string) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(filepath.Join(d, "index"), []byte{0xBA, 0xAA, 0xD7, 0x00, 1, 0, 0, 0}, 0o644))
 	require.NoError(t, os.Mkdir(filepath.Join(d, "chunks"), 0o755))
+}
+
+// openBlockReaders opens the block in bdir and its index and chunk
+// readers, closed when t ends.
+func openBlockReaders(t *testing.T, bdir string) (tsdb.IndexReader, tsdb.ChunkReader) {
+	t.Helper()
+	b, err := tsdb.OpenBlock(slog.New(slog.DiscardHandler), bdir, nil, nil)
+	require.NoError(t, err)
+	ir, err := b.Index()
+	require.NoError(t, err)
+	cr, err := b.Chunks()
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, ir.Close())
+		require.NoError(t, cr.Close())
+		require.NoError(t, b.Close())
+	})
+	return ir, cr
 }
 
 // allRefs returns every series of ir.
