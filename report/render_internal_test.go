@@ -1,9 +1,11 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -281,4 +283,58 @@ func TestTimelineJSON(t *testing.T) {
 		require.NoError(t, json.Unmarshal(got, &back))
 		assert.Equal(t, tl.Step, back.Step)
 	}
+}
+
+// WriteJSON writes the timelines one at a time into the rest of the
+// report: the bytes are those of the whole report marshalled, indented and
+// unescaped at once, with and without timelines, in groups and with
+// strings that need escapes.
+func TestWriteJSONStreamsTimelines(t *testing.T) {
+	t0 := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
+	pts := []Point{{T: t0, Value: 0.5, Count: 3}, {T: t0.Add(time.Minute), Value: Float(math.NaN()), Count: 0}, {T: t0.Add(2 * time.Minute), Value: Float(math.Inf(1)), Count: 1}}
+	tls := []Timeline{
+		{Signal: "ttft", Stat: "p95", Step: time.Minute, Points: pts},
+		{Signal: "kv_usage", Stat: "mean", Replica: "vllm-<0>&\"x\"é\u2028", Step: 90 * time.Second, Points: pts[:1]},
+		{Signal: "waiting", Stat: "mean", Step: time.Minute, Points: []Point{}},
+		{Signal: "running", Stat: "mean", Step: time.Minute},
+	}
+	// oracle is WriteJSON as it was: the whole report at once.
+	oracle := func(r *Report) string {
+		out := r.forJSON()
+		for _, s := range nonFiniteWarnings(out) {
+			if !slices.Contains(out.Warnings, s) {
+				out.Warnings = append(out.Warnings, s)
+			}
+		}
+		b, err := out.MarshalJSON()
+		require.NoError(t, err)
+		var buf bytes.Buffer
+		require.NoError(t, json.Indent(&buf, b, "", "  "))
+		buf.WriteByte('\n')
+		return string(unescapeHTML(buf.Bytes()))
+	}
+	base := func() *Report {
+		return &Report{SchemaVersion: SchemaVersion, Verdict: rules.Verdict("degraded"), Summary: "TTFT p95 up >= 1.5x & <more>",
+			Warnings: []string{"a <warning>"}}
+	}
+	one := base()
+	one.Timelines = tls[:1]
+	many := base()
+	many.Timelines = tls
+	grouped := base()
+	grouped.Timelines = tls[1:]
+	inner := base()
+	inner.Timelines = tls[:2]
+	grouped.Groups = []*Report{inner}
+	for name, r := range map[string]*Report{"none": base(), "one": one, "many": many, "grouped": grouped} {
+		t.Run(name, func(t *testing.T) {
+			var got bytes.Buffer
+			require.NoError(t, r.WriteJSON(&got))
+			require.Equal(t, oracle(r), got.String())
+			var back map[string]any
+			require.NoError(t, json.Unmarshal(got.Bytes(), &back))
+		})
+	}
+	require.Len(t, many.Timelines, len(tls), "WriteJSON leaves the report as it was")
+	assert.Equal(t, "ttft", many.Timelines[0].Signal)
 }
