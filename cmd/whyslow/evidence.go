@@ -449,6 +449,12 @@ func (f *inputFlags) out(e *env) (io.Writer, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if _, ok := e.stdout.(*hintWriter); ok {
+		// The file reads as standard output would: library option names
+		// are written as the command's flags (see withFlagHints).
+		hw := &hintWriter{w: file, lines: true}
+		return hw, func() error { return errors.Join(hw.Flush(), file.Close()) }, nil
+	}
 	return file, file.Close, nil
 }
 

@@ -227,6 +227,24 @@ func TestDiagnoseSample(t *testing.T) {
 	}
 }
 
+// A report written with -o reads as the one on standard output: library
+// option names are written as the command's flags there too.
+func TestOutputFileAsStdout(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		code, want, errOut := whyslow(t, "", "diagnose", "--format", format, sample)
+		require.Equal(t, exitOK, code, errOut)
+		require.Contains(t, want, "--alias client_ttft=METRIC", format)
+		require.NotContains(t, want, "Catalog.Alias", format)
+		dst := filepath.Join(t.TempDir(), "report."+format)
+		code, out, errOut := whyslow(t, "", "diagnose", "--format", format, "-o", dst, sample)
+		require.Equal(t, exitOK, code, errOut)
+		assert.Empty(t, out)
+		got, err := os.ReadFile(dst)
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got), format)
+	}
+}
+
 func TestDiagnoseGivenWindows(t *testing.T) {
 	code, out, errOut := whyslow(t, "", "diagnose",
 		"--baseline", "2026-09-22T10:00:00Z/2026-09-22T10:25:00Z",
