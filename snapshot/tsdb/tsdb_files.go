@@ -142,15 +142,28 @@ func (f *blockFiles) close() error {
 	return errors.Join(errs...)
 }
 
+// maxSymbolBytes bounds the bytes of a block's symbols that blockFiles
+// keeps (a variable for tests). A block of a vLLM fleet has a few thousand
+// symbols (100 pods: ~100 KB); a server's block of a million unrelated
+// series may have hundreds of thousands, whose table would cost more
+// memory than its lookups cost time: its series entries are then read by
+// the block's own index reader (its chunks still through the files).
+var maxSymbolBytes = 4 << 20
+
 // loadSymbols reads the block's symbol table through ir once; false when
-// it cannot (the block's reader then looks symbols up).
+// it cannot, or when it holds more than maxSymbolBytes (the block's reader
+// then reads the series entries).
 func (f *blockFiles) loadSymbols(ir tsdb.IndexReader) bool {
 	f.symOnce.Do(func() {
 		var syms []string
+		size := 0
 		it := ir.Symbols()
 		for it.Next() {
 			// The iterator's strings are the mapped file's bytes.
 			syms = append(syms, strings.Clone(it.At()))
+			if size += len(it.At()) + 16; size > maxSymbolBytes {
+				return
+			}
 		}
 		if it.Err() == nil && syms != nil {
 			f.symbols = syms
@@ -160,9 +173,10 @@ func (f *blockFiles) loadSymbols(ir tsdb.IndexReader) bool {
 	return f.symRead.Load()
 }
 
-// readable reports whether series are read through the files (after a
-// first read): false for nil, or files that did not open or whose index
-// is not in format 2.
+// readable reports whether series entries are read through the files
+// (after a first read): false for nil, for files that did not open or
+// whose index is not in format 2, and for a symbol table too large to
+// keep (see maxSymbolBytes).
 func (f *blockFiles) readable() bool {
 	return f != nil && readFiles && f.open() && f.symRead.Load()
 }
@@ -172,7 +186,7 @@ func (f *blockFiles) readable() bool {
 // readers (cr may be nil where no chunk is read). f nil reads through them
 // alone. Release it when done.
 func (f *blockFiles) reader(ir tsdb.IndexReader, cr tsdb.ChunkReader) *blockReader {
-	if f == nil || !readFiles || !f.open() || !f.loadSymbols(ir) {
+	if f == nil || !readFiles || !f.open() {
 		return &blockReader{ir: ir, cr: cr}
 	}
 	r, _ := readers.Get().(*blockReader)
@@ -182,6 +196,7 @@ func (f *blockFiles) reader(ir tsdb.IndexReader, cr tsdb.ChunkReader) *blockRead
 		r.iw.base, r.cw.base = noFile, noFile
 	}
 	r.files, r.ir, r.cr = f, ir, cr
+	r.entries = f.loadSymbols(ir)
 	r.iw.use(f.index, 0)
 	return r
 }
@@ -189,15 +204,16 @@ func (f *blockFiles) reader(ir tsdb.IndexReader, cr tsdb.ChunkReader) *blockRead
 // blockReader reads one block's series entries and chunks, on one
 // goroutine (see blockFiles.reader).
 type blockReader struct {
-	files  *blockFiles // nil: through ir and cr alone
-	ir     tsdb.IndexReader
-	cr     tsdb.ChunkReader
-	dec    index.Decoder
-	iw, cw window
-	plan   []int      // iw's plan
-	eb     entryBatch // the last batch
-	pool   chunkenc.Pool
-	last   chunkenc.Chunk // handed out by the last ChunkOrIterable
+	files   *blockFiles // nil: through ir and cr alone
+	entries bool        // series entries through files too (its symbols are kept)
+	ir      tsdb.IndexReader
+	cr      tsdb.ChunkReader
+	dec     index.Decoder
+	iw, cw  window
+	plan    []int      // iw's plan
+	eb      entryBatch // the last batch
+	pool    chunkenc.Pool
+	last    chunkenc.Chunk // handed out by the last ChunkOrIterable
 }
 
 // Bytes a read takes past the last entry or chunk of a run (see window):
@@ -210,7 +226,7 @@ const (
 // expectSeries tells r the series entries it will read, refs in the
 // index's order.
 func (r *blockReader) expectSeries(refs []storage.SeriesRef) {
-	if r.files == nil {
+	if !r.entries {
 		return
 	}
 	r.plan = r.plan[:0]
@@ -286,7 +302,7 @@ func (r *blockReader) release() {
 		_ = r.pool.Put(r.last)
 		r.last = nil
 	}
-	r.files, r.ir, r.cr = nil, nil, nil
+	r.files, r.entries, r.ir, r.cr = nil, false, nil, nil
 	clear(r.eb.es) // no labels kept alive
 	r.iw.use(fileBytes{}, noFile)
 	r.cw.use(fileBytes{}, noFile)
@@ -307,7 +323,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // as the block's index reader's Series does (the same results; an error
 // is always that reader's).
 func (r *blockReader) Series(ref storage.SeriesRef, sb *labels.ScratchBuilder, chks *[]chunks.Meta) error {
-	if r.files != nil {
+	if r.entries {
 		// Index format 2: a series is 16-byte aligned and its ref is its
 		// offset / 16.
 		r.iw.err = nil

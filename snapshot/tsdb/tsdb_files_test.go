@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/prometheus/tsdb/index"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // writeManyPodsBlock writes one block of pods targets, each with a gauge,
@@ -209,4 +211,39 @@ func allRefs(t *testing.T, ir tsdb.IndexReader) []storage.SeriesRef {
 	refs, err := index.ExpandPostings(p)
 	require.NoError(t, err)
 	return refs
+}
+
+// TestBlockFilesManySymbols: a block whose symbols would take more than
+// maxSymbolBytes has its series entries read by its own index reader and
+// its chunks through the files, with the evidence and problems of the
+// querier's path.
+func TestBlockFilesManySymbols(t *testing.T) {
+	defer func(n int) { maxSymbolBytes = n }(maxSymbolBytes)
+	maxSymbolBytes = 64
+	bdir := writeManyPodsBlock(t, 3, 2, 20)
+	ir, cr := openBlockReaders(t, bdir)
+	files := newBlockFiles(bdir)
+	defer files.close()
+	r := files.reader(ir, cr)
+	defer r.release()
+	require.NotNil(t, r.files, "chunks through the files")
+	assert.False(t, r.entries, "entries through the index reader")
+	assert.False(t, files.readable())
+	var sb labels.ScratchBuilder
+	var chks []chunks.Meta
+	for _, ref := range allRefs(t, ir) {
+		require.NoError(t, r.Series(ref, &sb, &chks))
+		for _, c := range chks {
+			want, _, err := cr.ChunkOrIterable(c)
+			require.NoError(t, err)
+			got, _, err := r.ChunkOrIterable(c)
+			require.NoError(t, err)
+			require.Equal(t, want.Bytes(), got.Bytes())
+		}
+	}
+	assert.Positive(t, r.cw.reads)
+	assert.Zero(t, r.iw.reads)
+
+	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
+	requireDirectAsQuerier(t, f.dir, snapshot.Options{})
 }
