@@ -41,7 +41,7 @@ type scope struct {
 	histCache   map[histKey]histResult
 	backlogs    map[int]*snapshot.Series // by replica, -1 for the fleet
 	signalAt    map[SignalID]int         // the position of a signal's match (see match); read only
-	sources     map[SignalID]string      // source's
+	sources     map[SignalID]string      // source's, by signal
 }
 
 type gaugeKey struct {
@@ -68,6 +68,7 @@ func newScope(set settings, group map[string]string, reps []replica) *scope {
 		fleetGauges: map[SignalID]*snapshot.Series{},
 		histCache:   map[histKey]histResult{},
 		signalAt:    map[SignalID]int{},
+		sources:     map[SignalID]string{},
 	}
 	if len(reps) > 0 {
 		for i, m := range reps[0].res.Matches {
@@ -158,9 +159,6 @@ func (sc *scope) metrics(id SignalID) (names []string, versions []string) {
 func (sc *scope) source(id SignalID) string {
 	if s, ok := sc.sources[id]; ok {
 		return s
-	}
-	if sc.sources == nil {
-		sc.sources = map[SignalID]string{}
 	}
 	s := sc.sourceOnce(id)
 	sc.sources[id] = s

@@ -326,7 +326,11 @@ func TestWriteJSONStreamsTimelines(t *testing.T) {
 	inner := base()
 	inner.Timelines = tls[:2]
 	grouped.Groups = []*Report{inner}
-	for name, r := range map[string]*Report{"none": base(), "one": one, "many": many, "grouped": grouped} {
+	// A string that holds the placeholder's signal, ahead of the timelines.
+	marked := base()
+	marked.Summary = timelinesMark
+	marked.Timelines = tls
+	for name, r := range map[string]*Report{"none": base(), "one": one, "many": many, "grouped": grouped, "marked string": marked} {
 		t.Run(name, func(t *testing.T) {
 			var got bytes.Buffer
 			require.NoError(t, r.WriteJSON(&got))

@@ -57,14 +57,16 @@ func (r *Report) WriteJSON(w io.Writer) error {
 		return err
 	}
 	// The placeholder's array, as json.Indent writes a top-level field's:
-	// "[", each element on a line of its own four spaces in, "\n  ]".
+	// "[", each element on a line of its own four spaces in, "\n  ]". It
+	// is found by its lines, which no string in the report can hold (JSON
+	// writes a string's newlines as \n).
 	mark := bytes.Index(doc, []byte(timelinesMarkJSON))
-	open := bytes.LastIndexByte(doc[:max(mark, 0)], '[')
+	open := mark + len("\n  \"timelines\": [")
 	closing := bytes.IndexByte(doc[max(mark, 0):], ']')
-	if mark < 0 || open < 0 || closing < 0 {
+	if mark < 0 || closing < 0 {
 		return fmt.Errorf("report: writing JSON: no place for the timelines")
 	}
-	if _, err := w.Write(doc[:open+1]); err != nil {
+	if _, err := w.Write(doc[:open]); err != nil {
 		return err
 	}
 	for i, t := range tls {
@@ -88,11 +90,11 @@ func (r *Report) WriteJSON(w io.Writer) error {
 }
 
 // timelinesMark is the signal of the placeholder timeline WriteJSON
-// writes the timelines in place of (no signal holds a NUL), and
-// timelinesMarkJSON its JSON string.
+// writes the timelines in place of, and timelinesMarkJSON the indented
+// lines that open its field.
 const (
 	timelinesMark     = "\x00whyslow:timelines\x00"
-	timelinesMarkJSON = `"\u0000whyslow:timelines\u0000"`
+	timelinesMarkJSON = "\n  \"timelines\": [\n    {\n      \"signal\": \"\\u0000whyslow:timelines\\u0000\""
 )
 
 // indentedJSON indents the compact JSON b (as an Encoder with SetIndent

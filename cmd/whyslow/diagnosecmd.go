@@ -331,8 +331,8 @@ func parseThresholds(s string) (rules.Thresholds, error) {
 // models, --by) is read whole.
 func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string, opts diagnose.Options, trim func(*snapshot.Target) *snapshot.Target) (*snapshot.Evidence, diagnose.Options, error) {
 	// The survey and the windows' read allocate much and hold little (see
-	// survey): fewer collections while they run.
-	defer raiseGCFloor(survey.floor, survey.most, survey.poll)()
+	// surveyHeapFloor): fewer collections while they run.
+	defer raiseGCFloor(surveyHeapFloor, surveyMaxGOGC, gcPoll)()
 	s, err := diagnose.NewSurveyor(opts)
 	if err != nil {
 		return nil, opts, err

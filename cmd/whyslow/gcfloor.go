@@ -11,15 +11,16 @@ import (
 // 1 GB while its live heap stays at 15-25 MB, so that the collector,
 // which starts a cycle each time the heap doubles, ran 60 cycles in the
 // survey alone and took a fifth of its CPU. While it surveys, the command
-// lets the heap grow to survey.floor before a cycle (or to twice the live
-// heap above that; at most survey.most times it): the survey's heap is
+// lets the heap grow to surveyHeapFloor before a cycle (or to twice the
+// live heap above that; GOGC at most surveyMaxGOGC): the survey's heap is
 // then the size of what the diagnosis holds afterwards, which sets the
-// run's peak, and the peak does not grow.
-var survey = struct {
-	floor uint64        // heap the collector may let the survey reach
-	most  int           // largest GOGC percent set
-	poll  time.Duration // how often the live heap is read
-}{floor: 128 << 20, most: 400, poll: 10 * time.Millisecond}
+// run's peak, and the peak does not grow. The live heap is read every
+// gcPoll.
+const (
+	surveyHeapFloor = 128 << 20
+	surveyMaxGOGC   = 400
+	gcPoll          = 10 * time.Millisecond
+)
 
 // gcPercentFor is the GOGC percent that lets a heap whose live part is
 // live grow to floor before a collection: (floor - live) / live, at most
