@@ -214,6 +214,15 @@ func (b *Builder) addDir(ctx context.Context, dir string) error {
 	if abs, err := filepath.Abs(real); err == nil {
 		real = abs
 	}
+	if isBlockDir(dir) {
+		// One block of a TSDB, copied out or named by mistake: its files
+		// are not dumps, and a TSDB is read from the directory holding
+		// its blocks (with the WAL, when there is one).
+		b.problems = append(b.problems, Problem{Severity: SeverityError, File: dir, Offset: -1,
+			Err: fmt.Errorf("%w: the directory is one Prometheus TSDB block (meta.json, index, chunks/): "+
+				"give the data directory that holds the blocks, %s", ErrEmpty, filepath.Dir(filepath.Clean(dir)))})
+		return nil
+	}
 	w := &walker{b: b, root: dir, realRoot: real, skipped: map[string][]string{}, visited: map[fileKey]bool{}}
 	if fi, err := os.Stat(dir); err == nil {
 		if key, ok := keyOf(fi, dir); ok {
@@ -423,4 +432,16 @@ func (b *Builder) addStream(name string, r io.Reader) {
 		defer func() { b.readAt = time.Time{} }()
 	}
 	_ = b.addPrepared(name, data, lm, modTime, false)
+}
+
+// isBlockDir reports whether dir is itself a TSDB block: it holds a
+// meta.json file and a chunks directory (a data directory holds blocks,
+// each of which does).
+func isBlockDir(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, "meta.json"))
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	fi, err = os.Stat(filepath.Join(dir, "chunks"))
+	return err == nil && fi.IsDir()
 }

@@ -196,6 +196,18 @@ func TestReadErrors(t *testing.T) {
 	assert.ErrorIs(t, err, snapshot.ErrEmpty)
 	assert.Contains(t, err.Error(), empty)
 
+	// One block of a TSDB named instead of its data directory: the error
+	// says so and names the parent, and no file of the block is listed
+	// as "not a dump".
+	block := filepath.Join(t.TempDir(), "01K5NZ0000000000000000000A")
+	writeFiles(t, block, map[string]string{"meta.json": "{}", "index": "", "chunks/000001": ""})
+	_, err = snapshot.Read(ctx, []string{block}, snapshot.Options{})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, snapshot.ErrEmpty)
+	assert.Contains(t, err.Error(), "one Prometheus TSDB block")
+	assert.Contains(t, err.Error(), filepath.Dir(block))
+	assert.NotContains(t, err.Error(), "not dumps by name")
+
 	_, err = snapshot.Read(ctx, []string{filepath.Join(empty, "missing.prom")}, snapshot.Options{})
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 
