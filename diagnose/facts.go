@@ -2,9 +2,13 @@ package diagnose
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"gonum.org/v1/gonum/stat"
 
@@ -27,46 +31,106 @@ type factCtx struct {
 	st        scrapeStats
 	// arrivals holds arrivalsIn's measures by interval (start and end,
 	// Unix ns).
-	arrivals map[[2]int64]arrivalsMeasure
+	arrivals memo[[2]int64, arrivalsMeasure]
 }
 
 // computeFacts returns every fact of rules.FactIDs.
+//
+// The facts are measured on up to GOMAXPROCS goroutines (runParallel):
+// each is a function of the evidence, the windows and the timelines
+// alone, and what they share (the scope's caches, the arrivals) is
+// computed once whichever asks first (memo), so the facts are the ones
+// measured one after another. The noise bounds, which read the facts,
+// follow; the reliability facts are measured with the others and, as
+// when they were measured last, overwrite any fact of the same id.
 func (sc *scope) computeFacts(base, inc evalWindow, tl *timelines, st scrapeStats) rules.Facts {
 	c := &factCtx{sc: sc, base: base, inc: inc, tl: tl, st: st}
-	fs := rules.Facts{}
+	var js factJobs
 	for _, qf := range quantileFacts {
-		fs[qf.id] = c.quantile(qf.sig, qf.q)
+		js.add(qf.id, func() rules.Fact { return c.quantile(qf.sig, qf.q) })
 	}
-	fs[rules.TPOTMean] = c.both(rules.TPOTMean, c.tpotMean)
-	fs[rules.CompletionRate] = c.both(rules.CompletionRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalRequestSuccess, w) })
-	fs[rules.PromptTokenRate] = c.both(rules.PromptTokenRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalPromptTokensTotal, w) })
-	fs[rules.GenerationTokenRate] = c.both(rules.GenerationTokenRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalGenerationTokensTotal, w) })
-	fs[rules.PreemptionRate] = c.both(rules.PreemptionRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalPreemptions, w) })
-	fs[rules.ArrivalRate] = c.both(rules.ArrivalRate, c.arrivalRate)
-	fs[rules.ErrorShare] = c.both(rules.ErrorShare, func(w evalWindow) rules.Fact { return c.reasonShare("error", w) })
-	fs[rules.AbortShare] = c.both(rules.AbortShare, func(w evalWindow) rules.Fact { return c.reasonShare("abort", w) })
-	fs[rules.HTTP5xxShare] = c.both(rules.HTTP5xxShare, c.http5xxShare)
-	fs[rules.TimeoutShare] = rules.MissingFact("no timeout metric in the evidence: vLLM counts a client that gives up as finished_reason=abort (see abort_share); alias a gateway's timeout counter to judge timeouts apart")
-	fs[rules.PrefixHitRatio] = c.both(rules.PrefixHitRatio, c.prefixHitRatio)
+	both := func(id rules.FactID, f func(evalWindow) rules.Fact) {
+		js.add(id, func() rules.Fact { return c.both(id, f) })
+	}
+	both(rules.TPOTMean, c.tpotMean)
+	both(rules.CompletionRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalRequestSuccess, w) })
+	both(rules.PromptTokenRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalPromptTokensTotal, w) })
+	both(rules.GenerationTokenRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalGenerationTokensTotal, w) })
+	both(rules.PreemptionRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalPreemptions, w) })
+	both(rules.ArrivalRate, c.arrivalRate)
+	both(rules.ErrorShare, func(w evalWindow) rules.Fact { return c.reasonShare("error", w) })
+	both(rules.AbortShare, func(w evalWindow) rules.Fact { return c.reasonShare("abort", w) })
+	both(rules.HTTP5xxShare, c.http5xxShare)
+	js.add(rules.TimeoutShare, func() rules.Fact {
+		return rules.MissingFact("no timeout metric in the evidence: vLLM counts a client that gives up as finished_reason=abort (see abort_share); alias a gateway's timeout counter to judge timeouts apart")
+	})
+	both(rules.PrefixHitRatio, c.prefixHitRatio)
 
-	fs[rules.WaitingMean] = c.both(rules.WaitingMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalWaiting, w, "mean") })
-	fs[rules.WaitingMax] = c.both(rules.WaitingMax, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalWaiting, w, "max") })
-	fs[rules.WaitingSlope] = c.both(rules.WaitingSlope, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalWaiting, w, "slope") })
-	fs[rules.WaitingBurst] = c.both(rules.WaitingBurst, c.burst)
-	fs[rules.RunningMean] = c.both(rules.RunningMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalRunning, w, "mean") })
-	fs[rules.RunningMax] = c.both(rules.RunningMax, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalRunning, w, "max") })
-	fs[rules.MaxNumSeqs] = c.both(rules.MaxNumSeqs, c.maxNumSeqs)
-	fs[rules.KVUsageMean] = c.both(rules.KVUsageMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalKVUsage, w, "mean") })
-	fs[rules.KVUsageMax] = c.both(rules.KVUsageMax, c.kvMax)
-	fs[rules.GPUUtilMean] = c.both(rules.GPUUtilMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalGPUUtil, w, "mean") })
-	fs[rules.BacklogEnd] = c.both(rules.BacklogEnd, c.backlogEnd)
+	both(rules.WaitingMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalWaiting, w, "mean") })
+	both(rules.WaitingMax, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalWaiting, w, "max") })
+	both(rules.WaitingSlope, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalWaiting, w, "slope") })
+	both(rules.WaitingBurst, c.burst)
+	both(rules.RunningMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalRunning, w, "mean") })
+	both(rules.RunningMax, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalRunning, w, "max") })
+	both(rules.MaxNumSeqs, c.maxNumSeqs)
+	both(rules.KVUsageMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalKVUsage, w, "mean") })
+	both(rules.KVUsageMax, c.kvMax)
+	both(rules.GPUUtilMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalGPUUtil, w, "mean") })
+	both(rules.BacklogEnd, c.backlogEnd)
 
-	fs[rules.ReplicaShareMax] = c.both(rules.ReplicaShareMax, c.replicaShareMax)
-	fs[rules.ReplicaTTFTRatio] = c.both(rules.ReplicaTTFTRatio, c.replicaTTFTRatio)
-	fs[rules.CorrRunningTPOT] = c.corrRunningTPOT()
-	c.addStrengthFacts(fs)
-	c.addReliabilityFacts(fs)
+	both(rules.ReplicaShareMax, c.replicaShareMax)
+	both(rules.ReplicaTTFTRatio, c.replicaTTFTRatio)
+	js.add(rules.CorrRunningTPOT, c.corrRunningTPOT)
+	c.strengthJobs(&js)
+	rel := rules.Facts{}
+	fs := js.run(func() { c.addReliabilityFacts(rel) })
+	c.addNoise(fs)
+	maps.Copy(fs, rel)
 	return fs
+}
+
+// factJobs lists facts to measure, each by its own function.
+type factJobs struct {
+	ids []rules.FactID
+	fns []func() rules.Fact
+}
+
+// add appends fact id, measured by f.
+func (js *factJobs) add(id rules.FactID, f func() rules.Fact) {
+	js.ids = append(js.ids, id)
+	js.fns = append(js.fns, f)
+}
+
+// run measures the facts, and runs each of more, on up to GOMAXPROCS
+// goroutines, and returns the facts by id (a later one of an id in the
+// list replacing an earlier, as assignments in order would).
+func (js *factJobs) run(more ...func()) rules.Facts {
+	out := make([]rules.Fact, len(js.fns))
+	tasks := slices.Clone(more) // first: each measures many facts
+	for i, f := range js.fns {
+		tasks = append(tasks, func() { out[i] = f() })
+	}
+	runParallel(tasks)
+	fs := make(rules.Facts, len(js.ids))
+	for i, id := range js.ids {
+		fs[id] = out[i]
+	}
+	return fs
+}
+
+// runParallel runs the tasks on up to GOMAXPROCS goroutines, taking them
+// in order, and returns when all are done.
+func runParallel(tasks []func()) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(tasks)) {
+		wg.Go(func() {
+			for k := int(next.Add(1) - 1); k < len(tasks); k = int(next.Add(1) - 1) {
+				tasks[k]()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // both evaluates f over the incident window and, when there is one, the

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -305,16 +306,11 @@ func (c *factCtx) arrivalPiece(w snapshot.Window) ([]float64, bool) {
 // the same scrape intervals (on 100 pods, 780 calls for 300 intervals):
 // each is measured once (factCtx.arrivals).
 func (c *factCtx) arrivalsIn(w snapshot.Window) (arrivals, secs float64, ok bool) {
-	k := [2]int64{w.Start.UnixNano(), w.End.UnixNano()}
-	if a, seen := c.arrivals[k]; seen {
-		return a.arrivals, a.secs, a.ok
-	}
-	arrivals, secs, ok = c.measureArrivals(w)
-	if c.arrivals == nil {
-		c.arrivals = map[[2]int64]arrivalsMeasure{}
-	}
-	c.arrivals[k] = arrivalsMeasure{arrivals, secs, ok}
-	return arrivals, secs, ok
+	a := c.arrivals.get([2]int64{w.Start.UnixNano(), w.End.UnixNano()}, func() arrivalsMeasure {
+		arrivals, secs, ok := c.measureArrivals(w)
+		return arrivalsMeasure{arrivals, secs, ok}
+	})
+	return a.arrivals, a.secs, a.ok
 }
 
 // arrivalsMeasure is what arrivalsIn returns for one interval.
@@ -360,11 +356,18 @@ func (c *factCtx) addNoise(fs rules.Facts) {
 	if !c.base.ok || c.base.lifetime || c.inc.lifetime {
 		return
 	}
+	// Each fact's bounds are its own (their ids are distinct): they are
+	// measured on several goroutines from the facts as they stand, and
+	// the facts replaced when all are done.
+	var js factJobs
+	noise := func(id rules.FactID, piece pieceFn, agg func([]float64) float64) {
+		js.add(id, func() rules.Fact { return c.withNoise(id, fs[id], piece, agg) })
+	}
 	for _, qf := range quantileFacts {
-		fs[qf.id] = c.quantileNoise(qf.id, qf.sig, qf.q, fs[qf.id])
+		js.add(qf.id, func() rules.Fact { return c.quantileNoise(qf.id, qf.sig, qf.q, fs[qf.id]) })
 	}
 	for _, m := range meanFacts {
-		fs[m.id] = c.withNoise(m.id, fs[m.id], c.histPiece(m.sig), histMeanAgg)
+		noise(m.id, c.histPiece(m.sig), histMeanAgg)
 	}
 	for _, r := range []struct {
 		id    rules.FactID
@@ -376,20 +379,21 @@ func (c *factCtx) addNoise(fs rules.Facts) {
 		{rules.CompletionRate, SignalRequestSuccess, c.counterPiece}, {rules.PromptTokenRate, SignalPromptTokensTotal, c.counterPiece},
 		{rules.GenerationTokenRate, SignalGenerationTokensTotal, c.counterPiece}, {rules.PreemptionRate, SignalPreemptions, c.counterPiece},
 	} {
-		fs[r.id] = c.withNoise(r.id, fs[r.id], r.piece(r.sig), ratioAgg)
+		noise(r.id, r.piece(r.sig), ratioAgg)
 	}
-	fs[rules.ArrivalRate] = c.withNoise(rules.ArrivalRate, fs[rules.ArrivalRate], c.arrivalPiece, ratioAgg)
+	noise(rules.ArrivalRate, c.arrivalPiece, ratioAgg)
 	if c.sc.has(SignalPrefixCacheQueries) && c.sc.has(SignalPrefixCacheHits) {
-		fs[rules.PrefixHitRatio] = c.withNoise(rules.PrefixHitRatio, fs[rules.PrefixHitRatio], c.counterPairPiece(SignalPrefixCacheHits, SignalPrefixCacheQueries), ratioAgg)
+		noise(rules.PrefixHitRatio, c.counterPairPiece(SignalPrefixCacheHits, SignalPrefixCacheQueries), ratioAgg)
 	}
-	fs[rules.ArrivalDispersion] = c.withNoise(rules.ArrivalDispersion, fs[rules.ArrivalDispersion], c.dispersionPiece, dispersionAgg)
-	fs[rules.TPOTMean] = c.withNoise(rules.TPOTMean, fs[rules.TPOTMean], c.tpotPiece, func(s []float64) float64 {
+	noise(rules.ArrivalDispersion, c.dispersionPiece, dispersionAgg)
+	noise(rules.TPOTMean, c.tpotPiece, func(s []float64) float64 {
 		return MeanTPOTFromSums(s[0], s[1], s[2])
 	})
-	fs[rules.GPUUtilWaiting] = c.withNoise(rules.GPUUtilWaiting, fs[rules.GPUUtilWaiting], func(w snapshot.Window) ([]float64, bool) {
+	noise(rules.GPUUtilWaiting, func(w snapshot.Window) ([]float64, bool) {
 		sum, n := c.utilWhereWaiting(w)
 		return []float64{sum, float64(n)}, n > 0
 	}, ratioAgg)
+	maps.Copy(fs, js.run())
 }
 
 // tpotPiece is the decode-time sum, generation-token sum and request
@@ -633,18 +637,21 @@ func (c *factCtx) preemptionShare(w evalWindow) rules.Fact {
 	return c.counterRatio(SignalPreemptions, SignalRequestSuccess, w, "no request finished in the window")
 }
 
-// addStrengthFacts computes the facts of this file into fs.
-func (c *factCtx) addStrengthFacts(fs rules.Facts) {
-	for _, m := range meanFacts {
-		fs[m.id] = c.both(m.id, c.histMean(m.sig))
+// strengthJobs adds the facts of this file to js; addNoise then bounds
+// them.
+func (c *factCtx) strengthJobs(js *factJobs) {
+	both := func(id rules.FactID, f func(evalWindow) rules.Fact) {
+		js.add(id, func() rules.Fact { return c.both(id, f) })
 	}
-	fs[rules.WaitingMedian] = c.both(rules.WaitingMedian, c.waitingShape("median"))
-	fs[rules.WaitingBusyShare] = c.both(rules.WaitingBusyShare, c.waitingShape("busy"))
-	fs[rules.ArrivalDispersion] = c.both(rules.ArrivalDispersion, c.arrivalDispersion)
-	fs[rules.GPUUtilWaiting] = c.both(rules.GPUUtilWaiting, c.gpuUtilWaiting)
-	fs[rules.ReplicaLoadShareMax] = c.both(rules.ReplicaLoadShareMax, c.replicaLoadShareMax)
-	fs[rules.PreemptionShare] = c.both(rules.PreemptionShare, c.preemptionShare)
-	c.addNoise(fs)
+	for _, m := range meanFacts {
+		both(m.id, c.histMean(m.sig))
+	}
+	both(rules.WaitingMedian, c.waitingShape("median"))
+	both(rules.WaitingBusyShare, c.waitingShape("busy"))
+	both(rules.ArrivalDispersion, c.arrivalDispersion)
+	both(rules.GPUUtilWaiting, c.gpuUtilWaiting)
+	both(rules.ReplicaLoadShareMax, c.replicaLoadShareMax)
+	both(rules.PreemptionShare, c.preemptionShare)
 }
 
 // FactIDOf converts a string to a fact id (for tools that read fact ids

@@ -35,13 +35,13 @@ type scope struct {
 	group    map[string]string // label values selecting the scope's series; nil for all
 	replicas []replica
 
-	// caches
-	gaugeSeries map[gaugeKey]*snapshot.Series
-	fleetGauges map[SignalID]*snapshot.Series
-	histCache   map[histKey]histResult
-	backlogs    map[int]*snapshot.Series // by replica, -1 for the fleet
-	signalAt    map[SignalID]int         // the position of a signal's match (see match); read only
-	sources     map[SignalID]string      // source's, by signal
+	// caches, safe for the goroutines that measure the facts (memo)
+	gaugeSeries memo[gaugeKey, *snapshot.Series]
+	fleetGauges memo[SignalID, *snapshot.Series]
+	histCache   memo[histKey, histResult]
+	backlogs    memo[int, *snapshot.Series] // by replica, -1 for the fleet
+	sources     memo[SignalID, string]      // source's, by signal
+	signalAt    map[SignalID]int            // the position of a signal's match (see match); read only
 }
 
 type gaugeKey struct {
@@ -59,16 +59,15 @@ type histResult struct {
 	inc    snapshot.HistogramIncrease
 	err    error
 	metric string
+	// skipped lists, for the fleet's increase, the replicas that carry
+	// the signal and were left out (their own increase failed).
+	skipped []string
 }
 
 func newScope(set settings, group map[string]string, reps []replica) *scope {
 	sc := &scope{
 		set: set, group: group, replicas: reps,
-		gaugeSeries: map[gaugeKey]*snapshot.Series{},
-		fleetGauges: map[SignalID]*snapshot.Series{},
-		histCache:   map[histKey]histResult{},
-		signalAt:    map[SignalID]int{},
-		sources:     map[SignalID]string{},
+		signalAt: map[SignalID]int{},
 	}
 	if len(reps) > 0 {
 		for i, m := range reps[0].res.Matches {
@@ -157,12 +156,7 @@ func (sc *scope) metrics(id SignalID) (names []string, versions []string) {
 
 // source describes where signal id comes from, for facts and reports.
 func (sc *scope) source(id SignalID) string {
-	if s, ok := sc.sources[id]; ok {
-		return s
-	}
-	s := sc.sourceOnce(id)
-	sc.sources[id] = s
-	return s
+	return sc.sources.get(id, func() string { return sc.sourceOnce(id) })
 }
 
 // sourceOnce is source, uncached.
@@ -182,13 +176,7 @@ func (sc *scope) sourceOnce(id SignalID) string {
 // w, bounds scaled into the signal's unit, cached for the windows the
 // facts and signals read again.
 func (sc *scope) replicaHist(id SignalID, r int, w snapshot.Window) histResult {
-	key := histKey{id, r, w}
-	if res, ok := sc.histCache[key]; ok {
-		return res
-	}
-	res := sc.replicaHistOnce(id, r, w)
-	sc.histCache[key] = res
-	return res
+	return sc.histCache.get(histKey{id, r, w}, func() histResult { return sc.replicaHistOnce(id, r, w) })
 }
 
 // replicaHistOnce is replicaHist, uncached.
@@ -223,7 +211,7 @@ func (sc *scope) replicaHistSteps(id SignalID, r int, grid []snapshot.Window) []
 func (sc *scope) fleetHistGrid(id SignalID, grid []snapshot.Window) {
 	var todo []snapshot.Window
 	for _, w := range grid {
-		if _, ok := sc.histCache[histKey{id, -1, w}]; !ok && !slices.Contains(todo, w) {
+		if _, ok := sc.histCache.peek(histKey{id, -1, w}); !ok && !slices.Contains(todo, w) {
 			todo = append(todo, w)
 		}
 	}
@@ -231,23 +219,28 @@ func (sc *scope) fleetHistGrid(id SignalID, grid []snapshot.Window) {
 		return // fleetHist alone costs no more
 	}
 	incs := make([][]snapshot.HistogramIncrease, len(todo))
+	skipped := make([][]string, len(todo))
 	steps := sc.replicasHistSteps(id, todo)
 	for r := range sc.replicas {
 		if steps[r] == nil {
 			continue
 		}
 		for k, w := range todo {
-			res, ok := sc.histCache[histKey{id, r, w}]
+			res, ok := sc.histCache.peek(histKey{id, r, w})
 			if !ok {
 				res = histResult{inc: steps[r][k].Result, err: steps[r][k].Err}
 			}
 			if res.err == nil {
 				incs[k] = append(incs[k], res.inc)
+			} else {
+				skipped[k] = append(skipped[k], sc.replicas[r].t.Name)
 			}
 		}
 	}
 	for k, w := range todo {
-		sc.histCache[histKey{id, -1, w}] = fleetResult(id, w, incs[k])
+		res := fleetResult(id, w, incs[k])
+		res.skipped = skipped[k]
+		sc.histCache.add(histKey{id, -1, w}, res)
 	}
 }
 
@@ -285,31 +278,44 @@ func fleetResult(id SignalID, w snapshot.Window, incs []snapshot.HistogramIncrea
 // (histogram.Merge: exact on shared bounds, others dropped and listed).
 // skipped lists the replicas left out, with the reason.
 func (sc *scope) fleetHist(id SignalID, w snapshot.Window) (inc snapshot.HistogramIncrease, err error, skipped []string) {
-	key := histKey{id, -1, w}
-	if res, ok := sc.histCache[key]; ok {
-		return res.inc, res.err, nil
-	}
-	var incs []snapshot.HistogramIncrease
-	for r := range sc.replicas {
-		if !sc.match(r, id).Found() {
-			continue
-		}
+	res := sc.histCache.get(histKey{id, -1, w}, func() histResult {
 		// The fleet's increase is cached, the replicas' only where a
 		// replica's own was asked for: the noise intervals of every fact
 		// would otherwise hold each replica's buckets for each of them.
-		res, ok := sc.histCache[histKey{id, r, w}]
-		if !ok {
-			res = sc.replicaHistOnce(id, r, w)
+		// Those not cached are measured on several goroutines, each
+		// replica's from its own evidence, and merged in replica order.
+		reps := make([]histResult, len(sc.replicas))
+		found := make([]bool, len(sc.replicas))
+		var tasks []func()
+		for r := range sc.replicas {
+			if !sc.match(r, id).Found() {
+				continue
+			}
+			found[r] = true
+			if res, ok := sc.histCache.peek(histKey{id, r, w}); ok {
+				reps[r] = res
+				continue
+			}
+			tasks = append(tasks, func() { reps[r] = sc.replicaHistOnce(id, r, w) })
 		}
-		if res.err != nil {
-			skipped = append(skipped, sc.replicas[r].t.Name)
-			continue
+		runParallel(tasks)
+		var incs []snapshot.HistogramIncrease
+		var skipped []string
+		for r, res := range reps {
+			if !found[r] {
+				continue
+			}
+			if res.err != nil {
+				skipped = append(skipped, sc.replicas[r].t.Name)
+				continue
+			}
+			incs = append(incs, res.inc)
 		}
-		incs = append(incs, res.inc)
-	}
-	res := fleetResult(id, w, incs)
-	sc.histCache[key] = res
-	return res.inc, res.err, skipped
+		res := fleetResult(id, w, incs)
+		res.skipped = skipped
+		return res
+	})
+	return res.inc, res.err, res.skipped
 }
 
 func scaleBounds(h histogram.Histogram, scale float64) histogram.Histogram {
@@ -387,10 +393,11 @@ func (sc *scope) splitValues(id SignalID, label string) []string {
 // engines (or GPUs) combined with the signal's aggregation and the values
 // scaled into the signal's unit. Nil when the replica lacks the signal.
 func (sc *scope) replicaGauge(id SignalID, r int) *snapshot.Series {
-	key := gaugeKey{id, r}
-	if s, ok := sc.gaugeSeries[key]; ok {
-		return s
-	}
+	return sc.gaugeSeries.get(gaugeKey{id, r}, func() *snapshot.Series { return sc.replicaGaugeOnce(id, r) })
+}
+
+// replicaGaugeOnce is replicaGauge, uncached.
+func (sc *scope) replicaGaugeOnce(id SignalID, r int) *snapshot.Series {
 	var out *snapshot.Series
 	m := sc.match(r, id)
 	if m.Found() {
@@ -417,7 +424,6 @@ func (sc *scope) replicaGauge(id SignalID, r int) *snapshot.Series {
 			out = c
 		}
 	}
-	sc.gaugeSeries[key] = out
 	return out
 }
 
@@ -425,9 +431,11 @@ func (sc *scope) replicaGauge(id SignalID, r int) *snapshot.Series {
 // one of them was scraped, as PromQL's sum() (or avg() for a signal
 // averaged over engines, such as KV usage) evaluated at those instants.
 func (sc *scope) fleetGauge(id SignalID) *snapshot.Series {
-	if s, ok := sc.fleetGauges[id]; ok {
-		return s
-	}
+	return sc.fleetGauges.get(id, func() *snapshot.Series { return sc.fleetGaugeOnce(id) })
+}
+
+// fleetGaugeOnce is fleetGauge, uncached.
+func (sc *scope) fleetGaugeOnce(id SignalID) *snapshot.Series {
 	var members []*snapshot.Series
 	for r := range sc.replicas {
 		if s := sc.replicaGauge(id, r); s != nil {
@@ -444,22 +452,13 @@ func (sc *scope) fleetGauge(id SignalID) *snapshot.Series {
 		fam := &snapshot.Family{Name: string(id), Series: members}
 		out = fam.Aggregate(nil, agg)
 	}
-	sc.fleetGauges[id] = out
 	return out
 }
 
 // backlog returns waiting + running summed over the fleet (or over one
 // replica when r >= 0) at every instant; nil when either is missing.
 func (sc *scope) backlog(r int) *snapshot.Series {
-	if s, ok := sc.backlogs[r]; ok {
-		return s
-	}
-	s := sc.buildBacklog(r)
-	if sc.backlogs == nil {
-		sc.backlogs = map[int]*snapshot.Series{}
-	}
-	sc.backlogs[r] = s
-	return s
+	return sc.backlogs.get(r, func() *snapshot.Series { return sc.buildBacklog(r) })
 }
 
 // buildBacklog computes backlog(r).

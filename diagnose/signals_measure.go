@@ -67,19 +67,38 @@ func gaugeMeasure(g snapshot.GaugeStats, w evalWindow) *Measure {
 
 // signals measures every signal of the scope, fleet-wide and per replica.
 func (sc *scope) signals(base, inc evalWindow) Signals {
-	out := Signals{Fleet: []Signal{}, Replicas: map[string][]Signal{}}
+	// Each signal of the fleet and of each replica is measured on its own
+	// (runParallel), then listed in the catalog's and the replicas' order.
+	type cell struct {
+		spec SignalSpec
+		r    int // -1 for the fleet
+		out  []Signal
+	}
+	var cells []*cell
 	for _, spec := range sc.set.catalog.Signals() {
 		if spec.Kind == KindInfo || spec.ID == SignalProcessStart {
 			continue
 		}
-		out.Fleet = append(out.Fleet, sc.signalOf(spec, -1, base, inc)...)
+		cells = append(cells, &cell{spec: spec, r: -1})
 		for r := range sc.replicas {
-			name := sc.replicas[r].t.Name
-			if !sc.match(r, spec.ID).Found() {
-				continue
+			if sc.match(r, spec.ID).Found() {
+				cells = append(cells, &cell{spec: spec, r: r})
 			}
-			out.Replicas[name] = append(out.Replicas[name], sc.signalOf(spec, r, base, inc)...)
 		}
+	}
+	tasks := make([]func(), len(cells))
+	for i, c := range cells {
+		tasks[i] = func() { c.out = sc.signalOf(c.spec, c.r, base, inc) }
+	}
+	runParallel(tasks)
+	out := Signals{Fleet: []Signal{}, Replicas: map[string][]Signal{}}
+	for _, c := range cells {
+		if c.r < 0 {
+			out.Fleet = append(out.Fleet, c.out...)
+			continue
+		}
+		name := sc.replicas[c.r].t.Name
+		out.Replicas[name] = append(out.Replicas[name], c.out...)
 	}
 	out.Fleet = append(out.Fleet, sc.derivedSignals(base, inc)...)
 	return out
