@@ -41,6 +41,38 @@ func replicaHistogramSteps(fam *snapshot.Family, scale float64, grid []snapshot.
 	return steps
 }
 
+// replicaHistogramEach is replicaHistogramSteps handed to fn window by
+// window (snapshot.Family.HistogramIncreaseEach): inc may share memory
+// with the samples and with the next window's increase (the scaled
+// bounds too), so fn must not modify it nor keep it past its return.
+func replicaHistogramEach(fam *snapshot.Family, scale float64, grid []snapshot.Window, match map[string]string, fn func(k int, inc snapshot.HistogramIncrease, err error)) {
+	var bounds []float64 // the scaled bounds, reused while the layout is the same
+	var from []float64   // the bounds they were scaled from
+	fam.HistogramIncreaseEach(grid, match, func(k int, inc snapshot.HistogramIncrease, err error) {
+		if err == nil && scale != 1 {
+			// What scaleBounds returns, in reused memory.
+			h := inc.Histogram
+			if !sameFloats(from, h.Bounds) {
+				from = h.Bounds
+				bounds = make([]float64, len(h.Bounds))
+				for i, b := range h.Bounds {
+					bounds[i] = b * scale
+				}
+			}
+			h.Bounds = bounds
+			h.Sum = inc.Histogram.Sum * scale
+			inc.Histogram = h
+		}
+		fn(k, inc, err)
+	})
+}
+
+// sameFloats reports whether a and b are the same slice (same start and
+// length), so that values scaled from a stand for b's.
+func sameFloats(a, b []float64) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // mergeFleet merges the replicas' increases (snapshot.MergeHistogramIncreases:
 // histogram.Merge on the bounds every replica shares, the others listed
 // in Dropped).

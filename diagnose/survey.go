@@ -104,14 +104,17 @@ func (l *lines) add(sc *scope, r int) {
 		vals[si] = v
 		switch spec.stat {
 		case "p95":
-			for k, st := range sc.replicaHistSteps(spec.id, r, sub) {
-				i := idx[k]
-				if st.Err != nil {
-					continue
+			// Each interval's increase is folded into the fleet's as it
+			// is made (mergeHist copies it), in memory reused for the next.
+			m := sc.match(r, spec.id)
+			replicaHistogramEach(m.Family, m.Candidate.ScaleFor(math.NaN()), sub, sc.selector(m.Family), func(k int, inc snapshot.HistogramIncrease, err error) {
+				if err != nil {
+					return
 				}
-				v[2*i], v[2*i+1] = histP95(st.Result)
-				f.mergeHist(i, st.Result)
-			}
+				i := idx[k]
+				v[2*i], v[2*i+1] = histP95(inc)
+				f.mergeHist(i, inc)
+			})
 		case "mean":
 			s := sc.replicaGauge(spec.id, r)
 			if s == nil {

@@ -263,9 +263,37 @@ func (s *HistogramSeries) IncreaseSteps(grid []Window) []Step[HistogramIncrease]
 // the same to the bit; the timelines' own increases are made in memory
 // reused from one window to the next, since the merge copies them.
 func (f *Family) HistogramIncreaseSteps(grid []Window, match map[string]string) []Step[HistogramIncrease] {
+	steps := make([]Step[HistogramIncrease], len(grid))
+	f.histogramIncreaseEach(grid, match, func(k int, inc HistogramIncrease, shared bool, err error) {
+		if shared {
+			inc.Histogram = inc.Histogram.Clone()
+		}
+		steps[k] = Step[HistogramIncrease]{Window: grid[k], Result: inc, Err: err}
+	})
+	return steps
+}
+
+// HistogramIncreaseEach calls fn for each window of grid in order with
+// what HistogramIncreaseSteps returns for it (the same fields, to the
+// bit), without keeping them: inc.Histogram may share memory with the
+// family's samples or with the next window's increase, so fn must not
+// modify it and must copy what it keeps past its return. A caller that
+// folds the windows' increases into its own (a fleet's merged
+// replica by replica, MergeInto) allocates nothing per window.
+func (f *Family) HistogramIncreaseEach(grid []Window, match map[string]string, fn func(k int, inc HistogramIncrease, err error)) {
+	f.histogramIncreaseEach(grid, match, func(k int, inc HistogramIncrease, _ bool, err error) { fn(k, inc, err) })
+}
+
+// histogramIncreaseEach is HistogramIncreaseEach, telling fn whether
+// inc.Histogram is shared (else it is inc's own).
+func (f *Family) histogramIncreaseEach(grid []Window, match map[string]string, fn func(k int, inc HistogramIncrease, shared bool, err error)) {
 	hs := f.HistogramsMatching(match)
 	if len(hs) == 0 {
-		return failGrid[HistogramIncrease](grid, f.noMatch(match))
+		err := f.noMatch(match)
+		for k := range grid {
+			fn(k, HistogramIncrease{}, false, err)
+		}
+		return
 	}
 	groups := timelineGroups(hs)
 	tls := make([]*histTimeline, len(groups))
@@ -275,15 +303,27 @@ func (f *Family) HistogramIncreaseSteps(grid []Window, match map[string]string) 
 	}
 	scratch := make([]histScratch, len(groups))
 	var each evalBuf[HistogramIncrease]
-	return evalGrid(grid, func(w Window) (HistogramIncrease, error) {
-		incs, excluded, err := each.eval(len(groups), func(k int) (HistogramIncrease, error) {
-			return tls[k].increase(f.Name, &xs[k], w, &scratch[k])
+	for k, w := range grid {
+		incs, excluded, err := each.eval(len(groups), func(g int) (HistogramIncrease, error) {
+			return tls[g].increase(f.Name, &xs[g], w, &scratch[g])
 		})
 		if err != nil {
-			return HistogramIncrease{}, err
+			fn(k, HistogramIncrease{}, false, err)
+			continue
 		}
-		return f.mergeSteps(incs, w, excluded)
-	})
+		if len(incs) == 1 {
+			// mergeFamily of one increase, but for the copy of its
+			// histogram that MergeHistogramIncreases makes.
+			r := mergeFields(incs)
+			r.Histogram = incs[0].Histogram
+			r.Window = w
+			r.Excluded += excluded
+			fn(k, r, true, nil)
+			continue
+		}
+		r, err := f.mergeSteps(incs, w, excluded)
+		fn(k, r, false, err)
+	}
 }
 
 // mergeSteps is mergeFamily for HistogramIncreaseSteps. When the increases

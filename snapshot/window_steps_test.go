@@ -388,6 +388,18 @@ func checkHistogramSteps(t *testing.T, f *snapshot.Family, grid []snapshot.Windo
 		return got
 	}
 	requireSteps(t, grid, eval, steps)
+	// HistogramIncreaseEach hands over the same increases, each copied
+	// before the next is made (its memory is reused).
+	requireSteps(t, grid, eval, func(g []snapshot.Window) []snapshot.Step[snapshot.HistogramIncrease] {
+		out := make([]snapshot.Step[snapshot.HistogramIncrease], len(g))
+		f.HistogramIncreaseEach(g, match, func(k int, inc snapshot.HistogramIncrease, err error) {
+			if err == nil {
+				inc.Histogram = inc.Histogram.Clone()
+			}
+			out[k] = snapshot.Step[snapshot.HistogramIncrease]{Window: g[k], Result: inc, Err: err}
+		})
+		return out
+	})
 	for _, h := range f.Histograms {
 		requireSteps(t, grid, h.Increase, h.IncreaseSteps)
 	}
