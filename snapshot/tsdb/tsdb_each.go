@@ -125,8 +125,6 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 	if err := span(lo, hi); err != nil {
 		return nil, err
 	}
-	// Pass A read the index entries of the series selected: the first
-	// batch maps the blocks afresh when that was much (see remap).
 	var mapped int64 // bytes of block files read since the blocks were last opened
 	for _, s := range srcs {
 		for _, refs := range s.refs {
@@ -151,25 +149,23 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 		}
 	}
 	pb := &passB{dir: dir, opts: opts, srcs: srcs, mint: mint, maxt: maxt}
-	// start begins a batch at names[i:], remapping the blocks first when
-	// enough of them was read since: no batch is decoding then.
-	start := func(i, n int) *batch {
-		if mapped > remapBytes {
-			for _, s := range srcs {
-				s.remap()
-			}
-			mapped = 0
+	// Pass A read the index entries of the series selected: the blocks
+	// are mapped afresh before the first target when that was much (see
+	// remap), and again whenever enough was read since, with no target
+	// decoding then.
+	remap := func() {
+		for _, s := range srcs {
+			s.remap()
 		}
-		return pb.start(ctx, names[i:min(i+n, len(names))])
+		mapped = 0
 	}
+	if mapped > remapBytes {
+		remap()
+	}
+	p := newPool(ctx, pb, names)
+	defer p.stop()  // its workers must be done before the sources close
 	var total int64 // bytes read over the targets so far
-	var next *batch // decoding while the batch before it is visited
-	defer func() {
-		if next != nil {
-			releaseAll(next.wait())
-		}
-	}()
-	for i := 0; i < len(names); {
+	for i := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -178,63 +174,33 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 			problems = append(problems, maxTotalProblem(dir, lim))
 			break
 		}
-		cur := next
-		next = nil
-		if cur == nil {
-			cur = start(i, pb.workers())
+		if i > 0 && mapped > remapBytes {
+			p.pause()
+			remap()
 		}
-		got := cur.wait()
-		for _, d := range got {
-			if d.err == nil {
-				pb.largest = max(pb.largest, d.cols.Bytes())
-			}
+		p.allow(i)
+		d := p.take(i)
+		if d.err == nil {
+			pb.largest = max(pb.largest, d.cols.Bytes())
 		}
-		if j := i + len(got); j < len(names) {
-			if n := pb.workers(); pb.ahead(n) {
-				next = start(j, n)
-			}
-		}
-		for k, d := range got {
-			if k > 0 {
-				if err := ctx.Err(); err != nil {
-					releaseAll(got[k:])
-					return nil, err
-				}
-				progress(i + k)
-				if total > lim.MaxTotalBytes {
-					problems = append(problems, maxTotalProblem(dir, lim))
-					releaseAll(got[k:])
-					got = nil
-					break
-				}
-			}
-			if d.err != nil {
-				releaseAll(got[k:])
-				return nil, readErr(dir, d.err)
-			}
-			mapped += pb.deliver(d)
-			problems = append(problems, d.tev.Problems...)
-			total += d.cols.Bytes()
-			for _, t := range d.tev.Targets {
-				if err := visit(t); err != nil {
-					releaseAll(got[k:])
-					return nil, err
-				}
-			}
+		// The size known, the workers go on while d is visited.
+		p.allow(i)
+		if d.err != nil {
 			d.cols.Release()
-			got[k] = nil // let the target go while the next is visited
+			return nil, readErr(dir, d.err)
 		}
-		if got == nil {
-			break
+		mapped += pb.deliver(d)
+		problems = append(problems, d.tev.Problems...)
+		total += d.cols.Bytes()
+		for _, t := range d.tev.Targets {
+			if err := visit(t); err != nil {
+				d.cols.Release()
+				return nil, err
+			}
 		}
-		i += len(got)
+		d.cols.Release()
 	}
-	if next != nil {
-		// A limit stopped the read: the batch ahead is not delivered, and
-		// its workers must be done before the sources close.
-		releaseAll(next.wait())
-		next = nil
-	}
+	p.stop()
 	progress(len(names))
 	for _, s := range srcs {
 		problems = append(problems, s.problems...)

@@ -20,9 +20,9 @@ const maxWorkers = 4
 var parallelism = func() int { return runtime.GOMAXPROCS(0) }
 
 // maxHeldBytes caps the samples (snapshot.Columns.Bytes) of the targets
-// ReadEach holds at once, at the largest size so far: those of a batch
-// decoded in parallel (passB.workers), and with them those of the batch
-// still visited while the next is decoded (passB.ahead). A target's
+// ReadEach holds at once, at the largest size so far: those decoded in
+// parallel (passB.workers), and with them, as many more decoded ahead
+// while the caller visits (passB.ahead). A target's
 // samples over the range read are the only memory of ReadEach that grows
 // with the history: small targets are decoded several at once and ahead,
 // larger ones (a long history) two at once, the largest one at a time, so
@@ -70,12 +70,12 @@ type srcReport struct {
 	err error
 }
 
-// workers returns how many targets the next batch decodes at once: one
-// while no target's size is known; then GOMAXPROCS (at most maxWorkers),
-// fewer when that many targets of the largest size so far exceed
-// maxHeldBytes, or when the memory budget's free bytes do not hold
-// them three times over (so that a budget that holds one target but not
-// two is read one target at a time).
+// workers returns how many targets are decoded at once: one while no
+// target's size is known; then GOMAXPROCS (at most maxWorkers), fewer
+// when that many targets of the largest size so far exceed
+// maxHeldBytes, or when the memory budget's free bytes do not hold them
+// three times over (so that a budget that holds one target but not two
+// is read one target at a time).
 func (p *passB) workers() int {
 	if p.largest == 0 {
 		return 1
@@ -87,33 +87,31 @@ func (p *passB) workers() int {
 	return n
 }
 
-// ahead reports whether a batch of n targets may be decoded while the
-// batch before it is still visited (delivered, then handed to visit on
-// the caller's goroutine): when both batches' samples, at the largest
-// size so far, stay under maxHeldBytes and the budget's free bytes hold the
-// new one three times over. Decoding ahead keeps the machine's cores busy
-// while the caller works on a target; it never changes which targets are
-// delivered or in which order.
+// ahead reports whether n targets may be decoded while n more are held
+// (being decoded or delivered, then handed to visit on the caller's
+// goroutine): when 2n targets at the largest size so far stay under
+// maxHeldBytes and the budget's free bytes hold n of them three times
+// over. Decoding ahead keeps the machine's cores busy while the caller
+// works on a target; it never changes which targets are delivered or in
+// which order.
 func (p *passB) ahead(n int) bool {
 	return p.largest > 0 && 2*int64(n)*p.largest <= maxHeldBytes && p.opts.Memory.Free()/int64(n) >= 3*p.largest
 }
 
-// batch is a batch of targets being decoded (passB.start).
-type batch struct {
-	done chan struct{}
-	got  []*decodedTarget
-}
-
-// wait returns the batch's targets once they are decoded.
-func (b *batch) wait() []*decodedTarget {
-	<-b.done
-	return b.got
+// held is how many targets may be held at once from the one the caller
+// takes next: workers(), or twice that when they may be decoded ahead.
+func (p *passB) held() int {
+	n := p.workers()
+	if p.ahead(n) {
+		return 2 * n
+	}
+	return n
 }
 
 // decodeJob is what a worker needs of one target: its name and, by
 // source, its series and their chunks' span. They are taken from the
 // sources' maps before the workers start, so that the caller may deliver
-// an earlier batch (which edits the maps) while they run.
+// a target (which edits the maps) while they run.
 type decodeJob struct {
 	name  string
 	refs  [][]storage.SeriesRef
@@ -121,14 +119,36 @@ type decodeJob struct {
 	spans [][2]int64
 }
 
-// start begins decoding the targets names, one a worker, and returns
-// the batch: all of them, or the first few when a source could not open
-// a querier for every worker. No other batch may be decoding: the
-// workers use the sources' queriers, opened here on the caller's
-// goroutine.
-func (p *passB) start(ctx context.Context, names []string) *batch {
-	n := len(names)
-	for _, s := range p.srcs {
+// A pool decodes the targets of pass B on its workers, each through its
+// own querier of every source (worker w uses eachSource.qs[w]): a worker
+// takes the next target in name order as soon as it is done with one,
+// while the targets from the one the caller takes next (take) up to the
+// limit it allows (allow: passB.held of them) are not all taken. Unlike
+// batches of targets decoded together, no worker waits for another's
+// target to end before it starts the next; the caller still gets the
+// targets one by one in name order, and holds no more of them at once.
+type pool struct {
+	ctx  context.Context
+	pb   *passB
+	jobs []decodeJob
+	wg   sync.WaitGroup
+
+	mu      sync.Mutex
+	cond    sync.Cond // a target done, the limit moved, or the pool stopping
+	next    int       // the next target a worker takes
+	limit   int       // workers take targets before this one only
+	busy    int       // targets being decoded
+	got     []*decodedTarget
+	taken   int // targets the caller took (or the pool released)
+	stopped bool
+}
+
+// newPool starts the workers of pb on the targets names, none allowed
+// yet. It opens, on the caller's goroutine, a querier of every source for
+// each worker (fewer workers when a source cannot open that many).
+func newPool(ctx context.Context, pb *passB, names []string) *pool {
+	n := min(parallelism(), maxWorkers, max(len(names), 1))
+	for _, s := range pb.srcs {
 		for len(s.qs) < n {
 			rq, err := newRefQuerier(s.br, s.qmin, s.qmax)
 			if err != nil {
@@ -138,29 +158,103 @@ func (p *passB) start(ctx context.Context, names []string) *batch {
 			s.qs = append(s.qs, rq)
 		}
 	}
-	jobs := make([]decodeJob, n)
-	for w, name := range names[:n] {
-		j := decodeJob{name: name, refs: make([][]storage.SeriesRef, len(p.srcs)), lrefs: make([][]storage.SeriesRef, len(p.srcs)),
-			spans: make([][2]int64, len(p.srcs))}
-		for i, s := range p.srcs {
+	p := &pool{ctx: ctx, pb: pb, jobs: make([]decodeJob, len(names)), got: make([]*decodedTarget, len(names))}
+	p.cond.L = &p.mu
+	for k, name := range names {
+		j := decodeJob{name: name, refs: make([][]storage.SeriesRef, len(pb.srcs)), lrefs: make([][]storage.SeriesRef, len(pb.srcs)),
+			spans: make([][2]int64, len(pb.srcs))}
+		for i, s := range pb.srcs {
 			j.refs[i], j.lrefs[i], j.spans[i] = s.refs[name], s.lrefs[name], s.spans[name]
 		}
-		jobs[w] = j
+		p.jobs[k] = j
 	}
-	b := &batch{done: make(chan struct{}), got: make([]*decodedTarget, n)}
-	go func() {
-		defer close(b.done)
-		if n == 1 {
-			b.got[0] = p.decodeOne(ctx, 0, jobs[0])
+	for w := range n {
+		p.wg.Go(func() { p.work(w) })
+	}
+	return p
+}
+
+// work is worker w's loop: the next target allowed, until none is left
+// or the pool stops.
+func (p *pool) work(w int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		for !p.stopped && p.next < len(p.jobs) && p.next >= p.limit {
+			p.cond.Wait()
+		}
+		if p.stopped || p.next >= len(p.jobs) {
 			return
 		}
-		var wg sync.WaitGroup
-		for w := range jobs {
-			wg.Go(func() { b.got[w] = p.decodeOne(ctx, w, jobs[w]) })
+		k := p.next
+		p.next++
+		p.busy++
+		j := p.jobs[k]
+		p.mu.Unlock()
+		d := p.pb.decodeOne(p.ctx, w, j)
+		p.mu.Lock()
+		p.busy--
+		if p.stopped || k < p.taken {
+			d.cols.Release() // the caller is gone
+		} else {
+			p.got[k] = d
 		}
-		wg.Wait()
-	}()
-	return b
+		p.cond.Broadcast()
+	}
+}
+
+// allow lets the workers take the targets up to passB.held from i, the
+// one the caller takes next (at least i itself).
+func (p *pool) allow(i int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l := i + max(p.pb.held(), 1); l != p.limit {
+		p.limit = l
+		p.cond.Broadcast()
+	}
+}
+
+// take returns target i, decoded, once it is: the caller must have
+// allowed it. The pool forgets it.
+func (p *pool) take(i int) *decodedTarget {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.got[i] == nil {
+		p.cond.Wait()
+	}
+	d := p.got[i]
+	p.got[i], p.jobs[i] = nil, decodeJob{}
+	p.taken = i + 1
+	return d
+}
+
+// pause returns when no target is being decoded, and lets the workers take
+// none until the caller allows more: the sources may then be remapped.
+func (p *pool) pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.limit = min(p.limit, p.next)
+	for p.busy > 0 {
+		p.cond.Wait()
+	}
+}
+
+// stop stops the workers, waits for them, and releases the targets
+// decoded and not taken. It may be called more than once.
+func (p *pool) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, d := range p.got {
+		if d != nil {
+			d.cols.Release()
+			p.got[k] = nil
+		}
+	}
 }
 
 // decodeOne reads target j's series of every source through the
@@ -238,15 +332,6 @@ func (p *passB) deliver(d *decodedTarget) (mapped int64) {
 		delete(s.spans, d.name)
 	}
 	return mapped
-}
-
-// releaseAll releases the memory of decoded targets not delivered.
-func releaseAll(ds []*decodedTarget) {
-	for _, d := range ds {
-		if d != nil {
-			d.cols.Release()
-		}
-	}
 }
 
 // maxTotalProblem is the problem of a read stopped by MaxTotalBytes.
