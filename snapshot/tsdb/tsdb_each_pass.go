@@ -141,7 +141,13 @@ type pool struct {
 	got     []*decodedTarget
 	taken   int // targets the caller took (or the pool released)
 	stopped bool
+	most    int // the most targets taken by workers and not yet by the caller
 }
+
+// poolDone, when set (by tests), is called as a pool stops with the most
+// targets it held at once: taken by its workers and not yet by the
+// caller.
+var poolDone func(most int)
 
 // newPool starts the workers of pb on the targets names, none allowed
 // yet. It opens, on the caller's goroutine, a querier of every source for
@@ -189,6 +195,7 @@ func (p *pool) work(w int) {
 		k := p.next
 		p.next++
 		p.busy++
+		p.most = max(p.most, p.next-p.taken)
 		j := p.jobs[k]
 		p.mu.Unlock()
 		d := p.pb.decodeOne(p.ctx, w, j)
@@ -243,6 +250,7 @@ func (p *pool) pause() {
 // decoded and not taken. It may be called more than once.
 func (p *pool) stop() {
 	p.mu.Lock()
+	again := p.stopped
 	p.stopped = true
 	p.cond.Broadcast()
 	p.mu.Unlock()
@@ -254,6 +262,9 @@ func (p *pool) stop() {
 			d.cols.Release()
 			p.got[k] = nil
 		}
+	}
+	if poolDone != nil && !again {
+		poolDone(p.most)
 	}
 }
 

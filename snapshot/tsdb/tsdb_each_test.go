@@ -565,3 +565,45 @@ func TestReadEachTSDBPeakHeap(t *testing.T) {
 	t.Logf("%d samples: peak heap Read %.1f MB, ReadEach %.1f MB", samples, float64(whole)/(1<<20), float64(each)/(1<<20))
 	assert.Less(t, each, whole/4, "ReadEach holds one target of %d", pods)
 }
+
+// TestReadEachPoolHolds: the workers of pass B decode ahead of the
+// caller, while it visits, by at most passB.held targets: twice the
+// workers when the memory budget allows, one when it holds only one
+// target at a time; and they do decode ahead when they may.
+func TestReadEachPoolHolds(t *testing.T) {
+	dir := t.TempDir()
+	const pods = 12
+	writeTSDBFleet(t, dir, pods, time.Date(2026, 9, 22, 0, 0, 0, 0, time.UTC), 30*time.Minute)
+	defer func(p func() int, d func(int)) { parallelism, poolDone = p, d }(parallelism, poolDone)
+	parallelism = func() int { return 4 }
+	var most []int
+	poolDone = func(n int) { most = append(most, n) }
+	read := func(opts snapshot.Options) {
+		t.Helper()
+		most = nil
+		n := 0
+		_, err := snapshot.ReadEach(context.Background(), []string{dir}, opts, func(*snapshot.Target) error {
+			n++
+			time.Sleep(20 * time.Millisecond) // the workers get ahead
+			return nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, pods, n)
+		require.Len(t, most, 1, "one pool a read")
+	}
+	read(snapshot.Options{SandboxDir: t.TempDir()})
+	assert.LessOrEqual(t, most[0], 2*4, "at most twice the workers ahead")
+	assert.Greater(t, most[0], 4, "the workers decode ahead of the caller")
+
+	// Budgets that hold a target five and two and a half times over: one
+	// worker, with one target ahead (passB.ahead wants three times the
+	// target free) and without.
+	m := snapshot.NewMemoryBudget(0)
+	_, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{SandboxDir: t.TempDir(), Memory: m})
+	require.NoError(t, err)
+	one := m.Used() / pods
+	read(snapshot.Options{SandboxDir: t.TempDir(), Memory: snapshot.NewMemoryBudget(5 * one)})
+	assert.LessOrEqual(t, most[0], 2, "one worker, one target ahead")
+	read(snapshot.Options{SandboxDir: t.TempDir(), Memory: snapshot.NewMemoryBudget(5 * one / 2)})
+	assert.Equal(t, 1, most[0], "one target at a time")
+}
