@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"gonum.org/v1/gonum/stat"
 
@@ -116,21 +113,6 @@ func (js *factJobs) run(more ...func()) rules.Facts {
 		fs[id] = out[i]
 	}
 	return fs
-}
-
-// runParallel runs the tasks on up to GOMAXPROCS goroutines, taking them
-// in order, and returns when all are done.
-func runParallel(tasks []func()) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(tasks)) {
-		wg.Go(func() {
-			for k := int(next.Add(1) - 1); k < len(tasks); k = int(next.Add(1) - 1) {
-				tasks[k]()
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // both evaluates f over the incident window and, when there is one, the

@@ -50,17 +50,12 @@ func replicaHistogramEach(fam *snapshot.Family, scale float64, grid []snapshot.W
 	var from []float64   // the bounds they were scaled from
 	fam.HistogramIncreaseEach(grid, match, func(k int, inc snapshot.HistogramIncrease, err error) {
 		if err == nil && scale != 1 {
-			// What scaleBounds returns, in reused memory.
+			// What scaleBounds returns, its bounds scaled once a layout.
 			h := inc.Histogram
 			if !sameFloats(from, h.Bounds) {
-				from = h.Bounds
-				bounds = make([]float64, len(h.Bounds))
-				for i, b := range h.Bounds {
-					bounds[i] = b * scale
-				}
+				from, bounds = h.Bounds, scaleBounds(h, scale).Bounds
 			}
-			h.Bounds = bounds
-			h.Sum = inc.Histogram.Sum * scale
+			h.Bounds, h.Sum = bounds, h.Sum*scale
 			inc.Histogram = h
 		}
 		fn(k, inc, err)

@@ -1,6 +1,10 @@
 package diagnose
 
-import "sync"
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
 
 // memo is a cache of values computed once per key, safe for concurrent
 // use: the facts of a scope are measured on several goroutines (see
@@ -46,7 +50,8 @@ func (m *memo[K, V]) peek(k K) (V, bool) {
 	return zero, false
 }
 
-// add records v as the value of k unless k has one or is being computed.
+// add records v as the value of k unless k has one; when k is being
+// computed, it waits for that value and keeps it.
 func (m *memo[K, V]) add(k K, v V) {
 	m.get(k, func() V { return v })
 }
@@ -63,4 +68,19 @@ func (m *memo[K, V]) entry(k K) *memoEntry[V] {
 		m.m[k] = e
 	}
 	return e
+}
+
+// runParallel runs the tasks on up to GOMAXPROCS goroutines, taking them
+// in order, and returns when all are done.
+func runParallel(tasks []func()) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(tasks)) {
+		wg.Go(func() {
+			for k := int(next.Add(1) - 1); k < len(tasks); k = int(next.Add(1) - 1) {
+				tasks[k]()
+			}
+		})
+	}
+	wg.Wait()
 }

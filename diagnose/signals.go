@@ -4,12 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/prometheus/prometheus/model/labels"
 
@@ -203,6 +200,17 @@ func (sc *scope) replicaHistSteps(id SignalID, r int, grid []snapshot.Window) []
 	return replicaHistogramSteps(m.Family, m.Candidate.ScaleFor(math.NaN()), grid, sc.selector(m.Family))
 }
 
+// replicaHistEach is replicaHistSteps handed to fn window by window
+// (replicaHistogramEach: inc is valid only until fn returns); fn is not
+// called when r lacks signal id.
+func (sc *scope) replicaHistEach(id SignalID, r int, grid []snapshot.Window, fn func(k int, inc snapshot.HistogramIncrease, err error)) {
+	m := sc.match(r, id)
+	if !m.Found() {
+		return
+	}
+	replicaHistogramEach(m.Family, m.Candidate.ScaleFor(math.NaN()), grid, sc.selector(m.Family), fn)
+}
+
 // fleetHistGrid computes fleetHist for every window of grid not yet
 // computed, as fleetHist computes it (a replica's cached increase first,
 // the same merge and error), with each replica's samples read once for
@@ -250,16 +258,11 @@ func (sc *scope) fleetHistGrid(id SignalID, grid []snapshot.Window) {
 // result is the same as one replica after another.
 func (sc *scope) replicasHistSteps(id SignalID, grid []snapshot.Window) [][]snapshot.Step[snapshot.HistogramIncrease] {
 	steps := make([][]snapshot.Step[snapshot.HistogramIncrease], len(sc.replicas))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(sc.replicas)) {
-		wg.Go(func() {
-			for r := int(next.Add(1) - 1); r < len(sc.replicas); r = int(next.Add(1) - 1) {
-				steps[r] = sc.replicaHistSteps(id, r, grid)
-			}
-		})
+	tasks := make([]func(), len(sc.replicas))
+	for r := range sc.replicas {
+		tasks[r] = func() { steps[r] = sc.replicaHistSteps(id, r, grid) }
 	}
-	wg.Wait()
+	runParallel(tasks)
 	return steps
 }
 

@@ -106,8 +106,7 @@ func (l *lines) add(sc *scope, r int) {
 		case "p95":
 			// Each interval's increase is folded into the fleet's as it
 			// is made (mergeHist copies it), in memory reused for the next.
-			m := sc.match(r, spec.id)
-			replicaHistogramEach(m.Family, m.Candidate.ScaleFor(math.NaN()), sub, sc.selector(m.Family), func(k int, inc snapshot.HistogramIncrease, err error) {
+			sc.replicaHistEach(spec.id, r, sub, func(k int, inc snapshot.HistogramIncrease, err error) {
 				if err != nil {
 					return
 				}

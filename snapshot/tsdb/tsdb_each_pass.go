@@ -139,7 +139,7 @@ type pool struct {
 	limit   int       // workers take targets before this one only
 	busy    int       // targets being decoded
 	got     []*decodedTarget
-	taken   int // targets the caller took (or the pool released)
+	taken   int // targets the caller took
 	stopped bool
 	most    int // the most targets taken by workers and not yet by the caller
 }
@@ -201,7 +201,7 @@ func (p *pool) work(w int) {
 		d := p.pb.decodeOne(p.ctx, w, j)
 		p.mu.Lock()
 		p.busy--
-		if p.stopped || k < p.taken {
+		if p.stopped {
 			d.cols.Release() // the caller is gone
 		} else {
 			p.got[k] = d
