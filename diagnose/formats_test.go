@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -615,13 +616,17 @@ func TestSelectionSameDiagnosis(t *testing.T) {
 							// As the command diagnoses a history: surveyed one
 							// target at a time, then only the windows read
 							// (10-minute windows leave most of the hour unread).
-							for _, o := range []diagnose.Options{{}, {MaxWindow: 10 * time.Minute}} {
+							for k, o := range []diagnose.Options{{}, {MaxWindow: 10 * time.Minute}, {}} {
+								// The third: a survey whose first read lists
+								// the TTFT family it measures (as when a sketch
+								// foretells another match): a second pass.
+								wrong := k == 2
 								ref, err := diagnose.Diagnose(full, o)
 								require.NoError(t, err)
-								sv := surveyDiagnose(t, path, sel, o)
+								sv := surveyDiagnose(t, path, sel, o, wrong)
 								diffs := jsondiff.Diff(reportJSON(t, ref, false), reportJSON(t, sv, false), nil)
 								if len(diffs) > 0 {
-									t.Errorf("surveyed, MaxWindow %v: the survey and window read diagnoses otherwise (JSON path: full read, survey):\n%s", o.MaxWindow, strings.Join(diffs, "\n"))
+									t.Errorf("surveyed, MaxWindow %v, foretold wrongly %v: the survey and window read diagnoses otherwise (JSON path: full read, survey):\n%s", o.MaxWindow, wrong, strings.Join(diffs, "\n"))
 								}
 							}
 						}
@@ -634,15 +639,18 @@ func TestSelectionSameDiagnosis(t *testing.T) {
 
 // surveyDiagnose diagnoses path as the command diagnoses a history
 // without given windows: a survey of the targets read one at a time
-// (snapshot.ReadEach, with Surveyor.LabelsOnly; a second pass when the
-// survey asks for one), then
-// a read of only the windows it chose, each target trimmed
-// (Options.Trimmer), diagnosed with the survey.
-func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagnose.Options) *diagnose.Report {
+// (snapshot.ReadEach, with Surveyor.LabelsOnly and LabelsOnlyFor; a
+// second pass when the survey asks for one), then a read of only the
+// windows it chose, each target trimmed (Options.Trimmer), diagnosed
+// with the survey. With wrong, the first read also lists the TTFT
+// family the survey measures, as a sketch that foretold another match
+// would: the survey must notice and ask for a second pass.
+func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagnose.Options, wrong bool) *diagnose.Report {
 	t.Helper()
 	s, err := diagnose.NewSurveyor(opts)
 	require.NoError(t, err)
 	var sv *diagnose.Survey
+	streams := snapshot.Streams([]string{path})
 	for pass := 0; sv == nil; pass++ {
 		require.Less(t, pass, 2, "a survey takes at most two passes")
 		o := sel
@@ -650,12 +658,27 @@ func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagno
 		// As the command surveys: the families it does not measure listed
 		// by their labels.
 		o.LabelsOnly = s.LabelsOnly()
+		var sketched atomic.Int64 // called from the reader's goroutines
+		o.LabelsOnlyFor = func(sk *snapshot.Target) []string {
+			sketched.Add(1)
+			more := s.LabelsOnlyFor(sk)
+			if wrong && pass == 0 {
+				more = append(more, diagnose.DefaultCatalog().SignalMetrics(diagnose.SignalTTFT)...)
+			}
+			return more
+		}
 		_, err := snapshot.ReadEach(context.Background(), []string{path}, o, s.Add)
 		require.NoError(t, err)
 		var again bool
 		sv, again, err = s.Survey()
 		require.NoError(t, err)
 		require.Equal(t, again, sv == nil)
+		if wrong && streams && pass == 0 {
+			require.True(t, again, "a measured family listed by labels: the survey asks for a second pass")
+		}
+		if !streams {
+			assert.Zero(t, sketched.Load(), "only a source that lists by labels sketches the targets")
+		}
 	}
 	trim, err := opts.Trimmer()
 	require.NoError(t, err)

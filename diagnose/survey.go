@@ -269,6 +269,21 @@ type Surveyor struct {
 	// vllm and companions accumulate the scrape statistics of the
 	// serving targets (scope.scrapeStats), target by target.
 	vllm, companions scrapeAcc
+	// relist is set when a target came with a family the survey measures
+	// listed by its labels alone (LabelsOnlyFor foretold another match):
+	// every target is added once more, read with LabelsOnlyFor listing
+	// nothing (relisting).
+	relist, relisting bool
+}
+
+// surveyed are the signals whose samples a survey measures: the
+// timelines' and the process start times.
+func surveyed() []SignalID {
+	ids := []SignalID{SignalProcessStart}
+	for _, spec := range timelineSpecs {
+		ids = append(ids, spec.id)
+	}
+	return ids
 }
 
 // NewSurveyor returns a Surveyor for a diagnosis under opts. Options that
@@ -303,17 +318,28 @@ func (s *Surveyor) Add(t *snapshot.Target) error {
 		s.res = append(s.res, s.set.catalog.ResolveTarget(st))
 	}
 	tr := s.set.catalog.ResolveTarget(t)
+	if (s.relisting || !s.relist) && listedMatch(&tr) {
+		if s.relisting {
+			return fmt.Errorf("diagnose: survey pass %d: target %q has a family the survey measures without samples: read the targets again, with LabelsOnlyFor", s.pass+1, t.Name)
+		}
+		s.relist = true
+	}
 	sc := newScope(s.set, s.base, []replica{{t: t, res: &tr}})
 	if len(servingReplicas(sc.replicas, s.base)) == 0 {
 		return nil
 	}
-	if s.pass == 0 {
+	if s.pass == 0 || s.relisting {
 		s.record(sc)
+	}
+	if s.pass == 0 {
 		if isCompanion(&tr) {
 			s.companions.add(t.Scrapes)
 		} else {
 			s.vllm.add(t.Scrapes)
 		}
+	}
+	if s.relist && !s.relisting {
+		return nil // its timelines are those of the next pass
 	}
 	if !s.planned {
 		st := sc.scrapeStats()
@@ -336,11 +362,7 @@ func (s *Surveyor) Add(t *snapshot.Target) error {
 // layouts) and complete the windows' evidence, are what the survey keeps
 // of them.
 func (s *Surveyor) LabelsOnly() []string {
-	ids := []SignalID{SignalProcessStart}
-	for _, spec := range timelineSpecs {
-		ids = append(ids, spec.id)
-	}
-	measured := s.set.catalog.SignalMetrics(ids...)
+	measured := s.set.catalog.SignalMetrics(surveyed()...)
 	var out []string
 	for _, m := range s.set.catalog.EvidenceMetrics() {
 		if !slices.Contains(measured, m) {
@@ -348,6 +370,65 @@ func (s *Surveyor) LabelsOnly() []string {
 		}
 	}
 	return out
+}
+
+// LabelsOnlyFor is for snapshot.Options.LabelsOnlyFor of the read that
+// feeds the Surveyor, beside LabelsOnly: of the candidate metrics of the
+// signals a survey measures, those the catalog does not match on the
+// target sketched (a signal's later candidates where an earlier one is
+// present, an older vLLM's names beside a newer's), which the survey then
+// lists by their labels instead of decoding. On a vLLM 0.11 fleet that is
+// about a third of the series a survey would decode. It is safe for
+// concurrent use.
+//
+// The match on the sketch is the match on the target read (the catalog
+// matches by family names and types, which the sketch has). Should a
+// target read prove otherwise, a family the survey measures listed with
+// none of its samples, the Surveyor notices, and Survey asks for every
+// target once more (again), which LabelsOnlyFor then lists nothing of: the
+// survey is the one of a read that decodes them all.
+func (s *Surveyor) LabelsOnlyFor(sketch *snapshot.Target) []string {
+	if s.relisting {
+		return nil
+	}
+	ids := surveyed()
+	tr := s.set.catalog.ResolveTarget(sketch)
+	measured := map[string]bool{}
+	for _, id := range ids {
+		if m, ok := tr.Match(id); ok && m.Found() {
+			measured[m.Family.Name] = true
+		}
+	}
+	var out []string
+	for _, m := range s.set.catalog.SignalMetrics(ids...) {
+		if !measured[m] && !measured[snapshot.FamilyBaseName(m)] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// listedMatch reports whether a signal a survey measures matches, in tr,
+// a family without any sample: one listed by its labels alone (a family
+// read with samples has some, or it is not in the evidence).
+func listedMatch(tr *TargetResolution) bool {
+	for _, id := range surveyed() {
+		m, ok := tr.Match(id)
+		if !ok || !m.Found() {
+			continue
+		}
+		sampled := false
+		for _, sr := range m.Family.Series {
+			sampled = sampled || len(sr.T) > 0
+		}
+		for _, h := range m.Family.Histograms {
+			sampled = sampled || len(h.T) > 0
+		}
+		if !sampled {
+			return true
+		}
+	}
+	return false
 }
 
 // record keeps what the report says of the whole history of target t
@@ -365,8 +446,10 @@ func (s *Surveyor) record(sc *scope) {
 var ErrSurveyGroups = errors.New("diagnose: the evidence splits into groups; a survey covers one scope")
 
 // Survey returns the survey of the targets added. When again is true the
-// grid fixed from the first target was not the fleet's: add every target
-// once more, in the same order, and call Survey again.
+// grid fixed from the first target was not the fleet's, or a target came
+// with a family the survey measures listed by its labels (see
+// LabelsOnlyFor): add every target once more, in the same order, read
+// again where LabelsOnlyFor chose what was read, and call Survey again.
 func (s *Surveyor) Survey() (sv *Survey, again bool, err error) {
 	if len(s.targets) == 0 {
 		return nil, false, errors.New("diagnose: the evidence holds no target")
@@ -391,18 +474,23 @@ func (s *Surveyor) Survey() (sv *Survey, again bool, err error) {
 		return nil, false, fmt.Errorf("diagnose: %s: no scrape", groupName(sc.group))
 	}
 	var tl *timelines
+	relist := s.relist && !s.relisting
 	if st.maxPerTarget >= 3 {
 		grid, step := timelineGrid(st.first, st.last, st.interval, s.set.TimelineStep)
-		if !s.planned || s.missed || step != s.step || !slices.Equal(grid, s.grid) {
+		if relist || !s.planned || s.missed || step != s.step || !slices.Equal(grid, s.grid) {
 			if s.pass > 0 {
 				return nil, false, fmt.Errorf("diagnose: survey pass %d: the grid moved again", s.pass+1)
 			}
 			s.grid, s.step, s.planned, s.missed = grid, step, true, false
 			s.lines = newLines(grid, step)
-			s.pass, s.next = s.pass+1, 0
+			s.pass, s.next, s.relisting = s.pass+1, 0, s.relist
 			return nil, true, nil
 		}
 		tl = s.lines.timelines(sc)
+	} else if relist {
+		// No timelines; the process start times are read again.
+		s.pass, s.next, s.relisting = s.pass+1, 0, true
+		return nil, true, nil
 	}
 	return &Survey{set: s.set, group: groups[0].sel, st: st, tl: tl, targets: s.targets, starts: s.starts, passes: s.pass + 1}, false, nil
 }

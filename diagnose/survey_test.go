@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -166,4 +167,68 @@ func TestMaxWindowBoundsChosenWindows(t *testing.T) {
 	}
 	_, err := diagnose.Diagnose(ev, diagnose.Options{MaxWindow: time.Minute})
 	require.Error(t, err, "a MaxWindow shorter than MinWindow")
+}
+
+// sketchOf returns the sketch of tg that a TSDB reader shows
+// Options.LabelsOnlyFor: one series per sample name, with its le or
+// quantile label.
+func sketchOf(tg *snapshot.Target) *snapshot.Target {
+	var lsets []labels.Labels
+	for _, f := range tg.Families {
+		if len(f.Histograms) > 0 {
+			lsets = append(lsets, labels.FromStrings("__name__", f.Name+"_bucket", "le", "+Inf"),
+				labels.FromStrings("__name__", f.Name+"_sum"), labels.FromStrings("__name__", f.Name+"_count"))
+		}
+		for _, s := range f.Series {
+			kv := []string{"__name__", s.Name}
+			if s.Labels.Has("quantile") {
+				kv = append(kv, "quantile", "0.5")
+			}
+			lsets = append(lsets, labels.FromStrings(kv...))
+		}
+	}
+	return snapshot.Sketch(tg.Name, lsets)
+}
+
+// TestSurveyorLabelsOnlyFor checks, on a pod of each vLLM generation,
+// that a survey lists by labels the candidates the catalog does not match
+// (on 0.11, the older names it still exports beside the new ones) and
+// never a family it measures.
+func TestSurveyorLabelsOnlyFor(t *testing.T) {
+	spec, ok := fleetsim.LookupScenario("healthy")
+	require.True(t, ok)
+	s, err := diagnose.NewSurveyor(diagnose.Options{})
+	require.NoError(t, err)
+	measured := []diagnose.SignalID{diagnose.SignalProcessStart, diagnose.SignalTTFT, diagnose.SignalQueueTime, diagnose.SignalPrefillTime,
+		diagnose.SignalTPOT, diagnose.SignalITL, diagnose.SignalE2E, diagnose.SignalWaiting, diagnose.SignalRunning,
+		diagnose.SignalKVUsage, diagnose.SignalPreemptions, diagnose.SignalGPUUtil}
+	for _, v := range []fleetsim.Version{fleetsim.VersionV1, fleetsim.VersionV1Early, fleetsim.VersionV0} {
+		t.Run(v.String(), func(t *testing.T) {
+			cfg := spec.Config
+			cfg.NumPods, cfg.Pods, cfg.Version, cfg.Duration = 1, nil, v, 10*time.Minute
+			ev := simulate(t, cfg)
+			for _, tg := range ev.Targets {
+				more := s.LabelsOnlyFor(sketchOf(tg))
+				res := diagnose.DefaultCatalog().ResolveTarget(tg)
+				for _, id := range measured {
+					m, ok := res.Match(id)
+					if !ok || !m.Found() {
+						continue
+					}
+					for _, name := range more {
+						assert.NotEqual(t, m.Family.Name, snapshot.FamilyBaseName(name), "%s: %s measures %s", tg.Name, id, name)
+					}
+				}
+				if v == fleetsim.VersionV1 && res.Engine != diagnose.EngineNotVLLM {
+					var listedHere []string
+					for _, name := range more {
+						if tg.Family(name) != nil {
+							listedHere = append(listedHere, name)
+						}
+					}
+					assert.Contains(t, listedHere, "vllm:time_per_output_token_seconds", "%s: ITL reads inter_token_latency on 0.11", tg.Name)
+				}
+			}
+		})
+	}
 }

@@ -110,6 +110,34 @@ func canonicalFamily(f *Family, listed map[string]bool) bool {
 	return true
 }
 
+// listUnsampled adds to the names the Builder keeps without samples
+// (Options.LabelsOnly's) those of the series of t that hold none: a
+// source that honours Options.LabelsOnlyFor lists them target by
+// target, and hands over no other series without samples.
+func (b *Builder) listUnsampled(t *Target) {
+	for _, f := range t.Families {
+		for _, s := range f.Series {
+			if labelsOnly(s) {
+				b.list(s.Name)
+			}
+		}
+		for _, h := range f.Histograms {
+			if labelsOnlyHist(h) {
+				b.list(f.Name)
+			}
+		}
+	}
+}
+
+// list keeps the series of name (a sample name, or a histogram's family)
+// without samples.
+func (b *Builder) list(name string) {
+	if b.listed == nil {
+		b.listed = map[string]bool{}
+	}
+	b.listed[name] = true
+}
+
 // labelsOnly reports whether s has no samples at all, as a series read
 // by its labels alone (Options.LabelsOnly).
 func labelsOnly(s *Series) bool {

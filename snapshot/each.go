@@ -123,6 +123,9 @@ func (r *eachRead) target(t *Target) error {
 	}
 	b := NewBuilder(r.opts)
 	b.adopt, b.perTarget = true, true
+	if r.opts.LabelsOnlyFor != nil {
+		b.listUnsampled(t)
+	}
 	if !r.opts.KeepTimeOutliers {
 		b.dropAt = r.drop[t.Name]
 	}

@@ -55,6 +55,20 @@ type Options struct {
 	// survey that measures a few families and resolves the catalog on the
 	// rest.
 	LabelsOnly []string
+	// LabelsOnlyFor, when set, chooses more metrics to list by their
+	// labels target by target, where LabelsOnly chooses them for every
+	// target. A reader that honours LabelsOnly calls it once for each
+	// target, before the target's samples are read, with a sketch of it
+	// (see Sketch): the families its series' names and labels make,
+	// without samples. The metrics it returns (named as in Metrics) are
+	// listed as LabelsOnly's are, with the same guarantee: where the
+	// index cannot show that leaving their samples out changes nothing
+	// else, they are decoded after all. It may be called from several
+	// goroutines at once, and may return nil. For a caller that measures,
+	// of the candidate families of a signal, only the one a catalog
+	// matches on each target, which the family names alone decide. Read
+	// and the sources that do not honour LabelsOnly never call it.
+	LabelsOnlyFor func(sketch *Target) []string
 	// SandboxDir is where a TSDB's head and WAL are copied for a
 	// read-only replay; "" uses os.TempDir(). It must not be under an
 	// input path.

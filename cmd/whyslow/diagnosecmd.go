@@ -348,9 +348,12 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 	var sv *diagnose.Survey
 	var problems []snapshot.Problem
 	// The survey measures the timeline families and lists the others by
-	// their labels: a TSDB's blocks are not decoded for them.
+	// their labels: a TSDB's blocks are not decoded for them, nor, target
+	// by target, for the candidates of a timeline signal that the catalog
+	// does not match there (s is the Surveyor of the read under way).
 	surveySel := sel
 	surveySel.LabelsOnly = s.LabelsOnly()
+	surveySel.LabelsOnlyFor = func(sketch *snapshot.Target) []string { return s.LabelsOnlyFor(sketch) }
 	for sv == nil {
 		ev, err := f.readEach(ctx, e, paths, surveySel, func(t *snapshot.Target) error { return s.Add(t) })
 		if errors.Is(err, errMatchedNothing) {

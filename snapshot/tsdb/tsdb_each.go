@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -232,6 +233,7 @@ func passA(ctx context.Context, dir string, opts snapshot.Options, srcs []*eachS
 	}
 	out := make([]found, len(srcs))
 	listed := labelsOnlyNames(opts)
+	sketch := opts.LabelsOnlyFor != nil
 	sem := make(chan struct{}, min(parallelism(), maxWorkers))
 	var wg sync.WaitGroup
 	for i, s := range srcs {
@@ -248,6 +250,9 @@ func passA(ctx context.Context, dir string, opts snapshot.Options, srcs []*eachS
 					s.lrefs[name] = append(s.lrefs[name], ref)
 				} else {
 					s.refs[name] = append(s.refs[name], ref)
+					if sketch {
+						s.rkinds[name] = append(s.rkinds[name], s.kindOf(lset))
+					}
 				}
 				if sp, ok := s.spans[name]; ok {
 					s.spans[name] = [2]int64{min(sp[0], minT), max(sp[1], maxT)}
@@ -304,6 +309,47 @@ type eachSource struct {
 	// spans are the earliest and latest time of each target's chunks
 	// (within the range read).
 	spans map[string][2]int64
+	// With snapshot.Options.LabelsOnlyFor, rkinds are, beside refs, the
+	// kind of each series (an index in kinds), from which passB.relist
+	// sketches the target; kindIdx finds a kind in kinds.
+	rkinds  map[string][]int32
+	kinds   []seriesKind
+	kindIdx map[seriesKind]int32
+}
+
+// seriesKind is what a target's sketch (snapshot.Sketch) takes of a
+// series: its sample name, and whether it has an le or a quantile label,
+// which decide its family's type.
+type seriesKind struct {
+	name         string
+	le, quantile bool
+}
+
+// labels returns the labels of a series of kind k in a sketch.
+func (k seriesKind) labels() labels.Labels {
+	kv := []string{labels.MetricName, k.name}
+	if k.le {
+		kv = append(kv, labels.BucketLabel, "+Inf")
+	}
+	if k.quantile {
+		kv = append(kv, "quantile", "0.5")
+	}
+	return labels.FromStrings(kv...)
+}
+
+// kindOf returns the index in s.kinds of the kind of the series lset,
+// adding it when new (its name copied: lset's memory is the index
+// reader's).
+func (s *eachSource) kindOf(lset labels.Labels) int32 {
+	k := seriesKind{name: lset.Get(labels.MetricName), le: lset.Has(labels.BucketLabel), quantile: lset.Has("quantile")}
+	if i, ok := s.kindIdx[k]; ok {
+		return i
+	}
+	k.name = strings.Clone(k.name)
+	i := int32(len(s.kinds))
+	s.kinds = append(s.kinds, k)
+	s.kindIdx[k] = i
+	return i
 }
 
 // files returns the block's files, nil for the head.
@@ -322,7 +368,8 @@ func openEachSource(name string, br tsdb.BlockReader, mint, maxt, srcMax int64) 
 		return nil, err
 	}
 	return &eachSource{name: name, br: br, qs: []refQuerier{rq}, qmin: mint, qmax: maxt, mint: max(mint, br.Meta().MinTime), maxt: min(maxt, srcMax),
-		lost: lostSeries{byLabels: true}, seen: map[string]bool{}, refs: map[string][]storage.SeriesRef{}, lrefs: map[string][]storage.SeriesRef{}, spans: map[string][2]int64{}}, nil
+		lost: lostSeries{byLabels: true}, seen: map[string]bool{}, refs: map[string][]storage.SeriesRef{}, lrefs: map[string][]storage.SeriesRef{}, spans: map[string][2]int64{},
+		rkinds: map[string][]int32{}, kindIdx: map[seriesKind]int32{}}, nil
 }
 
 // allSeries is the matcher of every series of an index

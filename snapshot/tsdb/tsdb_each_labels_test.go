@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,6 +173,35 @@ func testReadEachLabelsOnly(t *testing.T, head bool) {
 	assert.Zero(t, h.Histograms[0].Len())
 	require.Len(t, tg.Families["listed_gauge"].Series, 1)
 	assert.Empty(t, tg.Families["listed_gauge"].Series[0].T)
+
+	// Listed target by target (Options.LabelsOnlyFor), alone or beside
+	// LabelsOnly, the same metrics give the same target; the function sees
+	// a sketch of the target's families that the read decodes (not those
+	// LabelsOnly lists), once per target.
+	for _, split := range []int{0, 4} {
+		var (
+			mu       sync.Mutex
+			sketches []*snapshot.Target
+		)
+		byTarget := read(snapshot.Options{LabelsOnly: listed[:split], SandboxDir: t.TempDir(),
+			LabelsOnlyFor: func(sk *snapshot.Target) []string {
+				mu.Lock()
+				defer mu.Unlock()
+				sketches = append(sketches, sk)
+				return listed[split:]
+			}})
+		require.Len(t, byTarget, 1)
+		deNaN(byTarget[0])
+		assert.Equal(t, tg, byTarget[0], "LabelsOnly %v, the rest by LabelsOnlyFor", listed[:split])
+		require.Len(t, sketches, 1)
+		sk := sketches[0]
+		assert.Equal(t, "pod-a", sk.Name)
+		assert.ElementsMatch(t, append([]string{"measured"}, listed[split:]...), keys(sk.Families))
+		if split == 0 {
+			assert.Equal(t, "histogram", string(sk.Family("listed_hist").Type))
+			assert.Zero(t, sk.Family("listed_hist").Histograms[0].Len())
+		}
+	}
 
 	// Read (not ReadEach) reads every sample.
 	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{LabelsOnly: listed, SandboxDir: t.TempDir()})

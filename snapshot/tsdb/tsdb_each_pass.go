@@ -116,7 +116,61 @@ type decodeJob struct {
 	name  string
 	refs  [][]storage.SeriesRef
 	lrefs [][]storage.SeriesRef // of the metrics listed by labels (passB.listLabelsOnly)
+	kinds [][]int32             // beside refs, with snapshot.Options.LabelsOnlyFor (eachSource.rkinds)
 	spans [][2]int64
+}
+
+// relist asks snapshot.Options.LabelsOnlyFor which more metrics of target
+// j to list by their labels, showing it the target's sketch (one series
+// of each kind pass A found, see seriesKind), and returns j with the
+// series of those metrics moved from refs to lrefs, in the index's order.
+func (p *passB) relist(j decodeJob) decodeJob {
+	seen := map[seriesKind]bool{}
+	var lsets []labels.Labels
+	for i, s := range p.srcs {
+		for _, k := range j.kinds[i] {
+			if kd := s.kinds[k]; !seen[kd] {
+				seen[kd] = true
+				lsets = append(lsets, kd.labels())
+			}
+		}
+	}
+	more := labelsOnlyNames(snapshot.Options{LabelsOnly: p.opts.LabelsOnlyFor(snapshot.Sketch(j.name, lsets))})
+	if len(more) == 0 {
+		return j
+	}
+	out := j
+	out.refs, out.lrefs, out.kinds = make([][]storage.SeriesRef, len(j.refs)), make([][]storage.SeriesRef, len(j.lrefs)), nil
+	for i, s := range p.srcs {
+		var keep, list []storage.SeriesRef
+		for k, ref := range j.refs[i] {
+			if more[s.kinds[j.kinds[i][k]].name] {
+				list = append(list, ref)
+			} else {
+				keep = append(keep, ref)
+			}
+		}
+		out.refs[i] = keep
+		out.lrefs[i] = mergeRefs(j.lrefs[i], list)
+	}
+	return out
+}
+
+// mergeRefs returns the refs of a and b (each ascending, as an index's
+// postings) in one ascending slice; a itself when b is empty.
+func mergeRefs(a, b []storage.SeriesRef) []storage.SeriesRef {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]storage.SeriesRef, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0] < b[0] {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // A pool decodes the targets of pass B on its workers, each through its
@@ -168,9 +222,9 @@ func newPool(ctx context.Context, pb *passB, names []string) *pool {
 	p.cond.L = &p.mu
 	for k, name := range names {
 		j := decodeJob{name: name, refs: make([][]storage.SeriesRef, len(pb.srcs)), lrefs: make([][]storage.SeriesRef, len(pb.srcs)),
-			spans: make([][2]int64, len(pb.srcs))}
+			kinds: make([][]int32, len(pb.srcs)), spans: make([][2]int64, len(pb.srcs))}
 		for i, s := range pb.srcs {
-			j.refs[i], j.lrefs[i], j.spans[i] = s.refs[name], s.lrefs[name], s.spans[name]
+			j.refs[i], j.lrefs[i], j.kinds[i], j.spans[i] = s.refs[name], s.lrefs[name], s.rkinds[name], s.spans[name]
 		}
 		p.jobs[k] = j
 	}
@@ -273,6 +327,9 @@ func (p *pool) stop() {
 func (p *passB) decodeOne(ctx context.Context, w int, j decodeJob) *decodedTarget {
 	d := &decodedTarget{name: j.name, cols: snapshot.NewColumns(p.dir, p.opts),
 		lost: make([]lostSeries, len(p.srcs)), probs: make([][]srcReport, len(p.srcs)), viaMaps: make([]int, len(p.srcs))}
+	if p.opts.LabelsOnlyFor != nil {
+		j = p.relist(j)
+	}
 	// later is the time the target's chunks span in the source read and
 	// those after it, for sizing its columns once.
 	var later float64
@@ -340,6 +397,7 @@ func (p *passB) deliver(d *decodedTarget) (mapped int64) {
 		mapped += s.mapped(n)
 		delete(s.refs, d.name)
 		delete(s.lrefs, d.name)
+		delete(s.rkinds, d.name)
 		delete(s.spans, d.name)
 	}
 	return mapped
