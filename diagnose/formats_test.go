@@ -641,8 +641,8 @@ func TestSelectionSameDiagnosis(t *testing.T) {
 // without given windows: a survey of the targets read one at a time
 // (snapshot.ReadEach, with Surveyor.LabelsOnly and LabelsOnlyFor; a
 // second pass when the survey asks for one), then a read of only the
-// windows it chose, each target trimmed (Options.Trimmer), diagnosed
-// with the survey. With wrong, the first read also lists the TTFT
+// windows it chose (without what Survey.SkipFor skips), each target
+// trimmed (Options.Trimmer), diagnosed with the survey. With wrong, the first read also lists the TTFT
 // family the survey measures, as a sketch that foretold another match
 // would: the survey must notice and ask for a second pass.
 func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagnose.Options, wrong bool) *diagnose.Report {
@@ -659,13 +659,13 @@ func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagno
 		// by their labels.
 		o.LabelsOnly = s.LabelsOnly()
 		var sketched atomic.Int64 // called from the reader's goroutines
-		o.LabelsOnlyFor = func(sk *snapshot.Target) []string {
+		o.ForTarget = func(sk *snapshot.Target) snapshot.TargetSelection {
 			sketched.Add(1)
 			more := s.LabelsOnlyFor(sk)
 			if wrong && pass == 0 {
 				more = append(more, diagnose.DefaultCatalog().SignalMetrics(diagnose.SignalTTFT)...)
 			}
-			return more
+			return snapshot.TargetSelection{LabelsOnly: more}
 		}
 		_, err := snapshot.ReadEach(context.Background(), []string{path}, o, s.Add)
 		require.NoError(t, err)
@@ -686,6 +686,11 @@ func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagno
 	for _, r := range sv.ReadRanges() {
 		o := sel
 		o.Start, o.End, o.SandboxDir = r.Start, r.End, t.TempDir()
+		// As the command reads the windows: without the families the
+		// survey read by labels and the diagnosis does not measure.
+		o.ForTarget = func(sk *snapshot.Target) snapshot.TargetSelection {
+			return snapshot.TargetSelection{Skip: sv.SkipFor(sk)}
+		}
 		var targets []*snapshot.Target
 		e, err := snapshot.ReadEach(context.Background(), []string{path}, o, func(tg *snapshot.Target) error {
 			targets = append(targets, trim(tg))

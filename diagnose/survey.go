@@ -274,6 +274,9 @@ type Surveyor struct {
 	// every target is added once more, read with LabelsOnlyFor listing
 	// nothing (relisting).
 	relist, relisting bool
+	// skip holds, by target, the families a read of the windows may leave
+	// out (see skippable).
+	skip map[string][]string
 }
 
 // surveyed are the signals whose samples a survey measures: the
@@ -324,6 +327,12 @@ func (s *Surveyor) Add(t *snapshot.Target) error {
 		}
 		s.relist = true
 	}
+	if s.pass == 0 || s.relisting {
+		if s.skip == nil {
+			s.skip = map[string][]string{}
+		}
+		s.skip[t.Name] = skippable(t, &tr)
+	}
 	sc := newScope(s.set, s.base, []replica{{t: t, res: &tr}})
 	if len(servingReplicas(sc.replicas, s.base)) == 0 {
 		return nil
@@ -372,8 +381,9 @@ func (s *Surveyor) LabelsOnly() []string {
 	return out
 }
 
-// LabelsOnlyFor is for snapshot.Options.LabelsOnlyFor of the read that
-// feeds the Surveyor, beside LabelsOnly: of the candidate metrics of the
+// LabelsOnlyFor is for snapshot.TargetSelection.LabelsOnly of the read
+// that feeds the Surveyor (snapshot.Options.ForTarget), beside
+// LabelsOnly: of the candidate metrics of the
 // signals a survey measures, those the catalog does not match on the
 // target sketched (a signal's later candidates where an earlier one is
 // present, an older vLLM's names beside a newer's), which the survey then
@@ -417,14 +427,60 @@ func listedMatch(tr *TargetResolution) bool {
 		if !ok || !m.Found() {
 			continue
 		}
-		sampled := false
-		for _, sr := range m.Family.Series {
-			sampled = sampled || len(sr.T) > 0
+		if !familySampled(m.Family) {
+			return true
 		}
-		for _, h := range m.Family.Histograms {
-			sampled = sampled || len(h.T) > 0
+	}
+	return false
+}
+
+// skippable returns the families of target t, as read for a survey and
+// matched by tr, that a read of the windows of its diagnosis may leave
+// out (Survey.SkipFor), sorted: those read by their labels alone (no
+// sample: every sample of theirs lies at a time of the target's decoded
+// samples, see snapshot.Options.LabelsOnly), matched by no signal (a
+// diagnosis measures none of their samples: Options.Trimmer keeps none),
+// and sharing no sample name with a family that is read. The windows' read
+// decodes every family the survey decoded, so the times of the skipped
+// families are among those it reads, and the target's scrapes are the
+// same; their labels come from the survey (Survey.complete).
+func skippable(t *snapshot.Target, tr *TargetResolution) []string {
+	measured := map[string]bool{}
+	for _, m := range tr.Matches {
+		if m.Found() {
+			measured[m.Family.Name] = true
 		}
-		if !sampled {
+	}
+	read := map[string]bool{} // the sample names of the families read
+	var out []string
+	for name, f := range t.Families {
+		if !measured[name] && !familySampled(f) {
+			out = append(out, name)
+			continue
+		}
+		for _, s := range f.Series {
+			read[s.Name] = true
+		}
+		if len(f.Histograms) > 0 {
+			read[name+"_bucket"], read[name+"_sum"], read[name+"_count"] = true, true, true
+		}
+	}
+	out = slices.DeleteFunc(out, func(name string) bool {
+		return slices.ContainsFunc((snapshot.Options{Metrics: []string{name}}).MetricSampleNames(), func(n string) bool { return read[n] })
+	})
+	slices.Sort(out)
+	return out
+}
+
+// familySampled reports whether a series of f holds a sample.
+func familySampled(f *snapshot.Family) bool {
+	for _, s := range f.Series {
+		if len(s.T) > 0 {
+			return true
+		}
+	}
+	for _, h := range f.Histograms {
+		if len(h.T) > 0 {
 			return true
 		}
 	}
@@ -492,7 +548,7 @@ func (s *Surveyor) Survey() (sv *Survey, again bool, err error) {
 		s.pass, s.next, s.relisting = s.pass+1, 0, true
 		return nil, true, nil
 	}
-	return &Survey{set: s.set, group: groups[0].sel, st: st, tl: tl, targets: s.targets, starts: s.starts, passes: s.pass + 1}, false, nil
+	return &Survey{set: s.set, group: groups[0].sel, st: st, tl: tl, targets: s.targets, starts: s.starts, skip: s.skip, passes: s.pass + 1}, false, nil
 }
 
 // stripSamples returns a copy of t with its labels and none of its
@@ -521,7 +577,20 @@ type Survey struct {
 	tl      *timelines
 	targets []*snapshot.Target // labels only
 	starts  map[string]int     // distinct process start times per target (see scopeWarnings)
+	skip    map[string][]string
 	passes  int
+}
+
+// SkipFor is for snapshot.TargetSelection.Skip of the read of the windows
+// (snapshot.Options.ForTarget, the same metrics as the survey's read):
+// the families of the target sketched that the survey read by their
+// labels and that no signal matches, which the diagnosis does not measure
+// (see Options.Trimmer) and whose times are among those of the families
+// read. Their labels come from the survey: Diagnose with the survey
+// completes the windows' evidence with them, and the report is the one of
+// a read of the windows that kept them. It is safe for concurrent use.
+func (sv *Survey) SkipFor(sketch *snapshot.Target) []string {
+	return sv.skip[sketch.Name]
 }
 
 // Windows returns the baseline and incident windows the diagnosis will

@@ -2,6 +2,7 @@ package diagnose_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -231,4 +232,64 @@ func TestSurveyorLabelsOnlyFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSurveySkipFor checks which families a survey lets the windows' read
+// skip: only those it read by their labels (no sample) that no signal
+// matches; none of a target read in full, and never a matched family.
+func TestSurveySkipFor(t *testing.T) {
+	spec, ok := fleetsim.LookupScenario("healthy")
+	require.True(t, ok)
+	cfg := spec.Config
+	cfg.NumPods, cfg.Pods = 2, nil
+	ev := simulate(t, cfg)
+	cat := diagnose.DefaultCatalog()
+
+	sv, _ := survey(t, ev, diagnose.Options{})
+	for _, tg := range ev.Targets {
+		assert.Empty(t, sv.SkipFor(&snapshot.Target{Name: tg.Name}), "%s: read in full, every family has samples", tg.Name)
+	}
+
+	// As a survey's read lists them: every family but the matched ones by
+	// labels alone, and one unmatched family decoded after all.
+	listed := &snapshot.Evidence{}
+	var kept string
+	for _, tg := range ev.Targets {
+		matched := map[string]bool{}
+		for _, m := range cat.ResolveTarget(tg).Matches {
+			if m.Found() {
+				matched[m.Family.Name] = true
+			}
+		}
+		c := *tg
+		c.Families = map[string]*snapshot.Family{}
+		for _, name := range tg.FamilyNames() {
+			f := tg.Families[name]
+			if !matched[name] && kept == "" && strings.HasSuffix(name, "_created") {
+				kept = name // decoded after all
+			}
+			if matched[name] || name == kept {
+				c.Families[name] = f
+			} else {
+				c.Families[name] = f.WithoutSamples()
+			}
+		}
+		listed.Targets = append(listed.Targets, &c)
+	}
+	require.NotEmpty(t, kept)
+	sv, _ = survey(t, listed, diagnose.Options{})
+	for _, tg := range listed.Targets {
+		skip := sv.SkipFor(&snapshot.Target{Name: tg.Name})
+		require.NotEmpty(t, skip, tg.Name)
+		for _, m := range cat.ResolveTarget(tg).Matches {
+			if m.Found() {
+				assert.NotContains(t, skip, m.Family.Name, "%s: %s is measured", tg.Name, m.Signal)
+			}
+		}
+		assert.NotContains(t, skip, kept, "%s: read with samples", tg.Name)
+		for _, name := range skip {
+			assert.Zero(t, evidenceSamples(&snapshot.Evidence{Targets: []*snapshot.Target{{Families: map[string]*snapshot.Family{name: tg.Families[name]}}}}), name)
+		}
+	}
+	assert.Empty(t, sv.SkipFor(&snapshot.Target{Name: "no-such-pod"}))
 }

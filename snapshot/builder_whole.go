@@ -112,7 +112,7 @@ func canonicalFamily(f *Family, listed map[string]bool) bool {
 
 // listUnsampled adds to the names the Builder keeps without samples
 // (Options.LabelsOnly's) those of the series of t that hold none: a
-// source that honours Options.LabelsOnlyFor lists them target by
+// source that honours Options.ForTarget lists them target by
 // target, and hands over no other series without samples.
 func (b *Builder) listUnsampled(t *Target) {
 	for _, f := range t.Families {

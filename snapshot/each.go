@@ -123,7 +123,7 @@ func (r *eachRead) target(t *Target) error {
 	}
 	b := NewBuilder(r.opts)
 	b.adopt, b.perTarget = true, true
-	if r.opts.LabelsOnlyFor != nil {
+	if r.opts.ForTarget != nil {
 		b.listUnsampled(t)
 	}
 	if !r.opts.KeepTimeOutliers {

@@ -55,20 +55,14 @@ type Options struct {
 	// survey that measures a few families and resolves the catalog on the
 	// rest.
 	LabelsOnly []string
-	// LabelsOnlyFor, when set, chooses more metrics to list by their
-	// labels target by target, where LabelsOnly chooses them for every
-	// target. A reader that honours LabelsOnly calls it once for each
-	// target, before the target's samples are read, with a sketch of it
-	// (see Sketch): the families its series' names and labels make,
-	// without samples. The metrics it returns (named as in Metrics) are
-	// listed as LabelsOnly's are, with the same guarantee: where the
-	// index cannot show that leaving their samples out changes nothing
-	// else, they are decoded after all. It may be called from several
-	// goroutines at once, and may return nil. For a caller that measures,
-	// of the candidate families of a signal, only the one a catalog
-	// matches on each target, which the family names alone decide. Read
-	// and the sources that do not honour LabelsOnly never call it.
-	LabelsOnlyFor func(sketch *Target) []string
+	// ForTarget, when set, narrows Metrics and LabelsOnly target by
+	// target (see TargetSelection). A reader that honours LabelsOnly
+	// calls it once for each target, before the target's samples are
+	// read, with a sketch of it (see Sketch): the families its series'
+	// names and labels make, without samples. It may be called from
+	// several goroutines at once. Read and the sources that do not
+	// honour LabelsOnly never call it, and read every metric of Metrics.
+	ForTarget func(sketch *Target) TargetSelection
 	// SandboxDir is where a TSDB's head and WAL are copied for a
 	// read-only replay; "" uses os.TempDir(). It must not be under an
 	// input path.
@@ -229,4 +223,26 @@ func positiveOr[T cmp.Ordered](v, def T) T {
 		return v
 	}
 	return def
+}
+
+// TargetSelection is what Options.ForTarget chooses for one target,
+// beside Options.Metrics and Options.LabelsOnly (metrics named as in
+// Metrics).
+type TargetSelection struct {
+	// LabelsOnly are more metrics to list by their labels, as
+	// Options.LabelsOnly lists its own, with the same guarantee: where the
+	// index cannot show that leaving their samples out changes nothing
+	// else, they are decoded after all. For a caller that measures, of
+	// the candidate families of a signal, only the one a catalog matches
+	// on each target, which the family names alone decide.
+	LabelsOnly []string
+	// Skip are metrics left out of the target altogether, as if Metrics
+	// did not list them for it: neither samples nor labels. A target's
+	// Scrapes are the times of its samples, so leaving a family out may
+	// change them unless every sample of it lies at a time of the
+	// target's other samples read: a caller skips only what it knows to
+	// share its times so, such as a family that a survey of the same
+	// history listed by its labels (see LabelsOnly), read beside the
+	// families the survey decoded.
+	Skip []string
 }

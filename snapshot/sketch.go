@@ -11,7 +11,7 @@ import (
 // counter from a _total name, else untyped), each series listed by its
 // labels (no samples, a histogram with its bucket layout and no rows). It
 // is what a reader knows of a target from an index before it reads a
-// sample, and what Options.LabelsOnlyFor is given: lsets may hold one
+// sample, and what Options.ForTarget is given: lsets may hold one
 // series per sample name, enough for the families' names and types.
 // Scrapes are empty.
 func Sketch(name string, lsets []labels.Labels) *Target {

@@ -353,7 +353,9 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 	// does not match there (s is the Surveyor of the read under way).
 	surveySel := sel
 	surveySel.LabelsOnly = s.LabelsOnly()
-	surveySel.LabelsOnlyFor = func(sketch *snapshot.Target) []string { return s.LabelsOnlyFor(sketch) }
+	surveySel.ForTarget = func(sketch *snapshot.Target) snapshot.TargetSelection {
+		return snapshot.TargetSelection{LabelsOnly: s.LabelsOnlyFor(sketch)}
+	}
 	for sv == nil {
 		ev, err := f.readEach(ctx, e, paths, surveySel, func(t *snapshot.Target) error { return s.Add(t) })
 		if errors.Is(err, errMatchedNothing) {
@@ -384,6 +386,12 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 		return ev, opts, err
 	}
 	sel.Revisit = nil
+	// The windows are read without the families that the survey read by
+	// their labels and the diagnosis does not measure (the older names
+	// of a signal, _created): Diagnose takes their labels from the survey.
+	sel.ForTarget = func(sketch *snapshot.Target) snapshot.TargetSelection {
+		return snapshot.TargetSelection{Skip: sv.SkipFor(sketch)}
+	}
 	if len(ranges) == 1 {
 		sel.Start, sel.End = ranges[0].Start, ranges[0].End
 	}

@@ -233,7 +233,7 @@ func passA(ctx context.Context, dir string, opts snapshot.Options, srcs []*eachS
 	}
 	out := make([]found, len(srcs))
 	listed := labelsOnlyNames(opts)
-	sketch := opts.LabelsOnlyFor != nil
+	sketch := opts.ForTarget != nil
 	sem := make(chan struct{}, min(parallelism(), maxWorkers))
 	var wg sync.WaitGroup
 	for i, s := range srcs {
@@ -248,6 +248,9 @@ func passA(ctx context.Context, dir string, opts snapshot.Options, srcs []*eachS
 				f.targets[name] = true
 				if listed[lset.Get(labels.MetricName)] {
 					s.lrefs[name] = append(s.lrefs[name], ref)
+					if sketch {
+						s.lkinds[name] = append(s.lkinds[name], s.kindOf(lset))
+					}
 				} else {
 					s.refs[name] = append(s.refs[name], ref)
 					if sketch {
@@ -309,10 +312,12 @@ type eachSource struct {
 	// spans are the earliest and latest time of each target's chunks
 	// (within the range read).
 	spans map[string][2]int64
-	// With snapshot.Options.LabelsOnlyFor, rkinds are, beside refs, the
-	// kind of each series (an index in kinds), from which passB.relist
-	// sketches the target; kindIdx finds a kind in kinds.
+	// With snapshot.Options.ForTarget, rkinds and lkinds are, beside
+	// refs and lrefs, the kind of each series (an index in kinds), from
+	// which passB.relist sketches the target; kindIdx finds a kind in
+	// kinds.
 	rkinds  map[string][]int32
+	lkinds  map[string][]int32
 	kinds   []seriesKind
 	kindIdx map[seriesKind]int32
 }
@@ -369,7 +374,7 @@ func openEachSource(name string, br tsdb.BlockReader, mint, maxt, srcMax int64) 
 	}
 	return &eachSource{name: name, br: br, qs: []refQuerier{rq}, qmin: mint, qmax: maxt, mint: max(mint, br.Meta().MinTime), maxt: min(maxt, srcMax),
 		lost: lostSeries{byLabels: true}, seen: map[string]bool{}, refs: map[string][]storage.SeriesRef{}, lrefs: map[string][]storage.SeriesRef{}, spans: map[string][2]int64{},
-		rkinds: map[string][]int32{}, kindIdx: map[seriesKind]int32{}}, nil
+		rkinds: map[string][]int32{}, lkinds: map[string][]int32{}, kindIdx: map[seriesKind]int32{}}, nil
 }
 
 // allSeries is the matcher of every series of an index

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -174,34 +175,47 @@ func testReadEachLabelsOnly(t *testing.T, head bool) {
 	require.Len(t, tg.Families["listed_gauge"].Series, 1)
 	assert.Empty(t, tg.Families["listed_gauge"].Series[0].T)
 
-	// Listed target by target (Options.LabelsOnlyFor), alone or beside
-	// LabelsOnly, the same metrics give the same target; the function sees
-	// a sketch of the target's families that the read decodes (not those
-	// LabelsOnly lists), once per target.
+	// Listed target by target (Options.ForTarget), alone or beside
+	// LabelsOnly, the same metrics give the same target; ForTarget sees a
+	// sketch of the target's families, once per target.
+	all := append([]string{"measured"}, listed...)
 	for _, split := range []int{0, 4} {
 		var (
 			mu       sync.Mutex
 			sketches []*snapshot.Target
 		)
 		byTarget := read(snapshot.Options{LabelsOnly: listed[:split], SandboxDir: t.TempDir(),
-			LabelsOnlyFor: func(sk *snapshot.Target) []string {
+			ForTarget: func(sk *snapshot.Target) snapshot.TargetSelection {
 				mu.Lock()
 				defer mu.Unlock()
 				sketches = append(sketches, sk)
-				return listed[split:]
+				return snapshot.TargetSelection{LabelsOnly: listed[split:]}
 			}})
 		require.Len(t, byTarget, 1)
 		deNaN(byTarget[0])
-		assert.Equal(t, tg, byTarget[0], "LabelsOnly %v, the rest by LabelsOnlyFor", listed[:split])
+		assert.Equal(t, tg, byTarget[0], "LabelsOnly %v, the rest by ForTarget", listed[:split])
 		require.Len(t, sketches, 1)
 		sk := sketches[0]
 		assert.Equal(t, "pod-a", sk.Name)
-		assert.ElementsMatch(t, append([]string{"measured"}, listed[split:]...), keys(sk.Families))
-		if split == 0 {
-			assert.Equal(t, "histogram", string(sk.Family("listed_hist").Type))
-			assert.Zero(t, sk.Family("listed_hist").Histograms[0].Len())
-		}
+		assert.ElementsMatch(t, all, keys(sk.Families))
+		assert.Equal(t, "histogram", string(sk.Family("listed_hist").Type))
+		assert.Zero(t, sk.Family("listed_hist").Histograms[0].Len())
 	}
+
+	// Skipped target by target, a family is not read at all, whether
+	// LabelsOnly lists it or not; the rest is as read without it.
+	skip := []string{"listed_gauge", "listed_hist", "measured"}
+	skipped := read(snapshot.Options{LabelsOnly: listed[:1], SandboxDir: t.TempDir(),
+		ForTarget: func(*snapshot.Target) snapshot.TargetSelection {
+			return snapshot.TargetSelection{Skip: skip, LabelsOnly: listed[1:2]}
+		}})
+	require.Len(t, skipped, 1)
+	deNaN(skipped[0])
+	for name, gf := range skipped[0].Families {
+		assert.NotContains(t, skip, name)
+		assert.Equal(t, want.Families[name], gf, "%s: decoded", name)
+	}
+	assert.ElementsMatch(t, slices.DeleteFunc(keys(want.Families), func(n string) bool { return slices.Contains(skip, n) }), keys(skipped[0].Families))
 
 	// Read (not ReadEach) reads every sample.
 	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{LabelsOnly: listed, SandboxDir: t.TempDir()})

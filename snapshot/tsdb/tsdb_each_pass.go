@@ -113,45 +113,58 @@ func (p *passB) held() int {
 // sources' maps before the workers start, so that the caller may deliver
 // a target (which edits the maps) while they run.
 type decodeJob struct {
-	name  string
-	refs  [][]storage.SeriesRef
-	lrefs [][]storage.SeriesRef // of the metrics listed by labels (passB.listLabelsOnly)
-	kinds [][]int32             // beside refs, with snapshot.Options.LabelsOnlyFor (eachSource.rkinds)
-	spans [][2]int64
+	name   string
+	refs   [][]storage.SeriesRef
+	lrefs  [][]storage.SeriesRef // of the metrics listed by labels (passB.listLabelsOnly)
+	kinds  [][]int32             // beside refs, with snapshot.Options.ForTarget (eachSource.rkinds)
+	lkinds [][]int32             // beside lrefs, likewise
+	spans  [][2]int64
 }
 
-// relist asks snapshot.Options.LabelsOnlyFor which more metrics of target
-// j to list by their labels, showing it the target's sketch (one series
-// of each kind pass A found, see seriesKind), and returns j with the
-// series of those metrics moved from refs to lrefs, in the index's order.
+// relist asks snapshot.Options.ForTarget what to read of target j,
+// showing it the target's sketch (one series of each kind pass A found,
+// see seriesKind), and returns j without the series of the metrics to
+// skip, and with those of the metrics to list by labels moved from refs
+// to lrefs, in the index's order.
 func (p *passB) relist(j decodeJob) decodeJob {
 	seen := map[seriesKind]bool{}
 	var lsets []labels.Labels
 	for i, s := range p.srcs {
-		for _, k := range j.kinds[i] {
-			if kd := s.kinds[k]; !seen[kd] {
-				seen[kd] = true
-				lsets = append(lsets, kd.labels())
+		for _, kinds := range [][]int32{j.kinds[i], j.lkinds[i]} {
+			for _, k := range kinds {
+				if kd := s.kinds[k]; !seen[kd] {
+					seen[kd] = true
+					lsets = append(lsets, kd.labels())
+				}
 			}
 		}
 	}
-	more := labelsOnlyNames(snapshot.Options{LabelsOnly: p.opts.LabelsOnlyFor(snapshot.Sketch(j.name, lsets))})
-	if len(more) == 0 {
+	sel := p.opts.ForTarget(snapshot.Sketch(j.name, lsets))
+	more := labelsOnlyNames(snapshot.Options{LabelsOnly: sel.LabelsOnly})
+	skip := labelsOnlyNames(snapshot.Options{LabelsOnly: sel.Skip})
+	if len(more) == 0 && len(skip) == 0 {
 		return j
 	}
 	out := j
-	out.refs, out.lrefs, out.kinds = make([][]storage.SeriesRef, len(j.refs)), make([][]storage.SeriesRef, len(j.lrefs)), nil
+	out.refs, out.lrefs, out.kinds, out.lkinds = make([][]storage.SeriesRef, len(j.refs)), make([][]storage.SeriesRef, len(j.lrefs)), nil, nil
 	for i, s := range p.srcs {
-		var keep, list []storage.SeriesRef
+		var keep, list, listed []storage.SeriesRef
 		for k, ref := range j.refs[i] {
-			if more[s.kinds[j.kinds[i][k]].name] {
+			switch name := s.kinds[j.kinds[i][k]].name; {
+			case skip[name]:
+			case more[name]:
 				list = append(list, ref)
-			} else {
+			default:
 				keep = append(keep, ref)
 			}
 		}
+		for k, ref := range j.lrefs[i] {
+			if !skip[s.kinds[j.lkinds[i][k]].name] {
+				listed = append(listed, ref)
+			}
+		}
 		out.refs[i] = keep
-		out.lrefs[i] = mergeRefs(j.lrefs[i], list)
+		out.lrefs[i] = mergeRefs(listed, list)
 	}
 	return out
 }
@@ -222,9 +235,10 @@ func newPool(ctx context.Context, pb *passB, names []string) *pool {
 	p.cond.L = &p.mu
 	for k, name := range names {
 		j := decodeJob{name: name, refs: make([][]storage.SeriesRef, len(pb.srcs)), lrefs: make([][]storage.SeriesRef, len(pb.srcs)),
-			kinds: make([][]int32, len(pb.srcs)), spans: make([][2]int64, len(pb.srcs))}
+			kinds: make([][]int32, len(pb.srcs)), lkinds: make([][]int32, len(pb.srcs)), spans: make([][2]int64, len(pb.srcs))}
 		for i, s := range pb.srcs {
-			j.refs[i], j.lrefs[i], j.kinds[i], j.spans[i] = s.refs[name], s.lrefs[name], s.rkinds[name], s.spans[name]
+			j.refs[i], j.lrefs[i], j.spans[i] = s.refs[name], s.lrefs[name], s.spans[name]
+			j.kinds[i], j.lkinds[i] = s.rkinds[name], s.lkinds[name]
 		}
 		p.jobs[k] = j
 	}
@@ -327,7 +341,7 @@ func (p *pool) stop() {
 func (p *passB) decodeOne(ctx context.Context, w int, j decodeJob) *decodedTarget {
 	d := &decodedTarget{name: j.name, cols: snapshot.NewColumns(p.dir, p.opts),
 		lost: make([]lostSeries, len(p.srcs)), probs: make([][]srcReport, len(p.srcs)), viaMaps: make([]int, len(p.srcs))}
-	if p.opts.LabelsOnlyFor != nil {
+	if p.opts.ForTarget != nil {
 		j = p.relist(j)
 	}
 	// later is the time the target's chunks span in the source read and
@@ -398,6 +412,7 @@ func (p *passB) deliver(d *decodedTarget) (mapped int64) {
 		delete(s.refs, d.name)
 		delete(s.lrefs, d.name)
 		delete(s.rkinds, d.name)
+		delete(s.lkinds, d.name)
 		delete(s.spans, d.name)
 	}
 	return mapped
