@@ -235,7 +235,8 @@ func MergeHistogramIncreases(incs ...HistogramIncrease) (HistogramIncrease, erro
 // MergeHistogramIncreases or MergeInto), not a series' or another
 // increase's. On an error, *acc is unchanged.
 func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
-	if !oneMergeableLayout([]HistogramIncrease{*acc, inc}) {
+	both := []HistogramIncrease{*acc, inc}
+	if !oneMergeableLayout(both) {
 		m, err := MergeHistogramIncreases(*acc, inc)
 		if err != nil {
 			return err
@@ -244,7 +245,7 @@ func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
 		return nil
 	}
 	a, b := &acc.Histogram, inc.Histogram
-	r := mergeFields([]HistogramIncrease{*acc, inc})
+	r := mergeFields(both)
 	// As histogram.Merge sums: from zero, the inputs in order.
 	sum, count := 0.0, 0.0
 	sum += a.Sum
@@ -266,6 +267,12 @@ func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
 // mergeFields merges all but the histograms of incs, for
 // MergeHistogramIncreases.
 func mergeFields(incs []HistogramIncrease) HistogramIncrease {
+	if len(incs) == 1 && len(incs[0].Dropped) == 0 && len(incs[0].Warnings) == 0 {
+		// The loop below would copy the fields one by one.
+		r := incs[0]
+		r.Histogram, r.Dropped, r.Warnings = histogram.Histogram{}, nil, nil
+		return r
+	}
 	var r HistogramIncrease
 	for i, h := range incs {
 		mergeSpan(i, &r.Window, &r.From, &r.To, h.Window, h.From, h.To)
@@ -368,8 +375,10 @@ func (tl *histTimeline) increase(name string, x *edgeIndex, w Window, scratch *h
 	if scratch != nil {
 		accs = scratch.accs[:0]
 	}
+	// The samples added are valid (their bounds hold no NaN): those of one
+	// segment share its layout, and only bounds of two are compared.
 	acc := func(seg int) *histogram.Histogram {
-		if len(accs) == 0 || !histogram.SameLayout(segs[accs[len(accs)-1].seg].Bounds, segs[seg].Bounds) {
+		if len(accs) == 0 || (accs[len(accs)-1].seg != seg && !histogram.SameLayout(segs[accs[len(accs)-1].seg].Bounds, segs[seg].Bounds)) {
 			accs = append(accs, scratch.newAcc(len(accs), seg, segs[seg].Bounds))
 			if scratch != nil {
 				scratch.accs = accs
@@ -388,13 +397,15 @@ func (tl *histTimeline) increase(name string, x *edgeIndex, w Window, scratch *h
 	// Between resets the steps' increases telescope: a run of samples in
 	// which nothing went down adds histogram.Sub(last, first) of the run.
 	runStart, prev := from, from
+	p := tl.at(prev) // the sample at prev
+	first := p       // the sample at runStart
 	flush := func() error {
 		if runStart == prev {
 			return nil
 		}
-		later, earlier := tl.at(prev), tl.at(runStart)
+		later, earlier := p, first
 		if len(later.Counts) == len(later.Bounds) && len(earlier.Counts) == len(earlier.Bounds) &&
-			histogram.SameLayout(later.Bounds, earlier.Bounds) && !wentDown(later, earlier) {
+			(tl.seg(prev) == tl.seg(runStart) || histogram.SameLayout(later.Bounds, earlier.Bounds)) && !wentDown(later, earlier) {
 			// What histogram.Sub would return, added without making it.
 			a := acc(tl.seg(prev))
 			for i, c := range later.Counts {
@@ -418,7 +429,6 @@ func (tl *histTimeline) increase(name string, x *edgeIndex, w Window, scratch *h
 			continue
 		}
 		cur := tl.at(j)
-		p := tl.at(prev)
 		changed := tl.seg(j) != tl.seg(prev) && !histogram.SameLayout(p.Bounds, cur.Bounds)
 		if changed || wentDown(cur, p) {
 			// A reset: the run before it ends at prev, and the step's
@@ -431,10 +441,10 @@ func (tl *histTimeline) increase(name string, x *edgeIndex, w Window, scratch *h
 			if changed {
 				r.LayoutChanges++
 			}
-			runStart = j
+			runStart, first = j, cur
 		}
 		r.N++
-		prev = j
+		prev, p = j, cur
 	}
 	if err := flush(); err != nil {
 		return HistogramIncrease{}, err
@@ -506,14 +516,14 @@ func newHistTimeline(segs []*HistogramSeries) histTimeline {
 	return tl
 }
 
-func (tl histTimeline) seg(j int) int {
+func (tl *histTimeline) seg(j int) int {
 	if tl.ref == nil {
 		return 0
 	}
 	return tl.ref[j][0]
 }
 
-func (tl histTimeline) at(j int) histogram.Histogram {
+func (tl *histTimeline) at(j int) histogram.Histogram {
 	if tl.ref == nil {
 		return tl.segs[0].At(j)
 	}

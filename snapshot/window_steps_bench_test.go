@@ -93,3 +93,27 @@ func BenchmarkStepsHistogramFamily(b *testing.B) {
 			return f.HistogramIncreaseSteps(g, nil)
 		})
 }
+
+// BenchmarkStepsHistogramEach is what a survey does with a replica's
+// histogram: HistogramIncreaseEach over 360 one-minute windows of 6 h,
+// one engine, each window's increase folded into a fleet's (MergeInto).
+func BenchmarkStepsHistogramEach(b *testing.B) {
+	f := &snapshot.Family{Name: "h", Histograms: []*snapshot.HistogramSeries{benchHistogram()}}
+	grid := snapshot.Grid(benchStepsWindow, time.Minute)
+	fleet := make([]snapshot.HistogramIncrease, len(grid))
+	f.HistogramIncreaseEach(grid, nil, func(k int, inc snapshot.HistogramIncrease, err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		fleet[k] = inc
+		fleet[k].Histogram = inc.Histogram.Clone()
+	})
+	b.ReportAllocs()
+	for b.Loop() {
+		f.HistogramIncreaseEach(grid, nil, func(k int, inc snapshot.HistogramIncrease, err error) {
+			if err := snapshot.MergeInto(&fleet[k], inc); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
