@@ -296,8 +296,26 @@ func mergeFields(incs []HistogramIncrease) HistogramIncrease {
 // family, or "") prefixes errors.
 func histogramIncrease(name string, segs []*HistogramSeries, w Window) (HistogramIncrease, error) {
 	tl := newHistTimeline(segs)
-	x := edgeIndex{t: tl.t, ok: func(j int) bool { return tl.at(j).Validate() == nil }}
+	x := edgeIndex{t: tl.t, ok: validSample(&tl)}
 	return tl.increase(name, &x, w, nil)
+}
+
+// validSample returns the validity of the samples of tl, as
+// histogram.Histogram.Validate decides it, for an edgeIndex: counts that
+// are surely valid (surelyValidCounts) under valid bounds need no
+// Validate, and each segment's bounds are checked once.
+func validSample(tl *histTimeline) func(j int) bool {
+	bounds := make([]int8, len(tl.segs)) // 0 unknown, 1 valid, -1 not
+	return func(j int) bool {
+		h, k := tl.at(j), tl.seg(j)
+		if bounds[k] == 0 {
+			bounds[k] = -1
+			if validBounds(tl.segs[k].Bounds) {
+				bounds[k] = 1
+			}
+		}
+		return bounds[k] == 1 && surelyValidCounts(h) || h.Validate() == nil
+	}
 }
 
 // histAcc accumulates the increase under one layout, that of segment seg.

@@ -204,14 +204,7 @@ func (f *Family) GaugeSteps(grid []Window, match map[string]string, agg Aggregat
 // windows of a grid: each sample is validated once.
 func gridTimeline(segs []*HistogramSeries) (*histTimeline, edgeIndex) {
 	tl := newHistTimeline(segs)
-	bounds := make([]bool, len(segs))
-	for k, s := range segs {
-		bounds[k] = validBounds(s.Bounds)
-	}
-	return &tl, newGridIndex(tl.t, func(j int) bool {
-		h := tl.at(j)
-		return bounds[tl.seg(j)] && surelyValidCounts(h) || h.Validate() == nil
-	})
+	return &tl, newGridIndex(tl.t, validSample(&tl))
 }
 
 // validBounds reports whether histogram.Histogram.Validate accepts bounds:
