@@ -277,17 +277,20 @@ type Surveyor struct {
 	// skip holds, by target, the families a read of the windows may leave
 	// out (see skippable).
 	skip map[string][]string
+	// candidates are the metrics of the surveyed signals' candidates
+	// (Catalog.SignalMetrics), for LabelsOnlyFor.
+	candidates []string
 }
 
 // surveyed are the signals whose samples a survey measures: the
 // timelines' and the process start times.
-func surveyed() []SignalID {
+var surveyed = func() []SignalID {
 	ids := []SignalID{SignalProcessStart}
 	for _, spec := range timelineSpecs {
 		ids = append(ids, spec.id)
 	}
 	return ids
-}
+}()
 
 // NewSurveyor returns a Surveyor for a diagnosis under opts. Options that
 // choose windows (Baseline, Incident) are refused: a survey is what
@@ -300,7 +303,7 @@ func NewSurveyor(opts Options) (*Surveyor, error) {
 	if !opts.Incident.IsZero() {
 		return nil, errors.New("diagnose: a survey chooses the windows: Options.Baseline and Options.Incident must be zero")
 	}
-	s := &Surveyor{set: set}
+	s := &Surveyor{set: set, candidates: set.catalog.SignalMetrics(surveyed...)}
 	if set.Model != "" {
 		s.base = map[string]string{"model_name": set.Model}
 	}
@@ -371,7 +374,7 @@ func (s *Surveyor) Add(t *snapshot.Target) error {
 // layouts) and complete the windows' evidence, are what the survey keeps
 // of them.
 func (s *Surveyor) LabelsOnly() []string {
-	measured := s.set.catalog.SignalMetrics(surveyed()...)
+	measured := s.candidates
 	var out []string
 	for _, m := range s.set.catalog.EvidenceMetrics() {
 		if !slices.Contains(measured, m) {
@@ -401,16 +404,15 @@ func (s *Surveyor) LabelsOnlyFor(sketch *snapshot.Target) []string {
 	if s.relisting {
 		return nil
 	}
-	ids := surveyed()
 	tr := s.set.catalog.ResolveTarget(sketch)
 	measured := map[string]bool{}
-	for _, id := range ids {
+	for _, id := range surveyed {
 		if m, ok := tr.Match(id); ok && m.Found() {
 			measured[m.Family.Name] = true
 		}
 	}
 	var out []string
-	for _, m := range s.set.catalog.SignalMetrics(ids...) {
+	for _, m := range s.candidates {
 		if !measured[m] && !measured[snapshot.FamilyBaseName(m)] {
 			out = append(out, m)
 		}
@@ -422,7 +424,7 @@ func (s *Surveyor) LabelsOnlyFor(sketch *snapshot.Target) []string {
 // a family without any sample: one listed by its labels alone (a family
 // read with samples has some, or it is not in the evidence).
 func listedMatch(tr *TargetResolution) bool {
-	for _, id := range surveyed() {
+	for _, id := range surveyed {
 		m, ok := tr.Match(id)
 		if !ok || !m.Found() {
 			continue
