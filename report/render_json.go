@@ -69,16 +69,25 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	if _, err := w.Write(doc[:open]); err != nil {
 		return err
 	}
+	// One timeline after the other in the same memory: compact, then
+	// indented behind its separator (fresh memory for each, a hundred
+	// kilobytes, cost more than the writing).
+	var compact []byte
+	var indented bytes.Buffer
 	for i, t := range tls {
-		b, err := indentedJSONPrefix(t.MarshalJSON())
-		if err != nil {
+		if compact, err = t.appendJSON(compact[:0]); err != nil {
 			return err
 		}
-		sep := ",\n    "
+		indented.Reset()
 		if i == 0 {
-			sep = "\n    "
+			indented.WriteString("\n    ")
+		} else {
+			indented.WriteString(",\n    ")
 		}
-		if _, err := w.Write(append([]byte(sep), b...)); err != nil {
+		if err := json.Indent(&indented, compact, "    ", "  "); err != nil {
+			return err
+		}
+		if _, err := w.Write(unescapeHTML(indented.Bytes())); err != nil {
 			return err
 		}
 	}
@@ -102,12 +111,6 @@ const (
 // unescapes what nested json.Marshal calls escaped (unescapeHTML).
 func indentedJSON(b []byte, err error) ([]byte, error) {
 	return indentJSON(b, err, "")
-}
-
-// indentedJSONPrefix is indentedJSON for an element of a top-level
-// field's array: its lines after the first four spaces in.
-func indentedJSONPrefix(b []byte, err error) ([]byte, error) {
-	return indentJSON(b, err, "    ")
 }
 
 func indentJSON(b []byte, err error, prefix string) ([]byte, error) {

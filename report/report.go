@@ -423,7 +423,11 @@ func (w WindowSpan) MarshalJSON() ([]byte, error) {
 // "step_seconds" after them, the points with Point's own writer: a
 // report's timelines hold most of its numbers.
 func (t Timeline) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 96+80*len(t.Points))
+	return t.appendJSON(make([]byte, 0, 96+80*len(t.Points)))
+}
+
+// appendJSON appends what MarshalJSON returns to b.
+func (t Timeline) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"signal":`...)
 	b = appendJSONString(b, t.Signal)
 	b = append(b, `,"stat":`...)
