@@ -38,7 +38,12 @@
 // of one target's samples; Survey.ReadRanges then says which windows to
 // read, and Diagnose with Options.Survey set gives the report Diagnose
 // gives for the whole evidence. The command does this for a TSDB
-// directory when no window is given.
+// directory when no window is given. Neither read decodes what the
+// diagnosis does not measure: the survey's read lists by their labels the
+// families it does not (Surveyor.LabelsOnly) and, target by target, the
+// candidates the catalog does not match (Surveyor.LabelsOnlyFor); the
+// windows' read leaves out what the survey listed and no signal matches
+// (Survey.SkipFor), whose labels the survey holds.
 //
 // The change-point search works on per-interval fleet TTFT p95 (the
 // observations made in each interval, buckets merged across replicas) and

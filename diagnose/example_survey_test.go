@@ -52,13 +52,22 @@ func ExampleSurveyor() {
 		s, err = diagnose.NewSurveyor(opts)
 		return err
 	}
+	// It decodes only what it measures: the other families' series are
+	// listed by their labels, for all targets (LabelsOnly) and, target by
+	// target, the candidates the catalog does not match (LabelsOnlyFor).
+	sel.LabelsOnly = s.LabelsOnly()
+	sel.ForTarget = func(sketch *snapshot.Target) snapshot.TargetSelection {
+		return snapshot.TargetSelection{LabelsOnly: s.LabelsOnlyFor(sketch)}
+	}
 	add := func(t *snapshot.Target) error { return s.Add(t) }
 	var sv *diagnose.Survey
 	for sv == nil {
 		if _, err := snapshot.ReadEach(ctx, []string{dir}, sel, add); err != nil {
 			log.Fatal(err)
 		}
-		var again bool // a replica started in another minute than the first one read
+		// again: a replica started in another minute than the first one
+		// read, or a target's sketch foretold another match.
+		var again bool
 		if sv, again, err = s.Survey(); err != nil {
 			log.Fatal(err)
 		} else if again {
@@ -74,6 +83,7 @@ func ExampleSurveyor() {
 	for _, r := range sv.ReadRanges() {
 		o := sel
 		o.Start, o.End, o.Revisit = r.Start, r.End, nil
+		o.LabelsOnly, o.ForTarget = nil, nil // every sample of the windows
 		ev, err := snapshot.Read(ctx, []string{dir}, o)
 		if err != nil {
 			log.Fatal(err)
