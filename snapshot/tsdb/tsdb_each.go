@@ -42,7 +42,10 @@ import (
 // the index and the chunks' headers show that their samples would add
 // nothing but themselves (see passB.listLabelsOnly): they come with
 // their labels and no samples, and the rest of each target is the one a
-// full read gives. Read decodes them.
+// full read gives. Read decodes them. With opts.ForTarget, each target's
+// sketch (snapshot.Sketch of one series of each sample name and le or
+// quantile label that pass A found) chooses more metrics to list so and
+// metrics to leave out of that target (see passB.relist).
 //
 // span is called once, after the first pass and before the first visit,
 // with the earliest and latest sample time (ms) of the chunks selected,
