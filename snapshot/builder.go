@@ -31,8 +31,10 @@ type Builder struct {
 	lim     Limits
 	metrics map[string]bool // Options.Metrics as a set; nil keeps all
 	listed  map[string]bool // the sample names of Options.LabelsOnly: kept without samples
-	minT    int64
-	maxT    int64
+	// listedOwn: listed is the Builder's own, not shared (newBuilder).
+	listedOwn bool
+	minT      int64
+	maxT      int64
 
 	targets  map[string]*targetB
 	sources  []string
@@ -72,6 +74,41 @@ type Builder struct {
 
 // NewBuilder returns an empty Builder reading with opts.
 func NewBuilder(opts Options) *Builder {
+	b := newBuilder(opts, listedNames(opts), metricNames(opts))
+	b.listedOwn = true
+	return b
+}
+
+// listedNames returns the sample names of opts.LabelsOnly, which a
+// Builder keeps without samples; nil when it lists none.
+func listedNames(opts Options) map[string]bool {
+	if len(opts.LabelsOnly) == 0 {
+		return nil
+	}
+	listed := map[string]bool{}
+	for _, n := range (Options{Metrics: opts.LabelsOnly}).MetricSampleNames() {
+		listed[n] = true
+	}
+	return listed
+}
+
+// metricNames returns the names of opts.Metrics, which a Builder keeps;
+// nil (every name) when it lists none.
+func metricNames(opts Options) map[string]bool {
+	if len(opts.Metrics) == 0 {
+		return nil
+	}
+	metrics := make(map[string]bool, len(opts.Metrics))
+	for _, m := range opts.Metrics {
+		metrics[m] = true
+	}
+	return metrics
+}
+
+// newBuilder returns an empty Builder reading with opts whose listed and
+// metrics sets are given (those of opts, made once for many Builders:
+// neither is modified, see list).
+func newBuilder(opts Options, listed, metrics map[string]bool) *Builder {
 	lim := opts.Limits.withDefaults()
 	if opts.Memory == nil {
 		opts.Memory = NewMemoryBudget(lim.MaxMemory)
@@ -86,18 +123,8 @@ func NewBuilder(opts Options) *Builder {
 		idents:  map[string]*ident{},
 		ctxs:    map[string][]*typeCtx{},
 		names:   map[string]string{},
-	}
-	if len(opts.LabelsOnly) > 0 {
-		b.listed = map[string]bool{}
-		for _, n := range (Options{Metrics: opts.LabelsOnly}).MetricSampleNames() {
-			b.listed[n] = true
-		}
-	}
-	if len(opts.Metrics) > 0 {
-		b.metrics = make(map[string]bool, len(opts.Metrics))
-		for _, m := range opts.Metrics {
-			b.metrics[m] = true
-		}
+		listed:  listed,
+		metrics: metrics,
 	}
 	if !opts.Start.IsZero() {
 		b.minT = opts.Start.UnixMilli()

@@ -130,10 +130,18 @@ func (b *Builder) listUnsampled(t *Target) {
 }
 
 // list keeps the series of name (a sample name, or a histogram's family)
-// without samples.
+// without samples. The set may be shared with other Builders
+// (newBuilder): it is copied before it is changed.
 func (b *Builder) list(name string) {
-	if b.listed == nil {
-		b.listed = map[string]bool{}
+	if b.listed[name] {
+		return
+	}
+	if !b.listedOwn {
+		listed := make(map[string]bool, len(b.listed)+1)
+		for n := range b.listed {
+			listed[n] = true
+		}
+		b.listed, b.listedOwn = listed, true
 	}
 	b.listed[name] = true
 }

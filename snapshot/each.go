@@ -76,6 +76,10 @@ var errNeedTimes = errors.New("snapshot: the scrape times of every target are ne
 type eachRead struct {
 	opts  Options
 	visit func(*Target) error
+	// listed and metrics are the sets of the Builder of every target
+	// (NewBuilder's), made once (named).
+	listed, metrics map[string]bool
+	named           bool
 
 	timesKnown bool // no outlier is possible, or they were searched
 	// collecting is set when the outliers are searched after the read
@@ -121,7 +125,10 @@ func (r *eachRead) target(t *Target) error {
 	case !r.timesKnown:
 		return errNeedTimes // the source did not call span
 	}
-	b := NewBuilder(r.opts)
+	if !r.named {
+		r.listed, r.metrics, r.named = listedNames(r.opts), metricNames(r.opts), true
+	}
+	b := newBuilder(r.opts, r.listed, r.metrics)
 	b.adopt, b.perTarget = true, true
 	if r.opts.ForTarget != nil {
 		b.listUnsampled(t)
