@@ -235,8 +235,7 @@ func MergeHistogramIncreases(incs ...HistogramIncrease) (HistogramIncrease, erro
 // MergeHistogramIncreases or MergeInto), not a series' or another
 // increase's. On an error, *acc is unchanged.
 func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
-	both := []HistogramIncrease{*acc, inc}
-	if !oneMergeableLayout(both) {
+	if !mergeable(&acc.Histogram, &inc.Histogram) {
 		m, err := MergeHistogramIncreases(*acc, inc)
 		if err != nil {
 			return err
@@ -245,7 +244,7 @@ func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
 		return nil
 	}
 	a, b := &acc.Histogram, inc.Histogram
-	r := mergeFields(both)
+	mergeFieldsInto(acc, &inc)
 	// As histogram.Merge sums: from zero, the inputs in order.
 	sum, count := 0.0, 0.0
 	sum += a.Sum
@@ -259,18 +258,55 @@ func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
 		a.Counts[k] = c
 	}
 	a.Sum, a.Count = sum, count
-	r.Histogram = *a
-	*acc = r
 	return nil
+}
+
+// mergeOne sets *r to mergeFields of r alone, in place: its fields as
+// they are but for its histogram (zero), its dropped bounds sorted
+// without repeats and its warnings copied (nil when there are none).
+func mergeOne(r *HistogramIncrease) {
+	r.Histogram = histogram.Histogram{}
+	r.Dropped = unionBounds(nil, r.Dropped)
+	if len(r.Warnings) > 0 {
+		r.Warnings = append([]error(nil), r.Warnings...)
+	} else {
+		r.Warnings = nil
+	}
+}
+
+// mergeable is oneMergeableLayout of two histograms.
+func mergeable(a, b *histogram.Histogram) bool {
+	return len(a.Bounds) >= 2 && validBounds(a.Bounds) && len(a.Counts) == len(a.Bounds) &&
+		len(b.Counts) == len(a.Bounds) && histogram.SameLayout(b.Bounds, a.Bounds)
+}
+
+// mergeFieldsInto sets the fields of *acc but its histogram to those of
+// mergeFields of *acc and inc, in place.
+func mergeFieldsInto(acc, inc *HistogramIncrease) {
+	mergeSpan(1, &acc.Window, &acc.From, &acc.To, inc.Window, inc.From, inc.To)
+	acc.N += inc.N
+	acc.Skipped += inc.Skipped
+	acc.Series += inc.Series
+	acc.Excluded += inc.Excluded
+	acc.Resets += inc.Resets
+	acc.LayoutChanges += inc.LayoutChanges
+	acc.Dropped = unionBounds(unionBounds(nil, acc.Dropped), inc.Dropped)
+	acc.LowerBound = acc.LowerBound || inc.LowerBound
+	acc.Lifetime = acc.Lifetime || inc.Lifetime
+	acc.StartClipped = acc.StartClipped || inc.StartClipped
+	if len(acc.Warnings) > 0 || len(inc.Warnings) > 0 {
+		acc.Warnings = append(append([]error(nil), acc.Warnings...), inc.Warnings...)
+	} else {
+		acc.Warnings = nil
+	}
 }
 
 // mergeFields merges all but the histograms of incs, for
 // MergeHistogramIncreases.
 func mergeFields(incs []HistogramIncrease) HistogramIncrease {
-	if len(incs) == 1 && len(incs[0].Dropped) == 0 && len(incs[0].Warnings) == 0 {
-		// The loop below would copy the fields one by one.
+	if len(incs) == 1 {
 		r := incs[0]
-		r.Histogram, r.Dropped, r.Warnings = histogram.Histogram{}, nil, nil
+		mergeOne(&r)
 		return r
 	}
 	var r HistogramIncrease
@@ -305,16 +341,13 @@ func histogramIncrease(name string, segs []*HistogramSeries, w Window) (Histogra
 // are surely valid (surelyValidCounts) under valid bounds need no
 // Validate, and each segment's bounds are checked once.
 func validSample(tl *histTimeline) func(j int) bool {
-	bounds := make([]int8, len(tl.segs)) // 0 unknown, 1 valid, -1 not
+	bounds := make([]bool, len(tl.segs))
+	for k, s := range tl.segs {
+		bounds[k] = validBounds(s.Bounds)
+	}
 	return func(j int) bool {
-		h, k := tl.at(j), tl.seg(j)
-		if bounds[k] == 0 {
-			bounds[k] = -1
-			if validBounds(tl.segs[k].Bounds) {
-				bounds[k] = 1
-			}
-		}
-		return bounds[k] == 1 && surelyValidCounts(h) || h.Validate() == nil
+		h := tl.at(j)
+		return bounds[tl.seg(j)] && surelyValidCounts(h) || h.Validate() == nil
 	}
 }
 
