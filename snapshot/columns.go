@@ -662,7 +662,18 @@ func (a *Columns) assembleClassic(family string, g *columnHistParts) (out []*His
 		}
 		return nil, leftovers
 	}
-	sort.SliceStable(bs, func(i, j int) bool { return bs[i].le < bs[j].le })
+	// Stable by le (a NaN bound compares as neither less nor more): the
+	// order sort.SliceStable gave, by the same algorithm, without its
+	// reflection.
+	slices.SortStableFunc(bs, func(x, y classicBucket) int {
+		switch {
+		case x.le < y.le:
+			return -1
+		case y.le < x.le:
+			return 1
+		}
+		return 0
+	})
 
 	var all []int64
 	for _, b := range bs {
