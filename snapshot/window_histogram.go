@@ -244,7 +244,11 @@ func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
 		return nil
 	}
 	a, b := &acc.Histogram, inc.Histogram
-	mergeFieldsInto(acc, &inc)
+	// mergeFields of the two, in place: acc as its first step leaves it
+	// (dropped bounds sorted, warnings copied), then inc added.
+	acc.Dropped = unionBounds(nil, acc.Dropped)
+	acc.Warnings = append([]error(nil), acc.Warnings...)
+	addFields(acc, 1, &inc)
 	// As histogram.Merge sums: from zero, the inputs in order.
 	sum, count := 0.0, 0.0
 	sum += a.Sum
@@ -261,70 +265,37 @@ func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
 	return nil
 }
 
-// mergeOne sets *r to mergeFields of r alone, in place: its fields as
-// they are but for its histogram (zero), its dropped bounds sorted
-// without repeats and its warnings copied (nil when there are none).
-func mergeOne(r *HistogramIncrease) {
-	r.Histogram = histogram.Histogram{}
-	r.Dropped = unionBounds(nil, r.Dropped)
-	if len(r.Warnings) > 0 {
-		r.Warnings = append([]error(nil), r.Warnings...)
-	} else {
-		r.Warnings = nil
-	}
-}
-
 // mergeable is oneMergeableLayout of two histograms.
 func mergeable(a, b *histogram.Histogram) bool {
 	return len(a.Bounds) >= 2 && validBounds(a.Bounds) && len(a.Counts) == len(a.Bounds) &&
 		len(b.Counts) == len(a.Bounds) && histogram.SameLayout(b.Bounds, a.Bounds)
 }
 
-// mergeFieldsInto sets the fields of *acc but its histogram to those of
-// mergeFields of *acc and inc, in place.
-func mergeFieldsInto(acc, inc *HistogramIncrease) {
-	mergeSpan(1, &acc.Window, &acc.From, &acc.To, inc.Window, inc.From, inc.To)
-	acc.N += inc.N
-	acc.Skipped += inc.Skipped
-	acc.Series += inc.Series
-	acc.Excluded += inc.Excluded
-	acc.Resets += inc.Resets
-	acc.LayoutChanges += inc.LayoutChanges
-	acc.Dropped = unionBounds(unionBounds(nil, acc.Dropped), inc.Dropped)
-	acc.LowerBound = acc.LowerBound || inc.LowerBound
-	acc.Lifetime = acc.Lifetime || inc.Lifetime
-	acc.StartClipped = acc.StartClipped || inc.StartClipped
-	if len(acc.Warnings) > 0 || len(inc.Warnings) > 0 {
-		acc.Warnings = append(append([]error(nil), acc.Warnings...), inc.Warnings...)
-	} else {
-		acc.Warnings = nil
-	}
-}
-
 // mergeFields merges all but the histograms of incs, for
 // MergeHistogramIncreases.
 func mergeFields(incs []HistogramIncrease) HistogramIncrease {
-	if len(incs) == 1 {
-		r := incs[0]
-		mergeOne(&r)
-		return r
-	}
 	var r HistogramIncrease
-	for i, h := range incs {
-		mergeSpan(i, &r.Window, &r.From, &r.To, h.Window, h.From, h.To)
-		r.N += h.N
-		r.Skipped += h.Skipped
-		r.Series += h.Series
-		r.Excluded += h.Excluded
-		r.Resets += h.Resets
-		r.LayoutChanges += h.LayoutChanges
-		r.Dropped = unionBounds(r.Dropped, h.Dropped)
-		r.LowerBound = r.LowerBound || h.LowerBound
-		r.Lifetime = r.Lifetime || h.Lifetime
-		r.StartClipped = r.StartClipped || h.StartClipped
-		r.Warnings = append(r.Warnings, h.Warnings...)
+	for i := range incs {
+		addFields(&r, i, &incs[i])
 	}
 	return r
+}
+
+// addFields adds the fields of h, the i-th increase merged, but its
+// histogram to r, as mergeFields does for each.
+func addFields(r *HistogramIncrease, i int, h *HistogramIncrease) {
+	mergeSpan(i, &r.Window, &r.From, &r.To, h.Window, h.From, h.To)
+	r.N += h.N
+	r.Skipped += h.Skipped
+	r.Series += h.Series
+	r.Excluded += h.Excluded
+	r.Resets += h.Resets
+	r.LayoutChanges += h.LayoutChanges
+	r.Dropped = unionBounds(r.Dropped, h.Dropped)
+	r.LowerBound = r.LowerBound || h.LowerBound
+	r.Lifetime = r.Lifetime || h.Lifetime
+	r.StartClipped = r.StartClipped || h.StartClipped
+	r.Warnings = append(r.Warnings, h.Warnings...)
 }
 
 // histogramIncrease computes the increase over w of one timeline: the
