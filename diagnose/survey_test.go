@@ -73,17 +73,24 @@ func lateStart(tg *snapshot.Target, cut time.Time) *snapshot.Target {
 	return &out
 }
 
+// simulatePods simulates the first pods pods of scenario name (its
+// traffic unscaled) and reads their dumps back.
+func simulatePods(t *testing.T, name string, pods int) *snapshot.Evidence {
+	t.Helper()
+	spec, ok := fleetsim.LookupScenario(name)
+	require.True(t, ok, name)
+	cfg := spec.Config
+	cfg.NumPods, cfg.Pods = pods, nil
+	return simulate(t, cfg)
+}
+
 // TestSurveyIsTheWholeDiagnosis checks that a diagnosis that takes its
 // timelines, change point and windows from a survey of the targets one at
 // a time is the diagnosis of the whole evidence, in one pass when every
 // replica was scraped over the same minutes and in two when the first
 // replica read started later than the fleet.
 func TestSurveyIsTheWholeDiagnosis(t *testing.T) {
-	spec, ok := fleetsim.LookupScenario("kv-preemption")
-	require.True(t, ok)
-	cfg := spec.Config
-	cfg.NumPods, cfg.Pods = 3, nil
-	ev := simulate(t, cfg)
+	ev := simulatePods(t, "kv-preemption", 3)
 	require.Len(t, ev.Targets, 3)
 	late := *ev
 	late.Targets = append([]*snapshot.Target{lateStart(ev.Targets[0], ev.Targets[0].Scrapes[0].Time.Add(7*time.Minute+20*time.Second))}, ev.Targets[1:]...)
@@ -143,11 +150,7 @@ func TestSurveyRefusesGroups(t *testing.T) {
 // the change point are at most Options.MaxWindow long, and reach the
 // first and last scrape without a bound.
 func TestMaxWindowBoundsChosenWindows(t *testing.T) {
-	spec, ok := fleetsim.LookupScenario("kv-preemption")
-	require.True(t, ok)
-	cfg := spec.Config
-	cfg.NumPods, cfg.Pods = 2, nil
-	ev := simulate(t, cfg)
+	ev := simulatePods(t, "kv-preemption", 2)
 	first, last := ev.Span()
 	for _, tc := range []struct {
 		max  time.Duration
@@ -238,11 +241,7 @@ func TestSurveyorLabelsOnlyFor(t *testing.T) {
 // skip: only those it read by their labels (no sample) that no signal
 // matches; none of a target read in full, and never a matched family.
 func TestSurveySkipFor(t *testing.T) {
-	spec, ok := fleetsim.LookupScenario("healthy")
-	require.True(t, ok)
-	cfg := spec.Config
-	cfg.NumPods, cfg.Pods = 2, nil
-	ev := simulate(t, cfg)
+	ev := simulatePods(t, "healthy", 2)
 	cat := diagnose.DefaultCatalog()
 
 	sv, _ := survey(t, ev, diagnose.Options{})
