@@ -235,7 +235,7 @@ func MergeHistogramIncreases(incs ...HistogramIncrease) (HistogramIncrease, erro
 // MergeHistogramIncreases or MergeInto), not a series' or another
 // increase's. On an error, *acc is unchanged.
 func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
-	if !mergeable(&acc.Histogram, &inc.Histogram) {
+	if !oneMergeableLayout([]HistogramIncrease{*acc, inc}) {
 		m, err := MergeHistogramIncreases(*acc, inc)
 		if err != nil {
 			return err
@@ -263,12 +263,6 @@ func MergeInto(acc *HistogramIncrease, inc HistogramIncrease) error {
 	}
 	a.Sum, a.Count = sum, count
 	return nil
-}
-
-// mergeable is oneMergeableLayout of two histograms.
-func mergeable(a, b *histogram.Histogram) bool {
-	return len(a.Bounds) >= 2 && validBounds(a.Bounds) && len(a.Counts) == len(a.Bounds) &&
-		len(b.Counts) == len(a.Bounds) && histogram.SameLayout(b.Bounds, a.Bounds)
 }
 
 // mergeFields merges all but the histograms of incs, for
