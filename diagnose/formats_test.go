@@ -642,9 +642,10 @@ func TestSelectionSameDiagnosis(t *testing.T) {
 // (snapshot.ReadEach, with Surveyor.LabelsOnly and LabelsOnlyFor; a
 // second pass when the survey asks for one), then a read of only the
 // windows it chose (without what Survey.SkipFor skips), each target
-// trimmed (Options.Trimmer), diagnosed with the survey. With wrong, the first read also lists the TTFT
-// family the survey measures, as a sketch that foretold another match
-// would: the survey must notice and ask for a second pass.
+// trimmed (Options.Trimmer), diagnosed with the survey. With wrong, the
+// first read also lists the TTFT family the survey measures, as a sketch
+// that foretold another match would: the survey must notice and ask for
+// a second pass.
 func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagnose.Options, wrong bool) *diagnose.Report {
 	t.Helper()
 	s, err := diagnose.NewSurveyor(opts)
