@@ -116,7 +116,7 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 	}
 	sort.Strings(rep.Metrics)
 	if len(perReplica) == 0 {
-		return nil, fmt.Errorf("no replica has histogram %s over window %s", strings.Join(names, " or "), req.Window)
+		return nil, fmt.Errorf("no replica has histogram %s over window %s%s", strings.Join(names, " or "), req.Window, dataEnds(ev, names, req.Window))
 	}
 	if req.Window.IsZero() {
 		rep.Window = span
@@ -257,4 +257,35 @@ func histogramUnit(cat *Catalog, metric string, names []string) string {
 		return "tokens"
 	}
 	return ""
+}
+
+// dataEnds says where the samples of the histograms names lie when w
+// starts before their last sample and ends more than snapshot.Lookback
+// after it: the window's end edge has no sample to stand for it. It is ""
+// otherwise.
+func dataEnds(ev *snapshot.Evidence, names []string, w snapshot.Window) string {
+	var last int64
+	found := false
+	for _, t := range ev.Targets {
+		for _, n := range names {
+			f := t.Family(n)
+			if f == nil {
+				continue
+			}
+			for _, h := range f.Histograms {
+				if len(h.T) > 0 && (!found || h.T[len(h.T)-1] > last) {
+					last, found = h.T[len(h.T)-1], true
+				}
+			}
+		}
+	}
+	if !found || w.IsZero() {
+		return ""
+	}
+	end := time.UnixMilli(last).UTC()
+	if !w.Start.Before(end) || w.End.Sub(end) < snapshot.Lookback {
+		return ""
+	}
+	return fmt.Sprintf(": its samples end at %s, and a window's end needs a sample at most %s before it (end the window by %s)",
+		end.Format(time.RFC3339), snapshot.Lookback, end.Add(snapshot.Lookback).Format(time.RFC3339))
 }

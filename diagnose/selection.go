@@ -13,6 +13,10 @@ import (
 // window's edges are read even when scrapes are late.
 const ReadMargin = time.Minute
 
+// processStart is the Prometheus client libraries' process start time,
+// whose change marks a restart.
+const processStart = "process_start_time_seconds"
+
 // Selection returns what a diagnosis under o needs from the evidence, as
 // the selection fields of snapshot.Options (Metrics, Start, End; the
 // caller sets the others): a reader that honours them reads less and the
@@ -69,7 +73,7 @@ func (o Options) baselineRead() snapshot.Window {
 // Selection returns what FleetQuantiles needs from the evidence for r, as
 // the selection fields of snapshot.Options: the histogram families of
 // r.Metric (a signal's candidates under every prefix, or the one family
-// named) and, for a given r.Window, its range widened by snapshot.Lookback
+// named) with process_start_time_seconds, which tells restarts apart, and, for a given r.Window, its range widened by snapshot.Lookback
 // and ReadMargin before and ReadMargin after. A zero Window (each
 // replica's first to last scrape) reads the whole range.
 func (r QuantileRequest) Selection() snapshot.Options {
@@ -85,7 +89,10 @@ func (r QuantileRequest) Selection() snapshot.Options {
 		if spec, ok := withRay.Signal(SignalID(r.Metric)); ok {
 			names = spec.Metrics()
 		}
-		sel.Metrics = names
+		// process_start_time_seconds tells a restart from scrapes out of
+		// order (snapshot's counter check): without it, a histogram alone
+		// dropping at every scrape reads as a restart at each.
+		sel.Metrics = append(names, processStart)
 	}
 	if !r.Window.IsZero() {
 		sel.Start, sel.End = readRange(r.Window)

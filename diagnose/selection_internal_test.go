@@ -39,9 +39,10 @@ func TestReadRanges(t *testing.T) {
 	q := QuantileRequest{Metric: "ttft", Window: w(0, 30*time.Minute)}.Selection()
 	assert.Contains(t, q.Metrics, "vllm:time_to_first_token_seconds")
 	assert.Contains(t, q.Metrics, "ray_vllm:time_to_first_token_seconds")
+	assert.Contains(t, q.Metrics, "process_start_time_seconds", "tells restarts from scrapes out of order")
 	assert.Equal(t, t0.Add(-widen), q.Start)
 	assert.Equal(t, t0.Add(30*time.Minute+ReadMargin), q.End)
 	q = QuantileRequest{Metric: "vllm:e2e_request_latency_seconds_bucket"}.Selection()
-	assert.Equal(t, []string{"vllm:e2e_request_latency_seconds"}, q.Metrics)
+	assert.Equal(t, []string{"vllm:e2e_request_latency_seconds", "process_start_time_seconds"}, q.Metrics)
 	assert.True(t, q.Start.IsZero())
 }

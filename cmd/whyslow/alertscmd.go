@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -89,5 +88,5 @@ func runAlerts(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	_, err = out.Write(data)
-	return errors.Join(err, closeOut())
+	return closeOut(err)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"strings"
 
@@ -43,5 +42,5 @@ func runCatalog(ctx context.Context, e *env, args []string) error {
 	if err == nil && strings.Contains(res.String(), "(name one with Catalog.Alias)") {
 		_, err = io.WriteString(out, "\nname a metric for a signal without a default with --alias SIGNAL=METRIC, e.g. --alias client_ttft=gateway_ttft_seconds\n")
 	}
-	return errors.Join(err, closeOut())
+	return closeOut(err)
 }

@@ -201,6 +201,11 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	if err != nil {
 		return err
 	}
+	if f.strict && rep.Inputs.Partial {
+		// The read itself may have succeeded while samples of a window
+		// are lost (a torn WAL): the report is partial all the same.
+		return fmt.Errorf("partial result (--strict): %s", partialReason(ev, rep))
+	}
 	// The evidence is garbage now: return its memory to the system before
 	// the report is written, whose JSON form alone takes tens of megabytes
 	// on a large fleet, so that the peak is the diagnosis's, not the sum
@@ -216,7 +221,27 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 		return err
 	}
 	err = write(out, &f, rep)
-	return errors.Join(err, closeOut())
+	return closeOut(err)
+}
+
+// partialReason says why rep is partial: the problems of ev that lost
+// samples of its windows, else the count of ev's problems.
+func partialReason(ev *snapshot.Evidence, rep *diagnose.Report) string {
+	var lost []string
+	for _, w := range []diagnose.WindowInfo{rep.Windows.Baseline, rep.Windows.Incident} {
+		if w.Start.IsZero() || w.End.IsZero() {
+			continue
+		}
+		for _, p := range ev.LostIn(w.Start, w.End) {
+			if !slices.Contains(lost, p.Error()) {
+				lost = append(lost, p.Error())
+			}
+		}
+	}
+	if len(lost) > 0 {
+		return "samples of the windows may be missing: " + strings.Join(lost, "; ")
+	}
+	return fmt.Sprintf("%d problem(s) in the inputs (see the report's inputs)", len(ev.Problems))
 }
 
 // checkVLLM refuses evidence in which no target is vLLM (another engine's

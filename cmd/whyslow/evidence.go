@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +36,9 @@ type inputFlags struct {
 	// printed holds the problems printed, so that a second read of the
 	// same evidence (the windows after a survey) does not print them again.
 	printed map[string]bool
+	// outputChecked holds the input paths checkOutput found apart from
+	// the output, so that a second read does not walk them again.
+	outputChecked map[string]bool
 }
 
 func (f *inputFlags) register(fs *flag.FlagSet) {
@@ -46,7 +47,14 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.strict, "strict", false, "treat a partial result (an unreadable file among many) as an error")
 	fs.StringVar(&f.output, "o", "", "write the output to `FILE` instead of standard output (never inside an input path)")
 	fs.StringVar(&f.maxBytes, "max-bytes", "", "largest decompressed `SIZE` of one scrape's dump, e.g. 256MiB (default 64MiB); a file of many scrapes (/federate, timestamped OpenMetrics) may hold up to 4GiB, or SIZE if larger")
-	fs.IntVar(&f.maxSamples, "max-samples", 0, "read at most `N` samples per scrape (default 200000; a file of many scrapes holds N per scrape time)")
+	fs.Func("max-samples", "read at most `N` samples per scrape (default 200000; a file of many scrapes holds N per scrape time)", func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("want a positive count, got %q", s)
+		}
+		f.maxSamples = n
+		return nil
+	})
 	fs.StringVar(&f.maxMemory, "max-memory", "", "memory budget of the whole run, e.g. 8GiB (default 3/4 of the machine's or cgroup's memory, 4GiB where unknown): the evidence kept may take a quarter of it; a run whose live heap would pass it stops with an error (exit 1) instead of running out of memory")
 	fs.BoolVar(&f.follow, "follow-links", false, "inside a dump folder, follow symbolic links that lead out of it (by default they are not read: a folder's links cannot pull other files into a report)")
 	fs.BoolVar(&f.keepCut, "keep-cut-files", false, "keep the samples read from a file before a limit (--max-samples) stopped it; by default such a file is left out, so that a cut cardinality bomb adds no series")
@@ -166,9 +174,6 @@ func (f *inputFlags) readEach(ctx context.Context, e *env, paths []string, opts 
 		if n > snapshot.DefaultLimits.MaxBytesPerFile {
 			opts.Limits.MaxBytesPerFile = n
 		}
-	}
-	if f.maxSamples < 0 {
-		return nil, usagef("--max-samples %d: want a positive count", f.maxSamples)
 	}
 	opts.Limits.MaxSeriesPerScrape = f.maxSamples
 	opts.FollowLinks = f.follow
@@ -369,55 +374,6 @@ func fmtBytes(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// checkOutput refuses an output file (-o) that is an input path or lies
-// under one: evidence is never written, and a report written into a dump
-// folder would be read as a dump the next time.
-func (f *inputFlags) checkOutput(paths []string) error {
-	if f.output == "" || f.output == "-" {
-		return nil
-	}
-	out := canonicalPath(f.output)
-	outInfo, outErr := os.Stat(f.output)
-	for _, p := range paths {
-		if p == "-" {
-			continue
-		}
-		in := canonicalPath(p)
-		inside := out == in || strings.HasPrefix(out, strings.TrimSuffix(in, string(filepath.Separator))+string(filepath.Separator))
-		if !inside && outErr == nil {
-			if inInfo, err := os.Stat(p); err == nil && os.SameFile(outInfo, inInfo) {
-				inside = true
-			}
-		}
-		if inside {
-			return usagef("-o %s: inside the input path %s; evidence is never written: write the output elsewhere", f.output, p)
-		}
-	}
-	return nil
-}
-
-// canonicalPath returns the absolute path of p with symbolic links
-// resolved as far as p exists.
-func canonicalPath(p string) string {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return filepath.Clean(p)
-	}
-	// Resolve the longest existing prefix, keep the rest as is.
-	rest := ""
-	for dir := abs; ; {
-		if r, err := filepath.EvalSymlinks(dir); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return abs
-		}
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = parent
-	}
-}
-
 // parseSize parses a byte count such as 268435456, 256MiB, 256M or 1GiB
 // (K, M and G are binary multiples, as in the default 64MiB).
 func parseSize(s string) (int64, error) {
@@ -437,25 +393,6 @@ func parseSize(s string) (int64, error) {
 		return 0, errors.New("want a positive size such as 256MiB")
 	}
 	return n * mult, nil
-}
-
-// out opens the output: -o FILE or stdout. The returned close function
-// must be called; its error matters for files.
-func (f *inputFlags) out(e *env) (io.Writer, func() error, error) {
-	if f.output == "" || f.output == "-" {
-		return e.stdout, func() error { return nil }, nil
-	}
-	file, err := os.Create(f.output)
-	if err != nil {
-		return nil, nil, err
-	}
-	if _, ok := e.stdout.(*hintWriter); ok {
-		// The file reads as standard output would: library option names
-		// are written as the command's flags (see withFlagHints).
-		hw := &hintWriter{w: file, lines: true}
-		return hw, func() error { return errors.Join(hw.Flush(), file.Close()) }, nil
-	}
-	return file, file.Close, nil
 }
 
 // writeJSON writes v indented, with a final newline.

@@ -126,7 +126,7 @@ func runExperiment(ctx context.Context, e *env, args []string) error {
 	default:
 		_, err = io.WriteString(out, rep.String())
 	}
-	return errors.Join(err, closeOut())
+	return closeOut(err)
 }
 
 // parseRun splits "PATH@START/END" into the path and the window. A spec

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/snapshot"
@@ -54,7 +56,15 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 	req := diagnose.QuantileRequest{Metric: *metric, Catalog: cat, Quantiles: qs, Window: w, Match: modelMatch(*model)}
 	// Read only the histogram asked for, over the window (see
 	// QuantileRequest.Selection).
-	cat, ev, err := in.catalogAndEvidence(ctx, e, paths, req.Selection())
+	sel := req.Selection()
+	cat, ev, err := in.catalogAndEvidence(ctx, e, paths, sel)
+	if err == nil && onlyProcessStart(ev) {
+		// None of the histogram was read, only the process start times
+		// the selection adds: read as if they were not asked for, so
+		// that the messages say what the evidence holds.
+		sel.Metrics = slices.DeleteFunc(slices.Clone(sel.Metrics), func(n string) bool { return n == processStartMetric })
+		cat, ev, err = in.catalogAndEvidence(ctx, e, paths, sel)
+	}
 	if err != nil {
 		return err
 	}
@@ -75,20 +85,24 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 	if *by == "" {
 		rep, err := diagnose.FleetQuantiles(ev, req)
 		if err != nil {
-			closeOut()
+			closeOut(err)
 			if errors.Is(err, diagnose.ErrSeveralModels) {
 				return usagef("%v (on the command line: choose one with --model NAME or split with --by model_name)", err)
 			}
 			return err
 		}
-		rep.Warnings = append(rep.Warnings, lostWarnings(ev, rep)...)
+		lost := lostWarnings(ev, rep)
+		if in.strict && len(lost) > 0 {
+			return closeOut(fmt.Errorf("partial result (--strict): %s", strings.TrimPrefix(lost[0], "partial: ")))
+		}
+		rep.Warnings = append(rep.Warnings, lost...)
 		err = printQuantiles(out, *format, rep)
-		return errors.Join(err, closeOut())
+		return closeOut(err)
 	}
 	// One report per value of the split label.
 	groups, err := diagnose.FleetQuantilesBy(ev, req, *by)
 	if err != nil {
-		closeOut()
+		closeOut(err)
 		return fmt.Errorf("--by %s: %w", *by, err)
 	}
 	reps := map[string]*diagnose.QuantileReport{}
@@ -97,12 +111,16 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(e.stderr, "%s=%s: %v\n", *by, g.Value, g.Err)
 			continue
 		}
-		g.Report.Warnings = append(g.Report.Warnings, lostWarnings(ev, g.Report)...)
+		lost := lostWarnings(ev, g.Report)
+		if in.strict && len(lost) > 0 {
+			return closeOut(fmt.Errorf("%s=%s: partial result (--strict): %s", *by, g.Value, strings.TrimPrefix(lost[0], "partial: ")))
+		}
+		g.Report.Warnings = append(g.Report.Warnings, lost...)
 		reps[g.Value] = g.Report
 	}
 	if *format == "json" {
 		err = writeJSON(out, map[string]any{"by": *by, "groups": reps})
-		return errors.Join(err, closeOut())
+		return closeOut(err)
 	}
 	keys := make([]string, 0, len(reps))
 	for k := range reps {
@@ -115,11 +133,31 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(out, "%s=%s\n", *by, k)
 		if err := printQuantiles(out, "text", reps[k]); err != nil {
-			closeOut()
+			closeOut(err)
 			return err
 		}
 	}
-	return closeOut()
+	return closeOut(nil)
+}
+
+// processStartMetric is the family QuantileRequest.Selection adds to the
+// histogram's to tell restarts apart.
+const processStartMetric = "process_start_time_seconds"
+
+// onlyProcessStart reports whether ev holds targets and no family but
+// process_start_time_seconds.
+func onlyProcessStart(ev *snapshot.Evidence) bool {
+	if len(ev.Targets) == 0 {
+		return false
+	}
+	for _, t := range ev.Targets {
+		for name := range t.Families {
+			if name != processStartMetric {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // lostWarnings says that the quantiles of rep are partial when samples

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 
 	"github.com/whyslow/whyslow/rules"
@@ -26,5 +25,5 @@ func runRules(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	_, err = io.WriteString(out, rules.Describe(rules.DefaultThresholds)+"\n"+rules.DescribeThresholds(rules.DefaultThresholds))
-	return errors.Join(err, closeOut())
+	return closeOut(err)
 }

@@ -103,6 +103,16 @@ func TestDiagnoseTornWALPartial(t *testing.T) {
 	assert.Contains(t, lost, "torn or corrupt WAL record")
 	assert.NotContains(t, lost, "later segments dropped", "the empty newest segment loses nothing")
 
+	// --strict fails on a partial report, though the read itself
+	// succeeded: the torn records are lost from the incident window.
+	code, out, errs := whyslow(t, "", "diagnose", "--strict", "--format", "json", torn)
+	assert.Equal(t, exitInput, code, errs)
+	assert.Empty(t, out)
+	assert.Contains(t, errs, "partial result (--strict): samples of the windows may be missing")
+	assert.Contains(t, errs, "torn or corrupt WAL record")
+	code, _, errs = whyslow(t, "", "diagnose", "--strict", intact)
+	assert.Equal(t, exitOK, code, errs)
+
 	// Windows before the head (the last 40 minutes), long before the
 	// tear, read nothing it lost.
 	start := fleet.Config.Start
@@ -133,5 +143,8 @@ func TestDiagnoseTornWALPartial(t *testing.T) {
 	}
 	last := start.Add(time.Hour) // the scenario runs for fleetsim's default hour
 	assert.Len(t, quantileWarnings(rfc(last.Add(-20*time.Minute))+"/"+rfc(last)), 1)
+	code, _, errs = whyslow(t, "", "quantile", "--strict", "--metric", "ttft", "--window", rfc(last.Add(-20*time.Minute))+"/"+rfc(last), torn)
+	assert.Equal(t, exitInput, code, errs)
+	assert.Contains(t, errs, "partial result (--strict): samples of the window may be missing")
 	assert.Empty(t, quantileWarnings(rfc(start)+"/"+rfc(start.Add(20*time.Minute))))
 }
