@@ -1,11 +1,13 @@
 package promapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -409,4 +411,41 @@ func TestRedirectLoop(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "stopped after 10 redirects")
 	assert.True(t, errors.Is(err, ErrServer), "%v", err)
+}
+
+// errAfter is a reader of data that fails with err at its end.
+type errAfter struct {
+	data []byte
+	err  error
+}
+
+func (e *errAfter) Read(p []byte) (int, error) {
+	if len(e.data) == 0 {
+		return 0, e.err
+	}
+	n := copy(p, e.data[:min(len(e.data), 1000)])
+	e.data = e.data[n:]
+	return n, nil
+}
+
+// readBody reads bodies of every size whole, of known or unknown length,
+// and passes on a read error, a truncated body's included.
+func TestReadBody(t *testing.T) {
+	for _, size := range []int{0, 1, 16 << 10, 16<<10 + 1, 5<<20 + 3} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		for _, n := range []int64{-1, int64(size)} {
+			got, err := readBody(&errAfter{data: slices.Clone(data), err: io.EOF}, n)
+			require.NoError(t, err, "size %d n %d", size, n)
+			assert.True(t, bytes.Equal(data, got), "size %d n %d", size, n)
+		}
+		if size > 0 {
+			_, err := readBody(&errAfter{data: slices.Clone(data), err: io.ErrUnexpectedEOF}, -1)
+			assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "size %d", size)
+			_, err = readBody(&errAfter{data: slices.Clone(data[:size-1]), err: io.EOF}, int64(size))
+			assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "size %d", size)
+		}
+	}
 }

@@ -115,11 +115,12 @@ func newReader(c Config, address, red string, opts snapshot.Options, lim snapsho
 	if err != nil {
 		return nil, errorf(address, "%v", err)
 	}
-	cl, err := api.NewClient(api.Config{Address: address, Client: &http.Client{Transport: tr, CheckRedirect: checkRedirect}})
+	hc := &http.Client{Transport: tr, CheckRedirect: checkRedirect}
+	cl, err := api.NewClient(api.Config{Address: address, Client: hc})
 	if err != nil {
 		return nil, errorf(address, "not a server address")
 	}
-	r := &reader{cfg: c, red: red, opts: opts, lim: lim, api: v1.NewAPI(cl), tr: tr, progress: opts.Progress}
+	r := &reader{cfg: c, red: red, opts: opts, lim: lim, api: v1.NewAPI(bodyClient{Client: cl, hc: hc}), tr: tr, progress: opts.Progress}
 	end := opts.End
 	if end.IsZero() {
 		end = c.Now()

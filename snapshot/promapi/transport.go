@@ -1,6 +1,7 @@
 package promapi
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/prometheus/client_golang/api"
 	"github.com/prometheus/common/config"
 )
 
@@ -390,3 +392,70 @@ func (a *attempt) setTooLarge() {
 }
 
 type attemptKey struct{}
+
+// bodyClient is an api.Client that reads response bodies with readBody
+// rather than into a buffer that doubles as it grows.
+type bodyClient struct {
+	api.Client
+	hc *http.Client
+}
+
+func (c bodyClient) Do(ctx context.Context, req *http.Request) (*http.Response, []byte, error) {
+	resp, err := c.hc.Do(req.WithContext(ctx))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	n := resp.ContentLength
+	if resp.StatusCode/100 != 2 {
+		n = -1 // the transport cuts an error body short
+	}
+	body, err := readBody(resp.Body, n)
+	return resp, body, err
+}
+
+// readBody reads r whole, n bytes if n is not negative (the transport
+// refuses a success body announced larger than the limit). A body of
+// unknown length is read in blocks, copied once into a slice of its size:
+// at most twice its size is held while it is read, and a body that the
+// transport cuts as too large costs what was read of it, not the two or
+// three times as much of a buffer that doubles as it grows.
+func readBody(r io.Reader, n int64) ([]byte, error) {
+	if n >= 0 {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r, b); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		return b, nil
+	}
+	var blocks [][]byte
+	size, total := 16<<10, 0
+	for done := false; !done; size = min(2*size, 4<<20) {
+		b := make([]byte, size)
+		k := 0
+		for k < len(b) {
+			m, err := r.Read(b[k:])
+			k += m
+			if err == io.EOF {
+				done = true
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		blocks = append(blocks, b[:k])
+		total += k
+	}
+	if len(blocks) == 1 {
+		return blocks[0], nil
+	}
+	out := make([]byte, 0, total)
+	for _, b := range blocks {
+		out = append(out, b...)
+	}
+	return out, nil
+}
