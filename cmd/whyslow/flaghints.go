@@ -23,6 +23,8 @@ var hintPairs = [...]string{
 	"Options.KeepTimeOutliers", "--keep-time-outliers",
 	"Options.VLLMVersion", "--vllm-version",
 	"Config.HTTP.TLSConfig.CAFile", "--tls-ca-file",
+	"Config.Deadline", "--server-deadline",
+	"Config.MaxResponseBytes", "--max-bytes",
 }
 
 // writeHinted writes p to w with each library name of hintPairs replaced

@@ -25,6 +25,7 @@ type serverFlags struct {
 	tlsInsecure       bool
 	concurrency       int
 	timeout           time.Duration
+	deadline          time.Duration
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -37,6 +38,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.tlsInsecure, "tls-insecure-skip-verify", false, "server URL: do not verify the server's certificate")
 	fs.IntVar(&f.concurrency, "server-concurrency", promapi.DefaultConfig.Concurrency, "server URL: at most `N` queries in flight")
 	fs.DurationVar(&f.timeout, "server-timeout", promapi.DefaultConfig.Timeout, "server URL: give up on one query after `DURATION` (it is retried)")
+	fs.DurationVar(&f.deadline, "server-deadline", promapi.DefaultConfig.Deadline, "server URL: give up on reading the server after `DURATION`, retries included")
 }
 
 // apply sets the time range of --range on opts (unless the command chose
@@ -63,7 +65,10 @@ func (f *serverFlags) apply(ctx context.Context, paths []string, opts *snapshot.
 	if f.timeout <= 0 {
 		return ctx, usagef("--server-timeout %s: want a positive duration", f.timeout)
 	}
-	cfg := promapi.Config{Concurrency: f.concurrency, Timeout: f.timeout}
+	if f.deadline <= 0 {
+		return ctx, usagef("--server-deadline %s: want a positive duration", f.deadline)
+	}
+	cfg := promapi.Config{Concurrency: f.concurrency, Timeout: f.timeout, Deadline: f.deadline}
 	h := config.HTTPClientConfig{BearerTokenFile: f.bearerTokenFile, FollowRedirects: true, EnableHTTP2: true}
 	if f.basicAuthUser != "" || f.basicAuthPassFile != "" {
 		if f.basicAuthUser == "" {

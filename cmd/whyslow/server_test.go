@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,4 +111,92 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 	got := report(url)
 	assert.Equal(t, spec.Expect, ref["verdict"])
 	assert.Equal(t, ref, got)
+}
+
+// The command's side of the server guards: --server-deadline ends a read
+// that a stalling server would drag on, a server's echo of the request is
+// printed without its credentials, on one line, and a redirect to another
+// port gets no credentials; the messages name the flags.
+func TestServerGuards(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	require.NoError(t, os.WriteFile(tok, []byte("s3cret-token\n"), 0o600))
+	rng := "2026-09-22T10:00:00Z/5m"
+
+	t.Run("deadline", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, `{"status":"success","data":[`)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}))
+		t.Cleanup(srv.Close)
+		begin := time.Now()
+		code, _, errs := whyslow(t, "", "catalog", srv.URL, "--range", rng, "--server-timeout", "100ms", "--server-deadline", "1s")
+		assert.Equal(t, 1, code)
+		assert.Less(t, time.Since(begin), 5*time.Second)
+		assert.Contains(t, errs, "deadline for reading the server passed (--server-deadline 1s) after 1")
+	})
+
+	t.Run("echo", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, fmt.Sprintf("you sent\nAuthorization=%s\nX-Api-Key=%s", r.Header.Get("Authorization"), r.Header.Get("X-Api-Key")), http.StatusBadRequest)
+		}))
+		t.Cleanup(srv.Close)
+		code, out, errs := whyslow(t, "", "catalog", srv.URL, "--range", rng, "--bearer-token-file", tok, "--header", "X-Api-Key=api-k3y")
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errs, "you sent Authorization=xxxxx X-Api-Key=xxxxx")
+		for _, secret := range []string{"s3cret-token", "api-k3y"} {
+			assert.NotContains(t, out+errs, secret)
+		}
+	})
+
+	t.Run("redirect", func(t *testing.T) {
+		var got []string
+		var mu sync.Mutex
+		target := tenantServer(t)
+		spy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			got = append(got, r.Header.Get("Authorization"))
+			mu.Unlock()
+			target.Config.Handler.ServeHTTP(w, r)
+		}))
+		t.Cleanup(spy.Close)
+		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, spy.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+		}))
+		t.Cleanup(front.Close)
+		code, out, errs := whyslow(t, "", "catalog", front.URL, "--range", rng, "--bearer-token-file", tok, "--header", "X-Scope-OrgID=team-a")
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errs, "401")
+		assert.Contains(t, errs, "redirected to "+spy.URL+"/api/v1/label/__name__/values, another origin: no credentials sent there")
+		assert.NotContains(t, out+errs, "s3cret")
+		mu.Lock()
+		defer mu.Unlock()
+		require.NotEmpty(t, got)
+		for _, a := range got {
+			assert.Empty(t, a, "the redirect target got the token")
+		}
+	})
+
+	t.Run("oversize", func(t *testing.T) {
+		var queries atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case "/api/v1/label/__name__/values":
+				fmt.Fprint(w, `{"status":"success","data":["vllm:num_requests_waiting"]}`)
+			case "/api/v1/query":
+				queries.Add(1)
+				w.Header().Set("Content-Length", fmt.Sprint(500<<20))
+				w.WriteHeader(http.StatusOK)
+			default:
+				fmt.Fprint(w, `{"status":"success","data":[]}`)
+			}
+		}))
+		t.Cleanup(srv.Close)
+		code, _, errs := whyslow(t, "", "catalog", srv.URL, "--range", "2026-09-22T10:00:00Z/6h", "--max-bytes", "1MiB")
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errs, "more than --max-bytes (1048576 bytes)")
+		assert.Contains(t, errs, "/api/v1/query {__name__=\"vllm:num_requests_waiting\"}")
+		assert.LessOrEqual(t, queries.Load(), int64(30))
+	})
 }

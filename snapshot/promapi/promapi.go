@@ -22,8 +22,10 @@ var (
 	// 429, timeouts, refused connections).
 	ErrServer = errors.New("server query failed")
 	// ErrTooLarge: one query would exceed the server's sample limit or
-	// Config.MaxResponseBytes even for one pod over the shortest range.
+	// Config.MaxResponseBytes even for one pod over Config.MinRange.
 	ErrTooLarge = errors.New("query too large for the server")
+	// ErrDeadline: the read did not end within Config.Deadline.
+	ErrDeadline = errors.New("deadline for reading the server passed")
 	// ErrNativeHistogram: the server returned native histogram samples,
 	// which this reader does not convert; they are dropped.
 	ErrNativeHistogram = errors.New("native histogram samples from a server not supported")
@@ -49,12 +51,26 @@ type Config struct {
 	// BasicAuth (Username, PasswordFile), TLSConfig (CAFile,
 	// InsecureSkipVerify), HTTPHeaders (X-Scope-OrgID for a Mimir or
 	// Cortex tenant). Secrets are read from their files on every request
-	// and never appear in problems or errors.
+	// and never appear in problems or errors: a server's message is shown
+	// with every credential sent (and the address's password and query
+	// values) replaced by "xxxxx", on one line, cut to 300 characters.
+	// Header values count as credentials except X-Scope-OrgID,
+	// THANOS-TENANT and User-Agent.
+	//
+	// Redirects are followed (FollowRedirects is not consulted), but
+	// credentials go only to the scheme, host and port of the address:
+	// a request redirected elsewhere carries no Authorization, basic
+	// authentication, OAuth 2 token, client certificate, cookie or header
+	// other than those named above.
 	HTTP config.HTTPClientConfig
 	// Concurrency bounds the queries in flight at once (default 3).
 	Concurrency int
 	// Timeout bounds one request, retries apart (default 2m).
 	Timeout time.Duration
+	// Deadline bounds the whole read of one server, retries included
+	// (default 10m); past it the read fails with ErrDeadline, saying what
+	// was done.
+	Deadline time.Duration
 	// Retries is how often a query that failed with a 5xx, a 429, a
 	// timeout or a refused connection is tried again (default 3; a
 	// negative value disables retries).
@@ -66,6 +82,10 @@ type Config struct {
 	// MaxRange is the longest time range of one query (default 2h).
 	// Longer ranges are read in chunks.
 	MaxRange time.Duration
+	// MinRange is the shortest time range a query too large for the
+	// server is split to (default 1m): a query for one pod over it that
+	// is still too large fails the read with ErrTooLarge.
+	MinRange time.Duration
 	// TargetsPerQuery is how many pods (or instances) one query selects
 	// (default 20).
 	TargetsPerQuery int
@@ -80,7 +100,8 @@ type Config struct {
 	DefaultRange time.Duration
 	// MaxResponseBytes bounds one response body (default
 	// Options.Limits.MaxBytesPerScrape). A larger response makes the query
-	// split, like a sample-limit error.
+	// split, like a sample-limit error; a body announced larger is not
+	// downloaded. The body of an error response is read up to 64 KiB.
 	MaxResponseBytes int64
 	// KeepName, when non-nil and Options.Metrics is empty, chooses which
 	// metric names on the server are read (nil reads all of them).
@@ -93,10 +114,12 @@ type Config struct {
 var DefaultConfig = Config{
 	Concurrency:     3,
 	Timeout:         2 * time.Minute,
+	Deadline:        10 * time.Minute,
 	Retries:         3,
 	Backoff:         500 * time.Millisecond,
 	MaxBackoff:      30 * time.Second,
 	MaxRange:        2 * time.Hour,
+	MinRange:        time.Minute,
 	TargetsPerQuery: 20,
 	Overfetch:       time.Minute,
 	DefaultRange:    6 * time.Hour,
@@ -106,6 +129,7 @@ func (c Config) withDefaults(lim snapshot.Limits) Config {
 	d := DefaultConfig
 	c.Concurrency = positiveOr(c.Concurrency, d.Concurrency)
 	c.Timeout = positiveOr(c.Timeout, d.Timeout)
+	c.Deadline = positiveOr(c.Deadline, d.Deadline)
 	if c.Retries == 0 {
 		c.Retries = d.Retries
 	} else if c.Retries < 0 {
@@ -114,6 +138,7 @@ func (c Config) withDefaults(lim snapshot.Limits) Config {
 	c.Backoff = positiveOr(c.Backoff, d.Backoff)
 	c.MaxBackoff = positiveOr(c.MaxBackoff, d.MaxBackoff)
 	c.MaxRange = positiveOr(c.MaxRange, d.MaxRange)
+	c.MinRange = positiveOr(c.MinRange, d.MinRange)
 	c.TargetsPerQuery = positiveOr(c.TargetsPerQuery, d.TargetsPerQuery)
 	c.Overfetch = positiveOr(c.Overfetch, d.Overfetch)
 	c.DefaultRange = positiveOr(c.DefaultRange, d.DefaultRange)

@@ -6,20 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-
 	"net"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	"github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
@@ -50,13 +47,16 @@ import (
 //
 // Limits: a query the server rejects as too large (HTTP 422, such as
 // "query processing would load too many samples") or whose response
-// exceeds c.MaxResponseBytes is split in two (pods first, then time) and
-// retried; 5xx, 429 (after its Retry-After), timeouts and refused
-// connections are retried c.Retries times with backoff. A query that
-// still fails is a snapshot.Problem of snapshot.SeverityError naming the
-// query and the server's message, and the rest is read (check
+// exceeds c.MaxResponseBytes is split in two (pods first, then time, not
+// below c.MinRange) and retried, the halves before the queries not yet
+// made; one still too large for one pod over c.MinRange stops the read
+// with ErrTooLarge naming it. 5xx, 429 (after its Retry-After), timeouts
+// and refused connections are retried c.Retries times with backoff. A
+// query that still fails is a snapshot.Problem of snapshot.SeverityError
+// naming the query and the server's message, and the rest is read (check
 // Evidence.Partial). Any other 4xx (401, 403, bad_data) stops the read
-// with an error naming the URL, the query and the server's message.
+// with an error naming the URL, the query and the server's message. The
+// whole read, retries included, stops with ErrDeadline after c.Deadline.
 //
 // Samples are classified by name and labels as snapshot classifies a
 // /federate dump, and belong to the target of their exported_pod, pod or
@@ -88,6 +88,7 @@ type reader struct {
 	opts    snapshot.Options
 	lim     snapshot.Limits
 	api     v1.API
+	tr      *transport
 	start   int64 // ms, inclusive
 	end     int64 // ms, inclusive
 	problem []snapshot.Problem
@@ -95,6 +96,8 @@ type reader struct {
 	mu       sync.Mutex
 	done     int
 	total    int
+	failed   int
+	lookups  int // label value lookups done
 	fatal    error
 	cancel   context.CancelFunc
 	progress func(snapshot.Progress)
@@ -104,15 +107,20 @@ func newReader(c Config, address, red string, opts snapshot.Options, lim snapsho
 	if err := c.HTTP.Validate(); err != nil {
 		return nil, errorf(address, "%v", err)
 	}
-	rt, err := config.NewRoundTripperFromConfig(c.HTTP, "whyslow")
+	u, err := url.Parse(address)
+	if err != nil {
+		return nil, errorf(address, "not a server address")
+	}
+	tr, err := newTransport(c.HTTP, u, c.MaxResponseBytes)
 	if err != nil {
 		return nil, errorf(address, "%v", err)
 	}
-	cl, err := api.NewClient(api.Config{Address: address, RoundTripper: &limitRT{next: rt, max: c.MaxResponseBytes}})
+	hc := &http.Client{Transport: tr, CheckRedirect: checkRedirect}
+	cl, err := api.NewClient(api.Config{Address: address, Client: hc})
 	if err != nil {
-		return nil, errorf(address, "%v", err)
+		return nil, errorf(address, "not a server address")
 	}
-	r := &reader{cfg: c, red: red, opts: opts, lim: lim, api: v1.NewAPI(cl), progress: opts.Progress}
+	r := &reader{cfg: c, red: red, opts: opts, lim: lim, api: v1.NewAPI(bodyClient{Client: cl, hc: hc}), tr: tr, progress: opts.Progress}
 	end := opts.End
 	if end.IsZero() {
 		end = c.Now()
@@ -184,8 +192,39 @@ func (r *reader) query(u unit) (string, time.Time) {
 	return r.selector(u) + "[" + d.String() + "]", time.UnixMilli(u.to)
 }
 
-// read runs the whole plan.
-func (r *reader) read(ctx context.Context) (*snapshot.Evidence, error) {
+// errDeadlineCause is the cause of the context of a read whose
+// Config.Deadline passed.
+var errDeadlineCause = errors.New("Config.Deadline passed")
+
+// read runs the whole plan within r.cfg.Deadline.
+func (r *reader) read(parent context.Context) (*snapshot.Evidence, error) {
+	begin := time.Now()
+	ctx, cancel := context.WithTimeoutCause(parent, r.cfg.Deadline, errDeadlineCause)
+	defer cancel()
+	ev, err := r.readPlan(ctx)
+	if err != nil && r.fatalErr() == nil && parent.Err() == nil && context.Cause(ctx) == errDeadlineCause {
+		return nil, r.deadlineError(time.Since(begin))
+	}
+	return ev, err
+}
+
+// deadlineError says that r.cfg.Deadline passed after elapsed, and what
+// was done by then.
+func (r *reader) deadlineError(elapsed time.Duration) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var did string
+	if r.total == 0 {
+		did = fmt.Sprintf("while listing metric names and targets (%d lookups done)", r.lookups)
+	} else {
+		did = fmt.Sprintf("%d of %d queries done, %d of them failed", r.done, r.total, r.failed)
+	}
+	return fmt.Errorf("snapshot: server %s: %w (Config.Deadline %s) after %s: %d HTTP requests sent, %s",
+		r.red, ErrDeadline, r.cfg.Deadline, elapsed.Round(time.Millisecond), r.tr.requests.Load(), did)
+}
+
+// readPlan lists what to read, then reads it.
+func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.cancel = cancel
@@ -208,49 +247,23 @@ func (r *reader) read(ctx context.Context) (*snapshot.Evidence, error) {
 			}
 		}
 	}
+	r.mu.Lock()
 	r.total = len(units)
+	r.mu.Unlock()
 	r.report(0)
 
 	cols := snapshot.NewColumns(r.red, r.builderOptions())
 	results := make(chan result, r.cfg.Concurrency)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, r.cfg.Concurrency)
-	var run func(u unit)
-	run = func(u unit) {
-		defer wg.Done()
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		res := r.do(ctx, u)
-		<-sem
-		if res.split != nil {
-			r.mu.Lock()
-			r.total += len(res.split) - 1
-			r.mu.Unlock()
-			wg.Add(len(res.split))
-			for _, s := range res.split {
-				go run(s)
-			}
-			return
-		}
-		select {
-		case results <- res:
-		case <-ctx.Done():
-		}
-	}
-	wg.Add(len(units))
-	for _, u := range units {
-		go run(u)
-	}
-	go func() { wg.Wait(); close(results) }()
+	go r.run(ctx, units, results)
 
 	read, failed := 0, 0
 	for res := range results {
 		r.mu.Lock()
 		r.done++
 		done := r.done
+		if res.err != nil {
+			r.failed++
+		}
 		r.mu.Unlock()
 		r.report(done)
 		if res.err != nil {
@@ -297,6 +310,103 @@ func (r *reader) read(ctx context.Context) (*snapshot.Evidence, error) {
 		return nil, fmt.Errorf("snapshot: server %s: nothing could be read: %w", r.red, errors.Join(errs...))
 	}
 	return ev, nil
+}
+
+// run makes the queries of units with r.cfg.Concurrency workers and sends
+// their results on results, which it closes at the end. The halves of a
+// query split are made before the queries not yet made (depth first), so
+// that a query that cannot be made small enough is found after a few
+// splits, not after every other query has been split too.
+func (r *reader) run(ctx context.Context, units []unit, results chan<- result) {
+	q := &queue{}
+	q.cond = sync.NewCond(&q.mu)
+	q.push(units)
+	stop := context.AfterFunc(ctx, q.close)
+	defer stop()
+	var wg sync.WaitGroup
+	for range r.cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				u, ok := q.pop()
+				if !ok {
+					return
+				}
+				res := r.do(ctx, u)
+				if res.split != nil {
+					r.mu.Lock()
+					r.total += len(res.split) - 1
+					r.mu.Unlock()
+					q.finish(res.split)
+					continue
+				}
+				if ctx.Err() == nil { // else the read is abandoned: no result
+					select {
+					case results <- res:
+					case <-ctx.Done():
+					}
+				}
+				q.finish(nil)
+			}
+		}()
+	}
+	wg.Wait()
+	close(results)
+}
+
+// queue is the stack of queries to make: the last pushed is made first.
+type queue struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	stack  []unit
+	busy   int // queries being made
+	closed bool
+}
+
+// push puts us on top of the stack, us[0] on the very top. The caller
+// holds no lock.
+func (q *queue) push(us []unit) {
+	q.mu.Lock()
+	for i := len(us) - 1; i >= 0; i-- {
+		q.stack = append(q.stack, us[i])
+	}
+	q.mu.Unlock()
+}
+
+// pop takes the query on top, waiting while the stack is empty and
+// queries being made may still add to it; false when all is done or the
+// queue is closed.
+func (q *queue) pop() (unit, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.stack) == 0 && q.busy > 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if q.closed || len(q.stack) == 0 {
+		return unit{}, false
+	}
+	u := q.stack[len(q.stack)-1]
+	q.stack = q.stack[:len(q.stack)-1]
+	q.busy++
+	return u, true
+}
+
+// finish ends a query popped, pushing its halves if it was split.
+func (q *queue) finish(split []unit) {
+	q.push(split)
+	q.mu.Lock()
+	q.busy--
+	q.mu.Unlock()
+	q.cond.Broadcast()
+}
+
+// close makes every pop return false.
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.cond.Broadcast()
 }
 
 // builderOptions are opts for the Columns that classify the samples
@@ -437,9 +547,15 @@ func (r *reader) labelValues(ctx context.Context, label, sel string, qfrom int64
 		vals, w, _, err = r.api.LabelValues(ctx, label, []string{sel}, time.UnixMilli(qfrom), time.UnixMilli(r.end))
 		return w, err
 	})
+	if errors.Is(err, errSplit) {
+		return nil, fmt.Errorf("snapshot: server %s: %w: /api/v1/label/%s/values: %s: %w", r.red, ErrTooLarge, label, what, err)
+	}
 	if err != nil {
 		return nil, err
 	}
+	r.mu.Lock()
+	r.lookups++
+	r.mu.Unlock()
 	return vals, nil
 }
 
@@ -463,6 +579,13 @@ type series struct {
 // errSplit: the query was too large for the server; split it.
 var errSplit = errors.New("too large")
 
+// splitError is errSplit with the reason given by the server or the
+// size limit.
+type splitError struct{ why string }
+
+func (e *splitError) Error() string        { return e.why }
+func (e *splitError) Is(target error) bool { return target == errSplit }
+
 // do runs one unit's query.
 func (r *reader) do(ctx context.Context, u unit) result {
 	q, ts := r.query(u)
@@ -474,10 +597,13 @@ func (r *reader) do(ctx context.Context, u unit) result {
 		return warns, err
 	})
 	if errors.Is(err, errSplit) {
-		if s := split(u); s != nil {
+		if s := split(u, r.cfg.MinRange.Milliseconds()); s != nil {
 			return result{unit: u, split: s}
 		}
-		return result{unit: u, err: fmt.Errorf("%w: %s at %s is too large even for one target over %s: %w", ErrTooLarge, q, ts.UTC().Format(time.RFC3339), model.Duration(time.Duration(u.to-u.from)*time.Millisecond), err)}
+		ferr := fmt.Errorf("snapshot: server %s: %w: /api/v1/query %s at %s is still too large for %s over %s, the smallest query made: %w",
+			r.red, ErrTooLarge, q, ts.UTC().Format(time.RFC3339), u.what(), model.Duration(time.Duration(u.to-u.from)*time.Millisecond), err)
+		r.setFatal(ferr)
+		return result{unit: u, err: ferr}
 	}
 	if err != nil {
 		return result{unit: u, err: err}
@@ -485,7 +611,7 @@ func (r *reader) do(ctx context.Context, u unit) result {
 	res := result{unit: u}
 	for _, w := range warns {
 		res.problems = append(res.problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: r.red, Offset: -1, Family: u.family,
-			Err: fmt.Errorf("server warning for %s: %s", q, w)})
+			Err: fmt.Errorf("server warning for %s: %s", q, r.tr.sec.line(w))})
 	}
 	m, ok := val.(model.Matrix)
 	if !ok {
@@ -526,16 +652,29 @@ func (r *reader) do(ctx context.Context, u unit) result {
 	return res
 }
 
-// split halves u: its targets first, then its time range (not below a
-// second); nil when u cannot be split.
-func split(u unit) []unit {
+// what names the series u selects, for a message.
+func (u unit) what() string {
+	switch {
+	case u.label == "":
+		return "the family " + u.family
+	case len(u.targets) == 1 && u.targets[0] == "":
+		return fmt.Sprintf("the series of %s without %s", u.family, u.label)
+	case len(u.targets) == 1:
+		return fmt.Sprintf("one %s (%s) of %s", u.label, u.targets[0], u.family)
+	}
+	return fmt.Sprintf("%d %ss of %s", len(u.targets), u.label, u.family)
+}
+
+// split halves u: its targets first, then its time range, into halves no
+// shorter than minRange ms; nil when u cannot be split.
+func split(u unit, minRange int64) []unit {
 	if len(u.targets) > 1 {
 		a, b := u, u
 		h := len(u.targets) / 2
 		a.targets, b.targets = u.targets[:h], u.targets[h:]
 		return []unit{a, b}
 	}
-	if u.to-u.from >= 2000 {
+	if u.to-u.from >= 2*max(minRange, 1) {
 		a, b := u, u
 		mid := u.from + (u.to-u.from)/2
 		a.to, b.from = mid, mid
@@ -568,8 +707,11 @@ func (r *reader) retry(ctx context.Context, what string, f func(context.Context)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		status, retryAfter, tooLarge := info.get()
-		msg := serverMessage(err)
+		status, retryAfter, tooLarge, redirect := info.get()
+		msg := r.serverMessage(err)
+		if redirect != "" {
+			msg += " (redirected to " + redirect + ", another origin: no credentials sent there)"
+		}
 		var cert *tls.CertificateVerificationError
 		switch {
 		case errors.As(err, &cert):
@@ -577,7 +719,7 @@ func (r *reader) retry(ctx context.Context, what string, f func(context.Context)
 			r.setFatal(ferr)
 			return ferr
 		case tooLarge || status == http.StatusUnprocessableEntity:
-			return fmt.Errorf("%w: %s: %s", errSplit, what, msg)
+			return &splitError{why: msg}
 		case status == http.StatusTooManyRequests || status >= 500 || timedOut || status == 0 && isNetErr(err):
 			if try >= r.cfg.Retries {
 				why := msg
@@ -608,8 +750,9 @@ func (r *reader) retry(ctx context.Context, what string, f func(context.Context)
 }
 
 // serverMessage describes err without the request URL (which may hold
-// credentials), with the server's own message where it sent one.
-func serverMessage(err error) string {
+// credentials), with the server's own message where it sent one, on one
+// line of bounded length with every secret of the read redacted.
+func (r *reader) serverMessage(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
@@ -618,14 +761,11 @@ func serverMessage(err error) string {
 	if errors.As(err, &ae) {
 		s := string(ae.Type) + ": " + ae.Msg
 		if d := strings.TrimSpace(ae.Detail); d != "" {
-			if len(d) > 300 {
-				d = d[:300] + "…"
-			}
 			s += ": " + d
 		}
-		return s
+		return r.tr.sec.line(s)
 	}
-	return err.Error()
+	return r.tr.sec.line(err.Error())
 }
 
 func isNetErr(err error) bool {
@@ -634,92 +774,3 @@ func isNetErr(err error) bool {
 	var ue *url.Error
 	return errors.As(err, &ne) || errors.As(err, &oe) || errors.As(err, &ue) || errors.Is(err, io.ErrUnexpectedEOF)
 }
-
-// attempt records what the transport saw of one request.
-type attempt struct {
-	mu         sync.Mutex
-	status     int
-	retryAfter time.Duration
-	tooLarge   bool
-}
-
-func (a *attempt) get() (int, time.Duration, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.status, a.retryAfter, a.tooLarge
-}
-
-type attemptKey struct{}
-
-// errBodyTooLarge: a response body exceeded Config.MaxResponseBytes.
-var errBodyTooLarge = errors.New("response exceeds the size limit")
-
-// limitRT records status and Retry-After of each response in the
-// request's attempt, and cuts bodies beyond max bytes.
-type limitRT struct {
-	next http.RoundTripper
-	max  int64
-}
-
-func (l *limitRT) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := l.next.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	a, _ := req.Context().Value(attemptKey{}).(*attempt)
-	if a != nil {
-		a.mu.Lock()
-		a.status = resp.StatusCode
-		a.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		a.mu.Unlock()
-	}
-	resp.Body = &limitBody{rc: resp.Body, left: l.max, a: a, max: l.max}
-	return resp, nil
-}
-
-// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
-func parseRetryAfter(s string, now time.Time) time.Duration {
-	if s == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(strings.TrimSpace(s)); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(s); err == nil {
-		return max(t.Sub(now), 0)
-	}
-	return 0
-}
-
-type limitBody struct {
-	rc   io.ReadCloser
-	left int64
-	max  int64
-	a    *attempt
-}
-
-func (b *limitBody) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, b.tooLarge()
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1] // one byte more tells a larger body
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		return n + int(b.left), b.tooLarge()
-	}
-	return n, err
-}
-
-func (b *limitBody) tooLarge() error {
-	if b.a != nil {
-		b.a.mu.Lock()
-		b.a.tooLarge = true
-		b.a.mu.Unlock()
-	}
-	return fmt.Errorf("%w (%d bytes)", errBodyTooLarge, b.max)
-}
-
-func (b *limitBody) Close() error { return b.rc.Close() }
