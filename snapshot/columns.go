@@ -105,6 +105,10 @@ func (a *Columns) Problem(sev Severity, file string, err error) {
 	a.problem(sev, file, err)
 }
 
+// ProblemAt records problem p of the source read, located by its File
+// and Offset.
+func (a *Columns) ProblemAt(p Problem) { a.problems = append(a.problems, p) }
+
 func (a *Columns) problem(sev Severity, file string, err error) {
 	a.problems = append(a.problems, Problem{Severity: sev, File: file, Offset: -1, Err: err})
 }

@@ -114,7 +114,8 @@
 // Once everything is read, scrape times far outside the bulk of the
 // evidence (a file named a year ahead, timestamps in seconds) are named
 // (ErrTimeOutlier) and left out unless Options.KeepTimeOutliers, so that
-// nothing downstream spans a year. A counter that decreases while
+// nothing downstream spans a year; the TSDB reader sets a block (or the
+// head) that lies so apart whole, before reading it. A counter that decreases while
 // process_start_time_seconds stays the same (or, for a target without it,
 // while other counters do not drop) is inconsistent evidence
 // (ErrInconsistent): the decreasing samples are left out instead of being

@@ -72,8 +72,9 @@ var (
 	ErrSkipped = errors.New("not read")
 	// ErrTimeOutlier is a warning: scrapes whose times lie far outside
 	// the bulk of the evidence (a file named a year ahead, sample
-	// timestamps in seconds instead of milliseconds) were left out of the
-	// evidence; Options.KeepTimeOutliers keeps them.
+	// timestamps in seconds instead of milliseconds), or a whole TSDB
+	// block or head (a block dated 2099 beside a day of 2026), were left
+	// out of the evidence; Options.KeepTimeOutliers keeps them.
 	ErrTimeOutlier = errors.New("scrape time far outside the evidence")
 	// ErrTimeConflict is a warning: the time in a file's name and the
 	// timestamps of its samples disagree; the sample timestamps are used.

@@ -81,7 +81,8 @@ type Options struct {
 	// directory.
 	FollowLinks bool
 	// KeepTimeOutliers keeps scrapes whose times lie far outside the bulk
-	// of the evidence (see ErrTimeOutlier), which are otherwise left out.
+	// of the evidence (see ErrTimeOutlier), and TSDB blocks (or a head)
+	// that lie so, which are otherwise left out.
 	KeepTimeOutliers bool
 	// KeepCutFiles keeps the samples read from a file that a limit
 	// stopped in the middle (see Limits.MaxSeriesPerScrape). By default

@@ -455,3 +455,20 @@ func (t *Target) fileAt(ms int64) string {
 	}
 	return strings.Join(t.Scrapes[i].Files, ", ")
 }
+
+// OutlierBounds returns, for n >= 3 times sorted ascending (at(i) the
+// i-th), the bulk [lo, hi] and the range [low, high] outside which a time
+// is an outlier, by the rule that sets scrapes apart (ErrTimeOutlier);
+// ok is false for fewer than 3 times, or times so near the ends of int64
+// that nothing sensible can be said. Readers of sources that hold many
+// scrapes (TSDB blocks) use it to set whole sources apart.
+func OutlierBounds(n int, at func(int) int64) (lo, hi, low, high int64, ok bool) {
+	if n < outlierMinScrapes {
+		return 0, 0, 0, 0, false
+	}
+	return outlierBounds(n, at)
+}
+
+// FormatSpan formats a duration in ms as the problems of ErrTimeOutlier
+// do: in days, hours or minutes.
+func FormatSpan(ms int64) string { return fmtSpan(ms) }

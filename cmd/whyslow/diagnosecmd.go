@@ -246,7 +246,7 @@ func partialReason(ev *snapshot.Evidence, rep *diagnose.Report) string {
 
 // checkVLLM refuses evidence in which no target is vLLM (another engine's
 // capture, such as SGLang's, or only companion exporters): a short
-// message naming what was read, instead of a report of nothing but
+// message naming the paths and the targets read, instead of a report of nothing but
 // "cannot evaluate".
 func checkVLLM(cat *diagnose.Catalog, ev *snapshot.Evidence) error {
 	if cat == nil || ev == nil || len(ev.Targets) == 0 {
@@ -260,15 +260,24 @@ func checkVLLM(cat *diagnose.Catalog, ev *snapshot.Evidence) error {
 		}
 		names = append(names, t.Target)
 	}
-	const maxNames = 4
-	list := strings.Join(names[:min(len(names), maxNames)], ", ")
-	if len(names) > maxNames {
-		list += fmt.Sprintf(" and %d more", len(names)-maxNames)
-	}
-	return fmt.Errorf("no vLLM target in the evidence: %s read (%s), none with a vllm: metric. "+
+	return fmt.Errorf("no vLLM target in %s: %s read (%s), none with a vllm: metric. "+
 		"whyslow diagnoses vLLM; for renamed metrics give --alias vllm:=PREFIX (e.g. --alias vllm:=ray_vllm:), "+
 		"and see whyslow catalog PATH for what was found",
-		wsreport.Plural(len(names), "target", "targets"), list)
+		firstFew(ev.Sources, "the evidence"), wsreport.Plural(len(names), "target", "targets"), firstFew(names, ""))
+}
+
+// firstFew lists the first four of items, and how many more there are;
+// none is said when there are none.
+func firstFew(items []string, none string) string {
+	const maxItems = 4
+	if len(items) == 0 {
+		return none
+	}
+	list := strings.Join(items[:min(len(items), maxItems)], ", ")
+	if len(items) > maxItems {
+		list += fmt.Sprintf(" and %d more", len(items)-maxItems)
+	}
+	return list
 }
 
 func writeReport(w io.Writer, f *diagnoseFlags, rep *diagnose.Report) error {

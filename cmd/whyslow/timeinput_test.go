@@ -130,7 +130,7 @@ func TestDiagnoseNoVLLMTarget(t *testing.T) {
 		code, out, errOut := whyslow(t, "", cmd, path)
 		assert.Equal(t, exitInput, code, cmd)
 		assert.Empty(t, out, cmd)
-		assert.Contains(t, errOut, "whyslow "+cmd+": no vLLM target in the evidence: 1 target read (sglang-production-metrics-docs-unknown), none with a vllm: metric", cmd)
+		assert.Contains(t, errOut, "whyslow "+cmd+": no vLLM target in "+path+": 1 target read (sglang-production-metrics-docs-unknown), none with a vllm: metric", cmd)
 		assert.LessOrEqual(t, strings.Count(errOut, "\n"), 3, "short: %s", errOut)
 	}
 }

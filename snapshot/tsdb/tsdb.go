@@ -39,12 +39,13 @@ var (
 
 // Directory names inside a TSDB data directory that are not blocks.
 const (
-	tsdbWALDir        = "wal"
-	tsdbWBLDir        = "wbl"
-	tsdbChunksHeadDir = "chunks_head"
-	tsdbMetaFile      = "meta.json"
-	tsdbIndexFile     = "index"
-	tsdbChunksDir     = "chunks"
+	tsdbWALDir         = "wal"
+	tsdbWBLDir         = "wbl"
+	tsdbChunksHeadDir  = "chunks_head"
+	tsdbMetaFile       = "meta.json"
+	tsdbIndexFile      = "index"
+	tsdbChunksDir      = "chunks"
+	tsdbTombstonesFile = "tombstones"
 )
 
 func init() {
@@ -86,9 +87,18 @@ func init() {
 // "instance" label, else its "job" label (opts.TargetName may override).
 // Each target has one snapshot.Scrape per distinct sample timestamp among its series.
 //
-// A bad block (missing index, broken meta.json, corrupt chunks) or a head
-// that cannot be replayed is a snapshot.Problem of snapshot.SeverityError naming the file and
-// the reason, and the rest is still read: check snapshot.Evidence.Partial. Read
+// A block, or the head, whose samples lie far from the rest (a block
+// dated 2099 beside a day of 2026) is set apart whole, as scrapes far
+// from the rest are: a warning wrapping snapshot.ErrTimeOutlier names it
+// and its time range, and it is not read unless opts.KeepTimeOutliers
+// (see blockOutliers, headOutlier).
+//
+// A bad block (missing index, broken meta.json, corrupt chunks, a file
+// that is not a regular file: a named pipe is never opened, a symbolic
+// link followed only with opts.FollowLinks) or a head that cannot be
+// replayed is a snapshot.Problem of snapshot.SeverityError naming the
+// file, the offset where known, and the reason, and the rest is still
+// read: check snapshot.Evidence.Partial. Read
 // returns an error only when dir is not a TSDB directory, when nothing at
 // all could be read, when the samples kept would exceed
 // opts.Limits.MaxMemory (an error wrapping a *snapshot.LimitError), or
@@ -103,7 +113,7 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 	var problems []snapshot.Problem
 	read := 0 // sources read, at least in part
 
-	blocks, bprobs := openTSDBBlocks(layout, mint, maxt)
+	blocks, bprobs := openTSDBBlocks(layout, mint, maxt, opts)
 	problems = append(problems, bprobs...)
 	defer func() { err = errors.Join(err, closeBlocks(blocks)) }()
 	maxBlockTime := blocksMaxTime(blocks)
@@ -144,7 +154,7 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 	if layout.hasHead() && maxt >= maxBlockTime {
 		progress("tsdb head", len(blocks))
 	}
-	h, hprobs := openHeadFor(layout, opts, lim, maxt, maxBlockTime)
+	h, hprobs := openHeadFor(layout, opts, lim, blocks, mint, maxt)
 	problems = append(problems, hprobs...)
 	if h != nil {
 		rerr := readSource(ctx, acc, filepath.Join(dir, tsdbWALDir), tsdb.NewRangeHead(h.head, mint, maxt), nil, mint, maxt, matchers, 1)
@@ -216,15 +226,17 @@ func closeBlocks(blocks []tsdbBlock) (err error) {
 }
 
 // openHeadFor replays the head (wal/ and chunks_head/ in a sandbox) when
-// the range read reaches the end of the last block, maxBlockTime: the head
-// holds only samples at or after it (Prometheus's own rule for a
-// read-only replay), so a range that ends before skips the WAL. It
-// returns the head, nil when not needed or not readable, and the problems
-// of the replay and of the out-of-order samples in wbl/, which are never
-// read.
-func openHeadFor(layout *tsdbLayout, opts snapshot.Options, lim snapshot.Limits, maxt, maxBlockTime int64) (*tsdbHead, []snapshot.Problem) {
+// the range read, [mint, maxt], reaches the end of the last of blocks
+// (those kept, see openTSDBBlocks): the head holds only samples at or
+// after it (Prometheus's own rule for a read-only replay), so a range
+// that ends before skips the WAL. It returns the head, nil when not
+// needed, not readable or a time outlier (headOutlier; kept with
+// Options.KeepTimeOutliers), and the problems of the replay and of the
+// out-of-order samples in wbl/, which are never read.
+func openHeadFor(layout *tsdbLayout, opts snapshot.Options, lim snapshot.Limits, blocks []tsdbBlock, mint, maxt int64) (*tsdbHead, []snapshot.Problem) {
 	var problems []snapshot.Problem
 	var head *tsdbHead
+	maxBlockTime := blocksMaxTime(blocks)
 	if layout.hasHead() && maxt >= maxBlockTime {
 		h, hprobs, herr := openTSDBHead(layout, opts.SandboxDir, lim.MaxWALBytes, maxBlockTime)
 		problems = append(problems, hprobs...)
@@ -235,6 +247,17 @@ func openHeadFor(layout *tsdbLayout, opts snapshot.Options, lim snapshot.Limits,
 			})
 		} else {
 			head = h
+		}
+	}
+	if head != nil {
+		if p, ok := headOutlier(head.head, blocks, mint, maxt, filepath.Join(layout.dir, tsdbWALDir), opts.KeepTimeOutliers); ok {
+			problems = append(problems, p)
+			if !opts.KeepTimeOutliers {
+				if p, ok := sandboxProblem(head, head.Close()); ok {
+					problems = append(problems, p)
+				}
+				head = nil
+			}
 		}
 	}
 	if layout.hasWBL {
@@ -354,6 +377,8 @@ type tsdbBlock struct {
 	// minT and maxT are the block's time range by its meta (maxT
 	// exclusive).
 	minT, maxT int64
+	// samples and series count the block's, by its meta.
+	samples, series uint64
 }
 
 // spanIn is the time, in milliseconds, that b spans within [mint, maxt]
@@ -366,55 +391,67 @@ func (b tsdbBlock) spanIn(mint, maxt int64) float64 {
 // openTSDBBlocks lists every block candidate of l and opens those that
 // overlap [mint, maxt]: a question about the last half hour of a week does
 // not open the week's index files. Broken blocks (a bad meta, a missing
-// index or chunks directory, and for those opened an index that does not
-// open) become Problems; blocks superseded by a compacted block that is
-// present too are skipped, as Prometheus does.
-func openTSDBBlocks(l *tsdbLayout, mint, maxt int64) (blocks []tsdbBlock, problems []snapshot.Problem) {
+// index or chunks directory, a file that is not a regular file, and for
+// those opened an index that does not open) become Problems; blocks
+// superseded by a compacted block that is present too are skipped, as
+// Prometheus does; time outliers (blockOutliers) are named and, unless
+// opts.KeepTimeOutliers, left out. A symbolic link among a block's files
+// is followed only with opts.FollowLinks.
+func openTSDBBlocks(l *tsdbLayout, mint, maxt int64, opts snapshot.Options) (blocks []tsdbBlock, problems []snapshot.Problem) {
 	for _, name := range l.skipped {
 		problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: filepath.Join(l.dir, name), Offset: -1,
 			Err: errors.New("incomplete block (left by an interrupted compaction or deletion) skipped")})
 	}
-	type cand struct {
-		dir  string
-		meta tsdb.BlockMeta
-	}
-	var cands []cand
+	var cands []blockCand
 	parents := map[string]bool{}
 	for _, name := range l.blockDirs {
 		bdir := filepath.Join(l.dir, name)
-		meta, p := readBlockMeta(bdir)
+		meta, p := readBlockMeta(bdir, opts.FollowLinks)
 		if p != nil {
 			problems = append(problems, *p)
 			continue
 		}
-		cands = append(cands, cand{bdir, meta})
+		cands = append(cands, blockCand{bdir, meta})
 		for _, par := range meta.Compaction.Parents {
 			parents[par.ULID.String()] = true
 		}
 	}
-	for _, c := range cands {
-		if parents[c.meta.ULID.String()] {
-			continue // its data are in the compacted block
+	cands = slices.DeleteFunc(cands, func(c blockCand) bool {
+		return parents[c.meta.ULID.String()] // its data are in the compacted block
+	})
+	cands = slices.DeleteFunc(cands, func(c blockCand) bool {
+		p := checkBlockFiles(c.dir, opts.FollowLinks)
+		if p != nil {
+			problems = append(problems, *p)
 		}
-		for _, f := range []string{tsdbIndexFile, tsdbChunksDir} {
-			if _, err := os.Stat(filepath.Join(c.dir, f)); err != nil {
-				problems = append(problems, blockProblem(filepath.Join(c.dir, f), err))
-				c.dir = ""
-				break
+		return p != nil
+	})
+	// Outliers within the range are named; those of the whole TSDB that
+	// the range does not meet are not read anyway, but must not move the
+	// end of the blocks, where the head is read from.
+	outliers := blockOutliers(cands, mint, maxt, opts.KeepTimeOutliers)
+	far := blockOutliers(cands, math.MinInt64, math.MaxInt64, opts.KeepTimeOutliers)
+	for i, c := range cands {
+		// MaxTime is exclusive.
+		tb := tsdbBlock{dir: c.dir, inRange: c.meta.MinTime <= maxt && c.meta.MaxTime > mint, minT: c.meta.MinTime, maxT: c.meta.MaxTime,
+			samples: c.meta.Stats.NumSamples, series: c.meta.Stats.NumSeries}
+		if p, ok := outliers[i]; ok {
+			problems = append(problems, p)
+			if !opts.KeepTimeOutliers {
+				continue
 			}
 		}
-		if c.dir == "" {
+		if _, ok := far[i]; ok && !tb.inRange && !opts.KeepTimeOutliers {
 			continue
 		}
-		// MaxTime is exclusive.
-		tb := tsdbBlock{dir: c.dir, inRange: c.meta.MinTime <= maxt && c.meta.MaxTime > mint, minT: c.meta.MinTime, maxT: c.meta.MaxTime}
 		if tb.inRange {
 			b, err := tsdb.OpenBlock(tsdbLogger(), c.dir, nil, nil)
 			if err != nil {
-				problems = append(problems, blockProblem(c.dir, err))
+				problems = append(problems, openBlockProblem(c.dir, err))
 				continue
 			}
 			tb.block, tb.files = b, newBlockFiles(c.dir)
+			tb.files.follow = opts.FollowLinks
 		}
 		blocks = append(blocks, tb)
 	}
@@ -424,10 +461,13 @@ func openTSDBBlocks(l *tsdbLayout, mint, maxt int64) (blocks []tsdbBlock, proble
 
 // readBlockMeta reads and checks a block's meta.json, so that a broken one
 // is reported with its path and reason before tsdb opens the block.
-func readBlockMeta(bdir string) (tsdb.BlockMeta, *snapshot.Problem) {
+func readBlockMeta(bdir string, follow bool) (tsdb.BlockMeta, *snapshot.Problem) {
 	fn := filepath.Join(bdir, tsdbMetaFile)
 	var meta tsdb.BlockMeta
-	b, err := os.ReadFile(fn)
+	if p := checkFile(fn, false, false, follow); p != nil {
+		return meta, p
+	}
+	b, err := readRegular(fn, follow)
 	if err != nil {
 		p := blockProblem(fn, err)
 		return meta, &p

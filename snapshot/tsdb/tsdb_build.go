@@ -2,7 +2,11 @@ package tsdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
 
 	promhistogram "github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
@@ -10,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/tsdb/chunks"
 
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -42,7 +47,7 @@ func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 // none was opened).
 func reportRead(a *snapshot.Columns, src string, lost *lostSeries, q storage.Querier) {
 	if p, ok := lost.problem(src); ok {
-		a.Problem(p.Severity, p.File, p.Err)
+		a.ProblemAt(p)
 	}
 	if q == nil {
 		return
@@ -56,7 +61,7 @@ func reportRead(a *snapshot.Columns, src string, lost *lostSeries, q storage.Que
 // be read, and keeps the error of the first.
 type lostSeries struct {
 	n        int
-	first    error
+	first    error // the iterator's error
 	firstSet labels.Labels
 	// byLabels keeps the first by label order (the order of a block's
 	// series) instead of the first added: ReadEach adds the series of one
@@ -66,7 +71,7 @@ type lostSeries struct {
 
 func (l *lostSeries) add(lset labels.Labels, err error) {
 	if l.n++; l.n == 1 || (l.byLabels && labels.Compare(lset, l.firstSet) < 0) {
-		l.first, l.firstSet = fmt.Errorf("series %s: %w", lset, err), lset
+		l.first, l.firstSet = err, lset
 	}
 }
 
@@ -82,13 +87,51 @@ func (l *lostSeries) merge(o *lostSeries) {
 	l.n += o.n
 }
 
-// problem returns the problem of the lost series at src, if any.
+// problem returns the problem of the lost series at src (a block
+// directory, or the head's wal/), if any. Where a block's chunk could not
+// be read, it names the chunk's segment file and offset.
 func (l *lostSeries) problem(src string) (snapshot.Problem, bool) {
 	if l.n == 0 {
 		return snapshot.Problem{}, false
 	}
-	return snapshot.Problem{Severity: snapshot.SeverityError, File: src, Offset: -1,
-		Err: fmt.Errorf("%w: samples of %d series lost, first: %w", ErrBadBlock, l.n, l.first)}, true
+	p := snapshot.Problem{Severity: snapshot.SeverityError, File: src, Offset: -1}
+	err := l.first
+	if filepath.Base(src) != tsdbWALDir {
+		if file, off, cerr, ok := chunkError(src, l.first); ok {
+			p.File, p.Offset, err = file, off, cerr
+		}
+	}
+	p.Err = fmt.Errorf("%w: samples of %d series lost, first: series %s: %w", ErrBadBlock, l.n, l.firstSet, err)
+	return p, true
+}
+
+// populateErr matches the error of a block querier's series iterator
+// when a chunk cannot be read. It names the chunk by its reference and
+// the block by a ULID that is zero for a float Select.
+var populateErr = regexp.MustCompile(`^cannot populate chunk (\d+) from block [0-9A-Za-z]+: `)
+
+// chunkError rewrites err, a block querier's error reading a chunk of
+// block bdir, to name the chunk's segment file and offset (a block chunk
+// reference is the segment's position among the segments and the offset
+// in it) instead of
+// the block by its ULID; false when err is no such error.
+func chunkError(bdir string, err error) (file string, off int64, _ error, ok bool) {
+	m := populateErr.FindStringSubmatch(err.Error())
+	inner := errors.Unwrap(err)
+	if m == nil || inner == nil {
+		return "", 0, nil, false
+	}
+	ref, perr := strconv.ParseUint(m[1], 10, 64)
+	if perr != nil {
+		return "", 0, nil, false
+	}
+	seq, at := chunks.BlockChunkRef(ref).Unpack()
+	segs := chunkSegments(filepath.Join(bdir, tsdbChunksDir))
+	if seq >= len(segs) {
+		return "", 0, nil, false
+	}
+	file = segs[seq]
+	return file, int64(at), fmt.Errorf("chunk at offset %d of %s (block %s): %w", at, filepath.Join(tsdbChunksDir, filepath.Base(file)), filepath.Base(bdir), inner), true
 }
 
 // selectInto reads the series of q that match ms into a. ahead is how

@@ -3,6 +3,7 @@ package tsdb
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -53,7 +54,7 @@ func TestReadTSDBCorruptions(t *testing.T) {
 		{
 			name:   "corrupt chunk",
 			damage: corruptChunk,
-			file:   "",
+			file:   "chunks/000001",
 			reason: "checksum mismatch",
 		},
 		{
@@ -123,7 +124,7 @@ func TestReadTSDBCorruptions(t *testing.T) {
 		require.NoError(t, err)
 		broken := ev.ProblemsOf(ErrBadBlock)
 		require.NotEmpty(t, broken)
-		assert.Equal(t, filepath.Join(dir, good), broken[0].File)
+		assert.Equal(t, filepath.Join(dir, good, "index"), broken[0].File)
 	})
 	for name, mk := range map[string]func(t *testing.T) string{
 		"empty dir": func(t *testing.T) string { return t.TempDir() },
@@ -214,4 +215,92 @@ func corruptSeriesEntry(t *testing.T, b string) {
 	_, w := binary.Uvarint(data[pos:])
 	data[pos+w+2] ^= 0xff
 	require.NoError(t, os.WriteFile(fn, data, 0o644))
+}
+
+// TestReadTSDBBadFileNamed damages one file of one of two blocks: the
+// problem names the file, and the offset where the decoder places the
+// fault, not the block alone; Read and ReadEach agree.
+func TestReadTSDBBadFileNamed(t *testing.T) {
+	base := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
+	good := tsdbBlockDirs(t, base.dir)[0]
+	size := func(t *testing.T, fn string) int64 {
+		fi, err := os.Stat(fn)
+		require.NoError(t, err)
+		return fi.Size()
+	}
+	var chunkSize int64
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, b string)
+		file   string
+		offset func(t *testing.T, fn string) int64 // of the file in the bad block
+		reason string
+	}{
+		{
+			name:   "index magic number",
+			damage: overwriteInBlock("index", "not an index, not at all, not an index, not at all, not an index"),
+			file:   "index", offset: func(*testing.T, string) int64 { return 0 },
+			reason: "invalid magic number",
+		},
+		{
+			name: "index cut",
+			damage: func(t *testing.T, b string) {
+				fn := filepath.Join(b, "index")
+				require.NoError(t, os.Truncate(fn, size(t, fn)-100))
+			},
+			// Its table of contents is the last 52 bytes.
+			file: "index", offset: func(t *testing.T, fn string) int64 { return size(t, fn) - 52 },
+			reason: "read TOC",
+		},
+		{
+			name:   "tombstones magic number",
+			damage: overwriteInBlock("tombstones", "no tombstones here"),
+			file:   "tombstones", offset: func(*testing.T, string) int64 { return 0 },
+			reason: "invalid magic number",
+		},
+		{
+			name: "tombstones checksum",
+			damage: func(t *testing.T, b string) {
+				fn := filepath.Join(b, "tombstones")
+				data, err := os.ReadFile(fn)
+				require.NoError(t, err)
+				data[len(data)-1] ^= 0xff
+				require.NoError(t, os.WriteFile(fn, data, 0o644))
+			},
+			file: "tombstones", offset: func(t *testing.T, fn string) int64 { return size(t, fn) - 4 },
+			reason: "checksum did not match",
+		},
+		{
+			name: "chunk segment cut",
+			damage: func(t *testing.T, b string) {
+				fn := filepath.Join(b, "chunks", "000001")
+				chunkSize = size(t, fn)
+				require.NoError(t, os.Truncate(fn, chunkSize/2))
+			},
+			file: "chunks/000001",
+			// The first chunk past the cut begins before it.
+			offset: func(t *testing.T, fn string) int64 { return -2 },
+			reason: "segment doesn't include enough bytes",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, bad := withDamagedCopy(t, base.dir, good, tc.damage)
+			fn := filepath.Join(bad, tc.file)
+			ev := requireEachAsRead(t, []string{dir}, snapshot.Options{})
+			broken := ev.ProblemsOf(ErrBadBlock)
+			require.Len(t, broken, 1, "%v", ev.Problems)
+			p := broken[0]
+			assert.Equal(t, fn, p.File)
+			assert.Contains(t, p.Error(), tc.reason)
+			if want := tc.offset(t, fn); want == -2 {
+				assert.Positive(t, p.Offset)
+				assert.Less(t, p.Offset, chunkSize/2)
+				assert.Contains(t, p.Error(), fmt.Sprintf("chunk at offset %d of chunks/000001 (block %s)", p.Offset, filepath.Base(bad)))
+				assert.NotContains(t, p.Error(), "00000000000000000000000000")
+			} else {
+				assert.Equal(t, want, p.Offset)
+			}
+			checkTSDBFixture(t, base, ev, 0, base.nBlock)
+		})
+	}
 }

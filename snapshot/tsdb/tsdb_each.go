@@ -70,10 +70,9 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 
 	var problems []snapshot.Problem
 	read := 0
-	blocks, bprobs := openTSDBBlocks(layout, mint, maxt)
+	blocks, bprobs := openTSDBBlocks(layout, mint, maxt, opts)
 	problems = append(problems, bprobs...)
 	defer func() { err = errors.Join(err, closeBlocks(blocks)) }()
-	maxBlockTime := blocksMaxTime(blocks)
 
 	var srcs []*eachSource
 	defer func() {
@@ -98,7 +97,7 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 			err = errors.Join(err, head.Close())
 		}
 	}()
-	h, hprobs := openHeadFor(layout, opts, lim, maxt, maxBlockTime)
+	h, hprobs := openHeadFor(layout, opts, lim, blocks, mint, maxt)
 	problems = append(problems, hprobs...)
 	if h != nil {
 		head = h

@@ -49,7 +49,8 @@ import (
 // readers instead, or reported as they report it, so that errors are
 // theirs. Files are opened read-only and never locked.
 type blockFiles struct {
-	dir string
+	dir    string
+	follow bool // symbolic links are followed (Options.FollowLinks)
 
 	openOnce sync.Once
 	ok       bool // the files are open and the index is in format 2
@@ -82,7 +83,7 @@ func newBlockFiles(dir string) *blockFiles { return &blockFiles{dir: dir} }
 // cannot be opened or the index is not in format 2.
 func (f *blockFiles) open() bool {
 	f.openOnce.Do(func() {
-		idx, err := openFileBytes(filepath.Join(f.dir, "index"))
+		idx, err := openFileBytes(filepath.Join(f.dir, "index"), f.follow)
 		if err != nil {
 			return
 		}
@@ -103,7 +104,7 @@ func (f *blockFiles) open() bool {
 			if _, err := strconv.ParseUint(e.Name(), 10, 64); err != nil {
 				continue
 			}
-			sb, err := openFileBytes(filepath.Join(cdir, e.Name()))
+			sb, err := openFileBytes(filepath.Join(cdir, e.Name()), f.follow)
 			if err != nil {
 				return
 			}
@@ -114,15 +115,12 @@ func (f *blockFiles) open() bool {
 	return f.ok
 }
 
-func openFileBytes(path string) (fileBytes, error) {
-	fh, err := os.Open(path)
+// openFileBytes opens the regular file path (openRegular: never
+// blocking, a symbolic link followed only when follow).
+func openFileBytes(path string, follow bool) (fileBytes, error) {
+	fh, st, err := openRegular(path, follow)
 	if err != nil {
 		return fileBytes{}, err
-	}
-	st, err := fh.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		fh.Close()
-		return fileBytes{}, errors.Join(err, fmt.Errorf("%s: not a regular file", path))
 	}
 	return fileBytes{f: fh, size: int(st.Size())}, nil
 }

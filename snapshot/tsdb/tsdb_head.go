@@ -314,8 +314,11 @@ func copyTree(src, dst string) error {
 	})
 }
 
+// copyFile copies the regular file src to a new file dst. src is opened
+// as openRegular opens it: a named pipe or a symbolic link put in its
+// place since the walk is refused, not waited on nor followed.
 func copyFile(src, dst string) (err error) {
-	in, err := os.Open(src)
+	in, _, err := openRegular(src, false)
 	if err != nil {
 		return err
 	}
