@@ -58,7 +58,7 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.maxMemory, "max-memory", "", "memory budget of the whole run, e.g. 8GiB (default 3/4 of the machine's or cgroup's memory, 4GiB where unknown): the evidence kept may take a quarter of it; a run whose live heap would pass it stops with an error (exit 1) instead of running out of memory")
 	fs.BoolVar(&f.follow, "follow-links", false, "inside a dump folder, follow symbolic links that lead out of it (by default they are not read: a folder's links cannot pull other files into a report)")
 	fs.BoolVar(&f.keepCut, "keep-cut-files", false, "keep the samples read from a file before a limit (--max-samples) stopped it; by default such a file is left out, so that a cut cardinality bomb adds no series")
-	fs.BoolVar(&f.keepTimes, "keep-time-outliers", false, "keep scrapes whose times lie far outside the rest of the evidence (a file named a year ahead, timestamps in seconds), which are left out by default")
+	fs.BoolVar(&f.keepTimes, "keep-time-outliers", false, "keep scrapes and TSDB blocks whose times lie far outside the rest of the evidence (a file named a year ahead, timestamps in seconds, a block dated decades after it was written), which are left out by default")
 	f.server.register(fs)
 }
 
