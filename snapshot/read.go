@@ -73,7 +73,9 @@ func Read(ctx context.Context, paths []string, opts Options) (*Evidence, error) 
 					Err: fmt.Errorf("%w: the same file as %s, read once", ErrSkipped, escapeName(first))})
 				continue
 			}
-			b.addFile(p, false)
+			// A path given may be a link; the file opened must be the one
+			// stat saw.
+			b.addFile(p, false, listedAs(fi, p, false))
 		default:
 			// A FIFO (whyslow diagnose <(curl -s pod:8000/metrics)), a
 			// character device: read as a stream, like standard input.
