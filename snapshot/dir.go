@@ -407,7 +407,8 @@ func openListed(path string, want listed) (*os.File, fs.FileInfo, error) {
 
 // readFile reads the file listed as want (see openListed). A plain file
 // is read whole (its size is checked against the per-scrape limit before
-// it is read). A gzip file is inflated
+// it is read) unless binary data turn up: reading stops at the chunk
+// that holds them, and checkContent reports them. A gzip file is inflated
 // as it streams (see inflow), so that a bomb costs its limit, not its
 // inflated size. lm is nil when the data are as found in the file.
 func (b *Builder) readFile(path string, want listed) ([]byte, *lineMap, time.Time, error) {
@@ -441,7 +442,10 @@ func (b *Builder) readFile(path string, want listed) ([]byte, *lineMap, time.Tim
 	if fi.Size() > max {
 		return nil, nil, fi.ModTime(), limitErr(what, max, fmt.Sprintf("%d bytes, more than %s (%d); file not read", fi.Size(), what, max))
 	}
+	// The first chunk is read into a buffer of its own: a file of zeros
+	// behind one good line costs that chunk, not its size.
 	data := make([]byte, 0, min(fi.Size()+1, maxChunk))
+	var bin binaryScan
 	for {
 		if len(data) == cap(data) {
 			grow := fi.Size() + 1 - int64(len(data)) // the rest as listed
@@ -452,6 +456,9 @@ func (b *Builder) readFile(path string, want listed) ([]byte, *lineMap, time.Tim
 		}
 		n, err := r.Read(data[len(data):min(cap(data), len(data)+maxChunk)])
 		data = data[:len(data)+n]
+		if bin.scan(data[len(data)-n:]) {
+			break // checkContent reports it; the rest is not read
+		}
 		if err == io.EOF {
 			break
 		}

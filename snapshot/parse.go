@@ -310,11 +310,8 @@ func (b *Builder) checkContent(data []byte) bool {
 		return false
 	}
 	bad := bytes.IndexByte(data, 0)
-	if head := data[:min(len(data), 4096)]; !utf8.Valid(head) {
-		// A cut multi-byte rune at the very end of the head is not binary.
-		if i := invalidUTF8(head); i >= 0 && (bad < 0 || i < bad) && i < len(head)-utf8.UTFMax {
-			bad = i
-		}
+	if i := binaryHead(data[:min(len(data), utf8Head)]); i >= 0 && (bad < 0 || i < bad) {
+		bad = i
 	}
 	if bad < 0 {
 		return true
@@ -328,6 +325,19 @@ func (b *Builder) checkContent(data []byte) bool {
 	}
 	fs.data = data[:start]
 	return true
+}
+
+// binaryHead returns the offset of the first invalid UTF-8 in head, the
+// first bytes of a file, or -1: a multi-byte rune cut at the very end of
+// head is not binary.
+func binaryHead(head []byte) int {
+	if utf8.Valid(head) {
+		return -1
+	}
+	if i := invalidUTF8(head); i >= 0 && i < len(head)-utf8.UTFMax {
+		return i
+	}
+	return -1
 }
 
 // utf16Text returns "UTF-16LE" or "UTF-16BE" when data starts like UTF-16
