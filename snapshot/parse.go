@@ -1061,6 +1061,13 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 	// is for the whole run, not a problem of this file.
 	_ = b.opts.Memory.Reserve(b.mem, fs.name)
 	b.mem = 0
+	if fs.samples == 0 && len(fs.declared) > 0 && ft >= b.minT && ft <= b.maxT && !b.fileFailed() {
+		// A scrape that exposed families and no sample (the process had
+		// nothing to report yet, or the exporter failed) still names its
+		// target, but the scrape is lost: an error, so that the evidence is
+		// partial.
+		b.problem(SeverityError, -1, "", fmt.Errorf("%w: no samples, only the HELP and TYPE lines of %d families", ErrEmpty, len(fs.declared)))
+	}
 	if kept == 0 && len(fs.declared) == 0 {
 		if fs.samples == 0 {
 			b.problem(SeverityError, -1, "", fmt.Errorf("%w: no samples", ErrEmpty))
@@ -1068,6 +1075,17 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 		return false
 	}
 	return true
+}
+
+// fileFailed reports whether an error-severity problem of the current
+// file was recorded (a syntax error that stopped its parse).
+func (b *Builder) fileFailed() bool {
+	for i := len(b.problems) - 1; i >= 0 && b.problems[i].File == b.fs.name; i-- {
+		if b.problems[i].Severity == SeverityError {
+			return true
+		}
+	}
+	return false
 }
 
 // timeConflictTolerance is how far the newest sample timestamp of a file
