@@ -350,6 +350,7 @@ func (b *Builder) inRange(t time.Time) bool {
 // addFile reads one dump file, read-only, if it is still the regular
 // file listed as want.
 func (b *Builder) addFile(path string, inSubdir bool, want listed) {
+	b.watch.note(path)
 	data, lm, mtime, err := b.readFile(path, want)
 	if err != nil {
 		b.problems = append(b.problems, Problem{Severity: SeverityError, File: path, Offset: -1, Err: err})

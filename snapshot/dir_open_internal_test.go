@@ -5,7 +5,6 @@ package snapshot
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,11 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// gaugeDump is a one-gauge dump whose metric is name.
-func gaugeDump(name string, v int) string {
-	return fmt.Sprintf("# TYPE %s gauge\n%s %d\n", name, name, v)
-}
 
 // readWithHook reads paths with testBeforeOpen set to hook, failing the
 // test if the read blocks.
