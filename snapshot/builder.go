@@ -53,6 +53,8 @@ type Builder struct {
 	keyBuf []byte
 
 	fs fileState // the file being parsed; reused
+	// watch is the ReadWatch of Read's context, told each input read.
+	watch *ReadWatch
 	// readAt is when the stream being parsed was read, for a dump read
 	// live from a pipe or FIFO; zero otherwise (see TimeFromReadTime).
 	readAt time.Time

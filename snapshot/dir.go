@@ -21,6 +21,27 @@ type dumpFile struct {
 	path     string
 	inSubdir bool
 	time     time.Time // from the name; zero if none
+	want     listed
+}
+
+// listed is what a dump file was when it was listed (by the folder walk,
+// or by Read's stat of a path given): readFile opens the file once and
+// reads it only if it is still that regular file.
+type listed struct {
+	// open is the path to open: the file's own path, or, for a link the
+	// walk followed, the link's target as resolved then.
+	open string
+	// noFollow refuses a symbolic link at open: the walk saw no link
+	// there (or resolved it). A path given by the user may be a link.
+	noFollow bool
+	key      fileKey
+	keyed    bool
+}
+
+// listedAs returns what fi, the stat of open, says about the file.
+func listedAs(fi fs.FileInfo, open string, noFollow bool) listed {
+	key, ok := keyOf(fi, open)
+	return listed{open: open, noFollow: noFollow, key: key, keyed: ok}
 }
 
 // walker lists the dumps and TSDBs of one dump directory. It opens
@@ -114,7 +135,12 @@ func (w *walker) walk(dir string) {
 			}
 			rel, _ := filepath.Rel(w.root, path)
 			inSub := strings.ContainsRune(rel, filepath.Separator)
-			w.files = append(w.files, dumpFile{path: path, inSubdir: inSub, time: parsePathName(path, inSub).time})
+			open := path
+			if real != "" {
+				open = real
+			}
+			w.files = append(w.files, dumpFile{path: path, inSubdir: inSub, time: parsePathName(path, inSub).time,
+				want: listedAs(fi, open, true)})
 		default:
 			w.skip(path, specialKind(m)+", not a regular file")
 		}
@@ -271,7 +297,7 @@ func (b *Builder) addDir(ctx context.Context, dir string) error {
 		if !f.time.IsZero() && !b.inRange(f.time) {
 			continue
 		}
-		b.addFile(f.path, f.inSubdir)
+		b.addFile(f.path, f.inSubdir, f.want)
 	}
 	if b.opts.Progress != nil && len(files) > 0 {
 		b.opts.Progress(Progress{Path: dir, What: "dumps", Done: len(files), Total: len(files)})
@@ -321,9 +347,11 @@ func (b *Builder) inRange(t time.Time) bool {
 	return ms >= b.minT && ms <= b.maxT
 }
 
-// addFile reads one dump file, read-only.
-func (b *Builder) addFile(path string, inSubdir bool) {
-	data, lm, mtime, err := b.readFile(path)
+// addFile reads one dump file, read-only, if it is still the regular
+// file listed as want.
+func (b *Builder) addFile(path string, inSubdir bool, want listed) {
+	b.watch.note(path)
+	data, lm, mtime, err := b.readFile(path, want)
 	if err != nil {
 		b.problems = append(b.problems, Problem{Severity: SeverityError, File: path, Offset: -1, Err: err})
 		if data == nil {
@@ -334,27 +362,69 @@ func (b *Builder) addFile(path string, inSubdir bool) {
 	_ = b.addPrepared(path, data, lm, mtime, inSubdir)
 }
 
-// readFile reads a file opened read-only. A plain file is read whole
-// (its size is checked against the per-scrape limit before it is read);
-// a gzip file is inflated as it streams (see inflow), so that a bomb
-// costs its limit, not its inflated size. lm is nil when the data are
-// as found in the file.
-func (b *Builder) readFile(path string) ([]byte, *lineMap, time.Time, error) {
-	f, err := os.Open(path)
+// Test hooks: testBeforeOpen runs between a file's listing and its
+// opening (a test swaps the file there); testReader wraps the reader of
+// a file's bytes (a test counts them).
+var (
+	testBeforeOpen func(path string)
+	testReader     func(io.Reader) io.Reader
+)
+
+// openListed opens the file listed as want, once, without following a
+// link where none was listed and without blocking on a named pipe, and
+// checks that the descriptor is the regular file listed (same device and
+// inode): a dump replaced by a link, a FIFO or another file after it was
+// listed is never read. path names the file in errors.
+func openListed(path string, want listed) (*os.File, fs.FileInfo, error) {
+	if testBeforeOpen != nil {
+		testBeforeOpen(path)
+	}
+	f, err := openFile(want.open, want.noFollow)
+	if err != nil {
+		if li, lerr := os.Lstat(want.open); want.noFollow && lerr == nil && li.Mode()&fs.ModeSymlink != 0 {
+			return nil, nil, fmt.Errorf("%w: the file listed is now a symbolic link; not read", ErrChanged)
+		}
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		f.Close()
+		return nil, nil, fmt.Errorf("is a directory")
+	case !m.IsRegular():
+		f.Close()
+		return nil, nil, fmt.Errorf("%w: the regular file listed is now %s; not read", ErrChanged, specialKind(m))
+	}
+	if key, ok := keyOf(fi, want.open); want.keyed && ok && key != want.key {
+		f.Close()
+		return nil, nil, fmt.Errorf("%w: the file listed was replaced by another file; not read", ErrChanged)
+	}
+	return f, fi, nil
+}
+
+// readFile reads the file listed as want (see openListed). A plain file
+// is read whole (its size is checked against the per-scrape limit before
+// it is read) unless binary data turn up: reading stops at the chunk
+// that holds them, and checkContent reports them. A gzip file is inflated
+// as it streams (see inflow), so that a bomb costs its limit, not its
+// inflated size. lm is nil when the data are as found in the file.
+func (b *Builder) readFile(path string, want listed) ([]byte, *lineMap, time.Time, error) {
+	f, fi, err := openListed(path, want)
 	if err != nil {
 		return nil, nil, time.Time{}, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, time.Time{}, err
-	}
-	if fi.IsDir() {
-		return nil, nil, time.Time{}, fmt.Errorf("is a directory")
+	var r io.Reader = f
+	if testReader != nil {
+		r = testReader(r)
 	}
 	var magic [2]byte
 	if n, _ := f.ReadAt(magic[:], 0); n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := openGzip(bufio.NewReaderSize(f, chunkSize))
+		zr, err := openGzip(bufio.NewReaderSize(r, chunkSize))
 		if err != nil {
 			return nil, nil, fi.ModTime(), err
 		}
@@ -373,10 +443,23 @@ func (b *Builder) readFile(path string) ([]byte, *lineMap, time.Time, error) {
 	if fi.Size() > max {
 		return nil, nil, fi.ModTime(), limitErr(what, max, fmt.Sprintf("%d bytes, more than %s (%d); file not read", fi.Size(), what, max))
 	}
-	data := make([]byte, 0, fi.Size()+1)
+	// The first chunk is read into a buffer of its own: a file of zeros
+	// behind one good line costs that chunk, not its size.
+	data := make([]byte, 0, min(fi.Size()+1, maxChunk))
+	var bin binaryScan
 	for {
-		n, err := f.Read(data[len(data):cap(data)])
+		if len(data) == cap(data) {
+			grow := fi.Size() + 1 - int64(len(data)) // the rest as listed
+			if grow < 64<<10 {
+				grow = 64 << 10 // the file grows
+			}
+			data = slices.Grow(data, int(grow))
+		}
+		n, err := r.Read(data[len(data):min(cap(data), len(data)+maxChunk)])
 		data = data[:len(data)+n]
+		if bin.scan(data[len(data)-n:]) {
+			break // checkContent reports it; the rest is not read
+		}
 		if err == io.EOF {
 			break
 		}
@@ -385,9 +468,6 @@ func (b *Builder) readFile(path string) ([]byte, *lineMap, time.Time, error) {
 		}
 		if int64(len(data)) > max {
 			return nil, nil, fi.ModTime(), limitErr(what, max, fmt.Sprintf("file grew past %s (%d) while read", what, max))
-		}
-		if len(data) == cap(data) {
-			data = slices.Grow(data, 64<<10)
 		}
 	}
 	return data, nil, fi.ModTime(), nil

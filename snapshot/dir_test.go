@@ -396,3 +396,29 @@ func TestMerge(t *testing.T) {
 	// The inputs are unchanged.
 	assert.Equal(t, []float64{2}, b.Targets[0].Family("vllm:num_requests_running").Series[0].V)
 }
+
+// A dump with HELP and TYPE lines and no sample, among good dumps, is a
+// lost scrape: an error-severity problem naming it (so the evidence is
+// partial), while it still names its target. A syntax error in such a
+// dump is reported alone.
+func TestDumpWithoutSamples(t *testing.T) {
+	declOnly := "# HELP vllm:num_requests_running Number of requests.\n# TYPE vllm:num_requests_running gauge\n" +
+		"# TYPE vllm:num_preemptions_total counter\n"
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"vllm-0/2026-09-22T10-00-00Z.prom": vllmDump(1, 0, [3]float64{0, 0, 0}),
+		"vllm-0/2026-09-22T10-00-15Z.prom": vllmDump(2, 0, [3]float64{0, 0, 0}),
+		"vllm-1/2026-09-22T10-00-00Z.prom": declOnly,
+		"vllm-2/2026-09-22T10-00-00Z.prom": declOnly + "vllm:num_requests_running{ 1\n",
+	})
+	e, err := snapshot.Read(context.Background(), []string{root}, snapshot.Options{})
+	require.NoError(t, err)
+	assert.True(t, e.Partial())
+	empty := e.ProblemsOf(snapshot.ErrEmpty)
+	require.Len(t, empty, 1, "problems: %v", e.Problems)
+	assert.Equal(t, filepath.Join(root, "vllm-1", "2026-09-22T10-00-00Z.prom"), empty[0].File)
+	assert.Equal(t, snapshot.SeverityError, empty[0].Severity)
+	assert.Contains(t, empty[0].Error(), "no samples, only the HELP and TYPE lines of 2 families")
+	assert.NotNil(t, e.Target("vllm-1"), "a dump without samples still names its target")
+	assert.Len(t, e.ProblemsOf(snapshot.ErrSyntax), 1, "vllm-2's syntax error, alone")
+}

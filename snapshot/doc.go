@@ -99,7 +99,11 @@
 // offsets in problems stay those of the file. Messages say what an input
 // is when it is not an exposition (HTML, JSON, UTF-16 text) and quote at
 // most 80 bytes of an offending line, control characters escaped, and
-// nothing of a file whose first line does not parse.
+// nothing of a file whose first line does not parse. Binary data (a NUL
+// byte, invalid UTF-8 near the start) stop a file's read where they are
+// met, so that a file of zeros behind one good line costs a few MB, not
+// its size. A dump with HELP and TYPE lines and no sample names its
+// target, with an ErrEmpty problem of error severity: its scrape is lost.
 //
 // In a dump directory only regular files and directories are opened: a
 // link that leads out of the directory is not followed unless
@@ -107,7 +111,11 @@
 // FIFOs, devices, sockets and loops of links are skipped, each named in an
 // ErrSkipped warning. A path that is a link to a directory is read as the
 // directory, and a file reached twice (the same folder given twice, a hard
-// link) is read once.
+// link) is read once. Each dump is opened once, without following a link
+// in its place and without blocking on a FIFO, and read only if the
+// descriptor is the regular file listed (same device and inode): a dump
+// replaced by a link, a FIFO or another file while Read runs is named in
+// an ErrChanged problem, never read. A file given as a path may be a link.
 //
 // # Time
 //

@@ -159,6 +159,13 @@ func readEachSource(ctx context.Context, path string, src *Source, opts Options,
 	if err := opts.Memory.Err(); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
+	shown := path
+	if src.Redact != nil {
+		shown = src.Redact(path)
+	}
+	w := readWatchOf(ctx)
+	w.note(shown)
+	defer w.note("")
 	r := &eachRead{opts: opts, visit: visit}
 	e, err := src.ReadEach(ctx, path, opts, r.span, r.target)
 	if r.collecting && r.visitErr == nil && ctx.Err() == nil {
@@ -190,10 +197,6 @@ func readEachSource(ctx context.Context, path string, src *Source, opts Options,
 	}
 	if merr := opts.Memory.Err(); merr != nil {
 		return nil, fmt.Errorf("snapshot: %w", merr)
-	}
-	shown := path
-	if src.Redact != nil {
-		shown = src.Redact(path)
 	}
 	ev := &Evidence{}
 	if err != nil {

@@ -85,6 +85,10 @@ var (
 	// processes mixed under one name. The decreasing samples were left out
 	// instead of being read as counter resets.
 	ErrInconsistent = errors.New("inconsistent evidence")
+	// ErrChanged: a dump file changed between the listing of its folder
+	// (or the stat of the path given) and its opening: it became a
+	// symbolic link, a named pipe or another file. It was not read.
+	ErrChanged = errors.New("input changed while read")
 )
 
 // SyntaxError is an error in an exposition, located by file and line

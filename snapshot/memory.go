@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync"
@@ -123,4 +124,57 @@ func fmtSize(n int64) string {
 		i++
 	}
 	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i])
+}
+
+// A ReadWatch tells which input a Read is reading at the moment, so that
+// a program that stops a run for its memory (a guard on the live heap, as
+// the whyslow command's --max-memory) can name it. Read, ReadEach and the
+// sources note each file, stream, TSDB or server they start on in the
+// ReadWatch of their context (see WithReadWatch and NoteReading), and
+// clear it when they return. It is safe for concurrent use; the zero
+// ReadWatch is ready to use.
+type ReadWatch struct {
+	mu   sync.Mutex
+	what string
+}
+
+// Reading returns the input being read, as problems name it (a URL
+// redacted, control characters escaped), or "" when no read is under way.
+func (w *ReadWatch) Reading() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.what
+}
+
+type readWatchKey struct{}
+
+// WithReadWatch returns a context under which Read, ReadEach and the
+// sources note in w the input they read.
+func WithReadWatch(ctx context.Context, w *ReadWatch) context.Context {
+	return context.WithValue(ctx, readWatchKey{}, w)
+}
+
+// NoteReading notes in the ReadWatch of ctx, when it has one, that what
+// (a path or URL as problems show it; "" when the read is over) is being
+// read. A Source may call it for the parts of its input.
+func NoteReading(ctx context.Context, what string) {
+	readWatchOf(ctx).note(what)
+}
+
+func readWatchOf(ctx context.Context) *ReadWatch {
+	w, _ := ctx.Value(readWatchKey{}).(*ReadWatch)
+	return w
+}
+
+// note is NoteReading on w; a nil w ignores it.
+func (w *ReadWatch) note(what string) {
+	if w == nil {
+		return
+	}
+	if what != "" {
+		what = escapeName(what)
+	}
+	w.mu.Lock()
+	w.what = what
+	w.mu.Unlock()
 }

@@ -310,11 +310,8 @@ func (b *Builder) checkContent(data []byte) bool {
 		return false
 	}
 	bad := bytes.IndexByte(data, 0)
-	if head := data[:min(len(data), 4096)]; !utf8.Valid(head) {
-		// A cut multi-byte rune at the very end of the head is not binary.
-		if i := invalidUTF8(head); i >= 0 && (bad < 0 || i < bad) && i < len(head)-utf8.UTFMax {
-			bad = i
-		}
+	if i := binaryHead(data[:min(len(data), utf8Head)]); i >= 0 && (bad < 0 || i < bad) {
+		bad = i
 	}
 	if bad < 0 {
 		return true
@@ -328,6 +325,19 @@ func (b *Builder) checkContent(data []byte) bool {
 	}
 	fs.data = data[:start]
 	return true
+}
+
+// binaryHead returns the offset of the first invalid UTF-8 in head, the
+// first bytes of a file, or -1: a multi-byte rune cut at the very end of
+// head is not binary.
+func binaryHead(head []byte) int {
+	if utf8.Valid(head) {
+		return -1
+	}
+	if i := invalidUTF8(head); i >= 0 && i < len(head)-utf8.UTFMax {
+		return i
+	}
+	return -1
 }
 
 // utf16Text returns "UTF-16LE" or "UTF-16BE" when data starts like UTF-16
@@ -1051,6 +1061,13 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 	// is for the whole run, not a problem of this file.
 	_ = b.opts.Memory.Reserve(b.mem, fs.name)
 	b.mem = 0
+	if fs.samples == 0 && len(fs.declared) > 0 && ft >= b.minT && ft <= b.maxT && !b.fileFailed() {
+		// A scrape that exposed families and no sample (the process had
+		// nothing to report yet, or the exporter failed) still names its
+		// target, but the scrape is lost: an error, so that the evidence is
+		// partial.
+		b.problem(SeverityError, -1, "", fmt.Errorf("%w: no samples, only the HELP and TYPE lines of %d families", ErrEmpty, len(fs.declared)))
+	}
 	if kept == 0 && len(fs.declared) == 0 {
 		if fs.samples == 0 {
 			b.problem(SeverityError, -1, "", fmt.Errorf("%w: no samples", ErrEmpty))
@@ -1058,6 +1075,17 @@ func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
 		return false
 	}
 	return true
+}
+
+// fileFailed reports whether an error-severity problem of the current
+// file was recorded (a syntax error that stopped its parse).
+func (b *Builder) fileFailed() bool {
+	for i := len(b.problems) - 1; i >= 0 && b.problems[i].File == b.fs.name; i-- {
+		if b.problems[i].Severity == SeverityError {
+			return true
+		}
+	}
+	return false
 }
 
 // timeConflictTolerance is how far the newest sample timestamp of a file

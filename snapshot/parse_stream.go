@@ -89,6 +89,8 @@ type streamer struct {
 
 	runLines, runBytes int64 // the current run of dropped lines
 	cumLines, cumBytes int64 // dropped before the run
+
+	bin binaryScan // of the kept bytes
 }
 
 const (
@@ -106,6 +108,7 @@ func newStreamer(m *lineMap, drop bool, sizeHint int) *streamer {
 
 // emit appends kept bytes.
 func (s *streamer) emit(p []byte) {
+	s.bin.scan(p)
 	s.kept += int64(len(p))
 	for len(p) > 0 {
 		if len(s.cur) == cap(s.cur) {
@@ -348,7 +351,9 @@ func (b *Builder) inflow(name string, r io.Reader, lm *lineMap, sizeHint int64) 
 		s.write(head)
 	}
 	buf := head[:chunkSize] // head is copied out: reuse its memory
-	for err == nil && total <= limit && total <= budget {
+	// Binary data among the kept bytes stop the read: checkContent
+	// reports them, and the rest is not worth reading.
+	for err == nil && total <= limit && total <= budget && !s.bin.found {
 		var k int
 		k, err = r.Read(buf)
 		total += int64(k)
@@ -372,6 +377,41 @@ func (b *Builder) inflow(name string, r io.Reader, lm *lineMap, sizeHint int64) 
 }
 
 var utf8BOM = []byte("\ufeff")
+
+// binaryScan tells, as a file's bytes arrive, whether checkContent will
+// find binary data in them: a NUL byte anywhere, or invalid UTF-8 in the
+// first utf8Head bytes. A reader stops there instead of reading the rest
+// (a file of zeros behind one good line, /dev/urandom).
+type binaryScan struct {
+	head  []byte // the first bytes, until utf8Head of them are judged
+	n     int64  // bytes scanned
+	found bool
+}
+
+// utf8Head is how much of a file checkContent checks for invalid UTF-8.
+const utf8Head = 4096
+
+// scan takes the next bytes and reports whether binary data were found
+// so far.
+func (s *binaryScan) scan(p []byte) bool {
+	if s.found {
+		return true
+	}
+	if bytes.IndexByte(p, 0) >= 0 {
+		s.found = true
+		return true
+	}
+	if s.n < utf8Head {
+		k := min(int64(len(p)), utf8Head-s.n)
+		s.head = append(s.head, p[:k]...)
+		if len(s.head) == utf8Head {
+			s.found = binaryHead(s.head) >= 0
+			s.head = nil
+		}
+	}
+	s.n += int64(len(p))
+	return s.found
+}
 
 // streamErr describes an error of the stream read so far (n bytes).
 func streamErr(err error, n int64) error {

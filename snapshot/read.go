@@ -34,6 +34,8 @@ func Read(ctx context.Context, paths []string, opts Options) (*Evidence, error) 
 		return nil, fmt.Errorf("snapshot: %w: no path given", ErrEmpty)
 	}
 	b := NewBuilder(opts)
+	b.watch = readWatchOf(ctx)
+	defer b.watch.note("")
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -73,7 +75,9 @@ func Read(ctx context.Context, paths []string, opts Options) (*Evidence, error) 
 					Err: fmt.Errorf("%w: the same file as %s, read once", ErrSkipped, escapeName(first))})
 				continue
 			}
-			b.addFile(p, false)
+			// A path given may be a link; the file opened must be the one
+			// stat saw.
+			b.addFile(p, false, listedAs(fi, p, false))
 		default:
 			// A FIFO (whyslow diagnose <(curl -s pod:8000/metrics)), a
 			// character device: read as a stream, like standard input.
@@ -124,6 +128,7 @@ func (e *Evidence) usable() bool {
 const stdinName = "-"
 
 func (b *Builder) addStdin() {
+	b.watch.note("standard input")
 	var in io.Reader = os.Stdin
 	if b.opts.Stdin != nil {
 		in = b.opts.Stdin
@@ -134,6 +139,7 @@ func (b *Builder) addStdin() {
 // addPath reads a path that is neither a directory nor a regular file
 // as a stream.
 func (b *Builder) addPath(p string) {
+	b.watch.note(p)
 	f, err := os.Open(p)
 	if err != nil {
 		b.problems = append(b.problems, Problem{Severity: SeverityError, File: p, Offset: -1, Err: err})

@@ -139,11 +139,12 @@ func (b *Builder) addSource(ctx context.Context, path string) {
 		b.sources = append(b.sources, path)
 		return
 	}
-	e, err := src.Read(ctx, path, b.opts)
 	shown := path
 	if src.Redact != nil {
 		shown = src.Redact(path)
 	}
+	b.watch.note(shown)
+	e, err := src.Read(ctx, path, b.opts)
 	if err != nil {
 		b.problems = append(b.problems, Problem{Severity: SeverityError, File: shown, Offset: -1, Err: err})
 	}

@@ -59,11 +59,16 @@ var memoryPoll = 50 * time.Millisecond
 // memoryError is the error of a run whose live heap passed --max-memory.
 type memoryError struct {
 	heap, budget uint64
+	reading      string // the input being read then, if any
 }
 
 func (e *memoryError) Error() string {
-	return fmt.Sprintf("memory budget exceeded: the live heap reached %s, %s more than --max-memory %s; stopped instead of running out of memory (--max-memory SIZE raises the budget)",
-		fmtMem(int64(e.heap)), fmtMem(int64(e.heap-e.budget)), fmtMem(int64(e.budget)))
+	at := ""
+	if e.reading != "" {
+		at = " while reading " + e.reading
+	}
+	return fmt.Sprintf("memory budget exceeded: the live heap reached %s, %s more than --max-memory %s%s; stopped instead of running out of memory (--max-memory SIZE raises the budget)",
+		fmtMem(int64(e.heap)), fmtMem(int64(e.heap-e.budget)), fmtMem(int64(e.budget)), at)
 }
 
 // memoryBudget returns the budget of --max-memory in bytes.
@@ -89,8 +94,12 @@ func (f *inputFlags) memoryBudget() (int64, error) {
 // with status 1 at once: a diagnosis under way does not watch ctx, and
 // exiting cleanly beats the runtime's out-of-memory crash. When the
 // command returns (run calls e.cleanup) the guard stops and the previous
-// soft limit is restored.
+// soft limit is restored. The error names the input being read then: the
+// returned context carries a snapshot.ReadWatch that the reader keeps
+// told.
 func guardMemory(ctx context.Context, e *env, budget int64) context.Context {
+	watch := &snapshot.ReadWatch{}
+	ctx = snapshot.WithReadWatch(ctx, watch)
 	ctx, cancel := context.WithCancelCause(ctx)
 	prev := debug.SetMemoryLimit(budget)
 	poll := memoryPoll
@@ -116,7 +125,7 @@ func guardMemory(ctx context.Context, e *env, budget int64) context.Context {
 			}
 			metrics.Read(s)
 			if h := s[0].Value.Uint64(); h > uint64(budget) {
-				err := &memoryError{heap: h, budget: uint64(budget)}
+				err := &memoryError{heap: h, budget: uint64(budget), reading: watch.Reading()}
 				cancel(err)
 				if e.exit != nil {
 					fmt.Fprintf(e.stderr, "whyslow: %v\n", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // A run whose evidence passes --max-memory stops with exit 1 and a
@@ -62,7 +63,11 @@ func TestGuardMemory(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	before := debug.SetMemoryLimit(-1)
-	g := guardMemory(ctx, e, 1) // any heap is more than one byte
+	defer func(p time.Duration) { memoryPoll = p }(memoryPoll)
+	memoryPoll = 200 * time.Millisecond // after the note below
+	g := guardMemory(ctx, e, 1)         // any heap is more than one byte
+	// The reader notes the input it reads in the guard's context.
+	snapshot.NoteReading(g, "dumps/vllm-0/2026-09-22T10-00-00Z.prom")
 	defer func() {
 		for _, f := range e.cleanup {
 			f()
@@ -79,6 +84,6 @@ func TestGuardMemory(t *testing.T) {
 	var me *memoryError
 	require.True(t, errors.As(context.Cause(g), &me))
 	assert.Contains(t, stderr.String(), "whyslow: memory budget exceeded: the live heap reached ")
-	assert.Contains(t, stderr.String(), "more than --max-memory 1 B")
+	assert.Contains(t, stderr.String(), "more than --max-memory 1 B while reading dumps/vllm-0/2026-09-22T10-00-00Z.prom;")
 	require.ErrorIs(t, memoryCause(g), me)
 }
