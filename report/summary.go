@@ -301,7 +301,9 @@ func layoutSummary(d *Document, r *Report) {
 	if single {
 		items = append(items, lifetimeItems(r)...)
 	}
-	if nums := summaryNumbers(r); len(nums) > 0 && (!single || isHyp) {
+	// The top of a split report leaves the numbers to each group's
+	// section: its symptoms are the groups' union.
+	if nums := summaryNumbers(r); len(nums) > 0 && (!single || isHyp) && len(r.Groups) == 0 {
 		items = append(items, Item{Text: "numbers (incident vs baseline window):", Sub: textItems(nums)})
 	}
 	if isHyp {
