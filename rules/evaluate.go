@@ -209,9 +209,10 @@ type Confidence string
 
 // Confidence grades.
 const (
-	// High: strong evidence (score >= 0.7) and well ahead of every
-	// rival, a supported hypothesis with a different mitigation (by at
-	// least twice Thresholds.Lead). A tie is never high.
+	// High: strong evidence (score >= 0.7, and a change beyond mild)
+	// and well ahead of every rival, a supported hypothesis with a
+	// different mitigation (by at least twice Thresholds.Lead). A tie is
+	// never high.
 	High Confidence = "high"
 	// Medium: enough evidence (score above 0.5: not every change only
 	// mild), ahead of every unrelated rival by at least Thresholds.Lead,
@@ -553,7 +554,8 @@ type observation struct {
 // competes when acting on it means doing something else. The margin over
 // the best rival sets the grade:
 //
-//   - high: score >= 0.7 and at least 2*th.Lead ahead of every rival;
+//   - high: score >= 0.7, a change beyond mild in its evidence
+//     (strongChange), and at least 2*th.Lead ahead of every rival;
 //   - medium: score above 0.5, at least th.Lead ahead of every unrelated
 //     rival, and no related rival (one explains the other) th.Lead or
 //     more ahead of it: a tie with a related rival is medium, ranked by
@@ -598,7 +600,7 @@ func grade(fs []Finding, explains map[HypothesisID][]HypothesisID, th Thresholds
 		}
 		sort.SliceStable(f.Rivals, func(a, b int) bool { return f.Rivals[a].Score > f.Rivals[b].Score })
 		switch {
-		case f.Score >= 0.7 && ahead(unrelated, 2*th.Lead) && ahead(rel, 2*th.Lead):
+		case f.Score >= 0.7 && strongChange(*f) && ahead(unrelated, 2*th.Lead) && ahead(rel, 2*th.Lead):
 			f.Confidence = High
 		case f.Score > 0.5 && ahead(unrelated, th.Lead) && !ahead(-rel, th.Lead):
 			// Above 0.5: evidence that is only ever mild is a weak lead.
@@ -617,8 +619,12 @@ func confidenceReason(f Finding, closest *Rival, th Thresholds, ahead func(m, li
 	if f.Score <= 0.5 {
 		return fmt.Sprintf("weak evidence (score %.2f, not above 0.50: every change only mild)", f.Score)
 	}
+	mild := ""
+	if f.Score >= 0.7 && !strongChange(f) {
+		mild = "; every change in its evidence is mild: not high"
+	}
 	if closest == nil {
-		return fmt.Sprintf("score %.2f, no competing supported hypothesis", f.Score)
+		return fmt.Sprintf("score %.2f, no competing supported hypothesis", f.Score) + mild
 	}
 	var tied, unrelatedTied []string
 	for _, r := range f.Rivals {
@@ -643,7 +649,20 @@ func confidenceReason(f Finding, closest *Rival, th Thresholds, ahead func(m, li
 	case !ahead(f.Score-closest.Score, 2*th.Lead):
 		return fmt.Sprintf("score %.2f, ahead of %s (%.2f) by %.2f, less than twice the lead %g", f.Score, closest.ID, closest.Score, f.Score-closest.Score, th.Lead)
 	}
-	return fmt.Sprintf("score %.2f, ahead of %s (%.2f) by %.2f", f.Score, closest.ID, closest.Score, f.Score-closest.Score)
+	return fmt.Sprintf("score %.2f, ahead of %s (%.2f) by %.2f", f.Score, closest.ID, closest.Score, f.Score-closest.Score) + mild
+}
+
+// strongChange reports whether f's evidence holds a change between the
+// windows graded moderate or severe: a verdict whose every change is mild
+// (+20-40%, the practical minimum) is not strong evidence, whatever its
+// score.
+func strongChange(f Finding) bool {
+	for _, e := range f.Evidence {
+		if e.Effect != nil && (e.Effect.Severity == SeverityModerate || e.Effect.Severity == SeveritySevere) {
+			return true
+		}
+	}
+	return false
 }
 
 // reaches reports whether a explains b through the Refines graph.

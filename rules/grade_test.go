@@ -8,10 +8,11 @@ import (
 )
 
 // gradeFinding is a supported finding of hypothesis id with the given
-// score, taking its mitigations and experiment from the map (or from
-// mit when given), as evalRule does.
+// score and a severe change in its evidence, taking its mitigations and
+// experiment from the map (or from mit when given), as evalRule does.
 func gradeFinding(id HypothesisID, score float64, mit ...string) Finding {
-	f := Finding{ID: id, Status: Supported, Score: score}
+	f := Finding{ID: id, Status: Supported, Score: score,
+		Evidence: []Evidence{{Fact: TTFTP95, Effect: &Effect{Severity: SeveritySevere}}}}
 	for _, r := range Map() {
 		if r.ID == id {
 			f.Mitigations, f.Experiment = r.Mitigations, r.Experiment
@@ -133,6 +134,17 @@ func TestGrade(t *testing.T) {
 			explains: refines,
 			want:     []Confidence{High, High},
 			verdict:  true,
+		},
+		{
+			name: "every change mild: not high, whatever the score",
+			fs: []Finding{func() Finding {
+				f := gradeFinding(DecodePressure, 0.83)
+				f.Evidence = []Evidence{{Fact: TPOTP95, Effect: &Effect{Severity: SeverityMild}}, {Fact: CorrRunningTPOT}}
+				return f
+			}()},
+			want:    []Confidence{Medium},
+			verdict: true,
+			reason:  []string{"every change in its evidence is mild"},
 		},
 		{
 			name:    "weak evidence",
