@@ -15,6 +15,7 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -247,8 +248,11 @@ func TestTwoModelsAreDiagnosedApart(t *testing.T) {
 	require.NoError(t, rep.WriteText(&txt))
 	require.NoError(t, rep.WriteMarkdown(&md))
 	line := "symptoms present: " + strings.Join(present["llama-70b"], ", ")
+	var page bytes.Buffer
+	require.NoError(t, html.Write(&page, rep))
 	assert.Contains(t, txt.String(), line)
 	assert.Contains(t, md.String(), line)
+	assert.Contains(t, page.String(), line)
 
 	// Model selects one group's replicas and nothing else.
 	only, err := diagnose.Diagnose(ev, diagnose.Options{Model: "qwen-7b"})

@@ -96,12 +96,7 @@ func (r *Report) NamedCulprit() *Culprit {
 
 // verdictFinding returns the finding the verdict names.
 func (r *Report) verdictFinding() (rules.Finding, bool) {
-	for _, f := range r.Hypotheses {
-		if string(f.ID) == string(r.Verdict) {
-			return f, true
-		}
-	}
-	return rules.Finding{}, false
+	return r.finding(rules.HypothesisID(r.Verdict))
 }
 
 // maxSummaryNumbers is the number of evidence numbers the summary shows.
