@@ -100,13 +100,26 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 		by, len(top.Groups), strings.Join(parts, "; "), groupName(primary.Group))
 	withCommon(top, common)
 	top.Dimensions = dimensions(set, top, by, values)
-	top.Symptoms = []rules.Symptom{}
+	top.Symptoms = groupSymptoms(top.Groups)
 	top.Hypotheses = []rules.Finding{}
 	for _, g := range top.Groups {
 		top.Inputs.Partial = top.Inputs.Partial || g.Inputs.Partial
 	}
 	finishReport(top, set, ev)
 	return top, nil
+}
+
+// groupSymptoms is the union of the groups' symptoms, each naming its
+// group, in the order of the groups: the top level of a split report.
+func groupSymptoms(groups []*Report) []rules.Symptom {
+	out := []rules.Symptom{}
+	for _, g := range groups {
+		for _, s := range g.Symptoms {
+			s.Group = g.Group
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // verdictRank orders verdicts for the summary of split reports: a

@@ -1,7 +1,9 @@
 package diagnose_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -209,6 +212,47 @@ func TestTwoModelsAreDiagnosedApart(t *testing.T) {
 	assert.Equal(t, rules.NoIncident, verdicts["qwen-7b"])
 	assert.Equal(t, rules.Verdict(rules.PrefillLongPrompts), rep.Verdict, "the top level carries the most severe group's verdict")
 	assert.Contains(t, rep.Summary, "split by model_name")
+
+	// The top level carries the union of the groups' symptoms, each
+	// naming its group, in the Go report and in the JSON.
+	var union []rules.Symptom
+	for _, g := range rep.Groups {
+		for _, s := range g.Symptoms {
+			s.Group = g.Group
+			union = append(union, s)
+		}
+	}
+	assert.Equal(t, union, rep.Symptoms)
+	var js bytes.Buffer
+	require.NoError(t, rep.WriteJSON(&js))
+	var doc struct {
+		Symptoms []struct {
+			ID      string            `json:"id"`
+			Present bool              `json:"present"`
+			Group   map[string]string `json:"group"`
+		} `json:"symptoms"`
+	}
+	require.NoError(t, json.Unmarshal(js.Bytes(), &doc))
+	require.Len(t, doc.Symptoms, len(union))
+	present := map[string][]string{}
+	for _, s := range doc.Symptoms {
+		require.Len(t, s.Group, 1, "%s names its model", s.ID)
+		if s.Present {
+			present[s.Group["model_name"]] = append(present[s.Group["model_name"]], s.ID)
+		}
+	}
+	assert.Contains(t, present["llama-70b"], "ttft", "the sick model's symptoms at the top level")
+	assert.Empty(t, present["qwen-7b"], "the healthy model has none")
+	// Text and Markdown say the same symptoms for the group.
+	var txt, md bytes.Buffer
+	require.NoError(t, rep.WriteText(&txt))
+	require.NoError(t, rep.WriteMarkdown(&md))
+	line := "symptoms present: " + strings.Join(present["llama-70b"], ", ")
+	var page bytes.Buffer
+	require.NoError(t, html.Write(&page, rep))
+	assert.Contains(t, txt.String(), line)
+	assert.Contains(t, md.String(), line)
+	assert.Contains(t, page.String(), line)
 
 	// Model selects one group's replicas and nothing else.
 	only, err := diagnose.Diagnose(ev, diagnose.Options{Model: "qwen-7b"})

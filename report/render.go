@@ -107,18 +107,36 @@ func (r *Report) Layout(o LayoutOptions) *Document {
 	return d
 }
 
-// presentSymptoms lists the present symptoms of a report, or "none".
+// presentSymptoms lists the present symptoms of a report, or "none";
+// at the top of a split report, whose symptoms are the union of its
+// groups', by group: "model_name=a: ttft, tail; model_name=b: tpot".
 func presentSymptoms(r *Report) string {
-	var s []string
+	var groups []string
+	byGroup := map[string][]string{}
 	for _, sy := range r.Symptoms {
-		if sy.Present {
-			s = append(s, string(sy.ID))
+		if !sy.Present {
+			continue
 		}
+		g := ""
+		if len(sy.Group) > 0 {
+			g = GroupLabel(sy.Group)
+		}
+		if _, ok := byGroup[g]; !ok {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], string(sy.ID))
 	}
-	if len(s) == 0 {
+	if len(groups) == 0 {
 		return "none"
 	}
-	return strings.Join(s, ", ")
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = strings.Join(byGroup[g], ", ")
+		if g != "" {
+			parts[i] = g + ": " + parts[i]
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // verdictLine says the verdict and, for a hypothesis, its title.

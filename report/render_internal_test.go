@@ -342,3 +342,27 @@ func TestWriteJSONStreamsTimelines(t *testing.T) {
 	require.Len(t, many.Timelines, len(tls), "WriteJSON leaves the report as it was")
 	assert.Equal(t, "ttft", many.Timelines[0].Signal)
 }
+
+// The top of a split report without a culprit group (both groups share
+// the verdict) says the present symptoms of its union by group, in text
+// and Markdown alike, and leaves the numbers to the groups.
+func TestSplitSummarySymptomsByGroup(t *testing.T) {
+	sym := func(id rules.SymptomID, present bool, model string) rules.Symptom {
+		return rules.Symptom{ID: id, Present: present, Evaluable: true, Group: map[string]string{"model_name": model},
+			Evidence: []rules.Evidence{{Fact: rules.TTFTP95, Text: "ttft_p95 2s vs baseline 1s: 2x"}}}
+	}
+	a := &Report{Verdict: rules.Undetermined, Group: map[string]string{"model_name": "a"}}
+	b := &Report{Verdict: rules.Undetermined, Group: map[string]string{"model_name": "b"}}
+	r := &Report{Verdict: rules.Undetermined, Groups: []*Report{a, b},
+		Symptoms: []rules.Symptom{sym(rules.SymptomTTFT, true, "a"), sym(rules.SymptomTPOT, false, "a"),
+			sym(rules.SymptomTTFT, true, "b"), sym(rules.SymptomTail, true, "b")}}
+	want := "symptoms present: model_name=a: ttft; model_name=b: ttft, tail"
+	var txt, md bytes.Buffer
+	require.NoError(t, r.WriteText(&txt))
+	require.NoError(t, r.WriteMarkdown(&md))
+	assert.Contains(t, txt.String(), want)
+	assert.Contains(t, md.String(), want)
+	assert.NotContains(t, txt.String(), "numbers (incident vs baseline window)", "the groups carry the numbers")
+	assert.Equal(t, "none", presentSymptoms(&Report{}))
+	assert.Equal(t, "ttft", presentSymptoms(&Report{Symptoms: []rules.Symptom{{ID: rules.SymptomTTFT, Present: true}}}))
+}

@@ -96,12 +96,7 @@ func (r *Report) NamedCulprit() *Culprit {
 
 // verdictFinding returns the finding the verdict names.
 func (r *Report) verdictFinding() (rules.Finding, bool) {
-	for _, f := range r.Hypotheses {
-		if string(f.ID) == string(r.Verdict) {
-			return f, true
-		}
-	}
-	return rules.Finding{}, false
+	return r.finding(rules.HypothesisID(r.Verdict))
 }
 
 // maxSummaryNumbers is the number of evidence numbers the summary shows.
@@ -276,7 +271,7 @@ func layoutSummary(d *Document, r *Report) {
 			if g != nil && g.Verdict == r.Verdict {
 				win, ev := g.Windows, g.Inputs
 				r = &Report{Verdict: g.Verdict, Hypotheses: g.Hypotheses, Symptoms: g.Symptoms, Notes: g.Notes,
-					Candidates: g.Candidates, Windows: win, Inputs: ev, Warnings: r.Warnings}
+					Candidates: g.Candidates, Windows: win, Inputs: ev, Warnings: r.Warnings, Settings: r.Settings}
 				break
 			}
 		}
@@ -284,7 +279,7 @@ func layoutSummary(d *Document, r *Report) {
 	f, isHyp := r.verdictFinding()
 	switch {
 	case isHyp && f.ConfidenceReason != "":
-		items = append(items, Item{Text: "confidence: " + string(f.Confidence) + ": " + proseNumbers(f.ConfidenceReason)})
+		items = append(items, confidenceItem(r, f))
 	case r.Verdict == rules.Undetermined && len(r.Candidates) > 0:
 		var c []string
 		for _, id := range r.Candidates {
@@ -301,7 +296,9 @@ func layoutSummary(d *Document, r *Report) {
 	if single {
 		items = append(items, lifetimeItems(r)...)
 	}
-	if nums := summaryNumbers(r); len(nums) > 0 && (!single || isHyp) {
+	// The top of a split report leaves the numbers to each group's
+	// section: its symptoms are the groups' union.
+	if nums := summaryNumbers(r); len(nums) > 0 && (!single || isHyp) && len(r.Groups) == 0 {
 		items = append(items, Item{Text: "numbers (incident vs baseline window):", Sub: textItems(nums)})
 	}
 	if isHyp {
@@ -317,6 +314,80 @@ func layoutSummary(d *Document, r *Report) {
 	}
 	items = append(items, Item{Text: "windows: " + windowsLine(r)}, Item{Text: "evidence: " + evidenceLine(r)})
 	d.list("summary", items)
+}
+
+// confidenceItem says the verdict's confidence: its reason when nothing
+// competes closely, else why in one line over one line per rival (the
+// supported hypotheses with another mitigation that keep it from a clear
+// lead), each with its score, "tied" when within the lead, and its
+// decisive number (decisiveEvidence): what the ranked list shows.
+func confidenceItem(r *Report, f rules.Finding) Item {
+	head := "confidence: " + string(f.Confidence) + ": "
+	if len(f.Rivals) == 0 {
+		return Item{Text: head + proseNumbers(f.ConfidenceReason)}
+	}
+	lead := r.thresholds().Lead
+	tied := func(rv rules.Rival) bool { return math.Abs(f.Score-rv.Score) < lead-1e-9 }
+	why := fmt.Sprintf("score %.2f, ahead of hypotheses with other mitigations by less than twice the lead %g:", f.Score, lead)
+	if slices.ContainsFunc(f.Rivals, tied) {
+		why = fmt.Sprintf("score %.2f, tied (within the lead %g) with hypotheses with other mitigations; the evidence does not separate them:", f.Score, lead)
+	}
+	var sub []string
+	for _, rv := range f.Rivals {
+		g, ok := r.finding(rv.ID)
+		if !ok {
+			continue
+		}
+		how := fmt.Sprintf("%.2f behind", f.Score-rv.Score)
+		if tied(rv) {
+			how = "tied"
+		}
+		s := fmt.Sprintf("%s (score %.2f, %s)", rv.ID, rv.Score, how)
+		if e, ok := decisiveEvidence(r, f, g); ok {
+			s += ": " + proseNumbers(firstClause(e.Text))
+		}
+		sub = append(sub, s)
+	}
+	return Item{Text: head + why, Sub: textItems(sub)}
+}
+
+// decisiveEvidence is the number that sets rival g apart from the
+// verdict's finding f: its first evidence with a fact that neither f's
+// evidence nor a symptom shows, else the first f does not show, else its
+// first with a fact.
+func decisiveEvidence(r *Report, f, g rules.Finding) (rules.Evidence, bool) {
+	shown := map[rules.FactID]bool{}
+	for _, e := range f.Evidence {
+		shown[e.Fact] = true
+	}
+	inSymptoms := map[rules.FactID]bool{}
+	for _, s := range r.Symptoms {
+		for _, e := range s.Evidence {
+			inSymptoms[e.Fact] = true
+		}
+	}
+	for _, keep := range []func(rules.Evidence) bool{
+		func(e rules.Evidence) bool { return !shown[e.Fact] && !inSymptoms[e.Fact] },
+		func(e rules.Evidence) bool { return !shown[e.Fact] },
+		func(rules.Evidence) bool { return true },
+	} {
+		for _, e := range g.Evidence {
+			if e.Fact != "" && keep(e) {
+				return e, true
+			}
+		}
+	}
+	return rules.Evidence{}, false
+}
+
+// finding returns the finding of hypothesis id.
+func (r *Report) finding(id rules.HypothesisID) (rules.Finding, bool) {
+	for _, f := range r.Hypotheses {
+		if f.ID == id {
+			return f, true
+		}
+	}
+	return rules.Finding{}, false
 }
 
 // firstCheck is the first next check still to do: an automated check

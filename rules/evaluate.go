@@ -2,7 +2,9 @@ package rules
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strings"
 )
 
 // HypothesisID names a row of the decision map (public contract).
@@ -170,6 +172,10 @@ type Finding struct {
 	// (empty for the others), with the reason; see Evaluate.
 	Confidence       Confidence `json:"confidence,omitempty"`
 	ConfidenceReason string     `json:"confidence_reason,omitempty"`
+	// Rivals are the supported hypotheses with a different mitigation
+	// that keep a supported finding from a clear lead: those less than
+	// twice Thresholds.Lead behind it, or ahead of it; best first.
+	Rivals []Rival `json:"rivals,omitempty"`
 	// Explains lists the present symptoms the hypothesis explains.
 	Explains []SymptomID `json:"explains"`
 	// Evidence holds the facts behind the support conditions that hold.
@@ -187,21 +193,34 @@ type Finding struct {
 	Experiment  Plan        `json:"experiment"`  // the proposed single-variable test
 }
 
+// Rival is a supported hypothesis that competes with a finding: it names
+// a different mitigation, whether or not the map relates the two.
+type Rival struct {
+	ID    HypothesisID `json:"id"`
+	Score float64      `json:"score"`
+	// Related is true when one of the two explains the other through
+	// Refines (or ExplainedBy): the map orders them, the evidence may not.
+	Related bool `json:"related"`
+}
+
 // Confidence grades how firmly the evidence singles out a supported
 // hypothesis (public JSON values).
 type Confidence string
 
 // Confidence grades.
 const (
-	// High: strong evidence (score >= 0.7) and well ahead of any
-	// competing hypothesis (by at least twice Thresholds.Lead).
+	// High: strong evidence (score >= 0.7, and a change beyond mild)
+	// and well ahead of every rival, a supported hypothesis with a
+	// different mitigation (by at least twice Thresholds.Lead). A tie is
+	// never high.
 	High Confidence = "high"
 	// Medium: enough evidence (score above 0.5: not every change only
-	// mild) and ahead of any competing hypothesis by at least
-	// Thresholds.Lead.
+	// mild), ahead of every unrelated rival by at least Thresholds.Lead,
+	// and at most tied with a rival the map relates to it (a hot spot
+	// tied with the sustained queue it explains).
 	Medium Confidence = "medium"
-	// Low: weak evidence, or a competing hypothesis close behind: a next
-	// check, never a verdict.
+	// Low: weak evidence, or an unrelated rival within Thresholds.Lead:
+	// a next check, never a verdict.
 	Low Confidence = "low"
 )
 
@@ -525,55 +544,125 @@ type observation struct {
 	when            Cond
 }
 
-// grade sets the confidence of every supported finding (ranked) and
-// reports whether the first may be the verdict: its evidence is at least
-// medium and no competing hypothesis is within th.Lead of it. A competitor
-// is a supported hypothesis that neither explains the first nor is
-// explained by it (through Refines, transitively).
+// grade sets the confidence of every supported finding (ranked), with
+// its rivals, and reports whether the first may be the verdict: its
+// confidence is not low.
+//
+// A finding's rivals are the other supported hypotheses that name a
+// different mitigation (see SameMitigation), whether or not the map relates
+// the two through Refines: a hypothesis the verdict explains still
+// competes when acting on it means doing something else. The margin over
+// the best rival sets the grade:
+//
+//   - high: score >= 0.7, a change beyond mild in its evidence
+//     (strongChange), and at least 2*th.Lead ahead of every rival;
+//   - medium: score above 0.5, at least th.Lead ahead of every unrelated
+//     rival, and no related rival (one explains the other) th.Lead or
+//     more ahead of it: a tie with a related rival is medium, ranked by
+//     the map's refinement, not separated by the evidence;
+//   - low otherwise: weak evidence, or an unrelated rival within
+//     th.Lead (a tie the map does not order).
+//
+// A tie (within th.Lead) is therefore never high.
 func grade(fs []Finding, explains map[HypothesisID][]HypothesisID, th Thresholds) bool {
 	related := func(a, b HypothesisID) bool {
 		return reaches(explains, a, b) || reaches(explains, b, a)
 	}
+	// ahead reports whether margin m is at least lim, forgiving the
+	// rounding of scores that are ratios of small sums.
+	ahead := func(m, lim float64) bool { return m >= lim-1e-9 }
 	for i := range fs {
 		f := &fs[i]
 		if f.Status != Supported {
 			continue
 		}
-		var rival *Finding
+		f.Rivals = nil
+		unrelated, rel := 1.0, 1.0 // margins over the best rival of each kind
+		var closest *Rival
 		for j := range fs {
-			if j != i && fs[j].Status == Supported && !related(f.ID, fs[j].ID) && fs[j].Score <= f.Score {
-				if rival == nil || fs[j].Score > rival.Score {
-					rival = &fs[j]
-				}
+			g := fs[j]
+			if j == i || g.Status != Supported || SameMitigation(*f, g) {
+				continue
+			}
+			rv := Rival{ID: g.ID, Score: g.Score, Related: related(f.ID, g.ID)}
+			m := f.Score - g.Score
+			if rv.Related {
+				rel = min(rel, m)
+			} else {
+				unrelated = min(unrelated, m)
+			}
+			if !ahead(m, 2*th.Lead) {
+				f.Rivals = append(f.Rivals, rv)
+			}
+			if closest == nil || g.Score > closest.Score {
+				closest = &rv
 			}
 		}
-		margin := 1.0
-		if rival != nil {
-			margin = f.Score - rival.Score
-		}
+		sort.SliceStable(f.Rivals, func(a, b int) bool { return f.Rivals[a].Score > f.Rivals[b].Score })
 		switch {
-		case f.Score >= 0.7 && margin >= 2*th.Lead:
+		case f.Score >= 0.7 && strongChange(*f) && ahead(unrelated, 2*th.Lead) && ahead(rel, 2*th.Lead):
 			f.Confidence = High
-		case f.Score > 0.5 && margin >= th.Lead:
+		case f.Score > 0.5 && ahead(unrelated, th.Lead) && !ahead(-rel, th.Lead):
 			// Above 0.5: evidence that is only ever mild is a weak lead.
 			f.Confidence = Medium
 		default:
 			f.Confidence = Low
 		}
-		var why string
-		switch {
-		case f.Score <= 0.5:
-			why = fmt.Sprintf("weak evidence (score %.2f, not above 0.50: every change only mild)", f.Score)
-		case rival != nil && margin < th.Lead:
-			why = fmt.Sprintf("%s is close behind (score %.2f vs %.2f, lead < %g)", rival.ID, rival.Score, f.Score, th.Lead)
-		case rival != nil:
-			why = fmt.Sprintf("score %.2f, ahead of %s (%.2f) by %.2f", f.Score, rival.ID, rival.Score, margin)
-		default:
-			why = fmt.Sprintf("score %.2f, no competing supported hypothesis", f.Score)
-		}
-		f.ConfidenceReason = why
+		f.ConfidenceReason = confidenceReason(*f, closest, th, ahead)
 	}
 	return fs[0].Confidence != Low
+}
+
+// confidenceReason says why f has its confidence, naming every rival
+// within th.Lead of it (the ties) or, failing that, the closest rival.
+func confidenceReason(f Finding, closest *Rival, th Thresholds, ahead func(m, lim float64) bool) string {
+	if f.Score <= 0.5 {
+		return fmt.Sprintf("weak evidence (score %.2f, not above 0.50: every change only mild)", f.Score)
+	}
+	mild := ""
+	if f.Score >= 0.7 && !strongChange(f) {
+		mild = "; every change in its evidence is mild: not high"
+	}
+	if closest == nil {
+		return fmt.Sprintf("score %.2f, no competing supported hypothesis", f.Score) + mild
+	}
+	var tied, unrelatedTied []string
+	for _, r := range f.Rivals {
+		if ahead(math.Abs(f.Score-r.Score), th.Lead) {
+			continue
+		}
+		s := fmt.Sprintf("%s (%.2f)", r.ID, r.Score)
+		tied = append(tied, s)
+		if !r.Related {
+			unrelatedTied = append(unrelatedTied, s)
+		}
+	}
+	switch {
+	case f.Score < closest.Score && !ahead(closest.Score-f.Score, th.Lead):
+		return fmt.Sprintf("tied with %s within the lead %g: the evidence does not separate them", strings.Join(tied, ", "), th.Lead)
+	case f.Score < closest.Score:
+		return fmt.Sprintf("%s leads it (score %.2f vs %.2f)", closest.ID, closest.Score, f.Score)
+	case len(unrelatedTied) > 0:
+		return fmt.Sprintf("score %.2f, tied with %s within the lead %g, and the map does not order them", f.Score, strings.Join(tied, ", "), th.Lead)
+	case len(tied) > 0:
+		return fmt.Sprintf("score %.2f, tied with %s within the lead %g, each with another mitigation: the evidence does not separate them", f.Score, strings.Join(tied, ", "), th.Lead)
+	case !ahead(f.Score-closest.Score, 2*th.Lead):
+		return fmt.Sprintf("score %.2f, ahead of %s (%.2f) by %.2f, less than twice the lead %g", f.Score, closest.ID, closest.Score, f.Score-closest.Score, th.Lead)
+	}
+	return fmt.Sprintf("score %.2f, ahead of %s (%.2f) by %.2f", f.Score, closest.ID, closest.Score, f.Score-closest.Score) + mild
+}
+
+// strongChange reports whether f's evidence holds a change between the
+// windows graded moderate or severe: a verdict whose every change is mild
+// (+20-40%, the practical minimum) is not strong evidence, whatever its
+// score.
+func strongChange(f Finding) bool {
+	for _, e := range f.Evidence {
+		if e.Effect != nil && (e.Effect.Severity == SeverityModerate || e.Effect.Severity == SeveritySevere) {
+			return true
+		}
+	}
+	return false
 }
 
 // reaches reports whether a explains b through the Refines graph.

@@ -43,6 +43,10 @@ type Symptom struct {
 	Severity Severity   `json:"severity,omitempty"`
 	Evidence []Evidence `json:"evidence"`
 	Missing  []Missing  `json:"missing,omitempty"`
+	// Group names the slice of the fleet the symptom was judged on (e.g.
+	// {"model_name": "llama"}) in the union of a split report's groups;
+	// empty otherwise.
+	Group map[string]string `json:"group,omitempty"`
 
 	up []Evidence // evidence of the signals that are up
 }
