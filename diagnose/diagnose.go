@@ -46,6 +46,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 	if opts.Survey != nil && ev != nil {
 		ev = opts.Survey.complete(ev)
 	}
+	ev = ev.JoinAddresses()
 	set, res, groups, by, err := prepare(ev, opts)
 	if err != nil {
 		return nil, err
@@ -296,7 +297,9 @@ func servingReplicas(reps []replica, sel map[string]string) []replica {
 // prepare is the first step of every diagnosis (Diagnose, and the
 // measuring of an experiment's runs): the settings of opts, the catalog
 // resolved on ev, and the replicas split into groups (one per model, or
-// by the label of Options.By).
+// by the label of Options.By). A replica is a target whose series are
+// joined by identity (snapshot.Target.JoinAddresses): callers pass ev
+// joined.
 func prepare(ev *snapshot.Evidence, opts Options) (set settings, res Resolution, groups []group, by string, err error) {
 	set, err = opts.settings()
 	if err != nil {

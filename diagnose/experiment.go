@@ -211,7 +211,7 @@ func runFacts(r Run, warm time.Duration, opts ExperimentOptions) (rules.RunFacts
 	}
 	// The facts of the run's window, measured as Diagnose measures them
 	// (one path), without judging them: a run has no baseline of its own.
-	set, _, groups, _, err := prepare(r.Evidence, Options{Catalog: opts.Catalog, Model: opts.Model, Incident: measured})
+	set, _, groups, _, err := prepare(r.Evidence.JoinAddresses(), Options{Catalog: opts.Catalog, Model: opts.Model, Incident: measured})
 	if err != nil {
 		return rules.RunFacts{}, nil, err
 	}

@@ -120,6 +120,7 @@ func (js *factJobs) run(more ...func()) rules.Facts {
 func (c *factCtx) both(id rules.FactID, f func(evalWindow) rules.Fact) rules.Fact {
 	out := f(c.inc)
 	out.Window = c.inc.text()
+	out.Lifetime = c.inc.lifetime
 	if c.base.ok {
 		b := f(c.base)
 		if b.Missing == "" && !math.IsNaN(b.Value) {

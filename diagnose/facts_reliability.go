@@ -26,6 +26,12 @@ import (
 // inside) and at its end (prefilled inside, not finished) are corrected
 // for with the running gauge. Counters and gauges of one replica are
 // sampled by the same scrape, so the edges agree.
+//
+// Lifetime counters (one scrape per replica) are one segment from the
+// process start, when nothing was in flight, to the scrape: the same
+// estimates hold for the process's whole life, with no time to place
+// them in. The requests waiting at the scrape count as having had a first
+// token (a preempted request has one), so the count is a lower bound.
 
 // inflightUncertainty is the least relative uncertainty of the mean prompt
 // length of the requests in flight at the edges (their prompts are not
@@ -53,8 +59,10 @@ type replicaLife struct {
 	// samples; runBefore those at the last scrape before each restart,
 	// and lostBefore the waiting + running there.
 	runStart, runEnd float64
-	runBefore        []float64
-	lostBefore       []float64
+	// waitEnd is the waiting requests at the window's last sample.
+	waitEnd    float64
+	runBefore  []float64
+	lostBefore []float64
 	// before and after are the times (Unix ms) of the last scrape before
 	// and the first after each restart.
 	before, after []int64
@@ -103,6 +111,9 @@ func (c *factCtx) life(r int, w snapshot.Window) replicaLife {
 	}
 	starts := at(sc.replicaGauge(SignalProcessStart, r))
 	waiting := at(sc.replicaGauge(SignalWaiting, r))
+	if len(idx) > 0 {
+		l.waitEnd = waiting[run.T[idx[len(idx)-1]]]
+	}
 	var counters []map[int64]float64
 	var done map[int64]float64 // completions
 	for _, id := range []SignalID{SignalRequestSuccess, SignalPromptTokensTotal, SignalGenerationTokensTotal} {
@@ -181,9 +192,14 @@ type hiddenEstimate struct {
 	prompt, promptSum, finished float64 // increase of prompt_tokens_total; request_prompt_tokens _sum and _count
 	ttft, e2e                   float64 // TTFT and E2E observations
 	plus, minus                 float64 // in-flight corrections
-	tokensOK, countsOK          bool
-	replicas                    int
-	resets                      int
+	// waiting is, for lifetime counters, the requests waiting at the
+	// scrape (they may have had a first token: see abandonedAfterFirstToken).
+	waiting float64
+	// lifetime: the counters are since each process started.
+	lifetime           bool
+	tokensOK, countsOK bool
+	replicas           int
+	resets             int
 	// top is the replica with the most requests abandoned after their
 	// first token (topValue, in-flight corrected); "" when none.
 	top      string
@@ -206,9 +222,7 @@ func (c *factCtx) rel(cache relWindows, w evalWindow) *relWindow {
 		return rw
 	}
 	rw := &relWindow{evalWindow: w}
-	if !w.lifetime {
-		rw.h, rw.lives = c.hidden(w)
-	}
+	rw.h, rw.lives = c.hidden(w)
 	cache[w.w] = rw
 	return rw
 }
@@ -217,7 +231,7 @@ func (c *factCtx) rel(cache relWindows, w evalWindow) *relWindow {
 func (c *factCtx) hidden(w evalWindow) (hiddenEstimate, []replicaLife) {
 	var h hiddenEstimate
 	var lives []replicaLife
-	h.tokensOK, h.countsOK = true, true
+	h.tokensOK, h.countsOK, h.lifetime = true, true, w.lifetime
 	for r := range c.sc.replicas {
 		l := c.life(r, w.w)
 		if !l.ok {
@@ -228,8 +242,14 @@ func (c *factCtx) hidden(w evalWindow) (hiddenEstimate, []replicaLife) {
 		h.replicas++
 		h.resets += l.restarts
 		p, m := l.inflight()
+		wait := 0.0
+		if w.lifetime {
+			// Each process started with nothing in flight.
+			p, wait = 0, l.waitEnd
+		}
 		h.plus += p
 		h.minus += m
+		h.waiting += wait
 		if h.tokensOK {
 			pt, err := c.sc.replicaCounter(SignalPromptTokensTotal, r, w.w, nil)
 			ph := c.sc.replicaHist(SignalPromptTokens, r, w.w)
@@ -250,7 +270,7 @@ func (c *factCtx) hidden(w evalWindow) (hiddenEstimate, []replicaLife) {
 				e := et.inc.Histogram.Total()
 				h.ttft += n
 				h.e2e += e
-				if y := n - e + p - m; y > h.topValue {
+				if y := n - e + p - m - wait; y > h.topValue {
 					h.top, h.topValue = l.name, y
 				}
 			}
@@ -264,6 +284,9 @@ func (c *factCtx) hidden(w evalWindow) (hiddenEstimate, []replicaLife) {
 
 // hiddenAssumptions states what the estimates rest on.
 func (c *factCtx) hiddenAssumptions(h hiddenEstimate) string {
+	if h.lifetime {
+		return "lifetime counters, since each process started (one scrape: no window, so when these requests were abandoned is unknown); in-flight correction from the gauges at the scrape; abandonment while still queued leaves no trace (a lower bound)"
+	}
 	step := c.st.interval
 	s := fmt.Sprintf("in-flight correction from the running gauge sampled every %v at the window's edges", step)
 	if h.resets > 0 {
@@ -276,9 +299,6 @@ func (c *factCtx) hiddenAssumptions(h hiddenEstimate) string {
 // increase(request_prompt_tokens_sum) corrected for the requests in
 // flight at the edges, in tokens.
 func (c *factCtx) abandonedPromptTokens(w *relWindow) rules.Fact {
-	if w.lifetime {
-		return rules.MissingFact("lifetime counters: no window to estimate abandonment over")
-	}
 	if f, ok := c.need(SignalPromptTokensTotal, SignalPromptTokens, SignalRunning); !ok {
 		return f
 	}
@@ -319,9 +339,6 @@ func (c *factCtx) abandonedByTokens(w *relWindow) rules.Fact {
 // abandonedAfterFirstToken is the TTFT count minus the E2E count
 // corrected for the requests in flight at the edges.
 func (c *factCtx) abandonedAfterFirstToken(w *relWindow) rules.Fact {
-	if w.lifetime {
-		return rules.MissingFact("lifetime counters: no window to estimate abandonment over")
-	}
 	if f, ok := c.need(SignalTTFT, SignalE2E, SignalRunning); !ok {
 		return f
 	}
@@ -329,15 +346,19 @@ func (c *factCtx) abandonedAfterFirstToken(w *relWindow) rules.Fact {
 	if !h.countsOK {
 		return rules.MissingFact("the TTFT or E2E histogram does not cover the window on every replica")
 	}
-	v := h.ttft - h.e2e + h.plus - h.minus
+	v := h.ttft - h.e2e + h.plus - h.minus - h.waiting
 	slack := firstTokenSlack * (h.plus + h.minus)
 	most := ""
 	if h.top != "" && h.replicas > 1 {
 		most = fmt.Sprintf("most on %s (%.0f); ", h.top, h.topValue)
 	}
-	f := rules.Measured(v).WithBounds(v-slack, v+slack).WithSource(most + fmt.Sprintf(
-		"%s count %g - %s count %g + (running at segment starts %g - at segment ends %g), +-%g%% of those in flight (chunked prefills, preempted requests); vLLM V1 observes TTFT at the first token, E2E only at the finish; %s",
-		c.sc.source(SignalTTFT), h.ttft, c.sc.source(SignalE2E), h.e2e, h.plus, h.minus, 100*firstTokenSlack, c.hiddenAssumptions(h)))
+	inflight := fmt.Sprintf("(running at segment starts %g - at segment ends %g)", h.plus, h.minus)
+	if h.lifetime {
+		inflight = fmt.Sprintf("- running %g - waiting %g at the scrape", h.minus, h.waiting)
+	}
+	f := rules.Measured(v).WithBounds(v-slack, v+h.waiting+slack).WithSource(most + fmt.Sprintf(
+		"%s count %g - %s count %g %s, +-%g%% of those running (chunked prefills, preempted requests); vLLM observes TTFT at the first token, E2E only at the finish; %s",
+		c.sc.source(SignalTTFT), h.ttft, c.sc.source(SignalE2E), h.e2e, inflight, 100*firstTokenSlack, c.hiddenAssumptions(h)))
 	f.Count = h.ttft
 	return f
 }

@@ -52,6 +52,7 @@ var ErrSeveralModels = errors.New("the evidence holds several models")
 // not fix model_name, FleetQuantiles returns an error wrapping
 // ErrSeveralModels that lists them.
 func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport, error) {
+	ev = ev.JoinAddresses()
 	qs := req.Quantiles
 	if len(qs) == 0 {
 		qs = DefaultQuantiles

@@ -1,6 +1,7 @@
 package diagnose_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -392,4 +393,79 @@ func TestAbandonmentWhileQueued(t *testing.T) {
 	assert.Less(t, got, float64(truth.Total))
 	assert.Contains(t, rep.Facts[rules.AbandonShare].Source, "abandoned while queued leave no trace")
 	assert.Equal(t, "queue-sustained", string(rep.Verdict), "%s", table)
+}
+
+// TestLifetimeUnfinished: one scrape per replica. Lifetime counters show
+// the requests that got a first token and never finished (TTFT count -
+// E2E count - those running and waiting at the scrape); the reliability
+// symptom is present with the lifetime caveat, and no hypothesis becomes
+// the verdict from it. A healthy scrape (counts equal, or apart by the
+// requests in flight) stays quiet: reliability absent, nothing supported
+// (the latency symptoms of one scrape are not evaluable without an SLO).
+func TestLifetimeUnfinished(t *testing.T) {
+	start := float64(t0.Unix() - 3600)
+	tests := []struct {
+		name      string
+		s         relState
+		abandoned float64
+		present   bool
+	}{
+		{"31 of 69 unfinished, nothing in flight",
+			relState{start: start, ttft: 69, e2e: 38, finished: 38, promptSum: 38000, prompt: 69000}, 31, true},
+		{"counts equal",
+			relState{start: start, ttft: 50, e2e: 50, finished: 50, promptSum: 50000, prompt: 50000}, 0, false},
+		{"apart by the requests running and waiting",
+			relState{start: start, ttft: 60, e2e: 50, finished: 50, promptSum: 50000, prompt: 56000, running: 6, waiting: 4}, 0, false},
+		{"apart by more than those in flight",
+			relState{start: start, ttft: 60, e2e: 50, finished: 50, promptSum: 50000, prompt: 58000, running: 2}, 8, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := "pod/" + t0.UTC().Format("2006-01-02T15-04-05Z") + ".prom"
+			ev, err := snapshot.ParseDump([]byte(tt.s.exposition()), name, snapshot.Options{})
+			require.NoError(t, err)
+			rep, table := diagnoseTable(t, ev)
+			f := rep.Facts[rules.AbandonedAfterFirstToken]
+			require.Empty(t, f.Missing, "%s", table)
+			assert.InDelta(t, tt.abandoned, float64(f.Value), 1e-9, "%s", table)
+			assert.GreaterOrEqual(t, float64(f.Upper), tt.abandoned+tt.s.waiting, "waiting requests may have had a first token")
+			assert.Contains(t, f.Source, "lifetime counters")
+			assert.Contains(t, f.Window, "lifetime")
+			share := rep.Facts[rules.AbandonShare]
+			require.Empty(t, share.Missing, "%s", table)
+			assert.InDelta(t, tt.abandoned/(tt.s.finished+tt.abandoned), float64(share.Value), 1e-9)
+			rel := reportSymptom(rep, "reliability")
+			assert.Equal(t, tt.present, rel.Present, "%s", table)
+			if tt.present {
+				assert.Contains(t, evidenceTexts(rel.Evidence), "abandon_share")
+				assert.Contains(t, evidenceTexts(rel.Evidence), "lifetime, since process start")
+				assert.Equal(t, rules.Undetermined, rep.Verdict, "lifetime counters say how many, not when: no verdict\n%s", table)
+			} else {
+				for _, h := range rep.Hypotheses {
+					assert.NotEqual(t, rules.Supported, h.Status, "%s: nothing to explain\n%s", h.ID, table)
+				}
+			}
+		})
+	}
+}
+
+// TestLifetimeUnfinishedRealCapture: a real V0 capture (vLLM 0.6, one
+// scrape) whose TTFT count (8,499) exceeds its E2E count (6,226) by far
+// more than the 3 running and 2 waiting requests, with no preemption that
+// could repeat a first token: 2,268 requests got a first token and never
+// finished; the reliability symptom is present, as lifetime evidence.
+func TestLifetimeUnfinishedRealCapture(t *testing.T) {
+	ev, err := snapshot.Read(context.Background(), []string{"../testdata/realdata/vllm/vllm_composer-test-fixture-unknown.prom"}, snapshot.Options{})
+	require.NoError(t, err)
+	rep, table := diagnoseTable(t, ev)
+	f := rep.Facts[rules.AbandonedAfterFirstToken]
+	require.Empty(t, f.Missing, "%s", table)
+	assert.Equal(t, 8499.0-6226-3-2, float64(f.Value), "%s", table)
+	assert.Contains(t, f.Source, "lifetime counters")
+	assert.Positive(t, float64(rep.Facts[rules.AbandonedPromptTokens].Value), "prompt_tokens_total is 1.5M tokens above the finished requests' sum")
+	rel := reportSymptom(rep, "reliability")
+	require.True(t, rel.Present, "%s", table)
+	assert.Contains(t, evidenceTexts(rel.Evidence), "not completing: abandon_share")
+	assert.Equal(t, rules.Undetermined, rep.Verdict)
+	assert.Equal(t, rules.ClientAbandonment, rep.Hypotheses[0].ID, "the candidate to check first\n%s", table)
 }

@@ -313,6 +313,7 @@ func NewSurveyor(opts Options) (*Surveyor, error) {
 // Add adds the next target. The Surveyor keeps its labels and scrape
 // times (8 bytes a scrape), not its samples.
 func (s *Surveyor) Add(t *snapshot.Target) error {
+	t = t.JoinAddresses()
 	if s.pass > 0 {
 		if s.next >= len(s.targets) || s.targets[s.next].Name != t.Name {
 			return fmt.Errorf("diagnose: survey pass %d: target %q is not the one of the first pass at that place", s.pass+1, t.Name)

@@ -330,6 +330,12 @@ func (c Cond) eval(e *env) result {
 			out, op, neg = verdict(math.Abs(f.Value) < lim), "|x| <", "|x| >="
 		}
 		ev.Text = fmt.Sprintf("%s %s (%s %s)", c.fact, fmtValue(c.fact, f.Value), upDown(out, op, neg), fmtValue(c.fact, lim))
+		if f.Lifetime {
+			// Since each process started (one scrape): how much, not
+			// when; it cannot single out what happens now.
+			ev.Text += " (lifetime)"
+			strength = SeverityMild.strength()
+		}
 	case kRatioAtLeast, kDeltaShare:
 		g, why := e.fact(c.other)
 		if why != "" {

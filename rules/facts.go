@@ -503,6 +503,10 @@ type Fact struct {
 	// e.g. "no GPU exporter in the evidence". A missing fact is never
 	// read as zero.
 	Missing string
+	// Lifetime is set when Value is from lifetime counters, since each
+	// process started (one scrape per replica), not over a window: it
+	// says how much happened, not when.
+	Lifetime bool
 }
 
 // Measured returns a fact with the given incident value and every

@@ -31,6 +31,8 @@ func TestReliabilityRows(t *testing.T) {
 			true, "not completing: abandon_share", "queue-sustained", rules.ClientAbandonment},
 		{"abandonment without a queue", with(quiet, rules.AbandonShare, fact(0.05, 0.001)),
 			true, "not completing: abandon_share", "client-abandonment", rules.ClientAbandonment},
+		{"abandonment from lifetime counters (one scrape): how many, not when", with(quiet, rules.AbandonShare, lifetime(0.27)),
+			true, "not completing: abandon_share", rules.Undetermined, rules.ClientAbandonment},
 		{"a single planned restart", with(quiet, rules.RestartsReplicaMax, fact(1, 0), rules.Restarts, fact(1, 0), rules.LostShare, fact(0.0007, 0)),
 			false, "", rules.NoIncident, ""},
 		{"a crash loop", with(quiet, rules.RestartsReplicaMax, fact(4, 0), rules.Restarts, fact(4, 0), rules.LostShare, fact(0.004, 0)),
@@ -81,4 +83,11 @@ func TestQueueExplainsAbandonment(t *testing.T) {
 	}
 	assert.NotContains(t, r.Findings[0].ConfidenceReason, string(rules.ClientAbandonment), "not a rival")
 	assert.True(t, strings.Contains(r.String(), "client-abandonment [supported"), "%s", r)
+}
+
+// lifetime is a fact from lifetime counters: no baseline, no window.
+func lifetime(v float64) rules.Fact {
+	f := rules.Measured(v)
+	f.Lifetime = true
+	return f
 }

@@ -103,7 +103,9 @@ func (s Symptom) String() string {
 //     lost in restarts), gateway_unserved_share; or one replica
 //     restarting at least th.CrashLoop times in the window
 //     (restarts_replica_max; a single planned restart is not a crash
-//     loop). The evidence names the signals that are up.
+//     loop). The evidence names the signals that are up. A share from
+//     lifetime counters (Fact.Lifetime: one scrape) is marked so and
+//     counts as mild at most: it says how many failed, not when.
 //
 // An E2E rise (e2e_p95) always lands in a symptom: the lifecycle means
 // (queue_time_mean + prefill_time_mean + decode_time_mean ~ e2e_mean) say
@@ -392,6 +394,12 @@ func (e *env) shareUp(id FactID, target float64) result {
 	st := 0.0
 	if out == holds {
 		st = math.Max(SeverityMild.strength(), e.th.grade(f.Value/lim).strength())
+	}
+	if f.Lifetime {
+		// Lifetime counters say how many requests failed since each
+		// process started, not whether they fail now: mild at most.
+		ev.Text += " (lifetime, since process start: how many, not when)"
+		st = math.Min(st, SeverityMild.strength())
 	}
 	if out == holds && e.baseline(id, f) == "" {
 		r := ratio(f.Value, f.Baseline)

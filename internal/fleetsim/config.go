@@ -132,6 +132,20 @@ type Restart struct {
 	// framebuffer use (DCGM_FI_DEV_FB_USED) climb above the pod's steady
 	// level over the OOMRamp before At, as a leak does before the kill.
 	Reason string
+	// Drain makes the stop graceful, as Kubernetes stops a pod: from At
+	// the pod gets no new request (its endpoint is removed) and its
+	// process serves the requests it holds for Drain more, scraped as
+	// usual, before it stops; only those still unfinished then are lost.
+	// Zero stops the process at At. Drain must be shorter than Downtime.
+	Drain time.Duration
+	// Instance is the pod's address (label instance) from the restart on:
+	// a StatefulSet pod restarted keeps its name and gets a new IP. Empty
+	// keeps the address.
+	Instance string
+	// Name is the pod's name from the restart on: a Deployment's rollout
+	// replaces the pod by one with a new name (and address). Empty keeps
+	// the name.
+	Name string
 }
 
 // RestartOOMKilled is the Restart.Reason of a container killed for lack
@@ -467,6 +481,9 @@ func (c Config) withDefaults() (Config, error) {
 		for j := range p.Restarts {
 			if p.Restarts[j].Downtime == 0 {
 				p.Restarts[j].Downtime = 30 * time.Second
+			}
+			if r := p.Restarts[j]; r.Drain < 0 || r.Drain >= r.Downtime {
+				return c, fmt.Errorf("fleetsim: pod %s: restart at %v: drain %v must be in [0, downtime %v)", p.Name, r.At, r.Drain, r.Downtime)
 			}
 		}
 	}

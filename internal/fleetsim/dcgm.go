@@ -31,7 +31,7 @@ func (sc *Scrape) dcgmFamilies() []family {
 			{driver, "550.90.07"},
 			{"container", "vllm"},
 			{"namespace", c.Namespace},
-			{"pod", p.Name},
+			{"pod", sc.PodName()},
 		}
 	}
 	e := &p.Engine

@@ -130,6 +130,10 @@ type Pod struct {
 	Node, GPUInstance string
 	// Starts are the process start times (offsets); Starts[0] is -Warmup.
 	Starts []time.Duration
+	// Names and Instances are the pod's name and address during each
+	// process (parallel to Starts): a restart may rename or readdress the
+	// pod (Restart.Name, Restart.Instance).
+	Names, Instances []string
 	// Scrapes in time order; none while the pod is down.
 	Scrapes []*Scrape
 	// MaxRunning and MaxKVBlocks are the largest number of running
@@ -174,6 +178,12 @@ type EngineState struct {
 
 // Pod returns the pod the scrape belongs to.
 func (sc *Scrape) Pod() *Pod { return sc.pod }
+
+// PodName returns the pod's name at the scrape (see Restart.Name).
+func (sc *Scrape) PodName() string { return sc.pod.Names[sc.proc] }
+
+// Instance returns the pod's address at the scrape (see Restart.Instance).
+func (sc *Scrape) Instance() string { return sc.pod.Instances[sc.proc] }
 
 // ProcessStart returns the start time of the process that served the
 // scrape (process_start_time_seconds).
@@ -259,11 +269,25 @@ func simulatePod(f *Fleet, i int, reqs []*request, rng *rand.Rand, noMacro bool)
 	}
 	restarts := slices.Clone(pc.Restarts)
 	slices.SortFunc(restarts, func(a, b Restart) int { return int(a.At - b.At) })
-	type life struct{ from, to float64 }
-	lives := []life{{from: -Warmup.Seconds()}}
+	// A process lives in [from, to); during a graceful stop's drain the
+	// router sends it nothing (the pod is down from Restart.At) and it
+	// finishes what it holds.
+	type life struct {
+		from, to       float64
+		name, instance string
+	}
+	lives := []life{{from: -Warmup.Seconds(), name: p.Name, instance: p.Instance}}
 	for _, r := range restarts {
-		lives[len(lives)-1].to = r.At.Seconds()
-		lives = append(lives, life{from: (r.At + r.Downtime).Seconds()})
+		cur := &lives[len(lives)-1]
+		cur.to = (r.At + r.Drain).Seconds()
+		next := life{from: (r.At + r.Downtime).Seconds(), name: cur.name, instance: cur.instance}
+		if r.Name != "" {
+			next.name = r.Name
+		}
+		if r.Instance != "" {
+			next.instance = r.Instance
+		}
+		lives = append(lives, next)
 	}
 	lives[len(lives)-1].to = end + 1e-6
 
@@ -278,6 +302,8 @@ func simulatePod(f *Fleet, i int, reqs []*request, rng *rand.Rand, noMacro bool)
 	}
 	for li, L := range lives {
 		p.Starts = append(p.Starts, dur(L.from))
+		p.Names = append(p.Names, L.name)
+		p.Instances = append(p.Instances, L.instance)
 		var st []float64
 		for _, t := range scrapeTimes {
 			if t >= L.from && t < L.to {

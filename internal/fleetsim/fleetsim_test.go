@@ -473,6 +473,7 @@ func TestConfigErrors(t *testing.T) {
 		{"no chunking", Config{Engine: EngineConfig{DisableChunkedPrefill: true, MaxNumBatchedTokens: 2048}}, "without chunked prefill"},
 		{"phase order", Config{Workload: Workload{Phases: []Phase{{Start: time.Minute}, {}}}}, "starts before"},
 		{"skew", Config{ScrapeInterval: 5 * time.Second, ScrapeSkew: 5 * time.Second}, "shorter than ScrapeInterval"},
+		{"drain", Config{Pods: []PodConfig{{Restarts: []Restart{{At: time.Minute, Downtime: time.Minute, Drain: time.Minute}}}}}, "drain 1m0s must be in [0, downtime 1m0s)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

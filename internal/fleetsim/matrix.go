@@ -67,6 +67,10 @@ type MatrixCase struct {
 	KnobMin, KnobMax float64
 	// Description says what the fleet does.
 	Description string
+	// TSDB makes the matrix read the case from a Prometheus TSDB written
+	// by Fleet.WriteTSDB (series with their target labels, instance
+	// included) instead of from /metrics dumps.
+	TSDB bool
 
 	build func(pods int, seed uint64, knob float64) Config
 }
@@ -258,6 +262,20 @@ func matrixCases() []MatrixCase {
 			},
 		},
 		{
+			Name: "rolling-restart-statefulset", Expect: "no-incident", Symptom: SymptomTTFT, TSDB: true,
+			Description: "healthy load; from a seeded time in the second half every pod is restarted once, one after the other, stopped gracefully (45 s drain, 75 s down) and back under its own name at a new IP (a StatefulSet's rolling restart), read from a TSDB where the new instance label makes new series",
+			build: func(pods int, seed uint64, _ float64) Config {
+				return rollingRestart(pods, seed, "rolling-restart-statefulset", false)
+			},
+		},
+		{
+			Name: "rolling-restart-deployment", Expect: "no-incident", Symptom: SymptomTTFT, TSDB: true,
+			Description: "as rolling-restart-statefulset, but every pod comes back under a new name and IP (a Deployment's rollout), read from a TSDB",
+			build: func(pods int, seed uint64, _ float64) Config {
+				return rollingRestart(pods, seed, "rolling-restart-deployment", true)
+			},
+		},
+		{
 			Name: "mixed-versions-steady", Expect: "no-incident", Symptom: SymptomTTFT,
 			Description: "vLLM 0.11 (one pod with 2 data-parallel engines and twice the weight), 0.9-like and V0 pods side by side under steady load inside capacity",
 			build: func(pods int, seed uint64, _ float64) Config {
@@ -281,6 +299,26 @@ func matrixCases() []MatrixCase {
 			},
 		},
 	}
+}
+
+// rollingRestart is the healthy fleet at the base load with every pod
+// restarted once, gracefully, one after the other over at most 15
+// minutes from a seeded time after MatrixIncidentStart; each comes back
+// at a new address and, with rename, under a new name.
+func rollingRestart(pods int, seed uint64, name string, rename bool) Config {
+	rng := caseRNG(name, seed)
+	c := Config{Pods: make([]PodConfig, pods), Workload: Workload{Phases: []Phase{matrixPhase(pods, matrixPodRate)}}}
+	at := MatrixIncidentStart + time.Minute + time.Duration(rng.IntN(120))*time.Second
+	gap := min(2*time.Minute, 15*time.Minute/time.Duration(pods))
+	for i := range c.Pods {
+		r := Restart{At: at + time.Duration(i)*gap, Downtime: 75 * time.Second, Drain: 45 * time.Second,
+			Instance: fmt.Sprintf("10.43.%d.%d:8000", i/200, 10+i%200)}
+		if rename {
+			r.Name = fmt.Sprintf("vllm-%06x-%05d", rng.Uint32()&0xffffff, i)
+		}
+		c.Pods[i].Restarts = []Restart{r}
+	}
+	return c
 }
 
 // mixedPods returns n pods mixing vLLM generations: the 8-pod pattern of

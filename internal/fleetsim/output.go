@@ -70,14 +70,14 @@ func (o DumpOptions) fileTime(t time.Time) string {
 // dir, which is created if needed.
 func (f *Fleet) WriteDumps(dir string, opts DumpOptions) error {
 	for _, p := range f.Pods {
-		pdir, prefix := dir, p.Name+"_"
-		if opts.Layout == LayoutPodDirs {
-			pdir, prefix = filepath.Join(dir, p.Name), ""
-		}
-		if err := os.MkdirAll(pdir, 0o755); err != nil {
-			return err
-		}
 		for _, sc := range p.Scrapes {
+			pdir, prefix := dir, sc.PodName()+"_"
+			if opts.Layout == LayoutPodDirs {
+				pdir, prefix = filepath.Join(dir, sc.PodName()), ""
+			}
+			if err := os.MkdirAll(pdir, 0o755); err != nil {
+				return err
+			}
 			ts := opts.fileTime(sc.Time)
 			if err := writeDump(filepath.Join(pdir, prefix+ts+".prom"), sc.VLLM(), sc.Time, opts); err != nil {
 				return err
@@ -118,14 +118,27 @@ func writeDump(name string, data []byte, t time.Time, opts DumpOptions) (err err
 	return zw.Close()
 }
 
-// targetLabels returns the labels Prometheus attaches to the pod's vLLM
-// target (job, instance, namespace, pod). DCGM series keep their own pod
-// attribution (honor_labels) and get job and instance of the exporter.
-func (p *Pod) targetLabels(dcgm bool) []label {
+// targetLabels returns the labels Prometheus attaches to the vLLM target
+// of the pod's process proc (job, instance, namespace, pod). DCGM series
+// keep their own pod attribution (honor_labels) and get job and instance
+// of the exporter.
+func (p *Pod) targetLabels(proc int, dcgm bool) []label {
 	if dcgm {
 		return []label{{"instance", p.GPUInstance}, {"job", "dcgm-exporter"}}
 	}
-	return []label{{"instance", p.Instance}, {"job", "vllm"}, {"namespace", p.fleet.Config.Namespace}, {"pod", p.Name}}
+	return []label{{"instance", p.Instances[proc]}, {"job", "vllm"}, {"namespace", p.fleet.Config.Namespace}, {"pod", p.Names[proc]}}
+}
+
+// procAt is the pod's process at offset t: the last one started by then
+// (the first before any).
+func (p *Pod) procAt(t time.Duration) int {
+	k := 0
+	for i, s := range p.Starts {
+		if s <= t {
+			k = i
+		}
+	}
+	return k
 }
 
 // storedLabels merges metric labels with target labels into a set sorted
@@ -150,7 +163,7 @@ func (sc *Scrape) eachStored(dcgm bool, fn func(name string, ls []label, tMs int
 	if dcgm {
 		fams = sc.dcgmFamilies()
 	}
-	target := sc.pod.targetLabels(dcgm)
+	target := sc.pod.targetLabels(sc.proc, dcgm)
 	t := sc.Time.UnixMilli()
 	var buf []label
 	eachSample(fams, func(name string, ls []label, v float64) {
@@ -277,7 +290,7 @@ func (f *Fleet) WriteOpenMetrics(w io.Writer, withTimestamps bool) error {
 					fmt.Fprintf(bw, "# TYPE %s %s\n# HELP %s %s\n", name, famTypeNames[fm.typ], name, escapeHelp(fm.help))
 					header = true
 				}
-				target := sf.sc.pod.targetLabels(d == 1)
+				target := sf.sc.pod.targetLabels(sf.sc.proc, d == 1)
 				ts := ""
 				if withTimestamps {
 					ts = " " + strconv.FormatFloat(float64(sf.sc.Time.UnixMilli())/1000, 'f', -1, 64)

@@ -3,6 +3,8 @@ package fleetsim
 import (
 	"context"
 	"math"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,4 +149,70 @@ func TestWriteTSDBUp(t *testing.T) {
 	}
 	assert.Len(t, ups, 4, "vLLM and DCGM targets of two pods")
 	assert.Equal(t, len(f.Pods[0].Scrapes), ups["vllm/vllm-0"+f.Pods[0].Instance])
+}
+
+// TestRestartDrainAndIdentity: a graceful restart (Drain) loses no
+// request of a pod at a light load, where a hard one loses those in
+// flight; the process after a restart is stored under the restart's
+// Instance and Name (dumps, TSDB target labels, the DCGM pod label), the
+// one before under the old ones, and the old series go stale.
+func TestRestartDrainAndIdentity(t *testing.T) {
+	run := func(drain time.Duration) *Fleet {
+		ph := DefaultPhase
+		ph.Rate = 4
+		f, err := Run(Config{Seed: 5, NumPods: 2, Duration: 6 * time.Minute, GPUExporter: DCGMPercent, Workload: Workload{Phases: []Phase{ph}},
+			Pods: []PodConfig{{Restarts: []Restart{{At: 3 * time.Minute, Downtime: time.Minute, Drain: drain, Instance: "10.9.9.9:8000", Name: "vllm-new"}}}, {}}})
+		require.NoError(t, err)
+		checkInvariants(t, f)
+		return f
+	}
+	lost := func(f *Fleet) int { return len(withStatus(f, StatusLost)) }
+	assert.Positive(t, lost(run(0)), "a hard stop loses the requests in flight")
+	f := run(45 * time.Second)
+	require.Zero(t, lost(f), "the drain lets every request finish")
+
+	p := f.Pods[0]
+	require.Equal(t, []string{"vllm-0", "vllm-new"}, p.Names)
+	require.Equal(t, []string{p.Instance, "10.9.9.9:8000"}, p.Instances)
+	var before, after *Scrape
+	for _, sc := range p.Scrapes {
+		if sc.Offset < 3*time.Minute {
+			before = sc
+		} else if after == nil && sc.Offset >= 4*time.Minute {
+			after = sc
+		}
+	}
+	require.NotNil(t, before)
+	require.NotNil(t, after)
+	assert.Equal(t, "vllm-0", before.PodName())
+	assert.Equal(t, "vllm-new", after.PodName())
+	assert.Equal(t, "10.9.9.9:8000", after.Instance())
+	assert.Contains(t, string(after.DCGM()), `pod="vllm-new"`)
+	drained := p.Scrapes[slices.IndexFunc(p.Scrapes, func(sc *Scrape) bool { return sc.Offset >= 3*time.Minute+30*time.Second })]
+	assert.Equal(t, "vllm-0", drained.PodName(), "scraped while it drains")
+	assert.Zero(t, drained.Engines[0].Running+drained.Engines[0].Waiting, "no new request while it drains")
+
+	dir := t.TempDir()
+	require.NoError(t, f.WriteTSDB(dir, TSDBOptions{}))
+	db, err := tsdb.OpenDBReadOnly(dir, t.TempDir(), nil)
+	require.NoError(t, err)
+	defer db.Close()
+	q, err := db.Querier(math.MinInt64, math.MaxInt64)
+	require.NoError(t, err)
+	defer q.Close()
+	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "vllm:num_requests_running"),
+		labels.MustNewMatcher(labels.MatchRegexp, "pod", "vllm-0|vllm-new"))
+	var got []string
+	for ss.Next() {
+		ls := ss.At().Labels()
+		got = append(got, ls.Get("pod")+"@"+ls.Get("instance"))
+	}
+	require.NoError(t, ss.Err())
+	assert.ElementsMatch(t, []string{"vllm-0@" + p.Instance, "vllm-new@10.9.9.9:8000"}, got)
+
+	dumps := t.TempDir()
+	require.NoError(t, f.WriteDumps(dumps, DumpOptions{}))
+	for _, name := range []string{"vllm-0", "vllm-new", "vllm-1"} {
+		assert.DirExists(t, filepath.Join(dumps, name))
+	}
 }

@@ -224,9 +224,10 @@ func (f *Fleet) WriteTSDB(dir string, opts TSDBOptions) (err error) {
 // addUp appends the up sample of pod p's targets (vLLM and, with one, its
 // GPU exporter) at t.
 func (f *Fleet) addUp(add func(string, []label, int64, float64) error, p *Pod, t int64, v float64) error {
-	targets := [][]label{p.targetLabels(false)}
+	proc := p.procAt(time.UnixMilli(t).Sub(f.Config.Start))
+	targets := [][]label{p.targetLabels(proc, false)}
 	if f.Config.GPUExporter != NoGPUExporter {
-		targets = append(targets, p.targetLabels(true))
+		targets = append(targets, p.targetLabels(proc, true))
 	}
 	for _, ls := range targets {
 		if err := add("up", ls, t, v); err != nil {

@@ -2,11 +2,15 @@ package matrix
 
 import (
 	"cmp"
+	"context"
+	"errors"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/snapshot"
+	_ "github.com/whyslow/whyslow/snapshot/tsdb" // snapshot.Read reads TSDB directories
 )
 
 // dumpTime is the file-name time format of fleetsim.WriteDumps'
@@ -30,9 +34,9 @@ func Evidence(f *fleetsim.Fleet) *snapshot.Evidence {
 	for _, p := range f.Pods {
 		for _, sc := range p.Scrapes {
 			ts := sc.Time.UTC().Format(dumpTime)
-			dumps = append(dumps, dump{p.Name + "/" + ts + ".prom", sc.Time, sc, false})
+			dumps = append(dumps, dump{sc.PodName() + "/" + ts + ".prom", sc.Time, sc, false})
 			if f.Config.GPUExporter != fleetsim.NoGPUExporter {
-				dumps = append(dumps, dump{p.Name + "/dcgm-" + ts + ".prom", sc.Time, sc, true})
+				dumps = append(dumps, dump{sc.PodName() + "/dcgm-" + ts + ".prom", sc.Time, sc, true})
 			}
 		}
 	}
@@ -48,4 +52,20 @@ func Evidence(f *fleetsim.Fleet) *snapshot.Evidence {
 		_ = b.AddDump(d.name, data, time.Time{})
 	}
 	return b.Evidence()
+}
+
+// TSDBEvidence writes f as a Prometheus TSDB (fleetsim.Fleet.WriteTSDB)
+// into a temporary directory and reads it back with snapshot.Read, as
+// `whyslow diagnose DIR` reads a Prometheus data directory; the directory
+// is removed before it returns.
+func TSDBEvidence(f *fleetsim.Fleet) (ev *snapshot.Evidence, err error) {
+	dir, err := os.MkdirTemp("", "whyslow-matrix-tsdb-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+	if err := f.WriteTSDB(dir, fleetsim.TSDBOptions{}); err != nil {
+		return nil, err
+	}
+	return snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
 }

@@ -1,6 +1,7 @@
 // Package matrix is the generalisation matrix of issue 10: every incident
 // hypothesis and counter-case of fleetsim's matrix, at several fleet
-// sizes, seeds and severities, simulated, read by snapshot in memory and
+// sizes, seeds and severities, simulated, read by snapshot in memory (from
+// a temporary TSDB for the cases marked fleetsim.MatrixCase.TSDB) and
 // diagnosed with default options exactly as `whyslow diagnose DIR` does,
 // with the verdict compared to the ground truth.
 //
@@ -215,7 +216,14 @@ func RunCell(c Cell) Result {
 		return r
 	}
 	r.Truth = f.GroundTruth(mc.Symptom, fleetsim.MatrixIncidentStart)
-	rep, err := diagnose.Diagnose(Evidence(f), Options())
+	ev := Evidence(f)
+	if mc.TSDB {
+		if ev, err = TSDBEvidence(f); err != nil {
+			r.Outcome, r.Err = Failed, err
+			return r
+		}
+	}
+	rep, err := diagnose.Diagnose(ev, Options())
 	if err != nil {
 		r.Outcome, r.Err = Failed, err
 		return r

@@ -1,0 +1,94 @@
+package diagnose_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/rules"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// rollingRestart is the healthy fleet of 8 pods restarted one after the
+// other from 30 min, two minutes apart, each stopped gracefully (no new
+// request, 40 s to finish those it holds) and back 60 s later: with
+// rename, under a new pod name and address, as a Deployment's rollout
+// replaces its pods; without, under its own name at a new address, as a
+// StatefulSet's pods come back.
+func rollingRestart(rename bool) fleetsim.Config {
+	cfg := fleetsim.Scenario("healthy")
+	cfg.Pods = make([]fleetsim.PodConfig, 8)
+	for i := range cfg.Pods {
+		r := fleetsim.Restart{
+			At: time.Duration(30+2*i) * time.Minute, Downtime: time.Minute, Drain: 40 * time.Second,
+			Instance: fmt.Sprintf("10.42.7.%d:8000", 100+i),
+		}
+		if rename {
+			r.Name = fmt.Sprintf("vllm-7d9f6c-%05d", 31*i+7)
+		}
+		cfg.Pods[i].Restarts = []fleetsim.Restart{r}
+	}
+	return cfg
+}
+
+// TestRollingRestart: a rolling restart, by a StatefulSet (names kept,
+// new addresses) or a Deployment (new names), from dumps and from a TSDB
+// with its new instance labels, is no incident: one restart per pod at
+// most, none lost.
+func TestRollingRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		rename bool
+		tsdb   bool
+	}{
+		{"statefulset/dumps", false, false},
+		{"statefulset/tsdb", false, true},
+		{"deployment/dumps", true, false},
+		{"deployment/tsdb", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := fleetsim.Run(rollingRestart(tc.rename))
+			require.NoError(t, err)
+			lost := 0
+			for _, r := range f.Requests {
+				if r.Status == fleetsim.StatusLost {
+					lost++
+				}
+			}
+			require.Zero(t, lost, "the drain finishes every request")
+			var ev *snapshot.Evidence
+			if tc.tsdb {
+				ev = readBack(t, func(dir string) error { return f.WriteTSDB(dir, fleetsim.TSDBOptions{}) })
+			} else {
+				ev = readBack(t, func(dir string) error { return f.WriteDumps(dir, fleetsim.DumpOptions{}) })
+			}
+			rep, table := diagnoseTable(t, ev)
+			assert.Equal(t, "no-incident", string(rep.Verdict), "%s", table)
+			assert.LessOrEqual(t, float64(rep.Facts[rules.RestartsReplicaMax].Value), 1.0, "%s", table)
+			assert.Zero(t, float64(rep.Facts[rules.RequestsLost].Value), "%s", table)
+			t.Logf("%s\n%s", rep.Summary, table)
+		})
+	}
+}
+
+// TestCrashLoopNewAddresses: a crash loop stays a crash loop when the pod
+// comes back at a new address each time (read from a TSDB): four
+// restarts of one pod, not four replicas.
+func TestCrashLoopNewAddresses(t *testing.T) {
+	cfg := crashLoop()
+	for i := range cfg.Pods[3].Restarts {
+		cfg.Pods[3].Restarts[i].Instance = fmt.Sprintf("10.42.9.%d:8000", 10+i)
+	}
+	f, err := fleetsim.Run(cfg)
+	require.NoError(t, err)
+	ev := readBack(t, func(dir string) error { return f.WriteTSDB(dir, fleetsim.TSDBOptions{}) })
+	rep, table := diagnoseTable(t, ev)
+	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
+	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Value), "%s", table)
+	assert.Contains(t, rep.Facts[rules.RestartsReplicaMax].Source, "vllm-3")
+	assert.Positive(t, float64(rep.Facts[rules.RequestsLost].Value), "hard stops lose the requests in flight")
+}
