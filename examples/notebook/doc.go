@@ -9,6 +9,10 @@
 //	go test ./examples/notebook           # run the notebook as a program
 //	go test ./examples/notebook -update   # also store its output in the notebook
 //
+// TestNotebookKernel executes the notebook in a real gophernotes kernel
+// built by ../shared/tools/gophernotes/build-kernel.sh and compares every
+// cell's output with the stored one (see examples/README.md).
+//
 // The program is made as gophernotes would run the cells, in order, in one
 // interpreter session:
 //
