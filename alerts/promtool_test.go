@@ -151,6 +151,12 @@ var gotAlert = regexp.MustCompile(`alertname: (\w+), time: (\w+),\s*\n\s*exp:\[\
 // failures are the firings.
 func firing(t *testing.T, tool, dir string, rf RuleFile, input []inputSeries, minutes int) (map[string][]int, bool) {
 	t.Helper()
+	return firingAt(t, tool, dir, rf, input, time.Minute, minutes)
+}
+
+// firingAt is firing with input series at the given interval.
+func firingAt(t *testing.T, tool, dir string, rf RuleFile, input []inputSeries, interval time.Duration, minutes int) (map[string][]int, bool) {
+	t.Helper()
 	var tests []alertTest
 	for m := 0; m <= minutes; m++ {
 		for _, r := range rf.Groups[1].Rules {
@@ -160,7 +166,7 @@ func firing(t *testing.T, tool, dir string, rf RuleFile, input []inputSeries, mi
 	out, ok := runPromtoolTest(t, tool, dir, "discover_test.yml", testFile{
 		RuleFiles: []string{"rules.yml"}, EvaluationInterval: "1m",
 		GroupEvalOrder: []string{rf.Groups[0].Name, rf.Groups[1].Name},
-		Tests:          []testGroup{{Interval: "1m", InputSeries: input, AlertTests: tests}},
+		Tests:          []testGroup{{Interval: dur(interval), InputSeries: input, AlertTests: tests}},
 	})
 	fired := map[string][]int{}
 	for _, m := range gotAlert.FindAllStringSubmatch(out, -1) {
