@@ -204,7 +204,13 @@ func Generate(opts Options) (RuleFile, error) {
 		if r.holds == "" {
 			continue
 		}
-		alerts = append(alerts, symptomAlert(s, g.hold(symName(s, "present")), opts))
+		// Under an SLO, nothing fires while it holds: a symptom alert
+		// needs one of its targets exceeded (any target when it has none).
+		expr := symName(s, "present")
+		if gate := tr.sloGate([]rules.SymptomID{s}); gate != "" {
+			expr = and(expr, gate)
+		}
+		alerts = append(alerts, symptomAlert(s, g.hold(expr), opts))
 	}
 	var out RuleFile
 	for _, h := range rules.Map() {
@@ -337,6 +343,8 @@ func symptomAlert(s rules.SymptomID, expr string, opts Options) Rule {
 	sev := "warning"
 	if t := sloOf(s, opts.SLO); t != "" {
 		basis, sev = "the SLO target ("+t+")", "critical"
+	} else if t := sloText(nil, opts.SLO); t != "" {
+		basis, sev = basis+", while an SLO target is exceeded ("+t+")", "critical"
 	}
 	return Rule{
 		Alert: AlertName("symptom-" + string(s)),

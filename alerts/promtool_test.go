@@ -1,8 +1,6 @@
 package alerts
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"maps"
 	"os"
@@ -45,40 +43,37 @@ type inputSeries struct {
 	Values string `yaml:"values"`
 }
 
-// federateLine is "name{labels} value timestamp_ms".
-var federateLine = regexp.MustCompile(`^(\S+?(?:\{.*\})?) (\S+) (-?\d+)$`)
-
 // toInputSeries converts a fleet's scrapes (its /federate dump) to
 // promtool input series on a grid of step from the fleet's start: at
 // each grid point the last sample at or before it, if no older than one
 // step, else "_" (a pod that is down has no sample).
 func toInputSeries(t *testing.T, f *fleetsim.Fleet, step time.Duration) []inputSeries {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := f.WriteFederate(&buf); err != nil {
-		t.Fatal(err)
-	}
+	return toInputSeriesOf(t, f, step, nil)
+}
+
+// toInputSeriesOf is toInputSeries for the metrics keep accepts (nil:
+// every metric).
+func toInputSeriesOf(t *testing.T, f *fleetsim.Fleet, step time.Duration, keep func(name string) bool) []inputSeries {
+	t.Helper()
 	start := f.Config.Start.UnixMilli()
 	n := int(f.Config.Duration/step) + 1
 	type pt struct {
 		ts int64
-		v  string
+		v  float64
 	}
 	series := map[string][]pt{}
-	sc := bufio.NewScanner(&buf)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
+	kept := map[string]bool{}
+	f.EachStoredSample(func(name string) bool {
+		k, ok := kept[name]
+		if !ok && keep != nil {
+			k = keep(name)
 		}
-		m := federateLine.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("federate line %q: not name{labels} value ts", line)
-		}
-		ts, _ := strconv.ParseInt(m[3], 10, 64)
-		series[m[1]] = append(series[m[1]], pt{ts, m[2]})
-	}
+		kept[name] = k || keep == nil
+		return kept[name]
+	}, func(s string, at time.Time, v float64) {
+		series[s] = append(series[s], pt{at.UnixMilli(), v})
+	})
 	keys := slices.Sorted(maps.Keys(series))
 	out := make([]inputSeries, 0, len(keys))
 	stepMs := step.Milliseconds()
@@ -94,7 +89,7 @@ func toInputSeries(t *testing.T, f *fleetsim.Fleet, step time.Duration) []inputS
 			}
 			vals[i] = "_"
 			if j >= 0 && at-pts[j].ts < stepMs {
-				vals[i] = pts[j].v
+				vals[i] = strconv.FormatFloat(pts[j].v, 'g', -1, 64)
 			}
 		}
 		out = append(out, inputSeries{Series: k, Values: strings.Join(vals, " ")})

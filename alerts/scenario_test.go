@@ -45,12 +45,14 @@ func alertCases() []alertCase {
 }
 
 // scenarioOptions are the default options with the baseline one incident
-// half back, and a short window of two grid steps (the input series are
-// on a 1-minute grid: a rate needs two samples).
+// half back, a short window of two grid steps and the scrape interval of
+// the grid (the input series are on a 1-minute grid: a rate needs two
+// samples).
 func scenarioOptions(start int) Options {
 	opts := DefaultOptions
 	opts.BaselineOffset = time.Duration(start) * time.Minute
 	opts.ShortWindow = 2 * time.Minute
+	opts.ScrapeInterval = time.Minute
 	return opts
 }
 
