@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/whyslow/whyslow/internal/fleetsim"
@@ -50,6 +51,15 @@ type inputSeries struct {
 func toInputSeries(t *testing.T, f *fleetsim.Fleet, step time.Duration) []inputSeries {
 	t.Helper()
 	return toInputSeriesOf(t, f, step, nil)
+}
+
+// readBy returns whether the rules of rf read a metric name: the input
+// series of the others are left out (promtool's cost grows with them).
+func readBy(t *testing.T, rf RuleFile) func(name string) bool {
+	t.Helper()
+	b, err := rf.YAML()
+	require.NoError(t, err)
+	return func(name string) bool { return strings.Contains(string(b), name) }
 }
 
 // toInputSeriesOf is toInputSeries for the metrics keep accepts (nil:

@@ -78,7 +78,7 @@ func TestAlertsScenarios(t *testing.T) {
 			_, rf := writeRules(t, dir, opts)
 			f, err := fleetsim.Run(c.cfg)
 			require.NoError(t, err)
-			in := toInputSeries(t, f, time.Minute)
+			in := toInputSeriesOf(t, f, time.Minute, readBy(t, rf))
 			fired, ok := firing(t, tool, dir, rf, in, c.end)
 			table = append(table, row{c.name, c.expect, describeFired(fired)})
 			if c.expect == "no-incident" {
