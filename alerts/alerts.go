@@ -56,9 +56,17 @@ type Options struct {
 	// RateWindow is the window of rate(), increase() and the gauge
 	// statistics (default 5m).
 	RateWindow time.Duration
-	// ShortWindow is the window of short-interval arrival peaks for
-	// bursts (default 1m; at least two scrape intervals).
+	// ShortWindow is the window of the short-interval arrival peaks of
+	// the legacy burst records (default 1m; at least two scrape
+	// intervals).
 	ShortWindow time.Duration
+	// ScrapeInterval is the targets' scrape interval (default 15s): the
+	// queue's shape (bursts, arrival dispersion, the share of scrapes
+	// with requests waiting) is measured per scrape interval, as whyslow
+	// diagnose measures it. A value shorter than the real interval makes
+	// those facts unknown where irate finds one sample; a longer one
+	// blurs bursts.
+	ScrapeInterval time.Duration
 	// Hold is how long an alert's condition counts as holding after it
 	// was last seen (max_over_time over a subquery), so that `for:` is
 	// not reset by one evaluation at which a burst left the rate window
@@ -85,6 +93,7 @@ var DefaultOptions = Options{
 	For:            10 * time.Minute,
 	RateWindow:     5 * time.Minute,
 	ShortWindow:    time.Minute,
+	ScrapeInterval: 15 * time.Second,
 	Hold:           5 * time.Minute,
 	BaselineOffset: 24 * time.Hour,
 }
@@ -99,6 +108,12 @@ type RuleFile struct {
 	// Excluded lists the hypotheses that get no alert because their
 	// support needs a fact without PromQL form.
 	Excluded []Note `yaml:"-"`
+	// Inhibit are the Alertmanager inhibit rules of the alerts
+	// (AlertmanagerYAML): a specific alert silences the general one it
+	// refines where the general one adds no other mitigation.
+	Inhibit []InhibitRule `yaml:"-"`
+	// NotInhibited lists the refinements left uninhibited, and why.
+	NotInhibited []Note `yaml:"-"`
 }
 
 // Note is an item left out, with the reason.
@@ -152,6 +167,7 @@ func Generate(opts Options) (RuleFile, error) {
 		v    *time.Duration
 		def  time.Duration
 	}{{"rate window", &opts.RateWindow, DefaultOptions.RateWindow}, {"short window", &opts.ShortWindow, DefaultOptions.ShortWindow},
+		{"scrape interval", &opts.ScrapeInterval, DefaultOptions.ScrapeInterval},
 		{"for", &opts.For, -1}, {"hold", &opts.Hold, -1}, {"baseline offset", &opts.BaselineOffset, DefaultOptions.BaselineOffset}} {
 		if *d.v < 0 {
 			return RuleFile{}, fmt.Errorf("alerts: %s %v is negative", d.name, *d.v)
@@ -159,6 +175,9 @@ func Generate(opts Options) (RuleFile, error) {
 		if *d.v == 0 && d.def > 0 {
 			*d.v = d.def
 		}
+	}
+	if opts.RateWindow < 2*opts.ScrapeInterval {
+		return RuleFile{}, fmt.Errorf("alerts: rate window %v holds fewer than two scrape intervals of %v", opts.RateWindow, opts.ScrapeInterval)
 	}
 	if opts.BaselineOffset < opts.RateWindow {
 		return RuleFile{}, fmt.Errorf("alerts: baseline offset %v is shorter than the rate window %v: the windows would overlap", opts.BaselineOffset, opts.RateWindow)
@@ -173,7 +192,7 @@ func Generate(opts Options) (RuleFile, error) {
 	}
 	by := strings.Join(opts.By, ", ")
 	g := &gen{opt: opts, names: nm, by: by, byReplica: by + ", " + opts.Replica,
-		w: dur(opts.RateWindow), short: dur(opts.ShortWindow), step: dur(opts.ShortWindow),
+		w: dur(opts.RateWindow), short: dur(opts.ShortWindow), step: dur(opts.ShortWindow), scrape: dur(opts.ScrapeInterval),
 		off: " offset " + dur(opts.BaselineOffset), shortSeconds: opts.ShortWindow.Seconds()}
 	tr := &translator{th: opts.Thresholds, slo: opts.SLO, need: newNeed()}
 
@@ -185,7 +204,13 @@ func Generate(opts Options) (RuleFile, error) {
 		if r.holds == "" {
 			continue
 		}
-		alerts = append(alerts, symptomAlert(s, g.hold(symName(s, "present")), opts))
+		// Under an SLO, nothing fires while it holds: a symptom alert
+		// needs one of its targets exceeded (any target when it has none).
+		expr := symName(s, "present")
+		if gate := tr.sloGate([]rules.SymptomID{s}); gate != "" {
+			expr = and(expr, gate)
+		}
+		alerts = append(alerts, symptomAlert(s, g.hold(expr), opts))
 	}
 	var out RuleFile
 	for _, h := range rules.Map() {
@@ -208,7 +233,25 @@ func Generate(opts Options) (RuleFile, error) {
 			continue
 		}
 		expr = unless(expr, or(counters...))
-		alerts = append(alerts, hypothesisAlert(h, g.hold(expr), opts))
+		// The map's precedence: a hypothesis whose observed combination
+		// needs a symptom normal (decode pressure: TTFT normal) does not
+		// alert while that symptom is present or unknown.
+		for _, s := range needsAbsent[h.ID] {
+			if syms[s].fails == "" {
+				expr = ""
+				break
+			}
+			expr = and(expr, symName(s, "absent"))
+		}
+		if expr == "" {
+			out.Excluded = append(out.Excluded, Note{string(h.ID), "the symptom it needs normal cannot be judged in PromQL"})
+			continue
+		}
+		gate := tr.sloGate(h.Explains)
+		if gate != "" {
+			expr = and(expr, gate)
+		}
+		alerts = append(alerts, hypothesisAlert(h, g.hold(expr), gate != "", opts))
 	}
 
 	// Recording rules: facts (value, baseline, counts), then symptoms.
@@ -217,8 +260,14 @@ func Generate(opts Options) (RuleFile, error) {
 	for _, id := range order {
 		fe := factTable[id]
 		rec = append(rec, Rule{Record: factName(id), Expr: fe.expr(g, "")})
+		if fe.legacy != nil {
+			rec = append(rec, Rule{Record: legacyName(id), Expr: fe.legacy(g, "")})
+		}
 		if tr.need.base[id] {
 			rec = append(rec, Rule{Record: baseName(id), Expr: fe.expr(g, g.off)})
+			if fe.legacy != nil {
+				rec = append(rec, Rule{Record: legacyName(id) + ":baseline", Expr: fe.legacy(g, g.off)})
+			}
 		}
 		if fe.count != nil && rules.MinSamples(id, opts.Thresholds) > 0 {
 			rec = append(rec, Rule{Record: countName(id), Expr: fe.count(g, "")})
@@ -238,11 +287,24 @@ func Generate(opts Options) (RuleFile, error) {
 		}
 	}
 	out.Groups = []Group{{Name: "whyslow-recording", Rules: rec}, {Name: "whyslow-alerts", Rules: alerts}}
+	names := map[string]bool{}
+	for _, a := range alerts {
+		names[a.Alert] = true
+	}
+	out.Inhibit, out.NotInhibited = inhibitions(names, opts.By)
 	for id, why := range tr.need.notExpressible {
 		out.NotExpressible = append(out.NotExpressible, Note{string(id), why})
 	}
 	sort.Slice(out.NotExpressible, func(i, j int) bool { return out.NotExpressible[i].ID < out.NotExpressible[j].ID })
 	return out, nil
+}
+
+// needsAbsent lists, per hypothesis, the symptoms the map's observed
+// combination needs normal: decode pressure is "TTFT normal + TPOT/ITL
+// up"; with TTFT up, the queue, prefill or KV hypotheses explain the
+// slower decode.
+var needsAbsent = map[rules.HypothesisID][]rules.SymptomID{
+	rules.DecodePressure: {rules.SymptomTTFT},
 }
 
 // replicaRules are per-replica views for hot spots (dashboards; the
@@ -281,6 +343,8 @@ func symptomAlert(s rules.SymptomID, expr string, opts Options) Rule {
 	sev := "warning"
 	if t := sloOf(s, opts.SLO); t != "" {
 		basis, sev = "the SLO target ("+t+")", "critical"
+	} else if t := sloText(nil, opts.SLO); t != "" {
+		basis, sev = basis+", while an SLO target is exceeded ("+t+")", "critical"
 	}
 	return Rule{
 		Alert: AlertName("symptom-" + string(s)),
@@ -306,6 +370,24 @@ var symptomSummary = map[rules.SymptomID]string{
 	rules.SymptomReliability: "requests not completing (errors, aborts, HTTP 5xx)",
 }
 
+// sloText names the SLO targets of the symptoms, else every target.
+func sloText(ss []rules.SymptomID, slo rules.SLO) string {
+	var parts []string
+	for _, s := range ss {
+		if t := sloOf(s, slo); t != "" {
+			parts = append(parts, t)
+		}
+	}
+	if len(parts) == 0 {
+		for _, s := range rules.SymptomIDs() {
+			if t := sloOf(s, slo); t != "" {
+				parts = append(parts, t)
+			}
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 func sloOf(s rules.SymptomID, slo rules.SLO) string {
 	var parts []string
 	add := func(name string, v float64) {
@@ -328,7 +410,10 @@ func sloOf(s rules.SymptomID, slo rules.SLO) string {
 	return strings.Join(parts, ", ")
 }
 
-func hypothesisAlert(h rules.Rule, expr string, opts Options) Rule {
+// hypothesisAlert is the alert of hypothesis h; sloGated says its
+// expression needs an SLO target exceeded, which makes it critical like
+// the symptom alerts on the SLO.
+func hypothesisAlert(h rules.Rule, expr string, sloGated bool, opts Options) Rule {
 	th := opts.Thresholds
 	var ev, ce, checks []string
 	for _, c := range h.Support {
@@ -351,12 +436,20 @@ func hypothesisAlert(h rules.Rule, expr string, opts Options) Rule {
 	runbook := "Mitigate: " + strings.Join(h.Mitigations, "; ") + ". Root cause: " + strings.Join(h.RootCause, "; ") +
 		". Preserve the evidence before restarting pods, then run: whyslow diagnose --incident START/END ./evidence/ (experiment: change " +
 		h.Experiment.Change.Name + " from " + h.Experiment.Change.From + " to " + h.Experiment.Change.To + ", one variable at a time)."
+	sev := "warning"
+	if sloGated {
+		sev = "critical"
+		ev = append(ev, "an SLO target of its symptoms exceeded ("+sloText(h.Explains, opts.SLO)+")")
+	}
+	for _, s := range needsAbsent[h.ID] {
+		ev = append(ev, "symptom "+string(s)+" absent")
+	}
 	return Rule{
 		Alert: AlertName(string(h.ID)),
 		Expr:  expr,
 		For:   dur(opts.For),
 		Labels: map[string]string{
-			"severity":   "warning",
+			"severity":   sev,
 			"hypothesis": string(h.ID),
 			"symptom":    strings.Join(syms, ","),
 		},

@@ -1,8 +1,13 @@
 package alerts
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +127,169 @@ func TestAlertsShape(t *testing.T) {
 	assert.Contains(t, recorded["whyslow:waiting_burst"], "max_over_time(")
 }
 
+// TestAlertsScrapeResolution: the queue's shape is measured per scrape
+// interval under new record names, which the alerts read; the earlier
+// one-minute records keep their names and meaning.
+func TestAlertsScrapeResolution(t *testing.T) {
+	for _, scrape := range []time.Duration{15 * time.Second, time.Minute} {
+		opts := DefaultOptions
+		opts.ScrapeInterval = scrape
+		rf, err := Generate(opts)
+		require.NoError(t, err)
+		recorded := map[string]string{}
+		for _, r := range rf.Groups[0].Rules {
+			recorded[r.Record] = r.Expr
+		}
+		step := fmt.Sprintf("[5m:%s]", dur(scrape))
+		tests := []struct{ record, contains string }{
+			{"whyslow:waiting_burst_scrape", "irate(vllm:request_success_total[" + dur(3*scrape) + "])"},
+			{"whyslow:waiting_burst_scrape", step},
+			{"whyslow:arrival_dispersion_scrape", "stdvar_over_time("},
+			{"whyslow:arrival_dispersion_scrape", step},
+			{"whyslow:arrival_dispersion_scrape:baseline", step + " offset 1d"},
+			{"whyslow:waiting_busy_share_scrape", step},
+			{"whyslow:waiting_mean_raw", "sum by (model_name) (avg_over_time(vllm:num_requests_waiting[5m]))"},
+			// The earlier measures, unchanged.
+			{"whyslow:waiting_burst", "[5m:1m]"},
+			{"whyslow:arrival_dispersion", "[5m:1m]"},
+			{"whyslow:waiting_busy_share", "[5m:1m]"},
+			{"whyslow:waiting_mean", "avg_over_time((sum by (model_name) (vllm:num_requests_waiting))[5m:1m])"},
+		}
+		for _, tt := range tests {
+			assert.Contains(t, recorded[tt.record], tt.contains, "%s at %v", tt.record, scrape)
+		}
+		burst := alertRule(t, rf, AlertName(string(rules.QueueBurst))).Expr
+		assert.Contains(t, burst, "whyslow:waiting_burst_scrape >= 3")
+		assert.Contains(t, burst, "whyslow:arrival_dispersion_scrape >= 2")
+		assert.NotContains(t, burst, "whyslow:waiting_burst ", "the alert reads the scrape-resolution measure")
+	}
+}
+
+// TestAlertsPrecedence: decode pressure needs TTFT normal, and a rise of
+// the waiting mean needs a queue (queue_min) as well as 1.2x a baseline
+// that may be 0.
+func TestAlertsPrecedence(t *testing.T) {
+	rf, err := Generate(DefaultOptions)
+	require.NoError(t, err)
+	dp := alertRule(t, rf, AlertName(string(rules.DecodePressure)))
+	assert.Contains(t, dp.Expr, "(whyslow:symptom_ttft:absent)")
+	assert.Contains(t, dp.Annotations["evidence"], "symptom ttft absent")
+	qs := alertRule(t, rf, AlertName(string(rules.QueueSustained))).Expr
+	assert.Contains(t, qs, "whyslow:waiting_mean_raw >= 1.2 * whyslow:waiting_mean_raw:baseline and whyslow:waiting_mean_raw > 0 and whyslow:waiting_mean_raw >= 1")
+	// flat (the counter-evidence) is its negation.
+	assert.Contains(t, qs, "whyslow:waiting_mean_raw < 1.2 * whyslow:waiting_mean_raw:baseline or whyslow:waiting_mean_raw <= 0 or whyslow:waiting_mean_raw < 1")
+	for _, h := range rules.Map() {
+		if h.ID != rules.DecodePressure && h.ID != rules.ProxyNetwork && h.ID != rules.ReplicaRestarts {
+			assert.NotContains(t, alertRule(t, rf, AlertName(string(h.ID))).Expr, "symptom_ttft:absent", h.ID)
+		}
+	}
+}
+
+// TestAlertsSLOGate: with an SLO, every hypothesis alert needs a target
+// of its symptoms exceeded (else any target), so that nothing fires while
+// the SLO holds; without one, no gate.
+func TestAlertsSLOGate(t *testing.T) {
+	opts := DefaultOptions
+	opts.SLO = rules.SLO{TTFTP95: 2, TPOTP95: 0.1}
+	rf, err := Generate(opts)
+	require.NoError(t, err)
+	plain, err := Generate(DefaultOptions)
+	require.NoError(t, err)
+	ttft, tpot := "whyslow:ttft_p95 > 2", "whyslow:tpot_p95 > 0.1"
+	// Symptom alerts too: ttft and tpot on their own targets, the others
+	// on any target.
+	for _, s := range rules.SymptomIDs() {
+		r := alertRule(t, rf, AlertName("symptom-"+string(s)))
+		assert.Equal(t, "critical", r.Labels["severity"], s)
+		assert.Equal(t, s != rules.SymptomTPOT, strings.Contains(r.Expr, ttft), "%s: ttft target", s)
+		assert.Equal(t, s != rules.SymptomTTFT, strings.Contains(r.Expr, tpot), "%s: tpot target", s)
+		assert.NotContains(t, alertRule(t, plain, AlertName("symptom-"+string(s))).Expr, ttft, s)
+	}
+	for _, h := range rules.Map() {
+		if h.ID == rules.ProxyNetwork || h.ID == rules.ReplicaRestarts {
+			continue
+		}
+		r := alertRule(t, rf, AlertName(string(h.ID)))
+		assert.Equal(t, "critical", r.Labels["severity"], h.ID)
+		assert.Contains(t, r.Annotations["evidence"], "an SLO target of its symptoms exceeded", h.ID)
+		explains := func(s rules.SymptomID) bool { return slices.Contains(h.Explains, s) }
+		switch {
+		case explains(rules.SymptomTTFT) || explains(rules.SymptomTPOT):
+			assert.Equal(t, explains(rules.SymptomTTFT), strings.Contains(r.Expr, ttft), "%s: ttft target", h.ID)
+			assert.Equal(t, explains(rules.SymptomTPOT), strings.Contains(r.Expr, tpot), "%s: tpot target", h.ID)
+		default:
+			// No target of its own symptoms: any target.
+			assert.Contains(t, r.Expr, ttft, h.ID)
+			assert.Contains(t, r.Expr, tpot, h.ID)
+		}
+		p := alertRule(t, plain, AlertName(string(h.ID)))
+		assert.Equal(t, "warning", p.Labels["severity"], h.ID)
+		assert.NotContains(t, p.Expr, ttft, h.ID)
+	}
+}
+
+// TestAlertsInhibit: a hypothesis alert inhibits the symptom alerts it
+// explains, and a refined hypothesis only when that one names no other
+// mitigation; amtool accepts the configuration (it fails rather than
+// skips when CI=true).
+func TestAlertsInhibit(t *testing.T) {
+	rf, err := Generate(DefaultOptions)
+	require.NoError(t, err)
+	hyps := map[string]rules.Rule{}
+	for _, h := range rules.Map() {
+		hyps[AlertName(string(h.ID))] = h
+	}
+	quoted := regexp.MustCompile(`"([^"]*)"`)
+	covered := map[string]bool{}
+	for _, r := range rf.Inhibit {
+		require.Len(t, r.SourceMatchers, 1)
+		require.Len(t, r.TargetMatchers, 1)
+		assert.Equal(t, DefaultOptions.By, r.Equal)
+		src := quoted.FindStringSubmatch(r.SourceMatchers[0])[1]
+		h, ok := hyps[src]
+		require.True(t, ok, "source %s is a hypothesis alert", src)
+		for _, dst := range strings.Split(quoted.FindStringSubmatch(r.TargetMatchers[0])[1], "|") {
+			covered[src+">"+dst] = true
+			if g, ok := hyps[dst]; ok {
+				assert.Contains(t, h.Refines, g.ID, "%s inhibits %s, which it does not refine", src, dst)
+				for _, m := range g.Mitigations {
+					assert.Contains(t, h.Mitigations, m, "%s inhibits %s, which names another mitigation", src, dst)
+				}
+				continue
+			}
+			s := rules.SymptomID(strings.ToLower(strings.TrimPrefix(dst, "WhyslowSymptom")))
+			assert.Contains(t, h.Explains, s, "%s inhibits %s, which it does not explain", src, dst)
+		}
+	}
+	for name, h := range hyps {
+		if alertRule := slices.IndexFunc(rf.Groups[1].Rules, func(r Rule) bool { return r.Alert == name }); alertRule < 0 {
+			continue
+		}
+		for _, s := range h.Explains {
+			assert.True(t, covered[name+">"+AlertName("symptom-"+string(s))], "%s does not inhibit its symptom %s", name, s)
+		}
+		for _, g := range h.Refines {
+			if !covered[name+">"+AlertName(string(g))] && g != rules.ReplicaRestarts {
+				assert.True(t, slices.ContainsFunc(rf.NotInhibited, func(n Note) bool {
+					return n.ID == string(g)+" under "+string(h.ID)
+				}), "%s refines %s: inhibited or listed as not inhibited", h.ID, g)
+			}
+		}
+	}
+	b, err := rf.AlertmanagerYAML()
+	require.NoError(t, err)
+	for _, n := range rf.NotInhibited {
+		assert.Contains(t, string(b), "# "+n.ID+": "+n.Reason)
+	}
+	tool := promserver.Binary(t, "amtool")
+	cfg := "route:\n  receiver: default\nreceivers:\n  - name: default\n" + string(b)
+	p := filepath.Join(t.TempDir(), "alertmanager.yml")
+	require.NoError(t, os.WriteFile(p, []byte(cfg), 0o644))
+	out, err := exec.Command(tool, "check-config", p).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), " - "+strconv.Itoa(len(rf.Inhibit))+" inhibit rules")
+}
+
 // recordedNames returns the whyslow: series an expression reads.
 func recordedNames(expr string) []string {
 	var out []string
@@ -152,6 +320,7 @@ func TestAlertsPromtoolCheck(t *testing.T) {
 			o.BaselineOffset = 7 * 24 * time.Hour
 		},
 		"namespace": func(o *Options) { o.By = []string{"namespace"} },
+		"60s":       func(o *Options) { o.ScrapeInterval = time.Minute },
 	}
 	for name, change := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -182,6 +351,8 @@ func TestAlertsOptions(t *testing.T) {
 		"offset < window": func(o *Options) { o.BaselineOffset = time.Minute },
 		"bad version":     func(o *Options) { o.VLLMVersion = "banana" },
 		"bad label":       func(o *Options) { o.By = []string{"model-name"} },
+		"scrape > window": func(o *Options) { o.ScrapeInterval = 3 * time.Minute },
+		"negative scrape": func(o *Options) { o.ScrapeInterval = -time.Second },
 	} {
 		opts := DefaultOptions
 		change(&opts)

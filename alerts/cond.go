@@ -14,9 +14,16 @@ import (
 // that never selects anything (the condition can never be known so).
 type tri struct{ holds, fails string }
 
-// Recording-rule names of a fact.
-func factName(id rules.FactID) string      { return "whyslow:" + string(id) }
-func baseName(id rules.FactID) string      { return "whyslow:" + string(id) + ":baseline" }
+// Recording-rule names of a fact: the fact id, or the record of its
+// current measure (factExpr.record).
+func factName(id rules.FactID) string {
+	if r := factTable[id].record; r != "" {
+		return "whyslow:" + r
+	}
+	return "whyslow:" + string(id)
+}
+func baseName(id rules.FactID) string      { return factName(id) + ":baseline" }
+func legacyName(id rules.FactID) string    { return "whyslow:" + string(id) }
 func countName(id rules.FactID) string     { return "whyslow:" + string(id) + ":count" }
 func baseCountName(id rules.FactID) string { return "whyslow:" + string(id) + ":count_baseline" }
 func symName(id rules.SymptomID, state string) string {
@@ -112,6 +119,13 @@ func (n *need) count(id rules.FactID, base bool) {
 	n.use(id, base)
 }
 
+// floors are the least values at which a fact's rise counts, from the
+// map's thresholds: a queue must exist (QueueMin waiting requests, fleet
+// sum) before its growth over a baseline of none means anything.
+var floors = map[rules.FactID]func(rules.Thresholds) float64{
+	rules.WaitingMean: func(th rules.Thresholds) float64 { return th.QueueMin },
+}
+
 // translator turns conditions into tri expressions.
 type translator struct {
 	th   rules.Thresholds
@@ -148,15 +162,25 @@ func (t *translator) cond(c rules.Cond) tri {
 	F, B := factName(f), baseName(f)
 	L := num(lim)
 	switch c.Kind() {
-	case rules.CondRises:
-		return t.leaf([]rules.FactID{f}, true,
-			fmt.Sprintf("%s >= %s * %s and %s > 0", F, L, B, F),
-			fmt.Sprintf("%s < %s * %s or %s <= 0", F, L, B, F))
-	case rules.CondFlat:
+	case rules.CondRises, rules.CondFlat:
+		// A rise needs the fact above its floor, if it has one: from a
+		// baseline of 0, any value is a rise.
+		floor := "0"
+		if fl, ok := floors[f]; ok {
+			floor = num(fl(t.th))
+		}
 		r := t.leaf([]rules.FactID{f}, true,
-			fmt.Sprintf("%s >= %s * %s and %s > 0", F, L, B, F),
-			fmt.Sprintf("%s < %s * %s or %s <= 0", F, L, B, F))
-		return tri{r.fails, r.holds}
+			fmt.Sprintf("%s >= %s * %s and %s > 0 and %s >= %s", F, L, B, F, F, floor),
+			fmt.Sprintf("%s < %s * %s or %s <= 0 or %s < %s", F, L, B, F, F, floor))
+		if floor == "0" {
+			r = t.leaf([]rules.FactID{f}, true,
+				fmt.Sprintf("%s >= %s * %s and %s > 0", F, L, B, F),
+				fmt.Sprintf("%s < %s * %s or %s <= 0", F, L, B, F))
+		}
+		if c.Kind() == rules.CondFlat {
+			return tri{r.fails, r.holds}
+		}
+		return r
 	case rules.CondSteady:
 		return t.leaf([]rules.FactID{f}, true,
 			fmt.Sprintf("%s <= %s * %s and %s >= %s / %s", F, L, B, F, B, L),

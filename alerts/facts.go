@@ -18,6 +18,14 @@ type factExpr struct {
 	count func(g *gen, off string) string
 	// note says why the fact is not expressible in PromQL (expr nil).
 	note string
+	// record names the recording rule when it is not the fact id: a new
+	// measure of the fact gets a new name, so that an existing record
+	// keeps its meaning.
+	record string
+	// legacy is the earlier measure, still recorded under the fact id's
+	// name (for readers of that record) when the fact is needed; the
+	// alerts read record.
+	legacy func(g *gen, off string) string
 }
 
 // factTable maps every fact the rules know to its PromQL, in one place.
@@ -105,24 +113,62 @@ var factTable = map[rules.FactID]factExpr{
 		return fmt.Sprintf("%s / %s", g.rateSum(catalog.SignalPrefixCacheHits, "", "", off), g.rateSum(catalog.SignalPrefixCacheQueries, "", "", off))
 	}},
 
-	rules.WaitingMean:   overTime("avg_over_time(", catalog.SignalWaiting, "sum"),
-	rules.WaitingMax:    overTime("max_over_time(", catalog.SignalWaiting, "sum"),
-	rules.WaitingMedian: overTime("quantile_over_time(0.5, ", catalog.SignalWaiting, "sum"),
-	rules.WaitingSlope:  overTime("deriv(", catalog.SignalWaiting, "sum"),
-	rules.WaitingBurst: {expr: func(g *gen, off string) string {
-		// The peak short-window arrival rate over the rate window, over
-		// the window's mean: max_over_time catches what a 5 min mean
-		// hides, and `for:` could not.
-		return fmt.Sprintf("max_over_time((%s)[%s:%s]%s) / %s", g.arrivals(g.short, ""), g.w, g.step, off, g.arrivals("", off))
-	}},
-	rules.WaitingBusyShare: {expr: func(g *gen, off string) string {
-		return fmt.Sprintf("avg_over_time((%s > bool 0)[%s:%s]%s)", g.gaugeAgg("sum", catalog.SignalWaiting, ""), g.w, g.step, off)
-	}},
-	rules.ArrivalDispersion: {expr: func(g *gen, off string) string {
-		// Arrivals per short interval: variance over mean.
-		per := fmt.Sprintf("(%s) * %g", g.arrivals(g.short, ""), g.shortSeconds)
-		return fmt.Sprintf("stdvar_over_time((%s)[%s:%s]%s) / avg_over_time((%s)[%s:%s]%s)", per, g.w, g.short, off, per, g.w, g.short, off)
-	}},
+	// The queue's shape at scrape resolution: a 10 s burst that drains
+	// within a minute is invisible to gauges sampled once a minute.
+	rules.WaitingMean: {
+		// Each replica's mean over its raw samples, summed: the mean of
+		// the fleet's waiting requests.
+		expr: func(g *gen, off string) string {
+			return fmt.Sprintf("sum by (%s) (%s)", g.by, g.rangeFn("avg_over_time", catalog.SignalWaiting, "", "", g.w, off))
+		},
+		record: "waiting_mean_raw",
+		legacy: overTime("avg_over_time(", catalog.SignalWaiting, "sum").expr,
+	},
+	rules.WaitingMax: {
+		expr:   scrapeStat("max_over_time(", catalog.SignalWaiting, "sum"),
+		record: "waiting_max_scrape",
+		legacy: overTime("max_over_time(", catalog.SignalWaiting, "sum").expr,
+	},
+	rules.WaitingMedian: {
+		expr:   scrapeStat("quantile_over_time(0.5, ", catalog.SignalWaiting, "sum"),
+		record: "waiting_median_scrape",
+		legacy: overTime("quantile_over_time(0.5, ", catalog.SignalWaiting, "sum").expr,
+	},
+	rules.WaitingSlope: overTime("deriv(", catalog.SignalWaiting, "sum"),
+	rules.WaitingBurst: {
+		// The peak arrival rate of one scrape interval over the rate
+		// window, over the window's mean (as whyslow diagnose measures it).
+		expr: func(g *gen, off string) string {
+			return fmt.Sprintf("max_over_time((%s)[%s:%s]%s) / %s", g.arrivalsScrape(""), g.w, g.scrape, off, g.arrivals("", off))
+		},
+		record: "waiting_burst_scrape",
+		legacy: func(g *gen, off string) string {
+			// The peak short-window arrival rate at one-minute steps.
+			return fmt.Sprintf("max_over_time((%s)[%s:%s]%s) / %s", g.arrivals(g.short, ""), g.w, g.step, off, g.arrivals("", off))
+		},
+	},
+	rules.WaitingBusyShare: {
+		expr: func(g *gen, off string) string {
+			return fmt.Sprintf("avg_over_time((%s > bool 0)[%s:%s]%s)", g.gaugeAgg("sum", catalog.SignalWaiting, ""), g.w, g.scrape, off)
+		},
+		record: "waiting_busy_share_scrape",
+		legacy: func(g *gen, off string) string {
+			return fmt.Sprintf("avg_over_time((%s > bool 0)[%s:%s]%s)", g.gaugeAgg("sum", catalog.SignalWaiting, ""), g.w, g.step, off)
+		},
+	},
+	rules.ArrivalDispersion: {
+		// Arrivals per scrape interval: variance over mean.
+		expr: func(g *gen, off string) string {
+			per := fmt.Sprintf("(%s) * %g", g.arrivalsScrape(""), g.opt.ScrapeInterval.Seconds())
+			return fmt.Sprintf("stdvar_over_time((%s)[%s:%s]%s) / avg_over_time((%s)[%s:%s]%s)", per, g.w, g.scrape, off, per, g.w, g.scrape, off)
+		},
+		record: "arrival_dispersion_scrape",
+		legacy: func(g *gen, off string) string {
+			// Arrivals per short interval at short-window steps.
+			per := fmt.Sprintf("(%s) * %g", g.arrivals(g.short, ""), g.shortSeconds)
+			return fmt.Sprintf("stdvar_over_time((%s)[%s:%s]%s) / avg_over_time((%s)[%s:%s]%s)", per, g.w, g.short, off, per, g.w, g.short, off)
+		},
+	},
 	rules.RunningMean: overTime("avg_over_time(", catalog.SignalRunning, "sum"),
 	rules.RunningMax:  overTime("max_over_time(", catalog.SignalRunning, "sum"),
 	rules.MaxNumSeqs: {note: "vLLM exposes no max_num_seqs metric (supply it from a config exporter); " +
@@ -184,6 +230,15 @@ func share(id catalog.SignalID, matcher string) factExpr {
 		all := g.rateSum(id, "", "", off)
 		return fmt.Sprintf("(%s or 0 * %s) / %s", g.rateSum(id, "", matcher, off), all, all)
 	}}
+}
+
+// scrapeStat is a statistic (fn is the call up to its series argument)
+// over the rate window of a gauge aggregated over the fleet, at every
+// scrape interval.
+func scrapeStat(fn string, id catalog.SignalID, agg string) func(g *gen, off string) string {
+	return func(g *gen, off string) string {
+		return fmt.Sprintf("%s(%s)[%s:%s]%s)", fn, g.gaugeAgg(agg, id, ""), g.w, g.scrape, off)
+	}
 }
 
 // overTime is a statistic (fn is the call up to its series argument) over the rate window of a gauge aggregated over

@@ -20,6 +20,7 @@ type gen struct {
 	w         string // rate window, "5m"
 	short     string // short window, "1m"
 	step      string // subquery resolution
+	scrape    string // the scrape interval: the resolution of the queue's shape
 	off       string // " offset 1d"
 	// shortSeconds is the short window in seconds.
 	shortSeconds float64
@@ -116,6 +117,17 @@ func (g *gen) arrivalsBy(by, win, off string) string {
 }
 
 func (g *gen) arrivals(win, off string) string { return g.arrivalsBy(g.by, win, off) }
+
+// arrivalsScrape estimates the arrivals per second of each replica's last
+// scrape interval (irate and idelta read the last two samples), summed
+// per group: completions plus the growth of waiting and running.
+func (g *gen) arrivalsScrape(off string) string {
+	win := dur(3 * g.opt.ScrapeInterval)
+	return fmt.Sprintf("(sum by (%s) (%s) + (sum by (%s) (%s) + sum by (%s) (%s)) / %g)",
+		g.by, g.rangeFn("irate", catalog.SignalRequestSuccess, "", "", win, off),
+		g.by, g.rangeFn("idelta", catalog.SignalWaiting, "", "", win, off),
+		g.by, g.rangeFn("idelta", catalog.SignalRunning, "", "", win, off), g.opt.ScrapeInterval.Seconds())
+}
 
 // loadShare is each replica's share of the arrivals over its fair share
 // (its engines over the fleet's).

@@ -1,8 +1,6 @@
 package alerts
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"maps"
 	"os"
@@ -16,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/whyslow/whyslow/internal/fleetsim"
@@ -45,40 +44,46 @@ type inputSeries struct {
 	Values string `yaml:"values"`
 }
 
-// federateLine is "name{labels} value timestamp_ms".
-var federateLine = regexp.MustCompile(`^(\S+?(?:\{.*\})?) (\S+) (-?\d+)$`)
-
 // toInputSeries converts a fleet's scrapes (its /federate dump) to
 // promtool input series on a grid of step from the fleet's start: at
 // each grid point the last sample at or before it, if no older than one
 // step, else "_" (a pod that is down has no sample).
 func toInputSeries(t *testing.T, f *fleetsim.Fleet, step time.Duration) []inputSeries {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := f.WriteFederate(&buf); err != nil {
-		t.Fatal(err)
-	}
+	return toInputSeriesOf(t, f, step, nil)
+}
+
+// readBy returns whether the rules of rf read a metric name: the input
+// series of the others are left out (promtool's cost grows with them).
+func readBy(t *testing.T, rf RuleFile) func(name string) bool {
+	t.Helper()
+	b, err := rf.YAML()
+	require.NoError(t, err)
+	return func(name string) bool { return strings.Contains(string(b), name) }
+}
+
+// toInputSeriesOf is toInputSeries for the metrics keep accepts (nil:
+// every metric).
+func toInputSeriesOf(t *testing.T, f *fleetsim.Fleet, step time.Duration, keep func(name string) bool) []inputSeries {
+	t.Helper()
 	start := f.Config.Start.UnixMilli()
 	n := int(f.Config.Duration/step) + 1
 	type pt struct {
 		ts int64
-		v  string
+		v  float64
 	}
 	series := map[string][]pt{}
-	sc := bufio.NewScanner(&buf)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
+	kept := map[string]bool{}
+	f.EachStoredSample(func(name string) bool {
+		k, ok := kept[name]
+		if !ok && keep != nil {
+			k = keep(name)
 		}
-		m := federateLine.FindStringSubmatch(line)
-		if m == nil {
-			t.Fatalf("federate line %q: not name{labels} value ts", line)
-		}
-		ts, _ := strconv.ParseInt(m[3], 10, 64)
-		series[m[1]] = append(series[m[1]], pt{ts, m[2]})
-	}
+		kept[name] = k || keep == nil
+		return kept[name]
+	}, func(s string, at time.Time, v float64) {
+		series[s] = append(series[s], pt{at.UnixMilli(), v})
+	})
 	keys := slices.Sorted(maps.Keys(series))
 	out := make([]inputSeries, 0, len(keys))
 	stepMs := step.Milliseconds()
@@ -94,7 +99,7 @@ func toInputSeries(t *testing.T, f *fleetsim.Fleet, step time.Duration) []inputS
 			}
 			vals[i] = "_"
 			if j >= 0 && at-pts[j].ts < stepMs {
-				vals[i] = pts[j].v
+				vals[i] = strconv.FormatFloat(pts[j].v, 'g', -1, 64)
 			}
 		}
 		out = append(out, inputSeries{Series: k, Values: strings.Join(vals, " ")})
@@ -151,6 +156,12 @@ var gotAlert = regexp.MustCompile(`alertname: (\w+), time: (\w+),\s*\n\s*exp:\[\
 // failures are the firings.
 func firing(t *testing.T, tool, dir string, rf RuleFile, input []inputSeries, minutes int) (map[string][]int, bool) {
 	t.Helper()
+	return firingAt(t, tool, dir, rf, input, time.Minute, minutes)
+}
+
+// firingAt is firing with input series at the given interval.
+func firingAt(t *testing.T, tool, dir string, rf RuleFile, input []inputSeries, interval time.Duration, minutes int) (map[string][]int, bool) {
+	t.Helper()
 	var tests []alertTest
 	for m := 0; m <= minutes; m++ {
 		for _, r := range rf.Groups[1].Rules {
@@ -160,7 +171,7 @@ func firing(t *testing.T, tool, dir string, rf RuleFile, input []inputSeries, mi
 	out, ok := runPromtoolTest(t, tool, dir, "discover_test.yml", testFile{
 		RuleFiles: []string{"rules.yml"}, EvaluationInterval: "1m",
 		GroupEvalOrder: []string{rf.Groups[0].Name, rf.Groups[1].Name},
-		Tests:          []testGroup{{Interval: "1m", InputSeries: input, AlertTests: tests}},
+		Tests:          []testGroup{{Interval: dur(interval), InputSeries: input, AlertTests: tests}},
 	})
 	fired := map[string][]int{}
 	for _, m := range gotAlert.FindAllStringSubmatch(out, -1) {

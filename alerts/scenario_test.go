@@ -45,12 +45,14 @@ func alertCases() []alertCase {
 }
 
 // scenarioOptions are the default options with the baseline one incident
-// half back, and a short window of two grid steps (the input series are
-// on a 1-minute grid: a rate needs two samples).
+// half back, a short window of two grid steps and the scrape interval of
+// the grid (the input series are on a 1-minute grid: a rate needs two
+// samples).
 func scenarioOptions(start int) Options {
 	opts := DefaultOptions
 	opts.BaselineOffset = time.Duration(start) * time.Minute
 	opts.ShortWindow = 2 * time.Minute
+	opts.ScrapeInterval = time.Minute
 	return opts
 }
 
@@ -76,7 +78,7 @@ func TestAlertsScenarios(t *testing.T) {
 			_, rf := writeRules(t, dir, opts)
 			f, err := fleetsim.Run(c.cfg)
 			require.NoError(t, err)
-			in := toInputSeries(t, f, time.Minute)
+			in := toInputSeriesOf(t, f, time.Minute, readBy(t, rf))
 			fired, ok := firing(t, tool, dir, rf, in, c.end)
 			table = append(table, row{c.name, c.expect, describeFired(fired)})
 			if c.expect == "no-incident" {

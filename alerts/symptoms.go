@@ -2,6 +2,8 @@ package alerts
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/whyslow/whyslow/rules"
 )
@@ -95,4 +97,57 @@ func (t *translator) symptom(id rules.SymptomID) tri {
 		return anyUp(t.share(rules.ErrorShare, lim), t.share(rules.AbortShare, lim), t.share(rules.HTTP5xxShare, lim))
 	}
 	return tri{}
+}
+
+// sloTargets are the SLO targets of a symptom: the facts judged against
+// them and their limits (none set: nil).
+func sloTargets(id rules.SymptomID, slo rules.SLO) map[rules.FactID]float64 {
+	out := map[rules.FactID]float64{}
+	add := func(f rules.FactID, v float64) {
+		if v > 0 {
+			out[f] = v
+		}
+	}
+	switch id {
+	case rules.SymptomTTFT:
+		add(rules.TTFTP95, slo.TTFTP95)
+	case rules.SymptomTPOT:
+		add(rules.TPOTP95, slo.TPOTP95)
+		add(rules.ITLP95, slo.ITLP95)
+	case rules.SymptomTail:
+		add(rules.TTFTP99, slo.TTFTP99)
+		add(rules.E2EP99, slo.E2EP99)
+	case rules.SymptomReliability:
+		add(rules.ErrorShare, slo.ErrorShare)
+		add(rules.AbortShare, slo.ErrorShare)
+		add(rules.HTTP5xxShare, slo.ErrorShare)
+	}
+	return out
+}
+
+// breach selects the groups where an SLO target of one of the symptoms
+// is exceeded (the held-SLO gate of the hypothesis alerts): "" when none
+// of them has a target.
+func (t *translator) breach(ids []rules.SymptomID) string {
+	var hs []string
+	for _, id := range ids {
+		ts := sloTargets(id, t.slo)
+		for _, f := range slices.Sorted(maps.Keys(ts)) {
+			if r := t.up(f, ts[f]); r.holds != "" {
+				hs = append(hs, r.holds)
+			}
+		}
+	}
+	return or(hs...)
+}
+
+// sloGate is the gate of a hypothesis alert under an SLO: one of the
+// targets of the symptoms it explains is exceeded, or, when none of them
+// has a target, any target is. Nothing fires while the SLO holds. "" when
+// no SLO is given.
+func (t *translator) sloGate(explains []rules.SymptomID) string {
+	if g := t.breach(explains); g != "" {
+		return g
+	}
+	return t.breach(rules.SymptomIDs())
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/alerts"
 )
 
 // TestAlertsCommand: the command writes exactly what alerts.Generate
@@ -40,6 +42,25 @@ func TestAlertsCommandFlags(t *testing.T) {
 	assert.Contains(t, s, "severity: critical", "an SLO-based symptom alert pages")
 }
 
+// TestAlertsCommandFormats: --format alertmanager writes the inhibit
+// rules of the same options; --scrape-interval sets the resolution of the
+// queue's shape.
+func TestAlertsCommandFormats(t *testing.T) {
+	code, out, errOut := whyslow(t, "", "alerts", "--format", "alertmanager")
+	require.Equal(t, exitOK, code, errOut)
+	rf, err := alerts.Generate(alerts.DefaultOptions)
+	require.NoError(t, err)
+	want, err := rf.AlertmanagerYAML()
+	require.NoError(t, err)
+	assert.Equal(t, string(want), out)
+	assert.Contains(t, out, "inhibit_rules:")
+
+	code, out, errOut = whyslow(t, "", "alerts", "--format", "prometheus", "--scrape-interval", "30s")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "record: whyslow:waiting_burst_scrape")
+	assert.Contains(t, out, "[5m:30s]")
+}
+
 func TestAlertsCommandUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"alerts", "--for", "1x"},
@@ -51,6 +72,9 @@ func TestAlertsCommandUsage(t *testing.T) {
 		{"alerts", "--thresholds", "nope=1"},
 		{"alerts", "--baseline-offset", "1m"},
 		{"alerts", "some/path"},
+		{"alerts", "--format", "json"},
+		{"alerts", "--scrape-interval", "0s"},
+		{"alerts", "--scrape-interval", "10m"},
 	} {
 		code, _, errOut := whyslow(t, "", args...)
 		assert.Equal(t, exitUsage, code, "%v: %s", args, errOut)

@@ -14,6 +14,8 @@ import (
 const alertsExamples = `  whyslow alerts -o whyslow-rules.yml
   whyslow alerts --slo ttft_p95=2s,tpot_p95=80ms --for 15m --rate-window 5m -o whyslow-rules.yml
   whyslow alerts --vllm-version 0.9.2 --by model_name,namespace --baseline-offset 7d
+  whyslow alerts --format alertmanager -o whyslow-inhibit.yml
+  whyslow alerts --scrape-interval 30s -o whyslow-rules.yml
   promtool check rules whyslow-rules.yml
 `
 
@@ -29,6 +31,8 @@ func runAlerts(ctx context.Context, e *env, args []string) error {
 	rateWindow := fs.String("rate-window", model.Duration(def.RateWindow).String(), "`DURATION` of rate(), increase() and the gauge statistics")
 	baseline := fs.String("baseline-offset", model.Duration(def.BaselineOffset).String(), "how far back the baseline lies (`DURATION`, Prometheus syntax such as 1d or 30m)")
 	version := fs.String("vllm-version", "", "vLLM `VERSION` whose metric names to use: V0, V1 or a release such as 0.9.2 (default: V1 names, and V0 names where they differ)")
+	scrape := fs.String("scrape-interval", model.Duration(def.ScrapeInterval).String(), "the targets' scrape `DURATION`: bursts and the queue's shape are measured per scrape interval")
+	format := fs.String("format", "prometheus", "output `FORMAT`: prometheus (the rule file) or alertmanager (its inhibit_rules: a specific alert silences the general one it refines where that adds no other mitigation)")
 	output := fs.String("o", "", "write the rule file to `FILE` instead of standard output")
 	paths, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -36,6 +40,9 @@ func runAlerts(ctx context.Context, e *env, args []string) error {
 	}
 	if len(paths) > 0 {
 		return usagef("alerts takes no PATH")
+	}
+	if *format != "prometheus" && *format != "alertmanager" {
+		return usagef("--format %q: want prometheus or alertmanager", *format)
 	}
 	opts := def
 	if opts.Thresholds, err = parseThresholds(*thresholds); err != nil {
@@ -56,7 +63,7 @@ func runAlerts(ctx context.Context, e *env, args []string) error {
 	for _, d := range []struct {
 		flag, v string
 		dst     *time.Duration
-	}{{"--for", *forDur, &opts.For}, {"--rate-window", *rateWindow, &opts.RateWindow}, {"--baseline-offset", *baseline, &opts.BaselineOffset}} {
+	}{{"--for", *forDur, &opts.For}, {"--rate-window", *rateWindow, &opts.RateWindow}, {"--baseline-offset", *baseline, &opts.BaselineOffset}, {"--scrape-interval", *scrape, &opts.ScrapeInterval}} {
 		v, err := model.ParseDuration(d.v)
 		if err != nil {
 			return usagef("%s %q: want a Prometheus duration such as 10m or 1d", d.flag, d.v)
@@ -66,6 +73,9 @@ func runAlerts(ctx context.Context, e *env, args []string) error {
 	if opts.RateWindow <= 0 {
 		return usagef("--rate-window must be positive")
 	}
+	if opts.ScrapeInterval <= 0 {
+		return usagef("--scrape-interval must be positive")
+	}
 	opts.Hold = opts.RateWindow
 	opts.VLLMVersion = *version
 	rf, err := alerts.Generate(opts)
@@ -73,6 +83,9 @@ func runAlerts(ctx context.Context, e *env, args []string) error {
 		return usagef("%v", err)
 	}
 	data, err := rf.YAML()
+	if *format == "alertmanager" {
+		data, err = rf.AlertmanagerYAML()
+	}
 	if err != nil {
 		return err
 	}
