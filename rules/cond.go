@@ -545,15 +545,15 @@ func (e *env) unresolved(id FactID) (FactID, Evidence, bool) {
 		return "", Evidence{}, false
 	}
 	ev := evidenceOf(id, f)
-	ev.Text = fmt.Sprintf("%s %s vs baseline %s: both inside the lowest bucket (up to %s), where a quantile is unresolved; the mean %s decides",
+	ev.Text = fmt.Sprintf("%s %s vs baseline %s: both inside the lowest bucket (up to %s), where a quantile is unresolved; %s decides (line above)",
 		id, fmtValue(id, f.Value), fmtValue(id, f.Baseline), fmtValue(id, math.Max(f.Upper, f.BaselineUpper)), m)
 	return m, ev, true
 }
 
 // evalUnresolved evaluates a comparison with the baseline of a latency
 // quantile that is unresolved (see unresolved) on the histogram's mean
-// instead, the quantile's evidence saying why; ok is false when the
-// condition reads no unresolved quantile. A delta share moves both facts
+// instead, the quantile's evidence (after the mean's) saying why; ok is
+// false when the condition reads no unresolved quantile. A delta share moves both facts
 // to their means, which add up as the phases of a request do (TTFT ~
 // queue + prefill) where quantiles do not.
 func (c Cond) evalUnresolved(e *env) (result, bool) {
@@ -580,14 +580,12 @@ func (c Cond) evalUnresolved(e *env) (result, bool) {
 		if r.out == unknown {
 			return result{}, false
 		}
-		var note []Evidence
 		if okf {
-			note = append(note, evf)
+			r.ev = append(r.ev, evf)
 		}
 		if oko {
-			note = append(note, evo)
+			r.ev = append(r.ev, evo)
 		}
-		r.ev = append(note, r.ev...)
 		return r, true
 	default:
 		return result{}, false
@@ -599,6 +597,6 @@ func (c Cond) evalUnresolved(e *env) (result, bool) {
 	alt := c
 	alt.fact = m
 	r := alt.eval(e)
-	r.ev = append([]Evidence{ev}, r.ev...)
+	r.ev = append(r.ev, ev)
 	return r, true
 }
