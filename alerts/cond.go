@@ -214,6 +214,11 @@ func (t *translator) cond(c rules.Cond) tri {
 		return t.leaf([]rules.FactID{f, o}, true,
 			fmt.Sprintf("%s >= %s * %s and %s > 0", d, L, dO, dO),
 			fmt.Sprintf("%s < %s * %s or %s <= 0", d, L, dO, dO))
+	case rules.CondGrowsNoMore:
+		O, OB := factName(o), baseName(o)
+		return t.leaf([]rules.FactID{f, o}, true,
+			fmt.Sprintf("%s / %s <= %s * %s / %s and %s > 0 and %s > 0", F, B, L, O, OB, B, OB),
+			fmt.Sprintf("%s / %s > %s * %s / %s and %s > 0 and %s > 0", F, B, L, O, OB, B, OB))
 	case rules.CondSymptom, rules.CondNoSymptom:
 		var hs, fs []string
 		for _, s := range c.Symptoms() {

@@ -96,6 +96,10 @@ var factTable = map[rules.FactID]factExpr{
 	rules.LostShare:                {note: "lost_share needs the requests in flight at the last scrape before each restart"},
 	rules.OOMKills:                 {note: "oom_kills reads kube-state-metrics' last terminated reason of the replica's own evidence, matched to the restart it explains"},
 	rules.FBRiseRestarts:           {note: "fb_rise_restarts compares framebuffer use before each restart with the pod's own steady level"},
+	rules.KVUsagePreempting:        {note: "kv_usage_preempting reads KV usage at the scrape intervals in which each replica's preemption counter rose, which a rate over a sliding window cannot single out"},
+	rules.KVFullSharePreempting:    {note: "kv_full_share_preempting counts the scrapes at the KV ceiling of the replicas that preempted, which a rate over a sliding window cannot single out"},
+	rules.TTFTP95WithoutHot:        {note: "ttft_p95_without_hot leaves out the replicas whose share of the arrivals is hot in the incident window, a choice made across windows"},
+	rules.TTFTMeanWithoutHot:       {note: "ttft_mean_without_hot leaves out the replicas whose share of the arrivals is hot in the incident window, a choice made across windows"},
 	rules.HTTP5xxShareMax:          {note: "http_5xx_share_max is per replica with the replica named; the fleet http_5xx_share carries the alert"},
 	rules.PromptTokenRate: {expr: func(g *gen, off string) string {
 		return g.rateSum(catalog.SignalPromptTokensTotal, "", "", off)

@@ -590,14 +590,37 @@ func (c *factCtx) gpuUtilWaiting(w evalWindow) rules.Fact {
 // (completions + growth of its waiting and running) over its fair share
 // by engine count.
 func (c *factCtx) replicaLoadShareMax(w evalWindow) rules.Fact {
+	loads, why := c.replicaLoads(w)
+	if why != "" {
+		return rules.MissingFact(why)
+	}
+	top, who, total := 0.0, "", 0.0
+	for _, l := range loads {
+		total += l.load
+		if l.share > top {
+			top, who = l.share, c.sc.replicas[l.r].t.Name
+		}
+	}
+	f := rules.Measured(top).WithSource(fmt.Sprintf("%s: arrivals (completions + growth of waiting and running) per replica, fair share by engine count", who))
+	f.Count = total
+	return f
+}
+
+// replicaLoad is one replica's arrivals over a window and their share of
+// the fleet's over the replica's fair share by engine count.
+type replicaLoad struct {
+	r           int
+	load, share float64
+}
+
+// replicaLoads measures the load of every replica with completions over
+// w, or says why it cannot.
+func (c *factCtx) replicaLoads(w evalWindow) ([]replicaLoad, string) {
 	if !c.sc.has(SignalRequestSuccess) {
-		return rules.MissingFact(c.missingSignal(SignalRequestSuccess))
+		return nil, c.missingSignal(SignalRequestSuccess)
 	}
-	type rv struct {
-		name          string
-		load, engines float64
-	}
-	var vals []rv
+	var vals []replicaLoad
+	var engs []float64
 	total, engines := 0.0, 0.0
 	for r := range c.sc.replicas {
 		inc, err := c.sc.replicaCounter(SignalRequestSuccess, r, w.w, nil)
@@ -611,25 +634,21 @@ func (c *factCtx) replicaLoadShareMax(w evalWindow) rules.Fact {
 			}
 		}
 		e := float64(max(1, len(c.sc.engineValues(r))))
-		vals = append(vals, rv{c.sc.replicas[r].t.Name, math.Max(load, 0), e})
+		vals = append(vals, replicaLoad{r: r, load: math.Max(load, 0)})
+		engs = append(engs, e)
 		total += math.Max(load, 0)
 		engines += e
 	}
 	if len(vals) < 2 {
-		return rules.MissingFact("fewer than two replicas with completions in the window")
+		return nil, "fewer than two replicas with completions in the window"
 	}
 	if !(total > 0) {
-		return rules.MissingFact("no request arrived in the window")
+		return nil, "no request arrived in the window"
 	}
-	top, who := 0.0, ""
-	for _, v := range vals {
-		if s := (v.load / total) / (v.engines / engines); s > top {
-			top, who = s, v.name
-		}
+	for i := range vals {
+		vals[i].share = (vals[i].load / total) / (engs[i] / engines)
 	}
-	f := rules.Measured(top).WithSource(fmt.Sprintf("%s: arrivals (completions + growth of waiting and running) per replica, fair share by engine count", who))
-	f.Count = total
-	return f
+	return vals, ""
 }
 
 // preemptionShare is preemptions per finished request.

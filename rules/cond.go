@@ -42,6 +42,7 @@ const (
 	kAll                          // every sub holds
 	kAny                          // some sub holds
 	kNot                          // the only sub fails
+	kGrowsNoMore                  // fact / baseline <= lim x (other / other baseline)
 )
 
 func rises(f FactID) Cond             { return Cond{kind: kRises, fact: f, lim: limRise} }
@@ -59,6 +60,12 @@ func ratioAtLeast(f, of FactID, l limit) Cond {
 }
 func explainsRise(f, of FactID, l limit) Cond {
 	return Cond{kind: kDeltaShare, fact: f, other: of, lim: l}
+}
+
+// growsNoMore holds when f changed by no larger a factor than of did:
+// f / f's baseline <= of / of's baseline.
+func growsNoMore(f, of FactID) Cond {
+	return Cond{kind: kGrowsNoMore, fact: f, other: of, lim: limSame}
 }
 func symptom(ids ...SymptomID) Cond   { return Cond{kind: kSymptom, syms: ids} }
 func noSymptom(ids ...SymptomID) Cond { return Cond{kind: kNoSymptom, syms: ids} }
@@ -118,6 +125,8 @@ func (c Cond) Describe(th Thresholds) string {
 		return fmt.Sprintf("%s >= %gx %s", c.fact, v(th), c.other)
 	case kDeltaShare:
 		return fmt.Sprintf("rise of %s covers >= %g of the rise of %s", c.fact, v(th), c.other)
+	case kGrowsNoMore:
+		return fmt.Sprintf("%s / baseline <= %gx (%s / baseline)", c.fact, v(th), c.other)
 	case kSymptom:
 		return "symptom " + joinSyms(c.syms, " or ")
 	case kNoSymptom:
@@ -255,6 +264,9 @@ func (c Cond) eval(e *env) result {
 		}
 		return r
 	}
+	if r, ok := c.evalUnresolved(e); ok {
+		return r
+	}
 	f, why := e.fact(c.fact)
 	if why != "" {
 		return result{missing: []Missing{{c.fact, why}}}
@@ -262,7 +274,7 @@ func (c Cond) eval(e *env) result {
 	lim := c.lim.get(e.th)
 	ev := evidenceOf(c.fact, f)
 	switch c.kind {
-	case kRises, kSteady, kFlat, kFalls, kDrops, kDeltaShare:
+	case kRises, kSteady, kFlat, kFalls, kDrops, kDeltaShare, kGrowsNoMore:
 		if why := e.baseline(c.fact, f); why != "" {
 			return result{missing: []Missing{{c.fact, why}}}
 		}
@@ -336,17 +348,29 @@ func (c Cond) eval(e *env) result {
 			ev.Text += " (lifetime)"
 			strength = SeverityMild.strength()
 		}
-	case kRatioAtLeast, kDeltaShare:
+	case kRatioAtLeast, kDeltaShare, kGrowsNoMore:
 		g, why := e.fact(c.other)
 		if why != "" {
 			return result{missing: []Missing{{c.other, why}}}
 		}
 		ev2 := evidenceOf(c.other, g)
-		if c.kind == kRatioAtLeast {
+		switch c.kind {
+		case kRatioAtLeast:
 			r := ratio(f.Value, g.Value)
 			out = verdict(r >= lim)
 			ev.Text = fmt.Sprintf("%s %s vs %s %s: %s (%s %gx)", c.fact, fmtValue(c.fact, f.Value), c.other, fmtValue(c.other, g.Value), fmtRatio(r), upDown(out, ">=", "<"), lim)
-		} else {
+		case kGrowsNoMore:
+			if why := e.baseline(c.other, g); why != "" {
+				return result{missing: []Missing{{c.other, why}}}
+			}
+			rf, rg := ratio(f.Value, f.Baseline), ratio(g.Value, g.Baseline)
+			if math.IsNaN(rf) || math.IsNaN(rg) {
+				return result{missing: []Missing{{c.fact, "no ratio to the baseline"}}}
+			}
+			out = verdict(rf <= lim*rg)
+			ev.Text = fmt.Sprintf("%s changed %s while %s changed %s (%s)", c.fact, fmtRatio(rf), c.other, fmtRatio(rg),
+				upDown(out, fmt.Sprintf("no more than %gx it", lim), fmt.Sprintf("more than %gx it", lim)))
+		default:
 			if why := e.baseline(c.other, g); why != "" {
 				return result{missing: []Missing{{c.other, why}}}
 			}
@@ -494,4 +518,91 @@ func ratio(v, base float64) float64 {
 		return math.Inf(int(math.Copysign(1, v)))
 	}
 	return v / base
+}
+
+// quantileMean maps a latency quantile to the exact mean (_sum / _count)
+// of the same histogram.
+var quantileMean = map[FactID]FactID{
+	TTFTP50: TTFTMean, TTFTP95: TTFTMean, TTFTP99: TTFTMean,
+	QueueTimeP50: QueueTimeMean, QueueTimeP95: QueueTimeMean,
+	PrefillTimeP50: PrefillTimeMean, PrefillTimeP95: PrefillTimeMean,
+	DecodeTimeP95: DecodeTimeMean,
+	E2EP50:        E2EMean, E2EP95: E2EMean, E2EP99: E2EMean,
+	TTFTP95WithoutHot: TTFTMeanWithoutHot,
+}
+
+// unresolved reports whether quantile fact id sits in its histogram's
+// lowest bucket in both windows, where its value is only the linear
+// interpolation from 0 (vLLM's first prefill bucket is [0, 0.3 s]): two
+// such values say nothing of how the requests changed. It returns the
+// mean that decides instead, when that mean is usable with its baseline,
+// and the sentence that says so.
+func (e *env) unresolved(id FactID) (FactID, Evidence, bool) {
+	m, ok := quantileMean[id]
+	if !ok {
+		return "", Evidence{}, false
+	}
+	f, why := e.fact(id)
+	if why != "" || e.baseline(id, f) != "" || !(f.Lower <= 0 && f.BaselineLower <= 0) {
+		return "", Evidence{}, false
+	}
+	g, why := e.fact(m)
+	if why != "" || e.baseline(m, g) != "" {
+		return "", Evidence{}, false
+	}
+	ev := evidenceOf(id, f)
+	ev.Text = fmt.Sprintf("%s %s vs baseline %s: both inside the lowest bucket (up to %s), where a quantile is unresolved; %s decides (line above)",
+		id, fmtValue(id, f.Value), fmtValue(id, f.Baseline), fmtValue(id, math.Max(f.Upper, f.BaselineUpper)), m)
+	return m, ev, true
+}
+
+// evalUnresolved evaluates a comparison with the baseline of a latency
+// quantile that is unresolved (see unresolved) on the histogram's mean
+// instead, the quantile's evidence (after the mean's) saying why; ok is
+// false when the condition reads no unresolved quantile. A delta share moves both facts
+// to their means, which add up as the phases of a request do (TTFT ~
+// queue + prefill) where quantiles do not.
+func (c Cond) evalUnresolved(e *env) (result, bool) {
+	switch c.kind {
+	case kRises, kSteady, kFlat, kFalls, kGrowsNoMore:
+	case kDeltaShare:
+		mf, evf, okf := e.unresolved(c.fact)
+		mo, evo, oko := e.unresolved(c.other)
+		if !okf && !oko {
+			return result{}, false
+		}
+		if !okf {
+			mf = quantileMean[c.fact]
+		}
+		if !oko {
+			mo = quantileMean[c.other]
+		}
+		if mf == "" || mo == "" {
+			return result{}, false
+		}
+		alt := c
+		alt.fact, alt.other = mf, mo
+		r := alt.eval(e)
+		if r.out == unknown {
+			return result{}, false
+		}
+		if okf {
+			r.ev = append(r.ev, evf)
+		}
+		if oko {
+			r.ev = append(r.ev, evo)
+		}
+		return r, true
+	default:
+		return result{}, false
+	}
+	m, ev, ok := e.unresolved(c.fact)
+	if !ok {
+		return result{}, false
+	}
+	alt := c
+	alt.fact = m
+	r := alt.eval(e)
+	r.ev = append(r.ev, ev)
+	return r, true
 }

@@ -109,6 +109,18 @@ type Rule struct {
 	// make the preemptions a consequence of the decode load, not its
 	// cause.
 	ExplainedBy []Explained
+	// Drivers name what drives the hypothesis when it is supported, for
+	// the mitigation (e.g. longer answers or longer prompts filling the KV
+	// cache): each whose condition holds adds "driver: TEXT" and its facts
+	// to the finding's evidence. They do not change the score or status.
+	Drivers []Driver
+}
+
+// Driver is one thing that may drive a hypothesis (see Rule.Drivers).
+type Driver struct {
+	// Text names the driver and its mitigation, in one sentence.
+	Text string
+	When Cond
 }
 
 // Explained says that hypothesis By explains the rule's hypothesis when
@@ -407,6 +419,14 @@ func evalRule(e *env, r Rule) Finding {
 	}
 	if weight > 0 {
 		fd.Score = held / weight
+	}
+	if fd.Status == Supported {
+		for _, d := range r.Drivers {
+			if res := d.When.eval(e); res.out == holds {
+				fd.Evidence = append(fd.Evidence, textEvidence("driver: "+d.Text))
+				fd.Evidence = append(fd.Evidence, res.ev...)
+			}
+		}
 	}
 	fd.Evidence = dedupe(fd.Evidence)
 	fd.CounterEvidence = dedupe(fd.CounterEvidence)

@@ -220,6 +220,19 @@ const (
 	KVUsageMean FactID = "kv_usage_mean"
 	// KVUsageMax is the maximum KV-cache usage (0..1) of any replica.
 	KVUsageMax FactID = "kv_usage_max"
+	// KVUsagePreempting is the KV-cache usage (0..1) of the replicas where
+	// it matters: at the scrapes bounding each scrape interval in which a
+	// replica's preemption counter rose, the higher of the two, averaged
+	// over those intervals of every replica. A fleet mean (kv_usage_mean)
+	// dilutes a cache that is full exactly where requests are preempted;
+	// this does not. Count is the number of such replica intervals;
+	// missing when nothing was preempted in the window.
+	KVUsagePreempting FactID = "kv_usage_preempting"
+	// KVFullSharePreempting is the share (0..1) of the scrapes of the
+	// replicas that preempted in the window at which their KV usage was at
+	// or above Thresholds.KVHigh: how long the cache of those replicas
+	// stayed at its ceiling. Count is the number of their scrapes.
+	KVFullSharePreempting FactID = "kv_full_share_preempting"
 	// GPUUtilMean is the mean GPU utilisation (0..1) over GPUs and
 	// scrapes, from DCGM_FI_DEV_GPU_UTIL (0-100, divide by 100) or a ratio
 	// metric such as DCGM_FI_PROF_GR_ENGINE_ACTIVE.
@@ -317,6 +330,19 @@ const (
 	// ITL) per scrape interval over the incident window; Count is the
 	// number of intervals.
 	CorrRunningTPOT FactID = "corr_running_tpot"
+	// TTFTP95WithoutHot is the fleet TTFT p95 (s) of the replicas that are
+	// not hot spots: those whose share of the arrivals (as in
+	// replica_load_share_max) stays below Thresholds.Hotspot times their
+	// fair share in the incident window, in both windows. When the fleet
+	// without its hot replicas barely moved, the hot spot explains the
+	// fleet's change; when it carries much of the fleet's rise, something
+	// that reaches every replica does. Source names the replicas left
+	// out; missing when no replica is hot or none is left.
+	TTFTP95WithoutHot FactID = "ttft_p95_without_hot"
+	// TTFTMeanWithoutHot is the mean TTFT (s, _sum / _count) of the same
+	// replicas as ttft_p95_without_hot: it decides where the p95 sits in
+	// one coarse bucket.
+	TTFTMeanWithoutHot FactID = "ttft_mean_without_hot"
 )
 
 // Kind says how a fact was measured; it decides the sample-count checks.
@@ -396,6 +422,8 @@ var catalog = []FactInfo{
 	{ITLP95, Quantile, "s", Lower, "inter-token latency p95"},
 	{KVUsageMax, Gauge, "ratio", "", "maximum KV-cache usage of any replica"},
 	{KVUsageMean, Gauge, "ratio", "", "mean KV-cache usage"},
+	{KVUsagePreempting, Gauge, "ratio", "", "KV-cache usage of the replicas at the intervals in which they preempted"},
+	{KVFullSharePreempting, Gauge, "ratio", "", "share of the preempting replicas' scrapes with KV usage at its ceiling (>= kv_high)"},
 	{MaxNumSeqs, Derived, "requests", "", "configured max_num_seqs, summed over replicas"},
 	{PreemptionRate, Rate, "1/s", Lower, "preemptions per second"},
 	{PreemptionShare, Rate, "ratio", Lower, "preemptions per finished request"},
@@ -423,6 +451,8 @@ var catalog = []FactInfo{
 	{TTFTP50, Quantile, "s", Lower, "time to first token p50"},
 	{TTFTP95, Quantile, "s", Lower, "time to first token p95"},
 	{TTFTP99, Quantile, "s", Lower, "time to first token p99"},
+	{TTFTP95WithoutHot, Quantile, "s", Lower, "fleet TTFT p95 without the hot replicas"},
+	{TTFTMeanWithoutHot, Mean, "s", Lower, "mean TTFT of the fleet without the hot replicas"},
 	{WaitingBurst, Derived, "x", "", "peak short-interval arrivals (or waiting) / window mean"},
 	{WaitingBusyShare, Gauge, "ratio", "", "share of scrapes with requests waiting"},
 	{WaitingMax, Gauge, "requests", "", "maximum waiting requests"},

@@ -115,6 +115,9 @@ func Describe(th Thresholds) string {
 			}
 		}
 		writeSteps(&b, r.Mitigations, r.RootCause, r.Prevention)
+		for _, d := range r.Drivers {
+			fmt.Fprintf(&b, "  driver:     %s [%s]\n", d.Text, d.When.Describe(th))
+		}
 		for _, g := range r.Refines {
 			fmt.Fprintf(&b, "  refines:    %s\n", g)
 		}

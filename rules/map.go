@@ -165,8 +165,12 @@ func Map() []Rule {
 				symptom(SymptomTTFT, SymptomTail),
 				anyOf(rises(PromptTokensP95), rises(PromptTokensP99)),
 				// A queue may follow (the token demand rose): that is
-				// explained, not a counter-argument (Refines).
-				anyOf(rises(PrefillTimeP95), rises(PrefillTimeMean)),
+				// explained, not a counter-argument (Refines). A small
+				// group of long prompts moves the mean prefill time
+				// little, yet enough to carry most of the TTFT rise (TTFT
+				// ~ queue + prefill, exact for means): that is the
+				// evidence of case B too.
+				anyOf(rises(PrefillTimeP95), rises(PrefillTimeMean), explainsRise(PrefillTimeMean, TTFTMean, limExplains)),
 			},
 			Counter: []Counter{
 				{"prompt length and prefill time stable", allOf(steady(PromptTokensP95), steady(PrefillTimeP95))},
@@ -284,6 +288,12 @@ func Map() []Rule {
 			Support: []Cond{
 				symptom(SymptomTPOT),
 				anyOf(rises(RunningMean), atLeast(CorrRunningTPOT, limCorrStrong)),
+				// Case C: the first token is on time. Decode load lengthens
+				// every step, the one that prefills a first token too, so a
+				// TTFT that grew by no more than the time per token is
+				// still normal; one that grew faster waited for something
+				// else (a queue, preemption and recompute, prefill).
+				anyOf(noSymptom(SymptomTTFT), growsNoMore(TTFTP95, TPOTP95), growsNoMore(TTFTP95, ITLP95), growsNoMore(TTFTP95, TPOTMean)),
 			},
 			Counter: []Counter{
 				{"active sequences and TPOT unrelated", allOf(absBelow(CorrRunningTPOT, limCorrWeak), steady(RunningMean))},
@@ -350,7 +360,9 @@ func Map() []Rule {
 			},
 			Checks: []Check{
 				auto("Did preemptions rise over the baseline window (increase, not lifetime counters)?", rises(PreemptionRate)),
-				auto("Is KV usage high on average, not only at a peak?", atLeast(KVUsageMean, limKVHigh)),
+				// Judged where requests were preempted: a fleet mean of 0.7
+				// hides replicas that each sat at 100% when they preempted.
+				auto("Is KV usage high where requests were preempted (on the replicas that preempted, not only as a fleet mean)?", anyOf(atLeast(KVUsagePreempting, limKVHigh), atLeast(KVUsageMean, limKVHigh))),
 				auto("Are running sequences near max_num_seqs?", ratioAtLeast(RunningMax, MaxNumSeqs, limNearCapacity)),
 				manual("Split preempted requests by prompt and output length: do a few very long requests push the cache out, or does it happen at normal concurrency?"),
 				manual("Check pod restarts and counter resets inside the window"),
@@ -392,13 +404,33 @@ func Map() []Rule {
 			// Preempted requests are prefilled again: prefill time rises
 			// as a consequence, whatever the prompts.
 			Refines: []HypothesisID{DecodePressure, QueueSustained, PrefillLongPrompts},
-			// Answers that got longer hold their KV blocks longer: when the
-			// prompts did not grow (or few requests were preempted), the
-			// preemptions follow from the decode load.
+			// Section 8: what fills the cache decides the mitigation.
+			Drivers: []Driver{
+				{"longer answers fill the cache: outputs grew while the prompts did not (cap output length, lower max_num_seqs, or route long generations apart)",
+					allOf(anyOf(rises(GenerationTokensP50), rises(GenerationTokensP95)), steady(PromptTokensP95))},
+				{"longer prompts fill the cache (apply the context cap, or route long-context requests apart)",
+					anyOf(rises(PromptTokensP95), rises(PromptTokensP99))},
+				{"more concurrent sequences of unchanged size fill the cache (ordinary concurrency: tighten admission or lower max_num_seqs)",
+					allOf(rises(RunningMean), steady(PromptTokensP95), steady(GenerationTokensP95))},
+			},
+			// Answers that got longer hold their KV blocks longer. When
+			// few requests were preempted, or a moderate share was while
+			// neither TTFT nor the queue grew (case C: TTFT normal), the
+			// preemptions are a side effect of the decode load. Material
+			// preemptions with a late first token or a growing queue are
+			// case D: kv-preemption's own story, the longer answers its
+			// driver.
 			ExplainedBy: []Explained{{By: DecodePressure,
 				When: allOf(anyOf(rises(GenerationTokensP50), rises(GenerationTokensP95)),
-					anyOf(steady(PromptTokensP95), below(PreemptionShare, limPreemptionStorm))),
-				Why: "outputs got longer while the prompts did not (or few requests were preempted): long decodes fill the KV cache, and the preemptions follow from the decode load"}},
+					anyOf(below(PreemptionShare, limPreemptionShare),
+						allOf(below(PreemptionShare, limPreemptionStorm), noSymptom(SymptomTTFT), not(queueGrew())))),
+				Why: "answers got longer while few requests were preempted, or while neither TTFT nor the queue grew: long decodes fill the KV cache, and the preemptions follow from the decode load"},
+				// Prefix caching stores a shared prefix once; when reuse
+				// is lost every request holds its own copy, and the cache
+				// fills. A few preemptions then follow from the lost reuse.
+				{By: PrefixCacheLoss,
+					When: below(PreemptionShare, limPreemptionShare),
+					Why:  "few requests were preempted while prefix reuse was lost: unshared prefixes fill the KV cache, and the preemptions follow from the lost reuse"}},
 		},
 		{
 			ID:       OutsideGPU,
@@ -477,6 +509,7 @@ func Map() []Rule {
 				{"replicas balanced in load", below(ReplicaLoadShareMax, limHotspot)},
 			},
 			Checks: []Check{
+				auto("Does the hot replica explain the fleet's change (the fleet without it barely moved)?", not(restMoved())),
 				manual("Do sticky sessions, prefix-aware routing or a stale endpoint list send load to one pod?"),
 				manual("Does the hot replica differ in version or configuration?"),
 			},
@@ -510,6 +543,11 @@ func Map() []Rule {
 			// The hot replica's queue is the fleet's queue; its batch is
 			// the fleet's slowest decode.
 			Refines: []HypothesisID{QueueSustained, QueueBurst, DecodePressure},
+			// A hot spot is the fleet's cause only when the fleet without
+			// it barely moved; when the rest moved too, a cause that
+			// reaches every replica explains the fleet, and the hot spot
+			// is secondary.
+			ExplainedBy: fleetWide(),
 		},
 		{
 			ID:       ProxyNetwork,
@@ -783,6 +821,31 @@ func General() IncidentResponse {
 			"manifests that can be rolled back",
 		},
 	}
+}
+
+// queueGrew holds when requests wait longer or more of them wait.
+func queueGrew() Cond {
+	return anyOf(rises(QueueTimeP95), rises(QueueTimeMean), rises(WaitingMean))
+}
+
+// restMoved holds when the fleet without its hot replicas carries at
+// least Explains of the fleet's TTFT rise, by the p95 or by the exact
+// mean (a fleet mean is the replicas' means weighted by their requests:
+// a hot spot alone moves it through the hot replicas only).
+func restMoved() Cond {
+	return anyOf(explainsRise(TTFTP95WithoutHot, TTFTP95, limExplains), explainsRise(TTFTMeanWithoutHot, TTFTMean, limExplains))
+}
+
+// fleetWide is replica-hotspot's ExplainedBy: every hypothesis whose cause
+// reaches every replica explains the fleet's change when the fleet
+// without the hot replicas moved too.
+func fleetWide() []Explained {
+	var xs []Explained
+	for _, id := range []HypothesisID{QueueSustained, QueueBurst, PrefillLongPrompts, PrefixCacheLoss, DecodePressure, KVPreemption, OutsideGPU} {
+		xs = append(xs, Explained{By: id, When: restMoved(),
+			Why: "the fleet without the hot replicas carries most of the fleet's TTFT rise: the hot spot does not explain the fleet's change and is secondary"})
+	}
+	return xs
 }
 
 func auto(text string, c Cond) Check { return Check{Text: text, When: &c} }

@@ -206,6 +206,9 @@ var (
 	limPrefixDrop      = limit{"PrefixDrop", func(t Thresholds) float64 { return t.PrefixDrop }}
 	limCorrStrong      = limit{"CorrStrong", func(t Thresholds) float64 { return t.CorrStrong }}
 	limCorrWeak        = limit{"CorrWeak", func(t Thresholds) float64 { return t.CorrWeak }}
+	// limSame is no threshold: growsNoMore compares two changes as they
+	// are (a factor of 1).
+	limSame = limit{"same", func(Thresholds) float64 { return 1 }}
 )
 
 // fields maps the snake_case name of every threshold (used on

@@ -45,6 +45,9 @@ const (
 	CondAny CondKind = CondKind(kAny)
 	// CondNot: the only one of Subs fails.
 	CondNot CondKind = CondKind(kNot)
+	// CondGrowsNoMore: fact / baseline <= lim x (other / other's
+	// baseline): fact changed by no larger a factor than other.
+	CondGrowsNoMore CondKind = CondKind(kGrowsNoMore)
 )
 
 // Kind returns what the condition tests.

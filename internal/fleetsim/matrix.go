@@ -173,11 +173,16 @@ func matrixCases() []MatrixCase {
 		{
 			Name: "decode-pressure", Expect: "decode-pressure", Symptom: SymptomTPOT,
 			Knob: "output length multiplier", KnobMin: 1, KnobMax: 8,
-			Description: "answers become longer by the knob (median 160 tokens times the knob, max_tokens 2048): running sequences and TPOT rise together, little queue",
+			Description: "answers become longer by the knob (median 160 tokens times the knob, max_tokens 2048) on 80 GB GPUs, whose KV pool holds the longer answers: running sequences and TPOT rise together, little queue and no preemption storm (case C, not case D)",
 			build: func(pods int, seed uint64, k float64) Config {
 				base := matrixPhase(pods, matrixPodRate)
 				base.MaxTokens = 2048
-				return Config{NumPods: pods, Workload: matrixTwoPhases(base, func(p *Phase) {
+				// On the default 48 GB GPU the severe answers fill the
+				// KV pool: preemptions and a queue follow (case D, the
+				// kv-preemption cases' physics), not decode pressure.
+				eng := DefaultEngine
+				eng.Memory.GPUBytes = 80e9
+				return Config{NumPods: pods, Engine: eng, Workload: matrixTwoPhases(base, func(p *Phase) {
 					p.Output.Median *= k
 				})}
 			},

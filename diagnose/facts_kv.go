@@ -1,0 +1,222 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/rules"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// This file measures the facts that judge a cause where it acts rather
+// than over the whole fleet: the KV cache of the replicas that preempted
+// (kv_usage_preempting, kv_full_share_preempting) and the fleet without
+// its hot replicas (ttft_p95_without_hot, ttft_mean_without_hot).
+
+// kvJobs adds the facts of this file to js.
+func (c *factCtx) kvJobs(js *factJobs) {
+	both := func(id rules.FactID, f func(evalWindow) rules.Fact) {
+		js.add(id, func() rules.Fact { return c.both(id, f) })
+	}
+	both(rules.KVUsagePreempting, func(w evalWindow) rules.Fact { return c.kvPreempting(w, false) })
+	both(rules.KVFullSharePreempting, func(w evalWindow) rules.Fact { return c.kvPreempting(w, true) })
+	js.add(rules.TTFTP95WithoutHot, func() rules.Fact { return c.withoutHot(false) })
+	js.add(rules.TTFTMeanWithoutHot, func() rules.Fact { return c.withoutHot(true) })
+}
+
+// kvPreempting is the KV usage of the replicas that preempted within w:
+// at each scrape interval in which a replica's preemption counter rose,
+// the higher of its KV usage at the two scrapes that bound the interval,
+// averaged over those intervals; or (full) the share of those replicas'
+// scrapes in w with KV usage at or above Thresholds.KVHigh.
+func (c *factCtx) kvPreempting(w evalWindow, full bool) rules.Fact {
+	for _, id := range []SignalID{SignalKVUsage, SignalPreemptions} {
+		if !c.sc.has(id) {
+			return rules.MissingFact(c.missingSignal(id))
+		}
+	}
+	if w.lifetime {
+		return rules.MissingFact("lifetime counters: no scrape intervals to find preemptions in")
+	}
+	lo, hi := w.w.Start.UnixMilli(), w.w.End.UnixMilli()
+	high := c.sc.set.Thresholds.KVHigh
+	var sum float64
+	var n, scrapes, atCeiling, replicas int
+	for r := range c.sc.replicas {
+		ps, kv := c.sc.replicaGauge(SignalPreemptions, r), c.sc.replicaGauge(SignalKVUsage, r)
+		if ps == nil || kv == nil {
+			continue
+		}
+		preempted := false
+		for i := 1; i < len(ps.T); i++ {
+			if ps.T[i] <= lo || ps.T[i] > hi {
+				continue
+			}
+			d := ps.V[i] - ps.V[i-1]
+			if d < 0 { // a reset: the counter restarted from 0
+				d = ps.V[i]
+			}
+			if !(d > 0) {
+				continue
+			}
+			a, okA := nearest(kv, ps.T[i-1])
+			b, okB := nearest(kv, ps.T[i])
+			if !okA && !okB {
+				continue
+			}
+			var v float64
+			switch {
+			case okA && okB:
+				v = math.Max(a, b)
+			case okA:
+				v = a
+			default:
+				v = b
+			}
+			sum += v
+			n++
+			preempted = true
+		}
+		if !preempted {
+			continue
+		}
+		replicas++
+		for i, t := range kv.T {
+			if t > lo && t <= hi && !math.IsNaN(kv.V[i]) {
+				scrapes++
+				if kv.V[i] >= high {
+					atCeiling++
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return rules.MissingFact("no replica preempted a request in the window")
+	}
+	var f rules.Fact
+	if full {
+		if scrapes == 0 {
+			return rules.MissingFact("no KV usage scrape of the preempting replicas in the window")
+		}
+		f = rules.Measured(float64(atCeiling) / float64(scrapes))
+		f.Count = float64(scrapes)
+		f.Source = fmt.Sprintf("%s of the %d replicas that preempted: share of their scrapes at >= %g", c.sc.source(SignalKVUsage), replicas, high)
+		return f
+	}
+	f = rules.Measured(sum / float64(n))
+	f.Count = float64(n)
+	f.Source = fmt.Sprintf("%s at the %d scrape intervals in which %s rose, on %d replicas", c.sc.source(SignalKVUsage), n, c.sc.source(SignalPreemptions), replicas)
+	return f
+}
+
+// nearest returns the value of s at the sample nearest to t (ms), when
+// one lies within half a scrape interval.
+func nearest(s *snapshot.Series, t int64) (float64, bool) {
+	best, bestD := math.NaN(), int64(math.MaxInt64)
+	// The series is short per window; a binary search finds the place.
+	i, j := 0, len(s.T)
+	for i < j {
+		h := int(uint(i+j) >> 1)
+		if s.T[h] < t {
+			i = h + 1
+		} else {
+			j = h
+		}
+	}
+	for _, k := range []int{i - 1, i} {
+		if k >= 0 && k < len(s.T) {
+			if d := abs64(s.T[k] - t); d < bestD && !math.IsNaN(s.V[k]) {
+				best, bestD = s.V[k], d
+			}
+		}
+	}
+	return best, !math.IsNaN(best)
+}
+
+// hotReplicas returns the replicas whose share of the incident window's
+// arrivals is at least Thresholds.Hotspot times their fair share (as in
+// replica_load_share_max), and the replicas with a load measured.
+func (c *factCtx) hotReplicas() (hot, measured []int, why string) {
+	loads, why := c.replicaLoads(c.inc)
+	if why != "" {
+		return nil, nil, why
+	}
+	th := c.sc.set.Thresholds.Hotspot
+	for _, l := range loads {
+		measured = append(measured, l.r)
+		if l.share >= th {
+			hot = append(hot, l.r)
+		}
+	}
+	if len(hot) == 0 {
+		return nil, nil, fmt.Sprintf("no replica takes >= %gx its fair share of the arrivals: no hot spot to leave out", th)
+	}
+	return hot, measured, ""
+}
+
+// withoutHot is the fleet TTFT p95 (or mean) of the replicas that are not
+// hot in the incident window, in both windows: their histograms merged as
+// the fleet's are.
+func (c *factCtx) withoutHot(mean bool) rules.Fact {
+	if !c.sc.has(SignalTTFT) {
+		return rules.MissingFact(c.missingSignal(SignalTTFT))
+	}
+	hot, measured, why := c.hotReplicas()
+	if why != "" {
+		return rules.MissingFact(why)
+	}
+	var rest []int
+	for _, r := range measured {
+		if !slices.Contains(hot, r) {
+			rest = append(rest, r)
+		}
+	}
+	if len(rest) == 0 {
+		return rules.MissingFact("every replica is hot: no rest of the fleet to compare")
+	}
+	one := func(w evalWindow) (rules.Fact, string) {
+		var hs []histogram.Histogram
+		for _, r := range rest {
+			res := c.sc.replicaHist(SignalTTFT, r, w.w)
+			if res.err == nil && res.inc.Histogram.Total() > 0 {
+				hs = append(hs, res.inc.Histogram)
+			}
+		}
+		if len(hs) == 0 {
+			return rules.Fact{}, "no TTFT observation outside the hot replicas"
+		}
+		m, err := histogram.Merge(hs...)
+		if err != nil {
+			return rules.Fact{}, err.Error()
+		}
+		if mean {
+			f := rules.Measured(m.Histogram.Mean())
+			f.Count = m.Histogram.Count
+			return f, ""
+		}
+		e := m.Histogram.Quantile(0.95)
+		f := rules.Measured(e.Value).WithBounds(e.Lower, e.Upper)
+		f.Count = e.Count
+		return f, ""
+	}
+	out, why := one(c.inc)
+	if why != "" {
+		return rules.MissingFact(why)
+	}
+	out.Window = c.inc.text()
+	var names []string
+	for _, r := range hot {
+		names = append(names, c.sc.replicas[r].t.Name)
+	}
+	out.Source = fmt.Sprintf("%s of the %d replicas other than %s", c.sc.source(SignalTTFT), len(rest), strings.Join(names, ", "))
+	if c.base.ok {
+		if b, why := one(c.base); why == "" {
+			out.Baseline, out.BaselineLower, out.BaselineUpper, out.BaselineCount = b.Value, b.Lower, b.Upper, b.Count
+			out.BaselineWindow = c.base.text()
+		}
+	}
+	return out
+}
