@@ -173,6 +173,12 @@ var factTable = map[rules.FactID]factExpr{
 			return fmt.Sprintf("stdvar_over_time((%s)[%s:%s]%s) / avg_over_time((%s)[%s:%s]%s)", per, g.w, g.short, off, per, g.w, g.short, off)
 		},
 	},
+	rules.ArrivalDispersionDetrended: {note: "the arrivals' local level is a running median centred on each interval, " +
+		"and PromQL subqueries look back only; queue-burst reads waiting_burst alone here"},
+	rules.WaitingDrainedShare: {note: "episodes of waiting and whether each drained before the window ended " +
+		"are not expressible in PromQL"},
+	rules.BacklogSpike: {note: "the backlog's local level is a running median centred on each interval, " +
+		"and PromQL subqueries look back only"},
 	rules.RunningMean: overTime("avg_over_time(", catalog.SignalRunning, "sum"),
 	rules.RunningMax:  overTime("max_over_time(", catalog.SignalRunning, "sum"),
 	rules.MaxNumSeqs: {note: "vLLM exposes no max_num_seqs metric (supply it from a config exporter); " +

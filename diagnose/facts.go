@@ -29,6 +29,9 @@ type factCtx struct {
 	// arrivals holds arrivalsIn's measures by interval (start and end,
 	// Unix ns).
 	arrivals memo[[2]int64, arrivalsMeasure]
+	// trends holds arrivalTrend's measures by window (start and end,
+	// Unix ns).
+	trends memo[[2]int64, trendResiduals]
 }
 
 // computeFacts returns every fact of rules.FactIDs.

@@ -386,6 +386,7 @@ func (c *factCtx) addNoise(fs rules.Facts) {
 		noise(rules.PrefixHitRatio, c.counterPairPiece(SignalPrefixCacheHits, SignalPrefixCacheQueries), ratioAgg)
 	}
 	noise(rules.ArrivalDispersion, c.dispersionPiece, dispersionAgg)
+	noise(rules.ArrivalDispersionDetrended, c.detrendedPiece, ratioAgg)
 	noise(rules.TPOTMean, c.tpotPiece, func(s []float64) float64 {
 		return MeanTPOTFromSums(s[0], s[1], s[2])
 	})
@@ -534,6 +535,134 @@ func dispersionAgg(p []float64) float64 {
 	return (s2 - n*mean*mean) / (n - 1) / mean
 }
 
+// arrivalTrend is the fleet's arrivals per scrape interval over w (clipped
+// to the evidence) measured against their local level; t is each
+// interval's end in Unix seconds.
+func (c *factCtx) arrivalTrend(w snapshot.Window) trendResiduals {
+	return c.trends.get([2]int64{w.Start.UnixNano(), w.End.UnixNano()}, func() trendResiduals {
+		step := c.st.interval
+		var t, v []float64
+		for _, g := range snapshot.Grid(c.clip(w), step) {
+			if g.Duration() < step {
+				continue
+			}
+			if a, _, ok := c.arrivalsIn(g); ok {
+				t, v = append(t, float64(g.End.UnixMilli())/1e3), append(v, a)
+			}
+		}
+		return detrend(t, v, trendSide(step))
+	})
+}
+
+// arrivalDispersionDetrended is the index of dispersion of the fleet's
+// arrivals per scrape interval around their local level over w.
+func (c *factCtx) arrivalDispersionDetrended(w evalWindow) rules.Fact {
+	if w.lifetime {
+		return rules.MissingFact("lifetime counters: no intervals")
+	}
+	step := c.st.interval
+	if step <= 0 {
+		return rules.MissingFact("unknown scrape interval")
+	}
+	d := c.arrivalTrend(w.w)
+	res, fit, n := d.dispersion(math.Inf(-1), math.Inf(1))
+	if n < 8 {
+		return rules.MissingFact(fmt.Sprintf("fewer than 8 scrape intervals with arrivals and a local level (%v each)", step))
+	}
+	if !(fit > 0) {
+		return rules.MissingFact("no arrivals in the window")
+	}
+	f := rules.Measured(res / fit).WithSource(fmt.Sprintf("variance around the local level (running median of the intervals within %v on either side) / mean of arrivals per %v (completions + growth of waiting + running)", time.Duration(trendSide(step))*step, step))
+	f.Count = float64(n)
+	return f
+}
+
+// detrendedPiece is one comparison interval's share of
+// arrivalDispersionDetrended: its intervals' squared residuals and
+// levels, each measured against the level of the evaluation window that
+// holds it.
+func (c *factCtx) detrendedPiece(g snapshot.Window) ([]float64, bool) {
+	for _, w := range []evalWindow{c.inc, c.base} {
+		if w.ok && !g.Start.Before(w.w.Start) && !g.End.After(w.w.End) {
+			res, fit, n := c.arrivalTrend(w.w).dispersion(float64(g.Start.UnixMilli())/1e3, float64(g.End.UnixMilli())/1e3)
+			return []float64{res, fit}, n > 0 && fit > 0
+		}
+	}
+	return nil, false
+}
+
+// waitingDrainedShare is the share of the fleet's queue mass (waiting
+// requests, mean per scrape interval, summed) over w that lies in
+// episodes which drained before w ended.
+func (c *factCtx) waitingDrainedShare(w evalWindow) rules.Fact {
+	s := c.sc.fleetGauge(SignalWaiting)
+	if s == nil {
+		return rules.MissingFact(c.missingSignal(SignalWaiting))
+	}
+	step := c.st.interval
+	if step <= 0 {
+		return rules.MissingFact("unknown scrape interval")
+	}
+	var v []float64
+	for _, g := range snapshot.Grid(c.clip(w.w), step) {
+		if g.Duration() < step {
+			continue
+		}
+		if gs, err := s.Gauge(g); err == nil && gs.N > 0 && !math.IsNaN(gs.Mean) {
+			v = append(v, gs.Mean)
+		}
+	}
+	if len(v) < 8 {
+		return rules.MissingFact(fmt.Sprintf("fewer than 8 scrape intervals of waiting requests (%v each)", step))
+	}
+	share, episodes := drainedShare(v)
+	if episodes == 0 {
+		return rules.MissingFact("no request waited in the window")
+	}
+	f := rules.Measured(share).WithSource(fmt.Sprintf("%s (fleet mean per %v): share of its sum in the %d episode(s) of >= 1 waiting that fell back below 1 within the window", c.sc.source(SignalWaiting), step, episodes))
+	f.Count = float64(len(v))
+	return f
+}
+
+// backlogSpike is the largest ratio of the fleet's waiting + running
+// (mean per scrape interval) to its local level over w.
+func (c *factCtx) backlogSpike(w evalWindow) rules.Fact {
+	bl := c.sc.backlog(-1)
+	if bl == nil {
+		return rules.MissingFact("no waiting and running gauges")
+	}
+	step := c.st.interval
+	if step <= 0 {
+		return rules.MissingFact("unknown scrape interval")
+	}
+	var t, v []float64
+	for _, g := range snapshot.Grid(c.clip(w.w), step) {
+		if g.Duration() < step {
+			continue
+		}
+		if gs, err := bl.Gauge(g); err == nil && gs.N > 0 && !math.IsNaN(gs.Mean) {
+			t, v = append(t, float64(g.End.UnixMilli())/1e3), append(v, gs.Mean)
+		}
+	}
+	level := localLevel(v, trendSide(step))
+	peak, n := math.NaN(), 0
+	for i, l := range level {
+		if math.IsNaN(l) {
+			continue
+		}
+		n++
+		if r := v[i] / math.Max(l, 1); !(r <= peak) {
+			peak = r
+		}
+	}
+	if n < 8 {
+		return rules.MissingFact(fmt.Sprintf("fewer than 8 scrape intervals of waiting + running with a local level (%v each)", step))
+	}
+	f := rules.Measured(peak).WithSource(fmt.Sprintf("peak of waiting + running (fleet mean per %v) over its local level (running median within %v on either side, at least 1)", step, time.Duration(trendSide(step))*step))
+	f.Count = float64(n)
+	return f
+}
+
 // utilWhereWaiting sums the GPU utilisation of every replica at the
 // scrapes at which requests waited on it, over w: the utilisation sample
 // nearest in time (within one scrape interval) to each waiting sample >= 1.
@@ -668,6 +797,9 @@ func (c *factCtx) strengthJobs(js *factJobs) {
 	both(rules.WaitingMedian, c.waitingShape("median"))
 	both(rules.WaitingBusyShare, c.waitingShape("busy"))
 	both(rules.ArrivalDispersion, c.arrivalDispersion)
+	both(rules.ArrivalDispersionDetrended, c.arrivalDispersionDetrended)
+	both(rules.WaitingDrainedShare, c.waitingDrainedShare)
+	both(rules.BacklogSpike, c.backlogSpike)
 	both(rules.GPUUtilWaiting, c.gpuUtilWaiting)
 	both(rules.ReplicaLoadShareMax, c.replicaLoadShareMax)
 	both(rules.PreemptionShare, c.preemptionShare)

@@ -208,6 +208,28 @@ const (
 	// and running): about 1 for steady (Poisson) arrivals, large when
 	// bursts carry a big share of them.
 	ArrivalDispersion FactID = "arrival_dispersion"
+	// ArrivalDispersionDetrended is the index of dispersion of the
+	// arrivals per scrape interval around their local level (the median
+	// of the intervals within 2 minutes on either side): about 1 for
+	// Poisson arrivals whatever their trend (a ramp, a step of demand),
+	// large when bursts shorter than the level's reach carry a big share
+	// of them. arrival_dispersion, around the window's mean, reads a trend
+	// as dispersion.
+	ArrivalDispersionDetrended FactID = "arrival_dispersion_detrended"
+	// WaitingDrainedShare is the share (0..1) of the queue's mass (the
+	// fleet's waiting requests summed over the window's scrape intervals)
+	// that lies in episodes of waiting which drained (fell below one
+	// request) before the window ended: near 1 when bursts queue and drain
+	// between them, 0 when the queue builds and stays.
+	WaitingDrainedShare FactID = "waiting_drained_share"
+	// BacklogSpike is the largest ratio, over the window's scrape
+	// intervals, of the fleet's requests in the engines (waiting +
+	// running, mean per interval) to their local level (the median of the
+	// intervals within 2 minutes on either side): near 1 for a steady or
+	// trending load, large when bursts fill the batch and drain again. A
+	// burst shows in the engines' backlog even when the scrapes are too
+	// far apart to show it in the arrivals per interval.
+	BacklogSpike FactID = "backlog_spike"
 	// RunningMean is the mean of vllm:num_requests_running (requests).
 	RunningMean FactID = "running_mean"
 	// RunningMax is the maximum of vllm:num_requests_running (requests).
@@ -400,8 +422,10 @@ var catalog = []FactInfo{
 	{RestartsPerHourMax, Derived, "1/h", Lower, "restarts per hour of the most restarted replica"},
 	{RestartsReplicaMax, Derived, "count", Lower, "restarts of the most restarted replica"},
 	{ArrivalDispersion, Derived, "x", "", "variance / mean of arrivals per scrape interval"},
+	{ArrivalDispersionDetrended, Derived, "x", "", "variance around their local level (running median) / mean of arrivals per scrape interval"},
 	{ArrivalRate, Rate, "req/s", "", "estimated arrivals: completions + growth of waiting and running"},
 	{BacklogEnd, Gauge, "requests", Lower, "waiting + running at the end of the window"},
+	{BacklogSpike, Derived, "x", "", "peak of waiting + running over its local level (running median)"},
 	{ClientTTFTP95, Quantile, "s", Lower, "client/gateway-side TTFT p95"},
 	{CompletionRate, Rate, "req/s", Higher, "finished requests per second"},
 	{CorrRunningTPOT, Derived, "r", "", "Pearson correlation of running sequences and windowed TPOT"},
@@ -459,6 +483,7 @@ var catalog = []FactInfo{
 	{WaitingMean, Gauge, "requests", "", "mean waiting requests"},
 	{WaitingMedian, Gauge, "requests", "", "median waiting requests"},
 	{WaitingSlope, Derived, "requests/s", "", "trend of waiting requests (regression slope)"},
+	{WaitingDrainedShare, Gauge, "ratio", "", "share of the queue's mass in episodes that drained within the window"},
 }
 
 func init() {

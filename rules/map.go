@@ -20,6 +20,26 @@ import "time"
 
 const minute = time.Minute
 
+// bursty holds when arrivals per scrape interval are dispersed around
+// their local level beyond the limit and beyond the baseline's, or when
+// the engines' backlog spikes far above its local level, more than in the
+// baseline (bursts that fill the batch, seen even by scrapes too far
+// apart to resolve them in the arrivals): bursts, not a ramp or a step of
+// demand.
+func bursty() Cond {
+	return anyOf(
+		allOf(rises(ArrivalDispersionDetrended), atLeast(ArrivalDispersionDetrended, limDispersionDetrended)),
+		allOf(rises(BacklogSpike), atLeast(BacklogSpike, limBacklogSpike)),
+	)
+}
+
+// accumulates holds when the waiting queue builds steadily: its slope
+// says it grows and its shape says it stays (most of its mass never
+// drained within the window), not spikes that drain between bursts.
+func accumulates() Cond {
+	return allOf(atLeast(WaitingSlope, limAccumulating), below(WaitingDrainedShare, limDrainedShare))
+}
+
 // held returns what every experiment keeps the same in both arms
 // (section 12).
 func held() []string {
@@ -46,11 +66,11 @@ func Map() []Rule {
 				anyOf(rises(QueueTimeP95), rises(QueueTimeMean), rises(WaitingMean), rises(RunningMean)),
 				// Demand rose, or the queue accumulates or persists at most
 				// scrapes (a stable queue near saturation does not grow).
-				anyOf(rises(ArrivalRate), atLeast(WaitingSlope, limAccumulating), atLeast(WaitingBusyShare, limBusyShare)),
+				anyOf(rises(ArrivalRate), accumulates(), atLeast(WaitingBusyShare, limBusyShare)),
 			},
 			Counter: []Counter{
 				{"same inbound rate and no queue growth", allOf(steady(ArrivalRate), flat(WaitingMean), below(WaitingSlope, limAccumulating))},
-				{"arrivals come in bursts and the queue drains between them (see queue-burst)", allOf(rises(ArrivalDispersion), atLeast(ArrivalDispersion, limDispersion), below(WaitingBusyShare, limBusyShare))},
+				{"arrivals come in bursts around their trend and the queue does not build steadily (see queue-burst)", allOf(bursty(), not(accumulates()))},
 			},
 			Checks: []Check{
 				{Text: "Did demand rise (arrival rate up beyond noise)?", When: ptr(rises(ArrivalRate)), Neutral: true},
@@ -107,14 +127,15 @@ func Map() []Rule {
 				symptom(SymptomTail, SymptomTTFT, SymptomTPOT),
 				// Arrivals come in bursts: a short-interval peak far above
 				// the mean, or arrivals per interval far more dispersed
-				// than in the baseline.
-				anyOf(atLeast(WaitingBurst, limBurst), allOf(rises(ArrivalDispersion), atLeast(ArrivalDispersion, limDispersion))),
-				// The queue spikes and drains: requests wait at a minority
-				// of scrapes (a burst the batch absorbs never waits).
-				below(WaitingBusyShare, limBusyShare),
+				// around their trend than in the baseline (a ramp is a
+				// trend, not a burst).
+				anyOf(atLeast(WaitingBurst, limBurst), bursty()),
+				// The queue spikes and drains rather than building (a
+				// burst the batch absorbs never waits at all).
+				not(accumulates()),
 			},
 			Counter: []Counter{
-				{"waiting accumulates over the window (sustained, not bursts)", allOf(atLeast(WaitingSlope, limAccumulating), atLeast(WaitingBusyShare, limBusyShare))},
+				{"waiting builds steadily over the window (sustained, not bursts)", accumulates()},
 			},
 			Checks: []Check{
 				auto("Is the mean arrival rate unchanged (a 10 s burst hides in a 5 min mean)?", steady(ArrivalRate)),

@@ -74,6 +74,10 @@ func healthy() rules.Facts {
 		rules.GPUUtilWaiting:      fact(0.95, 0.95),
 		rules.ReplicaLoadShareMax: fact(1.05, 1.05),
 		rules.PreemptionShare:     fact(0, 0),
+
+		rules.ArrivalDispersionDetrended: fact(1, 1),
+		rules.WaitingDrainedShare:        fact(0.9, 0.9),
+		rules.BacklogSpike:               fact(1.3, 1.3),
 	}
 }
 
@@ -108,6 +112,7 @@ func queueSustained() rules.Facts {
 		rules.WaitingMax, fact(90, 3),
 		rules.WaitingSlope, fact(0.08, 0),
 		rules.WaitingBusyShare, fact(0.98, 0.1),
+		rules.WaitingDrainedShare, fact(0.1, 0.9),
 		rules.WaitingMedian, fact(38, 0),
 		rules.QueueTimeMean, fact(1.1, 0.03),
 		rules.TTFTMean, fact(1.4, 0.35),
@@ -129,7 +134,9 @@ func queueBurst() rules.Facts {
 		rules.WaitingBurst, fact(7, 1.6),
 		rules.WaitingSlope, fact(0.001, 0),
 		rules.WaitingBusyShare, fact(0.2, 0.1),
+		rules.WaitingDrainedShare, fact(0.95, 0.9),
 		rules.ArrivalDispersion, fact(9, 1.1),
+		rules.ArrivalDispersionDetrended, fact(9, 1),
 	)
 }
 
@@ -322,7 +329,7 @@ func TestNotEvaluable(t *testing.T) {
 		drop  []rules.FactID
 	}{
 		{rules.QueueSustained, queueSustained(), []rules.FactID{rules.WaitingSlope, rules.WaitingBusyShare, rules.ArrivalRate}},
-		{rules.QueueBurst, queueBurst(), []rules.FactID{rules.WaitingBurst, rules.ArrivalDispersion}},
+		{rules.QueueBurst, queueBurst(), []rules.FactID{rules.WaitingBurst, rules.ArrivalDispersionDetrended}},
 		{rules.PrefillLongPrompts, longPrompts(), []rules.FactID{rules.PrefillTimeP95, rules.PrefillTimeMean}},
 		{rules.PrefixCacheLoss, prefixLoss(), []rules.FactID{rules.PrefixHitRatio}},
 		{rules.DecodePressure, decodePressure(), []rules.FactID{rules.RunningMean, rules.CorrRunningTPOT}},
@@ -375,7 +382,7 @@ func TestVerdict(t *testing.T) {
 		{"tpot signals missing", without(healthy(), rules.TPOTP95, rules.ITLP95, rules.TPOTMean), rules.SLO{}, rules.Undetermined, "symptom tpot cannot be evaluated"},
 		{"no facts at all", rules.Facts{}, rules.SLO{}, rules.Undetermined, "symptom ttft cannot be evaluated: ttft_p95: not computed"},
 		{"ttft up, nothing explains it", with(healthy(), rules.TTFTP95, fact(2, 0.9), rules.TTFTMean, fact(0.7, 0.35)), rules.SLO{}, rules.Undetermined, ""},
-		{"ttft up, queue facts missing", without(queueSustained(), rules.WaitingSlope, rules.WaitingBusyShare, rules.ArrivalRate, rules.WaitingBurst, rules.ArrivalDispersion, rules.GPUUtilMean, rules.GPUUtilWaiting, rules.ReplicaShareMax, rules.ReplicaLoadShareMax, rules.ReplicaTTFTRatio), rules.SLO{}, rules.Undetermined, ""},
+		{"ttft up, queue facts missing", without(queueSustained(), rules.WaitingSlope, rules.WaitingBusyShare, rules.ArrivalRate, rules.WaitingBurst, rules.ArrivalDispersion, rules.ArrivalDispersionDetrended, rules.GPUUtilMean, rules.GPUUtilWaiting, rules.ReplicaShareMax, rules.ReplicaLoadShareMax, rules.ReplicaTTFTRatio), rules.SLO{}, rules.Undetermined, ""},
 		// Failed requests alone are the server-errors row.
 		{"errors only", with(healthy(), rules.ErrorShare, fact(0.08, 0.001)), rules.SLO{}, "server-errors", ""},
 		{"slo met without baseline", noBaseline(healthy()), rules.SLO{TTFTP95: 2, TTFTP99: 3, TPOTP95: 0.1, ITLP95: 0.1, E2EP99: 30}, rules.NoIncident, ""},
@@ -571,6 +578,7 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.ReplicaShareMax, rules.ReplicaTTFTRatio, rules.CorrRunningTPOT,
 		rules.QueueTimeMean, rules.PrefillTimeMean, rules.DecodeTimeMean, rules.TTFTMean, rules.E2EMean,
 		rules.WaitingMedian, rules.WaitingBusyShare, rules.ArrivalDispersion, rules.GPUUtilWaiting,
+		rules.ArrivalDispersionDetrended, rules.WaitingDrainedShare, rules.BacklogSpike,
 		rules.ReplicaLoadShareMax, rules.PreemptionShare,
 		rules.HTTP429Share, rules.HTTP5xxShareMax, rules.AbandonShare, rules.LostShare, rules.GatewayUnservedShare,
 		rules.AbandonedPromptTokens, rules.AbandonedByTokens, rules.AbandonedAfterFirstToken, rules.AbandonedRequests,

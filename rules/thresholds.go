@@ -52,6 +52,24 @@ type Thresholds struct {
 	// above which arrivals come in bursts, when it also rose beyond noise
 	// (default 2).
 	Dispersion float64
+	// DispersionDetrended is the index of dispersion of arrivals per
+	// scrape interval around their local trend
+	// (arrival_dispersion_detrended; 1 for Poisson arrivals whatever
+	// their trend) at and above which arrivals come in bursts, when it
+	// also rose beyond noise (default 2: bursts carry as much variance as
+	// the arrivals' own randomness).
+	DispersionDetrended float64
+	// DrainedShare is the share (0..1) of the queue's mass in episodes
+	// that drained within the window (waiting_drained_share) below which a
+	// queue whose slope is at least Accumulating builds steadily
+	// (sustained overload) rather than spiking and draining (default 0.5:
+	// most of the queue never drained).
+	DrainedShare float64
+	// BacklogSpike is the ratio of the engines' backlog (waiting +
+	// running) to its local level (backlog_spike) at and above which a
+	// burst filled the batch, when it also rose from the baseline
+	// (default 2: a burst as large as the load the engines already hold).
+	BacklogSpike float64
 	// QueueMin is the mean number of waiting requests (fleet sum) at and
 	// above which a queue exists at all.
 	QueueMin float64
@@ -162,6 +180,11 @@ var DefaultThresholds = Thresholds{
 	CrashLoop:        2,
 	MinSamples:       20,
 	MinSamplesTail:   100,
+
+	// Trends of arrivals and of the queue (issue 31).
+	DispersionDetrended: 2,
+	DrainedShare:        0.5,
+	BacklogSpike:        2,
 }
 
 // SLO holds optional service-level targets. A zero field means "no
@@ -209,6 +232,10 @@ var (
 	// limSame is no threshold: growsNoMore compares two changes as they
 	// are (a factor of 1).
 	limSame = limit{"same", func(Thresholds) float64 { return 1 }}
+
+	limDispersionDetrended = limit{"DispersionDetrended", func(t Thresholds) float64 { return t.DispersionDetrended }}
+	limDrainedShare        = limit{"DrainedShare", func(t Thresholds) float64 { return t.DrainedShare }}
+	limBacklogSpike        = limit{"BacklogSpike", func(t Thresholds) float64 { return t.BacklogSpike }}
 )
 
 // fields maps the snake_case name of every threshold (used on
@@ -224,7 +251,8 @@ func (t *Thresholds) fields() map[string]*float64 {
 		"severity_moderate": &t.SeverityModerate, "severity_severe": &t.SeveritySevere,
 		"tail_shape": &t.TailShape, "gpu_saturated": &t.GPUSaturated, "busy_share": &t.BusyShare,
 		"lead": &t.Lead, "preemption_share": &t.PreemptionShare, "preemption_storm": &t.PreemptionStorm, "dispersion": &t.Dispersion, "mean_confirm": &t.MeanConfirm,
-		"crash_loop": &t.CrashLoop,
+		"crash_loop": &t.CrashLoop, "dispersion_detrended": &t.DispersionDetrended, "drained_share": &t.DrainedShare,
+		"backlog_spike": &t.BacklogSpike,
 	}
 }
 

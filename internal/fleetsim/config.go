@@ -296,6 +296,11 @@ type Phase struct {
 	// Rate is the mean arrival rate of the whole fleet, in requests per
 	// second (Poisson arrivals).
 	Rate float64
+	// RampTo, when positive, makes the phase a linear ramp: the arrival
+	// rate moves in a straight line from Rate at Start to RampTo at the
+	// phase's end (the next phase's Start, or the end of the run), a
+	// non-homogeneous Poisson process. Zero keeps Rate constant.
+	RampTo float64
 	// Prompt and Output are the distributions of prompt and output
 	// lengths in tokens. Output is the length the model would produce
 	// before stopping; it is cut at MaxTokens.
@@ -502,8 +507,8 @@ func (c Config) withDefaults() (Config, error) {
 		if ph.Weights != nil && len(ph.Weights) != len(c.Pods) {
 			return c, fmt.Errorf("fleetsim: phase %d has %d weights for %d pods", i, len(ph.Weights), len(c.Pods))
 		}
-		if ph.Rate < 0 || math.IsNaN(ph.Rate) {
-			return c, fmt.Errorf("fleetsim: phase %d: invalid rate %v", i, ph.Rate)
+		if ph.Rate < 0 || math.IsNaN(ph.Rate) || ph.RampTo < 0 || math.IsNaN(ph.RampTo) {
+			return c, fmt.Errorf("fleetsim: phase %d: invalid rate %v (ramp to %v)", i, ph.Rate, ph.RampTo)
 		}
 	}
 	return c, nil

@@ -71,8 +71,15 @@ type MatrixCase struct {
 	// by Fleet.WriteTSDB (series with their target labels, instance
 	// included) instead of from /metrics dumps.
 	TSDB bool
+	// GradedByTruth marks a case whose ground truth is chaotic in the
+	// knob (a queue that forms only once a ramp passes capacity: seeds of
+	// one knob land 1.4x and 2x apart): its knob table aims at the
+	// severity, but each cell is graded by its own ground truth
+	// (Severity of its Change), and TestSeverityTable only checks that
+	// the table's knobs make an incident (+20% or more).
+	GradedByTruth bool
 
-	build func(pods int, seed uint64, knob float64) Config
+	build func(pods int, seed uint64, knob float64, sp span) Config
 }
 
 // Incident reports whether the case is an incident (it has a knob).
@@ -81,11 +88,69 @@ func (c MatrixCase) Incident() bool { return c.Knob != "" }
 // Config returns the fleet of the case with the given number of pods,
 // seed and knob value (ignored by counter-cases).
 func (c MatrixCase) Config(pods int, seed uint64, knob float64) Config {
-	cfg := c.build(pods, seed, knob)
+	return c.VariantConfig(pods, seed, knob, Variant{})
+}
+
+// Variant changes how a matrix fleet is observed and when its incident
+// happens; its zero value is the matrix' own (15 s scrapes, the incident
+// from MatrixIncidentStart to the end of the run).
+type Variant struct {
+	// ScrapeInterval is the pods' scrape interval; zero means 15 s.
+	ScrapeInterval time.Duration
+	// Start is when the incident begins; zero means MatrixIncidentStart.
+	Start time.Duration
+	// Length is how long the incident lasts; zero means to the end of
+	// the run. After it the workload and the engines are as before.
+	Length time.Duration
+}
+
+// Span returns when the variant's incident begins and ends.
+func (v Variant) Span() (start, end time.Duration) {
+	start, end = MatrixIncidentStart, MatrixDuration
+	if v.Start > 0 {
+		start = v.Start
+	}
+	if v.Length > 0 {
+		end = min(start+v.Length, MatrixDuration)
+	}
+	return start, end
+}
+
+// VariantConfig is Config observed and timed as v says.
+func (c MatrixCase) VariantConfig(pods int, seed uint64, knob float64, v Variant) Config {
+	start, end := v.Span()
+	cfg := c.build(pods, seed, knob, span{start, end})
 	cfg.Seed = seed
 	cfg.Duration = MatrixDuration
 	cfg.GPUExporter = DCGMPercent
+	cfg.ScrapeInterval = v.ScrapeInterval
 	return cfg
+}
+
+// span is when a matrix incident happens: [start, end).
+type span struct{ start, end time.Duration }
+
+// endOr is the span's end, or past when it runs to the end of the run.
+func (sp span) endOr(past time.Duration) time.Duration {
+	if sp.end < MatrixDuration {
+		return sp.end
+	}
+	return past
+}
+
+// phases is base until the span, base changed by incident during it, and
+// base again after it when it ends before the run does.
+func (sp span) phases(base Phase, incident func(*Phase)) Workload {
+	inc := base
+	inc.Start = sp.start
+	incident(&inc)
+	w := Workload{Phases: []Phase{base, inc}}
+	if sp.end < MatrixDuration {
+		after := base
+		after.Start = sp.end
+		w.Phases = append(w.Phases, after)
+	}
+	return w
 }
 
 // Per-pod base loads, in requests per second per pod. A default pod
@@ -101,14 +166,6 @@ func matrixPhase(pods int, perPod float64) Phase {
 	p := DefaultPhase
 	p.Rate = perPod * float64(pods)
 	return p
-}
-
-// matrixTwoPhases is twoPhases at MatrixIncidentStart.
-func matrixTwoPhases(base Phase, incident func(*Phase)) Workload {
-	inc := base
-	inc.Start = MatrixIncidentStart
-	incident(&inc)
-	return Workload{Phases: []Phase{base, inc}}
 }
 
 // caseRNG returns a generator for the case's seeded choices (which pod is
@@ -127,9 +184,20 @@ func matrixCases() []MatrixCase {
 			Name: "queue-sustained", Expect: "queue-sustained", Symptom: SymptomTTFT,
 			Knob: "incident arrival rate / baseline rate", KnobMin: 1, KnobMax: 2.5,
 			Description: "arrivals rise by the knob from a baseline at ~60% of capacity (a 60% rise is moderate, not a 3x storm)",
-			build: func(pods int, seed uint64, k float64) Config {
-				return Config{NumPods: pods, Workload: matrixTwoPhases(matrixPhase(pods, matrixPodRateBusy), func(p *Phase) {
+			build: func(pods int, seed uint64, k float64, sp span) Config {
+				return Config{NumPods: pods, Workload: sp.phases(matrixPhase(pods, matrixPodRateBusy), func(p *Phase) {
 					p.Rate *= k
+				})}
+			},
+		},
+		{
+			Name: "queue-ramp", Expect: "queue-sustained", Symptom: SymptomTTFT,
+			Knob: "arrival rate at the end of the ramp / baseline rate", KnobMin: 1, KnobMax: 2.5,
+			Description:   "arrivals rise linearly over the incident from a baseline at ~60% of capacity to the knob times it (1.75 is the field's 40 -> 70 req/s): the queue builds only once the rate passes capacity, late in the ramp",
+			GradedByTruth: true,
+			build: func(pods int, seed uint64, k float64, sp span) Config {
+				return Config{NumPods: pods, Workload: sp.phases(matrixPhase(pods, matrixPodRateBusy), func(p *Phase) {
+					p.RampTo = k * p.Rate
 				})}
 			},
 		},
@@ -137,11 +205,11 @@ func matrixCases() []MatrixCase {
 			Name: "queue-burst", Expect: "queue-burst", Symptom: SymptomTTFT,
 			Knob: "burst rate / baseline rate (one 10 s burst a minute)", KnobMin: 0, KnobMax: 20,
 			Description: "one 10 s burst every minute at a seeded offset; at knob 4 each burst carries half of its minute's arrivals; the mean rate stays inside capacity",
-			build: func(pods int, seed uint64, k float64) Config {
+			build: func(pods int, seed uint64, k float64, sp span) Config {
 				base := matrixPhase(pods, matrixPodRate)
 				rng := caseRNG("queue-burst", seed)
 				var bursts []Burst
-				for m := MatrixIncidentStart; m+time.Minute <= MatrixDuration; m += time.Minute {
+				for m := sp.start; m+time.Minute <= sp.end; m += time.Minute {
 					off := time.Duration(rng.IntN(46)) * time.Second
 					bursts = append(bursts, Burst{At: m + off, Length: 10 * time.Second, Rate: k * base.Rate})
 				}
@@ -152,8 +220,8 @@ func matrixCases() []MatrixCase {
 			Name: "prefill-long-prompts", Expect: "prefill-long-prompts", Symptom: SymptomTTFT,
 			Knob: "share of ~4.5k-token document prompts", KnobMin: 0, KnobMax: 0.4,
 			Description: "a share of prompts (the knob) become ~4.5k-token documents (sigma 0.35): prompt p50 flat, upper quantiles and prefill time up",
-			build: func(pods int, seed uint64, k float64) Config {
-				return Config{NumPods: pods, Workload: matrixTwoPhases(matrixPhase(pods, matrixPodRate), func(p *Phase) {
+			build: func(pods int, seed uint64, k float64, sp span) Config {
+				return Config{NumPods: pods, Workload: sp.phases(matrixPhase(pods, matrixPodRate), func(p *Phase) {
 					p.Prompt.TailWeight, p.Prompt.TailMedian, p.Prompt.TailSigma = k, 4500, 0.35
 				})}
 			},
@@ -162,10 +230,10 @@ func matrixCases() []MatrixCase {
 			Name: "prefix-cache-loss", Expect: "prefix-cache-loss", Symptom: SymptomTTFT,
 			Knob: "share of shared-prefix requests whose prefix becomes unique", KnobMin: 0, KnobMax: 1,
 			Description: "85% of requests share 8 system prompts of 1,280 tokens; a template change makes the knob's share of them per-request (unique), prompt lengths unchanged",
-			build: func(pods int, seed uint64, k float64) Config {
+			build: func(pods int, seed uint64, k float64, sp span) Config {
 				base := matrixPhase(pods, matrixPodRate)
 				base.PrefixShare, base.PrefixGroups, base.PrefixLen = 0.9, 8, 2048
-				return Config{NumPods: pods, Workload: matrixTwoPhases(base, func(p *Phase) {
+				return Config{NumPods: pods, Workload: sp.phases(base, func(p *Phase) {
 					p.PrefixUnique = k
 				})}
 			},
@@ -174,7 +242,7 @@ func matrixCases() []MatrixCase {
 			Name: "decode-pressure", Expect: "decode-pressure", Symptom: SymptomTPOT,
 			Knob: "output length multiplier", KnobMin: 1, KnobMax: 8,
 			Description: "answers become longer by the knob (median 160 tokens times the knob, max_tokens 2048) on 80 GB GPUs, whose KV pool holds the longer answers: running sequences and TPOT rise together, little queue and no preemption storm (case C, not case D)",
-			build: func(pods int, seed uint64, k float64) Config {
+			build: func(pods int, seed uint64, k float64, sp span) Config {
 				base := matrixPhase(pods, matrixPodRate)
 				base.MaxTokens = 2048
 				// On the default 48 GB GPU the severe answers fill the
@@ -182,7 +250,7 @@ func matrixCases() []MatrixCase {
 				// kv-preemption cases' physics), not decode pressure.
 				eng := DefaultEngine
 				eng.Memory.GPUBytes = 80e9
-				return Config{NumPods: pods, Engine: eng, Workload: matrixTwoPhases(base, func(p *Phase) {
+				return Config{NumPods: pods, Engine: eng, Workload: sp.phases(base, func(p *Phase) {
 					p.Output.Median *= k
 				})}
 			},
@@ -191,9 +259,9 @@ func matrixCases() []MatrixCase {
 			Name: "kv-preemption", Expect: "kv-preemption", Symptom: SymptomE2E,
 			Knob: "prompt length multiplier", KnobMin: 1, KnobMax: 4,
 			Description: "small KV cache (gpu_memory_utilization 0.58); prompts and outputs grow by the knob: KV usage saturates and sequences are preempted by recompute",
-			build: func(pods int, seed uint64, k float64) Config {
+			build: func(pods int, seed uint64, k float64, sp span) Config {
 				return Config{NumPods: pods, Engine: DefaultEngine.WithGPUMemoryUtilization(0.58),
-					Workload: matrixTwoPhases(matrixPhase(pods, matrixPodRate), func(p *Phase) {
+					Workload: sp.phases(matrixPhase(pods, matrixPodRate), func(p *Phase) {
 						p.Prompt.Median *= k
 					})}
 			},
@@ -202,10 +270,10 @@ func matrixCases() []MatrixCase {
 			Name: "outside-gpu", Expect: "outside-gpu", Symptom: SymptomTTFT,
 			Knob: "CPU milliseconds added per engine step (plus 6% of it per scheduled sequence)", KnobMin: 0, KnobMax: 40,
 			Description: "the API server / scheduler CPU is starved from the incident on: every step costs the knob in ms plus 0.06x per sequence of CPU time while the GPU idles",
-			build: func(pods int, seed uint64, k float64) Config {
+			build: func(pods int, seed uint64, k float64, sp span) Config {
 				c := Config{NumPods: pods, Workload: Workload{Phases: []Phase{matrixPhase(pods, matrixPodRate)}}}
 				step := time.Duration(k * float64(time.Millisecond))
-				c.Workload.Slowdowns = []Slowdown{{From: MatrixIncidentStart, To: 2 * MatrixDuration, CPUPerStep: step, CPUPerSeq: step * 6 / 100}}
+				c.Workload.Slowdowns = []Slowdown{{From: sp.start, To: sp.endOr(2 * MatrixDuration), CPUPerStep: step, CPUPerSeq: step * 6 / 100}}
 				return c
 			},
 		},
@@ -213,9 +281,9 @@ func matrixCases() []MatrixCase {
 			Name: "replica-hotspot", Expect: "replica-hotspot", Symptom: SymptomTTFT,
 			Knob: "routing weight of the hot replicas (others 1)", KnobMin: 1, KnobMax: 4,
 			Description: "routing (an affinity misconfiguration) sends the knob times their share to a seeded quarter of the replicas (1 of 3, 2 of 8, 4 of 16), from a baseline at ~58% of capacity; the fleet rate is unchanged",
-			build: func(pods int, seed uint64, k float64) Config {
+			build: func(pods int, seed uint64, k float64, sp span) Config {
 				hot := caseRNG("replica-hotspot", seed).Perm(pods)[:(pods+3)/4]
-				return Config{NumPods: pods, Workload: matrixTwoPhases(matrixPhase(pods, matrixPodRateHot), func(p *Phase) {
+				return Config{NumPods: pods, Workload: sp.phases(matrixPhase(pods, matrixPodRateHot), func(p *Phase) {
 					p.Weights = make([]float64, pods)
 					for i := range p.Weights {
 						p.Weights[i] = 1
@@ -231,37 +299,37 @@ func matrixCases() []MatrixCase {
 		{
 			Name: "healthy", Expect: "no-incident", Symptom: SymptomTTFT,
 			Description: "steady load at ~42% of capacity; nothing changes",
-			build: func(pods int, seed uint64, _ float64) Config {
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
 				return Config{NumPods: pods, Workload: Workload{Phases: []Phase{matrixPhase(pods, matrixPodRate)}}}
 			},
 		},
 		{
 			Name: "kv-high-healthy", Expect: "no-incident", Symptom: SymptomTTFT,
 			Description: "long shared documents (14k tokens) resident in a small KV cache (gpu_memory_utilization 0.645): usage rises from ~0.5 to ~0.8 (peaks ~0.9) when two more documents become hot, no preemption, SLOs met",
-			build: func(pods int, seed uint64, _ float64) Config {
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
 				hk := matrixPhase(pods, 6)
 				hk.Prompt = Dist{Median: 150, Sigma: 0.4, Min: 16}
 				hk.Output = Dist{Median: 120, Sigma: 0.4, Min: 1}
 				hk.PrefixShare, hk.PrefixGroups, hk.PrefixLen, hk.PrefixSkew = 0.97, 2, 14000, 1
 				// 0.62 (the scenario's) preempts now and then on 3 pods.
 				return Config{NumPods: pods, Engine: DefaultEngine.WithGPUMemoryUtilization(0.645),
-					Workload: matrixTwoPhases(hk, func(p *Phase) { p.PrefixGroups = 4 })}
+					Workload: sp.phases(hk, func(p *Phase) { p.PrefixGroups = 4 })}
 			},
 		},
 		{
 			Name: "low-traffic", Expect: "no-incident", Symptom: SymptomTTFT,
 			Description: "0.05 requests/s per pod: GPU mostly idle, no queue, SLOs met",
-			build: func(pods int, seed uint64, _ float64) Config {
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
 				return Config{NumPods: pods, Workload: Workload{Phases: []Phase{matrixPhase(pods, 0.05)}}}
 			},
 		},
 		{
 			Name: "restart", Expect: "no-incident", Symptom: SymptomTTFT,
 			Description: "healthy load; one seeded pod restarts once at a seeded time in the second half (60 s down): counters reset, in-flight requests lost",
-			build: func(pods int, seed uint64, _ float64) Config {
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
 				rng := caseRNG("restart", seed)
 				c := Config{Pods: make([]PodConfig, pods), Workload: Workload{Phases: []Phase{matrixPhase(pods, matrixPodRate)}}}
-				at := MatrixIncidentStart + 2*time.Minute + time.Duration(rng.IntN(10*60))*time.Second
+				at := sp.start + 2*time.Minute + time.Duration(rng.IntN(int((sp.end-sp.start)/2/time.Second)))*time.Second
 				c.Pods[rng.IntN(pods)].Restarts = []Restart{{At: at, Downtime: time.Minute}}
 				return c
 			},
@@ -269,21 +337,21 @@ func matrixCases() []MatrixCase {
 		{
 			Name: "rolling-restart-statefulset", Expect: "no-incident", Symptom: SymptomTTFT, TSDB: true,
 			Description: "healthy load; from a seeded time in the second half every pod is restarted once, one after the other, stopped gracefully (45 s drain, 75 s down) and back under its own name at a new IP (a StatefulSet's rolling restart), read from a TSDB where the new instance label makes new series",
-			build: func(pods int, seed uint64, _ float64) Config {
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
 				return rollingRestart(pods, seed, "rolling-restart-statefulset", false)
 			},
 		},
 		{
 			Name: "rolling-restart-deployment", Expect: "no-incident", Symptom: SymptomTTFT, TSDB: true,
 			Description: "as rolling-restart-statefulset, but every pod comes back under a new name and IP (a Deployment's rollout), read from a TSDB",
-			build: func(pods int, seed uint64, _ float64) Config {
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
 				return rollingRestart(pods, seed, "rolling-restart-deployment", true)
 			},
 		},
 		{
 			Name: "mixed-versions-steady", Expect: "no-incident", Symptom: SymptomTTFT,
 			Description: "vLLM 0.11 (one pod with 2 data-parallel engines and twice the weight), 0.9-like and V0 pods side by side under steady load inside capacity",
-			build: func(pods int, seed uint64, _ float64) Config {
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
 				ps := mixedPods(pods)
 				w := 0.0
 				for _, p := range ps {
@@ -297,8 +365,8 @@ func matrixCases() []MatrixCase {
 		{
 			Name: "traffic-growth-10", Expect: "no-incident", Symptom: SymptomTTFT,
 			Description: "arrivals grow by 10% at the change, well inside capacity",
-			build: func(pods int, seed uint64, _ float64) Config {
-				return Config{NumPods: pods, Workload: matrixTwoPhases(matrixPhase(pods, matrixPodRate), func(p *Phase) {
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
+				return Config{NumPods: pods, Workload: sp.phases(matrixPhase(pods, matrixPodRate), func(p *Phase) {
 					p.Rate *= 1.1
 				})}
 			},
@@ -346,7 +414,8 @@ func mixedPods(n int) []PodConfig {
 }
 
 // MatrixCases returns the cases of the generalisation matrix: the 8
-// incident hypotheses, then the counter-cases.
+// incident hypotheses and a linear ramp of arrivals (queue-ramp, whose
+// verdict is queue-sustained), then the counter-cases.
 func MatrixCases() []MatrixCase { return matrixCases() }
 
 // LookupMatrixCase returns the matrix case with the given name.
@@ -380,6 +449,13 @@ func (c Change) String() string {
 // do not count; a request the run ended on counts at its elapsed time for
 // TTFT and E2E (it is at least that slow) and not at all for TPOT.
 func (f *Fleet) GroundTruth(sym Symptom, split time.Duration) Change {
+	return f.GroundTruthSpan(sym, split, f.Config.Duration)
+}
+
+// GroundTruthSpan is GroundTruth of an incident that lasts from split to
+// until: the requests arriving in [0, split) against those arriving in
+// [split, until); the later ones count in neither.
+func (f *Fleet) GroundTruthSpan(sym Symptom, split, until time.Duration) Change {
 	end := f.Config.Duration
 	var base, inc []float64
 	ch := Change{Symptom: sym}
@@ -412,7 +488,7 @@ func (f *Fleet) GroundTruth(sym Symptom, split time.Duration) Change {
 		}
 		if r.Arrival < split {
 			base = append(base, v)
-		} else {
+		} else if r.Arrival < until {
 			inc = append(inc, v)
 			if censored {
 				ch.Censored++

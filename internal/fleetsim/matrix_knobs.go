@@ -15,6 +15,15 @@ var matrixKnobs = map[matrixKnobKey]float64{
 	{"queue-sustained", 16, "mild"}:          1.53,
 	{"queue-sustained", 16, "moderate"}:      1.612,
 	{"queue-sustained", 16, "severe"}:        1.62988,
+	{"queue-ramp", 3, "mild"}:                1.6416,  // 1.26x 1.28x 1.33x
+	{"queue-ramp", 3, "moderate"}:            1.70656, // 1.39x 1.41x 1.99x
+	{"queue-ramp", 3, "severe"}:              1.75879, // 2.49x 3.31x 9.01x
+	{"queue-ramp", 8, "mild"}:                1.6709,  // 1.27x 1.38x 1.25x
+	{"queue-ramp", 8, "moderate"}:            1.70656, // 1.44x 1.91x 1.50x
+	{"queue-ramp", 8, "severe"}:              1.74121, // 2.53x 7.67x 3.73x
+	{"queue-ramp", 16, "mild"}:               1.67676, // 1.27x 1.32x 1.27x
+	{"queue-ramp", 16, "moderate"}:           1.71777, // 1.62x 1.99x 1.62x
+	{"queue-ramp", 16, "severe"}:             1.74121, // 2.96x 5.09x 2.93x
 	{"queue-burst", 3, "mild"}:               1.602,
 	{"queue-burst", 3, "moderate"}:           2.148,
 	{"queue-burst", 3, "severe"}:             2.61719,

@@ -11,6 +11,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 var (
@@ -293,6 +297,12 @@ func TestSeverityTable(t *testing.T) {
 			}
 			continue
 		}
+		if x.c.GradedByTruth {
+			if !(r >= 1.2) {
+				t.Errorf("%s: %.2fx is no incident: %v", name, r, x.ch)
+			}
+			continue
+		}
 		if lo, hi := SeverityBand(x.sev); !(r >= lo && r < hi) {
 			t.Errorf("%s: %.2fx outside the %s band [%.1f, %.1f): %v", name, r, x.sev, lo, hi, x.ch)
 		}
@@ -300,4 +310,47 @@ func TestSeverityTable(t *testing.T) {
 			t.Errorf("%s: preemptions %d before / %d after the incident start, want none before and some after", name, x.pre[0], x.pre[1])
 		}
 	}
+}
+
+// TestRampArrivals: a ramp phase's arrival rate moves linearly from Rate
+// to RampTo (a non-homogeneous Poisson process), and a variant's incident
+// ends when its Length says.
+func TestRampArrivals(t *testing.T) {
+	c := Config{Seed: 5, TraceSeed: 5, Duration: 30 * time.Minute, NumPods: 2, Workload: Workload{Phases: []Phase{
+		{Rate: 20, Prompt: DefaultPhase.Prompt, Output: DefaultPhase.Output},
+		{Start: 10 * time.Minute, Rate: 20, RampTo: 50, Prompt: DefaultPhase.Prompt, Output: DefaultPhase.Output},
+	}}}
+	c, err := c.withDefaults()
+	require.NoError(t, err)
+	perMinute := make([]float64, 30)
+	for _, r := range trace(&c, 0) {
+		if m := int(r.arrival / 60); m >= 0 && m < 30 {
+			perMinute[m]++
+		}
+	}
+	for _, tc := range []struct {
+		minutes [2]int
+		rate    float64 // mean req/s the ramp gives over them
+	}{
+		{[2]int{0, 10}, 20},
+		{[2]int{10, 15}, 20 + 30*2.5/20},
+		{[2]int{25, 30}, 20 + 30*17.5/20},
+	} {
+		n := 0.0
+		for m := tc.minutes[0]; m < tc.minutes[1]; m++ {
+			n += perMinute[m]
+		}
+		secs := float64(60 * (tc.minutes[1] - tc.minutes[0]))
+		want := tc.rate * secs
+		assert.InDelta(t, want, n, 4*math.Sqrt(want), "minutes %v", tc.minutes)
+	}
+
+	qs, ok := LookupMatrixCase("queue-sustained")
+	require.True(t, ok)
+	w := qs.VariantConfig(4, 1, 1.5, Variant{Start: 12 * time.Minute, Length: 11 * time.Minute, ScrapeInterval: 5 * time.Second}).Workload
+	require.Len(t, w.Phases, 3)
+	assert.Equal(t, []time.Duration{0, 12 * time.Minute, 23 * time.Minute}, []time.Duration{w.Phases[0].Start, w.Phases[1].Start, w.Phases[2].Start})
+	assert.InDelta(t, 1.5*w.Phases[0].Rate, w.Phases[1].Rate, 1e-9)
+	assert.Equal(t, w.Phases[0].Rate, w.Phases[2].Rate)
+	assert.Equal(t, qs.Config(4, 1, 1.5).Workload.Phases[1].Start, MatrixIncidentStart)
 }

@@ -50,6 +50,10 @@ func trace(c *Config, warmup float64) []request {
 		if i+1 < len(phases) {
 			to = phases[i+1].Start.Seconds()
 		}
+		if ph.RampTo > 0 {
+			times = ramp(rng, times, ph.Rate, ph.RampTo, math.Max(from, ph.Start.Seconds()), to, from)
+			continue
+		}
 		times = poisson(rng, times, ph.Rate, from, to)
 	}
 	for _, b := range c.Workload.Bursts {
@@ -110,6 +114,28 @@ func poisson(rng *rand.Rand, dst []float64, rate, from, to float64) []float64 {
 	}
 	for t := from + rng.ExpFloat64()/rate; t < to; t += rng.ExpFloat64() / rate {
 		dst = append(dst, t)
+	}
+	return dst
+}
+
+// ramp appends the arrival instants on [from, to) of a Poisson process
+// whose rate moves linearly from r0 at start to r1 at to (r0 before
+// start, during a warm-up), by thinning a process at the larger rate.
+func ramp(rng *rand.Rand, dst []float64, r0, r1, start, to, from float64) []float64 {
+	top := math.Max(r0, r1)
+	if top <= 0 || to <= start {
+		return poisson(rng, dst, r0, from, to)
+	}
+	rate := func(t float64) float64 {
+		if t <= start {
+			return r0
+		}
+		return r0 + (r1-r0)*(t-start)/(to-start)
+	}
+	for t := from + rng.ExpFloat64()/top; t < to; t += rng.ExpFloat64() / top {
+		if rng.Float64()*top < rate(t) {
+			dst = append(dst, t)
+		}
 	}
 	return dst
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,18 +20,57 @@ import (
 
 var workers = flag.Int("matrix.workers", 0, "cells run in parallel; 0 means GOMAXPROCS")
 
+var (
+	axes       = flag.String("matrix.axes", "sample", "axis cells (AxisCells) to run beside the matrix: none, sample (-matrix.sample of them drawn with -matrix.seed) or all")
+	axisSample = flag.Int("matrix.sample", 0, "axis cells in the sample; 0 means 12, or 6 with -short")
+	axisSeed   = flag.Uint64("matrix.seed", 31, "seed that draws the sample of axis cells")
+)
+
 var only = flag.String("matrix.only", "", "run only the cells whose name (case/pods/severity/seed, e.g. kv-preemption/16/moderate) contains one of these comma-separated substrings; also $WHYSLOW_MATRIX_ONLY")
 
 // TestMatrix runs the generalisation matrix and prints its confusion
 // matrix. It fails when a cell names a wrong cause, when a moderate or
 // severe incident or a counter-case is not right, or when a mild incident
 // is neither right nor undetermined. -short runs one seed per cell.
+//
+// Beside the matrix it runs a sample of the axis cells (AxisCells, every
+// seed) drawn with a fixed seed that it prints; -matrix.axes=all runs
+// them all (one seed with -short):
+//
+//	go test ./internal/matrix -run TestMatrix -count=1 -timeout 120m -matrix.axes=all
 func TestMatrix(t *testing.T) {
 	sel := *only
 	if sel == "" {
 		sel = os.Getenv("WHYSLOW_MATRIX_ONLY")
 	}
-	cells := Filter(Cells(!testing.Short()), sel)
+	cells := Cells(!testing.Short())
+	seeds := fleetsim.MatrixSeeds
+	if testing.Short() {
+		seeds = seeds[:1]
+	}
+	switch *axes {
+	case "none":
+	case "all":
+		cells = append(cells, AxisCells(seeds)...)
+	case "sample":
+		n := *axisSample
+		if n == 0 {
+			n = 12
+			if testing.Short() {
+				n = 6
+			}
+		}
+		sample := Sample(AxisCells(fleetsim.MatrixSeeds), n, *axisSeed)
+		var names []string
+		for _, c := range sample {
+			names = append(names, c.Name())
+		}
+		t.Logf("axis sample (-matrix.seed=%d, %d cells): %s", *axisSeed, len(sample), strings.Join(names, ", "))
+		cells = append(cells, sample...)
+	default:
+		t.Fatalf("-matrix.axes=%q: want none, sample or all", *axes)
+	}
+	cells = Filter(cells, sel)
 	require.NotEmpty(t, cells, "no cell matches %q", sel)
 	t0 := time.Now()
 	n := *workers

@@ -140,8 +140,18 @@ func Summary(results []Result) string {
 		acc(s, func(r Result) bool { return r.Severity == s })
 	}
 	acc("counter-cases", func(r Result) bool { return !r.Incident() })
-	for _, n := range fleetsim.MatrixSizes {
+	var sizes []int
+	for _, r := range results {
+		if !slices.Contains(sizes, r.Pods) {
+			sizes = append(sizes, r.Pods)
+		}
+	}
+	slices.Sort(sizes)
+	for _, n := range sizes {
 		acc(fmt.Sprintf("%d pods", n), func(r Result) bool { return r.Pods == n })
+	}
+	for _, a := range Axes {
+		acc("axis "+a, func(r Result) bool { return r.Axis == a })
 	}
 	acc("all", func(Result) bool { return true })
 	tw.Flush()
