@@ -576,6 +576,8 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.AbandonedPromptTokens, rules.AbandonedByTokens, rules.AbandonedAfterFirstToken, rules.AbandonedRequests,
 		rules.QueueUnservedMin, rules.GatewayUnserved, rules.Restarts, rules.RestartsReplicaMax, rules.RestartsPerHourMax,
 		rules.RequestsLost, rules.OOMKills, rules.FBRiseRestarts,
+		rules.StalledReplicas, rules.FrozenGaugeReplicas, rules.FrozenQuietReplicas, rules.FrozenGaugeShare,
+		rules.StallSuspected, rules.DeferredShare, rules.AdmissionRejectionShare,
 	}
 	for _, id := range declared {
 		_, ok := rules.Info(id)
