@@ -114,7 +114,10 @@ type engine struct {
 	recs       []Request
 	maxRunning int
 	maxHeld    int32
-	noMacro    bool // tests: disable decodeRun to check it changes nothing
+	noMacro    bool          // tests: disable decodeRun to check it changes nothing
+	stalls     []Stall       // periods without steps (faults_engine.go)
+	freezeAt   float64       // Freeze time in seconds; 0 for none
+	frozen     *frozenGauges // gauges kept after a Freeze
 }
 
 func newEngine(cfg *EngineConfig, lay *layout, slow []slowWin, timeout float64, rng *rand.Rand, recs []Request, start float64) *engine {
@@ -724,7 +727,7 @@ func (e *engine) finish(s *seq, t float64) {
 }
 
 // snapshot records the engine state for a scrape at t.
-func (e *engine) snapshot(t float64) engineSnap {
+func (e *engine) snapshot(t float64) (snap engineSnap) {
 	var busy, pr, gr float64
 	if dt := t - e.lastSnapT; dt > 0 {
 		busy = min(max((e.st.gpuBusy-e.lastBusy)/dt, 0), 1)
@@ -733,6 +736,7 @@ func (e *engine) snapshot(t float64) engineSnap {
 	}
 	e.lastSnapT, e.lastBusy = t, e.st.gpuBusy
 	e.lastPrompt, e.lastGen = e.st.promptTokens, e.st.genTokens
+	defer e.freezeSnap(&snap)
 	return engineSnap{
 		promptRate: math.Round(pr*10) / 10,
 		genRate:    math.Round(gr*10) / 10,
@@ -756,6 +760,7 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 	i, si := 0, 0
 	for {
 		e.expire()
+		e.massAbort()
 		for si < len(scrapes) && scrapes[si] <= e.now {
 			snaps = append(snaps, e.snapshot(scrapes[si]))
 			si++
@@ -775,6 +780,9 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 			if si < len(scrapes) && scrapes[si] < next {
 				next = scrapes[si]
 			}
+			if e.freezeAt > e.now {
+				next = min(next, e.freezeAt)
+			}
 			e.now = next
 			e.prevEnd = math.Inf(-1)
 			continue
@@ -789,6 +797,17 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 		if e.timeout > 0 || e.deadline > 0 {
 			next = min(next, e.nextExpiry())
 		}
+		if e.freezeAt > e.now {
+			next = min(next, e.freezeAt)
+		}
+		if to, ok := e.stallUntil(e.now); ok {
+			// The scheduler stands still: only arrivals and scrapes
+			// happen until the stall ends.
+			e.now = min(next, to)
+			e.prevEnd = math.Inf(-1)
+			continue
+		}
+		next = e.beforeStall(next)
 		if e.noMacro || !e.decodeRun(next) {
 			e.step()
 		}
