@@ -67,6 +67,16 @@ func TestEngineFaultsFromPhysics(t *testing.T) {
 			verdict: rules.Verdict(rules.StaleGauges),
 		},
 		{
+			// A constraint defers every request reaching one pod (vLLM
+			// #53130): its queue is deferred requests, its KV cache
+			// drains.
+			name: "one pod defers its arrivals",
+			cfg: engineFleet(11, func(cfg *fleetsim.Config) {
+				cfg.Pods[3].Deferrals = []fleetsim.Deferral{{From: 16 * time.Minute, To: 30 * time.Minute}}
+			}),
+			verdict: rules.Verdict(rules.AdmissionDeferral),
+		},
+		{
 			name: "an idle pod is no stall",
 			cfg: engineFleet(9, func(cfg *fleetsim.Config) {
 				cfg.Workload.Phases[0].Weights = []float64{1, 1, 0, 1}

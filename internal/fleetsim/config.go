@@ -94,6 +94,9 @@ type PodConfig struct {
 	// Freezes holds at most one mass abort after which the pod's
 	// scheduler gauges stop updating.
 	Freezes []Freeze
+	// Deferrals lists periods in which the pod's scheduler defers every
+	// arriving request.
+	Deferrals []Deferral
 }
 
 // AbandonAccounting is how a vLLM version accounts for a request whose

@@ -65,11 +65,15 @@ type slowWin struct{ from, to, step, seq float64 }
 
 // engineSnap is the state of one engine at one scrape.
 type engineSnap struct {
-	t        float64 // nominal scrape time
-	at       float64 // engine clock when taken (first step boundary >= t)
-	running  int
-	waiting  int
-	kvUsage  float64
+	t       float64 // nominal scrape time
+	at      float64 // engine clock when taken (first step boundary >= t)
+	running int
+	waiting int
+	kvUsage float64
+	// deferred counts the waiting requests a Deferral holds; byReason
+	// says the pod exports the waiting split by reason.
+	deferred int
+	byReason bool
 	busyFrac float64 // GPU busy fraction since the previous scrape
 	// promptRate and genRate are token throughputs since the previous
 	// scrape (V0's average throughput gauges).
@@ -118,6 +122,8 @@ type engine struct {
 	stalls     []Stall       // periods without steps (faults_engine.go)
 	freezeAt   float64       // Freeze time in seconds; 0 for none
 	frozen     *frozenGauges // gauges kept after a Freeze
+	deferrals  []Deferral    // periods that defer arrivals (faults_engine.go)
+	deferred   []*seq        // requests held by a Deferral
 }
 
 func newEngine(cfg *EngineConfig, lay *layout, slow []slowWin, timeout float64, rng *rand.Rand, recs []Request, start float64) *engine {
@@ -284,7 +290,7 @@ func (e *engine) enqueue(r *request, s *seq) {
 	}
 	*s = seq{r: r, numTokens: r.prompt, firstSched: math.NaN(), firstTok: math.NaN()}
 	s.target = min(r.want, r.maxTokens, e.maxLen-r.prompt)
-	e.queue = append(e.queue, s)
+	e.push(s)
 }
 
 // failed reports whether the API server answers r with HTTP 500
@@ -743,7 +749,9 @@ func (e *engine) snapshot(t float64) (snap engineSnap) {
 		t:          t,
 		at:         e.now,
 		running:    len(e.running),
-		waiting:    e.waitingLen(),
+		waiting:    e.waitingLen() + len(e.deferred),
+		deferred:   len(e.deferred),
+		byReason:   len(e.deferrals) > 0,
 		kvUsage:    float64(e.held) / float64(e.total),
 		busyFrac:   busy,
 		st:         e.st.clone(),
@@ -761,6 +769,7 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 	for {
 		e.expire()
 		e.massAbort()
+		e.undefer()
 		for si < len(scrapes) && scrapes[si] <= e.now {
 			snaps = append(snaps, e.snapshot(scrapes[si]))
 			si++
@@ -783,6 +792,7 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 			if e.freezeAt > e.now {
 				next = min(next, e.freezeAt)
 			}
+			next = min(next, e.nextUndefer())
 			e.now = next
 			e.prevEnd = math.Inf(-1)
 			continue
@@ -832,6 +842,9 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 		mark(s)
 	}
 	for _, s := range e.queue[e.qh:] {
+		mark(s)
+	}
+	for _, s := range e.deferred {
 		mark(s)
 	}
 	for _, r := range reqs[i:] {

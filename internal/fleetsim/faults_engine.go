@@ -86,3 +86,71 @@ func (e *engine) freezeSnap(s *engineSnap) {
 		s.running, s.waiting, s.kvUsage = e.frozen.running, e.frozen.waiting, e.frozen.kv
 	}
 }
+
+// Deferral holds every request that reaches a pod's engine from From to
+// To (offsets) out of scheduling until To, as vLLM's scheduler defers
+// requests blocked by a transient constraint (a KV transfer, the LoRA
+// budget, a blocked status; vLLM #53130): they count in
+// vllm:num_requests_waiting and in
+// vllm:num_requests_waiting_by_reason{reason="deferred"}, which the pod
+// exports when it has a Deferral. Requests already admitted run on.
+type Deferral struct {
+	From, To time.Duration
+}
+
+// deferUntil returns the end of the Deferral that holds at t, if any.
+func (e *engine) deferUntil(t float64) (float64, bool) {
+	for _, d := range e.deferrals {
+		if t >= d.From.Seconds() && t < d.To.Seconds() {
+			return d.To.Seconds(), true
+		}
+	}
+	return 0, false
+}
+
+// push queues s, or defers it while a Deferral holds.
+func (e *engine) push(s *seq) {
+	if _, ok := e.deferUntil(e.now); ok {
+		e.deferred = append(e.deferred, s)
+		return
+	}
+	e.queue = append(e.queue, s)
+}
+
+// undefer queues the deferred requests once no Deferral holds.
+func (e *engine) undefer() {
+	if len(e.deferred) == 0 {
+		return
+	}
+	if _, ok := e.deferUntil(e.now); ok {
+		return
+	}
+	e.queue = append(e.queue, e.deferred...)
+	clear(e.deferred)
+	e.deferred = e.deferred[:0]
+}
+
+// nextUndefer is when the deferred requests are queued, +Inf for none.
+func (e *engine) nextUndefer() float64 {
+	if to, ok := e.deferUntil(e.now); ok && len(e.deferred) > 0 {
+		return to
+	}
+	return math.Inf(1)
+}
+
+// waitingByReason adds vllm:num_requests_waiting_by_reason (vLLM 0.30's
+// help text, reasons capacity and deferred) when the pod has a Deferral.
+func (b *famBuilder) waitingByReason() {
+	if len(b.sc.snaps) == 0 || !b.sc.snaps[0].byReason {
+		return
+	}
+	f := family{name: "vllm:num_requests_waiting_by_reason", typ: typeGauge,
+		help: "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting."}
+	for i := range b.sc.snaps {
+		s := &b.sc.snaps[i]
+		f.series = append(f.series,
+			series{labels: b.engineLabels(i, label{"reason", "capacity"}), value: float64(s.waiting - s.deferred), created: b.created()},
+			series{labels: b.engineLabels(i, label{"reason", "deferred"}), value: float64(s.deferred), created: b.created()})
+	}
+	b.add(f)
+}

@@ -312,6 +312,7 @@ func simulatePod(f *Fleet, i int, reqs []*request, rng *rand.Rand, noMacro bool)
 			e.countAbort = c.Workload.Abandon != AbandonUncounted
 			e.errs = pc.ServerErrors
 			e.stalls = pc.Stalls
+			e.deferrals = pc.Deferrals
 			if len(pc.Freezes) > 0 {
 				e.freezeAt = pc.Freezes[0].At.Seconds()
 			}
