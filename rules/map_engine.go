@@ -272,7 +272,8 @@ func guardGauges(rs []Rule) {
 // reliability symptom present: an engine that completes nothing while
 // requests are in flight (several scrapes: severe; one scrape: a mild
 // suspicion), and requests rejected at admission. It returns the results
-// and the ids of the signals that are up.
+// and the ids of the signals that are up. A stall fact that does not hold
+// leaves the symptom as its other signals judge it.
 func (e *env) engineReliability(slo SLO) ([]result, []string) {
 	var rs []result
 	var up []string
@@ -300,6 +301,10 @@ func (e *env) engineReliability(slo SLO) ([]result, []string) {
 		if out == holds {
 			r.strength = c.strength
 			up = append(up, string(c.id))
+		} else {
+			// No stall says nothing of errors or aborts: it does not make
+			// the symptom evaluable by itself.
+			r.out = unknown
 		}
 		rs = append(rs, r)
 	}
