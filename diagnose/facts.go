@@ -83,6 +83,7 @@ func (sc *scope) computeFacts(base, inc evalWindow, tl *timelines, st scrapeStat
 	js.add(rules.CorrRunningTPOT, c.corrRunningTPOT)
 	c.strengthJobs(&js)
 	c.kvJobs(&js)
+	c.engineJobs(&js)
 	rel := rules.Facts{}
 	fs := js.run(func() { c.addReliabilityFacts(rel) })
 	c.addNoise(fs)

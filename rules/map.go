@@ -776,6 +776,8 @@ func Map() []Rule {
 			},
 		},
 	}
+	rs = append(rs, engineRules()...)
+	guardGauges(rs)
 	for i := range rs {
 		p := &rs[i].Experiment
 		p.Hypothesis, p.Hold, p.Runs = string(rs[i].ID), held(), MinRuns

@@ -585,6 +585,8 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.QueueUnservedMin, rules.GatewayUnserved, rules.Restarts, rules.RestartsReplicaMax, rules.RestartsPerHourMax,
 		rules.RequestsLost, rules.OOMKills, rules.FBRiseRestarts,
 		rules.KVUsagePreempting, rules.KVFullSharePreempting, rules.TTFTP95WithoutHot, rules.TTFTMeanWithoutHot,
+		rules.StalledReplicas, rules.FrozenGaugeReplicas, rules.FrozenQuietReplicas, rules.FrozenGaugeShare,
+		rules.StallSuspected, rules.DeferredShare, rules.AdmissionRejectionShare,
 	}
 	for _, id := range declared {
 		_, ok := rules.Info(id)

@@ -103,9 +103,13 @@ func (s Symptom) String() string {
 //     lost in restarts), gateway_unserved_share; or one replica
 //     restarting at least th.CrashLoop times in the window
 //     (restarts_replica_max; a single planned restart is not a crash
-//     loop). The evidence names the signals that are up. A share from
-//     lifetime counters (Fact.Lifetime: one scrape) is marked so and
-//     counts as mild at most: it says how many failed, not when.
+//     loop); or an engine that completes nothing while requests are in
+//     flight (stalled_replicas, frozen_gauge_replicas; stall_suspected from
+//     one scrape, a mild suspicion) or rejects them at admission
+//     (admission_rejection_share). The evidence names the signals that
+//     are up. A share from lifetime counters (Fact.Lifetime: one scrape)
+//     is marked so and counts as mild at most: it says how many failed,
+//     not when.
 //
 // An E2E rise (e2e_p95) always lands in a symptom: the lifecycle means
 // (queue_time_mean + prefill_time_mean + decode_time_mean ~ e2e_mean) say
@@ -439,6 +443,8 @@ func (e *env) reliability(slo SLO) []result {
 		}
 		rs = append(rs, r)
 	}
+	more, moreUp := e.engineReliability(slo)
+	rs, up = append(rs, more...), append(up, moreUp...)
 	if len(up) > 0 {
 		rs = append(rs, result{ev: []Evidence{textEvidence("not completing: " + strings.Join(up, ", "))}})
 	}

@@ -89,6 +89,14 @@ type PodConfig struct {
 	// ServerErrors lists periods in which the pod's API server fails
 	// requests with HTTP 5xx.
 	ServerErrors []ServerErrors
+	// Stalls lists periods in which the pod's scheduler runs no step.
+	Stalls []Stall
+	// Freezes holds at most one mass abort after which the pod's
+	// scheduler gauges stop updating.
+	Freezes []Freeze
+	// Deferrals lists periods in which the pod's scheduler defers every
+	// arriving request.
+	Deferrals []Deferral
 }
 
 // AbandonAccounting is how a vLLM version accounts for a request whose

@@ -65,11 +65,15 @@ type slowWin struct{ from, to, step, seq float64 }
 
 // engineSnap is the state of one engine at one scrape.
 type engineSnap struct {
-	t        float64 // nominal scrape time
-	at       float64 // engine clock when taken (first step boundary >= t)
-	running  int
-	waiting  int
-	kvUsage  float64
+	t       float64 // nominal scrape time
+	at      float64 // engine clock when taken (first step boundary >= t)
+	running int
+	waiting int
+	kvUsage float64
+	// deferred counts the waiting requests a Deferral holds; byReason
+	// says the pod exports the waiting split by reason.
+	deferred int
+	byReason bool
 	busyFrac float64 // GPU busy fraction since the previous scrape
 	// promptRate and genRate are token throughputs since the previous
 	// scrape (V0's average throughput gauges).
@@ -114,7 +118,12 @@ type engine struct {
 	recs       []Request
 	maxRunning int
 	maxHeld    int32
-	noMacro    bool // tests: disable decodeRun to check it changes nothing
+	noMacro    bool          // tests: disable decodeRun to check it changes nothing
+	stalls     []Stall       // periods without steps (faults_engine.go)
+	freezeAt   float64       // Freeze time in seconds; 0 for none
+	frozen     *frozenGauges // gauges kept after a Freeze
+	deferrals  []Deferral    // periods that defer arrivals (faults_engine.go)
+	deferred   []*seq        // requests held by a Deferral
 }
 
 func newEngine(cfg *EngineConfig, lay *layout, slow []slowWin, timeout float64, rng *rand.Rand, recs []Request, start float64) *engine {
@@ -281,7 +290,7 @@ func (e *engine) enqueue(r *request, s *seq) {
 	}
 	*s = seq{r: r, numTokens: r.prompt, firstSched: math.NaN(), firstTok: math.NaN()}
 	s.target = min(r.want, r.maxTokens, e.maxLen-r.prompt)
-	e.queue = append(e.queue, s)
+	e.push(s)
 }
 
 // failed reports whether the API server answers r with HTTP 500
@@ -724,7 +733,7 @@ func (e *engine) finish(s *seq, t float64) {
 }
 
 // snapshot records the engine state for a scrape at t.
-func (e *engine) snapshot(t float64) engineSnap {
+func (e *engine) snapshot(t float64) (snap engineSnap) {
 	var busy, pr, gr float64
 	if dt := t - e.lastSnapT; dt > 0 {
 		busy = min(max((e.st.gpuBusy-e.lastBusy)/dt, 0), 1)
@@ -733,13 +742,16 @@ func (e *engine) snapshot(t float64) engineSnap {
 	}
 	e.lastSnapT, e.lastBusy = t, e.st.gpuBusy
 	e.lastPrompt, e.lastGen = e.st.promptTokens, e.st.genTokens
+	defer e.freezeSnap(&snap)
 	return engineSnap{
 		promptRate: math.Round(pr*10) / 10,
 		genRate:    math.Round(gr*10) / 10,
 		t:          t,
 		at:         e.now,
 		running:    len(e.running),
-		waiting:    e.waitingLen(),
+		waiting:    e.waitingLen() + len(e.deferred),
+		deferred:   len(e.deferred),
+		byReason:   len(e.deferrals) > 0,
 		kvUsage:    float64(e.held) / float64(e.total),
 		busyFrac:   busy,
 		st:         e.st.clone(),
@@ -756,6 +768,8 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 	i, si := 0, 0
 	for {
 		e.expire()
+		e.massAbort()
+		e.undefer()
 		for si < len(scrapes) && scrapes[si] <= e.now {
 			snaps = append(snaps, e.snapshot(scrapes[si]))
 			si++
@@ -775,6 +789,10 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 			if si < len(scrapes) && scrapes[si] < next {
 				next = scrapes[si]
 			}
+			if e.freezeAt > e.now {
+				next = min(next, e.freezeAt)
+			}
+			next = min(next, e.nextUndefer())
 			e.now = next
 			e.prevEnd = math.Inf(-1)
 			continue
@@ -789,6 +807,17 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 		if e.timeout > 0 || e.deadline > 0 {
 			next = min(next, e.nextExpiry())
 		}
+		if e.freezeAt > e.now {
+			next = min(next, e.freezeAt)
+		}
+		if to, ok := e.stallUntil(e.now); ok {
+			// The scheduler stands still: only arrivals and scrapes
+			// happen until the stall ends.
+			e.now = min(next, to)
+			e.prevEnd = math.Inf(-1)
+			continue
+		}
+		next = e.beforeStall(next)
 		if e.noMacro || !e.decodeRun(next) {
 			e.step()
 		}
@@ -813,6 +842,9 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 		mark(s)
 	}
 	for _, s := range e.queue[e.qh:] {
+		mark(s)
+	}
+	for _, s := range e.deferred {
 		mark(s)
 	}
 	for _, r := range reqs[i:] {

@@ -337,6 +337,11 @@ func simulatePod(f *Fleet, i int, reqs []*request, rng *rand.Rand, noMacro bool)
 			e.deadline = c.Workload.ClientDeadline.Seconds()
 			e.countAbort = c.Workload.Abandon != AbandonUncounted
 			e.errs = pc.ServerErrors
+			e.stalls = pc.Stalls
+			e.deferrals = pc.Deferrals
+			if len(pc.Freezes) > 0 {
+				e.freezeAt = pc.Freezes[0].At.Seconds()
+			}
 			snaps[ei] = e.run(mine, st, L.to, left)
 			p.MaxRunning = max(p.MaxRunning, e.maxRunning)
 			p.MaxKVBlocks = max(p.MaxKVBlocks, int(e.maxHeld))

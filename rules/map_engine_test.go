@@ -1,0 +1,174 @@
+package rules_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/rules"
+)
+
+// engineQuiet is the engine facts of a fleet where every replica
+// progresses: nothing stalled, frozen, deferred or rejected.
+func engineQuiet(fs rules.Facts) rules.Facts {
+	return with(fs,
+		rules.StalledReplicas, fact(0, 0),
+		rules.FrozenGaugeReplicas, fact(0, 0),
+		rules.FrozenQuietReplicas, fact(0, 0),
+		rules.FrozenGaugeShare, fact(0, 0),
+		rules.StallSuspected, fact(0, 0),
+		rules.DeferredShare, fact(0, 0),
+		rules.AdmissionRejectionShare, fact(0, 0))
+}
+
+func findingOf(t *testing.T, res rules.Result, id rules.HypothesisID) rules.Finding {
+	t.Helper()
+	for _, f := range res.Findings {
+		if f.ID == id {
+			return f
+		}
+	}
+	t.Fatalf("no finding %s", id)
+	return rules.Finding{}
+}
+
+func TestEngineRules(t *testing.T) {
+	oneScrape := func(v float64) rules.Fact {
+		return rules.Measured(v).WithCount(1, 0).WithSource("one scrape")
+	}
+	tests := []struct {
+		name    string
+		facts   rules.Facts
+		verdict rules.Verdict
+		// candidates, when set, are the tied hypotheses of an
+		// undetermined verdict.
+		candidates []rules.HypothesisID
+		supported  []rules.HypothesisID
+		refuted    []rules.HypothesisID
+	}{
+		{
+			name:    "healthy fleet",
+			facts:   engineQuiet(healthy()),
+			verdict: rules.NoIncident,
+			refuted: []rules.HypothesisID{rules.EngineStall, rules.StaleGauges, rules.AdmissionDeferral, rules.AdmissionRejections},
+		},
+		{
+			// 6 waiting, 0 running, KV 0 in one scrape: no counter can
+			// be flat yet, so a suspicion, never a confirmed cause.
+			name: "one scrape: stall suspected",
+			facts: rules.Facts{
+				rules.WaitingMean:         oneScrape(6),
+				rules.RunningMean:         oneScrape(0),
+				rules.KVUsageMax:          oneScrape(0),
+				rules.StallSuspected:      oneScrape(1),
+				rules.StalledReplicas:     rules.MissingFact("a single scrape cannot show flat counters"),
+				rules.FrozenGaugeReplicas: rules.MissingFact("a single scrape cannot show flat counters"),
+			},
+			verdict:    rules.Undetermined,
+			candidates: []rules.HypothesisID{rules.EngineStall},
+			supported:  []rules.HypothesisID{rules.EngineStall},
+		},
+		{
+			name: "stall: requests keep arriving, nothing completes",
+			facts: with(engineQuiet(healthy()),
+				rules.StalledReplicas, fact(1, 0),
+				rules.KVUsageMax, fact(0.02, 0.3)),
+			verdict:   rules.Verdict(rules.EngineStall),
+			supported: []rules.HypothesisID{rules.EngineStall},
+			refuted:   []rules.HypothesisID{rules.StaleGauges},
+		},
+		{
+			// Nothing moves and no arrival signal exists: a stall and
+			// frozen gauges look the same.
+			name: "frozen without an arrival signal: both, undetermined",
+			facts: with(engineQuiet(healthy()),
+				rules.FrozenGaugeReplicas, fact(1, 0),
+				rules.FrozenGaugeShare, fact(1, 0)),
+			verdict:    rules.Undetermined,
+			candidates: []rules.HypothesisID{rules.EngineStall, rules.StaleGauges},
+			supported:  []rules.HypothesisID{rules.EngineStall, rules.StaleGauges},
+		},
+		{
+			// vLLM #22545: running 106, waiting 15, KV 90% after all
+			// clients aborted; the gauges alone read as a sustained
+			// queue and KV pressure.
+			name: "stale gauges: frozen, frontend counters flat",
+			facts: with(engineQuiet(queueSustained()),
+				rules.FrozenGaugeReplicas, fact(1, 0),
+				rules.FrozenQuietReplicas, fact(1, 0),
+				rules.FrozenGaugeShare, fact(1, 0),
+				rules.KVUsageMax, fact(0.9, 0.5)),
+			verdict:   rules.Verdict(rules.StaleGauges),
+			supported: []rules.HypothesisID{rules.StaleGauges},
+			refuted:   []rules.HypothesisID{rules.EngineStall, rules.QueueSustained, rules.QueueBurst, rules.DecodePressure, rules.KVPreemption},
+		},
+		{
+			// vLLM #53130: the queue is deferred requests, KV ~20%.
+			name: "deferral carries the queue",
+			facts: with(engineQuiet(queueSustained()),
+				rules.DeferredShare, fact(0.95, 0),
+				rules.KVUsageMax, fact(0.2, 0.3)),
+			verdict:   rules.Verdict(rules.AdmissionDeferral),
+			supported: []rules.HypothesisID{rules.AdmissionDeferral},
+			refuted:   []rules.HypothesisID{rules.QueueSustained, rules.QueueBurst},
+		},
+		{
+			name: "deferred with a full KV cache is not admission-deferral",
+			facts: with(engineQuiet(queueSustained()),
+				rules.DeferredShare, fact(0.95, 0),
+				rules.KVUsageMax, fact(0.97, 0.3)),
+			refuted: []rules.HypothesisID{rules.AdmissionDeferral},
+		},
+		{
+			name: "admission rejections explain the 503s",
+			facts: with(engineQuiet(healthy()),
+				rules.AdmissionRejectionShare, fact(0.06, 0),
+				rules.HTTP5xxShare, fact(0.06, 0)),
+			verdict:   rules.Verdict(rules.AdmissionRejections),
+			supported: []rules.HypothesisID{rules.AdmissionRejections, rules.ServerErrors},
+		},
+		{
+			// No http_* (the Rust frontend): the rejections alone make
+			// the reliability symptom present.
+			name: "admission rejections without HTTP metrics",
+			facts: with(engineQuiet(without(healthy(), rules.HTTP5xxShare)),
+				rules.AdmissionRejectionShare, fact(0.06, 0)),
+			verdict:   rules.Verdict(rules.AdmissionRejections),
+			supported: []rules.HypothesisID{rules.AdmissionRejections},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := rules.Evaluate(tt.facts, rules.SLO{}, rules.DefaultThresholds)
+			if tt.verdict != "" {
+				assert.Equal(t, tt.verdict, res.Verdict, "candidates %v", res.Candidates)
+			}
+			if tt.candidates != nil {
+				assert.ElementsMatch(t, tt.candidates, res.Candidates)
+			}
+			for _, id := range tt.supported {
+				assert.Equal(t, rules.Supported, findingOf(t, res, id).Status, "%s", id)
+			}
+			for _, id := range tt.refuted {
+				assert.Equal(t, rules.Contradicted, findingOf(t, res, id).Status, "%s", id)
+			}
+		})
+	}
+}
+
+// A single scrape with requests waiting and none running makes the
+// reliability symptom present, and says it is a suspicion.
+func TestStallSuspectedSymptom(t *testing.T) {
+	fs := rules.Facts{rules.StallSuspected: rules.Measured(1).WithCount(1, 0)}
+	res := rules.Evaluate(fs, rules.SLO{}, rules.DefaultThresholds)
+	var rel rules.Symptom
+	for _, s := range res.Symptoms {
+		if s.ID == rules.SymptomReliability {
+			rel = s
+		}
+	}
+	require.True(t, rel.Present)
+	assert.Contains(t, rel.String(), "stall suspected (one scrape cannot show flat counters)")
+	assert.NotEqual(t, rules.NoIncident, res.Verdict)
+}
