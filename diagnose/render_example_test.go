@@ -80,7 +80,7 @@ func ExampleReport_WriteText() {
 	// Output:
 	// whyslow report: undetermined
 	// ============================
-	// verdict: undetermined: symptoms are present or could not be judged, and no hypothesis is supported
+	// verdict: undetermined: symptoms are present, and no hypothesis is supported
 	//
 	// Summary
 	// -------

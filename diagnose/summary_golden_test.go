@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
@@ -101,6 +104,9 @@ func checkSummaryClaims(t *testing.T, name string, rep *diagnose.Report, text, b
 			verdict = &rep.Hypotheses[i]
 		}
 	}
+	checkReplicaClaims(t, name, rep, text)
+	checkImprovementClaims(t, name, rep, text)
+	checkMovedClaims(t, name, rep, text, block)
 	if verdict == nil {
 		assert.NotContains(t, block, "  - confidence:", "%s: no hypothesis verdict, no confidence", name)
 		return
@@ -134,6 +140,142 @@ func checkSummaryClaims(t *testing.T, name string, rep *diagnose.Report, text, b
 	if strings.Contains(block, "no competing supported hypothesis") {
 		assert.Zero(t, competing, "%s: the summary says no competing hypothesis", name)
 	}
+}
+
+// checkReplicaClaims derives the replica balance from the per-replica
+// TTFT p95 (the table's column): the worst replica against the median of
+// the others' (a hot replica dominates the fleet's p95, so the fleet is
+// no yardstick). The report names the worst replica and calls it a hot
+// spot exactly when that ratio reaches the Hotspot threshold.
+func checkReplicaClaims(t *testing.T, name string, rep *diagnose.Report, text string) {
+	t.Helper()
+	th := rules.DefaultThresholds
+	exporter := map[string]bool{}
+	for _, e := range rep.Inputs.Exporters {
+		for _, n := range e.Targets {
+			exporter[n] = true
+		}
+	}
+	worst, worstV := "", math.Inf(-1)
+	var vs []float64
+	for n := range rep.Signals.Replicas {
+		q, ok := rep.ReplicaQuantile(n, catalog.SignalTTFT, 0.95)
+		if exporter[n] || !ok || math.IsNaN(float64(q.Value)) || float64(q.Count) < th.MinSamples {
+			continue
+		}
+		vs = append(vs, float64(q.Value))
+		if v := float64(q.Value); v > worstV || (v == worstV && n < worst) {
+			worst, worstV = n, v
+		}
+	}
+	line := regexp.MustCompile(`(?m)^  - worst replica TTFT p95: (\S+) .*$`).FindStringSubmatch(unwrap(text))
+	if len(vs) < 2 {
+		return
+	}
+	slices.Sort(vs)
+	others := slices.Delete(slices.Clone(vs), len(vs)-1, len(vs))
+	med := others[len(others)/2]
+	if len(others)%2 == 0 {
+		med = (others[len(others)/2-1] + others[len(others)/2]) / 2
+	}
+	if !(med > 0) {
+		return
+	}
+	require.NotNil(t, line, "%s: the per-replica section compares the worst replica with the others", name)
+	assert.Equal(t, worstV, mustQuantile(t, rep, line[1]), "%s: %s is the worst replica", name, line[1])
+	hot := worstV/med >= th.Hotspot
+	assert.Equal(t, hot, strings.Contains(line[0], ", a hot spot ("), "%s: worst replica %.3gs vs the others' median %.3gs: %s", name, worstV, med, line[0])
+	assert.Equal(t, !hot, strings.Contains(line[0], ", balanced ("), "%s: %s", name, line[0])
+	assert.Contains(t, line[0], report.FormatMultiple(worstV/med), "%s: the ratio to the others' median", name)
+}
+
+func mustQuantile(t *testing.T, rep *diagnose.Report, replica string) float64 {
+	t.Helper()
+	q, ok := rep.ReplicaQuantile(replica, catalog.SignalTTFT, 0.95)
+	require.True(t, ok, "no TTFT p95 for %s", replica)
+	return float64(q.Value)
+}
+
+// unwrap joins the text report's wrapped list items into one line each:
+// a line indented by four spaces or more that starts no item ("- ")
+// continues the one before.
+func unwrap(text string) string {
+	var b strings.Builder
+	for i, l := range strings.Split(text, "\n") {
+		trim := strings.TrimLeft(l, " ")
+		if i > 0 && len(l)-len(trim) >= 4 && !strings.HasPrefix(trim, "- ") && trim != "" {
+			b.WriteString(" " + trim)
+			continue
+		}
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+// checkImprovementClaims checks that no change in a fact's better
+// direction carries a severity: in the report's data (each evidence's
+// effect) and in every "X vs baseline Y: Rx, severity" the text prints.
+func checkImprovementClaims(t *testing.T, name string, rep *diagnose.Report, text string) {
+	t.Helper()
+	better := func(id rules.FactID, ratio float64) bool {
+		info, ok := rules.Info(id)
+		return ok && ((info.Better == rules.Lower && ratio < 1) || (info.Better == rules.Higher && ratio > 1))
+	}
+	var ev []rules.Evidence
+	for _, s := range rep.Symptoms {
+		ev = append(ev, s.Evidence...)
+	}
+	for _, h := range rep.Hypotheses {
+		ev = append(append(ev, h.Evidence...), h.CounterEvidence...)
+	}
+	for _, e := range ev {
+		if e.Effect == nil || !e.Effect.Beyond || !better(e.Fact, e.Effect.Ratio) {
+			continue
+		}
+		assert.Empty(t, e.Effect.Severity, "%s: %s improved (%.2fx) and carries no severity", name, e.Fact, e.Effect.Ratio)
+	}
+	for _, m := range regexp.MustCompile(`(\w+) \S+(?: \S+)? vs baseline \S+(?: \S+)?: [<>=]*\s*([0-9.,]+)x, (mild|moderate|severe)`).FindAllStringSubmatch(unwrap(text), -1) {
+		r, err := strconv.ParseFloat(strings.ReplaceAll(m[2], ",", ""), 64)
+		require.NoError(t, err)
+		assert.False(t, better(rules.FactID(m[1]), r), "%s: an improvement is graded like a regression: %s", name, m[0])
+	}
+}
+
+// checkMovedClaims checks the change point says one number for a series
+// the summary's numbers show: the Windows section's ratio of a fact's
+// series is the fact's incident over baseline value when the windows come
+// from the change point, and the summary names the largest movers first.
+func checkMovedClaims(t *testing.T, name string, rep *diagnose.Report, text, block string) {
+	t.Helper()
+	cp := rep.Windows.ChangePoint
+	if cp == nil || !cp.Used || len(cp.Signals) == 0 {
+		return
+	}
+	moved := regexp.MustCompile(`(?m)^      - moved: (.*)$`).FindStringSubmatch(unwrap(text))
+	require.NotNil(t, moved, "%s: the Windows section says what moved", name)
+	var order []string
+	prev := math.Inf(1)
+	for _, m := range regexp.MustCompile(`(\w+) [^,]*? -> [^,(]*?\(([0-9.,]+)x\)`).FindAllStringSubmatch(moved[1], -1) {
+		r, err := strconv.ParseFloat(strings.ReplaceAll(m[2], ",", ""), 64)
+		require.NoError(t, err)
+		order = append(order, m[1])
+		if f, ok := rep.Facts[rules.FactID(m[1])]; ok && f.Missing == "" && float64(f.Baseline) > 0 {
+			assert.Equal(t, report.FormatMultiple(float64(f.Value)/float64(f.Baseline)), m[2]+"x",
+				"%s: %s moved by the ratio the fact says", name, m[1])
+		}
+		step := math.Abs(math.Log(r))
+		assert.LessOrEqual(t, step, prev+0.01, "%s: the moved series, the largest step first: %s", name, moved[1])
+		prev = step
+	}
+	if len(order) == 0 {
+		return
+	}
+	named := regexp.MustCompile(`change point \S+ \((\w+)`).FindStringSubmatch(unwrap(block))
+	require.NotNil(t, named, "%s: the summary names what moved", name)
+	assert.Equal(t, order[0], named[1], "%s: the summary names the largest mover first", name)
 }
 
 // The real captures (testdata/realdata/vllm) each get a summary block; a

@@ -155,9 +155,37 @@ func verdictLine(r *Report) string {
 	case rules.NoIncident:
 		return "verdict: no-incident: every symptom was evaluated and none is present"
 	case rules.Undetermined:
-		return "verdict: undetermined: symptoms are present or could not be judged, and no hypothesis is supported"
+		return "verdict: undetermined: " + undeterminedWhy(r) + ", and no hypothesis is supported"
 	}
 	return "verdict: " + string(r.Verdict)
+}
+
+// unjudgedSymptoms lists the symptoms that could not be judged, once
+// each (a split report's groups may repeat one).
+func unjudgedSymptoms(r *Report) []string {
+	var ids []string
+	for _, sy := range r.Symptoms {
+		if !sy.Evaluable && !slices.Contains(ids, string(sy.ID)) {
+			ids = append(ids, string(sy.ID))
+		}
+	}
+	return ids
+}
+
+// undeterminedWhy says which of an undetermined verdict's reasons hold,
+// as the summary's "symptoms present" line does: the symptoms that could
+// not be judged, and whether any symptom is present.
+func undeterminedWhy(r *Report) string {
+	present, unjudged := presentSymptoms(r) != "none", unjudgedSymptoms(r)
+	switch {
+	case present && len(unjudged) > 0:
+		return "symptoms are present, " + strings.Join(unjudged, ", ") + " could not be judged"
+	case present:
+		return "symptoms are present"
+	case len(unjudged) > 0:
+		return strings.Join(unjudged, ", ") + " could not be judged, no other symptom is present"
+	}
+	return "symptoms are present or could not be judged"
 }
 
 // verdictClass is the HTML class of the verdict box: "verdict-incident",
@@ -210,7 +238,7 @@ func layoutWindows(d *Document, r *Report) {
 		}
 		it := Item{Text: fmt.Sprintf("change point: %s, score %s (%s)", cp.Time.UTC().Format("2006-01-02 15:04:05Z"), FormatNumber(cp.Score), used)}
 		if len(cp.Signals) > 0 {
-			it.Sub = append(it.Sub, Item{Text: "moved: " + movedText(cp.Signals)})
+			it.Sub = append(it.Sub, Item{Text: "moved: " + movedText(r.movedSignals())})
 		}
 		if cp.Method != "" && d.verbose {
 			it.Sub = append(it.Sub, Item{Text: "method: " + cp.Method})
@@ -262,7 +290,11 @@ func layoutSymptoms(d *Document, r *Report) {
 			// of those that cannot be evaluated.
 			var parts, miss []string
 			for _, e := range s.Evidence {
-				parts = append(parts, proseNumbers(firstClause(e.Text)))
+				// A fact two checks both cite (tpot_mean: the tpot
+				// fallback and the lifecycle's decode route) is said once.
+				if p := proseNumbers(firstClause(e.Text)); !slices.Contains(parts, p) {
+					parts = append(parts, p)
+				}
 			}
 			for _, m := range s.Missing {
 				miss = append(miss, string(m.Fact))
@@ -383,18 +415,15 @@ func fmtEvidence(r *Report, e rules.Evidence, verbose bool) string {
 
 // hypothesisOrder returns the indexes of r.Hypotheses in the order the
 // text, Markdown and HTML forms show them: supported (and other
-// evidence-bearing) hypotheses first, contradicted ones next, the ones
-// that could not be evaluated last; the ranking order within each. The
-// JSON form keeps the ranking order with an explicit rank.
+// evidence-bearing) hypotheses first, each in full; then the ones that
+// could not be evaluated and the contradicted ones, a line each. Within
+// and across the two tiers the order is the ranking's, so the numbers
+// the forms print (the JSON rank) ascend.
 func hypothesisOrder(hs []rules.Finding) []int {
 	tier := func(f rules.Finding) int {
 		switch f.Status {
-		case rules.Supported:
-			return 0
-		case rules.Contradicted:
+		case rules.Contradicted, rules.NotEvaluable:
 			return 1
-		case rules.NotEvaluable:
-			return 2
 		}
 		return 0
 	}
@@ -819,29 +848,55 @@ func layoutReplicas(d *Document, r *Report) {
 }
 
 // balanceFacts says what the engine's replica-balance facts decided: the
-// largest shares over the fair share and the worst replica's TTFT p95 over
-// the fleet's, each a hot spot at or above the Hotspot threshold.
+// largest shares over the fair share, each a hot spot at or above the
+// Hotspot threshold; and the worst replica's TTFT p95 over the median of
+// the other replicas' (ttftSpread), judged by the same threshold, with
+// the engine's ratio to the fleet beside it (a hot replica dominates the
+// fleet's p95, so that ratio alone would call it balanced).
 func balanceFacts(r *Report, th rules.Thresholds) []string {
 	var out []string
+	verdict := func(v float64) string {
+		if v >= th.Hotspot {
+			return "a hot spot"
+		}
+		return "balanced"
+	}
 	for _, b := range []struct {
 		id       rules.FactID
 		what, of string
 	}{
 		{rules.ReplicaShareMax, "largest share of completions", "the fair share (by engine count)"},
 		{rules.ReplicaLoadShareMax, "largest share of arrivals", "the fair share (by engine count)"},
-		{rules.ReplicaTTFTRatio, "worst replica TTFT p95", "the fleet's"},
 	} {
 		f, ok := r.Facts[b.id]
 		if !ok || f.Missing != "" || !finiteFloat(f.Value) {
 			continue
 		}
-		verdict := "balanced"
-		if float64(f.Value) >= th.Hotspot {
-			verdict = "a hot spot"
+		out = append(out, fmt.Sprintf("%s: %s %s, %s (hot spot at %gx; %s)", b.what, FormatMultiple(float64(f.Value)), b.of, verdict(float64(f.Value)), th.Hotspot, b.id))
+	}
+	f, fok := r.Facts[rules.ReplicaTTFTRatio]
+	fok = fok && f.Missing == "" && finiteFloat(f.Value)
+	if sp, ok := r.ttftSpread(); ok {
+		line := fmt.Sprintf("worst replica TTFT p95: %s %s, %s %s, %s (hot spot at %gx",
+			sp.Replica, FormatValue(sp.Worst, "s"), FormatMultiple(sp.Ratio()), othersMedian(sp), verdict(sp.Ratio()), th.Hotspot)
+		if fok {
+			line += fmt.Sprintf("; %s the fleet's, %s", FormatMultiple(float64(f.Value)), rules.ReplicaTTFTRatio)
 		}
-		out = append(out, fmt.Sprintf("%s: %s %s, %s (hot spot at %gx; %s)", b.what, FormatMultiple(float64(f.Value)), b.of, verdict, th.Hotspot, b.id))
+		return append(out, line+")")
+	}
+	if fok {
+		out = append(out, fmt.Sprintf("worst replica TTFT p95: %s the fleet's, %s (hot spot at %gx; %s)", FormatMultiple(float64(f.Value)), verdict(float64(f.Value)), th.Hotspot, rules.ReplicaTTFTRatio))
 	}
 	return out
+}
+
+// othersMedian names what a replica spread compares with: "the other
+// replica's 231ms" or "the other 7 replicas' median 231ms".
+func othersMedian(sp replicaSpread) string {
+	if sp.N == 1 {
+		return "the other replica's " + FormatValue(sp.Others, "s")
+	}
+	return fmt.Sprintf("the other %d replicas' median %s", sp.N, FormatValue(sp.Others, "s"))
 }
 
 // measureText summarises a measure by the kind of its signal.

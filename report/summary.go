@@ -87,6 +87,9 @@ func (r *Report) NamedCulprit() *Culprit {
 		c := &Culprit{Kind: "replica", Name: name, Share: &share, Why: why}
 		if e.Fact == rules.ReplicaTTFTRatio {
 			c.Why = fmt.Sprintf("its TTFT p95 is %s the fleet's", FormatMultiple(e.Value))
+			if sp, ok := r.ttftSpread(); ok && sp.Replica == name {
+				c.Why = fmt.Sprintf("its TTFT p95 %s is %s %s", FormatValue(sp.Worst, "s"), FormatMultiple(sp.Ratio()), othersMedian(sp))
+			}
 			c.Share = nil
 		}
 		return c
@@ -212,9 +215,9 @@ func windowsLine(r *Report) string {
 	}
 	if cp := w.ChangePoint; cp != nil && cp.Used {
 		s += "; change point " + cp.Time.UTC().Format("15:04Z")
-		if len(cp.Signals) > 0 {
+		if moved := r.movedSignals(); len(moved) > 0 {
 			var names []string
-			for _, c := range cp.Signals[:min(2, len(cp.Signals))] {
+			for _, c := range moved[:min(2, len(moved))] {
 				names = append(names, c.Series)
 			}
 			s += " (" + strings.Join(names, ", ") + " moved)"
@@ -291,7 +294,7 @@ func layoutSummary(d *Document, r *Report) {
 		}
 		items = append(items, Item{Text: "candidates (check these next, none is a verdict): " + strings.Join(c, ", ")})
 	}
-	items = append(items, Item{Text: "symptoms present: " + presentSymptoms(r)})
+	items = append(items, Item{Text: "symptoms present: " + presentSymptoms(r) + unjudgedNote(r)})
 	single := r.Windows.Incident.From == "lifetime" && r.Windows.Baseline.From != "lifetime"
 	if single {
 		items = append(items, lifetimeItems(r)...)
@@ -310,10 +313,42 @@ func layoutSummary(d *Document, r *Report) {
 		}
 	}
 	for _, n := range r.Notes {
-		items = append(items, Item{Text: "not an incident: " + n.ID})
+		items = append(items, noteItem(r, n))
 	}
 	items = append(items, Item{Text: "windows: " + windowsLine(r)}, Item{Text: "evidence: " + evidenceLine(r)})
 	d.list("summary", items)
+}
+
+// unjudgedNote is " (not judged: ttft, tail)" when symptoms could not be
+// judged, so that "symptoms present: none" never reads as all clear.
+func unjudgedNote(r *Report) string {
+	ids := unjudgedSymptoms(r)
+	if len(ids) == 0 {
+		return ""
+	}
+	return " (not judged: " + strings.Join(ids, ", ") + ")"
+}
+
+// noteItem is a counter-case in the summary: "not an incident: ID" for
+// the notes that say so; replica-slower says a replica is slower than the
+// others under a fair share (a local cause, not a hot spot), which is no
+// judgement of the incident, so it reads "note:" with the replica's TTFT
+// p95 against the others' and, from one scrape, that the shares are
+// lifetime totals.
+func noteItem(r *Report, n rules.Note) Item {
+	if n.ID != "replica-slower" {
+		return Item{Text: "not an incident: " + n.ID}
+	}
+	text := "note: replica-slower: one replica is slower under a fair share of the load"
+	if sp, ok := r.ttftSpread(); ok {
+		text = fmt.Sprintf("note: replica-slower: %s's TTFT p95 %s is %s %s under a fair share of the load",
+			sp.Replica, FormatValue(sp.Worst, "s"), FormatMultiple(sp.Ratio()), othersMedian(sp))
+	}
+	text += ": a local cause on that replica, not a hot spot"
+	if r.Windows.Incident.From == "lifetime" {
+		text += " (shares from lifetime totals, which one scrape cannot window)"
+	}
+	return Item{Text: text}
 }
 
 // confidenceItem says the verdict's confidence: its reason when nothing

@@ -313,6 +313,7 @@ func (c Cond) eval(e *env) result {
 				yes = "steady: within noise"
 			}
 		}
+		ch = ch.Toward(c.fact)
 		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s)", c.fact, fmtEst(c.fact, f.Value, f.Upper), fmtEst(c.fact, f.Baseline, f.BaselineUpper), effectText(ch, f), upDown(out, yes, no))
 		ev.Effect = &ch
 	case kDrops:
@@ -323,6 +324,7 @@ func (c Cond) eval(e *env) result {
 		if d >= lim {
 			no = "the fall is within noise"
 		}
+		ch = ch.Toward(c.fact)
 		ev.Text = fmt.Sprintf("%s %s vs baseline %s (%s; %s)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), upDown(out, fmt.Sprintf("falls by >= %g", lim), no), ch.noiseText())
 		ev.Effect = &ch
 	case kAtLeast, kAbove, kBelow, kAtMost, kAbsBelow:

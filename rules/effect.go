@@ -90,8 +90,12 @@ type Effect struct {
 	// and Ratio is not 1).
 	Beyond bool `json:"beyond_noise"`
 	// Severity grades a rise (Ratio > 1) or a fall (1/Ratio) that is
-	// beyond noise; SeverityNone otherwise.
+	// beyond noise; SeverityNone otherwise, and for an improvement.
 	Severity Severity `json:"severity,omitempty"`
+	// Improved is true when a change that Severity would grade is in the
+	// fact's better direction (FactInfo.Better: a latency down, a hit
+	// ratio or throughput up): an improvement, which carries no severity.
+	Improved bool `json:"improved,omitempty"`
 }
 
 // Effect compares f with its baseline under th. The second result is
@@ -120,6 +124,20 @@ func (f Fact) Effect(th Thresholds) (Effect, bool) {
 		c.Severity = th.grade(c.Ratio)
 	}
 	return c, true
+}
+
+// Toward judges c by the better direction of fact id: a change graded
+// in that direction is Improved and loses its Severity. A fact without a
+// better direction, or a change in its bad direction, is returned as is.
+func (c Effect) Toward(id FactID) Effect {
+	info, ok := Info(id)
+	if !ok || c.Severity == SeverityNone {
+		return c
+	}
+	if (info.Better == Lower && c.Ratio < 1) || (info.Better == Higher && c.Ratio > 1) {
+		c.Improved, c.Severity = true, SeverityNone
+	}
+	return c
 }
 
 // grade returns the severity of a ratio (a fall by its inverse).
@@ -157,11 +175,7 @@ func (c Effect) Steady(th Thresholds) bool {
 // String describes the change: "2.10x, severe (noise 1.92-2.31x over
 // 30/30 intervals)".
 func (c Effect) String() string {
-	s := fmtRatio(c.Ratio)
-	if c.Severity != SeverityNone {
-		s += ", " + string(c.Severity)
-	}
-	return s + " (" + c.noiseText() + ")"
+	return fmtRatio(c.Ratio) + c.gradeText() + " (" + c.noiseText() + ")"
 }
 
 // noiseText says what the noise estimate is.
@@ -189,16 +203,25 @@ func (c Effect) MarshalJSON() ([]byte, error) {
 		NoiseKnown        bool     `json:"noise_known"`
 		Beyond            bool     `json:"beyond_noise"`
 		Severity          Severity `json:"severity,omitempty"`
+		Improved          bool     `json:"improved,omitempty"`
 	}{Number(c.Ratio), Number(c.BoundsLower), Number(c.BoundsUpper), Number(c.NoiseLower), Number(c.NoiseUpper),
-		c.Intervals, c.BaselineIntervals, c.NoiseKnown, c.Beyond, c.Severity})
+		c.Intervals, c.BaselineIntervals, c.NoiseKnown, c.Beyond, c.Severity, c.Improved})
 }
 
 // effectText formats the ratio of f (a lower or upper bound where a
 // quantile sits in the +Inf bucket), its grade and its noise.
 func effectText(c Effect, f Fact) string {
-	s := fmtRatioEst(c.Ratio, f)
-	if c.Severity != SeverityNone {
-		s += ", " + string(c.Severity)
+	return fmtRatioEst(c.Ratio, f) + c.gradeText() + "; " + c.noiseText()
+}
+
+// gradeText is ", improved" for an improvement, ", " and the severity
+// for a graded change, else empty.
+func (c Effect) gradeText() string {
+	switch {
+	case c.Improved:
+		return ", improved"
+	case c.Severity != SeverityNone:
+		return ", " + string(c.Severity)
 	}
-	return s + "; " + c.noiseText()
+	return ""
 }

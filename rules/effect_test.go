@@ -1,6 +1,7 @@
 package rules_test
 
 import (
+	"encoding/json"
 	"math"
 	"reflect"
 	"testing"
@@ -162,4 +163,53 @@ func TestDefaultThresholdsSet(t *testing.T) {
 		assert.Greater(t, v.Field(i).Float(), 0.0, "DefaultThresholds.%s", name)
 	}
 	assert.Len(t, rules.ThresholdNames(), v.NumField(), "every threshold has a --thresholds name")
+}
+
+// A change in a fact's better direction is an improvement: it says
+// "improved" and carries no severity, in the text and in JSON; the same
+// change in the bad direction keeps its grade.
+func TestEffectImproved(t *testing.T) {
+	th := rules.DefaultThresholds
+	tests := []struct {
+		name     string
+		id       rules.FactID
+		f        rules.Fact
+		severity rules.Severity
+		improved bool
+		text     string
+	}{
+		{"latency down is improved", rules.TTFTP95, fact(0.117, 0.238), rules.SeverityNone, true, "0.49x, improved (noise unknown)"},
+		{"latency up is severe", rules.TTFTP95, fact(0.476, 0.238), rules.SeveritySevere, false, "2.00x, severe (noise unknown)"},
+		{"hit ratio down is severe", rules.PrefixHitRatio, fact(0.2, 0.6), rules.SeveritySevere, false, "0.33x, severe (noise unknown)"},
+		{"hit ratio up is improved", rules.PrefixHitRatio, fact(0.9, 0.6), rules.SeverityNone, true, "1.50x, improved (noise unknown)"},
+		{"no better direction keeps the grade", rules.ArrivalRate, fact(0.5, 1), rules.SeveritySevere, false, "0.50x, severe (noise unknown)"},
+		{"a small fall is neither", rules.TTFTP95, fact(0.95, 1), rules.SeverityNone, false, "0.95x (noise unknown)"},
+		{"within noise is neither", rules.TTFTP95, noisy(0.5, 1, 0.3, 1.4), rules.SeverityNone, false, "0.50x (within noise 0.30x-1.40x over 30/30 intervals)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, ok := tt.f.Effect(th)
+			require.True(t, ok)
+			c = c.Toward(tt.id)
+			assert.Equal(t, tt.severity, c.Severity)
+			assert.Equal(t, tt.improved, c.Improved)
+			assert.Equal(t, tt.text, c.String())
+			js, err := json.Marshal(c)
+			require.NoError(t, err)
+			if tt.improved {
+				assert.Contains(t, string(js), `"improved":true`)
+				assert.NotContains(t, string(js), `"severity"`)
+			} else {
+				assert.NotContains(t, string(js), `"improved"`)
+			}
+		})
+	}
+	// Through the symptoms: the evidence line of a TTFT p95 that halved.
+	fs := rules.Facts{rules.TTFTP95: fact(0.117, 0.238)}
+	s := symptom(t, rules.Symptoms(fs, rules.SLO{}, th), rules.SymptomTTFT)
+	require.NotEmpty(t, s.Evidence)
+	assert.Contains(t, s.Evidence[0].Text, "0.49x, improved")
+	assert.NotContains(t, s.Evidence[0].Text, "severe")
+	require.NotNil(t, s.Evidence[0].Effect)
+	assert.True(t, s.Evidence[0].Effect.Improved)
 }

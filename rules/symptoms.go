@@ -233,12 +233,13 @@ func (e *env) latencyUp(sg signal) result {
 				fmtRatio(ch.BoundsLower), fmtRatio(ch.BoundsUpper), sg.mean, fmtRatio(mr), e.th.MeanConfirm)
 		}
 	}
-	ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s)", sg.id, fmtEst(sg.id, f.Value, f.Upper), fmtEst(sg.id, f.Baseline, f.BaselineUpper), effectText(ch, f), upDown(out, fmt.Sprintf("up: >= %gx", e.th.Rise), no))
-	ev.Effect = &ch
 	st := 0.0
 	if out == holds {
 		st = ch.Severity.strength()
 	}
+	ch = ch.Toward(sg.id)
+	ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s)", sg.id, fmtEst(sg.id, f.Value, f.Upper), fmtEst(sg.id, f.Baseline, f.BaselineUpper), effectText(ch, f), upDown(out, fmt.Sprintf("up: >= %gx", e.th.Rise), no))
+	ev.Effect = &ch
 	return result{out: out, ev: []Evidence{ev}, strength: st}
 }
 
@@ -337,6 +338,7 @@ func (e *env) e2e() e2eResult {
 			// Decode grew: slower tokens, or more of them?
 			if pt, why := e.fact(TPOTMean); why == "" && e.baseline(TPOTMean, pt) == "" {
 				ch, _ := pt.Effect(e.th)
+				ch = ch.Toward(TPOTMean)
 				pev := evidenceOf(TPOTMean, pt)
 				pev.Effect = &ch
 				pev.Text = fmt.Sprintf("%s %s vs baseline %s: %s", TPOTMean, fmtValue(TPOTMean, pt.Value), fmtValue(TPOTMean, pt.Baseline), effectText(ch, pt))

@@ -11,6 +11,7 @@ import (
 
 const catalogExamples = `  whyslow catalog ./evidence/
   whyslow catalog --alias ttft=gateway_ttft_seconds --alias vllm:=ray_vllm: ./dump.prom
+  whyslow catalog --format json ./evidence/
 `
 
 // runCatalog implements "whyslow catalog": which signals were found, under
@@ -20,8 +21,12 @@ func runCatalog(ctx context.Context, e *env, args []string) error {
 	var in inputFlags
 	in.register(fs.FlagSet)
 	wide := fs.Bool("wide", false, "do not fit the tables to 120 columns (one row per line, however wide)")
+	format := fs.String("format", "text", "output `FORMAT`: text or json")
 	paths, err := parseInterspersed(fs, args)
 	if err != nil {
+		return err
+	}
+	if err := checkFormat(*format, "text", "json"); err != nil {
 		return err
 	}
 	cat, ev, err := in.catalogAndEvidence(ctx, e, paths, snapshot.Options{})
@@ -33,6 +38,9 @@ func runCatalog(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	res := cat.Resolve(ev)
+	if *format == "json" {
+		return closeOut(wsreport.WriteCatalogJSON(out, res))
+	}
 	doc := wsreport.CatalogDocument(res)
 	width := wsreport.TextWidth
 	if *wide {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -267,6 +269,7 @@ func (f *inputFlags) readEach(ctx context.Context, e *env, paths []string, opts 
 	hints := map[string]bool{}
 	var hintOrder []string
 	if ev != nil {
+		var fresh []snapshot.Problem
 		for _, p := range ev.Problems {
 			if f.printed[p.Error()] {
 				continue
@@ -275,22 +278,34 @@ func (f *inputFlags) readEach(ctx context.Context, e *env, paths []string, opts 
 				f.printed = map[string]bool{}
 			}
 			f.printed[p.Error()] = true
+			fresh = append(fresh, p)
 			if p.Severity == snapshot.SeverityInfo {
-				// How a gap of the input was filled; nothing is wrong.
-				fmt.Fprintln(e.stderr, "note: "+p.Error())
 				continue
-			}
-			if failed {
-				fmt.Fprintln(e.stderr, p.String())
-			} else {
-				// The run goes on: whatever was lost is a warning about
-				// the result, not an error of the run.
-				fmt.Fprintln(e.stderr, "warning: "+p.Error())
 			}
 			if h := limitHint(p); h != "" && !hints[h] {
 				hints[h] = true
 				hintOrder = append(hintOrder, h)
 			}
+		}
+		for _, g := range groupProblems(fresh) {
+			p := g.first
+			var head string
+			switch {
+			case p.Severity == snapshot.SeverityInfo:
+				// How a gap of the input was filled; nothing is wrong.
+				head = "note: "
+			case failed:
+				head = p.Severity.String() + ": "
+			default:
+				// The run goes on: whatever was lost is a warning about
+				// the result, not an error of the run.
+				head = "warning: "
+			}
+			if len(g.files) == 1 {
+				fmt.Fprintln(e.stderr, head+p.Error())
+				continue
+			}
+			fmt.Fprintln(e.stderr, head+g.String())
 		}
 	}
 	for _, h := range hintOrder {
@@ -320,6 +335,82 @@ func (f *inputFlags) readEach(ctx context.Context, e *env, paths []string, opts 
 		return nil, fmt.Errorf("partial result (--strict): %d problem(s) above", len(ev.Problems))
 	}
 	return ev, nil
+}
+
+// problemGroup is the problems of several files that say the same thing
+// (times aside): "no scrape time" for each of 8 dumps is one line.
+type problemGroup struct {
+	first  snapshot.Problem
+	files  []string
+	reason string // the first problem's reason, its times as a range (grouped only)
+}
+
+// maxGroupFiles is how many file names a group's line names.
+const maxGroupFiles = 3
+
+// String says the group in one line: "8 files (a.prom, b.prom, c.prom
+// and 5 more): no scrape time: ...".
+func (g problemGroup) String() string {
+	names := make([]string, 0, maxGroupFiles)
+	for _, f := range g.files[:min(maxGroupFiles, len(g.files))] {
+		names = append(names, quoteControl(f))
+	}
+	list := strings.Join(names, ", ")
+	if n := len(g.files) - maxGroupFiles; n > 0 {
+		list += fmt.Sprintf(" and %d more", n)
+	}
+	reason := g.reason
+	if g.first.Family != "" {
+		reason = g.first.Family + ": " + reason
+	}
+	return fmt.Sprintf("%d files (%s): %s", len(g.files), list, reason)
+}
+
+// rfc3339 matches the times a problem's reason may hold (a file's mtime).
+var rfc3339 = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)`)
+
+// groupProblems groups, in the order first met, the problems that concern
+// a whole file (no line, no offset) and share severity, family and
+// reason once their times are set aside; every other problem is a group
+// of its own. A group's reason shows its times as "first – last".
+func groupProblems(ps []snapshot.Problem) []problemGroup {
+	var out []problemGroup
+	at := map[string]int{}
+	times := map[int][]string{}
+	for _, p := range ps {
+		if p.Line > 0 || p.Offset >= 0 || p.File == "" || p.Err == nil {
+			out = append(out, problemGroup{first: p, files: []string{p.File}})
+			continue
+		}
+		reason := p.Err.Error()
+		key := p.Severity.String() + "\x00" + p.Family + "\x00" + rfc3339.ReplaceAllString(reason, "T")
+		i, ok := at[key]
+		if !ok {
+			i = len(out)
+			at[key] = i
+			out = append(out, problemGroup{first: p, reason: reason})
+		}
+		out[i].files = append(out[i].files, p.File)
+		times[i] = append(times[i], rfc3339.FindAllString(reason, -1)...)
+	}
+	for i, ts := range times {
+		if len(ts) < 2 || slices.Min(ts) == slices.Max(ts) {
+			continue
+		}
+		r := out[i].reason
+		loc := rfc3339.FindStringIndex(r)
+		out[i].reason = r[:loc[0]] + slices.Min(ts) + " – " + slices.Max(ts) + rfc3339.ReplaceAllString(r[loc[1]:], "")
+	}
+	return out
+}
+
+// quoteControl quotes a file name that holds control characters, as
+// snapshot.Problem.Error does.
+func quoteControl(name string) string {
+	if strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		return strconv.Quote(name)
+	}
+	return name
 }
 
 // nonNegativeMetrics lists the metrics of the catalog's gauges that

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+func noTime(file, mtime string) snapshot.Problem {
+	return snapshot.Problem{Severity: snapshot.SeverityWarning, File: file, Offset: -1,
+		Err: fmt.Errorf("%w: no time in the file name or on the samples; using the file's mtime %s", snapshot.ErrNoTime, mtime)}
+}
+
+// Problems of several files that say the same thing are one line with a
+// count and the first few names; others stay one line each.
+func TestGroupProblems(t *testing.T) {
+	var eight []snapshot.Problem
+	for i := range 8 {
+		eight = append(eight, noTime(fmt.Sprintf("pod-%d.prom", i), fmt.Sprintf("2026-09-22T10:3%d:00Z", i)))
+	}
+	lineProblem := snapshot.Problem{Severity: snapshot.SeverityWarning, File: "a.prom", Line: 7, Offset: -1, Err: snapshot.ErrNoTime}
+	tests := []struct {
+		name string
+		in   []snapshot.Problem
+		want []string
+	}{
+		{"eight files, one line", eight, []string{
+			"8 files (pod-0.prom, pod-1.prom, pod-2.prom and 5 more): no scrape time: no time in the file name or on the samples; " +
+				"using the file's mtime 2026-09-22T10:30:00Z – 2026-09-22T10:37:00Z"}},
+		{"one file is its own line", eight[:1], []string{eight[0].Error()}},
+		{"same time, said once", []snapshot.Problem{noTime("a", "2026-09-22T10:30:00Z"), noTime("b", "2026-09-22T10:30:00Z")}, []string{
+			"2 files (a, b): no scrape time: no time in the file name or on the samples; using the file's mtime 2026-09-22T10:30:00Z"}},
+		{"a line's problem is never grouped", []snapshot.Problem{lineProblem, lineProblem}, []string{lineProblem.Error(), lineProblem.Error()}},
+		{"other severities apart", []snapshot.Problem{eight[0], {Severity: snapshot.SeverityInfo, File: "b", Offset: -1, Err: eight[1].Err}},
+			[]string{eight[0].Error(), "b: " + eight[1].Err.Error()}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, g := range groupProblems(tt.in) {
+				if len(g.files) == 1 {
+					got = append(got, g.first.Error())
+					continue
+				}
+				got = append(got, g.String())
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
