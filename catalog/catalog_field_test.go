@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -102,7 +103,9 @@ func TestResolveRustFrontend(t *testing.T) {
 	assert.Equal(t, catalog.EngineV1, tr.Engine)
 	assert.Equal(t, ">= 0.30 (V1)", tr.Versions.String())
 	assert.Empty(t, tr.Warnings)
-	assert.Equal(t, "vllm:prompt_tokens_total", match(t, tr, catalog.SignalPromptTokensTotal).Metric)
+	pt := match(t, tr, catalog.SignalPromptTokensTotal)
+	assert.Equal(t, "vllm:prompt_tokens_total", pt.Metric)
+	assert.Equal(t, model.MetricTypeCounter, pt.Family.Type, "read as OpenMetrics: the TYPE line names the base")
 	assert.Equal(t, "vllm:request_success_total", match(t, tr, catalog.SignalRequestSuccess).Metric)
 	assert.Equal(t, "vllm:time_to_first_token_seconds", match(t, tr, catalog.SignalTTFT).Metric)
 	assert.False(t, match(t, tr, catalog.SignalProcessStart).Found())
