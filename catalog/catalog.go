@@ -61,6 +61,25 @@ const (
 	SignalGatewayRequests  SignalID = "gateway_requests"  // arrivals counted by a gateway
 	SignalTerminatedReason SignalID = "terminated_reason" // kube-state-metrics: why a container last ended
 	SignalFBUsed           SignalID = "fb_used"           // GPU framebuffer memory in use
+
+	// Scheduler and admission detail of vLLM 0.30+ (V1).
+	SignalWaitingByReason      SignalID = "waiting_by_reason"       // waiting split by reason (capacity, deferred)
+	SignalAdmissionRejections  SignalID = "admission_rejections"    // frontend admission rejections by reason
+	SignalPromptTokensBySource SignalID = "prompt_tokens_by_source" // prompt tokens by origin
+	SignalPromptTokensCached   SignalID = "prompt_tokens_cached"    // prompt tokens served from a cache
+	SignalRequestPreemptions   SignalID = "request_preemptions"     // preemptions per finished request
+	SignalPrefillComputed      SignalID = "prefill_computed_tokens" // prompt tokens computed per request
+	SignalEngineSleepState     SignalID = "engine_sleep_state"      // sleep-mode flags
+
+	// Speculative decoding (counters, only when it is configured).
+	SignalSpecDrafts              SignalID = "spec_drafts"          // draft rounds
+	SignalSpecDraftTokens         SignalID = "spec_draft_tokens"    // proposed tokens
+	SignalSpecAcceptedTokens      SignalID = "spec_accepted_tokens" // accepted tokens
+	SignalSpecAcceptedTokensByPos SignalID = "spec_accepted_by_pos" // accepted tokens per draft position
+
+	// KV transfer between prefill and decode instances (NIXL connector).
+	SignalKVTransferTime     SignalID = "kv_transfer_time"     // duration of one KV transfer
+	SignalKVTransferFailures SignalID = "kv_transfer_failures" // failed KV transfers
 )
 
 // SignalKind is the Prometheus shape a signal's metric must have.
@@ -289,14 +308,24 @@ var ErrUnknownSignal = errors.New("catalog: unknown signal id")
 // catalog recognises it without WithPrefix: see ForEvidence.
 const RayPrefix = "ray_vllm:"
 
+// KServePrefix is the prefix under which KServe (OpenShift AI) re-exports
+// vLLM's metrics (kserve_vllm:num_requests_waiting). Every catalog
+// recognises it without WithPrefix, like RayPrefix.
+const KServePrefix = "kserve_vllm:"
+
 // builtinPrefixes are the re-export prefixes ForEvidence adds when the
 // evidence uses them.
-var builtinPrefixes = []string{RayPrefix}
+var builtinPrefixes = []string{RayPrefix, KServePrefix}
+
+// ReexportPrefixes returns the re-export prefixes every catalog
+// recognises without WithPrefix (RayPrefix, KServePrefix), in the order
+// ForEvidence tries them.
+func ReexportPrefixes() []string { return slices.Clone(builtinPrefixes) }
 
 // Default returns a fresh catalog of every signal whyslow knows, with
 // vLLM's names from 0.3 to the newest main (V1 names first, then older and
 // V0 ones), the HTTP metrics of vLLM's OpenAI server, the process collector
-// and NVIDIA's DCGM exporter. Names under RayPrefix are recognised when
+// and NVIDIA's DCGM exporter. Names under ReexportPrefixes are recognised when
 // the evidence has them (ForEvidence).
 func Default() Catalog {
 	h := history()
@@ -319,13 +348,15 @@ func Default() Catalog {
 		return SignalSpec{ID: id, Kind: KindGauge, Unit: unit, Aggregation: agg, Candidates: sources, Description: desc}
 	}
 
+	withSplit := func(s SignalSpec, label string) SignalSpec { s.SplitBy = label; return s }
+
 	tpot := hist(SignalTPOT, UnitSeconds,
 		"Per finished request: decode time / (output tokens - 1), vLLM >= 0.11. Not the per-step ITL.",
 		src("vllm:request_time_per_output_token_seconds", ""))
 	tpot.Fallback = TPOTFallback
 	tpot.FallbackFrom = []SignalID{SignalDecodeTime, SignalGenerationTokens}
 
-	return Catalog{signals: append([]SignalSpec{
+	return Catalog{signals: []SignalSpec{
 		hist(SignalTTFT, UnitSeconds,
 			"Frontend arrival (tokenization included) to first token: queue + prefill + scheduling overhead.",
 			src("vllm:time_to_first_token_seconds", "")),
@@ -352,8 +383,10 @@ func Default() Catalog {
 			"First scheduled to last token: prefill + decode, preemptions included.",
 			src("vllm:request_inference_time_seconds", "")),
 		hist(SignalClientTTFT, UnitSeconds,
-			"TTFT measured by a gateway or client; no default name: supply the histogram with Alias. "+
-				"Well above server TTFT points at the proxy or network."),
+			"TTFT measured by a gateway or client; by default the Gateway API Inference Extension's (and llm-d's) "+
+				"endpoint picker histogram, else supply one with Alias. Well above server TTFT points at the proxy or network.",
+			other("inference_objective_request_ttft_seconds", 1, false, Documented,
+				"Gateway API Inference Extension >= 1.2 and llm-d endpoint picker; observed only with the predicted-latency plugin")),
 		hist(SignalPromptTokens, UnitTokens,
 			"Prompt length per finished request; buckets depend on max_model_len.",
 			src("vllm:request_prompt_tokens", "")),
@@ -424,9 +457,14 @@ func Default() Catalog {
 			Candidates: []Candidate{src("vllm:cache_config_info", "")},
 		},
 		counter(SignalGatewayRequests, UnitRequests, "",
-			"Requests that arrived at a gateway or load balancer in front of vLLM, counted when they arrive; no default name: "+
-				"supply the counter with Alias. Arrivals minus completions minus the growth of the queue are requests "+
-				"that left unserved, including those abandoned while queued, which vLLM counts nowhere."),
+			"Requests that arrived at a gateway or load balancer in front of vLLM, counted when they arrive; by default "+
+				"the Gateway API Inference Extension's (and llm-d's) endpoint picker counter, else supply one with Alias. "+
+				"Arrivals minus completions minus the growth of the queue are requests "+
+				"that left unserved, including those abandoned while queued, which vLLM counts nowhere.",
+			other("inference_objective_request_total", 1, false, Documented,
+				"Gateway API Inference Extension >= 1.1 and llm-d endpoint picker; counted when a request is routed, before its response"),
+			other("inference_model_request_total", 1, false, Documented,
+				"Gateway API Inference Extension <= 1.0.x name; counted when a request is routed, before its response")),
 		gauge(SignalTerminatedReason, UnitNone, AggregateNone,
 			"kube-state-metrics: 1 for the reason a container last terminated (reason=OOMKilled, Error, Completed); "+
 				"OOMKilled before a restart is memory exhaustion.",
@@ -435,7 +473,54 @@ func Default() Catalog {
 			"GPU framebuffer memory in use from the DCGM exporter, MiB (exporter <= 4.8) or bytes (>= 4.9): compared only with "+
 				"the pod's own level, because vLLM preallocates (near total is every pod's normal state); a rise before a restart points at OOM.",
 			other("DCGM_FI_DEV_FB_USED", 1, false, Documented, "MiB, bytes from exporter 4.9")),
-	}, engineSignals(src)...)}
+		withSplit(gauge(SignalWaitingByReason, UnitRequests, AggregateSum,
+			"Waiting requests by reason: capacity (waiting for scheduling capacity) or deferred (held back by "+
+				"transient constraints: LoRA budget, KV transfer, blocked status); the reasons sum to waiting, so a "+
+				"deferred queue is not a capacity queue.",
+			src("vllm:num_requests_waiting_by_reason", "")), "reason"),
+		counter(SignalAdmissionRejections, UnitRequests, "reason",
+			"Requests the frontend refused (HTTP 503) because --max-num-queued-reqs or --max-num-queued-tokens was "+
+				"reached, by reason; counted per admission attempt.",
+			other("vllm:admission_rejections_total", 1, false, Unverified,
+				"vLLM PR 55812, open when read: in no verified release")),
+		counter(SignalPromptTokensBySource, UnitTokens, "source",
+			"Prompt tokens by origin: local_compute (prefilled here), local_cache_hit, external_kv_transfer; "+
+				"local_compute over the total is the share of prompts computed rather than reused.",
+			src("vllm:prompt_tokens_by_source_total", "")),
+		counter(SignalPromptTokensCached, UnitTokens, "",
+			"Prompt tokens served from a prefix cache, local or external.",
+			src("vllm:prompt_tokens_cached_total", "")),
+		hist(SignalRequestPreemptions, UnitCount,
+			"Preemptions per finished request. The first bucket is le=1, so never-preempted and once-preempted "+
+				"requests share it: count - bucket{le=1} is the requests preempted twice or more; _sum is every preemption.",
+			src("vllm:request_num_preemptions", "")),
+		hist(SignalPrefillComputed, UnitTokens,
+			"Prompt tokens computed in prefill per finished request, cached tokens excluded; buckets depend on max_model_len.",
+			src("vllm:request_prefill_kv_computed_tokens", "")),
+		withSplit(gauge(SignalEngineSleepState, UnitNone, AggregateNone,
+			"Sleep-mode flags per engine: awake=1 when awake, 0 when asleep (weights_offloaded=1 at level 1, "+
+				"discard_all=1 at level 2). A sleeping engine serves nothing by design: it is not an incident.",
+			src("vllm:engine_sleep_state", "")), "sleep_state"),
+		counter(SignalSpecDrafts, UnitCount, "",
+			"Speculative decoding draft rounds; mean acceptance length = 1 + accepted / drafts.",
+			src("vllm:spec_decode_num_drafts_total", "")),
+		counter(SignalSpecDraftTokens, UnitTokens, "",
+			"Speculative decoding tokens proposed by the drafter.",
+			src("vllm:spec_decode_num_draft_tokens_total", "")),
+		counter(SignalSpecAcceptedTokens, UnitTokens, "",
+			"Speculative decoding draft tokens accepted; accepted / draft tokens is the acceptance rate.",
+			src("vllm:spec_decode_num_accepted_tokens_total", "")),
+		counter(SignalSpecAcceptedTokensByPos, UnitTokens, "position",
+			"Accepted draft tokens by draft position (0 first); over drafts, the acceptance rate at each position.",
+			src("vllm:spec_decode_num_accepted_tokens_per_pos_total", "")),
+		hist(SignalKVTransferTime, UnitSeconds,
+			"Duration of one KV cache transfer of the NIXL connector (prefill/decode disaggregation): a phase of the "+
+				"decode instance's TTFT.",
+			src("vllm:nixl_xfer_time_seconds", "NIXL connector only")),
+		counter(SignalKVTransferFailures, UnitCount, "",
+			"Failed KV cache transfers of the NIXL connector.",
+			src("vllm:nixl_num_failed_transfers_total", "NIXL connector only")),
+	}}
 }
 
 // Signals returns a copy of the catalog's signals in order.
@@ -527,18 +612,19 @@ func (c *Catalog) Alias(id SignalID, metric string) error {
 // under prefix, tried right after the vllm: name: WithPrefix("ray_vllm:")
 // reads Ray Serve's re-export, whose vllm:num_requests_waiting is
 // ray_vllm:num_requests_waiting. Prefixed names count as vLLM names for
-// version inference. RayPrefix needs no WithPrefix (see ForEvidence);
-// adding it changes only Signals and Metrics before resolution. It
+// version inference. RayPrefix and KServePrefix need no WithPrefix (see
+// ForEvidence); adding one changes only Signals and Metrics before
+// resolution. It
 // returns an error when prefix is empty, is "vllm:", or cannot start a
 // metric name.
 func (c Catalog) WithPrefix(prefix string) (Catalog, error) {
 	return c.withPrefix(prefix, true)
 }
 
-// ForEvidence returns c with the built-in re-export prefixes (RayPrefix)
-// that some family of ev uses added as WithPrefix would add them, so Ray
-// Serve's ray_vllm: names resolve without an alias; otherwise it returns
-// c. Resolve, ResolveTarget and package diagnose call it; call it before
+// ForEvidence returns c with the built-in re-export prefixes (RayPrefix,
+// KServePrefix) that some family of ev uses added as WithPrefix would add
+// them, so Ray Serve's ray_vllm: and KServe's kserve_vllm: names resolve
+// without an alias; otherwise it returns c. Resolve, ResolveTarget and package diagnose call it; call it before
 // reading Signals or Metrics for evidence yourself.
 func (c Catalog) ForEvidence(ev *snapshot.Evidence) Catalog {
 	if ev == nil {

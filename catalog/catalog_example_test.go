@@ -42,7 +42,7 @@ func ExampleCatalog_Alias() {
 	// A typo in the signal id.
 	fmt.Println(cat.Alias("gpu_utilization", "my_gpu_busy_ratio") != nil)
 	// Output:
-	// [gateway_first_token_milliseconds] 0.001
+	// [gateway_first_token_milliseconds inference_objective_request_ttft_seconds] 0.001
 	// true
 }
 

@@ -19,10 +19,11 @@ import (
 // Warnings of Resolve, wrapped with details; test with errors.Is.
 var (
 	// ErrNotVLLM: a target exposes no vllm: metric, under the vllm: name
-	// or a recognised prefix (RayPrefix, WithPrefix), and is not one of the
-	// exporters scraped beside vLLM (NVIDIA DCGM, the node exporter,
-	// process and runtime collectors), which are expected without vLLM
-	// names.
+	// or a recognised prefix (ReexportPrefixes, WithPrefix), and is not one
+	// of the exporters scraped beside vLLM (NVIDIA DCGM, the node exporter,
+	// process and runtime collectors) or a gateway's endpoint picker
+	// (inference_objective_ and related families), which are expected
+	// without vLLM names.
 	ErrNotVLLM = errors.New("no vllm: metric")
 	// ErrConflictingClues: a target's names contradict each other (V0-only
 	// and V1-only names together, or version ranges that do not meet); the
@@ -88,7 +89,21 @@ type TargetResolution struct {
 	// Warnings are this target's problems: conflicting clues, skipped
 	// candidates, not vLLM.
 	Warnings []error
+	// Unseen says what a vLLM target's families cannot show and how the
+	// diagnosis makes do, one sentence each: no process_start_time_seconds
+	// (restarts from counter drops only), no http_* families (server
+	// errors from finished_reason only), no _created series. vLLM's Rust
+	// frontend (VLLM_USE_RUST_FRONTEND=1) serves OpenMetrics without all
+	// three.
+	Unseen []string
 }
+
+// Unseen notes of TargetResolution.
+const (
+	UnseenProcessStart = "no process_start_time_seconds: restarts are detected from counter drops only"
+	UnseenHTTP         = "no http_* metrics: server errors are seen from request_success finished_reason only"
+	UnseenCreated      = "no _created series (OpenMetrics without them, as vLLM's Rust frontend serves, or multiprocess mode): counter start times are unknown"
+)
 
 // Match is where one signal comes from on one target.
 type Match struct {
@@ -253,7 +268,40 @@ func (c Catalog) resolveTarget(t *snapshot.Target, h []Era) TargetResolution {
 		tr.Matches = append(tr.Matches, m)
 	}
 	c.inferVersions(t, h, &tr)
+	tr.Unseen = unseen(t, tr.Engine)
 	return tr
+}
+
+// unseen lists the Unseen notes of target t of engine e.
+func unseen(t *snapshot.Target, e Engine) []string {
+	if e == EngineNotVLLM {
+		return nil
+	}
+	var out []string
+	if t.Family("process_start_time_seconds") == nil {
+		out = append(out, UnseenProcessStart)
+	}
+	http, created := false, false
+	for name, f := range t.Families {
+		if strings.HasPrefix(name, "http_") {
+			http = true
+		}
+		if strings.HasSuffix(name, "_created") {
+			created = true
+		}
+		for _, s := range f.Series {
+			if s.StartT != nil {
+				created = true
+			}
+		}
+	}
+	if !http {
+		out = append(out, UnseenHTTP)
+	}
+	if e == EngineV1 && !created {
+		out = append(out, UnseenCreated)
+	}
+	return out
 }
 
 // companionPrefixes are the name prefixes of exporters commonly scraped
@@ -261,6 +309,22 @@ func (c Catalog) resolveTarget(t *snapshot.Target, h []Era) TargetResolution {
 // collectors of client libraries. A target whose families all carry one is
 // a companion, not a wrong input, and draws no ErrNotVLLM.
 var companionPrefixes = []string{"DCGM_", "dcgm_", "node_", "process_", "go_", "python_", "promhttp_", "scrape_", "up"}
+
+// gatewayPrefixes are the name prefixes of the gateways in front of vLLM
+// whose request metrics are default candidates (the Gateway API Inference
+// Extension's and llm-d's endpoint picker). A target with such a family
+// is a gateway, not a wrong input, and draws no ErrNotVLLM.
+var gatewayPrefixes = []string{"inference_objective_", "inference_model_", "inference_pool_", "inference_extension_", "llm_d_inference_scheduler_"}
+
+// isGateway reports whether some family of t has one of gatewayPrefixes.
+func isGateway(t *snapshot.Target) bool {
+	for name := range t.Families {
+		if slices.ContainsFunc(gatewayPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
+			return true
+		}
+	}
+	return false
+}
 
 // companionOnly reports whether every family of t (at least one) has one of
 // companionPrefixes.
@@ -304,8 +368,8 @@ func (c Catalog) inferVersions(t *snapshot.Target, h []Era, tr *TargetResolution
 		tr.Engine = EngineNotVLLM
 		tr.Versions = VersionRange{Engine: EngineNotVLLM}
 		tr.Likely = tr.Versions
-		if companionOnly(t) {
-			return // a DCGM or node exporter scraped beside vLLM: not a wrong input
+		if companionOnly(t) || isGateway(t) {
+			return // an exporter or gateway scraped beside vLLM: not a wrong input
 		}
 		msg := fmt.Errorf("%w on target %s", ErrNotVLLM, t.Name)
 		if others = slices.Compact(slices.Sorted(slices.Values(others))); len(others) > 0 {
@@ -713,7 +777,45 @@ func (res Resolution) String() string {
 			fmt.Fprintf(&b, "  %s\n", w)
 		}
 	}
+	if us := res.UnseenLines(); len(us) > 0 {
+		b.WriteString("\ncannot see:\n")
+		for _, u := range us {
+			fmt.Fprintf(&b, "  %s\n", u)
+		}
+	}
 	return b.String()
+}
+
+// UnseenLines are the targets' Unseen notes as "target: note", a note
+// shared by every vLLM target once as "all targets: note".
+func (res Resolution) UnseenLines() []string {
+	count := map[string]int{}
+	vllm := 0
+	for _, t := range res.Targets {
+		if t.Engine == EngineNotVLLM {
+			continue
+		}
+		vllm++
+		for _, u := range t.Unseen {
+			count[u]++
+		}
+	}
+	var out []string
+	done := map[string]bool{}
+	for _, t := range res.Targets {
+		for _, u := range t.Unseen {
+			switch {
+			case vllm > 1 && count[u] == vllm:
+				if !done[u] {
+					out = append(out, "all targets: "+u)
+					done[u] = true
+				}
+			default:
+				out = append(out, t.Target+": "+u)
+			}
+		}
+	}
+	return out
 }
 
 func writeTable(b *strings.Builder, t Table) {
@@ -854,6 +956,9 @@ func (t TargetResolution) String() string {
 	}
 	for _, w := range t.Warnings {
 		fmt.Fprintf(&b, "  warning %v\n", w)
+	}
+	for _, u := range t.Unseen {
+		fmt.Fprintf(&b, "  unseen  %s\n", u)
 	}
 	return b.String()
 }

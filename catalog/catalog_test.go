@@ -48,12 +48,10 @@ func TestDefaultCatalogShape(t *testing.T) {
 			}
 		}
 	}
-	// Only the caller can supply these.
-	for _, id := range []catalog.SignalID{catalog.SignalClientTTFT, catalog.SignalMaxNumSeqs} {
-		s, ok := cat.Signal(id)
-		require.True(t, ok)
-		assert.Empty(t, s.Candidates, id)
-	}
+	// Only the caller can supply max_num_seqs.
+	s, ok := cat.Signal(catalog.SignalMaxNumSeqs)
+	require.True(t, ok)
+	assert.Empty(t, s.Candidates)
 }
 
 func TestDefaultCatalogSemantics(t *testing.T) {
@@ -142,7 +140,8 @@ func TestAlias(t *testing.T) {
 		cat := catalog.Default()
 		require.NoError(t, cat.Alias(catalog.SignalClientTTFT, "gateway_time_to_first_token_seconds"))
 		s, _ := cat.Signal(catalog.SignalClientTTFT)
-		require.Len(t, s.Candidates, 1)
+		require.Equal(t, []string{"gateway_time_to_first_token_seconds", "inference_objective_request_ttft_seconds"}, s.Metrics(),
+			"the alias goes before the default gateway histogram")
 		c := s.Candidates[0]
 		assert.True(t, c.Added)
 		assert.Equal(t, 1.0, c.Scale)

@@ -9,8 +9,9 @@
 // to the metric names that carry it across vLLM versions, V0 and V1,
 // renamed and deprecated names included, and infers from the names present
 // which vLLM versions a capture is consistent with, since no capture states
-// its version. Ray Serve's re-export under RayPrefix (ray_vllm:) is
-// recognised without configuration; Alias and WithPrefix adapt the catalog
+// its version. The re-exports of Ray Serve (RayPrefix, ray_vllm:) and
+// KServe (KServePrefix, kserve_vllm:) are recognised without
+// configuration; Alias and WithPrefix adapt the catalog
 // to other names (a gateway's client-side TTFT histogram, another
 // prefix). A signal no source carries is "cannot evaluate", never zero.
 //

@@ -19,9 +19,9 @@ import (
 //   - the "_created" family of each of those names (prometheus_client
 //     writes it beside counters and histograms in text 0.0.4, and its
 //     presence is an engine clue);
-//   - each vllm: name again under every prefix of c and under RayPrefix,
-//     which ForEvidence adds when the evidence uses it (it cannot be known
-//     before reading).
+//   - each vllm: name again under every prefix of c and under
+//     ReexportPrefixes, which ForEvidence adds when the evidence uses them
+//     (it cannot be known before reading).
 //
 // Names outside the list (other exporters' families, vLLM families that
 // no version of the history knows) do not change a diagnosis, except in
@@ -69,7 +69,7 @@ func (c Catalog) SignalMetrics(ids ...SignalID) []string {
 }
 
 // expandMetrics returns the names base with their "_created" families
-// and each vllm: name under every prefix of c and RayPrefix, sorted and
+// and each vllm: name under every prefix of c and ReexportPrefixes, sorted and
 // distinct (see EvidenceMetrics).
 func (c Catalog) expandMetrics(base []string) []string {
 	prefixes := slices.Clone(c.prefixes)

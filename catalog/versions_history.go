@@ -4,7 +4,13 @@ package catalog
 // engine emit which family, and which bucket layouts changed. Sources:
 // reference/vllm-metrics.md and vllm-metrics.json (vllm/engine/metrics.py
 // for V0, vllm/v1/metrics/loggers.py for V1, the release notes and PRs they
-// cite). Upper bounds are exclusive: "until 0.10" is Between(…, 0.10.0).
+// cite); for 0.30 and later, the vLLM 0.30.0 capture of
+// testdata/realdata/vllm, vllm/v1/metrics/buckets.py,
+// vllm/v1/spec_decode/metrics.py and the NIXL connector's stats.py (see
+// catalog/testdata/README.md for commits). The vLLM repository's release
+// tags could not be read, so names first seen after 0.12 keep an
+// unverified first release unless a merged pull request dates them.
+// Upper bounds are exclusive: "until 0.10" is Between(…, 0.10.0).
 //
 // Confidence follows the reference's "verified" column: "yes" is
 // Documented, "partial" and "~" dates are Approximate, "no" and
@@ -23,6 +29,9 @@ func history() []Era {
 	bucketsReqExt := append(append([]float64(nil), bucketsReqV0...), 120, 240, 480, 960, 1920, 7680)
 	bucketsIterOld := []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8096}
 	bucketsIterFix := []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
+	// vllm/v1/metrics/buckets.py @ 139b1c3f17720f4bb6865309f365e6b1f1607a45:
+	// le="1" holds never- and once-preempted requests alike.
+	bucketsPreempt := []float64{1, 2, 3, 4, 5, 10, 20}
 	v0 := func(first, last string) VersionRange { return Between(EngineV0, mustVersion(first), mustVersion(last)) }
 	v1 := func(first string) VersionRange { return Since(EngineV1, mustVersion(first)) }
 	v1b := func(first, last string) VersionRange { return Between(EngineV1, mustVersion(first), mustVersion(last)) }
@@ -85,7 +94,7 @@ func history() []Era {
 		// labels model_name and engine.
 		era("vllm:num_requests_running", v1("0.8"), doc, true, ""),
 		era("vllm:num_requests_waiting", v1("0.8"), doc, true, ""),
-		era("vllm:num_requests_waiting_by_reason", v1("0.13"), unver, false, "post-0.12, release unverified"),
+		era("vllm:num_requests_waiting_by_reason", v1("0.13"), unver, false, "reason=capacity|deferred; in the 0.30.0 capture, first release unverified"),
 		era("vllm:gpu_cache_usage_perc", v1b("0.8", "0.10"), doc, true, "hidden 0.11, removed 0.12"),
 		era("vllm:kv_cache_usage_perc", v1("0.9.2"), doc, true, "KV usage, fraction 0..1"),
 		era("vllm:gpu_prefix_cache_queries_total", v1b("0.8", "0.10"), doc, true, "hidden 0.11, removed 0.12"),
@@ -99,8 +108,8 @@ func history() []Era {
 		era("vllm:num_preemptions_total", v1("0.8"), doc, true, ""),
 		era("vllm:prompt_tokens_total", v1("0.8"), doc, true, "prefix-cache hits included"),
 		era("vllm:generation_tokens_total", v1("0.8"), doc, true, ""),
-		era("vllm:prompt_tokens_by_source_total", v1("0.13"), unver, false, "post-0.12"),
-		era("vllm:prompt_tokens_cached_total", v1("0.13"), unver, false, "post-0.12"),
+		era("vllm:prompt_tokens_by_source_total", v1("0.13"), unver, false, "source=local_compute|local_cache_hit|external_kv_transfer; in the 0.30.0 capture, first release unverified"),
+		era("vllm:prompt_tokens_cached_total", v1("0.13"), unver, false, "in the 0.30.0 capture, first release unverified"),
 		era("vllm:request_success_total", v1("0.8"), doc, true, "all reasons pre-created at 0"),
 		era("vllm:corrupted_requests_total", VersionRange{Engine: EngineV1}, unver, false, "VLLM_COMPUTE_NANS_IN_LOGITS=1 only"),
 		era("vllm:iteration_tokens_total", v1("0.8"), doc, true, "a histogram despite _total"),
@@ -109,7 +118,7 @@ func history() []Era {
 		era("vllm:request_max_num_generation_tokens", v1("0.8"), doc, true, ""),
 		era("vllm:request_params_max_tokens", v1("0.8"), doc, true, ""),
 		era("vllm:request_params_n", v1("0.8"), doc, true, ""),
-		era("vllm:request_prefill_kv_computed_tokens", v1("0.13"), unver, false, "post-0.12"),
+		era("vllm:request_prefill_kv_computed_tokens", v1("0.13"), unver, false, "in the 0.30.0 capture, first release unverified"),
 		era("vllm:time_to_first_token_seconds", v1("0.7"), doc, true, ""),
 		era("vllm:time_per_output_token_seconds", v1b("0.7", "0.11"), doc, true, "deprecated 0.11, hidden 0.12-0.13"),
 		era("vllm:inter_token_latency_seconds", v1("0.10.2"), approx, true, "0.11 in release notes, seen in a 0.10.2 dump"),
@@ -119,22 +128,35 @@ func history() []Era {
 		era("vllm:request_inference_time_seconds", v1("0.7"), doc, true, ""),
 		era("vllm:request_prefill_time_seconds", v1("0.7"), doc, true, ""),
 		era("vllm:request_decode_time_seconds", v1("0.7"), doc, true, ""),
-		era("vllm:request_num_preemptions", v1("0.13"), unver, false, "newest main"),
+		era("vllm:request_num_preemptions", v1("0.30"), approx, false, "PR 49984 (merged 2026-08/09), in the 0.30.0 capture; Rust frontend from PR 57033"),
 		era("vllm:kv_block_lifetime_seconds", v1("0.12"), doc, false, "opt-in KV residency"),
 		era("vllm:kv_block_idle_before_evict_seconds", v1("0.12"), doc, false, "opt-in KV residency"),
 		era("vllm:kv_block_reuse_gap_seconds", v1("0.12"), doc, false, "opt-in KV residency"),
-		era("vllm:engine_sleep_state", VersionRange{Engine: EngineV1}, unver, false, ""),
+		era("vllm:engine_sleep_state", VersionRange{Engine: EngineV1}, unver, false, "sleep_state=awake|weights_offloaded|discard_all; in the 0.30.0 capture, first release unverified"),
 		era("vllm:cache_config_info", v1("0.8"), doc, true, "engine label from ~0.10"),
 		era("vllm:lora_requests_info", v1("0.8"), doc, false, "LoRA only"),
-		era("vllm:spec_decode_num_draft_tokens_total", v1("0.8"), doc, false, "speculative decoding only"),
+		era("vllm:spec_decode_num_draft_tokens_total", v1("0.8"), doc, false, "speculative decoding only (vllm/v1/spec_decode/metrics.py)"),
 		era("vllm:spec_decode_num_accepted_tokens_total", v1("0.8"), doc, false, "speculative decoding only"),
 		era("vllm:spec_decode_num_drafts_total", v1("0.9"), unver, false, "speculative decoding only"),
 		era("vllm:spec_decode_num_accepted_tokens_per_pos_total", v1("0.9"), unver, false, "speculative decoding only"),
 		era("vllm:estimated_flops_per_gpu_total", v1("0.13"), unver, false, "opt-in MFU"),
 		era("vllm:estimated_read_bytes_per_gpu_total", v1("0.13"), unver, false, "opt-in MFU"),
 		era("vllm:estimated_write_bytes_per_gpu_total", v1("0.13"), unver, false, "opt-in MFU"),
-		era("vllm:request_priority", v1("0.13"), unver, false, "priority scheduling only"),
-		era("vllm:scheduler_policy_info", v1("0.13"), unver, false, "newest main"),
+
+		// NIXL KV connector (prefill/decode disaggregation), labels
+		// model_name and engine: vllm/distributed/kv_transfer/kv_connector/
+		// v1/nixl/stats.py @ bd33ba3ea6d0202d5d6fe7e21c9b1d36374fc638. First
+		// release of each name unverified.
+		era("vllm:nixl_xfer_time_seconds", VersionRange{Engine: EngineV1}, unver, false, "NIXL connector only"),
+		era("vllm:nixl_post_time_seconds", VersionRange{Engine: EngineV1}, unver, false, "NIXL connector only"),
+		era("vllm:nixl_bytes_transferred", VersionRange{Engine: EngineV1}, unver, false, "NIXL connector only"),
+		era("vllm:nixl_num_descriptors", VersionRange{Engine: EngineV1}, unver, false, "NIXL connector only"),
+		era("vllm:nixl_num_failed_transfers_total", VersionRange{Engine: EngineV1}, unver, false, "NIXL connector only"),
+		era("vllm:nixl_num_failed_notifications_total", VersionRange{Engine: EngineV1}, unver, false, "NIXL connector only"),
+		era("vllm:nixl_num_kv_expired_reqs_total", VersionRange{Engine: EngineV1}, unver, false, "NIXL connector only; counted on the prefill instance"),
+		// Not listed: vllm:request_priority and vllm:scheduler_policy_info
+		// (unmerged pull requests, in no release) and
+		// vllm:admission_rejections_total (PR 55812, open when read).
 
 		// OpenAI server HTTP metrics (prometheus-fastapi-instrumentator),
 		// either engine: PR 15657 (V0), fixed for V1 by PR 15894.
@@ -162,5 +184,6 @@ func history() []Era {
 		layout("vllm:iteration_tokens_total", v0("0.6.4", "0.10"), approx, bucketsIterOld, "ITER_OLD (enforce_eager)"),
 		layout("vllm:iteration_tokens_total", v1b("0.8", "0.9"), approx, bucketsIterOld, "ITER_OLD (enforce_eager)"),
 		layout("vllm:iteration_tokens_total", v1("0.10"), approx, bucketsIterFix, "ITER_FIXED"),
+		layout("vllm:request_num_preemptions", v1("0.30"), approx, bucketsPreempt, "REQUEST_NUM_PREEMPTIONS_BUCKETS"),
 	}
 }

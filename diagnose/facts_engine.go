@@ -100,7 +100,7 @@ func (c *factCtx) counterAt(id SignalID, r int, t int64) (v float64, ok bool) {
 // asleep reports whether replica r's engine reports itself asleep
 // (engine_sleep_state{sleep_state="awake"} == 0) at t.
 func (c *factCtx) asleep(r int, t int64) bool {
-	m := c.sc.match(r, catalog.SignalSleepState)
+	m := c.sc.match(r, catalog.SignalEngineSleepState)
 	if !m.Found() {
 		return false
 	}

@@ -83,10 +83,13 @@ func (r QuantileRequest) Selection() snapshot.Options {
 	}
 	var sel snapshot.Options
 	if names, err := histogramNames(&cat, r.Metric); err == nil {
-		// Ray's ray_vllm: names, which FleetQuantiles resolves when the
-		// evidence has them.
-		withRay, _ := cat.WithPrefix(catalog.RayPrefix)
-		if spec, ok := withRay.Signal(SignalID(r.Metric)); ok {
+		// The re-exported names (ray_vllm:, kserve_vllm:), which
+		// FleetQuantiles resolves when the evidence has them.
+		reexported := cat
+		for _, p := range catalog.ReexportPrefixes() {
+			reexported, _ = reexported.WithPrefix(p)
+		}
+		if spec, ok := reexported.Signal(SignalID(r.Metric)); ok {
 			names = spec.Metrics()
 		}
 		// process_start_time_seconds tells a restart from scrapes out of

@@ -10,7 +10,8 @@ import (
 
 // CatalogDocument lays out a catalog resolution (whyslow catalog): the
 // title, the targets with their versions, the signals with the metric
-// names they were found under, and the warnings. Its text form fits
+// names they were found under, the warnings, and what the targets'
+// metrics cannot show (catalog.Resolution.UnseenLines). Its text form fits
 // TextWidth columns; the cells are the catalog's own (catalog.Table).
 //
 // The signal counts are over the vLLM targets: companion exporters (DCGM,
@@ -33,6 +34,10 @@ func CatalogDocument(res catalog.Resolution) *Document {
 	if ws := res.WarningLines(); len(ws) > 0 {
 		d.heading(2, "Warnings")
 		d.list("warning", textItems(ws))
+	}
+	if us := res.UnseenLines(); len(us) > 0 {
+		d.heading(2, "Cannot see")
+		d.list("unseen", textItems(us))
 	}
 	return d
 }

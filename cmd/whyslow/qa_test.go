@@ -128,7 +128,8 @@ func TestQuantileExplainsMissing(t *testing.T) {
 		want string
 	}{
 		{"unknown metric", []string{"--metric", "vllm:nope_seconds"}, "histograms present: http_request_duration_highr_seconds"},
-		{"signal without default", []string{"--metric", "client_ttft"}, "name one with --alias client_ttft=METRIC"},
+		{"gateway signal absent", []string{"--metric", "client_ttft"},
+			"(looked for inference_objective_request_ttft_seconds; name another with --alias client_ttft=METRIC)"},
 		{"unknown model", []string{"--metric", "ttft", "--model", "llama"}, `no series carries model_name="llama" (models seen: Qwen/Qwen2.5-7B-Instruct)`},
 	}
 	for _, tt := range tests {

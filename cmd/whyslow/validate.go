@@ -98,7 +98,7 @@ func checkSignal(spec diagnose.SignalSpec, cat *diagnose.Catalog, ev *snapshot.E
 	}
 	msg := fmt.Sprintf("--metric %s: no target of the evidence exposes signal %s", spec.ID, spec.ID)
 	if len(tried) > 0 {
-		msg += " (looked for " + strings.Join(tried, ", ") + ")"
+		msg += " (looked for " + strings.Join(tried, ", ") + fmt.Sprintf("; name another with --alias %s=METRIC)", spec.ID)
 	} else {
 		msg += fmt.Sprintf(" (it has no default metric: name one with --alias %s=METRIC)", spec.ID)
 	}
