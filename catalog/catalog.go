@@ -325,7 +325,7 @@ func Default() Catalog {
 	tpot.Fallback = TPOTFallback
 	tpot.FallbackFrom = []SignalID{SignalDecodeTime, SignalGenerationTokens}
 
-	return Catalog{signals: []SignalSpec{
+	return Catalog{signals: append([]SignalSpec{
 		hist(SignalTTFT, UnitSeconds,
 			"Frontend arrival (tokenization included) to first token: queue + prefill + scheduling overhead.",
 			src("vllm:time_to_first_token_seconds", "")),
@@ -435,7 +435,7 @@ func Default() Catalog {
 			"GPU framebuffer memory in use from the DCGM exporter, MiB (exporter <= 4.8) or bytes (>= 4.9): compared only with "+
 				"the pod's own level, because vLLM preallocates (near total is every pod's normal state); a rise before a restart points at OOM.",
 			other("DCGM_FI_DEV_FB_USED", 1, false, Documented, "MiB, bytes from exporter 4.9")),
-	}}
+	}, decodeSignals(src)...)}
 }
 
 // Signals returns a copy of the catalog's signals in order.

@@ -717,6 +717,7 @@ func Map() []Rule {
 			},
 		},
 	}
+	rs = withDecodeRules(rs)
 	for i := range rs {
 		p := &rs[i].Experiment
 		p.Hypothesis, p.Hold, p.Runs = string(rs[i].ID), held(), MinRuns
