@@ -20,7 +20,8 @@ func init() {
 			n := g.rateSum(id, "_count", "", off)
 			return fmt.Sprintf("(%s - %s) / %s", n, g.rateSum(id, "_bucket", `le="1"`, off), n)
 		}},
-		rules.RepeatPreemptionShare: {note: "repeat_preemption_share weighs each bucket of vllm:request_num_preemptions by its preemption counts, which PromQL cannot do per bucket"},
+		rules.RepeatPreemptionShare:     {note: "repeat_preemption_share weighs each bucket of vllm:request_num_preemptions by its preemption counts, which PromQL cannot do per bucket"},
+		rules.PreemptedShare:            {note: "preempted_share weighs each bucket of vllm:request_num_preemptions by its preemption counts, which PromQL cannot do per bucket"},
 		rules.PreemptionsPerRequestMean: mean(catalog.SignalRequestPreemptions),
 		rules.SpecAcceptanceRate:        ratio(catalog.SignalSpecAcceptedTokens, catalog.SignalSpecDraftTokens, ""),
 		rules.SpecAcceptanceLength: {expr: func(g *gen, off string) string {

@@ -21,6 +21,14 @@ const (
 	// preemptions are spread over many requests once each. Count is the
 	// preemptions (_sum).
 	RepeatPreemptionShare FactID = "repeat_preemption_share"
+	// PreemptedShare is the share (0..1) of finished requests preempted
+	// at least once: those preempted twice or more, plus the preemptions
+	// the repeated ones do not carry (one each). Value is the upper bound
+	// (the repeated requests' preemptions at their buckets' lower ends),
+	// Lower the lower bound. Few requests touched, most preemptions on
+	// the repeated ones: thrash; many touched: a KV shortage for everyone.
+	// Count is the finished requests.
+	PreemptedShare FactID = "preempted_share"
 	// PreemptionsPerRequestMean is the mean number of preemptions per
 	// finished request (_sum / _count of vllm:request_num_preemptions).
 	PreemptionsPerRequestMean FactID = "preemptions_per_request_mean"
@@ -69,6 +77,7 @@ const (
 var decodeCatalog = []FactInfo{
 	{RepeatPreemptedShare, Rate, "ratio", Lower, "share of finished requests preempted twice or more"},
 	{RepeatPreemptionShare, Derived, "ratio", Lower, "share of preemptions on requests preempted twice or more (lower bound)"},
+	{PreemptedShare, Derived, "ratio", Lower, "share of finished requests preempted at least once (upper bound)"},
 	{PreemptionsPerRequestMean, Mean, "count", Lower, "mean preemptions per finished request"},
 	{SpecAcceptanceRate, Rate, "ratio", Higher, "accepted / draft tokens of speculative decoding"},
 	{SpecAcceptanceLength, Rate, "x", Higher, "1 + accepted tokens / drafts: tokens per speculative step"},

@@ -28,7 +28,7 @@ func decodeRules() []Rule {
 		{
 			ID:       PreemptionThrash,
 			Title:    "the same requests preempted again and again (preemption thrash)",
-			Observed: "preemptions material + most of them on requests preempted twice or more",
+			Observed: "preemptions material + most of them on the few requests preempted twice or more",
 			Source:   "section 8 (case D, a few long requests); vLLM #18115, #21809, #37307",
 			Explains: []SymptomID{SymptomTail, SymptomTTFT, SymptomTPOT, SymptomReliability},
 			Support: []Cond{
@@ -39,10 +39,16 @@ func decodeRules() []Rule {
 				// preemptions (a lower bound) fell on requests preempted
 				// twice or more.
 				atLeast(RepeatPreemptionShare, limExplains),
+				// A minority: the preemptions touch fewer requests than a
+				// preemption storm would preempt (else the pool is short
+				// for everyone, and the repeats are its side effect).
+				below(PreemptedShare, limPreemptionStorm),
 			},
 			Counter: []Counter{
 				{"requests preempted twice or more carry less than half of the preemptions: they are spread over many requests, about once each (see kv-preemption)",
 					below(RepeatPreemptionShare, limExplains)},
+				{"many requests preempted (the pool is short for everyone: see kv-preemption)",
+					atLeast(PreemptedShare, limPreemptionStorm)},
 			},
 			Checks: []Check{
 				auto("Is it a minority of the finished requests that is preempted twice or more?", below(RepeatPreemptedShare, limExplains)),

@@ -14,6 +14,7 @@ func thrash() rules.Facts {
 	return with(kvPreemption(),
 		rules.RepeatPreemptionShare, fact(0.85, 0).WithBounds(0.85, 0.95),
 		rules.RepeatPreemptedShare, fact(0.012, 0),
+		rules.PreemptedShare, fact(0.02, 0).WithBounds(0.015, 0.02),
 		rules.PreemptionsPerRequestMean, fact(0.04, 0),
 	)
 }
@@ -56,6 +57,8 @@ func TestDecodeRules(t *testing.T) {
 			rules.Verdict(rules.KVPreemption), map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.Contradicted}},
 		{"no per-request preemption histogram (before vLLM 0.30)", kvPreemption(), rules.Verdict(rules.KVPreemption),
 			map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.NotEvaluable}},
+		{"many requests preempted, some repeatedly", with(thrash(), rules.PreemptedShare, fact(0.3, 0).WithBounds(0.25, 0.3)),
+			rules.Verdict(rules.KVPreemption), map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.Contradicted}},
 		{"few preemptions, even if repeated", with(thrash(), rules.PreemptionShare, fact(0.002, 0)),
 			rules.Verdict(rules.KVPreemption), map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.Contradicted}},
 		{"acceptance fell at steady demand", specDrop(), rules.Verdict(rules.SpecDecodeAcceptance),

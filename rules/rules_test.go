@@ -576,7 +576,7 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.AbandonedPromptTokens, rules.AbandonedByTokens, rules.AbandonedAfterFirstToken, rules.AbandonedRequests,
 		rules.QueueUnservedMin, rules.GatewayUnserved, rules.Restarts, rules.RestartsReplicaMax, rules.RestartsPerHourMax,
 		rules.RequestsLost, rules.OOMKills, rules.FBRiseRestarts,
-		rules.RepeatPreemptedShare, rules.RepeatPreemptionShare, rules.PreemptionsPerRequestMean, rules.SpecAcceptanceRate,
+		rules.RepeatPreemptedShare, rules.RepeatPreemptionShare, rules.PreemptedShare, rules.PreemptionsPerRequestMean, rules.SpecAcceptanceRate,
 		rules.SpecAcceptanceLength, rules.SpecPos0Acceptance, rules.KVTransferTimeMean, rules.KVTransferFailureShare,
 		rules.PDDecodeReplicas, rules.PDPrefillReplicas, rules.TTFTMeanDecodeRole,
 	}

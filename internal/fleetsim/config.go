@@ -62,6 +62,10 @@ type Config struct {
 	// GPUExporter selects the DCGM exporter generation scraped next to
 	// every pod; zero means none.
 	GPUExporter GPUExporter
+	// RequestPreemptions exports vllm:request_num_preemptions (vLLM >=
+	// 0.30: preemptions of each finished request, buckets 1, 2, 3, 4, 5,
+	// 10, 20) on V1 pods.
+	RequestPreemptions bool
 }
 
 // PodConfig describes one replica (one Kubernetes pod running one vLLM API

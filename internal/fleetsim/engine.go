@@ -705,6 +705,7 @@ func (e *engine) finish(s *seq, t float64) {
 	st.observe(hMaxGenTokens, float64(s.generated))
 	st.observe(hMaxTokens, float64(r.maxTokens))
 	st.observe(hN, 1)
+	st.observe(hPreempt, float64(s.preempts))
 	countAnswer(&st.http2xx, &st.firstOK, t)
 	st.observe(hHTTPHighr, e2e+0.0005)
 	st.observe(hHTTPDur, e2e+0.0004)

@@ -211,6 +211,9 @@ func (b *famBuilder) requestHists(e2eHelp string) {
 	b.hist("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", hInference)
 	b.hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", hPrefill)
 	b.hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", hDecode)
+	if b.sc.pod.fleet.Config.RequestPreemptions && b.v != VersionV0 {
+		b.hist("vllm:request_num_preemptions", "Histogram of the number of times a request was preempted.", hPreempt)
+	}
 }
 
 // paramHists adds the histograms of the requests' parameters.
