@@ -37,6 +37,24 @@ func spreadFleet() fleetsim.Config {
 		Workload: fleetsim.Workload{Phases: []fleetsim.Phase{base, inc}}}
 }
 
+// specFleet: speculative decoding with 4 draft tokens; each draft token is
+// accepted with probability base, from minute 20 with incident (the
+// traffic stopped matching the drafter). extra scales the arrival rate
+// from minute 20.
+func specFleet(base, incident, extra float64) fleetsim.Config {
+	eng := fleetsim.DefaultEngine
+	eng.SpecTokens = 4
+	b := fleetsim.DefaultPhase
+	b.Rate = 4 * 3.2
+	b.SpecAccept = base
+	inc := b
+	inc.Start = 20 * time.Minute
+	inc.SpecAccept = incident
+	inc.Rate *= extra
+	return fleetsim.Config{Seed: 7, NumPods: 4, Duration: 40 * time.Minute, Engine: eng,
+		Workload: fleetsim.Workload{Phases: []fleetsim.Phase{b, inc}}}
+}
+
 func TestDecodeScenarios(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates fleets")
@@ -52,11 +70,21 @@ func TestDecodeScenarios(t *testing.T) {
 		// prefill is the story, thrash must not be claimed.
 		{"thrash seed 9: few preemptions", thrashFleet(9), rules.Verdict(rules.PrefillLongPrompts)},
 		{"spread", spreadFleet(), rules.Verdict(rules.KVPreemption)},
+		{"spec acceptance drop", specFleet(0.8, 0.3, 1), rules.Verdict(rules.SpecDecodeAcceptance)},
+		{"healthy spec decode", specFleet(0.8, 0.8, 1), rules.NoIncident},
+		// Acceptance steady while demand grows: decode load, never the drafts.
+		{"spec decode, more arrivals", specFleet(0.8, 0.8, 1.8), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rep, table := diagnoseTable(t, simulate(t, tt.cfg))
-			assert.Equal(t, tt.want, rep.Verdict, table)
+			if tt.want != "" {
+				assert.Equal(t, tt.want, rep.Verdict, table)
+			}
+			// Whatever the verdict, not a cause the fleet does not have.
+			if tt.want == "" {
+				assert.NotContains(t, []rules.Verdict{rules.Verdict(rules.SpecDecodeAcceptance), rules.Verdict(rules.PreemptionThrash)}, rep.Verdict, table)
+			}
 		})
 	}
 }

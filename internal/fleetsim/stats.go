@@ -109,6 +109,10 @@ type engineStats struct {
 	gpuBusy                   float64 // seconds
 	cpuSeconds                float64 // API server + engine CPU time
 	firstOK, first4xx         float64 // first HTTP 2xx / 4xx, NaN before
+	// speculative decoding: drafts, draft tokens, accepted tokens, and
+	// accepted tokens by draft position
+	specDrafts, specDraftTok, specAccepted float64
+	specPerPos                             []float64
 }
 
 // Indices of success.
@@ -163,5 +167,6 @@ func (s *engineStats) count(h int) uint64 {
 func (s *engineStats) clone() *engineStats {
 	c := *s
 	c.counts = slices.Clone(s.counts)
+	c.specPerPos = slices.Clone(s.specPerPos)
 	return &c
 }
