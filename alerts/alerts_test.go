@@ -73,9 +73,12 @@ func TestAlertsExcluded(t *testing.T) {
 	// (process_start_time_seconds changes), which PromQL cannot;
 	// engine-stall and stale-gauges need runs of scrapes per replica;
 	// admission-deferral and admission-rejections need signals the
-	// generator does not read yet.
+	// generator does not read yet; preemption-thrash weighs histogram
+	// buckets by their counts and pd-kv-transfer tells instance roles
+	// apart, which PromQL cannot.
 	excluded := []string{string(rules.ProxyNetwork), string(rules.ReplicaRestarts),
-		string(rules.EngineStall), string(rules.StaleGauges), string(rules.AdmissionDeferral), string(rules.AdmissionRejections)}
+		string(rules.EngineStall), string(rules.StaleGauges), string(rules.AdmissionDeferral), string(rules.AdmissionRejections),
+		string(rules.PreemptionThrash), string(rules.PDKVTransfer)}
 	assert.Equal(t, excluded, ids)
 	var names []string
 	for _, r := range rf.Groups[1].Rules {

@@ -196,8 +196,9 @@ func TestAlertsScenarioCoverage(t *testing.T) {
 	// (those fleets live in diagnose/reliability_test.go). Asserted, so
 	// that covering them removes them from this list.
 	untested := map[string]string{
-		string(rules.ClientAbandonment): "no named fleetsim scenario with client deadlines yet",
-		string(rules.ServerErrors):      "no named fleetsim scenario with 5xx responses yet",
+		string(rules.ClientAbandonment):    "no named fleetsim scenario with client deadlines yet",
+		string(rules.ServerErrors):         "no named fleetsim scenario with 5xx responses yet",
+		string(rules.SpecDecodeAcceptance): "no promtool scenario with speculative decoding yet",
 	}
 	for _, h := range rules.Map() {
 		id := string(h.ID)

@@ -356,7 +356,7 @@ func Default() Catalog {
 	tpot.Fallback = TPOTFallback
 	tpot.FallbackFrom = []SignalID{SignalDecodeTime, SignalGenerationTokens}
 
-	return Catalog{signals: []SignalSpec{
+	return Catalog{signals: append([]SignalSpec{
 		hist(SignalTTFT, UnitSeconds,
 			"Frontend arrival (tokenization included) to first token: queue + prefill + scheduling overhead.",
 			src("vllm:time_to_first_token_seconds", "")),
@@ -520,7 +520,7 @@ func Default() Catalog {
 		counter(SignalKVTransferFailures, UnitCount, "",
 			"Failed KV cache transfers of the NIXL connector.",
 			src("vllm:nixl_num_failed_transfers_total", "NIXL connector only")),
-	}}
+	}, decodeSignals()...)}
 }
 
 // Signals returns a copy of the catalog's signals in order.

@@ -382,6 +382,7 @@ func diagnoseScope(sc *scope) (*Report, error) {
 	rep.Signals = sc.signals(base, inc)
 	rep.AddWarnings(report.WarnWindow, report.SeverityWarning, warns...)
 	rep.AddWarnings(report.WarnSignal, report.SeverityWarning, sc.scopeWarnings(base, inc, rep)...)
+	rep.AddWarnings(report.WarnSignal, report.SeverityWarning, pdWarnings(facts)...)
 	rep.AddWarnings(report.WarnRules, report.SeverityWarning, result.Warnings...)
 	rep.Summary = summary(rep, result, facts)
 	if tl != nil {

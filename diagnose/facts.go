@@ -84,6 +84,7 @@ func (sc *scope) computeFacts(base, inc evalWindow, tl *timelines, st scrapeStat
 	c.strengthJobs(&js)
 	c.kvJobs(&js)
 	c.engineJobs(&js)
+	c.decodeJobs(&js)
 	rel := rules.Facts{}
 	fs := js.run(func() { c.addReliabilityFacts(rel) })
 	c.addNoise(fs)

@@ -777,6 +777,7 @@ func Map() []Rule {
 		},
 	}
 	rs = append(rs, engineRules()...)
+	rs = withDecodeRules(rs)
 	guardGauges(rs)
 	for i := range rs {
 		p := &rs[i].Experiment

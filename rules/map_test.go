@@ -33,7 +33,8 @@ func TestMapInvariants(t *testing.T) {
 	want := []rules.HypothesisID{"queue-sustained", "queue-burst", "prefill-long-prompts", "prefix-cache-loss",
 		"decode-pressure", "kv-preemption", "outside-gpu", "replica-hotspot", "proxy-network",
 		"client-abandonment", "replica-restarts", "server-errors",
-		"engine-stall", "stale-gauges", "admission-deferral", "admission-rejections"}
+		"engine-stall", "stale-gauges", "admission-deferral", "admission-rejections",
+		"preemption-thrash", "spec-decode-acceptance", "pd-kv-transfer"}
 	var ids []rules.HypothesisID
 	for _, r := range m {
 		ids = append(ids, r.ID)

@@ -587,6 +587,9 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.KVUsagePreempting, rules.KVFullSharePreempting, rules.TTFTP95WithoutHot, rules.TTFTMeanWithoutHot,
 		rules.StalledReplicas, rules.FrozenGaugeReplicas, rules.FrozenQuietReplicas, rules.FrozenGaugeShare,
 		rules.StallSuspected, rules.DeferredShare, rules.AdmissionRejectionShare,
+		rules.RepeatPreemptedShare, rules.RepeatPreemptionShare, rules.PreemptedShare, rules.PreemptionsPerRequestMean, rules.SpecAcceptanceRate,
+		rules.SpecAcceptanceLength, rules.SpecPos0Acceptance, rules.KVTransferTimeMean, rules.KVTransferFailureShare,
+		rules.PDDecodeReplicas, rules.PDPrefillReplicas, rules.TTFTMeanDecodeRole,
 	}
 	for _, id := range declared {
 		_, ok := rules.Info(id)

@@ -62,6 +62,10 @@ type Config struct {
 	// GPUExporter selects the DCGM exporter generation scraped next to
 	// every pod; zero means none.
 	GPUExporter GPUExporter
+	// RequestPreemptions exports vllm:request_num_preemptions (vLLM >=
+	// 0.30: preemptions of each finished request, buckets 1, 2, 3, 4, 5,
+	// 10, 20) on V1 pods.
+	RequestPreemptions bool
 }
 
 // PodConfig describes one replica (one Kubernetes pod running one vLLM API
@@ -205,7 +209,17 @@ type EngineConfig struct {
 	Memory MemoryModel
 	// Cost is the step-time model.
 	Cost CostModel
+	// SpecTokens is num_speculative_tokens: each decode step drafts this
+	// many tokens per sequence and the target model accepts a prefix of
+	// them (see Phase.SpecAccept); zero turns speculative decoding off.
+	// Drafting and verifying cost SpecCost decode-steps' worth per
+	// drafted token and sequence.
+	SpecTokens int
 }
+
+// SpecCost is the cost of drafting and verifying one draft token of one
+// sequence, as a share of the per-sequence decode cost.
+const SpecCost = 0.15
 
 // MemoryModel derives the number of KV blocks from the GPU memory budget:
 // blocks = (GPUMemoryUtilization*GPUBytes - WeightBytes - ActivationBytes) /
@@ -334,6 +348,11 @@ type Phase struct {
 	// Weights, when non-nil, replaces the pods' routing weights during
 	// the phase (one entry per pod).
 	Weights []float64
+	// SpecAccept is the probability that the target model accepts each
+	// draft token of this phase's requests given the previous one was
+	// accepted (how well the drafter predicts this traffic); used only
+	// with EngineConfig.SpecTokens.
+	SpecAccept float64
 }
 
 // Burst adds Poisson arrivals at Rate requests per second (fleet-wide) from

@@ -124,10 +124,11 @@ type engine struct {
 	frozen     *frozenGauges // gauges kept after a Freeze
 	deferrals  []Deferral    // periods that defer arrivals (faults_engine.go)
 	deferred   []*seq        // requests held by a Deferral
+	specK      int32
 }
 
 func newEngine(cfg *EngineConfig, lay *layout, slow []slowWin, timeout float64, rng *rand.Rand, recs []Request, start float64) *engine {
-	return &engine{
+	e := &engine{
 		B:         int32(cfg.BlockSize),
 		total:     int32(cfg.NumGPUBlocks),
 		maxSeqs:   cfg.MaxNumSeqs,
@@ -145,7 +146,10 @@ func newEngine(cfg *EngineConfig, lay *layout, slow []slowWin, timeout float64, 
 		prevEnd:   math.Inf(-1),
 		lastSnapT: start,
 		recs:      recs,
+		specK:     int32(cfg.SpecTokens),
 	}
+	e.st.specPerPos = make([]float64, cfg.SpecTokens)
+	return e
 }
 
 func ceilDiv(a, b int32) int32 { return (a + b - 1) / b }
@@ -547,7 +551,7 @@ func (e *engine) step() {
 		ctx += int64(s.computed + s.sched)
 	}
 	c := &e.c
-	gpu := c.overhead + float64(prefill)*c.prefill + float64(decodes)*c.decode + float64(ctx)*c.attnPerTok
+	gpu := c.overhead + float64(prefill)*c.prefill + float64(decodes)*c.decode*(1+SpecCost*float64(e.specK)) + float64(ctx)*c.attnPerTok
 	if c.jitter > 0 {
 		gpu *= 1 + c.jitter*(2*e.rng.Float64()-1)
 	}
@@ -571,6 +575,9 @@ func (e *engine) step() {
 		if !s.counted {
 			s.counted = true
 			e.st.promptTokens += float64(s.r.prompt)
+		}
+		if s.generated > 0 && e.specK > 0 {
+			e.speculate(s)
 		}
 		switch {
 		case s.generated == 0:
@@ -598,6 +605,31 @@ func (e *engine) step() {
 	e.now = end
 }
 
+// speculate drafts specK tokens for decoding sequence s and emits the
+// accepted prefix on top of the step's own token: their KV was computed
+// by the verification (blocks are taken when s is next scheduled).
+func (e *engine) speculate(s *seq) {
+	acc := int32(0)
+	for acc < e.specK && e.rng.Float64() < s.r.accept {
+		acc++
+	}
+	st := e.st
+	st.specDrafts++
+	st.specDraftTok += float64(e.specK)
+	st.specAccepted += float64(acc)
+	for i := range acc {
+		st.specPerPos[i]++
+	}
+	acc = min(acc, s.target-s.generated-1)
+	if acc <= 0 {
+		return
+	}
+	s.generated += acc
+	s.numTokens += acc
+	s.computed += acc
+	st.genTokens += float64(acc)
+}
+
 // decodeRun runs consecutive pure-decode steps while no event (arrival,
 // scrape, client timeout, end of life) is due before next, in O(1) per step
 // instead of O(running). It applies only when every running sequence is
@@ -607,7 +639,7 @@ func (e *engine) step() {
 // reports false, changing nothing, when it does not apply.
 func (e *engine) decodeRun(next float64) bool {
 	n := len(e.running)
-	if n == 0 || int32(n) > e.budgetMax || e.now >= next {
+	if n == 0 || int32(n) > e.budgetMax || e.now >= next || e.specK > 0 {
 		return false
 	}
 	if e.waitingLen() > 0 && n < e.maxSeqs {
@@ -714,6 +746,7 @@ func (e *engine) finish(s *seq, t float64) {
 	st.observe(hMaxGenTokens, float64(s.generated))
 	st.observe(hMaxTokens, float64(r.maxTokens))
 	st.observe(hN, 1)
+	st.observe(hPreempt, float64(s.preempts))
 	countAnswer(&st.http2xx, &st.firstOK, t)
 	st.observe(hHTTPHighr, e2e+0.0005)
 	st.observe(hHTTPDur, e2e+0.0004)

@@ -178,6 +178,7 @@ func (b *famBuilder) v1Families() {
 		b.counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", func(s *engineStats) float64 { return s.prefixHits })
 	}
 	b.counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", func(s *engineStats) float64 { return s.preemptions })
+	b.specFamilies()
 	b.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", func(s *engineStats) float64 { return s.promptTokens })
 	b.counter("vllm:generation_tokens", "Number of generation tokens processed.", func(s *engineStats) float64 { return s.genTokens })
 	f := family{name: "vllm:request_success", help: "Count of successfully processed requests.", typ: typeCounter, created: true}
@@ -212,6 +213,27 @@ func (b *famBuilder) requestHists(e2eHelp string) {
 	b.hist("vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", hInference)
 	b.hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", hPrefill)
 	b.hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", hDecode)
+	if b.sc.pod.fleet.Config.RequestPreemptions && b.v != VersionV0 {
+		b.hist("vllm:request_num_preemptions", "Histogram of the number of times a request was preempted.", hPreempt)
+	}
+}
+
+// specFamilies adds the speculative-decoding counters of
+// vllm/v1/spec_decode/metrics.py when the engines speculate.
+func (b *famBuilder) specFamilies() {
+	if len(b.sc.snaps) == 0 || len(b.sc.snaps[0].st.specPerPos) == 0 {
+		return
+	}
+	b.counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", func(s *engineStats) float64 { return s.specDrafts })
+	b.counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", func(s *engineStats) float64 { return s.specDraftTok })
+	b.counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", func(s *engineStats) float64 { return s.specAccepted })
+	f := family{name: "vllm:spec_decode_num_accepted_tokens_per_pos", help: "Accepted tokens per draft position.", typ: typeCounter, created: true}
+	for i := range b.sc.snaps {
+		for pos, v := range b.sc.snaps[i].st.specPerPos {
+			f.series = append(f.series, series{labels: b.engineLabels(i, label{"position", strconv.Itoa(pos)}), value: v, created: b.created()})
+		}
+	}
+	b.add(f)
 }
 
 // paramHists adds the histograms of the requests' parameters.

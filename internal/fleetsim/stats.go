@@ -17,6 +17,7 @@ var (
 	bucketsIterOld = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8096}
 	bucketsIterNew = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
 	bucketsN       = []float64{1, 2, 5, 10, 20}
+	bucketsPreempt = []float64{1, 2, 3, 4, 5, 10, 20}
 	bucketsHTTP    = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 7.5, 10, 30, 60}
 	bucketsHTTPFew = []float64{0.1, 0.5, 1}
 )
@@ -53,6 +54,7 @@ const (
 	hIter
 	hHTTPHighr
 	hHTTPDur
+	hPreempt // preemptions per finished request (vLLM >= 0.30)
 	numHists
 )
 
@@ -64,6 +66,7 @@ func newLayout(v Version, maxModelLen int) *layout {
 	tok := buckets125(maxModelLen)
 	l[hPromptTokens], l[hGenTokens], l[hMaxGenTokens], l[hMaxTokens] = tok, tok, tok, tok
 	l[hN] = bucketsN
+	l[hPreempt] = bucketsPreempt
 	l[hHTTPHighr], l[hHTTPDur] = bucketsHTTP, bucketsHTTPFew
 	switch v {
 	case VersionV0:
@@ -106,6 +109,10 @@ type engineStats struct {
 	gpuBusy                   float64 // seconds
 	cpuSeconds                float64 // API server + engine CPU time
 	firstOK, first4xx         float64 // first HTTP 2xx / 4xx, NaN before
+	// speculative decoding: drafts, draft tokens, accepted tokens, and
+	// accepted tokens by draft position
+	specDrafts, specDraftTok, specAccepted float64
+	specPerPos                             []float64
 }
 
 // Indices of success.
@@ -160,5 +167,6 @@ func (s *engineStats) count(h int) uint64 {
 func (s *engineStats) clone() *engineStats {
 	c := *s
 	c.counts = slices.Clone(s.counts)
+	c.specPerPos = slices.Clone(s.specPerPos)
 	return &c
 }

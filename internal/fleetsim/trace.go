@@ -19,6 +19,7 @@ type request struct {
 	maxTokens int32
 	group     int64 // prefix group key, -1 for none
 	prefixLen int32
+	accept    float64 // speculative acceptance per draft token (Phase.SpecAccept)
 }
 
 // trace generates the request trace of c: Poisson arrivals per phase and
@@ -73,6 +74,7 @@ func trace(c *Config, warmup float64) []request {
 			arrival:   t,
 			maxTokens: int32(ph.MaxTokens),
 			group:     -1,
+			accept:    ph.SpecAccept,
 		}
 		r.prompt = int32(ph.Prompt.draw(rng))
 		r.want = int32(ph.Output.draw(rng))
