@@ -22,8 +22,13 @@ func factName(id rules.FactID) string {
 	}
 	return "whyslow:" + string(id)
 }
-func baseName(id rules.FactID) string      { return factName(id) + ":baseline" }
-func legacyName(id rules.FactID) string    { return "whyslow:" + string(id) }
+func baseName(id rules.FactID) string { return factName(id) + ":baseline" }
+func legacyName(id rules.FactID) string {
+	if r := factTable[id].legacyRecord; r != "" {
+		return "whyslow:" + r
+	}
+	return "whyslow:" + string(id)
+}
 func countName(id rules.FactID) string     { return "whyslow:" + string(id) + ":count" }
 func baseCountName(id rules.FactID) string { return "whyslow:" + string(id) + ":count_baseline" }
 func symName(id rules.SymptomID, state string) string {

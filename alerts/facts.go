@@ -23,9 +23,26 @@ type factExpr struct {
 	// keeps its meaning.
 	record string
 	// legacy is the earlier measure, still recorded under the fact id's
-	// name (for readers of that record) when the fact is needed; the
-	// alerts read record.
-	legacy func(g *gen, off string) string
+	// name, or legacyRecord when set (for readers of that record), when
+	// the fact is needed; the alerts read record.
+	legacy       func(g *gen, off string) string
+	legacyRecord string
+}
+
+// factTableArrivalDispersion is the dispersion of arrivals per scrape
+// interval, which ArrivalDispersion and ArrivalDispersionDetrended share.
+var factTableArrivalDispersion = factExpr{
+	// Arrivals per scrape interval: variance over mean.
+	expr: func(g *gen, off string) string {
+		per := fmt.Sprintf("(%s) * %g", g.arrivalsScrape(""), g.opt.ScrapeInterval.Seconds())
+		return fmt.Sprintf("stdvar_over_time((%s)[%s:%s]%s) / avg_over_time((%s)[%s:%s]%s)", per, g.w, g.scrape, off, per, g.w, g.scrape, off)
+	},
+	record: "arrival_dispersion_scrape",
+	legacy: func(g *gen, off string) string {
+		// Arrivals per short interval at short-window steps.
+		per := fmt.Sprintf("(%s) * %g", g.arrivals(g.short, ""), g.shortSeconds)
+		return fmt.Sprintf("stdvar_over_time((%s)[%s:%s]%s) / avg_over_time((%s)[%s:%s]%s)", per, g.w, g.short, off, per, g.w, g.short, off)
+	},
 }
 
 // factTable maps every fact the rules know to its PromQL, in one place.
@@ -160,25 +177,41 @@ var factTable = map[rules.FactID]factExpr{
 			return fmt.Sprintf("avg_over_time((%s > bool 0)[%s:%s]%s)", g.gaugeAgg("sum", catalog.SignalWaiting, ""), g.w, g.step, off)
 		},
 	},
-	rules.ArrivalDispersion: {
-		// Arrivals per scrape interval: variance over mean.
-		expr: func(g *gen, off string) string {
-			per := fmt.Sprintf("(%s) * %g", g.arrivalsScrape(""), g.opt.ScrapeInterval.Seconds())
-			return fmt.Sprintf("stdvar_over_time((%s)[%s:%s]%s) / avg_over_time((%s)[%s:%s]%s)", per, g.w, g.scrape, off, per, g.w, g.scrape, off)
-		},
-		record: "arrival_dispersion_scrape",
-		legacy: func(g *gen, off string) string {
-			// Arrivals per short interval at short-window steps.
-			per := fmt.Sprintf("(%s) * %g", g.arrivals(g.short, ""), g.shortSeconds)
-			return fmt.Sprintf("stdvar_over_time((%s)[%s:%s]%s) / avg_over_time((%s)[%s:%s]%s)", per, g.w, g.short, off, per, g.w, g.short, off)
-		},
+	rules.ArrivalDispersion: factTableArrivalDispersion,
+	rules.ArrivalDispersionDetrended: {
+		// Arrivals per scrape interval, variance over mean, within the
+		// rate window: diagnose measures around a running median centred
+		// on each interval, which look-back subqueries cannot; over a
+		// window of a few minutes a ramp's trend adds little, so the
+		// window's own mean stands for it. The record and its 1-minute
+		// predecessor keep the names and meanings ArrivalDispersion gave
+		// them.
+		expr:         factTableArrivalDispersion.expr,
+		record:       "arrival_dispersion_scrape",
+		legacy:       factTableArrivalDispersion.legacy,
+		legacyRecord: "arrival_dispersion",
 	},
-	rules.ArrivalDispersionDetrended: {note: "the arrivals' local level is a running median centred on each interval, " +
-		"and PromQL subqueries look back only; queue-burst reads waiting_burst alone here"},
-	rules.WaitingDrainedShare: {note: "episodes of waiting and whether each drained before the window ended " +
-		"are not expressible in PromQL"},
-	rules.BacklogSpike: {note: "the backlog's local level is a running median centred on each interval, " +
-		"and PromQL subqueries look back only"},
+	rules.BacklogSpike: {
+		// The peak of waiting + running at scrape resolution over its
+		// median in the rate window (diagnose: over a running median
+		// centred on each interval); no median of zero (an idle fleet).
+		expr: func(g *gen, off string) string {
+			backlog := fmt.Sprintf("%s + %s", g.gaugeAgg("sum", catalog.SignalWaiting, ""), g.gaugeAgg("sum", catalog.SignalRunning, ""))
+			return fmt.Sprintf("max_over_time((%s)[%s:%s]%s) / (quantile_over_time(0.5, (%s)[%s:%s]%s) > 0)", backlog, g.w, g.scrape, off, backlog, g.w, g.scrape, off)
+		},
+		record: "backlog_spike_scrape",
+	},
+	rules.WaitingDrainedShare: {
+		// How far the queue fell from its peak in the window by the
+		// window's end (diagnose: the share of waiting episodes that
+		// drained within the window): near 1 after bursts that drain,
+		// near 0 for a queue that builds.
+		expr: func(g *gen, off string) string {
+			w := g.gaugeAgg("sum", catalog.SignalWaiting, "")
+			return fmt.Sprintf("1 - (%s)%s / (max_over_time((%s)[%s:%s]%s) > 0)", w, off, w, g.w, g.scrape, off)
+		},
+		record: "waiting_drained_share_scrape",
+	},
 	rules.RunningMean: overTime("avg_over_time(", catalog.SignalRunning, "sum"),
 	rules.RunningMax:  overTime("max_over_time(", catalog.SignalRunning, "sum"),
 	rules.MaxNumSeqs: {note: "vLLM exposes no max_num_seqs metric (supply it from a config exporter); " +
