@@ -79,6 +79,7 @@ func (sc *scope) computeFacts(base, inc evalWindow, tl *timelines, st scrapeStat
 	both(rules.ReplicaTTFTRatio, c.replicaTTFTRatio)
 	js.add(rules.CorrRunningTPOT, c.corrRunningTPOT)
 	c.strengthJobs(&js)
+	c.dpJobs(&js)
 	rel := rules.Facts{}
 	fs := js.run(func() { c.addReliabilityFacts(rel) })
 	c.addNoise(fs)

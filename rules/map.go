@@ -717,6 +717,7 @@ func Map() []Rule {
 			},
 		},
 	}
+	rs = append(rs, dpRules()...)
 	for i := range rs {
 		p := &rs[i].Experiment
 		p.Hypothesis, p.Hold, p.Runs = string(rs[i].ID), held(), MinRuns
@@ -728,7 +729,7 @@ func Map() []Rule {
 // (sections 8 and 9).
 func observations() []observation {
 	all := []SymptomID{SymptomTTFT, SymptomTPOT, SymptomTail, SymptomReliability}
-	return []observation{
+	return append([]observation{
 		{
 			id:    "kv-high-healthy",
 			title: "KV usage high, no preemption, SLOs met",
@@ -747,7 +748,7 @@ func observations() []observation {
 			text:  "GPU utilisation is low with no queue and no symptom: this is low traffic; design a capacity test to find how much more load fits within the SLO",
 			when:  allOf(below(GPUUtilMean, limGPULow), below(WaitingMean, limQueueMin), noSymptom(all...)),
 		},
-	}
+	}, dpObservations()...)
 }
 
 // IncidentResponse holds the article's general steps (section 13), apart

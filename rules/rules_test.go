@@ -576,6 +576,7 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.AbandonedPromptTokens, rules.AbandonedByTokens, rules.AbandonedAfterFirstToken, rules.AbandonedRequests,
 		rules.QueueUnservedMin, rules.GatewayUnserved, rules.Restarts, rules.RestartsReplicaMax, rules.RestartsPerHourMax,
 		rules.RequestsLost, rules.OOMKills, rules.FBRiseRestarts,
+		rules.EngineLoadShareMax, rules.EngineInflightShareMax, rules.EngineInflightShareLast,
 	}
 	for _, id := range declared {
 		_, ok := rules.Info(id)
