@@ -153,3 +153,18 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// TestEngineImbalanceSingleEngine: pods of one engine each are balanced by
+// construction: the engine facts are 1 and engine-imbalance is ruled out,
+// not left "not evaluable" on every fleet without data parallelism.
+func TestEngineImbalanceSingleEngine(t *testing.T) {
+	ev, err := snapshot.ParseDump([]byte(dpExposition(float64(t0.Unix()-3600), []dpEngine{{27, 12, 1300, 1050}})),
+		"pod/"+t0.UTC().Format("2006-01-02T15-04-05Z")+".prom", snapshot.Options{})
+	require.NoError(t, err)
+	rep, table := diagnoseTable(t, ev)
+	for _, id := range []rules.FactID{rules.EngineLoadShareMax, rules.EngineInflightShareMax, rules.EngineInflightShareLast} {
+		assert.Equal(t, 1.0, float64(rep.Facts[id].Value), "%s: %s", id, table)
+	}
+	assert.Equal(t, rules.Contradicted, finding(rep, rules.EngineImbalance).Status, "%s", table)
+	assert.NotContains(t, noteIDs(rep), "engine-imbalance-suspected")
+}

@@ -78,9 +78,10 @@ func (sc *scope) engineGauge(r int, id SignalID, e string, w snapshot.Window) (s
 
 // engineShare is the largest engine share found, with what it came from.
 type engineShare struct {
-	top   engineTop
-	pods  int // data-parallel pods judged
-	small int // data-parallel pods with too little load to judge
+	top        engineTop
+	pods       int // data-parallel pods judged
+	small      int // data-parallel pods with too little load to judge
+	unmeasured int // data-parallel pods whose engines could not be measured
 }
 
 // engineTop is one engine's share of its pod's load.
@@ -115,11 +116,14 @@ func (s *engineShare) add(pod string, engines []string, loads []float64) {
 
 // fact returns the share as a fact, or why it is missing.
 func (s *engineShare) fact(what string) rules.Fact {
-	if s.pods == 0 {
-		if s.small > 0 {
-			return rules.MissingFact(fmt.Sprintf("%d data-parallel pods, each with fewer %s than engines: too little load to judge their balance", s.small, what))
-		}
-		return rules.MissingFact("no pod with several data-parallel engines (engine label)")
+	switch {
+	case s.pods == 0 && s.unmeasured > 0:
+		return rules.MissingFact(fmt.Sprintf("%d data-parallel pods whose engines' counters do not cover the window", s.unmeasured))
+	case s.pods == 0 && s.small > 0:
+		return rules.MissingFact(fmt.Sprintf("%d data-parallel pods, each with fewer %s than engines: too little load to judge their balance", s.small, what))
+	case s.pods == 0:
+		// Every engine is its pod's only one: balanced by construction.
+		return rules.Measured(1).WithSource("no pod runs several data-parallel engines (engine label): each engine carries its whole pod's load")
 	}
 	t := s.top
 	f := rules.Measured(t.value).WithBounds(t.value, t.raw).WithSource(fmt.Sprintf(
@@ -159,9 +163,11 @@ func (c *factCtx) engineLoadShareMax(w evalWindow) rules.Fact {
 			}
 			loads = append(loads, math.Max(load, 0))
 		}
-		if ok {
-			s.add(c.sc.replicas[r].t.Name, engines, loads)
+		if !ok {
+			s.unmeasured++
+			continue
 		}
+		s.add(c.sc.replicas[r].t.Name, engines, loads)
 	}
 	return s.fact("arrivals")
 }
