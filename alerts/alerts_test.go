@@ -75,10 +75,11 @@ func TestAlertsExcluded(t *testing.T) {
 	// admission-deferral and admission-rejections need signals the
 	// generator does not read yet; preemption-thrash weighs histogram
 	// buckets by their counts and pd-kv-transfer tells instance roles
-	// apart, which PromQL cannot.
+	// apart, which PromQL cannot; engine-imbalance compares engines
+	// beyond binomial noise.
 	excluded := []string{string(rules.ProxyNetwork), string(rules.ReplicaRestarts),
 		string(rules.EngineStall), string(rules.StaleGauges), string(rules.AdmissionDeferral), string(rules.AdmissionRejections),
-		string(rules.PreemptionThrash), string(rules.PDKVTransfer)}
+		string(rules.PreemptionThrash), string(rules.PDKVTransfer), string(rules.EngineImbalance)}
 	assert.Equal(t, excluded, ids)
 	var names []string
 	for _, r := range rf.Groups[1].Rules {

@@ -85,6 +85,7 @@ func (sc *scope) computeFacts(base, inc evalWindow, tl *timelines, st scrapeStat
 	c.kvJobs(&js)
 	c.engineJobs(&js)
 	c.decodeJobs(&js)
+	c.dpJobs(&js)
 	rel := rules.Facts{}
 	fs := js.run(func() { c.addReliabilityFacts(rel) })
 	c.addNoise(fs)

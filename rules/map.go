@@ -778,6 +778,7 @@ func Map() []Rule {
 	}
 	rs = append(rs, engineRules()...)
 	rs = withDecodeRules(rs)
+	rs = append(rs, dpRules()...)
 	guardGauges(rs)
 	for i := range rs {
 		p := &rs[i].Experiment
@@ -790,7 +791,7 @@ func Map() []Rule {
 // (sections 8 and 9).
 func observations() []observation {
 	all := []SymptomID{SymptomTTFT, SymptomTPOT, SymptomTail, SymptomReliability}
-	return []observation{
+	return append([]observation{
 		{
 			id:    "kv-high-healthy",
 			title: "KV usage high, no preemption, SLOs met",
@@ -809,7 +810,7 @@ func observations() []observation {
 			text:  "GPU utilisation is low with no queue and no symptom: this is low traffic; design a capacity test to find how much more load fits within the SLO",
 			when:  allOf(below(GPUUtilMean, limGPULow), below(WaitingMean, limQueueMin), noSymptom(all...)),
 		},
-	}
+	}, dpObservations()...)
 }
 
 // IncidentResponse holds the article's general steps (section 13), apart

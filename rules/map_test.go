@@ -34,7 +34,7 @@ func TestMapInvariants(t *testing.T) {
 		"decode-pressure", "kv-preemption", "outside-gpu", "replica-hotspot", "proxy-network",
 		"client-abandonment", "replica-restarts", "server-errors",
 		"engine-stall", "stale-gauges", "admission-deferral", "admission-rejections",
-		"preemption-thrash", "spec-decode-acceptance", "pd-kv-transfer"}
+		"preemption-thrash", "spec-decode-acceptance", "pd-kv-transfer", "engine-imbalance"}
 	var ids []rules.HypothesisID
 	for _, r := range m {
 		ids = append(ids, r.ID)

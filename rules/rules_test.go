@@ -590,6 +590,7 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.RepeatPreemptedShare, rules.RepeatPreemptionShare, rules.PreemptedShare, rules.PreemptionsPerRequestMean, rules.SpecAcceptanceRate,
 		rules.SpecAcceptanceLength, rules.SpecPos0Acceptance, rules.KVTransferTimeMean, rules.KVTransferFailureShare,
 		rules.PDDecodeReplicas, rules.PDPrefillReplicas, rules.TTFTMeanDecodeRole,
+		rules.EngineLoadShareMax, rules.EngineInflightShareMax, rules.EngineInflightShareLast,
 	}
 	for _, id := range declared {
 		_, ok := rules.Info(id)

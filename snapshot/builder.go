@@ -599,6 +599,9 @@ func (b *Builder) Evidence() *Evidence {
 		}
 		e.Targets = append(e.Targets, t)
 	}
+	if !b.merging && !b.perTarget {
+		e.Targets = b.joinScrapesOfOneTarget(e.Targets)
+	}
 	if !b.merging {
 		b.checkTimes(e)
 	}

@@ -89,6 +89,11 @@ var (
 	// (or the stat of the path given) and its opening: it became a
 	// symbolic link, a named pipe or another file. It was not read.
 	ErrChanged = errors.New("input changed while read")
+	// ErrOneTarget: dumps whose names differ only by the time and an
+	// ordinal token (t0/t1, before/after) were read as one target at
+	// several times (an info: the same process_start_time_seconds, no
+	// counter falling), or left apart (a warning saying why).
+	ErrOneTarget = errors.New("scrapes of one target by name")
 )
 
 // SyntaxError is an error in an exposition, located by file and line

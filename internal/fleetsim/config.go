@@ -85,6 +85,8 @@ type PodConfig struct {
 	// engine="0", "1", ...); zero means 1. VersionV0 supports only 1.
 	// Requests are spread over the engines round-robin.
 	DataParallel int
+	// EngineSkews bias the router among the pod's engines (see EngineSkew).
+	EngineSkews []EngineSkew
 	// Restarts lists the process restarts of the pod.
 	Restarts []Restart
 	// Slowdowns lists periods in which the pod suffers extra per-step
@@ -500,6 +502,9 @@ func (c Config) withDefaults() (Config, error) {
 		}
 		if p.Version == VersionV0 && p.DataParallel != 1 {
 			return c, fmt.Errorf("fleetsim: pod %s: VersionV0 has no data-parallel engines", p.Name)
+		}
+		if err := p.checkEngineSkews(); err != nil {
+			return c, err
 		}
 		e := c.Engine
 		if p.Engine != nil {

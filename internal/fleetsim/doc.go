@@ -13,7 +13,7 @@
 //     lengths and shared prefixes change by [Phase]; [Burst]s add short
 //     surges. A request is routed to a pod by smooth weighted round-robin
 //     (pods that are down are skipped) and to an engine of the pod
-//     round-robin. The whole trace depends only on Config.TraceSeed and the
+//     round-robin (by weight during an [EngineSkew]). The whole trace depends only on Config.TraceSeed and the
 //     workload, so [Replay] can run the same requests under other engine
 //     settings.
 //   - Each engine runs vLLM V1's scheduler step by step: running sequences

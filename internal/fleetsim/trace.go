@@ -173,7 +173,8 @@ type router struct {
 	c       *Config
 	current []float64
 	engNext []int
-	windows [][][2]float64 // per pod: [from, to) restart downtimes
+	engCur  map[int][]float64 // per pod: smooth weighted round-robin state of an EngineSkew
+	windows [][][2]float64    // per pod: [from, to) restart downtimes
 }
 
 func newRouter(c *Config) *router {
@@ -220,7 +221,5 @@ func (r *router) route(t float64, ph *Phase) (int16, int16) {
 		return -1, 0
 	}
 	r.current[best] -= total
-	e := r.engNext[best] % r.c.Pods[best].DataParallel
-	r.engNext[best]++
-	return int16(best), int16(e)
+	return int16(best), int16(r.pickEngine(best, t))
 }
