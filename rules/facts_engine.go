@@ -2,7 +2,7 @@ package rules
 
 import "sort"
 
-// Engine progress and admission facts (issue 32): a stalled engine,
+// Engine progress and admission facts: a stalled engine,
 // gauges that stopped being measurements, a queue of deferred requests,
 // and admission rejections. Package diagnose measures them per replica
 // over the incident window. A "no-progress run" is a run of consecutive

@@ -1,7 +1,7 @@
 package rules
 
 // Rows of the decision map for incidents the article's table does not
-// name but today's vLLM tells apart (issue 32): the same requests
+// name but today's vLLM tells apart: the same requests
 // preempted again and again, speculative decoding that stops paying off,
 // and the KV transfer of prefill/decode disaggregation.
 const (

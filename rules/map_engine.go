@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Hypotheses of the engine's own progress and admission (issue 32), from
+// Hypotheses of the engine's own progress and admission, from
 // operators' incidents rather than the article's cases A-E.
 const (
 	// EngineStall: requests wait while the engine runs or completes

@@ -181,7 +181,7 @@ var DefaultThresholds = Thresholds{
 	MinSamples:       20,
 	MinSamplesTail:   100,
 
-	// Trends of arrivals and of the queue (issue 31).
+	// Trends of arrivals and of the queue.
 	DispersionDetrended: 2,
 	DrainedShare:        0.5,
 	BacklogSpike:        2,

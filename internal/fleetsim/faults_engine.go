@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Engine faults of operators' incidents (issue 32): a scheduler that
+// Engine faults of operators' incidents: a scheduler that
 // stops, and gauges that stop updating after a mass abort.
 
 // Stall stops the engine's scheduler of a pod from From to To (offsets):

@@ -9,7 +9,7 @@ import (
 	"github.com/whyslow/whyslow/internal/fleetsim"
 )
 
-// The axes of issue 31 that the matrix itself lacks, each a variant of
+// The axes the matrix itself lacks, each a variant of
 // every matrix case built from fleetsim's physics: scrapes every 5 and
 // every 60 s, fleets of 2 and 32 pods, and incidents that start away from
 // the middle of the run and last 10-15 minutes. (Linear ramps are a

@@ -24,7 +24,7 @@
 // table (fleetsim.MatrixKnob, checked by fleetsim's TestSeverityTable),
 // never what the report says.
 //
-// AxisCells adds the axes of issue 31 (axes.go): every case scraped every
+// AxisCells adds the axes of axes.go: every case scraped every
 // 5 and 60 s, on 2 and 32 pods, and with an incident that starts away
 // from the middle and ends after 10-15 minutes; those cells are graded by
 // their own ground truth (Result.Grade). A cell whose scrapes cannot show
