@@ -219,3 +219,84 @@ func changePointMethod(step, minWindow time.Duration, series []cpSeries) string 
 		strings.Join(names, ", "), report.FormatDuration(step), report.FormatDuration(minWindow), cpMinRelShift*100, cpMinShiftTTFT, cpMinShiftTPOT, cpMinShiftE2E,
 		float64(cpMinShiftWaiting), cpMaxD, ChangePointThreshold)
 }
+
+// findSegment returns the intervals [a, b) of an incident that ended
+// before the evidence did: of the ranges at least minEach long with at
+// least minEach intervals before and after them, the one whose intervals
+// differ most from those outside it (shiftScore of inside against
+// outside, summed over the series), every material shift upward (the
+// symptoms worse inside). ok is false when no range reaches
+// ChangePointThreshold. A single split (findChangePoint) cannot see such
+// an incident: either side of it holds part of the incident and part of
+// the healthy time.
+func findSegment(series []cpSeries, minEach int) (a, b int, score float64, ok bool) {
+	n := 0
+	for _, s := range series {
+		n = max(n, len(s.values))
+	}
+	minEach = max(minEach, 1)
+	sums := make([]prefixSums, len(series))
+	for i, s := range series {
+		sums[i] = newPrefixSums(s.values)
+	}
+	a, b = -1, -1
+	for lo := minEach; lo+minEach <= n-minEach; lo++ {
+		for hi := lo + minEach; hi <= n-minEach; hi++ {
+			sum := 0.0
+			for i, s := range series {
+				d, up := sums[i].segmentShift(s, lo, hi, minEach)
+				if d > 0 && !up {
+					sum = math.Inf(-1)
+					break
+				}
+				sum += d
+			}
+			if sum > score {
+				a, b, score = lo, hi, sum
+			}
+		}
+	}
+	return a, b, score, a >= 0 && score >= ChangePointThreshold
+}
+
+// prefixSums holds the running count, sum and sum of squares of a
+// series' finite values: prefixSums.at(i) covers values[:i].
+type prefixSums struct{ n, s, s2 []float64 }
+
+func newPrefixSums(v []float64) prefixSums {
+	p := prefixSums{make([]float64, len(v)+1), make([]float64, len(v)+1), make([]float64, len(v)+1)}
+	for i, x := range v {
+		p.n[i+1], p.s[i+1], p.s2[i+1] = p.n[i], p.s[i], p.s2[i]
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			p.n[i+1]++
+			p.s[i+1] += x
+			p.s2[i+1] += x * x
+		}
+	}
+	return p
+}
+
+// segmentShift is shiftScore of the values in [lo, hi) against the
+// others, and whether the inside's mean is the higher.
+func (p prefixSums) segmentShift(s cpSeries, lo, hi, minEach int) (float64, bool) {
+	end := len(p.n) - 1
+	lo, hi = min(lo, end), min(hi, end)
+	ni, si, s2i := p.n[hi]-p.n[lo], p.s[hi]-p.s[lo], p.s2[hi]-p.s2[lo]
+	no, so, s2o := p.n[end]-ni, p.s[end]-si, p.s2[end]-s2i
+	if ni < float64(minEach) || no < float64(minEach) || ni+no < 3 {
+		return 0, false
+	}
+	mi, mo := si/ni, so/no
+	// Sums of squared deviations about each side's own mean.
+	ssi, sso := math.Max(0, s2i-ni*mi*mi), math.Max(0, s2o-no*mo*mo)
+	shift := math.Abs(mi - mo)
+	level := math.Max(math.Abs(mi), math.Abs(mo))
+	if shift < s.minShift || shift < cpMinRelShift*level || shift == 0 {
+		return 0, false
+	}
+	pooled := math.Sqrt((ssi + sso) / (ni + no - 2))
+	if !(pooled > 0) {
+		return cpMaxD, mi > mo
+	}
+	return math.Min(shift/pooled, cpMaxD), mi > mo
+}

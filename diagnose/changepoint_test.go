@@ -132,3 +132,47 @@ func TestFindChangePointTPOTOnly(t *testing.T) {
 	_, _, ok = findChangePoint([]cpSeries{series[0], series[2]}, minEach)
 	assert.False(t, ok)
 }
+
+// TestFindSegment: an incident that ended before the evidence did is the
+// segment that differs from the intervals outside it; a step that lasts
+// to the end is left to the single split, which separates it better.
+func TestFindSegment(t *testing.T) {
+	const n, minEach = 40, 5
+	bump := func(a, b int, level, high float64) func(int) float64 {
+		return func(i int) float64 {
+			if i >= a && i < b {
+				return high
+			}
+			return level
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		ttft       []float64
+		wantOK     bool
+		a, b       int
+		splitFirst bool // the single split scores at least as high
+	}{
+		{name: "flat", ttft: noisy(1, n, 0.08, flatLevel(0.3))},
+		{name: "incident from 12 to 24", ttft: noisy(2, n, 0.08, bump(12, 24, 0.3, 0.9)), wantOK: true, a: 12, b: 24},
+		{name: "incident from 27 to 35 (off-centre)", ttft: noisy(3, n, 0.08, bump(27, 35, 0.3, 0.6)), wantOK: true, a: 27, b: 35},
+		{name: "a dip is no incident", ttft: noisy(4, n, 0.08, bump(12, 24, 0.9, 0.3))},
+		{name: "step to the end", ttft: noisy(5, n, 0.08, stepLevel(20, 0.3, 0.9)), splitFirst: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			series := []cpSeries{{name: "ttft", values: tc.ttft, minShift: cpMinShiftTTFT}}
+			a, b, score, ok := findSegment(series, minEach)
+			if tc.splitFirst {
+				_, split, splitOK := findChangePoint(series, minEach)
+				require.True(t, splitOK)
+				assert.False(t, ok && score > split, "segment [%d, %d) %.2f beats the split's %.2f", a, b, score, split)
+				return
+			}
+			require.Equal(t, tc.wantOK, ok, "[%d, %d) score %.2f", a, b, score)
+			if ok {
+				assert.InDelta(t, tc.a, a, 1)
+				assert.InDelta(t, tc.b, b, 1)
+			}
+		})
+	}
+}

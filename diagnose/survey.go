@@ -35,6 +35,8 @@ type lines struct {
 	// entry, nil when the replica lacks the signal, else value and count
 	// per interval (2 x len(grid)).
 	replicas map[string][][]float64
+	// members holds the membership of every serving replica added.
+	members []membership
 }
 
 // fleetLine is the fleet aggregate of one timeline signal per interval.
@@ -150,6 +152,9 @@ func (l *lines) add(sc *scope, r int) {
 		}
 	}
 	l.replicas[sc.replicas[r].t.Name] = vals
+	if !isCompanion(sc.replicas[r].res) {
+		l.members = append(l.members, sc.membership(r))
+	}
 }
 
 // mergeHist adds a replica's increase to interval i (mergeFleet, the
@@ -203,7 +208,7 @@ func (sc *scope) gaugeAggregation(id SignalID) snapshot.Aggregation {
 // together and, unlike it, does not depend on how their scrapes are
 // staggered; counter points the summed increase per second.
 func (l *lines) timelines(sc *scope) *timelines {
-	tl := &timelines{step: l.step, grid: l.grid, replicas: l.replicas}
+	tl := &timelines{step: l.step, grid: l.grid, replicas: l.replicas, members: l.members}
 	for si, spec := range timelineSpecs {
 		f := &l.fleet[si]
 		if !f.has {

@@ -37,6 +37,8 @@ type timelines struct {
 	grid     []snapshot.Window
 	list     []Timeline
 	replicas map[string][][]float64
+	// members is when the serving replicas joined, left or were away.
+	members []membership
 }
 
 // fleet returns the fleet timeline of signal id, or nil.

@@ -190,7 +190,11 @@ func (st scrapeStats) clip(name string, w snapshot.Window) (snapshot.Window, []s
 //     proposes a point, baseline and incident are the two sides
 //     ("change-point"); otherwise the first and second half ("halves").
 //     Either way each window is at most Options.MaxWindow long, next to
-//     the change point (or the middle).
+//     the change point (or the middle). An incident that ended before
+//     the evidence did is a segment instead (findSegment): when the
+//     search proposes no point, or one where the symptoms fell back, a
+//     segment whose intervals differ from the others is the incident and
+//     the window before it the baseline.
 func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWindow, cp *ChangePoint, warns []string) {
 	o := sc.set.Options
 	switch {
@@ -231,6 +235,18 @@ func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWin
 	}
 
 	cp = sc.searchChangePoint(st, tl)
+	if onset, end := sc.searchSegment(st, tl, cp); onset != nil {
+		b, _ := sc.around(st, onset.Time)
+		i := snapshot.Window{Start: onset.Time, End: end}
+		if mw := sc.set.MaxWindow; mw > 0 && i.Duration() > mw {
+			i.End = i.Start.Add(mw)
+		}
+		base = st.window(b, "change-point")
+		inc = st.window(i, "change-point")
+		warns = append(warns, fmt.Sprintf("the symptoms rose at %s and fell back at %s: the incident is the window between, and the baseline precedes it",
+			onset.Time.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339)))
+		return base, inc, onset, warns
+	}
 	if cp != nil && cp.Used {
 		b, i := sc.around(st, cp.Time)
 		base = st.window(b, "change-point")
@@ -273,6 +289,27 @@ func (sc *scope) searchChangePoint(st scrapeStats, tl *timelines) *ChangePoint {
 		return nil
 	}
 	minEach := int((sc.set.MinWindow + tl.step - 1) / tl.step)
+	series := sc.changePointSeries(tl)
+	k, score, ok := findChangePoint(series, minEach)
+	if k <= 0 || k > len(tl.grid)-1 {
+		return nil
+	}
+	cp := &ChangePoint{
+		Time:    tl.grid[k-1].End,
+		Score:   score,
+		Method:  changePointMethod(tl.step, sc.set.MinWindow, series),
+		Signals: movedSeries(series, k, minEach),
+	}
+	if !ok {
+		return nil
+	}
+	cp.Used = sc.set.Incident.IsZero()
+	return cp
+}
+
+// changePointSeries returns the input series of the change-point search:
+// the fleet's symptom timelines the evidence has.
+func (sc *scope) changePointSeries(tl *timelines) []cpSeries {
 	var series []cpSeries
 	for _, c := range []struct {
 		name     string
@@ -290,21 +327,48 @@ func (sc *scope) searchChangePoint(st scrapeStats, tl *timelines) *ChangePoint {
 			series = append(series, cpSeries{name: c.name, unit: c.unit, values: timelineValues(t), minShift: c.minShift})
 		}
 	}
-	k, score, ok := findChangePoint(series, minEach)
-	if k <= 0 || k > len(tl.grid)-1 {
-		return nil
+	return series
+}
+
+// searchSegment looks for an incident that ended before the evidence did
+// (findSegment) when the best single split cp proposes nothing, or
+// proposes the point where every series that moved fell (the symptoms
+// went back down: the incident ended there). It returns the change point
+// of the segment's onset (Used, with the series that rose there) and its
+// end; nil otherwise, whenever the symptoms rose at cp, and when the
+// fleet's membership changed around the segment (membershipChanged).
+func (sc *scope) searchSegment(st scrapeStats, tl *timelines, cp *ChangePoint) (*ChangePoint, time.Time) {
+	if tl == nil || len(tl.grid) < 3 || !sc.set.Incident.IsZero() {
+		return nil, time.Time{}
 	}
-	cp := &ChangePoint{
-		Time:    tl.grid[k-1].End,
-		Score:   score,
-		Method:  changePointMethod(tl.step, sc.set.MinWindow, series),
-		Signals: movedSeries(series, k, minEach),
+	minEach := int((sc.set.MinWindow + tl.step - 1) / tl.step)
+	series := sc.changePointSeries(tl)
+	if cp != nil && cp.Used && slices.ContainsFunc(cp.Signals, func(s ChangeSignal) bool { return !(s.After < s.Before) }) {
+		return nil, time.Time{} // the symptoms rose at cp: the incident began there
 	}
+	a, b, score, ok := findSegment(series, minEach)
 	if !ok {
-		return nil
+		return nil, time.Time{}
 	}
-	cp.Used = sc.set.Incident.IsZero()
-	return cp
+	if membershipChanged(tl.members, st, tl.grid[a].Start.Add(-tl.step), tl.grid[b-1].End.Add(tl.step)) {
+		// Replicas restarted, joined or left in the segment: the fleet's
+		// capacity changed there whatever the workload did, so a rise
+		// confined to it is no incident window (a planned rolling restart
+		// is one); the single split judges the evidence.
+		return nil, time.Time{}
+	}
+	inside := make([]cpSeries, len(series))
+	for i, s := range series {
+		inside[i] = s
+		inside[i].values = s.values[:min(b, len(s.values))]
+	}
+	return &ChangePoint{
+		Time:    tl.grid[a-1].End,
+		Score:   score,
+		Method:  changePointMethod(tl.step, sc.set.MinWindow, series) + "; the segment that differs most from the intervals outside it",
+		Signals: movedSeries(inside, a, minEach),
+		Used:    true,
+	}, tl.grid[b-1].End
 }
 
 // knownTime returns t, or the zero time (null in JSON, "unknown" in text)
