@@ -251,7 +251,13 @@ func Map() []Rule {
 				// The hit ratio falls by PrefixDrop, or by a factor of Rise,
 				// beyond noise.
 				anyOf(drops(PrefixHitRatio, limPrefixDrop), falls(PrefixHitRatio)),
-				steady(PromptTokensP95), // longer prompts lower the hit ratio by themselves
+				// Longer prompts lower the hit ratio by themselves (their
+				// new tokens were never cached), and a cache they fill
+				// evicts the cached prefixes: prompts not longer, at the
+				// p95 or at the median (a surge of mid-length prompts moves
+				// the median and leaves the p95 inside its bucket).
+				steady(PromptTokensP95),
+				not(rises(PromptTokensP50)),
 				// The p95 is often held by long prompts that were never
 				// cached; lost reuse shows in the median first. vLLM's
 				// prefill buckets start at 0.3 s, too coarse for short
@@ -313,14 +319,24 @@ func Map() []Rule {
 				// every step, the one that prefills a first token too, so a
 				// TTFT that grew by no more than the time per token is
 				// still normal; one that grew faster waited for something
-				// else (a queue, preemption and recompute, prefill).
-				anyOf(noSymptom(SymptomTTFT), growsNoMore(TTFTP95, TPOTP95), growsNoMore(TTFTP95, ITLP95), growsNoMore(TTFTP95, TPOTMean)),
+				// else (a queue, preemption and recompute, prefill) -- unless
+				// that queue is the decode load's own: with arrivals and
+				// prompts steady, requests that decode longer hold their
+				// seats longer (occupancy = arrivals x time in the engine),
+				// the batch fills and new requests wait; each request's
+				// decode then grew more than its first token did. With
+				// material preemptions the first token waits for recompute
+				// instead (case D: kv-preemption); with the load uneven a
+				// hot replica's overload queues them (replica-hotspot).
+				anyOf(noSymptom(SymptomTTFT), growsNoMore(TTFTP95, TPOTP95), growsNoMore(TTFTP95, ITLP95), growsNoMore(TTFTP95, TPOTMean),
+					allOf(steady(ArrivalRate), steady(PromptTokensP95), below(ReplicaShareMax, limHotspot), below(PreemptionShare, limPreemptionShare), explainsRise(DecodeTimeMean, TTFTMean, limSame))),
 			},
 			Counter: []Counter{
 				{"active sequences and TPOT unrelated", allOf(absBelow(CorrRunningTPOT, limCorrWeak), steady(RunningMean))},
 			},
 			Checks: []Check{
 				auto("Is TTFT normal?", noSymptom(SymptomTTFT)),
+				{Text: "TTFT rose: is it the queue the longer decoding built (arrivals, prompts and the load spread steady, few preemptions, each request's decode grew more than its first token)?", When: ptr(not(noSymptom(SymptomTTFT))), Neutral: true},
 				auto("Did active sequences and TPOT worsen at the same time?", atLeast(CorrRunningTPOT, limCorrStrong)),
 				{Text: "Did the output length distribution change?", When: ptr(rises(GenerationTokensP95)), Neutral: true},
 				manual("After raising max_num_seqs, did output goodput actually grow?"),
@@ -451,7 +467,13 @@ func Map() []Rule {
 				// fills. A few preemptions then follow from the lost reuse.
 				{By: PrefixCacheLoss,
 					When: below(PreemptionShare, limPreemptionShare),
-					Why:  "few requests were preempted while prefix reuse was lost: unshared prefixes fill the KV cache, and the preemptions follow from the lost reuse"}},
+					Why:  "few requests were preempted while prefix reuse was lost: unshared prefixes fill the KV cache, and the preemptions follow from the lost reuse"},
+				// Longer prompts hold more KV blocks each: a few preemptions
+				// follow, but under 1% of requests recomputed cannot carry
+				// the latency; the prefill of the longer prompts does.
+				{By: PrefillLongPrompts,
+					When: allOf(anyOf(rises(PromptTokensP95), rises(PromptTokensP99)), below(PreemptionShare, limPreemptionShare)),
+					Why:  "prompts got longer while few requests were preempted: longer prompts fill the KV cache, and the preemptions follow from the prompt load, whose prefill is the cost"}},
 		},
 		{
 			ID:       OutsideGPU,

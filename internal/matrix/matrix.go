@@ -189,9 +189,12 @@ type Result struct {
 	// Severity, but for an axis incident or a case graded by its truth
 	// (fleetsim.MatrixCase.GradedByTruth) the grade of its own Truth
 	// ("mild" below +40%).
-	Grade   string
-	Err     error
-	Elapsed time.Duration
+	Grade string
+	// ExpectWhy says why Expect is not the case's own when the simulated
+	// physics did something else (see physicsExpect).
+	ExpectWhy string
+	Err       error
+	Elapsed   time.Duration
 }
 
 // OK reports whether the result passes the matrix' rule: no wrong cause
@@ -245,6 +248,9 @@ func RunCell(c Cell) Result {
 	}
 	start, end := c.Variant.Span()
 	r.Truth = f.GroundTruthSpan(mc.Symptom, start, end)
+	if expect, why := physicsExpect(c, f, start, end); expect != "" {
+		r.Expect, r.ExpectWhy = expect, why
+	}
 	r.Grade = grade(c, r.Truth)
 	ev := Evidence(f)
 	if mc.TSDB {
@@ -269,8 +275,41 @@ func RunCell(c Cell) Result {
 	if i := slices.IndexFunc(rep.Hypotheses, func(h rules.Finding) bool { return string(h.ID) == r.Verdict }); r.Confidence == "" && i >= 0 {
 		r.Confidence = confidence(rep.Hypotheses[i])
 	}
-	r.Outcome = classify(c, r.Verdict)
+	r.Outcome = classify(r.Cell, r.Verdict)
 	return r
+}
+
+// physicsExpect returns the verdict a cell's simulated physics calls for
+// when it is not its case's: a kv-preemption cell (a small KV pool, prompts
+// longer by the knob) whose requests that ended in the incident span were
+// preempted fewer times than rules.DefaultThresholds.PreemptionShare per
+// finished request (the map's "material", measured as vLLM counts it:
+// preemptions over completions) never ran short of KV blocks: its
+// incident is the longer prompts' prefill cost (prefill-long-prompts).
+// "" keeps the case's.
+func physicsExpect(c Cell, f *fleetsim.Fleet, start, end time.Duration) (expect, why string) {
+	if c.Case != string(rules.KVPreemption) || !c.Incident() {
+		return "", ""
+	}
+	done, preemptions := 0, 0
+	for _, q := range f.Requests {
+		if q.Finished == fleetsim.NaNDuration || q.Finished < start || q.Finished >= end {
+			continue
+		}
+		preemptions += q.Preemptions
+		if q.Status == fleetsim.StatusFinished {
+			done++
+		}
+	}
+	if done == 0 {
+		return "", ""
+	}
+	share := float64(preemptions) / float64(done)
+	if share >= rules.DefaultThresholds.PreemptionShare {
+		return "", ""
+	}
+	return string(rules.PrefillLongPrompts), fmt.Sprintf("the simulation preempted %d times for %d finished requests (%.2f%%, under %g%%): the KV cache never ran short, the longer prompts' prefill is the incident",
+		preemptions, done, 100*share, 100*rules.DefaultThresholds.PreemptionShare)
 }
 
 // grade is the severity the pass rule holds c to: its Severity, or for an

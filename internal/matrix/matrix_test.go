@@ -106,28 +106,19 @@ func TestMatrix(t *testing.T) {
 	}
 }
 
-// knownMisses are the cells the merged round-3 reasoning still gets
-// wrong (two of them in the axis sample: off-centre incidents that ended),
-// each with the verdict it gives: asserted, so that a fix must
-// remove the entry, and reported in the closing note of the session that
-// added them. Both are 3-pod cells of seeds the reasoning branches did
-// not run: decode-pressure's "TTFT normal" (TTFT p95 grew no more than
-// TPOT) fails where three pods queue behind 8x longer answers and no
-// queue hypothesis takes the rise; and a mild KV fleet driven by longer
-// prompts gives the prefill hypothesis, supported by the prefill mean's
-// share of the TTFT mean's rise, with too few preemptions for
-// kv-preemption's precedence.
+// knownMisses are the cells the reasoning is known to get wrong, each
+// with the verdict it gives: asserted, so that a fix must remove the
+// entry, and reported in the closing note of the session that adds one.
+// The one left is in the full axis run only (-matrix.axes=all): the
+// incident's true TTFT p95 rose 1.63x, but inside vLLM's 100-250 ms
+// bucket the exported p95 moves 1.16x and the exact mean 1.25x, under
+// the change-point search's material shift (20% of the higher level), so
+// no window isolates the incident and the halves split it.
 var knownMisses = map[string]struct {
 	verdict rules.Verdict
 	reason  string
 }{
-	"decode-pressure/3/severe/1002": {rules.Undetermined, "TTFT grew more than TPOT: decode-pressure's TTFT-normal condition fails and nothing else is supported"},
-	"kv-preemption/3/mild/1003":     {rules.Verdict(rules.PrefillLongPrompts), "prompts 1.58x longer, preemptions below kv-preemption's precedence: the prefill hypothesis leads"},
-	// Incidents that ended before the evidence did: with the segment
-	// windows reverted, the one split puts part of the incident on each
-	// side, and the rise hides.
-	"queue-ramp/8/severe/1001/off-centre-12m0s-24m16s":          {rules.NoIncident, "an incident that ended, split in two by the change point"},
-	"prefix-cache-loss/8/moderate/1002/off-centre-15m0s-25m23s": {rules.NoIncident, "an incident that ended, split in two by the change point"},
+	"prefill-long-prompts/8/moderate/1002/off-centre-9m0s-21m19s": {rules.NoIncident, "a 1.63x rise that the exported buckets show as 1.16x (p95) and 1.25x (mean): no change point, no segment"},
 }
 
 // TestEvidenceMatchesDisk: the in-memory path reads the same evidence as
