@@ -83,16 +83,6 @@ func resolutionCases(t *testing.T) []resolutionCase {
 	return cs
 }
 
-// knownWrong are the wrong alerts the generated rules still fire, by
-// case: asserted, so that a fix removes them from this list. Under 60 s
-// scrapes the 10 s bursts add 38% arrivals that no per-interval measure
-// can place in bursts: the map's queue-sustained support (demand rose,
-// queue time rose) holds, and its burst counter-evidence (arrival
-// dispersion per scrape interval) cannot.
-var knownWrong = map[string]string{
-	"burst-10s-each-minute/1m0s": "WhyslowQueueSustained",
-}
-
 // besides are the general hypotheses whose alerts may fire beside a
 // case's hypothesis: consequences it explains (Refines), a queue that
 // grows because capacity fell (and preempted requests prefilled again),
@@ -162,7 +152,6 @@ func TestAlertsAtScrapeResolution(t *testing.T) {
 					}
 					want := AlertName(c.expect)
 					exp := hyps[want]
-					var sawKnown bool
 					for alert, ms := range fired {
 						h, ok := hyps[alert]
 						if !ok || alert == want {
@@ -179,15 +168,7 @@ func TestAlertsAtScrapeResolution(t *testing.T) {
 								other = append(other, m)
 							}
 						}
-						if known := knownWrong[name]; known == alert {
-							assert.NotEmpty(t, other, "%s shares %s's mitigations now: drop it from knownWrong", alert, want)
-							sawKnown = true
-							continue
-						}
 						assert.Empty(t, other, "%s fires at minutes %v beside %s, with other mitigations", alert, ms, want)
-					}
-					if known, ok := knownWrong[name]; ok {
-						assert.True(t, sawKnown, "%s no longer fires in %s: drop it from knownWrong", known, name)
 					}
 					if !c.resolvable(scrape) {
 						return

@@ -40,6 +40,16 @@ func accumulates() Cond {
 	return allOf(atLeast(WaitingSlope, limAccumulating), below(WaitingDrainedShare, limDrainedShare))
 }
 
+// inFlightRose holds when the engines hold more requests at the scrapes,
+// running or waiting. A sustained rise of arrivals raises the requests in
+// flight at every instant (Little's law: arrivals times time in the
+// engine), wherever the scrapes fall; arrivals added in bursts that drain
+// between two scrapes leave the gauges where they were, so that a rise of
+// the arrival rate without it is no evidence of a sustained overload.
+func inFlightRose() Cond {
+	return anyOf(rises(RunningMean), rises(WaitingMean))
+}
+
 // held returns what every experiment keeps the same in both arms
 // (section 12).
 func held() []string {
@@ -64,9 +74,10 @@ func Map() []Rule {
 				symptom(SymptomTTFT, SymptomTail, SymptomTPOT),
 				// The work in the engines grew: queued or in the batch.
 				anyOf(rises(QueueTimeP95), rises(QueueTimeMean), rises(WaitingMean), rises(RunningMean)),
-				// Demand rose, or the queue accumulates or persists at most
-				// scrapes (a stable queue near saturation does not grow).
-				anyOf(rises(ArrivalRate), accumulates(), atLeast(WaitingBusyShare, limBusyShare)),
+				// Demand rose and the engines hold more work at the scrapes,
+				// or the queue accumulates or persists at most scrapes (a
+				// stable queue near saturation does not grow).
+				anyOf(allOf(rises(ArrivalRate), inFlightRose()), accumulates(), atLeast(WaitingBusyShare, limBusyShare)),
 			},
 			Counter: []Counter{
 				{"same inbound rate and no queue growth", allOf(steady(ArrivalRate), flat(WaitingMean), below(WaitingSlope, limAccumulating))},

@@ -131,6 +131,74 @@ func TestBurstOrSustained(t *testing.T) {
 	}
 }
 
+// TestSustainedNeedsWorkInFlight: a rise of the arrival rate supports a
+// sustained overload only when the engines hold more requests at the
+// scrapes (running or waiting): a sustained rise of demand raises the
+// requests in flight at every instant, whereas bursts that drain between
+// two scrapes (10 s bursts under scrapes a minute apart, each scrape 40 s
+// after its burst) add arrivals and queue time the gauges never see.
+func TestSustainedNeedsWorkInFlight(t *testing.T) {
+	// Demand up 36%, queue time up (the mean: the p95 stays in the
+	// lowest bucket), TTFT and TPOT up, arrivals per scrape interval as
+	// even as in the baseline, no queue at any scrape.
+	between := func(kv ...any) rules.Facts {
+		return with(with(healthy(),
+			rules.TTFTP50, fact(0.075, 0.0586),
+			rules.TTFTP95, fact(0.247, 0.202),
+			rules.TTFTP99, fact(0.471, 0.244),
+			rules.TTFTMean, fact(0.0973, 0.0689),
+			rules.TPOTP95, fact(0.0643, 0.0243),
+			rules.TPOTMean, fact(0.0244, 0.0133),
+			rules.QueueTimeP95, fact(0.286, 0.285),
+			rules.QueueTimeMean, fact(0.0201, 0.00593),
+			rules.ArrivalRate, fact(42.7, 31.4),
+			rules.CompletionRate, fact(42.7, 31.4),
+			rules.ArrivalDispersion, fact(3, 0.26),
+			rules.ArrivalDispersionDetrended, fact(0.39, 0.23),
+			rules.BacklogSpike, fact(1.21, 1.16),
+			rules.WaitingBurst, fact(1.03, 1.02),
+			rules.WaitingMean, fact(0, 0),
+			rules.WaitingMax, fact(0, 0),
+			rules.WaitingBusyShare, fact(0, 0),
+			rules.WaitingSlope, fact(0, 0),
+			rules.RunningMean, fact(92.9, 94.1),
+		), kv...)
+	}
+	tests := []struct {
+		name      string
+		facts     rules.Facts
+		verdict   rules.Verdict
+		sustained rules.Status
+	}{
+		{
+			name:    "bursts between the scrapes: the gauges hold no more work",
+			facts:   between(),
+			verdict: rules.Undetermined, sustained: C,
+		},
+		{
+			name:    "a step of demand the batch holds",
+			facts:   between(rules.RunningMean, fact(160, 94.1)),
+			verdict: rules.Verdict(rules.QueueSustained), sustained: S,
+		},
+		{
+			name: "a step of demand that waits (running at its ceiling)",
+			facts: between(
+				rules.WaitingMean, fact(4, 0.5),
+				rules.WaitingMax, fact(30, 3),
+				rules.WaitingBusyShare, fact(0.4, 0.1),
+			),
+			verdict: rules.Verdict(rules.QueueSustained), sustained: S,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := rules.Evaluate(tt.facts, rules.SLO{}, rules.DefaultThresholds)
+			assert.Equal(t, tt.verdict, r.Verdict, "%s", r)
+			assert.Equal(t, tt.sustained, statuses(r)[rules.QueueSustained])
+		})
+	}
+}
+
 // The old facts and threshold names keep working beside the new ones.
 func TestQueueShapeNamesKept(t *testing.T) {
 	for _, id := range []rules.FactID{rules.ArrivalDispersion, rules.WaitingBusyShare, rules.ArrivalDispersionDetrended, rules.WaitingDrainedShare, rules.BacklogSpike} {
