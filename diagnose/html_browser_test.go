@@ -59,7 +59,7 @@ func browserReports(t *testing.T) map[string]*diagnose.Report {
 		require.NoError(t, err)
 		out[name] = rep
 	}
-	for name, rep := range scenarioReports(t) {
+	for name, rep := range browserScenarios(t) {
 		out["scenario-"+name] = rep
 	}
 	// A report split by model (a group column), and two in full detail
@@ -74,9 +74,9 @@ func browserReports(t *testing.T) map[string]*diagnose.Report {
 // html.Options.Verbose.
 const verboseSuffix = "+verbose"
 
-// scenarioReports diagnoses the fleetsim scenarios (under -short, those of
-// shortScenarios), simulated in parallel.
-func scenarioReports(t *testing.T) map[string]*diagnose.Report {
+// browserScenarios diagnoses the fleetsim scenarios (under -short, those
+// of shortScenarios), as many at once as there are processors.
+func browserScenarios(t *testing.T) map[string]*diagnose.Report {
 	t.Helper()
 	var mu sync.Mutex
 	out := map[string]*diagnose.Report{}
@@ -86,31 +86,17 @@ func scenarioReports(t *testing.T) map[string]*diagnose.Report {
 		if testing.Short() && !shortScenarios[spec.Name] {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			fleet, err := fleetsim.Run(spec.Config)
-			if !assert.NoError(t, err, spec.Name) {
-				return
-			}
-			dir := t.TempDir()
-			if !assert.NoError(t, fleet.WriteDumps(dir, fleetsim.DumpOptions{}), spec.Name) {
-				return
-			}
-			ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
-			if !assert.NoError(t, err, spec.Name) {
-				return
-			}
-			rep, err := diagnose.Diagnose(ev, diagnose.Options{})
+			rep, err := scenarioDiagnosis(spec)
 			if !assert.NoError(t, err, spec.Name) {
 				return
 			}
 			mu.Lock()
 			out[spec.Name] = rep
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 	require.False(t, t.Failed(), "simulating the scenarios")

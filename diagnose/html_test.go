@@ -206,9 +206,9 @@ func legend(t *testing.T, html, title string) string {
 func TestWriteHTMLHotReplica(t *testing.T) {
 	spec, ok := fleetsim.LookupScenario("hot-replica")
 	require.True(t, ok)
-	rep, table := diagnoseTable(t, simulate(t, spec.Config))
+	rep := scenarioReport(t, spec)
 	c := rep.NamedCulprit()
-	require.NotNil(t, c, table)
+	require.NotNil(t, c, factsTable(rep))
 	require.Equal(t, "replica", c.Kind)
 	html := writeHTML(t, rep)
 
