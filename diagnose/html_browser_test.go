@@ -3,9 +3,12 @@ package diagnose_test
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -38,9 +42,10 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// browserReports are the three reports the browser test lays out: the
-// render fixture (an incident), the embedded sample (an incident with
-// timelines over an hour) and a single real dump (undetermined).
+// browserReports are the reports the browser test lays out: the render
+// fixture (an incident), the embedded sample (an incident with timelines
+// over an hour), a single real dump (undetermined) and the fleetsim
+// scenarios (scenarioReports).
 func browserReports(t *testing.T) map[string]*diagnose.Report {
 	t.Helper()
 	out := map[string]*diagnose.Report{"fixture": renderReport()}
@@ -54,13 +59,80 @@ func browserReports(t *testing.T) map[string]*diagnose.Report {
 		require.NoError(t, err)
 		out[name] = rep
 	}
+	for name, rep := range browserScenarios(t) {
+		out["scenario-"+name] = rep
+	}
+	// A report split by model (a group column), and two in full detail
+	// (--verbose: counts beside the values).
+	out["split"] = renderSplitReport()
+	out["fixture"+verboseSuffix] = out["fixture"]
+	out["scenario-hot-replica"+verboseSuffix] = out["scenario-hot-replica"]
 	return out
 }
 
+// verboseSuffix ends the name of a browser case rendered with
+// html.Options.Verbose.
+const verboseSuffix = "+verbose"
+
+// browserScenarios diagnoses the fleetsim scenarios (under -short, those
+// of shortScenarios), as many at once as there are processors.
+func browserScenarios(t *testing.T) map[string]*diagnose.Report {
+	t.Helper()
+	var mu sync.Mutex
+	out := map[string]*diagnose.Report{}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	for _, spec := range fleetsim.Scenarios() {
+		if testing.Short() && !shortScenarios[spec.Name] {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rep, err := scenarioDiagnosis(spec)
+			if !assert.NoError(t, err, spec.Name) {
+				return
+			}
+			mu.Lock()
+			out[spec.Name] = rep
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	require.False(t, t.Failed(), "simulating the scenarios")
+	return out
+}
+
+// tableBox is the layout of one table of the HTML report in the browser.
+type tableBox struct {
+	// Head is the table's header row, to name it in messages.
+	Head string `json:"head"`
+	// Width is the table's scroll width, Narrowest its width with every
+	// cell wrapped where it may (min-content); Box and BoxScroll are its
+	// container's client and scroll widths.
+	Width     float64 `json:"width"`
+	Narrowest float64 `json:"narrowest"`
+	Box       float64 `json:"box"`
+	BoxScroll float64 `json:"boxScroll"`
+}
+
+// tableBoxesJS measures every table of the page.
+const tableBoxesJS = `Array.from(document.querySelectorAll('table')).map(function (t) {
+	var c = t.parentElement;
+	var box = {head: Array.from(t.querySelectorAll('thead th')).map(function (h) { return h.textContent; }).join(' | '),
+		width: t.scrollWidth, box: c.clientWidth, boxScroll: c.scrollWidth};
+	t.style.width = 'min-content';
+	box.narrowest = t.scrollWidth;
+	t.style.width = '';
+	return box;
+})`
+
 // The HTML report, rendered headless at 1,400 px: the verdict box and the
 // first timeline lie within the first 1,500 px, nothing is wider than the
-// window (wide tables scroll inside their box), and the page fetches
-// nothing from the network (issue 14).
+// window and no table scrolls in its box (every table of every report:
+// the fixture, the sample, a real dump, the fleetsim scenarios, a split
+// report and two verbose ones), and
+// the page fetches nothing from the network.
 func TestHTMLInBrowser(t *testing.T) {
 	exe := chromium(t)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -72,10 +144,12 @@ func TestHTMLInBrowser(t *testing.T) {
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancel()
 	dir := t.TempDir()
-	for name, rep := range browserReports(t) {
+	reports := browserReports(t)
+	for _, name := range slices.Sorted(maps.Keys(reports)) {
+		rep := reports[name]
 		t.Run(name, func(t *testing.T) {
 			var b bytes.Buffer
-			require.NoError(t, html.Write(&b, rep))
+			require.NoError(t, html.WriteOptions(&b, rep, html.Options{Verbose: strings.HasSuffix(name, verboseSuffix)}))
 			path := filepath.Join(dir, name+".html")
 			require.NoError(t, os.WriteFile(path, b.Bytes(), 0o644))
 
@@ -107,13 +181,25 @@ func TestHTMLInBrowser(t *testing.T) {
 			verdictTop := eval(`document.querySelector('p.verdict').getBoundingClientRect().top + window.scrollY`)
 			plotTop := eval(`(function(){var f=document.querySelector('figure.plot'); return f ? f.getBoundingClientRect().top + window.scrollY : -1})()`)
 			scrollWidth := eval(`document.documentElement.scrollWidth`)
-			t.Logf("verdict at %.0f px, first timeline at %.0f px, scroll width %.0f px", verdictTop, plotTop, scrollWidth)
+			tables, err := chromedp.Run(ctx, chromedp.Evaluate[[]tableBox](tableBoxesJS))
+			require.NoError(t, err)
+			widest := tableBox{}
+			for _, tb := range tables {
+				if tb.Narrowest > widest.Narrowest {
+					widest = tb
+				}
+				assert.LessOrEqual(t, tb.Width, tb.Box, "the table (%s) fits its box", tb.Head)
+				assert.LessOrEqual(t, tb.BoxScroll, tb.Box, "the table (%s) does not scroll", tb.Head)
+			}
+			t.Logf("%s: verdict at %.0f px, first timeline at %.0f px, scroll width %.0f px; %d tables; the widest needs %.0f px wrapped, is laid out at %.0f px in a %.0f px box (%s)",
+				name, verdictTop, plotTop, scrollWidth, len(tables), widest.Narrowest, widest.Width, widest.Box, widest.Head)
 			shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(80))
 			require.NoError(t, err)
 			assert.NotEmpty(t, shot, "screenshot")
 			_ = os.WriteFile(filepath.Join(dir, name+".jpg"), shot, 0o644)
 			if d := os.Getenv("WHYSLOW_SCREENSHOTS"); d != "" {
 				_ = os.WriteFile(filepath.Join(d, name+".jpg"), shot, 0o644)
+				_ = os.WriteFile(filepath.Join(d, name+".html"), b.Bytes(), 0o644)
 			}
 			assert.Less(t, verdictTop, 1500.0, "verdict box")
 			if len(rep.Timelines) > 0 {
@@ -121,6 +207,24 @@ func TestHTMLInBrowser(t *testing.T) {
 				assert.Less(t, plotTop, 1500.0, "the first timeline is within the first 1,500 px")
 			}
 			assert.LessOrEqual(t, scrollWidth, 1400.0, "nothing wider than the window")
+			// The replica the verdict names: one row of the per-replica
+			// table, its tag visible.
+			culprit := ""
+			if c := rep.NamedCulprit(); c != nil && c.Kind == "replica" {
+				culprit = c.Name
+			}
+			marked, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function () {
+	var rows = document.querySelectorAll('table.replicas tr.culprit');
+	if (rows.length !== 1) { return rows.length ? 'several' : ''; }
+	var tag = rows[0].querySelector('span.tag').getBoundingClientRect();
+	return tag.width > 0 && tag.height > 0 ? rows[0].cells[0].textContent : 'hidden';
+})()`))
+			require.NoError(t, err)
+			if culprit != "" {
+				assert.Equal(t, culprit+" culprit", marked, "the culprit's row")
+			} else {
+				assert.Empty(t, marked, "no culprit, no row marked")
+			}
 			mu.Lock()
 			assert.Empty(t, fetched, "the page requests nothing from the network")
 			mu.Unlock()

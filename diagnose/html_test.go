@@ -2,15 +2,23 @@ package diagnose_test
 
 import (
 	"bytes"
+	"fmt"
+	"html/template"
+	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/report/html"
+	"github.com/whyslow/whyslow/rules"
 )
 
 // svgElement matches one inline SVG plot.
@@ -59,7 +67,9 @@ func TestWriteHTMLStructure(t *testing.T) {
 	// One plot per timeline signal of the fixture, each with the incident
 	// window shaded (red, translucent) and the baseline lightly (grey).
 	plots := svgElement.FindAllString(html, -1)
-	require.Len(t, plots, 8, "ttft, queue_time, prefill_time, tpot, waiting, running, kv_usage, preemptions")
+	require.Len(t, plots, 7, "ttft, queue_time, prefill_time, tpot, waiting, running, kv_usage")
+	// Preemptions, zero throughout, take one line.
+	assert.Contains(t, html, `<figure class="plot zero"><figcaption><strong>preemptions (per-second rate)</strong>: all zero over the window, 2026-03-14 09:30–10:30Z (1h): 60 intervals of 1m</figcaption></figure>`)
 	for _, p := range plots {
 		assert.Regexp(t, `fill:#D52627;fill-opacity:0\.1\d+`, p, "incident shading")
 		assert.Regexp(t, `fill:#7E7E7E;fill-opacity:0\.1\d+`, p, "baseline shading")
@@ -81,6 +91,70 @@ func TestWriteHTMLStructure(t *testing.T) {
 	// Moved rows of the before/after table are marked.
 	assert.Contains(t, html, `<tr class="mark"><td>prefill_time</td>`)
 	assert.Contains(t, html, `<tr><td>queue_time</td>`)
+	// The verdict names no replica: no row is a culprit's, no plot draws
+	// a replica's TTFT.
+	assert.NotContains(t, html, `<span class="tag">`)
+	assert.NotContains(t, html, `class="culprit"`)
+	assert.NotContains(t, html, "(culprit)")
+}
+
+// culpritReport is the render fixture with a verdict whose evidence
+// names vllm-2 (its TTFT p95 over the fleet's), and vllm-2's TTFT p95
+// timeline: the fleet's, doubled in the incident.
+func culpritReport(t *testing.T) *diagnose.Report {
+	t.Helper()
+	r := renderReport()
+	i := slices.IndexFunc(r.Hypotheses, func(h rules.Finding) bool { return string(h.ID) == string(r.Verdict) })
+	require.GreaterOrEqual(t, i, 0)
+	r.Hypotheses[i].Evidence = append(r.Hypotheses[i].Evidence, rules.Evidence{
+		Fact: rules.ReplicaTTFTRatio, Value: 1.9, Count: math.NaN(), Source: "vllm-2: vllm:time_to_first_token_seconds per replica",
+		Text: "replica_ttft_ratio 1.9x"})
+	require.NotNil(t, r.NamedCulprit())
+	require.Equal(t, "vllm-2", r.NamedCulprit().Name)
+	for _, tl := range r.Timelines {
+		if tl.Signal == "ttft" && tl.Replica == "" {
+			tl.Replica = "vllm-2"
+			tl.Points = slices.Clone(tl.Points)
+			for k := range tl.Points {
+				if tl.Points[k].T.After(renderSplit) {
+					tl.Points[k].Value *= 2
+				}
+			}
+			r.Timelines = append(r.Timelines, tl)
+			break
+		}
+	}
+	return r
+}
+
+// The replica the verdict names is marked in the per-replica table (a
+// class and a visible tag) and drawn on the TTFT plot beside the fleet;
+// text and Markdown stay as they were.
+func TestWriteHTMLCulprit(t *testing.T) {
+	r := culpritReport(t)
+	html := writeHTML(t, r)
+	assert.Contains(t, html, `<tr class="culprit"><td>vllm-2 <span class="tag">culprit</span></td>`)
+	assert.Equal(t, 1, strings.Count(html, `<span class="tag">culprit</span>`), "one row")
+	assert.Contains(t, html, `<tr><td>vllm-0</td>`)
+
+	ttft := figure(t, html, "TTFT p95")
+	assert.True(t, strings.Contains(ttft, "stroke:#AD1457"), "the culprit's TTFT line")
+	ttft = string(stripSVG([]byte(ttft)))
+	assert.Contains(t, ttft, `<li class="bold"><span style="border-color: #ad1457"></span>vllm-2 (culprit)</li>`)
+	assert.NotContains(t, ttft, "vllm-0")
+
+	var txt, md bytes.Buffer
+	require.NoError(t, r.WriteText(&txt))
+	require.NoError(t, r.WriteMarkdown(&md))
+	rows := 0
+	for _, line := range strings.Split(txt.String()+md.String(), "\n") {
+		if f := strings.Fields(strings.Trim(line, "| ")); len(f) > 1 && f[0] == "vllm-2" {
+			rows++
+			assert.NotContains(t, line, "culprit", "text and Markdown rows carry no tag")
+			assert.NotContains(t, line, "**", "nor a mark")
+		}
+	}
+	assert.Equal(t, 2, rows, "vllm-2's row in the text and the Markdown per-replica tables")
 }
 
 func TestWriteHTMLEscapes(t *testing.T) {
@@ -108,4 +182,62 @@ func TestWriteHTMLSplit(t *testing.T) {
 	// The first group has timelines, the second none.
 	assert.Equal(t, 1, strings.Count(html, "<h2>Timelines</h2>"))
 	assert.Contains(t, html, "group model_name=qwen-7b: no-incident")
+}
+
+// figure returns the HTML of the plot titled title.
+func figure(t *testing.T, html, title string) string {
+	t.Helper()
+	i := strings.Index(html, "<strong>"+title)
+	require.GreaterOrEqual(t, i, 0, "no plot %q", title)
+	fig := html[i:]
+	return fig[:strings.Index(fig, "</figure>")]
+}
+
+// legend returns the HTML of the plot titled title without its SVG.
+func legend(t *testing.T, html, title string) string {
+	t.Helper()
+	return string(stripSVG([]byte(figure(t, html, title))))
+}
+
+// On the hot-replica scenario the HTML marks the replica the verdict
+// names in the per-replica table and draws its TTFT p95 beside the
+// fleet's; the prefill p95, in the histogram's first bucket, is drawn as
+// the bound the before/after table prints, from the same numbers.
+func TestWriteHTMLHotReplica(t *testing.T) {
+	spec, ok := fleetsim.LookupScenario("hot-replica")
+	require.True(t, ok)
+	rep := scenarioReport(t, spec)
+	c := rep.NamedCulprit()
+	require.NotNil(t, c, factsTable(rep))
+	require.Equal(t, "replica", c.Kind)
+	html := writeHTML(t, rep)
+
+	assert.Contains(t, html, `<tr class="culprit"><td>`+c.Name+` <span class="tag">culprit</span></td>`)
+	assert.Equal(t, 1, strings.Count(html, `<span class="tag">culprit</span>`))
+	assert.Contains(t, legend(t, html, "TTFT p95"), c.Name+" (culprit)</li>")
+
+	// The incident window's prefill p95 is a bound in the table ...
+	q, ok := rep.Quantile(catalog.SignalPrefillTime, 0.95)
+	require.True(t, ok)
+	op, bound := report.QuantileBound(q)
+	require.Equal(t, "<=", op, "the scenario's prefill p95 lies in the first bucket")
+	cell := template.HTMLEscapeString(op + " " + report.FormatValue(bound, "s"))
+	assert.Contains(t, html, `<td>prefill_time</td><td class="num">`+cell+`</td>`)
+	// ... and so is every interval's that lies in the first bucket: drawn
+	// at the bound, not at the interpolated value.
+	n := 0
+	for _, tl := range rep.Timelines {
+		if tl.Signal != "prefill_time" || tl.Replica != "" {
+			continue
+		}
+		for _, p := range tl.Points {
+			if pop, pv := p.Bound(); pop == "<=" {
+				n++
+				assert.Equal(t, bound, pv, "the bucket edge the table prints")
+				assert.Less(t, float64(p.Value), pv, "the interpolated value is below it")
+			}
+		}
+	}
+	require.Positive(t, n)
+	assert.Contains(t, legend(t, html, "prefill time p95"), fmt.Sprintf("fleet: %s (%d intervals; p95 in the first bucket", cell, n))
 }

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +28,67 @@ func simulate(t testing.TB, cfg fleetsim.Config) *snapshot.Evidence {
 	t.Helper()
 	_, ev := simulateFleet(t, cfg)
 	return ev
+}
+
+// scenarioReports caches the default diagnosis of each named fleetsim
+// scenario, which TestScenarios and the HTML tests share: a scenario is
+// simulated once per test binary. The reports are read, never modified.
+var scenarioReports struct {
+	sync.Mutex
+	m map[string]*scenarioEntry
+}
+
+type scenarioEntry struct {
+	once sync.Once
+	rep  *diagnose.Report
+	err  error
+}
+
+// scenarioReport returns the default diagnosis of the named scenario's
+// dumps, read back through snapshot (see simulate).
+func scenarioReport(t testing.TB, spec fleetsim.ScenarioSpec) *diagnose.Report {
+	t.Helper()
+	rep, err := scenarioDiagnosis(spec)
+	require.NoError(t, err, spec.Name)
+	return rep
+}
+
+// scenarioDiagnosis is scenarioReport, returning the error; safe to call
+// from any goroutine.
+func scenarioDiagnosis(spec fleetsim.ScenarioSpec) (*diagnose.Report, error) {
+	scenarioReports.Lock()
+	if scenarioReports.m == nil {
+		scenarioReports.m = map[string]*scenarioEntry{}
+	}
+	e := scenarioReports.m[spec.Name]
+	if e == nil {
+		e = &scenarioEntry{}
+		scenarioReports.m[spec.Name] = e
+	}
+	scenarioReports.Unlock()
+	e.once.Do(func() {
+		fleet, err := fleetsim.Run(spec.Config)
+		if err != nil {
+			e.err = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "whyslow-scenario-")
+		if err != nil {
+			e.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		if e.err = fleet.WriteDumps(dir, fleetsim.DumpOptions{}); e.err != nil {
+			return
+		}
+		ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
+		if err != nil {
+			e.err = err
+			return
+		}
+		e.rep, e.err = diagnose.Diagnose(ev, diagnose.Options{})
+	})
+	return e.rep, e.err
 }
 
 // simulateFleet is simulate, also returning the fleet's ground truth.
@@ -111,9 +174,7 @@ func TestScenarios(t *testing.T) {
 		}
 		t.Run(spec.Name, func(t *testing.T) {
 			t.Parallel()
-			ev := simulate(t, spec.Config)
-			rep, err := diagnose.Diagnose(ev, diagnose.Options{})
-			require.NoError(t, err)
+			rep := scenarioReport(t, spec)
 			table := factsTable(rep)
 			require.Equal(t, spec.Expect, string(rep.Verdict), "%s: %s\n%s", spec.Name, spec.Description, table)
 			if spec.Expect == "no-incident" {

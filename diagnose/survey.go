@@ -32,8 +32,9 @@ type lines struct {
 	// the snapshot.Lookback before its end (freshIntervals of the fleet).
 	fresh []bool
 	// replicas maps a replica's name to its values: per timelineSpecs
-	// entry, nil when the replica lacks the signal, else value and count
-	// per interval (2 x len(grid)).
+	// entry, nil when the replica lacks the signal, else per interval the
+	// value and count, and for a quantile the Point.Edge (stride values
+	// per interval).
 	replicas map[string][][]float64
 	// members holds the membership of every serving replica added.
 	members []membership
@@ -99,9 +100,10 @@ func (l *lines) add(sc *scope, r int) {
 		}
 		f := &l.fleet[si]
 		f.has = true
-		v := make([]float64, 2*len(l.grid))
+		stride := spec.stride()
+		v := make([]float64, stride*len(l.grid))
 		for i := range l.grid {
-			v[2*i], v[2*i+1] = math.NaN(), 0
+			v[stride*i] = math.NaN()
 		}
 		vals[si] = v
 		switch spec.stat {
@@ -112,9 +114,10 @@ func (l *lines) add(sc *scope, r int) {
 				if err != nil {
 					return
 				}
-				i := idx[k]
-				v[2*i], v[2*i+1] = histP95(inc)
-				f.mergeHist(i, inc)
+				p := histP95(time.Time{}, inc)
+				i := stride * idx[k]
+				v[i], v[i+1], v[i+2] = float64(p.Value), float64(p.Count), float64(p.Edge)
+				f.mergeHist(idx[k], inc)
 			})
 		case "mean":
 			s := sc.replicaGauge(spec.id, r)
@@ -127,7 +130,7 @@ func (l *lines) add(sc *scope, r int) {
 					continue
 				}
 				g := st.Result
-				v[2*i], v[2*i+1] = g.Mean, float64(g.N)
+				v[stride*i], v[stride*i+1] = g.Mean, float64(g.N)
 				f.sum[i] += g.Mean
 				f.n[i] += float64(g.N)
 				f.k[i]++
@@ -140,7 +143,7 @@ func (l *lines) add(sc *scope, r int) {
 					continue
 				}
 				inc := st.Result
-				v[2*i], v[2*i+1] = inc.Rate(), inc.Value
+				v[stride*i], v[stride*i+1] = inc.Rate(), inc.Value
 				if f.inc[i] == nil {
 					c := snapshot.SumIncreases(inc)
 					f.inc[i] = &c
@@ -179,14 +182,17 @@ func (f *fleetLine) mergeHist(i int, inc snapshot.HistogramIncrease) {
 	}
 }
 
-// histP95 is the p95 of an interval's increase and its observations, or
-// NaN and 0 when it holds none.
-func histP95(inc snapshot.HistogramIncrease) (value, count float64) {
+// histP95 is the point at t of the p95 of an interval's increase: its
+// value, observations and edge (report.QuantilePoint), or NaN and 0 when
+// it holds none.
+func histP95(t time.Time, inc snapshot.HistogramIncrease) Point {
 	n := inc.Histogram.Total()
 	if !(n > 0) {
-		return math.NaN(), 0
+		return Point{T: t, Value: Float(math.NaN())}
 	}
-	return inc.Histogram.Quantile(0.95).Value, n
+	q := report.QuantileOf(inc.Histogram.Quantile(0.95))
+	q.Count = Float(n)
+	return report.QuantilePoint(t, q)
 }
 
 // gaugeAggregation is how signal id combines across engines and replicas:
@@ -222,7 +228,8 @@ func (l *lines) timelines(sc *scope) *timelines {
 				switch spec.stat {
 				case "p95":
 					if h := f.hist[i]; h != nil {
-						v, n = histP95(*h)
+						t.Points[i] = histP95(w.End, *h)
+						continue
 					}
 				case "mean":
 					if f.k[i] > 0 {

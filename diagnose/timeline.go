@@ -29,6 +29,15 @@ var timelineSpecs = []timelineSpec{
 	{SignalGPUUtil, "mean"},
 }
 
+// stride is the number of values lines keeps per interval of a replica's
+// timeline: value and count, and the Point.Edge of a quantile.
+func (s timelineSpec) stride() int {
+	if s.stat == "p95" {
+		return 3
+	}
+	return 2
+}
+
 // timelines holds the per-interval series of one scope on one grid: the
 // fleet's, and the values of every replica (see lines.replicas) from
 // which addReplicas adds the timelines of the replicas a report shows.
@@ -115,10 +124,13 @@ func (sc *scope) addReplicas(tl *timelines, replicas []int) {
 			if !sel[r] || vals == nil || vals[si] == nil {
 				continue
 			}
-			v := vals[si]
+			v, k := vals[si], spec.stride()
 			t := Timeline{Signal: string(spec.id), Stat: spec.stat, Replica: rp.t.Name, Step: tl.step, Points: make([]Point, len(tl.grid))}
 			for i, w := range tl.grid {
-				t.Points[i] = Point{T: w.End, Value: Float(v[2*i]), Count: Float(v[2*i+1])}
+				t.Points[i] = Point{T: w.End, Value: Float(v[k*i]), Count: Float(v[k*i+1])}
+				if k > 2 {
+					t.Points[i].Edge = Float(v[k*i+2])
+				}
 			}
 			list = append(list, t)
 		}

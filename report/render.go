@@ -715,6 +715,10 @@ func signalByID(sigs []Signal, id catalog.SignalID) (Signal, bool) {
 	return Signal{}, false
 }
 
+// TagCulprit is the Table.Tags tag of the row of the replica the report
+// singles out (Report.NamedCulprit).
+const TagCulprit = "culprit"
+
 func layoutReplicas(d *Document, r *Report) {
 	exporter := map[string]bool{} // companion targets: listed in Inputs, not replicas
 	for _, e := range r.Inputs.Exporters {
@@ -816,7 +820,18 @@ func layoutReplicas(d *Document, r *Report) {
 	}
 	t.Head = append(t.Head, "share")
 	t.Right = append(t.Right, true)
+	culprit := ""
+	if c := r.NamedCulprit(); c != nil && c.Kind == "replica" {
+		culprit = c.Name
+	}
 	for _, n := range names {
+		if culprit != "" {
+			tag := ""
+			if n == culprit {
+				tag = TagCulprit
+			}
+			t.Tags = append(t.Tags, tag)
+		}
 		row := []string{n}
 		for _, c := range used {
 			s, ok := signalByID(r.Signals.Replicas[n], c.id)

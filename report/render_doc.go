@@ -70,6 +70,11 @@ type Table struct {
 	Right []bool
 	// Marks marks rows to emphasise (a moved signal, a hot replica).
 	Marks []bool
+	// Tags label rows for the HTML form, which shows a row's tag beside
+	// its first cell and as its class: "culprit" on the row of the replica
+	// the report singles out (Report.NamedCulprit). Text and Markdown
+	// leave them out.
+	Tags []string
 }
 
 // Document is a laid-out report: the one document model every writer

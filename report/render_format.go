@@ -60,17 +60,26 @@ func fmtQuantileValue(q Quantile, u string) string {
 // first bucket [0, b] the value is an interpolation that says nothing
 // beyond the bound, and the value says "<= b".
 func fmtQuantilePoint(q Quantile, u string) string {
-	v := float64(q.Value)
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return FormatValue(v, u)
+	if op, v := QuantileBound(q); op != "" {
+		return op + " " + FormatValue(v, u)
 	}
-	if math.IsInf(float64(q.Upper), 1) {
-		return ">= " + FormatValue(v, u)
+	return FormatValue(float64(q.Value), u)
+}
+
+// QuantileBound says what is known of a quantile whose rank lies in an
+// edge bucket of its histogram, as every form of the report says it:
+// "<=" and the first bucket's upper edge b when it lies in [0, b] (the
+// interpolated value says nothing beyond the bound), ">=" and the value,
+// the overflow bucket's lower edge, when it lies in the +Inf bucket; ""
+// and the value otherwise.
+func QuantileBound(q Quantile) (op string, v float64) {
+	switch {
+	case !edgeBucket(q):
+		return "", float64(q.Value)
+	case math.IsInf(float64(q.Upper), 1):
+		return ">=", float64(q.Value)
 	}
-	if edgeBucket(q) {
-		return "<= " + FormatValue(float64(q.Upper), u)
-	}
-	return FormatValue(v, u)
+	return "<=", float64(q.Upper)
 }
 
 // edgeBucket reports whether a quantile lies in the first bucket (lower

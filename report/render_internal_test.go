@@ -235,7 +235,8 @@ func TestJudgementDocument(t *testing.T) {
 	assert.Contains(t, md.String(), "configuration: max_num_seqs is not visible")
 }
 
-// A Point's JSON is the one encoding/json writes for its fields.
+// A Point's JSON is the one encoding/json writes for its fields (Edge is
+// left out).
 func TestPointJSON(t *testing.T) {
 	type plain Point
 	t0 := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
@@ -244,11 +245,13 @@ func TestPointJSON(t *testing.T) {
 		{T: t0.Add(1500 * time.Millisecond).In(time.FixedZone("X", 3600)), Value: Float(math.NaN()), Count: 0},
 		{T: time.Time{}, Value: Float(math.Inf(1)), Count: 1e-7},
 		{T: t0.Add(time.Nanosecond), Value: 1e21, Count: -3},
+		{T: t0, Value: 0.285, Count: 40, Edge: 0.3},
 	} {
 		want, err := json.Marshal(struct {
 			T     time.Time `json:"t"`
 			Value Float     `json:"value"`
 			Count Float     `json:"count"`
+			Edge  Float     `json:"-"`
 		}(plain(p)))
 		require.NoError(t, err)
 		got, err := json.Marshal(p)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"time"
 
@@ -354,6 +355,38 @@ type Point struct {
 	T     time.Time `json:"t"`
 	Value Float     `json:"value"`
 	Count Float     `json:"count"`
+	// Edge is set on a quantile point whose quantile lies in an edge
+	// bucket of the histogram (see QuantileBound): the first bucket's
+	// upper edge b when it lies in [0, b], +Inf when it lies in the
+	// overflow bucket; zero otherwise and on gauges and rates. Bound reads
+	// it. The JSON form leaves it out.
+	Edge Float `json:"-"`
+}
+
+// QuantilePoint is the point of quantile q over the interval ending at t,
+// with its Edge.
+func QuantilePoint(t time.Time, q Quantile) Point {
+	p := Point{T: t, Value: q.Value, Count: q.Count}
+	if op, _ := QuantileBound(q); op != "" {
+		p.Edge = q.Upper
+	}
+	return p
+}
+
+// Bound says what is known of the point as the tables say it of a
+// quantile (QuantileBound): "<=" and the first bucket's upper edge, ">="
+// and the value (the overflow bucket's lower edge), or "" and the value.
+func (p Point) Bound() (op string, v float64) {
+	q := Quantile{Value: p.Value, Lower: Float(math.NaN()), Upper: p.Edge}
+	switch e := float64(p.Edge); {
+	case math.IsInf(e, 1):
+		q.Lower = p.Value
+	case e > 0:
+		q.Lower = 0
+	default:
+		return "", float64(p.Value)
+	}
+	return QuantileBound(q)
 }
 
 // MarshalJSON writes p as encoding/json writes the struct, in one call: a

@@ -3,6 +3,7 @@ package html
 import (
 	"html/template"
 	"io"
+	"strings"
 
 	"github.com/whyslow/whyslow/report"
 )
@@ -18,9 +19,14 @@ import (
 // waiting, running, KV-cache usage, preemption rate and GPU utilisation,
 // whichever the evidence holds, each with the incident window shaded and
 // the baseline window lightly shaded. The fleet line is bold; waiting,
-// running and KV usage add one line per replica. Intervals without
-// observations are gaps, not zeros. The SVG does not embed fonts: its
-// text uses the Liberation Sans metrics, which Arial and Helvetica share.
+// running and KV usage add one line per replica, and every plot the line
+// of the replica the report singles out (Report.NamedCulprit), whose row
+// the per-replica table marks. Intervals without observations are gaps,
+// not zeros; a quantile known only as a bound (report.Point.Bound) is a
+// marker at the bound the tables print; a signal zero throughout is one
+// line, not a plot. Tables wrap their cells (a value and its bucket on
+// two lines) rather than scroll. The SVG does not embed fonts: its text
+// uses the Liberation Sans metrics, which Arial and Helvetica share.
 //
 // All text is escaped (html/template). A report split into groups draws
 // the plots of each group in its section.
@@ -103,9 +109,68 @@ func htmlView(r *report.Report, o Options) (*htmlPage, error) {
 }
 
 var htmlTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"right": func(t *report.Table, i int) bool { return i < len(t.Right) && t.Right[i] },
-	"mark":  func(t *report.Table, i int) bool { return i < len(t.Marks) && t.Marks[i] },
+	"right":     func(t *report.Table, i int) bool { return i < len(t.Right) && t.Right[i] },
+	"rowClass":  rowClass,
+	"tag":       func(t *report.Table, i int) string { return tableTag(t, i) },
+	"splitCell": splitCell,
 }).Parse(htmlSource))
+
+// tableTag returns the tag of row i of t ("" for none).
+func tableTag(t *report.Table, i int) string {
+	if i < len(t.Tags) {
+		return t.Tags[i]
+	}
+	return ""
+}
+
+// rowClass returns the class attribute value of row i of t: "mark" for a
+// marked row, its tag (Table.Tags), both, or "".
+func rowClass(t *report.Table, i int) string {
+	var cls []string
+	if i < len(t.Marks) && t.Marks[i] {
+		cls = append(cls, "mark")
+	}
+	if tag := tableTag(t, i); tag != "" {
+		cls = append(cls, tag)
+	}
+	return strings.Join(cls, " ")
+}
+
+// numCell is a numeric cell split where it may wrap: between a value and
+// what qualifies it (the bucket that holds it, "[1s–2.5s]"; its count,
+// "n=4,000"; its maximum, "(max 12 req)"; a second value after a comma),
+// never inside one of them ("2.2s", "870 tokens").
+type numCell []numPart
+
+// numPart is one part of a numeric cell.
+type numPart struct {
+	Text   string
+	Bucket bool // a bracketed bucket
+}
+
+// cellBreaks are where a numeric cell may wrap: before these...
+var cellBreaks = []string{" [", " (", " n="}
+
+// splitCell splits a numeric cell where it may wrap.
+func splitCell(s string) numCell {
+	var out numCell
+	for s != "" {
+		cut := len(s)
+		for _, b := range cellBreaks {
+			if i := strings.Index(s[1:], b); i >= 0 && i+1 < cut {
+				cut = i + 1
+			}
+		}
+		// ... and after a comma.
+		if i := strings.Index(s, ", "); i >= 0 && i+1 < cut {
+			cut = i + 1
+		}
+		part := s[:cut]
+		out = append(out, numPart{Text: part, Bucket: strings.HasPrefix(part, "[") && strings.HasSuffix(part, "]")})
+		s = strings.TrimPrefix(s[cut:], " ")
+	}
+	return out
+}
 
 const htmlSource = `<!DOCTYPE html>
 <html lang="en">
@@ -136,11 +201,19 @@ li.PRESENT li { font-weight: 400; color: #1d2330; }
 li.not-evaluable { color: #8a6d00; }
 li.check-holds::marker { color: #2e7d32; }
 li.check-does-not-hold::marker { color: #a4161a; }
-table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .9rem; }
-th, td { overflow-wrap: normal; border: 1px solid #d5dbe3; padding: .25rem .5rem; vertical-align: top; text-align: left; }
+table { border-collapse: collapse; margin: .5rem 0 1rem; font-size: .85rem; }
+th, td { overflow-wrap: normal; border: 1px solid #d5dbe3; padding: .25rem .4rem; vertical-align: top; text-align: left; }
 th { background: #f1f4f8; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; }
+td.q { white-space: normal; }
+td.q span { white-space: nowrap; }
+td.q span.bucket { color: #5c6675; font-size: .9em; }
+table.compare td:last-child { white-space: nowrap; }
 tr.mark td { background: #fff3cd; font-weight: 600; }
+tr.culprit td { background: #fde2e4; font-weight: 700; }
+tr.culprit td:first-child { box-shadow: inset 4px 0 0 #ad1457; }
+span.tag { display: inline-block; font-size: .75rem; font-weight: 700; color: #fff; background: #ad1457; border-radius: .6rem; padding: 0 .45rem; margin-left: .3rem; vertical-align: .1em; }
 pre { background: #f6f8fa; padding: .6rem .8rem; overflow-x: auto; }
 figure.plot { margin: 1rem 0 1.6rem; }
 figure.plot figcaption { font-size: .9rem; color: #444; }
@@ -150,6 +223,8 @@ ul.legend { list-style: none; padding: 0; margin: .2rem 0; display: flex; flex-w
 ul.legend li span { display: inline-block; width: 1.6rem; height: 0; border-top: 2px solid; vertical-align: middle; margin-right: .35rem; }
 ul.legend li.bold span { border-top-width: 4px; }
 ul.legend li.bold { font-weight: 700; }
+ul.legend li span.glyph { width: 1.6rem; height: auto; border: 0; text-align: center; font-weight: 700; }
+figure.plot.zero { margin: .4rem 0 .8rem; }
 </style>
 </head>
 <body>
@@ -161,21 +236,23 @@ ul.legend li.bold { font-weight: 700; }
 {{define "block"}}{{if eq .Kind "heading"}}{{template "heading" .}}
 {{else if eq .Kind "para"}}<p{{with .Class}} class="{{.}}"{{end}}>{{.Text}}</p>
 {{else if eq .Kind "list"}}{{if .Class}}<ul class="{{.Class}}">{{range .Items}}{{template "item" .}}{{end}}</ul>{{else}}{{template "items" .Items}}{{end}}
-{{else if eq .Kind "table"}}{{template "table" .Table}}
+{{else if eq .Kind "table"}}{{template "table" .}}
 {{else if eq .Kind "pre"}}<pre>{{.Text}}</pre>
 {{else if eq .Kind "plots"}}{{if .Plots}}<h2>Timelines</h2>
-{{range .Plots}}<figure class="plot">
+{{range .Plots}}{{if .Inline}}<figure class="plot">
 <figcaption><strong>{{.Title}}</strong>: {{.Caption}}</figcaption>
 {{.Inline}}
-<ul class="legend">{{range .Legend}}<li{{if .Bold}} class="bold"{{end}}><span style="border-color: {{.Color}}"></span>{{.Name}}</li>{{end}}</ul>
+<ul class="legend">{{range .Legend}}<li{{if .Bold}} class="bold"{{end}}>{{if .Glyph}}<span class="glyph" style="color: {{.Color}}">{{.Glyph}}</span>{{else}}<span style="border-color: {{.Color}}"></span>{{end}}{{.Name}}</li>{{end}}</ul>
 </figure>
-{{end}}{{end}}{{end}}{{end}}
+{{else}}<figure class="plot zero"><figcaption><strong>{{.Title}}</strong>: {{.Caption}}</figcaption></figure>
+{{end}}{{end}}{{end}}{{end}}{{end}}
 {{define "heading"}}{{if eq .Level 1}}<h1>{{.Text}}</h1>{{else if eq .Level 2}}<h2>{{.Text}}</h2>{{else if eq .Level 3}}<h3{{with .Class}} class="{{.}}"{{end}}>{{.Text}}</h3>{{else}}<h4>{{.Text}}</h4>{{end}}{{end}}
 {{define "items"}}<ul>{{range .}}{{template "item" .}}{{end}}</ul>{{end}}
 {{define "item"}}<li{{with .Class}} class="{{.}}"{{end}}>{{.Text}}{{if .Sub}}{{template "items" .Sub}}{{end}}</li>{{end}}
-{{define "table"}}{{$t := .}}<div class="scroll"><table>
-<thead><tr>{{range $i, $h := .Head}}<th{{if right $t $i}} class="num"{{end}}>{{$h}}</th>{{end}}</tr></thead>
+{{define "table"}}{{$t := .Table}}<div class="scroll"><table{{with .Class}} class="{{.}}"{{end}}>
+<thead><tr>{{range $i, $h := $t.Head}}<th{{if right $t $i}} class="num"{{end}}>{{$h}}</th>{{end}}</tr></thead>
 <tbody>
-{{range $r, $row := .Rows}}<tr{{if mark $t $r}} class="mark"{{end}}>{{range $i, $c := $row}}<td{{if right $t $i}} class="num"{{end}}>{{$c}}</td>{{end}}</tr>
+{{range $r, $row := $t.Rows}}{{$tag := tag $t $r}}<tr{{with rowClass $t $r}} class="{{.}}"{{end}}>{{range $i, $c := $row}}{{if right $t $i}}{{template "num" splitCell $c}}{{else}}<td>{{$c}}{{if and $tag (eq $i 0)}} <span class="tag">{{$tag}}</span>{{end}}</td>{{end}}{{end}}</tr>
 {{end}}</tbody>
-</table></div>{{end}}`
+</table></div>{{end}}
+{{define "num"}}{{if gt (len .) 1}}<td class="num q">{{range $i, $p := .}}{{if $i}} {{end}}<span{{if $p.Bucket}} class="bucket"{{end}}>{{$p.Text}}</span>{{end}}</td>{{else}}<td class="num">{{range .}}{{.Text}}{{end}}</td>{{end}}{{end}}`

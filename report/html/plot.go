@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,9 +21,13 @@ import (
 // This file draws a report's timelines as SVG with gonum.org/v1/plot, for
 // the HTML form. Each plot shows one signal over the evidence: the fleet
 // line bold, one thin line per replica where per-replica lines matter
-// (waiting, running, KV usage), the incident window shaded and the
-// baseline window lightly shaded. Intervals without observations are gaps,
-// never zeros.
+// (waiting, running, KV usage), the line of the replica the report singles
+// out (Report.NamedCulprit) on every plot, the incident window shaded and
+// the baseline window lightly shaded. Intervals without observations are
+// gaps, never zeros. A quantile known only as a bound (report.Point.Bound:
+// in the histogram's first or overflow bucket) is drawn as a marker at the
+// bound, never as a point of the line. A signal that is zero throughout
+// is said in one line instead of a plot.
 
 // plotSpec says how one timeline signal is drawn.
 type plotSpec struct {
@@ -58,6 +63,9 @@ var (
 	plotIncidentShade = color.NRGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0x30}
 	plotBaselineShade = color.NRGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0x20}
 	plotSLOColor      = color.RGBA{R: 0xb7, G: 0x1c, B: 0x1c, A: 0xff}
+	// plotCulpritColor draws the culprit replica on every plot (the
+	// colour of its tag in the per-replica table).
+	plotCulpritColor = color.RGBA{R: 0xad, G: 0x14, B: 0x57, A: 0xff}
 	// plotReplicaColors are distinct colours for replica lines (Tableau
 	// 10 without the red of the incident shading).
 	plotReplicaColors = []color.RGBA{
@@ -74,7 +82,8 @@ var (
 type htmlPlot struct {
 	Title   string
 	Caption string
-	// SVG is the inline <svg> element drawn by gonum/plot.
+	// SVG is the inline <svg> element drawn by gonum/plot; nil for a
+	// signal that is zero throughout, which Caption says in one line.
 	SVG    []byte
 	Legend []plotLegend
 }
@@ -84,11 +93,23 @@ type plotLegend struct {
 	Name  string
 	Color string // CSS colour
 	Bold  bool
+	// Glyph is the marker of a legend entry drawn as markers ("▽"),
+	// empty for a line.
+	Glyph string
 }
+
+// Bound markers: a quantile in the first bucket is at most its upper
+// edge (a triangle pointing down at the edge); one in the overflow bucket
+// at least its lower edge (pointing up).
+const (
+	glyphAtMost  = "▽"
+	glyphAtLeast = "△"
+)
 
 // timelinePlots draws the timelines of r (not of its groups).
 func timelinePlots(r *report.Report) ([]htmlPlot, error) {
 	var out []htmlPlot
+	culprit := culpritReplica(r)
 	for _, spec := range plotSpecs {
 		var fleet *report.Timeline
 		var reps []*report.Timeline
@@ -99,7 +120,7 @@ func timelinePlots(r *report.Report) ([]htmlPlot, error) {
 			}
 			if t.Replica == "" {
 				fleet = t
-			} else if spec.replicas {
+			} else if spec.replicas || t.Replica == culprit {
 				reps = append(reps, t)
 			}
 		}
@@ -134,25 +155,68 @@ func plotScale(unit string, maxV float64) (label string, scale float64) {
 	return unit, 1
 }
 
-// segments splits a timeline into runs of finite points, scaled.
-func segments(t *report.Timeline, scale float64) []plotter.XYs {
-	var out []plotter.XYs
+// culpritReplica names the replica the report singles out, or "".
+func culpritReplica(r *report.Report) string {
+	if c := r.NamedCulprit(); c != nil && c.Kind == "replica" {
+		return c.Name
+	}
+	return ""
+}
+
+// plotPoints are a timeline's points as drawn, scaled.
+type plotPoints struct {
+	// Runs are runs of points whose value is known, each drawn as a line
+	// (a lone point as a dot).
+	Runs []plotter.XYs
+	// AtMost and AtLeast are the points known only as a bound
+	// (report.Point.Bound), at the bound: "<=" and ">=".
+	AtMost, AtLeast plotter.XYs
+}
+
+// segments splits a timeline into runs of finite points, scaled; a point
+// known only as a bound, or not finite, ends a run.
+func segments(t *report.Timeline, scale float64) plotPoints {
+	var out plotPoints
 	var cur plotter.XYs
+	end := func() {
+		if len(cur) > 0 {
+			out.Runs = append(out.Runs, cur)
+			cur = nil
+		}
+	}
 	for _, p := range t.Points {
-		v := float64(p.Value)
+		op, v := p.Bound()
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			if len(cur) > 0 {
-				out = append(out, cur)
-				cur = nil
-			}
+			end()
 			continue
 		}
-		cur = append(cur, plotter.XY{X: float64(p.T.Unix()), Y: v * scale})
+		xy := plotter.XY{X: float64(p.T.Unix()), Y: v * scale}
+		switch op {
+		case "<=":
+			end()
+			out.AtMost = append(out.AtMost, xy)
+		case ">=":
+			end()
+			out.AtLeast = append(out.AtLeast, xy)
+		default:
+			cur = append(cur, xy)
+		}
 	}
-	if len(cur) > 0 {
-		out = append(out, cur)
-	}
+	end()
 	return out
+}
+
+// bounds lists the distinct bounds of points, in the timeline's unit
+// (the y values over scale), as the tables write them.
+func bounds(points plotter.XYs, scale float64, unit string) string {
+	var out []string
+	for _, p := range points {
+		s := report.FormatValue(p.Y/scale, unit)
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 func cssColor(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
@@ -165,6 +229,7 @@ func drawTimeline(r *report.Report, spec plotSpec, fleet *report.Timeline, reps 
 	}
 	// The ranges of the data, in base units.
 	xMin, xMax, yMax := math.Inf(1), math.Inf(-1), 0.0
+	zero, finite := true, 0
 	var step time.Duration
 	stat := ""
 	for _, t := range all {
@@ -175,13 +240,21 @@ func drawTimeline(r *report.Report, spec plotSpec, fleet *report.Timeline, reps 
 		for _, p := range t.Points {
 			x := float64(p.T.Unix())
 			xMin, xMax = math.Min(xMin, x), math.Max(xMax, x)
-			if v := float64(p.Value); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			// A bound is drawn at the bound.
+			if op, v := p.Bound(); !math.IsNaN(v) && !math.IsInf(v, 0) {
 				yMax = math.Max(yMax, v)
+				if v != 0 || op != "" {
+					zero = false
+				}
+				finite++
 			}
 		}
 	}
-	if math.IsInf(xMin, 0) {
+	if math.IsInf(xMin, 0) || finite == 0 {
 		return nil, nil
+	}
+	if zero {
+		return zeroPlot(spec, stat, step, fleet, reps), nil
 	}
 	slo, sloName := sloTarget(r, spec.signal)
 	label, scale := plotScale(spec.unit, math.Max(yMax, slo))
@@ -234,11 +307,11 @@ func drawTimeline(r *report.Report, spec plotSpec, fleet *report.Timeline, reps 
 
 	var legend []plotLegend
 	add := func(t *report.Timeline, c color.RGBA, width vg.Length, name string, bold bool) error {
-		segs := segments(t, scale)
-		if len(segs) == 0 {
+		pts := segments(t, scale)
+		if len(pts.Runs) == 0 && len(pts.AtMost) == 0 && len(pts.AtLeast) == 0 {
 			return nil
 		}
-		for _, seg := range segs {
+		for _, seg := range pts.Runs {
 			if len(seg) == 1 {
 				// A lone point between gaps: a dot, so it is not lost.
 				sc, err := plotter.NewScatter(seg)
@@ -259,7 +332,37 @@ func drawTimeline(r *report.Report, spec plotSpec, fleet *report.Timeline, reps 
 			l.Width = width
 			p.Add(l)
 		}
-		legend = append(legend, plotLegend{Name: name, Color: cssColor(c), Bold: bold})
+		if len(pts.Runs) > 0 {
+			legend = append(legend, plotLegend{Name: name, Color: cssColor(c), Bold: bold})
+		}
+		for _, b := range []struct {
+			pts   plotter.XYs
+			glyph draw.GlyphDrawer
+			mark  string
+			op    string
+			where string
+		}{
+			{pts.AtMost, triangleGlyph{down: true}, glyphAtMost, "<=", "in the first bucket: only its upper edge is known"},
+			{pts.AtLeast, triangleGlyph{}, glyphAtLeast, ">=", "in the overflow bucket: only its lower edge is known"},
+		} {
+			if len(b.pts) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(b.pts)
+			if err != nil {
+				return err
+			}
+			sc.GlyphStyle.Color = c
+			sc.GlyphStyle.Radius = width + vg.Points(2)
+			sc.GlyphStyle.Shape = b.glyph
+			p.Add(sc)
+			who := t.Replica
+			if who == "" {
+				who = "fleet"
+			}
+			legend = append(legend, plotLegend{Name: fmt.Sprintf("%s: %s %s (%d intervals; %s %s)", who,
+				b.op, bounds(b.pts, scale, spec.unit), len(b.pts), plotStatText(stat), b.where), Color: cssColor(c), Glyph: b.mark})
+		}
 		return nil
 	}
 	// The fleet first, so that a replica carrying all of it stays visible
@@ -278,17 +381,15 @@ func drawTimeline(r *report.Report, spec plotSpec, fleet *report.Timeline, reps 
 			return nil, err
 		}
 	}
-	culprit := ""
-	if c := r.NamedCulprit(); c != nil && c.Kind == "replica" {
-		culprit = c.Name
-	}
+	culprit := culpritReplica(r)
 	for i, t := range reps {
-		width, name, bold := vg.Points(1), t.Replica, false
+		width, name, bold, c := vg.Points(1), t.Replica, false, plotReplicaColors[i%len(plotReplicaColors)]
 		if t.Replica == culprit {
-			// The replica the report singles out stands out.
-			width, name, bold = vg.Points(2), t.Replica+" (culprit)", true
+			// The replica the report singles out stands out, in one
+			// colour on every plot.
+			width, name, bold, c = vg.Points(2), t.Replica+" (culprit)", true, plotCulpritColor
 		}
-		if err := add(t, plotReplicaColors[i%len(plotReplicaColors)], width, name, bold); err != nil {
+		if err := add(t, c, width, name, bold); err != nil {
 			return nil, err
 		}
 	}
@@ -313,13 +414,79 @@ func drawTimeline(r *report.Report, spec plotSpec, fleet *report.Timeline, reps 
 	if _, err := c.WriteTo(&buf); err != nil {
 		return nil, err
 	}
+	title := plotTitle(spec, stat)
+	caption := fmt.Sprintf("per %s interval; shaded: incident window %s (red), baseline %s (grey)",
+		report.FormatDuration(step), report.FormatWindowSpan(r.Windows.Incident), report.FormatWindowSpan(r.Windows.Baseline))
+	return &htmlPlot{Title: title, Caption: caption, SVG: inlineSVG(buf.Bytes()), Legend: legend}, nil
+}
+
+// zeroPlot says in one line that a signal is zero throughout: over which
+// span and how many samples are behind it (observations of a quantile,
+// scrapes of a gauge; for a rate, the intervals), the fleet's or, without
+// a fleet timeline, the replicas' together.
+func zeroPlot(spec plotSpec, stat string, step time.Duration, fleet *report.Timeline, reps []*report.Timeline) *htmlPlot {
+	counted := reps
+	if fleet != nil {
+		counted = []*report.Timeline{fleet}
+	}
+	var first, last time.Time
+	intervals := map[time.Time]bool{}
+	count := 0.0
+	for _, t := range counted {
+		for _, p := range t.Points {
+			if v := float64(p.Value); math.IsNaN(v) || math.IsInf(v, 0) {
+				continue
+			}
+			if first.IsZero() || p.T.Before(first) {
+				first = p.T
+			}
+			if p.T.After(last) {
+				last = p.T
+			}
+			intervals[p.T] = true
+			count += float64(p.Count)
+		}
+	}
+	span := report.FormatWindowSpan(report.WindowInfo{Start: first.Add(-step), End: last})
+	n := report.FormatInteger(count) + " samples"
+	switch stat {
+	case "p95":
+		n = report.FormatInteger(count) + " observations"
+	case "rate":
+		n = fmt.Sprintf("%s intervals of %s", report.FormatInteger(float64(len(intervals))), report.FormatDuration(step))
+	}
+	return &htmlPlot{Title: plotTitle(spec, stat), Caption: fmt.Sprintf("all zero over the window, %s: %s", span, n)}
+}
+
+// plotTitle is the title of a plot: the signal and what its points hold.
+func plotTitle(spec plotSpec, stat string) string {
 	title := spec.title
 	if stat != "" && !strings.Contains(title, stat) {
 		title += " (" + plotStatText(stat) + ")"
 	}
-	caption := fmt.Sprintf("per %s interval; shaded: incident window %s (red), baseline %s (grey)",
-		report.FormatDuration(step), report.FormatWindowSpan(r.Windows.Incident), report.FormatWindowSpan(r.Windows.Baseline))
-	return &htmlPlot{Title: title, Caption: caption, SVG: inlineSVG(buf.Bytes()), Legend: legend}, nil
+	return title
+}
+
+// triangleGlyph is a hollow triangle pointing up, or down: the marker of
+// a quantile known only as a bound.
+type triangleGlyph struct{ down bool }
+
+// DrawGlyph implements draw.GlyphDrawer.
+func (g triangleGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: vg.Points(1.2)})
+	r := sty.Radius
+	dir := vg.Length(1)
+	if g.down {
+		dir = -1
+	}
+	// cos and sin of 30 degrees.
+	const cos30, sin30 = 0.8660254037844386, 0.5
+	p := make(vg.Path, 0, 4)
+	p.Move(vg.Point{X: pt.X, Y: pt.Y + dir*r})
+	p.Line(vg.Point{X: pt.X - r*cos30, Y: pt.Y - dir*r*sin30})
+	p.Line(vg.Point{X: pt.X + r*cos30, Y: pt.Y - dir*r*sin30})
+	p.Close()
+	c.Stroke(p)
 }
 
 // sloTarget returns the SLO target drawn on the plot of signal, with its
