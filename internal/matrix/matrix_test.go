@@ -107,7 +107,8 @@ func TestMatrix(t *testing.T) {
 }
 
 // knownMisses are the cells the merged round-3 reasoning still gets
-// wrong (two of them in the axis sample: off-centre incidents that ended),
+// wrong (two of them in the axis sample: off-centre incidents that ended;
+// two admission-deferral cells whose scrapes follow the releases),
 // each with the verdict it gives: asserted, so that a fix must
 // remove the entry, and reported in the closing note of the session that
 // added them. Both are 3-pod cells of seeds the reasoning branches did
@@ -128,6 +129,13 @@ var knownMisses = map[string]struct {
 	// side, and the rise hides.
 	"queue-ramp/8/severe/1001/off-centre-12m0s-24m16s":          {rules.NoIncident, "an incident that ended, split in two by the change point"},
 	"prefix-cache-loss/8/moderate/1002/off-centre-15m0s-25m23s": {rules.NoIncident, "an incident that ended, split in two by the change point"},
+	// Deferral episodes whose scrapes fall just after the release: the
+	// released backlog waits for capacity (the token budget admits it a
+	// few steps at a time), so the scrapes see as many capacity-waiting
+	// as deferred requests (deferred_share 0.43 on 3 pods, under the
+	// majority) and the queue's spikes and the idle GPU tie.
+	"admission-deferral/3/severe/1003": {rules.Undetermined, "the released deferred backlog reads as capacity queue at the scrape after each release: deferred_share under the majority"},
+	"admission-deferral/8/severe/1003": {rules.Undetermined, "the released deferred backlog reads as capacity queue at the scrape after each release: deferred_share under the majority"},
 }
 
 // TestEvidenceMatchesDisk: the in-memory path reads the same evidence as
