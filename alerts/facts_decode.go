@@ -22,6 +22,7 @@ func init() {
 		}},
 		rules.RepeatPreemptionShare:     {note: "repeat_preemption_share weighs each bucket of vllm:request_num_preemptions by its preemption counts, which PromQL cannot do per bucket"},
 		rules.PreemptedShare:            {note: "preempted_share weighs each bucket of vllm:request_num_preemptions by its preemption counts, which PromQL cannot do per bucket"},
+		rules.PreemptedShareLower:       {note: "preempted_share_lower weighs each bucket of vllm:request_num_preemptions by its preemption counts, which PromQL cannot do per bucket"},
 		rules.PreemptionsPerRequestMean: mean(catalog.SignalRequestPreemptions),
 		rules.SpecAcceptanceRate:        ratio(catalog.SignalSpecAcceptedTokens, catalog.SignalSpecDraftTokens, ""),
 		rules.SpecAcceptanceLength: {expr: func(g *gen, off string) string {

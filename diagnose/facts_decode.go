@@ -35,6 +35,7 @@ func (c *factCtx) decodeJobs(js *factJobs) {
 	both(rules.RepeatPreemptedShare, func(w evalWindow) rules.Fact { return c.repeatPreemption(w, preemptedTwice) })
 	both(rules.RepeatPreemptionShare, func(w evalWindow) rules.Fact { return c.repeatPreemption(w, preemptionsRepeated) })
 	both(rules.PreemptedShare, func(w evalWindow) rules.Fact { return c.repeatPreemption(w, preemptedAny) })
+	both(rules.PreemptedShareLower, func(w evalWindow) rules.Fact { return c.repeatPreemption(w, preemptedAnyLower) })
 	both(rules.PreemptionsPerRequestMean, c.histMean(catalog.SignalRequestPreemptions))
 	both(rules.SpecAcceptanceRate, func(w evalWindow) rules.Fact {
 		return c.counterRatio(catalog.SignalSpecAcceptedTokens, catalog.SignalSpecDraftTokens, w, "no draft token in the window")
@@ -53,6 +54,7 @@ const (
 	preemptedTwice      = iota // rules.RepeatPreemptedShare
 	preemptionsRepeated        // rules.RepeatPreemptionShare
 	preemptedAny               // rules.PreemptedShare
+	preemptedAnyLower          // rules.PreemptedShareLower
 )
 
 // repeatPreemption measures, from the fleet's vllm:request_num_preemptions
@@ -113,12 +115,16 @@ func (c *factCtx) repeatPreemption(w evalWindow, what int) rules.Fact {
 	// Requests in the first bucket were preempted at most once each.
 	lo = math.Max(lo, sum-h.Counts[one])
 	lo, hi = math.Min(lo, sum), math.Min(hi, sum)
-	if what == preemptedAny {
+	if what == preemptedAny || what == preemptedAnyLower {
 		// Each preemption the repeated requests do not carry is one
 		// request preempted once.
 		up, down := (repeated+sum-lo)/n, (repeated+math.Max(0, sum-math.Max(lo, hi)))/n
 		f := rules.Measured(up).WithBounds(down, up).
 			WithSource(fmt.Sprintf("%s: (requests preempted twice or more + preemptions they do not carry) / _count", src))
+		if what == preemptedAnyLower {
+			f = rules.Measured(down).
+				WithSource(fmt.Sprintf("%s: (requests preempted twice or more + preemptions they do not carry at their buckets' upper ends) / _count", src))
+		}
 		f.Count = n
 		return f
 	}

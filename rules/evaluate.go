@@ -500,7 +500,8 @@ func refinements(e *env, rules []Rule, fs []Finding) (map[HypothesisID][]Hypothe
 }
 
 // rank orders findings in place: by status, then score (descending), then
-// refinement, then map order. A supported finding that refines another
+// refinement (a tied finding that explains the other first, else the one
+// that explains more supported findings), then map order. A supported finding that refines another
 // supported finding first takes at least its score, so that the specific
 // explanation (a hot replica) ranks above the general one (a sustained
 // queue) it explains.
@@ -550,6 +551,14 @@ func rank(fs []Finding, edges map[HypothesisID][]HypothesisID, reversed map[Hypo
 		}
 		if reversed[a.ID] != reversed[b.ID] {
 			return reversed[a.ID]
+		}
+		// Tied, and one explains the other: the specific one first,
+		// however many other findings the general one explains.
+		if a.Status == Supported && b.Status == Supported {
+			ab, ba := reaches(edges, a.ID, b.ID), reaches(edges, b.ID, a.ID)
+			if ab != ba {
+				return ab
+			}
 		}
 		if refines[a.ID] != refines[b.ID] {
 			return refines[a.ID] > refines[b.ID]

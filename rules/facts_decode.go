@@ -29,6 +29,13 @@ const (
 	// the repeated ones: thrash; many touched: a KV shortage for everyone.
 	// Count is the finished requests.
 	PreemptedShare FactID = "preempted_share"
+	// PreemptedShareLower is PreemptedShare's lower bound alone (0..1):
+	// the share of finished requests certainly preempted, the repeated
+	// requests' preemptions taken at their buckets' upper ends (at least
+	// the share preempted twice or more, which is exact). It says whether
+	// many requests were preempted for certain, which the upper bound
+	// cannot.
+	PreemptedShareLower FactID = "preempted_share_lower"
 	// PreemptionsPerRequestMean is the mean number of preemptions per
 	// finished request (_sum / _count of vllm:request_num_preemptions).
 	PreemptionsPerRequestMean FactID = "preemptions_per_request_mean"
@@ -78,6 +85,7 @@ var decodeCatalog = []FactInfo{
 	{RepeatPreemptedShare, Rate, "ratio", Lower, "share of finished requests preempted twice or more"},
 	{RepeatPreemptionShare, Derived, "ratio", Lower, "share of preemptions on requests preempted twice or more (lower bound)"},
 	{PreemptedShare, Derived, "ratio", Lower, "share of finished requests preempted at least once (upper bound)"},
+	{PreemptedShareLower, Derived, "ratio", Lower, "share of finished requests certainly preempted at least once (lower bound)"},
 	{PreemptionsPerRequestMean, Mean, "count", Lower, "mean preemptions per finished request"},
 	{SpecAcceptanceRate, Rate, "ratio", Higher, "accepted / draft tokens of speculative decoding"},
 	{SpecAcceptanceLength, Rate, "x", Higher, "1 + accepted tokens / drafts: tokens per speculative step"},

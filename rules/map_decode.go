@@ -39,19 +39,26 @@ func decodeRules() []Rule {
 				// preemptions (a lower bound) fell on requests preempted
 				// twice or more.
 				atLeast(RepeatPreemptionShare, limExplains),
-				// A minority: the preemptions touch fewer requests than a
-				// preemption storm would preempt (else the pool is short
-				// for everyone, and the repeats are its side effect).
-				below(PreemptedShare, limPreemptionStorm),
+				// A minority: the requests certainly preempted are fewer
+				// than a preemption storm would preempt (else the pool is
+				// short for everyone, and the repeats are its side
+				// effect). The histogram cannot say how many of the
+				// preemptions beside the repeats' certain half fell once
+				// each on other requests: read as possibly many, that
+				// share's upper bound would let the collateral of a thrash
+				// decide against it; the lower bound decides only what
+				// the buckets show.
+				below(PreemptedShareLower, limPreemptionStorm),
 			},
 			Counter: []Counter{
 				{"requests preempted twice or more carry less than half of the preemptions: they are spread over many requests, about once each (see kv-preemption)",
 					below(RepeatPreemptionShare, limExplains)},
-				{"many requests preempted (the pool is short for everyone: see kv-preemption)",
-					atLeast(PreemptedShare, limPreemptionStorm)},
+				{"many requests certainly preempted (the pool is short for everyone: see kv-preemption)",
+					atLeast(PreemptedShareLower, limPreemptionStorm)},
 			},
 			Checks: []Check{
 				auto("Is it a minority of the finished requests that is preempted twice or more?", below(RepeatPreemptedShare, limExplains)),
+				auto("Were few requests preempted at all, even counting every preemption the repeats may not carry as one request preempted once (upper bound)?", below(PreemptedShare, limPreemptionStorm)),
 				auto("Is KV usage high (a pool too small for the long requests admitted together)?", atLeast(KVUsageMax, limKVHigh)),
 				{Text: "Did long prompts grow (long chunked prefills admitted, preempted and readmitted)?", When: ptr(anyOf(rises(PromptTokensP95), rises(PromptTokensP99))), Neutral: true},
 				manual("Find the repeatedly preempted requests in the logs or traces: are they the longest prompts or the longest answers?"),

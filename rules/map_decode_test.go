@@ -15,6 +15,7 @@ func thrash() rules.Facts {
 		rules.RepeatPreemptionShare, fact(0.85, 0).WithBounds(0.85, 0.95),
 		rules.RepeatPreemptedShare, fact(0.012, 0),
 		rules.PreemptedShare, fact(0.02, 0).WithBounds(0.015, 0.02),
+		rules.PreemptedShareLower, fact(0.015, 0),
 		rules.PreemptionsPerRequestMean, fact(0.04, 0),
 	)
 }
@@ -57,8 +58,22 @@ func TestDecodeRules(t *testing.T) {
 			rules.Verdict(rules.KVPreemption), map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.Contradicted}},
 		{"no per-request preemption histogram (before vLLM 0.30)", kvPreemption(), rules.Verdict(rules.KVPreemption),
 			map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.NotEvaluable}},
-		{"many requests preempted, some repeatedly", with(thrash(), rules.PreemptedShare, fact(0.3, 0).WithBounds(0.25, 0.3)),
+		{"many requests preempted, some repeatedly", with(thrash(), rules.PreemptedShare, fact(0.3, 0).WithBounds(0.25, 0.3), rules.PreemptedShareLower, fact(0.25, 0)),
 			rules.Verdict(rules.KVPreemption), map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.Contradicted}},
+		// The matrix's preemption-thrash fleet (3 pods, seed 1001): 1.2% of
+		// the requests preempted twice or more carry at least 59% of the
+		// preemptions; the others, once each, make between 0 and 6.2% of
+		// the requests (the truth: 3.1%). Only the upper bound reaches a
+		// storm: the buckets do not show many requests preempted.
+		{"a few requests thrash, the rest may or may not be many", with(thrash(),
+			rules.RepeatPreemptionShare, fact(0.587, 0).WithBounds(0.587, 1),
+			rules.RepeatPreemptedShare, fact(0.0119, 0),
+			rules.PreemptedShare, fact(0.0743, 0).WithBounds(0.0119, 0.0743),
+			rules.PreemptedShareLower, fact(0.0119, 0),
+			rules.PreemptionShare, fact(0.154, 0)),
+			rules.Verdict(rules.PreemptionThrash), map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.Supported, rules.KVPreemption: rules.Supported}},
+		{"no lower bound of the preempted share: thrash not evaluable", without(thrash(), rules.PreemptedShareLower),
+			rules.Verdict(rules.KVPreemption), map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.NotEvaluable}},
 		{"few preemptions, even if repeated", with(thrash(), rules.PreemptionShare, fact(0.002, 0)),
 			rules.Verdict(rules.KVPreemption), map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.Contradicted}},
 		{"acceptance fell at steady demand", specDrop(), rules.Verdict(rules.SpecDecodeAcceptance),

@@ -114,6 +114,23 @@ func TestEngineRules(t *testing.T) {
 			refuted:   []rules.HypothesisID{rules.QueueSustained, rules.QueueBurst},
 		},
 		{
+			// fleetsim's admission-deferral fleets: the GPUs idle while
+			// the deferred queue waits (outside-gpu holds too) and the
+			// held-back requests, released together, lengthen the
+			// decode steps (decode-pressure holds). Deferral explains
+			// outside-gpu: tied with it, it leads, though outside-gpu
+			// explains decode-pressure as well.
+			name: "deferral tied with the idle GPU it explains",
+			facts: with(engineQuiet(with(outsideGPU(), rules.TPOTP95, fact(0.16, 0.042),
+				rules.TPOTMean, fact(0.05, 0.024), rules.ITLP95, fact(0.1, 0.05),
+				rules.RunningMean, fact(240, 120), rules.RunningMax, fact(256, 180),
+				rules.CorrRunningTPOT, fact(0.85, 0.2))),
+				rules.DeferredShare, fact(0.97, 0),
+				rules.KVUsageMax, fact(0.7, 0.16)),
+			verdict:   rules.Verdict(rules.AdmissionDeferral),
+			supported: []rules.HypothesisID{rules.AdmissionDeferral, rules.OutsideGPU, rules.DecodePressure},
+		},
+		{
 			name: "deferred with a full KV cache is not admission-deferral",
 			facts: with(engineQuiet(queueSustained()),
 				rules.DeferredShare, fact(0.95, 0),

@@ -587,7 +587,7 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.KVUsagePreempting, rules.KVFullSharePreempting, rules.TTFTP95WithoutHot, rules.TTFTMeanWithoutHot,
 		rules.StalledReplicas, rules.FrozenGaugeReplicas, rules.FrozenQuietReplicas, rules.FrozenGaugeShare,
 		rules.StallSuspected, rules.DeferredShare, rules.AdmissionRejectionShare,
-		rules.RepeatPreemptedShare, rules.RepeatPreemptionShare, rules.PreemptedShare, rules.PreemptionsPerRequestMean, rules.SpecAcceptanceRate,
+		rules.RepeatPreemptedShare, rules.RepeatPreemptionShare, rules.PreemptedShare, rules.PreemptedShareLower, rules.PreemptionsPerRequestMean, rules.SpecAcceptanceRate,
 		rules.SpecAcceptanceLength, rules.SpecPos0Acceptance, rules.KVTransferTimeMean, rules.KVTransferFailureShare,
 		rules.PDDecodeReplicas, rules.PDPrefillReplicas, rules.TTFTMeanDecodeRole,
 		rules.EngineLoadShareMax, rules.EngineInflightShareMax, rules.EngineInflightShareLast,

@@ -103,6 +103,8 @@ type PodConfig struct {
 	// Deferrals lists periods in which the pod's scheduler defers every
 	// arriving request.
 	Deferrals []Deferral
+	// Sleeps lists periods in which the pod's engines sleep (see Sleep).
+	Sleeps []Sleep
 }
 
 // AbandonAccounting is how a vLLM version accounts for a request whose

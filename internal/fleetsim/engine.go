@@ -74,7 +74,10 @@ type engineSnap struct {
 	// says the pod exports the waiting split by reason.
 	deferred int
 	byReason bool
-	busyFrac float64 // GPU busy fraction since the previous scrape
+	// asleep says a Sleep holds; sleepFamily says the fleet exports
+	// vllm:engine_sleep_state.
+	asleep, sleepFamily bool
+	busyFrac            float64 // GPU busy fraction since the previous scrape
 	// promptRate and genRate are token throughputs since the previous
 	// scrape (V0's average throughput gauges).
 	promptRate, genRate float64
@@ -123,6 +126,8 @@ type engine struct {
 	freezeAt   float64       // Freeze time in seconds; 0 for none
 	frozen     *frozenGauges // gauges kept after a Freeze
 	deferrals  []Deferral    // periods that defer arrivals (faults_engine.go)
+	sleeps     []Sleep       // periods asleep (faults_engine.go)
+	sleepFam   bool          // the fleet exports vllm:engine_sleep_state
 	deferred   []*seq        // requests held by a Deferral
 	specK      int32
 }
@@ -777,17 +782,19 @@ func (e *engine) snapshot(t float64) (snap engineSnap) {
 	e.lastPrompt, e.lastGen = e.st.promptTokens, e.st.genTokens
 	defer e.freezeSnap(&snap)
 	return engineSnap{
-		promptRate: math.Round(pr*10) / 10,
-		genRate:    math.Round(gr*10) / 10,
-		t:          t,
-		at:         e.now,
-		running:    len(e.running),
-		waiting:    e.waitingLen() + len(e.deferred),
-		deferred:   len(e.deferred),
-		byReason:   len(e.deferrals) > 0,
-		kvUsage:    float64(e.held) / float64(e.total),
-		busyFrac:   busy,
-		st:         e.st.clone(),
+		promptRate:  math.Round(pr*10) / 10,
+		genRate:     math.Round(gr*10) / 10,
+		t:           t,
+		at:          e.now,
+		running:     len(e.running),
+		waiting:     e.waitingLen() + len(e.deferred),
+		deferred:    len(e.deferred),
+		byReason:    len(e.deferrals) > 0,
+		asleep:      asleepAt(e.sleeps, t),
+		sleepFamily: e.sleepFam,
+		kvUsage:     float64(e.held) / float64(e.total),
+		busyFrac:    busy,
+		st:          e.st.clone(),
 	}
 }
 

@@ -154,3 +154,48 @@ func (b *famBuilder) waitingByReason() {
 	}
 	b.add(f)
 }
+
+// Sleep puts a pod's engines to sleep (vLLM's sleep mode, level 1: the
+// weights offloaded, the KV cache discarded) from From to To (offsets),
+// as an operator does to a model nobody uses: the pod reports
+// vllm:engine_sleep_state{sleep_state="awake"} 0 and
+// {sleep_state="weights_offloaded"} 1 meanwhile. The router is not told:
+// whoever puts the pod to sleep takes it out of rotation first (a phase's
+// Weights). A fleet with a Sleep exports vllm:engine_sleep_state on every
+// V1 pod, as vLLM 0.30 does.
+type Sleep struct {
+	From, To time.Duration
+}
+
+// asleepAt reports whether one of sleeps holds at t (offset seconds).
+func asleepAt(sleeps []Sleep, t float64) bool {
+	for _, s := range sleeps {
+		if t >= s.From.Seconds() && t < s.To.Seconds() {
+			return true
+		}
+	}
+	return false
+}
+
+// sleepState adds vllm:engine_sleep_state (vLLM 0.30's help text and
+// labels) when the fleet has a Sleep.
+func (b *famBuilder) sleepState() {
+	if len(b.sc.snaps) == 0 || !b.sc.snaps[0].sleepFamily {
+		return
+	}
+	f := family{name: "vllm:engine_sleep_state", typ: typeGauge,
+		help: "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2."}
+	for i := range b.sc.snaps {
+		awake, offloaded := 1.0, 0.0
+		if b.sc.snaps[i].asleep {
+			awake, offloaded = 0, 1
+		}
+		// vLLM writes sleep_state after model_name (the 0.30 capture).
+		st := func(s string) []label { return append(b.engineLabels(i), label{"sleep_state", s}) }
+		f.series = append(f.series,
+			series{labels: st("awake"), value: awake},
+			series{labels: st("weights_offloaded"), value: offloaded},
+			series{labels: st("discard_all"), value: 0})
+	}
+	b.add(f)
+}

@@ -297,6 +297,7 @@ func simulatePod(f *Fleet, i int, reqs []*request, rng *rand.Rand, noMacro bool)
 	}
 	lay := newLayout(pc.Version, pc.Engine.MaxModelLen)
 	cs := newCosts(pc.Engine.Cost)
+	sleepFam := slices.ContainsFunc(c.Pods, func(q PodConfig) bool { return len(q.Sleeps) > 0 })
 	for _, r := range reqs {
 		r.engArr = r.arrival + cs.frontReq + float64(r.prompt)*cs.frontTok
 	}
@@ -339,6 +340,8 @@ func simulatePod(f *Fleet, i int, reqs []*request, rng *rand.Rand, noMacro bool)
 			e.errs = pc.ServerErrors
 			e.stalls = pc.Stalls
 			e.deferrals = pc.Deferrals
+			e.sleeps = pc.Sleeps
+			e.sleepFam = sleepFam
 			if len(pc.Freezes) > 0 {
 				e.freezeAt = pc.Freezes[0].At.Seconds()
 			}

@@ -294,6 +294,64 @@ func matrixCases() []MatrixCase {
 				})}
 			},
 		},
+		{
+			Name: "engine-stall", Expect: "engine-stall", Symptom: SymptomTTFT,
+			Knob: "minutes the scheduler stands still", KnobMin: 0, KnobMax: 8,
+			Description: "the scheduler of a seeded quarter of the pods (1 of 3, 2 of 8, 4 of 16) stops at the incident start for the knob's minutes (vLLM #45388, #45414): no step runs, arrivals keep coming and wait, the batch stays as it was; then it resumes and drains its backlog (a stall of a few minutes: the p95 jumps once the stuck requests pass 5% of the fleet's)",
+
+			build: func(pods int, seed uint64, k float64, sp span) Config {
+				c := Config{Pods: make([]PodConfig, pods), Workload: Workload{Phases: []Phase{matrixPhase(pods, matrixPodRate)}}}
+				to := min(sp.start+time.Duration(k*float64(time.Minute)), sp.end)
+				for _, i := range caseRNG("engine-stall", seed).Perm(pods)[:(pods+3)/4] {
+					c.Pods[i].Stalls = []Stall{{From: sp.start, To: to}}
+				}
+				return c
+			},
+		},
+		{
+			Name: "admission-deferral", Expect: "admission-deferral", Symptom: SymptomTTFT,
+			Knob: "seconds of every 4 minutes a transient constraint defers arrivals", KnobMin: 0, KnobMax: 150,
+			Description: "on a seeded quarter of the pods a transient constraint (a KV-transfer connector, the LoRA budget; vLLM #53130) defers every arriving request for the knob's seconds of every 4 minutes, from a seeded offset: they wait as deferred (vllm:num_requests_waiting_by_reason) while the KV cache is low, then are scheduled together. Episodes longer than a scrape interval: the scrapes see them",
+			build: func(pods int, seed uint64, k float64, sp span) Config {
+				c := Config{Pods: make([]PodConfig, pods), Workload: Workload{Phases: []Phase{matrixPhase(pods, matrixPodRate)}}}
+				rng := caseRNG("admission-deferral", seed)
+				length := time.Duration(k * float64(time.Second))
+				for _, i := range rng.Perm(pods)[:(pods+3)/4] {
+					off := time.Duration(rng.IntN(240)) * time.Second
+					for m := sp.start + off; m < sp.end; m += 4 * time.Minute {
+						c.Pods[i].Deferrals = append(c.Pods[i].Deferrals, Deferral{From: m, To: min(m+length, sp.end)})
+					}
+				}
+				return c
+			},
+		},
+		{
+			Name: "engine-imbalance", Expect: "engine-imbalance", Symptom: SymptomTTFT,
+			Knob: "weight of engine 0 in the skewed pods' engine router (engine 1: 1)", KnobMin: 1, KnobMax: 12,
+			Description: "every pod runs 2 data-parallel engines at ~58% of capacity; from the incident on, the router inside a seeded quarter of the pods (vLLM #48808) sends engine 0 the knob times what it sends engine 1; the pods' load is unchanged",
+
+			build: func(pods int, seed uint64, k float64, sp span) Config {
+				c := dpPods(pods, matrixPodRateHot)
+				for _, i := range caseRNG("engine-imbalance", seed).Perm(pods)[:(pods+3)/4] {
+					c.Pods[i].EngineSkews = []EngineSkew{{From: sp.start, To: sp.endOr(2 * MatrixDuration), Weights: []float64{k, 1}}}
+				}
+				return c
+			},
+		},
+		{
+			Name: "spec-decode-acceptance", Expect: "spec-decode-acceptance", Symptom: SymptomTPOT,
+			Knob: "fall of the per-token draft acceptance probability from 0.8", KnobMin: 0, KnobMax: 0.8,
+			Description: "speculative decoding with 4 draft tokens, each accepted with probability 0.8 given the previous one; from the incident on the traffic stops matching the drafter and the probability falls by the knob, arrivals and request shapes unchanged",
+			build: func(pods int, seed uint64, k float64, sp span) Config {
+				eng := DefaultEngine
+				eng.SpecTokens = 4
+				base := matrixPhase(pods, matrixPodRate)
+				base.SpecAccept = 0.8
+				return Config{NumPods: pods, Engine: eng, Workload: sp.phases(base, func(p *Phase) {
+					p.SpecAccept = max(0.8-k, 0)
+				})}
+			},
+		},
 
 		// Counter-cases.
 		{
@@ -363,6 +421,38 @@ func matrixCases() []MatrixCase {
 			},
 		},
 		{
+			Name: "stale-gauges", Expect: "stale-gauges", Symptom: SymptomTTFT,
+			Description: "every client of a seeded pod disconnects at once at the change and the router drops the pod (vLLM #22545, #29928): its requests are aborted and its running, waiting and KV gauges keep their last values while its counters stand still; the other pods keep their load. Nothing is slower (no severity): the case must name stale-gauges, not read the frozen gauges as load",
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
+				return outOfRotation(pods, caseRNG("stale-gauges", seed).IntN(pods), sp, func(p *PodConfig) {
+					p.Freezes = []Freeze{{At: sp.start}}
+				})
+			},
+		},
+		{
+			Name: "sleeping-pod", Expect: "no-incident", Symptom: SymptomTTFT,
+			Description: "demand falls by one pod's share at the change: a seeded pod leaves the rotation and, once drained (30 s), is put to sleep (vLLM sleep mode level 1: vllm:engine_sleep_state awake 0); the other pods keep their load",
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
+				return outOfRotation(pods, caseRNG("sleeping-pod", seed).IntN(pods), sp, func(p *PodConfig) {
+					p.Sleeps = []Sleep{{From: sp.start + 30*time.Second, To: sp.endOr(2 * MatrixDuration)}}
+				})
+			},
+		},
+		{
+			Name: "idle-pod", Expect: "no-incident", Symptom: SymptomTTFT,
+			Description: "demand falls by one pod's share at the change: a seeded pod leaves the rotation (cordoned) and idles, awake, with its counters flat; the other pods keep their load",
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
+				return outOfRotation(pods, caseRNG("idle-pod", seed).IntN(pods), sp, func(*PodConfig) {})
+			},
+		},
+		{
+			Name: "healthy-dp", Expect: "no-incident", Symptom: SymptomTTFT,
+			Description: "every pod runs 2 data-parallel engines that take turns, at ~58% of capacity; nothing changes",
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
+				return dpPods(pods, matrixPodRateHot)
+			},
+		},
+		{
 			Name: "traffic-growth-10", Expect: "no-incident", Symptom: SymptomTTFT,
 			Description: "arrivals grow by 10% at the change, well inside capacity",
 			build: func(pods int, seed uint64, _ float64, sp span) Config {
@@ -394,6 +484,33 @@ func rollingRestart(pods int, seed uint64, name string, rename bool) Config {
 	return c
 }
 
+// dpPods is pods pods of 2 data-parallel engines each, every engine at
+// perEngine requests/s of the default chat mix.
+func dpPods(pods int, perEngine float64) Config {
+	c := Config{Pods: make([]PodConfig, pods), Workload: Workload{Phases: []Phase{matrixPhase(pods, 2*perEngine)}}}
+	for i := range c.Pods {
+		c.Pods[i].DataParallel = 2
+	}
+	return c
+}
+
+// outOfRotation is the healthy fleet at the base load in which pod out
+// leaves the rotation during sp (the fleet's demand falls by its share,
+// every other pod keeps its load), changed by pod.
+func outOfRotation(pods, out int, sp span, pod func(*PodConfig)) Config {
+	c := Config{Pods: make([]PodConfig, pods)}
+	pod(&c.Pods[out])
+	c.Workload = sp.phases(matrixPhase(pods, matrixPodRate), func(p *Phase) {
+		p.Weights = make([]float64, pods)
+		for i := range p.Weights {
+			p.Weights[i] = 1
+		}
+		p.Weights[out] = 0
+		p.Rate = matrixPodRate * float64(pods-1)
+	})
+	return c
+}
+
 // mixedPods returns n pods mixing vLLM generations: the 8-pod pattern of
 // the mixed-versions scenario repeated, or for fewer than 8 pods one of
 // each kind first.
@@ -413,9 +530,11 @@ func mixedPods(n int) []PodConfig {
 	return out
 }
 
-// MatrixCases returns the cases of the generalisation matrix: the 8
-// incident hypotheses and a linear ramp of arrivals (queue-ramp, whose
-// verdict is queue-sustained), then the counter-cases.
+// MatrixCases returns the cases of the generalisation matrix: the
+// incident hypotheses with a severity knob (queue-ramp, a linear ramp of
+// arrivals, has the verdict queue-sustained), then the cases without
+// one: the counter-cases and stale-gauges, whose frozen gauges slow
+// nothing.
 func MatrixCases() []MatrixCase { return matrixCases() }
 
 // LookupMatrixCase returns the matrix case with the given name.

@@ -290,7 +290,7 @@ func TestSeverityTable(t *testing.T) {
 		t.Logf("%-48s knob %-7.4g %v preemptions %d/%d kv max %.2f", name, x.knob, x.ch, x.pre[0], x.pre[1], x.kv)
 		if !x.c.Incident() {
 			if r >= 1.2 || math.IsNaN(r) {
-				t.Errorf("%s: counter-case moved its symptom: %v", name, x.ch)
+				t.Errorf("%s: a case without knob (a counter-case, stale-gauges) moved its symptom: %v", name, x.ch)
 			}
 			if x.c.Name == "kv-high-healthy" && (x.pre[0]+x.pre[1] > 0 || x.kv < 0.8) {
 				t.Errorf("%s: %d preemptions, KV usage max %.2f: want none with KV above 0.8", name, x.pre[0]+x.pre[1], x.kv)

@@ -102,7 +102,7 @@ func Calibration(results []Result) string {
 			rows = append(rows, conf)
 		}
 		t.n++
-		if !r.Incident() {
+		if r.Expect == string(rules.NoIncident) {
 			t.counter++
 		}
 		if r.ClaimRight() {

@@ -7,12 +7,15 @@ import (
 	"text/tabwriter"
 
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/rules"
 )
 
 // verdictColumns are the confusion matrix' columns, in the map's order.
 var verdictColumns = []string{
 	"queue-sustained", "queue-burst", "prefill-long-prompts", "prefix-cache-loss",
 	"decode-pressure", "kv-preemption", "outside-gpu", "replica-hotspot",
+	"engine-stall", "stale-gauges", "admission-deferral", "engine-imbalance",
+	"preemption-thrash", "spec-decode-acceptance",
 	"no-incident", "undetermined",
 }
 
@@ -22,6 +25,8 @@ var short = map[string]string{
 	"prefix-cache-loss": "prefix", "decode-pressure": "decode", "kv-preemption": "kv",
 	"outside-gpu": "out-gpu", "replica-hotspot": "hotspot", "no-incident": "none",
 	"undetermined": "undet", "proxy-network": "proxy",
+	"engine-stall": "stall", "stale-gauges": "stale", "admission-deferral": "deferral",
+	"engine-imbalance": "imbalance", "preemption-thrash": "thrash", "spec-decode-acceptance": "spec",
 }
 
 func abbrev(v string) string {
@@ -139,7 +144,8 @@ func Summary(results []Result) string {
 	for _, s := range fleetsim.Severities {
 		acc(s, func(r Result) bool { return r.Severity == s })
 	}
-	acc("counter-cases", func(r Result) bool { return !r.Incident() })
+	acc("counter-cases", func(r Result) bool { return !r.Incident() && r.Expect == string(rules.NoIncident) })
+	acc("no knob, incident", func(r Result) bool { return !r.Incident() && r.Expect != string(rules.NoIncident) })
 	var sizes []int
 	for _, r := range results {
 		if !slices.Contains(sizes, r.Pods) {
