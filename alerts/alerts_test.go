@@ -21,8 +21,6 @@ import (
 	"github.com/whyslow/whyslow/internal/promserver"
 )
 
-var update = golden.Update // the -update flag
-
 // TestAlertsEveryFact: every fact the rules know has a PromQL expression
 // or a note saying why it has none, which the exporter prints.
 func TestAlertsEveryFact(t *testing.T) {

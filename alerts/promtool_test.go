@@ -44,15 +44,6 @@ type inputSeries struct {
 	Values string `yaml:"values"`
 }
 
-// toInputSeries converts a fleet's scrapes (its /federate dump) to
-// promtool input series on a grid of step from the fleet's start: at
-// each grid point the last sample at or before it, if no older than one
-// step, else "_" (a pod that is down has no sample).
-func toInputSeries(t *testing.T, f *fleetsim.Fleet, step time.Duration) []inputSeries {
-	t.Helper()
-	return toInputSeriesOf(t, f, step, nil)
-}
-
 // readBy returns whether the rules of rf read a metric name: the input
 // series of the others are left out (promtool's cost grows with them).
 func readBy(t *testing.T, rf RuleFile) func(name string) bool {

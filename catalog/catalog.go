@@ -589,7 +589,7 @@ func (c *Catalog) Alias(id SignalID, metric string) error {
 	if i < 0 {
 		return fmt.Errorf("%w %q; valid ids: %s", ErrUnknownSignal, id, joinIDs(c.IDs()))
 	}
-	if metric == "" || !model.IsValidMetricName(model.LabelValue(metric)) || strings.ContainsAny(metric, " \t\n{}\"") {
+	if metric == "" || !model.UTF8Validation.IsValidMetricName(metric) || strings.ContainsAny(metric, " \t\n{}\"") {
 		return fmt.Errorf("catalog: alias for %s: invalid metric name %q", id, metric)
 	}
 	sig := c.signals[i].clone()
@@ -659,7 +659,7 @@ func usesPrefix(t *snapshot.Target, prefix string) bool {
 // withPrefix is WithPrefix; added marks the new candidates as the caller's
 // (Candidate.Added) rather than built in.
 func (c Catalog) withPrefix(prefix string, added bool) (Catalog, error) {
-	if prefix == "" || prefix == "vllm:" || !model.IsValidLegacyMetricName(prefix+"x") {
+	if prefix == "" || prefix == "vllm:" || !model.LegacyValidation.IsValidMetricName(prefix+"x") {
 		return c, fmt.Errorf("catalog: invalid metric name prefix %q", prefix)
 	}
 	if slices.Contains(c.prefixes, prefix) {

@@ -33,10 +33,6 @@ func parseCapture(t *testing.T, file, name string) *snapshot.Evidence {
 	return ev
 }
 
-// update rewrites the golden files under testdata/ instead of comparing
-// with them: go test ./catalog/ -update.
-var update = goldenfile.Update // the -update flag
-
 // golden compares got with the golden file, or rewrites it under -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()

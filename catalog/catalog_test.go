@@ -39,7 +39,7 @@ func TestDefaultCatalogShape(t *testing.T) {
 		assert.NotEmpty(t, s.Description, s.ID)
 		metrics := map[string]bool{}
 		for _, c := range s.Candidates {
-			assert.True(t, model.IsValidLegacyMetricName(c.Metric), "%s: %q", s.ID, c.Metric)
+			assert.True(t, model.LegacyValidation.IsValidMetricName(c.Metric), "%s: %q", s.ID, c.Metric)
 			assert.False(t, metrics[c.Metric], "%s lists %s twice", s.ID, c.Metric)
 			metrics[c.Metric] = true
 			assert.Greater(t, c.Scale, 0.0, "%s: %s", s.ID, c.Metric)

@@ -143,7 +143,7 @@ func TestHistory(t *testing.T) {
 	}
 	names := map[key]int{}
 	for _, e := range h {
-		assert.True(t, model.IsValidLegacyMetricName(e.Metric), e.Metric)
+		assert.True(t, model.LegacyValidation.IsValidMetricName(e.Metric), e.Metric)
 		assert.False(t, e.Versions.Empty(), "%s: empty range", e)
 		assert.NotEqual(t, catalog.EngineNotVLLM, e.Versions.Engine, e.Metric)
 		if e.Bounds != nil {

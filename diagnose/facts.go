@@ -167,7 +167,7 @@ func (c *factCtx) quantile(id SignalID, q float64) rules.Fact {
 		return rules.MissingFact(c.missingSignal(id))
 	}
 	one := func(w evalWindow) (rules.Fact, string) {
-		inc, err, _ := c.sc.fleetHist(id, w.w)
+		inc, _, err := c.sc.fleetHist(id, w.w)
 		if err != nil {
 			return rules.MissingFact(err.Error()), err.Error()
 		}
@@ -229,11 +229,11 @@ func (c *factCtx) tpotMean(w evalWindow) rules.Fact {
 	if f, ok := c.need(SignalDecodeTime, SignalGenerationTokens); !ok {
 		return f
 	}
-	dec, err, _ := c.sc.fleetHist(SignalDecodeTime, w.w)
+	dec, _, err := c.sc.fleetHist(SignalDecodeTime, w.w)
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
-	gen, err, _ := c.sc.fleetHist(SignalGenerationTokens, w.w)
+	gen, _, err := c.sc.fleetHist(SignalGenerationTokens, w.w)
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
@@ -568,7 +568,7 @@ func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
 	if len(c.sc.replicas) < 2 {
 		return rules.MissingFact("fewer than two replicas")
 	}
-	fleet, err, _ := c.sc.fleetHist(SignalTTFT, w.w)
+	fleet, _, err := c.sc.fleetHist(SignalTTFT, w.w)
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}

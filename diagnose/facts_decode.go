@@ -66,7 +66,7 @@ func (c *factCtx) repeatPreemption(w evalWindow, what int) rules.Fact {
 	if !c.sc.has(id) {
 		return rules.MissingFact(c.missingSignal(id))
 	}
-	inc, err, _ := c.sc.fleetHist(id, w.w)
+	inc, _, err := c.sc.fleetHist(id, w.w)
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
@@ -174,7 +174,7 @@ func (c *factCtx) kvTransferFailureShare(w evalWindow) rules.Fact {
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
-	inc, err, _ := c.sc.fleetHist(catalog.SignalKVTransferTime, w.w)
+	inc, _, err := c.sc.fleetHist(catalog.SignalKVTransferTime, w.w)
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}

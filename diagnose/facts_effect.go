@@ -156,7 +156,7 @@ func (c *factCtx) histPiece(id SignalID) pieceFn {
 		c.sc.fleetHistGrid(id, append(pieceGrid(c.inc), pieceGrid(c.base)...))
 	}
 	return func(w snapshot.Window) ([]float64, bool) {
-		inc, err, _ := c.sc.fleetHist(id, w)
+		inc, _, err := c.sc.fleetHist(id, w)
 		if err != nil || !(inc.Histogram.Total() > 0) {
 			return nil, false
 		}
@@ -201,14 +201,14 @@ func (c *factCtx) quantileNoise(fid rules.FactID, id SignalID, q float64, f rule
 	if !f.Known() || !f.HasBaseline() {
 		return f
 	}
-	ref, err, _ := c.sc.fleetHist(id, c.inc.w)
+	ref, _, err := c.sc.fleetHist(id, c.inc.w)
 	if err != nil {
 		return f
 	}
 	bounds := ref.Histogram.Bounds
 	fn := c.histPiece(id)
 	same := func(w snapshot.Window) ([]float64, bool) {
-		inc, err, _ := c.sc.fleetHist(id, w)
+		inc, _, err := c.sc.fleetHist(id, w)
 		if err != nil || !histogram.SameLayout(inc.Histogram.Bounds, bounds) {
 			return nil, false
 		}
@@ -223,7 +223,7 @@ func (c *factCtx) histMean(id SignalID) func(evalWindow) rules.Fact {
 		if !c.sc.has(id) {
 			return rules.MissingFact(c.missingSignal(id))
 		}
-		inc, err, _ := c.sc.fleetHist(id, w.w)
+		inc, _, err := c.sc.fleetHist(id, w.w)
 		if err != nil {
 			return rules.MissingFact(err.Error())
 		}
@@ -400,11 +400,11 @@ func (c *factCtx) addNoise(fs rules.Facts) {
 // tpotPiece is the decode-time sum, generation-token sum and request
 // count of one interval.
 func (c *factCtx) tpotPiece(w snapshot.Window) ([]float64, bool) {
-	dec, err, _ := c.sc.fleetHist(SignalDecodeTime, w)
+	dec, _, err := c.sc.fleetHist(SignalDecodeTime, w)
 	if err != nil {
 		return nil, false
 	}
-	gen, err, _ := c.sc.fleetHist(SignalGenerationTokens, w)
+	gen, _, err := c.sc.fleetHist(SignalGenerationTokens, w)
 	if err != nil {
 		return nil, false
 	}
@@ -635,13 +635,13 @@ func (c *factCtx) backlogSpike(w evalWindow) rules.Fact {
 	if step <= 0 {
 		return rules.MissingFact("unknown scrape interval")
 	}
-	var t, v []float64
+	var v []float64
 	for _, g := range snapshot.Grid(c.clip(w.w), step) {
 		if g.Duration() < step {
 			continue
 		}
 		if gs, err := bl.Gauge(g); err == nil && gs.N > 0 && !math.IsNaN(gs.Mean) {
-			t, v = append(t, float64(g.End.UnixMilli())/1e3), append(v, gs.Mean)
+			v = append(v, gs.Mean)
 		}
 	}
 	level := localLevel(v, trendSide(step))

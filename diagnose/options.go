@@ -95,8 +95,6 @@ type Options struct {
 type settings struct {
 	Options
 	catalog   Catalog
-	scrape    time.Duration // median scrape interval, 0 when unknown
-	step      time.Duration
 	quantiles []float64
 }
 

@@ -280,7 +280,7 @@ func fleetResult(id SignalID, w snapshot.Window, incs []snapshot.HistogramIncrea
 // fleetHist merges the increases of every replica that carries signal id
 // (histogram.Merge: exact on shared bounds, others dropped and listed).
 // skipped lists the replicas left out, with the reason.
-func (sc *scope) fleetHist(id SignalID, w snapshot.Window) (inc snapshot.HistogramIncrease, err error, skipped []string) {
+func (sc *scope) fleetHist(id SignalID, w snapshot.Window) (inc snapshot.HistogramIncrease, skipped []string, err error) {
 	res := sc.histCache.get(histKey{id, -1, w}, func() histResult {
 		// The fleet's increase is cached, the replicas' only where a
 		// replica's own was asked for: the noise intervals of every fact
@@ -318,7 +318,7 @@ func (sc *scope) fleetHist(id SignalID, w snapshot.Window) (inc snapshot.Histogr
 		res.skipped = skipped
 		return res
 	})
-	return res.inc, res.err, res.skipped
+	return res.inc, res.skipped, res.err
 }
 
 func scaleBounds(h histogram.Histogram, scale float64) histogram.Histogram {

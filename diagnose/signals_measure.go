@@ -142,7 +142,7 @@ func (sc *scope) signalOf(spec SignalSpec, r int, base, inc evalWindow) []Signal
 			var err error
 			var skipped []string
 			if r < 0 {
-				hi, err, skipped = sc.fleetHist(spec.ID, w.w)
+				hi, skipped, err = sc.fleetHist(spec.ID, w.w)
 			} else {
 				res := sc.replicaHist(spec.ID, r, w.w)
 				hi, err = res.inc, res.err

@@ -22,16 +22,15 @@ var t0 = time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
 // hand-built evidence: counters are totals since start, ttft holds the
 // cumulative counts at ttftBounds.
 type podState struct {
-	model    string
-	ttft     []float64 // cumulative, at ttftBounds
-	ttftSum  float64
-	stop     float64
-	abort    float64
-	waiting  float64
-	running  float64
-	kv       float64
-	gpuPct   float64 // NaN: no GPU exporter
-	noFamily bool    // write nothing but the header (a pod that is not vLLM)
+	model   string
+	ttft    []float64 // cumulative, at ttftBounds
+	ttftSum float64
+	stop    float64
+	abort   float64
+	waiting float64
+	running float64
+	kv      float64
+	gpuPct  float64 // NaN: no GPU exporter
 }
 
 var ttftBounds = []string{"0.1", "0.5", "1", "+Inf"}

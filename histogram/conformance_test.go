@@ -360,7 +360,7 @@ func evalWithPackage(t *testing.T, eng *promql.Engine, stor storage.Queryable, c
 			continue
 		}
 		delete(groups, key) // order may list a key twice
-		base := labels.NewBuilder(g.metric).Del(labels.MetricName)
+		base := labels.NewBuilder(g.metric).Del(model.MetricNameLabel)
 		add := func(lb *labels.Builder, v float64) error {
 			ls := lb.Labels().String()
 			if seen[ls] {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
@@ -36,7 +37,7 @@ type sample struct {
 func bucketSamples(name string, h histogram.Histogram, spell func(float64) string, extra ...string) []sample {
 	out := make([]sample, len(h.Bounds))
 	for i, b := range h.Bounds {
-		kv := append([]string{labels.MetricName, name + "_bucket", labels.BucketLabel, spell(b)}, extra...)
+		kv := append([]string{model.MetricNameLabel, name + "_bucket", labels.BucketLabel, spell(b)}, extra...)
 		out[i] = sample{labels.FromStrings(kv...), h.Counts[i]}
 	}
 	return out

@@ -109,10 +109,6 @@ func (d *Document) table(class string, t *Table) {
 	d.Blocks = append(d.Blocks, Block{Kind: BlockTable, Class: class, Table: t})
 }
 
-func (d *Document) pre(text string) {
-	d.Blocks = append(d.Blocks, Block{Kind: BlockPre, Text: strings.TrimRight(text, "\n")})
-}
-
 // textItems makes list items of strings.
 func textItems(ss []string) []Item {
 	items := make([]Item, len(ss))

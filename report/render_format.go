@@ -27,10 +27,6 @@ func rateUnit(u string) string { return string(rules.Unit(u).Rate()) }
 // three significant digits, no exponent from 100 on, NaN "n/a".
 func FormatNumber(v float64) string { return rules.FormatNumber(v) }
 
-// fmtLarge is rules.FormatLarge: a k, M or G suffix from 100 000 on.
-// Sample counts use fmtCount instead, which stays exact.
-func fmtLarge(v float64) string { return rules.FormatLarge(v) }
-
 // fmtCount formats a sample count: "n=4000", or "n=?" when unknown.
 func fmtCount(c Float) string {
 	if !finiteFloat(c) {

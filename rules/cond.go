@@ -413,9 +413,7 @@ func (c Cond) evalSymptoms(e *env) result {
 		switch {
 		case !s.Evaluable:
 			allKnown = false
-			for _, m := range s.Missing {
-				r.missing = append(r.missing, m)
-			}
+			r.missing = append(r.missing, s.Missing...)
 		case s.Present:
 			anyPresent = true
 			present = append(present, s.up...)

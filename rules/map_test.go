@@ -15,8 +15,6 @@ import (
 	"github.com/whyslow/whyslow/internal/golden"
 )
 
-var update = golden.Update // the -update flag
-
 // TestDescribeGolden compares the printed decision map with
 // testdata/map.golden; run with -update to rewrite it.
 func TestDescribeGolden(t *testing.T) {

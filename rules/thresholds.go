@@ -212,7 +212,6 @@ var (
 	limSteady          = limit{"Steady", func(t Thresholds) float64 { return t.Steady }}
 	limAccumulating    = limit{"Accumulating", func(t Thresholds) float64 { return t.Accumulating }}
 	limBurst           = limit{"Burst", func(t Thresholds) float64 { return t.Burst }}
-	limDispersion      = limit{"Dispersion", func(t Thresholds) float64 { return t.Dispersion }}
 	limQueueMin        = limit{"QueueMin", func(t Thresholds) float64 { return t.QueueMin }}
 	limArrivalExcess   = limit{"ArrivalExcess", func(t Thresholds) float64 { return t.ArrivalExcess }}
 	limExplains        = limit{"Explains", func(t Thresholds) float64 { return t.Explains }}

@@ -466,7 +466,7 @@ func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
 	histBase := map[string]bool{}
 	summaryBase := map[string]bool{}
 	for _, r := range raws {
-		name := r.lset.Get(labels.MetricName)
+		name := r.lset.Get(model.MetricNameLabel)
 		byName[name] = append(byName[name], r)
 		if b, ok := strings.CutSuffix(name, "_bucket"); ok && b != "" && r.lset.Has("le") {
 			histBase[b] = true
@@ -550,7 +550,7 @@ func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
 					}
 				}
 				if g == nil {
-					g = &columnHistParts{labels: labels.NewBuilder(r.lset).Del(labels.MetricName, labels.BucketLabel).Labels()}
+					g = &columnHistParts{labels: labels.NewBuilder(r.lset).Del(model.MetricNameLabel, labels.BucketLabel).Labels()}
 					fam[h] = append(fam[h], g)
 				}
 				switch k.part {
@@ -566,7 +566,7 @@ func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
 			f := family(k.family, k.typ)
 			f.Series = append(f.Series, &Series{
 				Name:   name,
-				Labels: r.lset.DropMetricName(),
+				Labels: r.lset.DropReserved(func(n string) bool { return n == model.MetricNameLabel }),
 				T:      r.t,
 				V:      r.v,
 			})
@@ -607,7 +607,7 @@ func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
 // want (which holds neither), without building it.
 func equalWithoutNameAndLe(ls, want labels.Labels) bool {
 	n := ls.Len()
-	if ls.Has(labels.MetricName) {
+	if ls.Has(model.MetricNameLabel) {
 		n--
 	}
 	if ls.Has(labels.BucketLabel) {
@@ -641,8 +641,8 @@ type columnHistParts struct {
 func (a *Columns) assembleClassic(family string, g *columnHistParts) (out []*HistogramSeries, leftovers []*Series) {
 	asSeries := func(r *Column) *Series {
 		return &Series{
-			Name:   r.lset.Get(labels.MetricName),
-			Labels: labels.NewBuilder(r.lset).Del(labels.MetricName).Labels(),
+			Name:   r.lset.Get(model.MetricNameLabel),
+			Labels: labels.NewBuilder(r.lset).Del(model.MetricNameLabel).Labels(),
 			T:      r.t,
 			V:      r.v,
 		}
@@ -839,7 +839,7 @@ func assembleAligned(g *columnHistParts, bs []classicBucket, all []int64) ([]*Hi
 // samples with the same bucket layout.
 func nhcbSeries(r *Column) []*HistogramSeries {
 	nh := r.nh
-	ls := labels.NewBuilder(r.lset).Del(labels.MetricName).Labels()
+	ls := labels.NewBuilder(r.lset).Del(model.MetricNameLabel).Labels()
 	var out []*HistogramSeries
 	var cur *HistogramSeries
 	for i, t := range nh.t {

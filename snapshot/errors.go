@@ -126,14 +126,6 @@ type reason struct{ se *SyntaxError }
 func (r reason) Error() string { return r.se.Msg }
 func (r reason) Unwrap() error { return r.se }
 
-// syntaxProblem builds an error-severity Problem located at the line that
-// holds byte off of data.
-func syntaxProblem(file string, data []byte, off int64, sentinel error, msg string) Problem {
-	line, start := lineAt(data, off)
-	se := &SyntaxError{File: file, Line: line, Offset: start, Msg: msg, Err: sentinel}
-	return Problem{Severity: SeverityError, File: file, Line: line, Offset: start, Err: reason{se}}
-}
-
 // lineAt returns the 1-based line number holding byte off of data and the
 // offset of that line's first byte. An off at or beyond the end is
 // placed on the last line.

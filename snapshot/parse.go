@@ -1263,7 +1263,7 @@ func createdFamilies(data []byte) map[string]bool {
 			continue // inside a longer name or a label value
 		}
 		start := bytes.LastIndexByte(data[:end], '\n') + 1
-		if start < end && data[start] != '#' && bytes.IndexAny(data[start:end], " {\"") < 0 {
+		if start < end && data[start] != '#' && !bytes.ContainsAny(data[start:end], " {\"") {
 			fams[string(data[start:end])] = true
 		}
 	}

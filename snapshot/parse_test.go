@@ -22,8 +22,6 @@ import (
 	"github.com/whyslow/whyslow/internal/golden"
 )
 
-var update = golden.Update // the -update flag
-
 // summary prints what a test needs to see of an Evidence: targets,
 // families with type and counts, and problems.
 func summary(e *snapshot.Evidence) string {
@@ -439,10 +437,7 @@ vllm:ttft_sum{pod="p"} 2.5 1758535215000
 	require.Len(t, f.Histograms, 1)
 	assert.Equal(t, 3, f.Histograms[0].Len())
 	assert.Equal(t, []float64{0, 1, 1, 2, 2, 3}, f.Histograms[0].Counts)
-	var names []string
-	for _, s := range e.Targets[0].FamilyNames() {
-		names = append(names, s)
-	}
+	names := append([]string(nil), e.Targets[0].FamilyNames()...)
 	sort.Strings(names)
 	assert.Equal(t, []string{"vllm:ttft"}, names)
 }

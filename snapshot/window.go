@@ -55,14 +55,6 @@ const Lookback = 5 * time.Minute
 // way, never as zero.
 var ErrNotEvaluable = errors.New("not evaluable")
 
-// windowEdges locates the window's edge samples in t. ok(i) reports whether sample
-// i is valid. It returns the indices of the start and end edges (from <= to)
-// and whether the start was clipped.
-func windowEdges(t []int64, ok func(int) bool, w Window) (from, to int, clipped bool, err error) {
-	x := edgeIndex{t: t, ok: ok}
-	return x.edges(w)
-}
-
 // edgeIndex answers the questions windowEdges asks about the samples t of
 // one series. For one window, ok decides validity on demand, asked only
 // about the samples near the edges; for the windows of a grid (ok nil),

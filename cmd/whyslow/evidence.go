@@ -25,7 +25,6 @@ import (
 type inputFlags struct {
 	match      string
 	aliases    listFlag
-	format     string
 	strict     bool
 	output     string
 	maxBytes   string

@@ -20,8 +20,6 @@ import (
 	goldenfile "github.com/whyslow/whyslow/internal/golden"
 )
 
-var update = goldenfile.Update // the -update flag
-
 // whyslow runs one command line in process and returns its exit status,
 // stdout and stderr.
 func whyslow(t *testing.T, stdin string, args ...string) (int, string, string) {

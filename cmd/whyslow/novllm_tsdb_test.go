@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
@@ -23,7 +24,7 @@ func TestDiagnoseNoVLLMTargetTSDB(t *testing.T) {
 	app := w.AppenderV2(context.Background())
 	t0 := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
 	for i := range 120 {
-		lset := labels.FromStrings(labels.MetricName, "node_load1", "instance", "host-1:9100", "job", "node")
+		lset := labels.FromStrings(model.MetricNameLabel, "node_load1", "instance", "host-1:9100", "job", "node")
 		_, err := app.Append(0, lset, 0, t0.Add(time.Duration(i)*30*time.Second).UnixMilli(), 0.5, nil, nil, storage.AOptions{})
 		require.NoError(t, err)
 	}

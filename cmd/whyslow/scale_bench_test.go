@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
@@ -113,7 +114,7 @@ func replicateTSDB(b *testing.B, src, dst string, start, end time.Time) (series,
 		v  []float64
 	}
 	var cols []col
-	ss := q.Select(ctx, false, nil, labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+"))
+	ss := q.Select(ctx, false, nil, labels.MustNewMatcher(labels.MatchRegexp, model.MetricNameLabel, ".+"))
 	var it chunkenc.Iterator
 	for ss.Next() {
 		s := ss.At()
@@ -304,7 +305,7 @@ func bareDecode(b *testing.B, dir, re string, mint, maxt int64) (samples int) {
 		b.Fatal(err)
 	}
 	defer q.Close()
-	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, re))
+	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchRegexp, model.MetricNameLabel, re))
 	var it chunkenc.Iterator
 	var sum float64
 	for ss.Next() {
@@ -341,7 +342,7 @@ func bareChunks(b *testing.B, dir, re string, mint, maxt int64) (samples int) {
 			blk.Close()
 		}
 	}()
-	m := labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, re)
+	m := labels.MustNewMatcher(labels.MatchRegexp, model.MetricNameLabel, re)
 	var (
 		sum  float64
 		it   chunkenc.Iterator

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
@@ -41,7 +42,7 @@ func TestDiagnoseSurveyedLongTSDB(t *testing.T) {
 			// One gauge of the first pod, scraped 4 more times.
 			tg := whole.Targets[0]
 			g := tg.Families["vllm:num_requests_waiting"].Series[0]
-			lset := labels.NewBuilder(g.Labels).Set(labels.MetricName, g.Name).Labels()
+			lset := labels.NewBuilder(g.Labels).Set(model.MetricNameLabel, g.Name).Labels()
 			_, last := whole.Span()
 			w, err := tsdb.NewBlockWriter(slog.New(slog.DiscardHandler), dir, (2 * time.Hour).Milliseconds())
 			require.NoError(t, err)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
@@ -84,7 +85,7 @@ func (f *Fleet) WriteTSDB(dir string, opts TSDBOptions) (err error) {
 		s := series[string(key)]
 		if s == nil {
 			sb.Reset()
-			sb.Add(labels.MetricName, name)
+			sb.Add(model.MetricNameLabel, name)
 			for _, l := range ls {
 				sb.Add(l.name, l.value)
 			}

@@ -161,9 +161,9 @@ func (r *reader) selector(u unit) string {
 
 func nameMatcher(names []string) *labels.Matcher {
 	if len(names) == 1 {
-		return labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, names[0])
+		return labels.MustNewMatcher(labels.MatchEqual, model.MetricNameLabel, names[0])
 	}
-	return valuesMatcher(labels.MetricName, names)
+	return valuesMatcher(model.MetricNameLabel, names)
 }
 
 // valuesMatcher matches label to any of values exactly.
@@ -457,10 +457,10 @@ func (r *reader) families(ctx context.Context, qfrom int64) ([]family, error) {
 	}
 	match = append(match, r.opts.Matchers...)
 	if len(match) == 0 {
-		match = append(match, labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+"))
+		match = append(match, labels.MustNewMatcher(labels.MatchRegexp, model.MetricNameLabel, ".+"))
 	}
 	sel := matchersString(match)
-	vals, err := r.labelValues(ctx, labels.MetricName, sel, qfrom)
+	vals, err := r.labelValues(ctx, model.MetricNameLabel, sel, qfrom)
 	if err != nil {
 		return nil, err
 	}

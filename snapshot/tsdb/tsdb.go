@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/whyslow/whyslow/snapshot"
@@ -512,14 +513,14 @@ func tsdbMatchers(opts snapshot.Options) ([]*labels.Matcher, error) {
 		for _, name := range opts.MetricSampleNames() {
 			alts = append(alts, regexp.QuoteMeta(name))
 		}
-		m, err := labels.NewMatcher(labels.MatchRegexp, labels.MetricName, strings.Join(alts, "|"))
+		m, err := labels.NewMatcher(labels.MatchRegexp, model.MetricNameLabel, strings.Join(alts, "|"))
 		if err != nil {
 			return nil, fmt.Errorf("matcher for snapshot.Options.Metrics: %w", err)
 		}
 		ms = append(ms, m)
 	}
 	if len(ms) == 0 {
-		ms = append(ms, labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+"))
+		ms = append(ms, labels.MustNewMatcher(labels.MatchRegexp, model.MetricNameLabel, ".+"))
 	}
 	return ms, nil
 }

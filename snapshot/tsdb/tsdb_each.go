@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
@@ -248,7 +249,7 @@ func passA(ctx context.Context, dir string, opts snapshot.Options, srcs []*eachS
 				f.lo, f.hi = min(f.lo, minT), max(f.hi, maxT)
 				name, _ := namer.TargetName(lset)
 				f.targets[name] = true
-				if listed[lset.Get(labels.MetricName)] {
+				if listed[lset.Get(model.MetricNameLabel)] {
 					s.lrefs[name] = append(s.lrefs[name], ref)
 					if sketch {
 						s.lkinds[name] = append(s.lkinds[name], s.kindOf(lset))
@@ -334,7 +335,7 @@ type seriesKind struct {
 
 // labels returns the labels of a series of kind k in a sketch.
 func (k seriesKind) labels() labels.Labels {
-	kv := []string{labels.MetricName, k.name}
+	kv := []string{model.MetricNameLabel, k.name}
 	if k.le {
 		kv = append(kv, labels.BucketLabel, "+Inf")
 	}
@@ -348,7 +349,7 @@ func (k seriesKind) labels() labels.Labels {
 // adding it when new (its name copied: lset's memory is the index
 // reader's).
 func (s *eachSource) kindOf(lset labels.Labels) int32 {
-	k := seriesKind{name: lset.Get(labels.MetricName), le: lset.Has(labels.BucketLabel), quantile: lset.Has("quantile")}
+	k := seriesKind{name: lset.Get(model.MetricNameLabel), le: lset.Has(labels.BucketLabel), quantile: lset.Has("quantile")}
 	if i, ok := s.kindIdx[k]; ok {
 		return i
 	}

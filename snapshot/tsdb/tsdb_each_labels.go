@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
@@ -210,8 +211,8 @@ func (p *passB) listSource(ctx context.Context, i int, s *eachSource, refs []sto
 		e := byCol[col]
 		if e == nil {
 			lb.Reset(lset)
-			lb.Del(labels.MetricName, labels.BucketLabel)
-			e = &listedSeries{col: col, group: snapshot.FamilyBaseName(lset.Get(labels.MetricName)) + "\xff" + lb.Labels().String(),
+			lb.Del(model.MetricNameLabel, labels.BucketLabel)
+			e = &listedSeries{col: col, group: snapshot.FamilyBaseName(lset.Get(model.MetricNameLabel)) + "\xff" + lb.Labels().String(),
 				refs: make([]storage.SeriesRef, len(p.srcs)), has: make([]bool, len(p.srcs)), spans: make([][]chunkSpan, len(p.srcs)),
 				exact: make([][]int64, len(p.srcs))}
 			byCol[col] = e

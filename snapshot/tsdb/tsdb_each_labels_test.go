@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
@@ -98,7 +99,7 @@ func writeLabelsOnlyTSDB(t *testing.T, dir string, head bool) {
 		hd = db.Head()
 		require.NoError(t, db.CompactHead(tsdb.NewRangeHead(hd, hd.MinTime(), hd.MaxTime())))
 	}
-	require.NoError(t, db.Delete(ctx, at(100), at(110), labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, "listed_deleted")))
+	require.NoError(t, db.Delete(ctx, at(100), at(110), labels.MustNewMatcher(labels.MatchEqual, model.MetricNameLabel, "listed_deleted")))
 	require.NoError(t, db.Close())
 	if head {
 		require.Len(t, tsdbBlockDirs(t, dir), 1)

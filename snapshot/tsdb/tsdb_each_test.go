@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
@@ -200,7 +201,7 @@ func writeNamingTSDB(t *testing.T, dir string, t0 time.Time) {
 			ts := t0.Add(time.Duration(i) * 30 * time.Second).UnixMilli()
 			for k, ls := range series {
 				v := float64(i*(k+1) + 1000*blk)
-				if ls.Get("le") == "+Inf" || ls.Get(labels.MetricName) == "vllm:e2e_request_latency_seconds_count" {
+				if ls.Get("le") == "+Inf" || ls.Get(model.MetricNameLabel) == "vllm:e2e_request_latency_seconds_count" {
 					v *= 2
 				}
 				refs[k], err = app.Append(refs[k], ls, 0, ts, v, nil, nil, storage.AOptions{})

@@ -50,7 +50,7 @@ func checkTSDBFixture(t *testing.T, f *tsdbFix, ev *snapshot.Evidence, from, to 
 		s := g.Series[0]
 		assert.Equal(t, "vllm:num_requests_waiting", s.Name)
 		assert.Equal(t, "m", s.Labels.Get("model_name"))
-		assert.False(t, s.Labels.Has(labels.MetricName))
+		assert.False(t, s.Labels.Has(model.MetricNameLabel))
 		require.Equal(t, to-from, s.Len(), "stale marker must not be a sample")
 		for k := range s.T {
 			require.Equal(t, f.ts(from+k), s.T[k])
@@ -71,7 +71,7 @@ func checkTSDBFixture(t *testing.T, f *tsdbFix, ev *snapshot.Evidence, from, to 
 		hs := h.Histograms[0]
 		assert.Equal(t, []float64{0.5, 1, math.Inf(1)}, hs.Bounds)
 		assert.False(t, hs.Labels.Has("le"))
-		assert.False(t, hs.Labels.Has(labels.MetricName))
+		assert.False(t, hs.Labels.Has(model.MetricNameLabel))
 		require.Equal(t, to-from, hs.Len())
 		for k := range hs.T {
 			want, sum, count := tsdbClassic(from + k)
