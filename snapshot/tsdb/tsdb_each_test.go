@@ -543,22 +543,34 @@ func TestReadEachTSDBPeakHeap(t *testing.T) {
 	dir := t.TempDir()
 	const pods = 40
 	_, samples := writeTSDBFleet(t, dir, pods, time.Date(2026, 9, 22, 0, 0, 0, 0, time.UTC), 2*time.Hour)
+	// The peak of one run moves with the GC's pacing (a collection that
+	// comes late lets garbage of the last target stand beside the next):
+	// the least peak of three runs is the memory the read needs.
 	measure := func(read func() error) uint64 {
-		stop := heappeak.Start(time.Millisecond)
-		require.NoError(t, read())
-		return stop().Above()
+		var least uint64
+		for i := 0; i < 3; i++ {
+			runtime.GC()
+			stop := heappeak.Start(time.Millisecond)
+			require.NoError(t, read())
+			if p := stop().Above(); i == 0 || p < least {
+				least = p
+			}
+		}
+		return least
 	}
 	opts := snapshot.Options{Limits: snapshot.Limits{MaxMemory: 8 << 30}}
-	var keep *snapshot.Evidence
-	whole := measure(func() (err error) {
-		keep, err = snapshot.Read(context.Background(), []string{dir}, opts)
+	targets := 0
+	whole := measure(func() error {
+		ev, err := snapshot.Read(context.Background(), []string{dir}, opts)
+		if err == nil {
+			targets = len(ev.Targets)
+		}
 		return err
 	})
-	require.Len(t, keep.Targets, pods)
-	keep = nil
-	runtime.GC()
+	require.Equal(t, pods, targets)
 	n := 0
 	each := measure(func() error {
+		n = 0
 		_, err := snapshot.ReadEach(context.Background(), []string{dir}, opts, func(*snapshot.Target) error { n++; return nil })
 		return err
 	})
