@@ -340,14 +340,14 @@ func Map() []Rule {
 				// instead (case D: kv-preemption); with the load uneven a
 				// hot replica's overload queues them (replica-hotspot).
 				anyOf(noSymptom(SymptomTTFT), growsNoMore(TTFTP95, TPOTP95), growsNoMore(TTFTP95, ITLP95), growsNoMore(TTFTP95, TPOTMean),
-					allOf(steady(ArrivalRate), steady(PromptTokensP95), below(ReplicaShareMax, limHotspot), below(PreemptionShare, limPreemptionShare), explainsRise(DecodeTimeMean, TTFTMean, limSame))),
+					decodeBuiltQueue()),
 			},
 			Counter: []Counter{
 				{"active sequences and TPOT unrelated", allOf(absBelow(CorrRunningTPOT, limCorrWeak), steady(RunningMean))},
 			},
 			Checks: []Check{
 				auto("Is TTFT normal?", noSymptom(SymptomTTFT)),
-				{Text: "TTFT rose: is it the queue the longer decoding built (arrivals, prompts and the load spread steady, few preemptions, each request's decode grew more than its first token)?", When: ptr(not(noSymptom(SymptomTTFT))), Neutral: true},
+				auto("Is a TTFT rise the queue the longer decoding built (arrivals, prompts and the load spread steady, few preemptions, each request's decode grew more than its first token)?", decodeBuiltQueue()),
 				auto("Did active sequences and TPOT worsen at the same time?", atLeast(CorrRunningTPOT, limCorrStrong)),
 				{Text: "Did the output length distribution change?", When: ptr(rises(GenerationTokensP95)), Neutral: true},
 				manual("After raising max_num_seqs, did output goodput actually grow?"),
@@ -879,6 +879,15 @@ func General() IncidentResponse {
 			"manifests that can be rolled back",
 		},
 	}
+}
+
+// decodeBuiltQueue holds when a queue is the decode load's own: arrivals,
+// prompts and the load spread steady, few preemptions, and each request's
+// decode grew more than its first token (decode-pressure's exception to
+// "TTFT normal").
+func decodeBuiltQueue() Cond {
+	return allOf(steady(ArrivalRate), steady(PromptTokensP95), below(ReplicaShareMax, limHotspot),
+		below(PreemptionShare, limPreemptionShare), explainsRise(DecodeTimeMean, TTFTMean, limSame))
 }
 
 // queueGrew holds when requests wait longer or more of them wait.
