@@ -201,6 +201,14 @@ var factTable = map[rules.FactID]factExpr{
 		},
 		record: "backlog_spike_scrape",
 	},
+	rules.OccupancySeen: {
+		// waiting + running at the scrapes over the requests in flight
+		// that the e2e latency's _sum implies (Little's law).
+		expr: func(g *gen, off string) string {
+			backlog := fmt.Sprintf("%s + %s", g.gaugeAgg("sum", catalog.SignalWaiting, ""), g.gaugeAgg("sum", catalog.SignalRunning, ""))
+			return fmt.Sprintf("avg_over_time((%s)[%s:%s]%s) / (%s > 0)", backlog, g.w, g.scrape, off, g.rateSum(catalog.SignalE2E, "_sum", "", off))
+		},
+	},
 	rules.WaitingDrainedShare: {
 		// How far the queue fell from its peak in the window by the
 		// window's end (diagnose: the share of waiting episodes that

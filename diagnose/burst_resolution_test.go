@@ -53,3 +53,26 @@ func TestPeriodicBurstsAtScrapeResolution(t *testing.T) {
 		})
 	}
 }
+
+// TestOccupancySeen: the requests in the engines at the scrapes match what
+// the e2e latency's _sum implies (Little's law) when the scrapes catch the
+// bursts, and fall short when every scrape lands 40 s after one; the
+// baseline, with no bursts, is seen whole at either interval.
+func TestOccupancySeen(t *testing.T) {
+	for _, tt := range []struct {
+		scrape   time.Duration
+		min, max float64
+	}{
+		{15 * time.Second, 0.85, 1.15},
+		{time.Minute, 0, 0.8},
+	} {
+		t.Run(tt.scrape.String(), func(t *testing.T) {
+			rep, table := diagnoseTable(t, simulate(t, periodicBursts(t, tt.scrape)))
+			f := rep.RuleFacts()[rules.OccupancySeen]
+			require.True(t, f.Known(), "%s: %s", f.Missing, table)
+			assert.InDelta(t, 1, f.Baseline, 0.1, "baseline")
+			assert.GreaterOrEqual(t, f.Value, tt.min)
+			assert.LessOrEqual(t, f.Value, tt.max)
+		})
+	}
+}

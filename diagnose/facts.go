@@ -32,6 +32,8 @@ type factCtx struct {
 	// trends holds arrivalTrend's measures by window (start and end,
 	// Unix ns).
 	trends memo[[2]int64, trendResiduals]
+	// deferred holds deferredGauge's series by replica.
+	deferred memo[int, deferredSeries]
 }
 
 // computeFacts returns every fact of rules.FactIDs.

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
@@ -387,6 +388,7 @@ func (c *factCtx) addNoise(fs rules.Facts) {
 	}
 	noise(rules.ArrivalDispersion, c.dispersionPiece, dispersionAgg)
 	noise(rules.ArrivalDispersionDetrended, c.detrendedPiece, ratioAgg)
+	noise(rules.OccupancySeen, c.occupancyPiece, occupancyAgg)
 	noise(rules.TPOTMean, c.tpotPiece, func(s []float64) float64 {
 		return MeanTPOTFromSums(s[0], s[1], s[2])
 	})
@@ -664,8 +666,10 @@ func (c *factCtx) backlogSpike(w evalWindow) rules.Fact {
 }
 
 // utilWhereWaiting sums the GPU utilisation of every replica at the
-// scrapes at which requests waited on it, over w: the utilisation sample
-// nearest in time (within one scrape interval) to each waiting sample >= 1.
+// scrapes at which requests waited on it for capacity, over w: the
+// utilisation sample nearest in time (within one scrape interval) to each
+// waiting sample, less the requests deferred at admission (vLLM >= 0.13),
+// >= 1.
 func (c *factCtx) utilWhereWaiting(w snapshot.Window) (sum float64, n int) {
 	lo, hi := w.Start.UnixMilli(), w.End.UnixMilli()
 	tol := c.st.interval.Milliseconds()
@@ -677,9 +681,19 @@ func (c *factCtx) utilWhereWaiting(w snapshot.Window) (sum float64, n int) {
 		if ws == nil || us == nil || len(us.T) == 0 {
 			continue
 		}
+		deferred, _ := c.deferredGauge(r)
 		j := 0
 		for i, t := range ws.T {
-			if t <= lo || t > hi || !(ws.V[i] >= 1) {
+			if t <= lo || t > hi {
+				continue
+			}
+			// Deferred requests are not ready for the GPU: only those
+			// that wait for capacity say it should be busy.
+			ready := ws.V[i]
+			if d := at(deferred, t); d > 0 {
+				ready -= d
+			}
+			if !(ready >= 1) {
 				continue
 			}
 			for j+1 < len(us.T) && abs64(us.T[j+1]-t) <= abs64(us.T[j]-t) {
@@ -710,7 +724,7 @@ func (c *factCtx) gpuUtilWaiting(w evalWindow) rules.Fact {
 	if n < 4 {
 		return rules.MissingFact(fmt.Sprintf("requests waited at only %d replica scrapes with a GPU sample (need 4): no queue to judge the GPU by", n))
 	}
-	f := rules.Measured(sum / float64(n)).WithSource(c.sc.source(SignalGPUUtil) + " at the scrapes where " + c.sc.source(SignalWaiting) + " >= 1")
+	f := rules.Measured(sum / float64(n)).WithSource(c.sc.source(SignalGPUUtil) + " at the scrapes where " + c.sc.source(SignalWaiting) + " >= 1" + c.deferredNote())
 	f.Count = float64(n)
 	return f
 }
@@ -803,8 +817,67 @@ func (c *factCtx) strengthJobs(js *factJobs) {
 	both(rules.GPUUtilWaiting, c.gpuUtilWaiting)
 	both(rules.ReplicaLoadShareMax, c.replicaLoadShareMax)
 	both(rules.PreemptionShare, c.preemptionShare)
+	both(rules.OccupancySeen, c.occupancySeen)
 }
 
 // FactIDOf converts a string to a fact id (for tools that read fact ids
 // from text).
 func FactIDOf(s string) rules.FactID { return rules.FactID(s) }
+
+// occupancySeen is the fleet's requests in the engines at the scrapes
+// (waiting + running, their mean over w) divided by the requests in flight
+// that the counters imply over w by Little's law: the time the requests
+// that finished in w spent in the engines (the e2e latency _sum's
+// increase) over w's seconds. Near 1 when the scrapes see the load as it
+// is; well under 1 when it arrives and drains between scrapes.
+func (c *factCtx) occupancySeen(w evalWindow) rules.Fact {
+	if c.sc.backlog(-1) == nil {
+		return rules.MissingFact("no waiting and running gauges")
+	}
+	if !c.sc.has(SignalE2E) {
+		return rules.MissingFact(c.missingSignal(SignalE2E))
+	}
+	p, ok := c.occupancyPiece(c.clip(w.w))
+	if !ok {
+		return rules.MissingFact("no scrape of waiting + running, or no finished request with an e2e latency, in the window")
+	}
+	f := rules.Measured(occupancyAgg(p)).WithSource(c.sc.source(SignalRunning) + " + " + c.sc.source(SignalWaiting) + " (mean at the scrapes) over " + c.sc.source(SignalE2E) + " _sum increase / window seconds")
+	f.Count = p[1]
+	return f
+}
+
+// occupancyPiece is, over w, the fleet's waiting + running summed over
+// its scrapes and their number, then the e2e latency _sum's increase and
+// w's seconds.
+func (c *factCtx) occupancyPiece(w snapshot.Window) ([]float64, bool) {
+	bl := c.sc.backlog(-1)
+	if bl == nil {
+		return nil, false
+	}
+	gs, err := bl.Gauge(w)
+	if err != nil || gs.N == 0 || math.IsNaN(gs.Mean) {
+		return nil, false
+	}
+	e2e, _, err := c.sc.fleetHist(SignalE2E, w)
+	if err != nil || !(e2e.Histogram.Sum > 0) {
+		return nil, false
+	}
+	return []float64{gs.Mean * float64(gs.N), float64(gs.N), e2e.Histogram.Sum, w.Duration().Seconds()}, true
+}
+
+// occupancyAgg is the ratio of a sum of occupancyPieces.
+func occupancyAgg(s []float64) float64 {
+	if !(s[1] > 0) || !(s[2] > 0) || !(s[3] > 0) {
+		return math.NaN()
+	}
+	return (s[0] / s[1]) / (s[2] / s[3])
+}
+
+// deferredNote is what gpu_util_waiting's source adds when the evidence
+// tells deferred requests from those waiting for capacity.
+func (c *factCtx) deferredNote() string {
+	if !c.sc.has(catalog.SignalWaitingByReason) {
+		return ""
+	}
+	return ` (less ` + c.sc.source(catalog.SignalWaitingByReason) + `{reason="deferred"})`
+}

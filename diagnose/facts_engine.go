@@ -39,6 +39,7 @@ func (c *factCtx) engineJobs(js *factJobs) {
 	js.add(rules.FrozenGaugeShare, func() rules.Fact { return c.progressFact(rules.FrozenGaugeShare) })
 	js.add(rules.StallSuspected, func() rules.Fact { return c.progressFact(rules.StallSuspected) })
 	js.add(rules.DeferredShare, func() rules.Fact { return c.deferredShare(c.inc) })
+	js.add(rules.DeferralQueueShare, func() rules.Fact { return c.deferralQueueShare(c.inc) })
 	js.add(rules.AdmissionRejectionShare, func() rules.Fact {
 		return c.both(rules.AdmissionRejectionShare, c.admissionRejectionShare)
 	})
@@ -285,31 +286,42 @@ func (c *factCtx) progressFact(id rules.FactID) rules.Fact {
 // deferredShare is the deferred waiting requests over all waiting
 // requests, summed over the replicas' scrapes in w.
 func (c *factCtx) deferredShare(w evalWindow) rules.Fact {
-	var deferred, waiting float64
+	return c.deferralFact(w, false)
+}
+
+// deferralQueueShare is the waiting requests at the scrapes where their
+// replica deferred requests, then or at its previous scrape, over all
+// waiting requests, summed over the replicas' scrapes in w.
+func (c *factCtx) deferralQueueShare(w evalWindow) rules.Fact {
+	return c.deferralFact(w, true)
+}
+
+// deferralFact measures deferredShare or, with episodes, deferralQueueShare.
+func (c *factCtx) deferralFact(w evalWindow, episodes bool) rules.Fact {
+	var held, waiting float64
 	found := false
 	for r := range c.sc.replicas {
-		m := c.sc.match(r, catalog.SignalWaitingByReason)
+		d, ok := c.deferredGauge(r)
 		wait := c.sc.replicaGauge(SignalWaiting, r)
-		if !m.Found() || wait == nil {
+		if !ok || wait == nil {
 			continue
 		}
-		sel := map[string]string{"reason": "deferred"}
-		for k, v := range c.sc.selector(m.Family) {
-			sel[k] = v
-		}
-		d := m.Family.Aggregate(sel, snapshot.AggregateSum)
 		found = true
+		prev := math.NaN() // deferred at the replica's previous scrape
 		for _, s := range c.sc.replicas[r].t.Scrapes {
-			if !w.w.IsZero() && (s.Time.Before(w.w.Start) || s.Time.After(w.w.End)) {
-				continue
-			}
 			t := s.Time.UnixMilli()
-			if x := at(wait, t); x > 0 {
+			y := at(d, t)
+			in := w.w.IsZero() || !(s.Time.Before(w.w.Start) || s.Time.After(w.w.End))
+			if x := at(wait, t); in && x > 0 {
 				waiting += x
-				if y := at(d, t); y > 0 {
-					deferred += y
+				switch {
+				case !episodes && y > 0:
+					held += y
+				case episodes && (y > 0 || prev > 0):
+					held += x
 				}
 			}
+			prev = y
 		}
 	}
 	if !found {
@@ -317,9 +329,13 @@ func (c *factCtx) deferredShare(w evalWindow) rules.Fact {
 	}
 	v := 0.0
 	if waiting > 0 {
-		v = math.Min(1, deferred/waiting)
+		v = math.Min(1, held/waiting)
 	}
-	f := rules.Measured(v).WithSource(c.sc.source(catalog.SignalWaitingByReason) + `{reason="deferred"} / ` + c.sc.source(SignalWaiting))
+	src := c.sc.source(catalog.SignalWaitingByReason) + `{reason="deferred"} / ` + c.sc.source(SignalWaiting)
+	if episodes {
+		src = c.sc.source(SignalWaiting) + ` on replicas whose ` + c.sc.source(catalog.SignalWaitingByReason) + `{reason="deferred"} > 0 at that scrape or the one before / all ` + c.sc.source(SignalWaiting)
+	}
+	f := rules.Measured(v).WithSource(src)
 	f.Count, f.Window = waiting, w.text()
 	return f
 }
@@ -345,4 +361,28 @@ func (c *factCtx) admissionRejectionShare(w evalWindow) rules.Fact {
 	f := rules.Measured(rej.Value / total).WithSource(c.sc.source(catalog.SignalAdmissionRejections) + " / (itself + " + c.sc.source(SignalRequestSuccess) + ")")
 	f.Count = total
 	return f
+}
+
+// deferredGauge is replica r's num_requests_waiting_by_reason{reason=
+// "deferred"} summed over its series; ok is false when the replica does
+// not export the gauge (before vLLM 0.13).
+func (c *factCtx) deferredGauge(r int) (s *snapshot.Series, ok bool) {
+	v := c.deferred.get(r, func() deferredSeries {
+		m := c.sc.match(r, catalog.SignalWaitingByReason)
+		if !m.Found() {
+			return deferredSeries{}
+		}
+		sel := map[string]string{"reason": "deferred"}
+		for k, v := range c.sc.selector(m.Family) {
+			sel[k] = v
+		}
+		return deferredSeries{m.Family.Aggregate(sel, snapshot.AggregateSum), true}
+	})
+	return v.s, v.ok
+}
+
+// deferredSeries is a replica's deferred gauge, and whether it has one.
+type deferredSeries struct {
+	s  *snapshot.Series
+	ok bool
 }

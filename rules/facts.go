@@ -230,6 +230,13 @@ const (
 	// burst shows in the engines' backlog even when the scrapes are too
 	// far apart to show it in the arrivals per interval.
 	BacklogSpike FactID = "backlog_spike"
+	// OccupancySeen is the fleet's requests in the engines at the scrapes
+	// (waiting + running, mean) over the requests in flight the counters
+	// imply by Little's law (the e2e latency _sum's increase over the
+	// window's seconds): near 1 when the scrapes see the load as it is,
+	// well under 1 when the load arrives and drains between scrapes
+	// (bursts shorter than the scrape interval).
+	OccupancySeen FactID = "occupancy_seen"
 	// RunningMean is the mean of vllm:num_requests_running (requests).
 	RunningMean FactID = "running_mean"
 	// RunningMax is the maximum of vllm:num_requests_running (requests).
@@ -426,6 +433,7 @@ var catalog = []FactInfo{
 	{ArrivalRate, Rate, "req/s", "", "estimated arrivals: completions + growth of waiting and running"},
 	{BacklogEnd, Gauge, "requests", Lower, "waiting + running at the end of the window"},
 	{BacklogSpike, Derived, "x", "", "peak of waiting + running over its local level (running median)"},
+	{OccupancySeen, Derived, "x", "", "waiting + running at the scrapes over e2e _sum / seconds (Little's law)"},
 	{ClientTTFTP95, Quantile, "s", Lower, "client/gateway-side TTFT p95"},
 	{CompletionRate, Rate, "req/s", Higher, "finished requests per second"},
 	{CorrRunningTPOT, Derived, "r", "", "Pearson correlation of running sequences and windowed TPOT"},

@@ -51,6 +51,14 @@ const (
 	// a transient constraint (LoRA budget, KV transfer, a blocked status),
 	// not for scheduling capacity.
 	DeferredShare FactID = "deferred_share"
+	// DeferralQueueShare is the share (0..1) of the fleet's waiting
+	// requests, over the window's scrapes, found on a replica that deferred
+	// requests at that scrape or at its previous one: the deferred requests
+	// and the backlog a release hands to the scheduler at once, which then
+	// waits for capacity it would not have needed. Near deferred_share when
+	// deferral and an ordinary queue are unrelated; near 1 when the queue
+	// comes and goes with the deferral episodes.
+	DeferralQueueShare FactID = "deferral_queue_share"
 	// AdmissionRejectionShare is the share (0..1) of requests the engine
 	// refused at admission (vllm:admission_rejections_total, any reason:
 	// --max-num-queued-reqs and its token limit) over those refused plus
@@ -66,6 +74,7 @@ var engineFacts = []FactInfo{
 	{FrozenGaugeShare, Gauge, "ratio", Lower, "frozen-gauge replicas' share of the fleet's waiting + running"},
 	{StallSuspected, Gauge, "count", Lower, "replicas with waiting > 0 and running == 0 at the last scrape, counters flat"},
 	{DeferredShare, Gauge, "ratio", Lower, "share of waiting requests deferred (num_requests_waiting_by_reason)"},
+	{DeferralQueueShare, Gauge, "ratio", Lower, "share of waiting requests on replicas deferring at that scrape or the one before"},
 	{AdmissionRejectionShare, Rate, "ratio", Lower, "requests rejected at admission / (rejected + finished)"},
 }
 

@@ -25,11 +25,16 @@ const minute = time.Minute
 // the engines' backlog spikes far above its local level, more than in the
 // baseline (bursts that fill the batch, seen even by scrapes too far
 // apart to resolve them in the arrivals): bursts, not a ramp or a step of
-// demand.
+// demand. A third sign needs no resolution at all: the scrapes see far
+// fewer requests in the engines than the counters say were there
+// (occupancy_seen falls; Little's law), so the load came and drained
+// between scrapes. A sustained rise of demand is in flight at every
+// instant, and a gauge sampled at any instant sees it.
 func bursty() Cond {
 	return anyOf(
 		allOf(rises(ArrivalDispersionDetrended), atLeast(ArrivalDispersionDetrended, limDispersionDetrended)),
 		allOf(rises(BacklogSpike), atLeast(BacklogSpike, limBacklogSpike)),
+		falls(OccupancySeen),
 	)
 }
 

@@ -143,12 +143,15 @@ func engineRules() []Rule {
 			Explains: []SymptomID{SymptomTTFT, SymptomTail, SymptomReliability},
 			Support: []Cond{
 				symptom(SymptomTTFT, SymptomTail, SymptomReliability),
-				atLeast(DeferredShare, limMajority),
+				// Deferred requests carry the queue, or the queue comes
+				// and goes with the deferral episodes (the backlog a
+				// release hands to the scheduler waits for capacity).
+				deferralHolds(),
 				// Deferred with the cache full is KV pressure's story.
 				below(KVUsageMax, limKVHigh),
 			},
 			Counter: []Counter{
-				{"the waiting requests wait for scheduling capacity, not deferred", below(DeferredShare, limMajority)},
+				{"the waiting requests wait for scheduling capacity, not deferred", not(deferralHolds())},
 			},
 			Checks: []Check{
 				auto("Did the engine stop completing while requests were deferred?", anyOf(above(StalledReplicas, limAny), above(StallSuspected, limAny))),
@@ -245,8 +248,16 @@ func engineRules() []Rule {
 // the queue must not read deferred requests as capacity.
 var (
 	gaugeReaders = []HypothesisID{QueueSustained, QueueBurst, DecodePressure, KVPreemption, OutsideGPU, ReplicaHotspot}
-	queueReaders = []HypothesisID{QueueSustained, QueueBurst}
+	queueReaders = []HypothesisID{QueueSustained, QueueBurst, OutsideGPU}
 )
+
+// deferralHolds holds when deferred requests are most of the waiting
+// queue, or most of the queue waits on replicas that deferred requests at
+// that scrape or the one before (the deferral and the backlog it
+// releases).
+func deferralHolds() Cond {
+	return anyOf(atLeast(DeferredShare, limMajority), atLeast(DeferralQueueShare, limMajority))
+}
 
 // guardGauges adds to the rows of rs that read the scheduler gauges the
 // counter-evidence of frozen gauges and of a deferred queue, and lets the
@@ -261,8 +272,8 @@ func guardGauges(rs []Rule) {
 		}
 		if slices.Contains(queueReaders, r.ID) {
 			r.Counter = append(r.Counter, Counter{
-				"the queue is mostly deferred requests (see admission-deferral): not capacity",
-				atLeast(DeferredShare, limMajority)})
+				"the queue is mostly deferred requests or the backlog their release hands on (see admission-deferral): not capacity",
+				deferralHolds()})
 			r.Refines = append(r.Refines, AdmissionRejections)
 		}
 	}

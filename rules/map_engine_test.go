@@ -115,12 +115,11 @@ func TestEngineRules(t *testing.T) {
 		},
 		{
 			// fleetsim's admission-deferral fleets: the GPUs idle while
-			// the deferred queue waits (outside-gpu holds too) and the
-			// held-back requests, released together, lengthen the
-			// decode steps (decode-pressure holds). Deferral explains
-			// outside-gpu: tied with it, it leads, though outside-gpu
-			// explains decode-pressure as well.
-			name: "deferral tied with the idle GPU it explains",
+			// the deferred queue waits, and the held-back requests,
+			// released together, lengthen the decode steps
+			// (decode-pressure holds). A queue of deferred requests is
+			// not work the GPU could run: no bottleneck outside it.
+			name: "deferral explains the idle GPU",
 			facts: with(engineQuiet(with(outsideGPU(), rules.TPOTP95, fact(0.16, 0.042),
 				rules.TPOTMean, fact(0.05, 0.024), rules.ITLP95, fact(0.1, 0.05),
 				rules.RunningMean, fact(240, 120), rules.RunningMax, fact(256, 180),
@@ -128,7 +127,34 @@ func TestEngineRules(t *testing.T) {
 				rules.DeferredShare, fact(0.97, 0),
 				rules.KVUsageMax, fact(0.7, 0.16)),
 			verdict:   rules.Verdict(rules.AdmissionDeferral),
-			supported: []rules.HypothesisID{rules.AdmissionDeferral, rules.OutsideGPU, rules.DecodePressure},
+			supported: []rules.HypothesisID{rules.AdmissionDeferral, rules.DecodePressure},
+			refuted:   []rules.HypothesisID{rules.OutsideGPU},
+		},
+		{
+			// Scrapes just after each release see the released backlog
+			// waiting for capacity as often as the deferred requests
+			// (deferred_share under the majority), but the queue comes
+			// and goes with the deferral episodes: the GPU idled because
+			// the requests were held, not starved by the front end.
+			name: "deferral episodes and the backlog they release",
+			facts: with(engineQuiet(with(outsideGPU(), rules.TPOTP95, fact(0.05, 0.042))),
+				rules.DeferredShare, fact(0.48, 0),
+				rules.DeferralQueueShare, fact(0.99, 0),
+				rules.KVUsageMax, fact(0.76, 0.56)),
+			verdict:   rules.Verdict(rules.AdmissionDeferral),
+			supported: []rules.HypothesisID{rules.AdmissionDeferral},
+			refuted:   []rules.HypothesisID{rules.OutsideGPU, rules.QueueSustained},
+		},
+		{
+			// A capacity queue on replicas that never deferred: deferral
+			// is a small share whichever way it is counted.
+			name: "a capacity queue beside a little deferral",
+			facts: with(engineQuiet(outsideGPU()),
+				rules.DeferredShare, fact(0.05, 0),
+				rules.DeferralQueueShare, fact(0.1, 0),
+				rules.KVUsageMax, fact(0.5, 0.5)),
+			verdict: rules.Verdict(rules.OutsideGPU),
+			refuted: []rules.HypothesisID{rules.AdmissionDeferral},
 		},
 		{
 			name: "deferred with a full KV cache is not admission-deferral",

@@ -176,6 +176,14 @@ func TestSustainedNeedsWorkInFlight(t *testing.T) {
 			verdict: rules.Undetermined, sustained: C,
 		},
 		{
+			// Little's law: the e2e latency's _sum says 1.6x more
+			// requests were in the engines than the scrapes saw; in the
+			// baseline the scrapes saw them all.
+			name:    "bursts between the scrapes: the scrapes miss the requests the counters count",
+			facts:   between(rules.RunningMean, fact(111, 89.7), rules.OccupancySeen, fact(0.61, 0.98)),
+			verdict: rules.Verdict(rules.QueueBurst), sustained: C,
+		},
+		{
 			name:    "a step of demand the batch holds",
 			facts:   between(rules.RunningMean, fact(160, 94.1)),
 			verdict: rules.Verdict(rules.QueueSustained), sustained: S,

@@ -78,6 +78,7 @@ func healthy() rules.Facts {
 		rules.ArrivalDispersionDetrended: fact(1, 1),
 		rules.WaitingDrainedShare:        fact(0.9, 0.9),
 		rules.BacklogSpike:               fact(1.3, 1.3),
+		rules.OccupancySeen:              fact(1, 1),
 	}
 }
 
@@ -591,6 +592,7 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.SpecAcceptanceLength, rules.SpecPos0Acceptance, rules.KVTransferTimeMean, rules.KVTransferFailureShare,
 		rules.PDDecodeReplicas, rules.PDPrefillReplicas, rules.TTFTMeanDecodeRole,
 		rules.EngineLoadShareMax, rules.EngineInflightShareMax, rules.EngineInflightShareLast,
+		rules.OccupancySeen, rules.DeferralQueueShare,
 	}
 	for _, id := range declared {
 		_, ok := rules.Info(id)
