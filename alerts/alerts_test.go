@@ -58,7 +58,7 @@ func TestAlertsUnknownFact(t *testing.T) {
 }
 
 // TestAlertsExcluded: the hypotheses that cannot alert, and why. A change
-// here is a change of what the alerts cover: update README too.
+// here is a change of what the alerts cover: update docs/alerts.md too.
 func TestAlertsExcluded(t *testing.T) {
 	rf, err := Generate(DefaultOptions)
 	require.NoError(t, err)

@@ -13,7 +13,7 @@ import (
 )
 
 // SignalID is the stable snake_case identifier of a signal. The ids are a
-// public contract: they appear in JSON reports and in the README.
+// public contract: they appear in JSON reports and in docs/ids.md.
 type SignalID string
 
 // Signal ids of the default catalog, in catalog order.

@@ -11,7 +11,7 @@ import (
 )
 
 // QuantileReport holds fleet and per-replica quantiles of one histogram.
-// Its JSON form is a public contract (see README): metric, window,
+// Its JSON form is a public contract (see docs/ids.md): metric, window,
 // fleet, replicas, warnings.
 type QuantileReport struct {
 	// Metric is what was asked for; Metrics the metric names used.

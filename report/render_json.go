@@ -15,7 +15,7 @@ import (
 )
 
 // WriteJSON writes the report as indented JSON, in the versioned schema
-// the README documents (schema_version, verdict, windows, symptoms,
+// docs/ids.md documents (schema_version, verdict, windows, symptoms,
 // hypotheses, signals, timelines, facts, inputs, dimensions, warnings,
 // groups). Values are in base units (seconds, tokens, ratios 0..1) and
 // times in RFC 3339 UTC.

@@ -19,8 +19,8 @@ const SchemaVersion = 1
 // compared, the symptoms, the ranked hypotheses and the signals behind
 // them, and every warning met on the way.
 //
-// Report is a plain value. Its JSON form (see MarshalJSON conventions in
-// the README) is a public contract: field names never change; new fields
+// Report is a plain value. Its JSON form (see the JSON schema in
+// docs/ids.md) is a public contract: field names never change; new fields
 // may be added.
 type Report struct {
 	// SchemaVersion is SchemaVersion.
@@ -216,7 +216,7 @@ type Measure struct {
 	Lifetime bool `json:"lifetime"`
 }
 
-// Quantile is one quantile estimate in the JSON form the README
+// Quantile is one quantile estimate in the JSON form docs/ids.md
 // documents: {q, value, lower, upper, count}; non-finite numbers are null.
 type Quantile struct {
 	Q      float64 `json:"q"`

@@ -12,51 +12,65 @@ import (
 )
 
 // TestREADMESessions runs every "$ whyslow ..." session shown in the
-// repository's README.md and checks that the output shown there is what
-// the command prints today, so that the README stays true (as benchstat's
-// doc_test does for its documentation).
+// repository's README.md and in the pages under docs/, and checks that the
+// output shown there is what the command prints today, so that the
+// documentation stays true (as benchstat's doc_test does for its own).
 //
 // In the README, a line "..." stands for lines left out, and "..." inside a
 // line for columns left out; runs of spaces are not significant. A trailing
 // "| head -N" is honoured by comparing only the first N lines.
 func TestREADMESessions(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+	docs, err := filepath.Glob("../../docs/*.md")
 	require.NoError(t, err)
-	sessions := readmeSessions(string(data))
-	require.NotEmpty(t, sessions, "README.md shows no whyslow session")
-	for _, s := range sessions {
-		t.Run(strings.Join(s.args, " "), func(t *testing.T) {
-			args := make([]string, len(s.args))
-			for i, a := range s.args {
-				// Paths in the README are relative to the repository root.
-				if _, err := os.Stat(filepath.Join("../..", a)); err == nil && i > 0 && !strings.HasPrefix(a, "-") {
-					a = filepath.Join("../..", a)
-				}
-				args[i] = a
+	require.NotEmpty(t, docs, "no docs/*.md pages")
+	for _, file := range append([]string{"../../README.md"}, docs...) {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		sessions := readmeSessions(string(data))
+		if filepath.Base(file) == "README.md" {
+			require.NotEmpty(t, sessions, "README.md shows no whyslow session")
+		}
+		for _, s := range sessions {
+			t.Run(filepath.Base(file)+"/"+strings.Join(s.args, " "), func(t *testing.T) {
+				checkSession(t, s)
+			})
+		}
+	}
+}
+
+// checkSession runs one session and checks that its shown output lines are
+// printed, in order.
+func checkSession(t *testing.T, s readmeSession) {
+	t.Helper()
+	args := make([]string, len(s.args))
+	for i, a := range s.args {
+		// Paths in the documentation are relative to the repository root.
+		if _, err := os.Stat(filepath.Join("../..", a)); err == nil && i > 0 && !strings.HasPrefix(a, "-") {
+			a = filepath.Join("../..", a)
+		}
+		args[i] = a
+	}
+	code, out, errOut := whyslow(t, "", args...)
+	require.Equal(t, exitOK, code, errOut)
+	lines := strings.Split(out, "\n")
+	if s.head > 0 && len(lines) > s.head {
+		lines = lines[:s.head]
+	}
+	next := 0
+	for _, want := range s.output {
+		if strings.TrimSpace(want) == "..." {
+			continue
+		}
+		found := false
+		for next < len(lines) {
+			got := lines[next]
+			next++
+			if matchElided(want, got) {
+				found = true
+				break
 			}
-			code, out, errOut := whyslow(t, "", args...)
-			require.Equal(t, exitOK, code, errOut)
-			lines := strings.Split(out, "\n")
-			if s.head > 0 && len(lines) > s.head {
-				lines = lines[:s.head]
-			}
-			next := 0
-			for _, want := range s.output {
-				if strings.TrimSpace(want) == "..." {
-					continue
-				}
-				found := false
-				for next < len(lines) {
-					got := lines[next]
-					next++
-					if matchElided(want, got) {
-						found = true
-						break
-					}
-				}
-				assert.True(t, found, "README line not printed (in order):\n%s\noutput:\n%s", want, strings.Join(lines, "\n"))
-			}
-		})
+		}
+		assert.True(t, found, "documented line not printed (in order):\n%s\noutput:\n%s", want, strings.Join(lines, "\n"))
 	}
 }
 
