@@ -96,7 +96,7 @@ var factTable = map[rules.FactID]factExpr{
 	rules.HTTP5xxShare: share(catalog.SignalHTTPRequests, `status="5xx"`),
 	rules.TimeoutShare: {note: "timeout_share comes from a gateway or client metric the caller names; no default name"},
 	rules.HTTP429Share: share(catalog.SignalHTTPRequests, `status="429"`),
-	// The facts of requests that do not complete (issue 13) need the
+	// The facts of requests that do not complete need the
 	// window's edges or its restarts; the notes say why.
 	rules.AbandonShare:             {note: "abandon_share is estimated from counter gaps corrected for the requests in flight at both window edges (gauges sampled at the edges), which a rate over a sliding window cannot do"},
 	rules.AbandonedPromptTokens:    {note: "abandoned_prompt_tokens is a counter gap corrected for the requests in flight at both window edges (gauges sampled at the edges), which a rate over a sliding window cannot do"},

@@ -38,11 +38,10 @@ func (r *Report) WriteJSON(w io.Writer) error {
 			}
 		}
 	}
-	// The timelines hold most of a large report's bytes (13 MB on 100 pods
-	// x 6 h): they are written one at a time where a placeholder stands in
-	// the rest of the report, instead of the whole report being marshalled,
-	// indented and unescaped in memory (three copies of it, in memory fresh
-	// from the system, a tenth of the whole-range diagnosis's time).
+	// The timelines hold most of a large report's bytes: they are written
+	// one at a time where a placeholder stands in the rest of the report,
+	// instead of the whole report being marshalled, indented and unescaped
+	// in memory (three copies of it, in memory fresh from the system).
 	tls := out.Timelines
 	if len(tls) > 0 {
 		out.Timelines = []Timeline{{Signal: timelinesMark}} // out is a copy

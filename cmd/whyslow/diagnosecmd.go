@@ -209,9 +209,8 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	// The evidence is garbage now: return its memory to the system before
 	// the report is written, whose JSON form alone takes tens of megabytes
 	// on a large fleet, so that the peak is the diagnosis's, not the sum
-	// (100 pods x 6 h: 235-306 MB peak RSS without, see TSDB_BENCHMARKS.md).
-	// The text and Markdown forms take a few kilobytes: returning the
-	// memory would only cost time (25-30 ms on 100 pods x 6 h).
+	// (see snapshot/tsdb/TSDB_BENCHMARKS.md). The text and Markdown forms
+	// take a few kilobytes: returning the memory would only cost time.
 	ev, opts = nil, diagnose.Options{}
 	if f.format == "json" || f.format == "html" {
 		debug.FreeOSMemory()

@@ -7,10 +7,10 @@ import (
 )
 
 // The survey of a long history (diagnose without --incident, on a TSDB)
-// allocates much and holds little: on 100 pods x 6 h it allocates about
-// 1 GB while its live heap stays at 15-25 MB, so that the collector,
-// which starts a cycle each time the heap doubles, ran 60 cycles in the
-// survey alone and took a fifth of its CPU. While it surveys, the command
+// allocates much and holds little, so that the collector, which starts a
+// cycle each time the heap doubles, runs many cycles and takes a large
+// share of the survey's CPU (figures in snapshot/tsdb/TSDB_BENCHMARKS.md).
+// While it surveys, the command
 // lets the heap grow to surveyHeapFloor before a cycle (or to twice the
 // live heap above that; GOGC at most surveyMaxGOGC): the survey's heap is
 // then the size of what the diagnosis holds afterwards, which sets the

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The generalisation matrix (issue 10): every incident hypothesis and
+// The generalisation matrix: every incident hypothesis and
 // counter-case built at any fleet size, seed and severity, from the
 // physics (arrival rates, request shapes, prefixes, routing, KV capacity,
 // CPU overhead), never by writing metric values. The named [Scenarios]

@@ -195,7 +195,7 @@ func Scenario(name string) Config {
 // changed. Because the request trace depends only on TraceSeed, the
 // workload, routing and duration, Run(Replay(cfg, change)) replays exactly
 // the requests of Run(cfg) under the new setting: the controlled,
-// one-variable experiment of issue 6. To repeat an experiment, vary
+// one-variable experiment. To repeat an experiment, vary
 // TraceSeed (new request sample) and/or Seed (engine noise) in both arms.
 func Replay(cfg Config, change func(*EngineConfig)) Config {
 	out := cfg

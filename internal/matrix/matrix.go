@@ -1,4 +1,4 @@
-// Package matrix is the generalisation matrix of issue 10: every incident
+// Package matrix is the generalisation matrix: every incident
 // hypothesis and counter-case of fleetsim's matrix, at several fleet
 // sizes, seeds and severities, simulated, read by snapshot in memory (from
 // a temporary TSDB for the cases marked fleetsim.MatrixCase.TSDB) and

@@ -27,8 +27,8 @@ var directDecode = true
 // exactly refs over [mint, maxt]: the same series, in the same order, with
 // the same samples. It reads each series' chunks in the range itself,
 // without the querier's iterators, which trim every chunk through a
-// deletion iterator and cost a third of a read (the quantile's 30 minutes
-// of 100 pods: 27 ms against 43 ms). Where the querier does more than
+// deletion iterator (their cost is measured in TSDB_BENCHMARKS.md).
+// Where the querier does more than
 // decode, decodeRefs hands over to fallback, which reads the refs given
 // through a querier as selectInto does, with its problems:
 //

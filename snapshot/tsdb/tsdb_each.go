@@ -23,46 +23,30 @@ import (
 
 // ReadEach reads dir as Read does, but hands the targets to visit one at
 // a time, in name order, each equal to the target of that name in Read's
-// Evidence; it is the Source.ReadEach of the "tsdb" source (see
-// snapshot.ReadEach, which callers use). Blocks are opened and the head
-// replayed once. A first pass over the index (labels and chunk time
-// ranges, no samples) finds the targets and records, per block and head,
-// the refs of each target's series (8 bytes a series); then, target by
-// target, exactly those series are read from each block and the head (a
-// Select whose postings are the recorded refs: no matcher is evaluated
-// again), into a fresh snapshot.Columns, handed to visit and dropped.
-// Memory is the index's, the refs' and one target's samples; small
-// targets are decoded a few at once, on as many goroutines (see passB),
-// but visit is called on the caller's goroutine, one target at a time.
-// Series entries and chunks of blocks are read from their files with
-// positioned reads (see blockFiles), and the blocks opened afresh as the
-// read goes where their maps were read (see remap), so that the files
-// read do not stay mapped into the process.
+// Evidence; it is the Source.ReadEach of the "tsdb" source (callers use
+// snapshot.ReadEach). visit is called on the caller's goroutine, one
+// target at a time; memory grows with one target's samples, not the
+// fleet's. How it reads: docs/design-notes.md.
 //
-// The series of the metrics of opts.LabelsOnly are not decoded where
-// the index and the chunks' headers show that their samples would add
-// nothing but themselves (see passB.listLabelsOnly): they come with
-// their labels and no samples, and the rest of each target is the one a
-// full read gives. Read decodes them. With opts.ForTarget, each target's
-// sketch (snapshot.Sketch of one series of each sample name and le or
-// quantile label that pass A found) chooses more metrics to list so and
-// metrics to leave out of that target (see passB.relist).
+// The series of opts.LabelsOnly metrics come with their labels and no
+// samples where the index and chunk headers show that their samples add
+// nothing but themselves; the rest of each target is what Read gives.
+// With opts.ForTarget, each target's sketch chooses more metrics to list
+// so and metrics to leave out of that target (see passB.relist).
 //
-// span is called once, after the first pass and before the first visit,
-// with the earliest and latest sample time (ms) of the chunks selected,
-// within [opts.Start, opts.End]. An error returned by span or visit stops
-// the read and is returned as is.
+// span is called once, before the first visit, with the earliest and
+// latest sample time (ms) of the chunks selected, within [opts.Start,
+// opts.End]. An error returned by span or visit stops the read and is
+// returned as is.
 //
-// The returned Evidence holds Sources and Problems and no Targets. Its
-// problems are Read's (the same set, in another order: those of one
-// target come with it). Limits apply per target as in Read
-// (MaxSeriesPerScrape, MaxLabelBytes); opts.Memory is charged while a
-// target is held and released after its visit; Limits.MaxTotalBytes
-// counts the bytes read over all targets, and when it is exceeded no
-// further target is read. Where Read stops early because a limit is
-// reached in the middle of the fleet, ReadEach reads target by target and
+// The returned Evidence holds Sources and Problems and no Targets; its
+// problems are Read's, those of one target coming with it. Limits apply
+// per target as in Read (MaxSeriesPerScrape, MaxLabelBytes); opts.Memory
+// is charged while a target is held and released after its visit; past
+// Limits.MaxTotalBytes, counted over all targets, no further target is
+// read. Where Read stops at a limit in the middle of the fleet, ReadEach
 // may keep other samples; a corrupt series entry ends a block's series at
-// the same series for both (the first pass stops there).
+// the same series for both.
 func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(minT, maxT int64) error, visit func(*snapshot.Target) error) (ev *snapshot.Evidence, err error) {
 	lim, mint, maxt, layout, matchers, err := prepareRead(dir, &opts)
 	if err != nil {

@@ -22,19 +22,13 @@ var parallelism = func() int { return runtime.GOMAXPROCS(0) }
 // maxHeldBytes caps the samples (snapshot.Columns.Bytes) of the targets
 // ReadEach holds at once, at the largest size so far: those decoded in
 // parallel (passB.workers), and with them, as many more decoded ahead
-// while the caller visits (passB.ahead). A target's
-// samples over the range read are the only memory of ReadEach that grows
-// with the history: small targets are decoded several at once and ahead,
-// larger ones (a long history) two at once, the largest one at a time, so
-// that the peak grows with one target's samples, not the fleet's. On 100
-// vLLM pods at 15 s a target of the survey (snapshot.Options.LabelsOnly)
-// holds about 5 MB over 6 h and 20 MB over 24 h: two are decoded at once,
-// not ahead.
-//
-// The bound was 32 MB for the parallel batch and 48 MB with the batch
-// ahead until round 9; one bound for both, since either way that many
-// bytes are held, made the 24 h survey decode on two cores (whole-range
-// diagnosis 14.6-16.4 s to 11.3-11.9 s, 236-242 MB to 249-250 MB RSS).
+// while the caller visits (passB.ahead); one bound for both, since either
+// way that many bytes are held. A target's samples over the range read
+// are the only memory of ReadEach that grows with the history: small
+// targets are decoded several at once and ahead, larger ones (a long
+// history) fewer at once, the largest one at a time, so that the peak
+// grows with one target's samples, not the fleet's. Sizes and timings are
+// in TSDB_BENCHMARKS.md.
 const maxHeldBytes = 48 << 20
 
 // passB decodes the targets of ReadEach's second pass, several at once

@@ -26,20 +26,20 @@ import (
 // positioned reads (os.File.ReadAt) into small buffers of the reader's
 // own, rather than through the memory maps of Prometheus's index and
 // chunk readers, and looks the index's symbols up in a table of its own.
-// Two reasons, both measured on 100 pods:
+// Two reasons (measured in TSDB_BENCHMARKS.md):
 //
 //   - Resident memory. A mapped page that is read stays in the process's
 //     resident set until the block is closed, and where the page cache
 //     holds files in large folios (ext4 since Linux 6.16) one fault maps
 //     a whole folio, up to 2 MB. The series of one target lie in a few
 //     hundred short runs across each block's files, so reading one target
-//     of 100 mapped nearly all of them: surveying 24 h (519 MB of blocks)
-//     peaked at 595 MB RSS, against 216 MB on 6 h. A positioned read
-//     copies what it reads and maps nothing.
+//     of a large fleet mapped nearly all of them, and the resident set
+//     grew with the blocks read. A positioned read copies what it reads
+//     and maps nothing.
 //   - Symbol lookups. For every label name and value of a series entry,
 //     Prometheus's index reader walks up to 31 symbols from the nearest
-//     32nd and copies the string: a fifth of a whole-range survey's CPU
-//     time. blockFiles keeps the block's symbol table as a slice.
+//     32nd and copies the string, a large share of a whole-range survey's
+//     CPU time. blockFiles keeps the block's symbol table as a slice.
 //
 // The bytes are decoded by Prometheus's own decoders (encoding.Decbuf,
 // index.Decoder, the chunk pool); blockFiles only finds them, the chunk's
