@@ -77,6 +77,24 @@ func TestEngineFaultsFromPhysics(t *testing.T) {
 			verdict: rules.Verdict(rules.AdmissionDeferral),
 		},
 		{
+			// Scrapes a minute apart see a stall of a minute and a half
+			// at two scrapes only: a minute without a token or a
+			// completion while requests wait is a stall at any interval.
+			name: "a short stall under scrapes a minute apart",
+			cfg: engineFleet(7, func(cfg *fleetsim.Config) {
+				cfg.ScrapeInterval = time.Minute
+				cfg.Pods[2].Stalls = []fleetsim.Stall{{From: 16 * time.Minute, To: 16*time.Minute + 90*time.Second}}
+			}),
+			verdict: rules.Verdict(rules.EngineStall),
+		},
+		{
+			name: "healthy fleet under scrapes a minute apart",
+			cfg: engineFleet(10, func(cfg *fleetsim.Config) {
+				cfg.ScrapeInterval = time.Minute
+			}),
+			verdict: rules.NoIncident,
+		},
+		{
 			name: "an idle pod is no stall",
 			cfg: engineFleet(9, func(cfg *fleetsim.Config) {
 				cfg.Workload.Phases[0].Weights = []float64{1, 1, 0, 1}

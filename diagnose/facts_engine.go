@@ -23,6 +23,14 @@ import (
 // token, which a serving engine with requests in flight does not show.
 const stallMinScrapes = 3
 
+// stallMinSpan is the shortest no-progress run that counts whatever the
+// scrape interval: a full minute without a completion or a token while
+// requests are in flight. A serving engine emits a token every step (tens
+// of milliseconds) and runs decodes between the chunks of a long prefill,
+// so scrapes a minute apart need two scrapes, not three, to show a stall
+// of a minute or two.
+const stallMinSpan = time.Minute
+
 // progressCounters advance whenever an engine serves: completions, output
 // tokens and prefilled prompt tokens.
 var progressCounters = []SignalID{SignalRequestSuccess, SignalGenerationTokensTotal, SignalPromptTokensTotal}
@@ -133,6 +141,7 @@ func (c *factCtx) replicaProgressIn(r int, w evalWindow) replicaProgress {
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	type point struct {
+		t             int64 // Unix ms
 		wait, run, kv float64
 		progress      []float64
 		arrivals      []float64
@@ -141,7 +150,7 @@ func (c *factCtx) replicaProgressIn(r int, w evalWindow) replicaProgress {
 	}
 	var pts []point
 	for _, t := range times {
-		pt := point{wait: at(wait, t), run: at(run, t), kv: at(kv, t), asleep: c.asleep(r, t)}
+		pt := point{t: t, wait: at(wait, t), run: at(run, t), kv: at(kv, t), asleep: c.asleep(r, t)}
 		if math.IsNaN(pt.wait) || math.IsNaN(pt.run) {
 			continue
 		}
@@ -185,15 +194,21 @@ func (c *factCtx) replicaProgressIn(r int, w evalWindow) replicaProgress {
 	}
 	judge := func(from, to int) { // the run pts[from..to]
 		n := to - from + 1
-		if n < stallMinScrapes {
+		long := n >= 2 && time.Duration(pts[to].t-pts[from].t)*time.Millisecond >= stallMinSpan
+		if n < stallMinScrapes && !long {
 			return
 		}
 		p.longest = max(p.longest, n)
 		// The run's first interval may hold the change into it (the
 		// last serving scrape, then the stuck state): the gauges are
-		// judged from its second scrape on.
+		// judged from its second scrape on, or on its one interval when
+		// a minute long.
 		live, arrived := false, false
-		for i := from + 2; i <= to; i++ {
+		first := from + 2
+		if n == 2 {
+			first = from + 1
+		}
+		for i := first; i <= to; i++ {
 			a, b := pts[i-1], pts[i]
 			live = live || a.wait != b.wait || a.run != b.run || (a.kv != b.kv && !math.IsNaN(a.kv+b.kv))
 			arrived = arrived || b.wait > a.wait || !same(a.arrivals, b.arrivals)
@@ -262,7 +277,7 @@ func (c *factCtx) progressFact(id rules.FactID) rules.Fact {
 			frozenIn += p.inflight
 		}
 	}
-	src := fmt.Sprintf("runs of >= %d scrapes without a completion or token while requests are in flight (longest %d scrapes)", stallMinScrapes, longest)
+	src := fmt.Sprintf("runs of >= %d scrapes (or of two a minute apart) without a completion or token while requests are in flight (longest %d scrapes)", stallMinScrapes, longest)
 	if id == rules.StallSuspected {
 		src = "waiting > 0 and running == 0 at the last scrape, counters flat: a suspicion, since fewer than " +
 			fmt.Sprint(stallMinScrapes) + " scrapes cannot show flat counters"
@@ -289,17 +304,23 @@ func (c *factCtx) deferredShare(w evalWindow) rules.Fact {
 	return c.deferralFact(w, false)
 }
 
-// deferralQueueShare is the waiting requests at the scrapes where their
-// replica deferred requests, then or at its previous scrape, over all
-// waiting requests, summed over the replicas' scrapes in w.
+// deferralQueueShare is the share of the waiting requests, summed over
+// the replicas' scrapes in w, that deferral accounts for. Where some
+// replicas deferred requests in w and others did not, it is the share
+// waiting on the deferring replicas: the others, under the same load,
+// show what the queue is without deferral, at any scrape interval (scrapes
+// a minute apart may miss episodes shorter than that and see only the
+// backlog a release hands on). Where every replica deferred, it is the
+// share waiting at scrapes where the replica deferred, then or at its
+// previous scrape.
 func (c *factCtx) deferralQueueShare(w evalWindow) rules.Fact {
 	return c.deferralFact(w, true)
 }
 
 // deferralFact measures deferredShare or, with episodes, deferralQueueShare.
 func (c *factCtx) deferralFact(w evalWindow, episodes bool) rules.Fact {
-	var held, waiting float64
-	found := false
+	var deferred, adjacent, waiting, onDeferring float64
+	found, deferring, others := false, 0, 0
 	for r := range c.sc.replicas {
 		d, ok := c.deferredGauge(r)
 		wait := c.sc.replicaGauge(SignalWaiting, r)
@@ -307,33 +328,49 @@ func (c *factCtx) deferralFact(w evalWindow, episodes bool) rules.Fact {
 			continue
 		}
 		found = true
+		var mine float64   // waiting on this replica
+		did := false       // it deferred a request at a scrape in w
 		prev := math.NaN() // deferred at the replica's previous scrape
 		for _, s := range c.sc.replicas[r].t.Scrapes {
 			t := s.Time.UnixMilli()
 			y := at(d, t)
 			in := w.w.IsZero() || !(s.Time.Before(w.w.Start) || s.Time.After(w.w.End))
+			did = did || (in && y > 0)
 			if x := at(wait, t); in && x > 0 {
-				waiting += x
-				switch {
-				case !episodes && y > 0:
-					held += y
-				case episodes && (y > 0 || prev > 0):
-					held += x
+				mine += x
+				if y > 0 {
+					deferred += y
+				}
+				if y > 0 || prev > 0 {
+					adjacent += x
 				}
 			}
 			prev = y
+		}
+		waiting += mine
+		if did {
+			deferring++
+			onDeferring += mine
+		} else {
+			others++
 		}
 	}
 	if !found {
 		return rules.MissingFact(c.missingSignal(catalog.SignalWaitingByReason))
 	}
+	held := deferred
+	src := c.sc.source(catalog.SignalWaitingByReason) + `{reason="deferred"} / ` + c.sc.source(SignalWaiting)
+	switch {
+	case episodes && deferring > 0 && others > 0:
+		held = onDeferring
+		src = fmt.Sprintf("%s on the %d replicas whose %s{reason=\"deferred\"} > 0 at a scrape of the window (%d did not defer) / all %s", c.sc.source(SignalWaiting), deferring, c.sc.source(catalog.SignalWaitingByReason), others, c.sc.source(SignalWaiting))
+	case episodes:
+		held = adjacent
+		src = c.sc.source(SignalWaiting) + ` on replicas whose ` + c.sc.source(catalog.SignalWaitingByReason) + `{reason="deferred"} > 0 at that scrape or the one before / all ` + c.sc.source(SignalWaiting)
+	}
 	v := 0.0
 	if waiting > 0 {
 		v = math.Min(1, held/waiting)
-	}
-	src := c.sc.source(catalog.SignalWaitingByReason) + `{reason="deferred"} / ` + c.sc.source(SignalWaiting)
-	if episodes {
-		src = c.sc.source(SignalWaiting) + ` on replicas whose ` + c.sc.source(catalog.SignalWaitingByReason) + `{reason="deferred"} > 0 at that scrape or the one before / all ` + c.sc.source(SignalWaiting)
 	}
 	f := rules.Measured(v).WithSource(src)
 	f.Count, f.Window = waiting, w.text()
