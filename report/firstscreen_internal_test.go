@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -99,4 +100,26 @@ func TestMovedSignalsOneNumber(t *testing.T) {
 	assert.Equal(t, "ttft_p95 203ms -> 18.8s (93x), tpot_p95 24.3ms -> 72.1ms (2.97x), waiting 0 req -> 10 req", movedText(r.movedSignals()))
 	r.Windows.ChangePoint.Used = false
 	assert.Equal(t, "ttft_p95 200ms -> 25s (125x), tpot_p95 24.3ms -> 72.1ms (2.97x), waiting 0 req -> 10 req", movedText(r.movedSignals()))
+}
+
+// A per-replica p95 inside the first bucket reads "<= b" in every form of
+// the table, --verbose too, as in the before/after table.
+func TestReplicaCellBound(t *testing.T) {
+	r := fleetOf(0.2, 0.2, 0.2)
+	for _, sigs := range r.Signals.Replicas {
+		sigs[0].Incident.Quantiles[0] = Quantile{Q: 0.95, Value: 0.285, Lower: 0, Upper: 0.3, Count: 1000}
+	}
+	for _, verbose := range []bool{false, true} {
+		var b bytes.Buffer
+		require.NoError(t, r.Layout(LayoutOptions{Verbose: verbose, Wide: true}).WriteText(&b))
+		rows := 0
+		for _, line := range strings.Split(b.String(), "\n") {
+			if strings.HasPrefix(line, "  vllm-") {
+				rows++
+				assert.Contains(t, line, "<= 300ms", "verbose=%v", verbose)
+				assert.NotContains(t, line, "285ms", "verbose=%v", verbose)
+			}
+		}
+		assert.Equal(t, 2, rows, "verbose=%v: %s", verbose, b.String())
+	}
 }

@@ -747,7 +747,7 @@ func layoutReplicas(d *Document, r *Report) {
 			// completions, the first column.
 			return fmtQuantilePoint(q, s.Unit), float64(q.Value)
 		}
-		return fmt.Sprintf("%s %s", FormatValue(float64(q.Value), s.Unit), fmtCount(q.Count)), float64(q.Value)
+		return fmt.Sprintf("%s %s", fmtQuantilePoint(q, s.Unit), fmtCount(q.Count)), float64(q.Value)
 	}
 	gauge := func(s Signal) (string, float64) {
 		if s.Incident == nil {
