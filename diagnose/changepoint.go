@@ -24,7 +24,7 @@ type ChangeSignal = report.ChangeSignal
 // in it, buckets merged across replicas) — and the mean number of waiting
 // requests (fleet sum). A step in any one of them is enough (a fleet
 // whose TPOT alone stepped up is found), and the report says which
-// series moved (ChangePoint.Signals). For every split of the grid that
+// series moved (report.ChangePoint.Signals). For every split of the grid that
 // leaves at least MinWindow on each side it computes, per series, the
 // standardised shift
 //
@@ -69,7 +69,7 @@ func movedSeries(series []cpSeries, k, minEach int) []ChangeSignal {
 		}
 		before, after := finiteValues(s.values[:k]), finiteValues(s.values[k:])
 		out = append(out, ChangeSignal{Series: s.name, Unit: s.unit,
-			Before: Float(stat.Mean(before, nil)), After: Float(stat.Mean(after, nil)), Score: d})
+			Before: report.Float(stat.Mean(before, nil)), After: report.Float(stat.Mean(after, nil)), Score: d})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
 	return out
