@@ -12,10 +12,6 @@ import (
 	"github.com/whyslow/whyslow/report"
 )
 
-// ChangeSignal is report.ChangeSignal: a series that steps at a change
-// point.
-type ChangeSignal = report.ChangeSignal
-
 // Change-point search.
 //
 // The search proposes when the incident started, from per-interval fleet
@@ -60,15 +56,15 @@ const (
 
 // movedSeries returns the series that shift materially at split k, with
 // their means on each side, largest shift first.
-func movedSeries(series []cpSeries, k, minEach int) []ChangeSignal {
-	var out []ChangeSignal
+func movedSeries(series []cpSeries, k, minEach int) []report.ChangeSignal {
+	var out []report.ChangeSignal
 	for _, s := range series {
 		d := shiftScore(s, k, minEach)
 		if d == 0 {
 			continue
 		}
 		before, after := finiteValues(s.values[:k]), finiteValues(s.values[k:])
-		out = append(out, ChangeSignal{Series: s.name, Unit: s.unit,
+		out = append(out, report.ChangeSignal{Series: s.name, Unit: s.unit,
 			Before: report.Float(stat.Mean(before, nil)), After: report.Float(stat.Mean(after, nil)), Score: d})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })

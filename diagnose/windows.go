@@ -344,7 +344,7 @@ func (sc *scope) searchSegment(st scrapeStats, tl *timelines, cp *report.ChangeP
 	}
 	minEach := int((sc.set.MinWindow + tl.step - 1) / tl.step)
 	series := sc.changePointSeries(tl)
-	if cp != nil && cp.Used && slices.ContainsFunc(cp.Signals, func(s ChangeSignal) bool { return !(s.After < s.Before) }) {
+	if cp != nil && cp.Used && slices.ContainsFunc(cp.Signals, func(s report.ChangeSignal) bool { return !(s.After < s.Before) }) {
 		return nil, time.Time{} // the symptoms rose at cp: the incident began there
 	}
 	a, b, score, ok := findSegment(series, minEach)
