@@ -12,10 +12,6 @@ import (
 	"github.com/whyslow/whyslow/report"
 )
 
-// ChangeSignal is report.ChangeSignal: a series that steps at a change
-// point.
-type ChangeSignal = report.ChangeSignal
-
 // Change-point search.
 //
 // The search proposes when the incident started, from per-interval fleet
@@ -24,7 +20,7 @@ type ChangeSignal = report.ChangeSignal
 // in it, buckets merged across replicas) — and the mean number of waiting
 // requests (fleet sum). A step in any one of them is enough (a fleet
 // whose TPOT alone stepped up is found), and the report says which
-// series moved (ChangePoint.Signals). For every split of the grid that
+// series moved (report.ChangePoint.Signals). For every split of the grid that
 // leaves at least MinWindow on each side it computes, per series, the
 // standardised shift
 //
@@ -60,16 +56,16 @@ const (
 
 // movedSeries returns the series that shift materially at split k, with
 // their means on each side, largest shift first.
-func movedSeries(series []cpSeries, k, minEach int) []ChangeSignal {
-	var out []ChangeSignal
+func movedSeries(series []cpSeries, k, minEach int) []report.ChangeSignal {
+	var out []report.ChangeSignal
 	for _, s := range series {
 		d := shiftScore(s, k, minEach)
 		if d == 0 {
 			continue
 		}
 		before, after := finiteValues(s.values[:k]), finiteValues(s.values[k:])
-		out = append(out, ChangeSignal{Series: s.name, Unit: s.unit,
-			Before: Float(stat.Mean(before, nil)), After: Float(stat.Mean(after, nil)), Score: d})
+		out = append(out, report.ChangeSignal{Series: s.name, Unit: s.unit,
+			Before: report.Float(stat.Mean(before, nil)), After: report.Float(stat.Mean(after, nil)), Score: d})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
 	return out

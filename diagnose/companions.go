@@ -15,7 +15,7 @@ import (
 // vllm: metric, and every family it has is a known companion's, so the
 // catalog raised no "not vLLM" warning for it. Its series feed signals
 // (gpu_util), but it is no replica: its scrapes are not the fleet's.
-func isCompanion(tr *TargetResolution) bool {
+func isCompanion(tr *catalog.TargetResolution) bool {
 	if tr == nil || tr.Engine != catalog.EngineNotVLLM {
 		return false
 	}
@@ -45,7 +45,7 @@ func exporterKind(t *snapshot.Target) string {
 
 // companionExporters lists the companion targets once per kind of
 // exporter, with the catalog signals read from them.
-func companionExporters(ev *snapshot.Evidence, res Resolution) []report.Exporter {
+func companionExporters(ev *snapshot.Evidence, res catalog.Resolution) []report.Exporter {
 	var out []report.Exporter
 	at := map[string]int{}
 	for i, t := range ev.Targets {

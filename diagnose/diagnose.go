@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
@@ -29,7 +30,7 @@ import (
 //     waiting, running, KV usage, preemption rate, GPU utilisation) are
 //     built on a grid of Options.TimelineStep, fleet-wide and per replica.
 //  4. The windows are chosen (see chooseWindows in the package source and
-//     WindowInfo.From): as given; by the change-point search; as halves;
+//     report.WindowInfo.From): as given; by the change-point search; as halves;
 //     or, for dumps taken once or twice, from lifetime counters.
 //  5. The signals are measured over both windows: histogram increases
 //     merged across replicas with histogram.Merge before any quantile is
@@ -42,7 +43,7 @@ import (
 // Diagnose returns an error only when opts are invalid or ev holds no
 // scrape of a selected target; everything else (missing signals, low
 // counts, resets, version skew) becomes a warning or a missing fact.
-func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
+func Diagnose(ev *snapshot.Evidence, opts Options) (*report.Report, error) {
 	if opts.Survey != nil && ev != nil {
 		ev = opts.Survey.complete(ev)
 	}
@@ -70,8 +71,8 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 		return rep, nil
 	}
 
-	top := &Report{SchemaVersion: SchemaVersion, Inputs: inputs, Facts: map[rules.FactID]FactValue{},
-		Signals: Signals{Fleet: []Signal{}, Replicas: map[string][]Signal{}}}
+	top := &report.Report{SchemaVersion: report.SchemaVersion, Inputs: inputs, Facts: map[rules.FactID]report.FactValue{},
+		Signals: report.Signals{Fleet: []report.Signal{}, Replicas: map[string][]report.Signal{}}}
 	var values []string
 	for _, g := range groups {
 		rep, err := diagnoseScope(newScope(set, g.sel, g.reps))
@@ -112,7 +113,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*Report, error) {
 
 // groupSymptoms is the union of the groups' symptoms, each naming its
 // group, in the order of the groups: the top level of a split report.
-func groupSymptoms(groups []*Report) []rules.Symptom {
+func groupSymptoms(groups []*report.Report) []rules.Symptom {
 	out := []rules.Symptom{}
 	for _, g := range groups {
 		for _, s := range g.Symptoms {
@@ -300,7 +301,7 @@ func servingReplicas(reps []replica, sel map[string]string) []replica {
 // by the label of Options.By). A replica is a target whose series are
 // joined by identity (snapshot.Target.JoinAddresses): callers pass ev
 // joined.
-func prepare(ev *snapshot.Evidence, opts Options) (set settings, res Resolution, groups []group, by string, err error) {
+func prepare(ev *snapshot.Evidence, opts Options) (set settings, res catalog.Resolution, groups []group, by string, err error) {
 	set, err = opts.settings()
 	if err != nil {
 		return set, res, nil, "", err
@@ -325,7 +326,7 @@ func prepare(ev *snapshot.Evidence, opts Options) (set settings, res Resolution,
 type measured struct {
 	tl        *timelines
 	base, inc evalWindow
-	cp        *ChangePoint
+	cp        *report.ChangePoint
 	warns     []string
 	facts     rules.Facts
 }
@@ -357,7 +358,7 @@ func (sc *scope) measure() (measured, error) {
 }
 
 // diagnoseScope builds the report of one scope.
-func diagnoseScope(sc *scope) (*Report, error) {
+func diagnoseScope(sc *scope) (*report.Report, error) {
 	m, err := sc.measure()
 	if err != nil {
 		return nil, err
@@ -366,10 +367,10 @@ func diagnoseScope(sc *scope) (*Report, error) {
 	tl := m.tl
 	result := rules.Evaluate(facts, sc.set.SLO, sc.set.Thresholds)
 
-	rep := &Report{
-		SchemaVersion: SchemaVersion,
+	rep := &report.Report{
+		SchemaVersion: report.SchemaVersion,
 		Verdict:       result.Verdict,
-		Windows:       Windows{Baseline: base.info, Incident: inc.info, ChangePoint: cp},
+		Windows:       report.Windows{Baseline: base.info, Incident: inc.info, ChangePoint: cp},
 		Symptoms:      result.Symptoms,
 		Hypotheses:    result.Findings,
 		Notes:         result.Notes,
@@ -377,7 +378,7 @@ func diagnoseScope(sc *scope) (*Report, error) {
 		Facts:         factValues(facts),
 	}
 	if !base.ok {
-		rep.Windows.Baseline = WindowInfo{From: "none"}
+		rep.Windows.Baseline = report.WindowInfo{From: "none"}
 	}
 	rep.Signals = sc.signals(base, inc)
 	rep.AddWarnings(report.WarnWindow, report.SeverityWarning, warns...)
@@ -397,9 +398,9 @@ func diagnoseScope(sc *scope) (*Report, error) {
 // a verdict must say so where it is read first. Evidence that lost
 // samples in a known range (a torn WAL, snapshot.LostRangeError) is
 // partial when that range meets the baseline or the incident window.
-func finishReport(rep *Report, set settings, ev *snapshot.Evidence) {
+func finishReport(rep *report.Report, set settings, ev *snapshot.Evidence) {
 	rep.Settings = report.NewSettings(set.SLO, set.Thresholds)
-	for _, w := range []WindowInfo{rep.Windows.Baseline, rep.Windows.Incident} {
+	for _, w := range []report.WindowInfo{rep.Windows.Baseline, rep.Windows.Incident} {
 		if !w.Start.IsZero() && !w.End.IsZero() && len(ev.LostIn(w.Start, w.End)) > 0 {
 			rep.Inputs.Partial = true
 		}
@@ -410,15 +411,15 @@ func finishReport(rep *Report, set settings, ev *snapshot.Evidence) {
 }
 
 // factValues converts facts for the report.
-func factValues(fs rules.Facts) map[rules.FactID]FactValue {
-	out := make(map[rules.FactID]FactValue, len(fs))
+func factValues(fs rules.Facts) map[rules.FactID]report.FactValue {
+	out := make(map[rules.FactID]report.FactValue, len(fs))
 	for id, f := range fs {
-		out[id] = FactValue{
-			Value: Float(f.Value), Lower: Float(f.Lower), Upper: Float(f.Upper), Count: Float(f.Count),
-			Baseline: Float(f.Baseline), BaselineLower: Float(f.BaselineLower), BaselineUpper: Float(f.BaselineUpper),
-			BaselineCount: Float(f.BaselineCount),
+		out[id] = report.FactValue{
+			Value: report.Float(f.Value), Lower: report.Float(f.Lower), Upper: report.Float(f.Upper), Count: report.Float(f.Count),
+			Baseline: report.Float(f.Baseline), BaselineLower: report.Float(f.BaselineLower), BaselineUpper: report.Float(f.BaselineUpper),
+			BaselineCount: report.Float(f.BaselineCount),
 			Window:        f.Window, BaselineWindow: f.BaselineWindow, Source: f.Source, Missing: f.Missing,
-			NoiseLower: Float(f.NoiseLower), NoiseUpper: Float(f.NoiseUpper),
+			NoiseLower: report.Float(f.NoiseLower), NoiseUpper: report.Float(f.NoiseUpper),
 			Intervals: f.Intervals, BaselineIntervals: f.BaselineIntervals,
 		}
 	}
@@ -426,7 +427,7 @@ func factValues(fs rules.Facts) map[rules.FactID]FactValue {
 }
 
 // summary is the report's one sentence.
-func summary(rep *Report, res rules.Result, fs rules.Facts) string {
+func summary(rep *report.Report, res rules.Result, fs rules.Facts) string {
 	var present []string
 	var unknown []string
 	for _, s := range res.Symptoms {
@@ -493,7 +494,7 @@ func summary(rep *Report, res rules.Result, fs rules.Facts) string {
 // commonWarnings are the warnings of the whole evidence: reading problems
 // and the resolution's version skew, configuration drift and partial
 // signals.
-func commonWarnings(ev *snapshot.Evidence, res Resolution) []report.Warning {
+func commonWarnings(ev *snapshot.Evidence, res catalog.Resolution) []report.Warning {
 	var out []report.Warning
 	for _, p := range ev.Problems {
 		if p.Severity == snapshot.SeverityInfo {
@@ -513,7 +514,7 @@ func commonWarnings(ev *snapshot.Evidence, res Resolution) []report.Warning {
 }
 
 // withCommon returns rep's warnings preceded by the common ones.
-func withCommon(rep *Report, common []report.Warning) {
+func withCommon(rep *report.Report, common []report.Warning) {
 	own, ownDetails := rep.Warnings, rep.WarningDetails
 	rep.Warnings, rep.WarningDetails = nil, nil
 	for _, w := range common {
@@ -523,8 +524,8 @@ func withCommon(rep *Report, common []report.Warning) {
 	rep.WarningDetails = append(rep.WarningDetails, ownDetails...)
 }
 
-func makeInputs(ev *snapshot.Evidence, res Resolution) Inputs {
-	in := Inputs{Sources: slices.Clone(ev.Sources), Partial: ev.Partial(), Versions: map[string]string{}}
+func makeInputs(ev *snapshot.Evidence, res catalog.Resolution) report.Inputs {
+	in := report.Inputs{Sources: slices.Clone(ev.Sources), Partial: ev.Partial(), Versions: map[string]string{}}
 	if in.Sources == nil {
 		in.Sources = []string{}
 	}
@@ -553,7 +554,7 @@ func makeInputs(ev *snapshot.Evidence, res Resolution) Inputs {
 }
 
 // restrictInputs keeps only the replicas of a group.
-func restrictInputs(in Inputs, reps []replica) Inputs {
+func restrictInputs(in report.Inputs, reps []replica) report.Inputs {
 	out := in
 	out.Replicas = nil
 	out.Versions = map[string]string{}
@@ -569,12 +570,12 @@ func restrictInputs(in Inputs, reps []replica) Inputs {
 
 // dimensions says, for each of the article's dimensions, whether the
 // evidence supports it.
-func dimensions(set settings, rep *Report, by string, values []string) []Dimension {
+func dimensions(set settings, rep *report.Report, by string, values []string) []report.Dimension {
 	has := func(id rules.FactID) bool {
 		f, ok := rep.Facts[id]
 		return ok && f.Missing == ""
 	}
-	var ds []Dimension
+	var ds []report.Dimension
 	models := "one model"
 	if g := rep.Group["model_name"]; g != "" {
 		models = fmt.Sprintf("model_name=%q", g)
@@ -582,33 +583,33 @@ func dimensions(set settings, rep *Report, by string, values []string) []Dimensi
 	if len(values) > 0 {
 		models = fmt.Sprintf("%s: %s", by, strings.Join(values, ", "))
 	}
-	ds = append(ds, Dimension{Name: "model and replica", Supported: true,
+	ds = append(ds, report.Dimension{Name: "model and replica", Supported: true,
 		How: fmt.Sprintf("model_name label (%s); %s, each with its own signals", models, report.Plural(len(rep.Inputs.Replicas), "replica", "replicas"))})
 	if set.By != "" && set.By != "model_name" {
-		ds = append(ds, Dimension{Name: "workload type", Supported: true, How: fmt.Sprintf("split by the %s label", set.By)})
+		ds = append(ds, report.Dimension{Name: "workload type", Supported: true, How: fmt.Sprintf("split by the %s label", set.By)})
 	} else {
-		ds = append(ds, Dimension{Name: "workload type", Supported: false,
+		ds = append(ds, report.Dimension{Name: "workload type", Supported: false,
 			How: "vLLM's metrics carry no workload label; when a gateway adds one (chat, RAG, agent), split by it with Options.By"})
 	}
 	if has(rules.PromptTokensP95) || has(rules.GenerationTokensP95) {
-		ds = append(ds, Dimension{Name: "prompt/output length", Supported: true,
+		ds = append(ds, report.Dimension{Name: "prompt/output length", Supported: true,
 			How: "prompt and output length distributions (request_prompt_tokens, request_generation_tokens) per window; latency per length range is not visible, since histograms are not joined per request"})
 	} else {
-		ds = append(ds, Dimension{Name: "prompt/output length", Supported: false, How: "no prompt or output length histogram in the evidence"})
+		ds = append(ds, report.Dimension{Name: "prompt/output length", Supported: false, How: "no prompt or output length histogram in the evidence"})
 	}
-	ds = append(ds, Dimension{Name: "streaming vs not", Supported: false,
+	ds = append(ds, report.Dimension{Name: "streaming vs not", Supported: false,
 		How: "not visible: vLLM's metrics do not tell streamed from non-streamed requests"})
 	if has(rules.AbortShare) {
-		ds = append(ds, Dimension{Name: "success/cancel/timeout", Supported: true,
+		ds = append(ds, report.Dimension{Name: "success/cancel/timeout", Supported: true,
 			How: "finished_reason (stop, length, abort, error where counted) and HTTP status; a client timeout and a cancellation both count as abort, so timeouts are not visible apart"})
 	} else {
-		ds = append(ds, Dimension{Name: "success/cancel/timeout", Supported: false, How: "no request_success counter by finished_reason in the evidence"})
+		ds = append(ds, report.Dimension{Name: "success/cancel/timeout", Supported: false, How: "no request_success counter by finished_reason in the evidence"})
 	}
 	if has(rules.PrefixHitRatio) {
-		ds = append(ds, Dimension{Name: "cold vs warm cache", Supported: true,
+		ds = append(ds, report.Dimension{Name: "cold vs warm cache", Supported: true,
 			How: "prefix-cache hit ratio per window and restarts (counter resets); which requests hit a warm cache is not visible"})
 	} else {
-		ds = append(ds, Dimension{Name: "cold vs warm cache", Supported: false, How: "no prefix-cache counters in the evidence; only restarts (counter resets) are visible"})
+		ds = append(ds, report.Dimension{Name: "cold vs warm cache", Supported: false, How: "no prefix-cache counters in the evidence; only restarts (counter resets) are visible"})
 	}
 	return ds
 }

@@ -7,9 +7,8 @@
 //
 // # Catalog
 //
-// The vLLM metric catalog lives in package catalog; its names (Catalog,
-// DefaultCatalog, SignalID, …) are also declared here as aliases so that
-// code written before the move compiles. Options.Catalog adapts it.
+// The vLLM metric catalog (signals, metric names, versions) is package
+// catalog; Options.Catalog adapts it, nil meaning catalog.Default().
 //
 // # Windows
 //
@@ -86,15 +85,14 @@
 //
 // # Reports
 //
-// Diagnose returns a report.Report (Report here is an alias): a plain
-// value with Report.String and WriteText for a terminal or notebook,
-// WriteMarkdown for a postmortem, WriteJSON for tools (schema version
-// SchemaVersion; non-finite numbers are null). The HTML page with timeline
-// plots is html.Write of package report/html, which diagnose does not
-// import, so a program that only diagnoses links no plotting package.
-// CompareTable is the before and after table of p50 and p95 per signal.
-// FleetQuantiles answers one histogram's quantiles for the fleet and per
-// replica.
+// Diagnose returns a report.Report: a plain value with Report.String and
+// WriteText for a terminal or notebook, WriteMarkdown for a postmortem,
+// WriteJSON for tools (schema version report.SchemaVersion; non-finite
+// numbers are null). The HTML page with timeline plots is html.Write of
+// package report/html, which diagnose does not import, so a program that
+// only diagnoses links no plotting package. report.CompareTable is the
+// before and after table of p50 and p95 per signal. FleetQuantiles answers
+// one histogram's quantiles for the fleet and per replica.
 //
 // # Experiments
 //

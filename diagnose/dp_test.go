@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -63,7 +64,7 @@ var (
 	skewed   = []dpEngine{{27, 12, 1300, 1050}, {5, 0, 1060, 1005}, {0, 0, 1008, 958}, {0, 0, 1008, 958}}
 )
 
-func noteIDs(rep *diagnose.Report) []string {
+func noteIDs(rep *report.Report) []string {
 	var ids []string
 	for _, n := range rep.Notes {
 		ids = append(ids, n.ID)
@@ -71,7 +72,7 @@ func noteIDs(rep *diagnose.Report) []string {
 	return ids
 }
 
-func finding(rep *diagnose.Report, id rules.HypothesisID) rules.Finding {
+func finding(rep *report.Report, id rules.HypothesisID) rules.Finding {
 	return first(rep.Hypotheses, func(f rules.Finding) bool { return f.ID == id })
 }
 

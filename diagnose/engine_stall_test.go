@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -57,7 +58,7 @@ func (s engineState) page() []byte {
 
 // engineRun diagnoses one pod scraped every 15 s: healthy scrapes that
 // serve, then the incident's, with the windows given.
-func engineRun(t *testing.T, healthy int, incident []engineState) *diagnose.Report {
+func engineRun(t *testing.T, healthy int, incident []engineState) *report.Report {
 	t.Helper()
 	dir := t.TempDir()
 	start := time.Date(2026, 5, 28, 12, 0, 0, 0, time.UTC)
@@ -98,7 +99,7 @@ func engineRun(t *testing.T, healthy int, incident []engineState) *diagnose.Repo
 	return rep
 }
 
-func findingIn(rep *diagnose.Report, id rules.HypothesisID) (rules.Finding, bool) {
+func findingIn(rep *report.Report, id rules.HypothesisID) (rules.Finding, bool) {
 	for _, f := range rep.Hypotheses {
 		if f.ID == id {
 			return f, true

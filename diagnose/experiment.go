@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
@@ -40,8 +41,8 @@ type ExperimentOptions struct {
 	// plan's WarmUp, or DefaultWarmUp when the plan has none; a negative
 	// value excludes nothing.
 	WarmUp time.Duration
-	// Catalog maps signals to metric names; nil means DefaultCatalog().
-	Catalog *Catalog
+	// Catalog maps signals to metric names; nil means catalog.Default().
+	Catalog *catalog.Catalog
 	// Model, when not empty, keeps only that model_name; evidence that
 	// serves several models needs it.
 	Model string
@@ -235,11 +236,11 @@ func runFacts(r Run, warm time.Duration, opts ExperimentOptions) (rules.RunFacts
 
 // armConfig collects, over the runs of one arm, the values of every
 // configuration label of the info metrics.
-func armConfig(runs []Run, cat Catalog, sources map[string]bool) map[string]map[string]bool {
+func armConfig(runs []Run, cat catalog.Catalog, sources map[string]bool) map[string]map[string]bool {
 	cfg := map[string]map[string]bool{}
-	var infos []SignalID
+	var infos []catalog.SignalID
 	for _, s := range cat.Signals() {
-		if s.Kind == KindInfo {
+		if s.Kind == catalog.KindInfo {
 			infos = append(infos, s.ID)
 		}
 	}
@@ -274,7 +275,7 @@ func armConfig(runs []Run, cat Catalog, sources map[string]bool) map[string]map[
 
 // checkConfig compares the arms' visible configuration.
 func checkConfig(plan rules.Plan, baseline, treatment []Run, opts ExperimentOptions) ConfigCheck {
-	cat := DefaultCatalog()
+	cat := catalog.Default()
 	if opts.Catalog != nil {
 		cat = *opts.Catalog
 	}

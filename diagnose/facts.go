@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
@@ -55,10 +56,10 @@ func (sc *scope) computeFacts(base, inc evalWindow, tl *timelines, st scrapeStat
 		js.add(id, func() rules.Fact { return c.both(id, f) })
 	}
 	both(rules.TPOTMean, c.tpotMean)
-	both(rules.CompletionRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalRequestSuccess, w) })
-	both(rules.PromptTokenRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalPromptTokensTotal, w) })
-	both(rules.GenerationTokenRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalGenerationTokensTotal, w) })
-	both(rules.PreemptionRate, func(w evalWindow) rules.Fact { return c.counterRate(SignalPreemptions, w) })
+	both(rules.CompletionRate, func(w evalWindow) rules.Fact { return c.counterRate(catalog.SignalRequestSuccess, w) })
+	both(rules.PromptTokenRate, func(w evalWindow) rules.Fact { return c.counterRate(catalog.SignalPromptTokensTotal, w) })
+	both(rules.GenerationTokenRate, func(w evalWindow) rules.Fact { return c.counterRate(catalog.SignalGenerationTokensTotal, w) })
+	both(rules.PreemptionRate, func(w evalWindow) rules.Fact { return c.counterRate(catalog.SignalPreemptions, w) })
 	both(rules.ArrivalRate, c.arrivalRate)
 	both(rules.ErrorShare, func(w evalWindow) rules.Fact { return c.reasonShare("error", w) })
 	both(rules.AbortShare, func(w evalWindow) rules.Fact { return c.reasonShare("abort", w) })
@@ -68,16 +69,16 @@ func (sc *scope) computeFacts(base, inc evalWindow, tl *timelines, st scrapeStat
 	})
 	both(rules.PrefixHitRatio, c.prefixHitRatio)
 
-	both(rules.WaitingMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalWaiting, w, "mean") })
-	both(rules.WaitingMax, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalWaiting, w, "max") })
-	both(rules.WaitingSlope, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalWaiting, w, "slope") })
+	both(rules.WaitingMean, func(w evalWindow) rules.Fact { return c.gaugeStat(catalog.SignalWaiting, w, "mean") })
+	both(rules.WaitingMax, func(w evalWindow) rules.Fact { return c.gaugeStat(catalog.SignalWaiting, w, "max") })
+	both(rules.WaitingSlope, func(w evalWindow) rules.Fact { return c.gaugeStat(catalog.SignalWaiting, w, "slope") })
 	both(rules.WaitingBurst, c.burst)
-	both(rules.RunningMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalRunning, w, "mean") })
-	both(rules.RunningMax, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalRunning, w, "max") })
+	both(rules.RunningMean, func(w evalWindow) rules.Fact { return c.gaugeStat(catalog.SignalRunning, w, "mean") })
+	both(rules.RunningMax, func(w evalWindow) rules.Fact { return c.gaugeStat(catalog.SignalRunning, w, "max") })
 	both(rules.MaxNumSeqs, c.maxNumSeqs)
-	both(rules.KVUsageMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalKVUsage, w, "mean") })
+	both(rules.KVUsageMean, func(w evalWindow) rules.Fact { return c.gaugeStat(catalog.SignalKVUsage, w, "mean") })
 	both(rules.KVUsageMax, c.kvMax)
-	both(rules.GPUUtilMean, func(w evalWindow) rules.Fact { return c.gaugeStat(SignalGPUUtil, w, "mean") })
+	both(rules.GPUUtilMean, func(w evalWindow) rules.Fact { return c.gaugeStat(catalog.SignalGPUUtil, w, "mean") })
 	both(rules.BacklogEnd, c.backlogEnd)
 
 	both(rules.ReplicaShareMax, c.replicaShareMax)
@@ -144,17 +145,17 @@ func (c *factCtx) both(id rules.FactID, f func(evalWindow) rules.Fact) rules.Fac
 }
 
 // missingSignal explains why signal id is missing.
-func (c *factCtx) missingSignal(id SignalID) string {
+func (c *factCtx) missingSignal(id catalog.SignalID) string {
 	spec, ok := c.sc.set.catalog.Signal(id)
 	if !ok {
 		return fmt.Sprintf("the catalog has no %s signal", id)
 	}
 	switch id {
-	case SignalClientTTFT:
+	case catalog.SignalClientTTFT:
 		return "no client-side TTFT histogram given (name a gateway's with Catalog.Alias client_ttft=METRIC)"
-	case SignalGPUUtil:
+	case catalog.SignalGPUUtil:
 		return "no GPU exporter (DCGM) metric in the evidence"
-	case SignalMaxNumSeqs:
+	case catalog.SignalMaxNumSeqs:
 		return "vLLM exposes no max_num_seqs metric (name one with Catalog.Alias max_num_seqs=METRIC)"
 	}
 	if len(spec.Metrics()) == 0 {
@@ -164,7 +165,7 @@ func (c *factCtx) missingSignal(id SignalID) string {
 }
 
 // quantile is a fleet quantile fact of histogram signal id.
-func (c *factCtx) quantile(id SignalID, q float64) rules.Fact {
+func (c *factCtx) quantile(id catalog.SignalID, q float64) rules.Fact {
 	if !c.sc.has(id) {
 		return rules.MissingFact(c.missingSignal(id))
 	}
@@ -208,7 +209,7 @@ func rateOf(inc snapshot.CounterIncrease) (float64, string) {
 	return r, ""
 }
 
-func (c *factCtx) counterRate(id SignalID, w evalWindow) rules.Fact {
+func (c *factCtx) counterRate(id catalog.SignalID, w evalWindow) rules.Fact {
 	if !c.sc.has(id) {
 		return rules.MissingFact(c.missingSignal(id))
 	}
@@ -226,24 +227,24 @@ func (c *factCtx) counterRate(id SignalID, w evalWindow) rules.Fact {
 }
 
 // tpotMean is the mean decode time per output token from sums; see
-// MeanTPOTFromSums.
+// catalog.MeanTPOTFromSums.
 func (c *factCtx) tpotMean(w evalWindow) rules.Fact {
-	if f, ok := c.need(SignalDecodeTime, SignalGenerationTokens); !ok {
+	if f, ok := c.need(catalog.SignalDecodeTime, catalog.SignalGenerationTokens); !ok {
 		return f
 	}
-	dec, _, err := c.sc.fleetHist(SignalDecodeTime, w.w)
+	dec, _, err := c.sc.fleetHist(catalog.SignalDecodeTime, w.w)
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
-	gen, _, err := c.sc.fleetHist(SignalGenerationTokens, w.w)
+	gen, _, err := c.sc.fleetHist(catalog.SignalGenerationTokens, w.w)
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
-	v := MeanTPOTFromSums(dec.Histogram.Sum, gen.Histogram.Sum, gen.Histogram.Total())
+	v := catalog.MeanTPOTFromSums(dec.Histogram.Sum, gen.Histogram.Sum, gen.Histogram.Total())
 	if math.IsNaN(v) {
 		return rules.MissingFact("no output token decoded in the window (or _sum missing)")
 	}
-	f := rules.Measured(v).WithSource(TPOTFallback)
+	f := rules.Measured(v).WithSource(catalog.TPOTFallback)
 	f.Count = gen.Histogram.Total()
 	return f
 }
@@ -251,13 +252,13 @@ func (c *factCtx) tpotMean(w evalWindow) rules.Fact {
 // arrivalRate estimates arrivals per second: completions plus the growth
 // of waiting + running, over the window's length.
 func (c *factCtx) arrivalRate(w evalWindow) rules.Fact {
-	if !c.sc.has(SignalRequestSuccess) {
-		return rules.MissingFact(c.missingSignal(SignalRequestSuccess))
+	if !c.sc.has(catalog.SignalRequestSuccess) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalRequestSuccess))
 	}
 	if w.lifetime {
 		return rules.MissingFact("lifetime counters: no window to estimate arrivals over")
 	}
-	inc, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, nil)
+	inc, err := c.sc.fleetCounter(catalog.SignalRequestSuccess, w.w, nil)
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
@@ -269,7 +270,7 @@ func (c *factCtx) arrivalRate(w evalWindow) rules.Fact {
 	if !(secs > 0) {
 		return rules.MissingFact("no time elapsed between the edge samples")
 	}
-	f = rules.Measured((inc.Value + g.Last - g.First) / secs).WithSource(c.sc.source(SignalRequestSuccess) + " + growth of waiting + running")
+	f = rules.Measured((inc.Value + g.Last - g.First) / secs).WithSource(c.sc.source(catalog.SignalRequestSuccess) + " + growth of waiting + running")
 	f.Count = inc.Value
 	return f
 }
@@ -278,15 +279,15 @@ func (c *factCtx) arrivalRate(w evalWindow) rules.Fact {
 // finished_reason. A reason without a series had no request when other
 // reasons exist, except "error", which older versions do not count.
 func (c *factCtx) reasonShare(reason string, w evalWindow) rules.Fact {
-	total, f, ok := c.fleetTotal(SignalRequestSuccess, w, "no request finished in the window")
+	total, f, ok := c.fleetTotal(catalog.SignalRequestSuccess, w, "no request finished in the window")
 	if !ok {
 		return f
 	}
 	part := 0.0
-	reasons := c.sc.splitValues(SignalRequestSuccess, "finished_reason")
+	reasons := c.sc.splitValues(catalog.SignalRequestSuccess, "finished_reason")
 	switch {
 	case slices.Contains(reasons, reason):
-		inc, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, map[string]string{"finished_reason": reason})
+		inc, err := c.sc.fleetCounter(catalog.SignalRequestSuccess, w.w, map[string]string{"finished_reason": reason})
 		if err != nil {
 			return rules.MissingFact(err.Error())
 		}
@@ -296,7 +297,7 @@ func (c *factCtx) reasonShare(reason string, w evalWindow) rules.Fact {
 	case len(reasons) == 0:
 		return rules.MissingFact("request_success has no finished_reason label")
 	}
-	f = rules.Measured(part / total).WithSource(c.sc.source(SignalRequestSuccess) + `{finished_reason="` + reason + `"}`)
+	f = rules.Measured(part / total).WithSource(c.sc.source(catalog.SignalRequestSuccess) + `{finished_reason="` + reason + `"}`)
 	f.Count = total
 	return f
 }
@@ -304,28 +305,28 @@ func (c *factCtx) reasonShare(reason string, w evalWindow) rules.Fact {
 // http5xxShare is the share of HTTP responses with a 5xx status. The
 // family counts every response, so a status without a series had none.
 func (c *factCtx) http5xxShare(w evalWindow) rules.Fact {
-	total, f, ok := c.fleetTotal(SignalHTTPRequests, w, "no HTTP response in the window")
+	total, f, ok := c.fleetTotal(catalog.SignalHTTPRequests, w, "no HTTP response in the window")
 	if !ok {
 		return f
 	}
 	bad := 0.0
-	for _, st := range c.sc.splitValues(SignalHTTPRequests, "status") {
+	for _, st := range c.sc.splitValues(catalog.SignalHTTPRequests, "status") {
 		if !strings.HasPrefix(st, "5") {
 			continue
 		}
-		inc, err := c.sc.fleetCounter(SignalHTTPRequests, w.w, map[string]string{"status": st})
+		inc, err := c.sc.fleetCounter(catalog.SignalHTTPRequests, w.w, map[string]string{"status": st})
 		if err == nil {
 			bad += inc.Value
 		}
 	}
-	f = rules.Measured(bad / total).WithSource(c.sc.source(SignalHTTPRequests) + `{status="5xx"}`)
+	f = rules.Measured(bad / total).WithSource(c.sc.source(catalog.SignalHTTPRequests) + `{status="5xx"}`)
 	f.Count = total
 	return f
 }
 
 // need returns the fact that says which of ids the scope lacks, and
 // false, or true when it has them all.
-func (c *factCtx) need(ids ...SignalID) (rules.Fact, bool) {
+func (c *factCtx) need(ids ...catalog.SignalID) (rules.Fact, bool) {
 	for _, id := range ids {
 		if !c.sc.has(id) {
 			return rules.MissingFact(c.missingSignal(id)), false
@@ -337,7 +338,7 @@ func (c *factCtx) need(ids ...SignalID) (rules.Fact, bool) {
 // counterRatio is the fleet increase of counter num over that of den
 // over w, counted by den's increase; none says why it is missing when den
 // did not increase.
-func (c *factCtx) counterRatio(num, den SignalID, w evalWindow, none string) rules.Fact {
+func (c *factCtx) counterRatio(num, den catalog.SignalID, w evalWindow, none string) rules.Fact {
 	if f, ok := c.need(num, den); !ok {
 		return f
 	}
@@ -357,7 +358,7 @@ func (c *factCtx) counterRatio(num, den SignalID, w evalWindow, none string) rul
 // fleetTotal is the fleet increase of counter id over w, when the counter
 // is there, evaluable and increased; else ok is false and f is the missing
 // fact, none saying why when the counter did not increase.
-func (c *factCtx) fleetTotal(id SignalID, w evalWindow, none string) (total float64, f rules.Fact, ok bool) {
+func (c *factCtx) fleetTotal(id catalog.SignalID, w evalWindow, none string) (total float64, f rules.Fact, ok bool) {
 	if f, ok := c.need(id); !ok {
 		return 0, f, false
 	}
@@ -374,21 +375,21 @@ func (c *factCtx) fleetTotal(id SignalID, w evalWindow, none string) (total floa
 // prefixHitRatio is hits / queries of the prefix cache (tokens), or the V0
 // hit-rate gauge's mean.
 func (c *factCtx) prefixHitRatio(w evalWindow) rules.Fact {
-	if c.sc.has(SignalPrefixCacheQueries) && c.sc.has(SignalPrefixCacheHits) {
-		return c.counterRatio(SignalPrefixCacheHits, SignalPrefixCacheQueries, w, "no prefix-cache lookup in the window (prefix caching disabled, or no traffic)")
+	if c.sc.has(catalog.SignalPrefixCacheQueries) && c.sc.has(catalog.SignalPrefixCacheHits) {
+		return c.counterRatio(catalog.SignalPrefixCacheHits, catalog.SignalPrefixCacheQueries, w, "no prefix-cache lookup in the window (prefix caching disabled, or no traffic)")
 	}
-	if c.sc.has(SignalPrefixCacheHitRate) {
-		f := c.gaugeStat(SignalPrefixCacheHitRate, w, "mean")
+	if c.sc.has(catalog.SignalPrefixCacheHitRate) {
+		f := c.gaugeStat(catalog.SignalPrefixCacheHitRate, w, "mean")
 		if f.Known() && f.Value < 0 {
 			return rules.MissingFact("the prefix-cache hit-rate gauge is -1 (unknown)")
 		}
 		return f
 	}
-	return rules.MissingFact(c.missingSignal(SignalPrefixCacheHits))
+	return rules.MissingFact(c.missingSignal(catalog.SignalPrefixCacheHits))
 }
 
 // gaugeStat is a statistic of the fleet series of gauge id over w.
-func (c *factCtx) gaugeStat(id SignalID, w evalWindow, what string) rules.Fact {
+func (c *factCtx) gaugeStat(id catalog.SignalID, w evalWindow, what string) rules.Fact {
 	g, f, ok := c.fleetGaugeStats(id, w)
 	if !ok {
 		return f
@@ -412,7 +413,7 @@ func (c *factCtx) gaugeStat(id SignalID, w evalWindow, what string) rules.Fact {
 
 // fleetGaugeStats is the statistics over w of the fleet series of gauge
 // id, when known; else ok is false and f is the missing fact.
-func (c *factCtx) fleetGaugeStats(id SignalID, w evalWindow) (g snapshot.GaugeStats, f rules.Fact, ok bool) {
+func (c *factCtx) fleetGaugeStats(id catalog.SignalID, w evalWindow) (g snapshot.GaugeStats, f rules.Fact, ok bool) {
 	s := c.sc.fleetGauge(id)
 	if s == nil {
 		return g, rules.MissingFact(c.missingSignal(id)), false
@@ -426,7 +427,7 @@ func (c *factCtx) fleetGaugeStats(id SignalID, w evalWindow) (g snapshot.GaugeSt
 
 // kvMax is the largest KV usage of any replica over w.
 func (c *factCtx) kvMax(w evalWindow) rules.Fact {
-	gs := c.replicaGauges(SignalKVUsage, w)
+	gs := c.replicaGauges(catalog.SignalKVUsage, w)
 	best, n := math.NaN(), 0
 	for _, g := range gs {
 		n += g.N
@@ -435,22 +436,22 @@ func (c *factCtx) kvMax(w evalWindow) rules.Fact {
 		}
 	}
 	if len(gs) == 0 {
-		if !c.sc.has(SignalKVUsage) {
-			return rules.MissingFact(c.missingSignal(SignalKVUsage))
+		if !c.sc.has(catalog.SignalKVUsage) {
+			return rules.MissingFact(c.missingSignal(catalog.SignalKVUsage))
 		}
 		return rules.MissingFact("kv_usage: no replica scraped in the window")
 	}
-	f := rules.Measured(best).WithSource(c.sc.source(SignalKVUsage))
+	f := rules.Measured(best).WithSource(c.sc.source(catalog.SignalKVUsage))
 	f.Count = float64(n)
 	return f
 }
 
 // maxNumSeqs sums the latest max_num_seqs of every replica.
 func (c *factCtx) maxNumSeqs(w evalWindow) rules.Fact {
-	if !c.sc.has(SignalMaxNumSeqs) {
-		return rules.MissingFact(c.missingSignal(SignalMaxNumSeqs))
+	if !c.sc.has(catalog.SignalMaxNumSeqs) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalMaxNumSeqs))
 	}
-	gs := c.replicaGauges(SignalMaxNumSeqs, w)
+	gs := c.replicaGauges(catalog.SignalMaxNumSeqs, w)
 	if len(gs) == 0 {
 		return rules.MissingFact("max_num_seqs: no replica scraped in the window")
 	}
@@ -458,14 +459,14 @@ func (c *factCtx) maxNumSeqs(w evalWindow) rules.Fact {
 	for _, g := range gs {
 		sum += g.Last
 	}
-	f := rules.Measured(sum).WithSource(c.sc.source(SignalMaxNumSeqs))
+	f := rules.Measured(sum).WithSource(c.sc.source(catalog.SignalMaxNumSeqs))
 	f.Count = float64(len(gs))
 	return f
 }
 
 // replicaGauges are the statistics over w of gauge id on each replica
 // that has it and whose series is evaluable over w, in replica order.
-func (c *factCtx) replicaGauges(id SignalID, w evalWindow) []snapshot.GaugeStats {
+func (c *factCtx) replicaGauges(id catalog.SignalID, w evalWindow) []snapshot.GaugeStats {
 	var gs []snapshot.GaugeStats
 	for r := range c.sc.replicas {
 		s := c.sc.replicaGauge(id, r)
@@ -485,7 +486,7 @@ func (c *factCtx) backlogEnd(w evalWindow) rules.Fact {
 	if !ok {
 		return f
 	}
-	f = rules.Measured(g.Last).WithSource(c.sc.source(SignalWaiting) + " + " + c.sc.source(SignalRunning))
+	f = rules.Measured(g.Last).WithSource(c.sc.source(catalog.SignalWaiting) + " + " + c.sc.source(catalog.SignalRunning))
 	f.Count = 1
 	return f
 }
@@ -511,14 +512,14 @@ func (c *factCtx) fleetBacklog(w evalWindow, none string) (g snapshot.GaugeStats
 // fleet's, so that a pod running two engines is expected to finish twice
 // as many requests; with one engine per pod it is 1/N.
 func (c *factCtx) replicaShareMax(w evalWindow) rules.Fact {
-	if !c.sc.has(SignalRequestSuccess) {
-		return rules.MissingFact(c.missingSignal(SignalRequestSuccess))
+	if !c.sc.has(catalog.SignalRequestSuccess) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalRequestSuccess))
 	}
 	type rv struct{ done, engines float64 }
 	var vals []rv
 	total, engines := 0.0, 0.0
 	for r := range c.sc.replicas {
-		inc, err := c.sc.replicaCounter(SignalRequestSuccess, r, w.w, nil)
+		inc, err := c.sc.replicaCounter(catalog.SignalRequestSuccess, r, w.w, nil)
 		if err != nil {
 			continue
 		}
@@ -537,14 +538,14 @@ func (c *factCtx) replicaShareMax(w evalWindow) rules.Fact {
 	for _, v := range vals {
 		top = math.Max(top, (v.done/total)/(v.engines/engines))
 	}
-	f := rules.Measured(top).WithSource(c.sc.source(SignalRequestSuccess) + " per replica, fair share by engine count")
+	f := rules.Measured(top).WithSource(c.sc.source(catalog.SignalRequestSuccess) + " per replica, fair share by engine count")
 	f.Count = total
 	return f
 }
 
 // engineValues returns the engine label values of replica r's completions.
 func (sc *scope) engineValues(r int) []string {
-	m := sc.match(r, SignalRequestSuccess)
+	m := sc.match(r, catalog.SignalRequestSuccess)
 	if !m.Found() {
 		return nil
 	}
@@ -564,13 +565,13 @@ func (sc *scope) engineValues(r int) []string {
 // (another vLLM version) is not compared with a fleet quantile clipped at
 // a lower largest bound.
 func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
-	if !c.sc.has(SignalTTFT) {
-		return rules.MissingFact(c.missingSignal(SignalTTFT))
+	if !c.sc.has(catalog.SignalTTFT) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalTTFT))
 	}
 	if len(c.sc.replicas) < 2 {
 		return rules.MissingFact("fewer than two replicas")
 	}
-	fleet, _, err := c.sc.fleetHist(SignalTTFT, w.w)
+	fleet, _, err := c.sc.fleetHist(catalog.SignalTTFT, w.w)
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
@@ -581,7 +582,7 @@ func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
 	empty := fleet.Histogram.Scale(0)
 	worst, n := math.NaN(), 0
 	for r := range c.sc.replicas {
-		res := c.sc.replicaHist(SignalTTFT, r, w.w)
+		res := c.sc.replicaHist(catalog.SignalTTFT, r, w.w)
 		if res.err != nil || res.inc.Histogram.Total() < c.sc.set.Thresholds.MinSamples {
 			continue
 		}
@@ -601,7 +602,7 @@ func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
 	if n < 2 {
 		return rules.MissingFact(fmt.Sprintf("fewer than two replicas with >= %g requests", c.sc.set.Thresholds.MinSamples))
 	}
-	f := rules.Measured(worst / fq.Value).WithSource(c.sc.source(SignalTTFT) + " per replica")
+	f := rules.Measured(worst / fq.Value).WithSource(c.sc.source(catalog.SignalTTFT) + " per replica")
 	f.Count = fq.Count
 	return f
 }
@@ -639,14 +640,14 @@ func (c *factCtx) burst(w evalWindow) rules.Fact {
 		f.Count = float64(len(rates))
 		return f
 	}
-	g, f, ok := c.fleetGaugeStats(SignalWaiting, w)
+	g, f, ok := c.fleetGaugeStats(catalog.SignalWaiting, w)
 	if !ok {
 		return f
 	}
 	if !(g.Mean > 0) {
 		return rules.MissingFact("no arrivals estimate and no waiting request in the window")
 	}
-	f = rules.Measured(g.Max / g.Mean).WithSource("peak / mean of " + c.sc.source(SignalWaiting))
+	f = rules.Measured(g.Max / g.Mean).WithSource("peak / mean of " + c.sc.source(catalog.SignalWaiting))
 	f.Count = float64(g.N)
 	return f
 }
@@ -677,10 +678,10 @@ func (c *factCtx) corrRunningTPOT() rules.Fact {
 	if c.tl == nil || c.inc.lifetime {
 		return rules.MissingFact("no timeline (fewer than three scrapes per replica)")
 	}
-	run := c.tl.fleet(SignalRunning)
-	lat, latID := c.tl.fleet(SignalTPOT), SignalTPOT
+	run := c.tl.fleet(catalog.SignalRunning)
+	lat, latID := c.tl.fleet(catalog.SignalTPOT), catalog.SignalTPOT
 	if lat == nil {
-		lat, latID = c.tl.fleet(SignalITL), SignalITL
+		lat, latID = c.tl.fleet(catalog.SignalITL), catalog.SignalITL
 	}
 	if run == nil || lat == nil {
 		return rules.MissingFact("no running or TPOT/ITL timeline")

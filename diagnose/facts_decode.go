@@ -255,7 +255,7 @@ func (c *factCtx) roleOf(r int, w evalWindow) (pdRole, string) {
 		}
 	}
 	if xfer.Found() || sc.match(r, catalog.SignalKVExpired).Found() {
-		if res := sc.replicaHist(SignalGenerationTokens, r, w.w); res.err == nil {
+		if res := sc.replicaHist(catalog.SignalGenerationTokens, r, w.w); res.err == nil {
 			h := res.inc.Histogram
 			if n := h.Total(); n > 0 && h.Sum/n <= 1.05 {
 				return rolePrefill, "NIXL metrics, one output token per request"
@@ -309,8 +309,8 @@ func (c *factCtx) roleCount(w evalWindow, want pdRole) rules.Fact {
 
 // ttftMeanDecodeRole is the mean TTFT of the decode instances over w.
 func (c *factCtx) ttftMeanDecodeRole(w evalWindow) rules.Fact {
-	if !c.sc.has(SignalTTFT) {
-		return rules.MissingFact(c.missingSignal(SignalTTFT))
+	if !c.sc.has(catalog.SignalTTFT) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalTTFT))
 	}
 	var sum, n float64
 	k := 0
@@ -319,7 +319,7 @@ func (c *factCtx) ttftMeanDecodeRole(w evalWindow) rules.Fact {
 			continue
 		}
 		k++
-		res := c.sc.replicaHist(SignalTTFT, r, w.w)
+		res := c.sc.replicaHist(catalog.SignalTTFT, r, w.w)
 		if res.err != nil || math.IsNaN(res.inc.Histogram.Sum) {
 			continue
 		}
@@ -332,7 +332,7 @@ func (c *factCtx) ttftMeanDecodeRole(w evalWindow) rules.Fact {
 	if !(n > 0) {
 		return rules.MissingFact("no first token on the decode instances in the window")
 	}
-	f := rules.Measured(sum / n).WithSource(fmt.Sprintf("%s _sum / _count of the %d decode instance(s)", c.sc.source(SignalTTFT), k))
+	f := rules.Measured(sum / n).WithSource(fmt.Sprintf("%s _sum / _count of the %d decode instance(s)", c.sc.source(catalog.SignalTTFT), k))
 	f.Count = n
 	return f
 }

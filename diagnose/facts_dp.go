@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -37,7 +38,7 @@ func (c *factCtx) dpJobs(js *factJobs) {
 
 // engineLabels returns the engine label values of replica r's series of
 // signal id, sorted; fewer than two for a pod without data parallelism.
-func (sc *scope) engineLabels(r int, id SignalID) []string {
+func (sc *scope) engineLabels(r int, id catalog.SignalID) []string {
 	m := sc.match(r, id)
 	if !m.Found() {
 		return nil
@@ -59,7 +60,7 @@ func (sc *scope) engineLabels(r int, id SignalID) []string {
 
 // engineGauge returns the stats over w of replica r's gauge id summed
 // over the series of engine e.
-func (sc *scope) engineGauge(r int, id SignalID, e string, w snapshot.Window) (snapshot.GaugeStats, bool) {
+func (sc *scope) engineGauge(r int, id catalog.SignalID, e string, w snapshot.Window) (snapshot.GaugeStats, bool) {
 	m := sc.match(r, id)
 	if !m.Found() {
 		return snapshot.GaugeStats{}, false
@@ -136,26 +137,26 @@ func (s *engineShare) fact(what string) rules.Fact {
 // engineLoadShareMax is the largest engine's share of its pod's arrivals
 // (completions + growth of its waiting and running), beyond noise.
 func (c *factCtx) engineLoadShareMax(w evalWindow) rules.Fact {
-	if !c.sc.has(SignalRequestSuccess) {
-		return rules.MissingFact(c.missingSignal(SignalRequestSuccess))
+	if !c.sc.has(catalog.SignalRequestSuccess) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalRequestSuccess))
 	}
 	var s engineShare
 	for r := range c.sc.replicas {
-		engines := c.sc.engineLabels(r, SignalRequestSuccess)
+		engines := c.sc.engineLabels(r, catalog.SignalRequestSuccess)
 		if len(engines) < 2 {
 			continue
 		}
 		loads := make([]float64, 0, len(engines))
 		ok := true
 		for _, e := range engines {
-			inc, err := c.sc.replicaCounter(SignalRequestSuccess, r, w.w, map[string]string{"engine": e})
+			inc, err := c.sc.replicaCounter(catalog.SignalRequestSuccess, r, w.w, map[string]string{"engine": e})
 			if err != nil {
 				ok = false
 				break
 			}
 			load := inc.Value
 			if !w.lifetime {
-				for _, id := range []SignalID{SignalWaiting, SignalRunning} {
+				for _, id := range []catalog.SignalID{catalog.SignalWaiting, catalog.SignalRunning} {
 					if g, found := c.sc.engineGauge(r, id, e, w.w); found {
 						load += g.Last - g.First
 					}
@@ -176,19 +177,19 @@ func (c *factCtx) engineLoadShareMax(w evalWindow) rules.Fact {
 // requests in flight (running + waiting): their means over the window's
 // scrapes, or, with last, the values at its last scrape.
 func (c *factCtx) engineInflightShare(w evalWindow, last bool) rules.Fact {
-	if !c.sc.has(SignalRunning) {
-		return rules.MissingFact(c.missingSignal(SignalRunning))
+	if !c.sc.has(catalog.SignalRunning) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalRunning))
 	}
 	var s engineShare
 	for r := range c.sc.replicas {
-		engines := c.sc.engineLabels(r, SignalRunning)
+		engines := c.sc.engineLabels(r, catalog.SignalRunning)
 		if len(engines) < 2 {
 			continue
 		}
 		loads := make([]float64, 0, len(engines))
 		for _, e := range engines {
 			load := 0.0
-			for _, id := range []SignalID{SignalRunning, SignalWaiting} {
+			for _, id := range []catalog.SignalID{catalog.SignalRunning, catalog.SignalWaiting} {
 				if g, found := c.sc.engineGauge(r, id, e, w.w); found {
 					if last {
 						load += g.Last

@@ -150,7 +150,7 @@ func (c *factCtx) withNoise(id rules.FactID, f rules.Fact, fn pieceFn, agg aggFn
 
 // histPiece is the fleet histogram of signal id over one interval: its
 // cumulative counts, then its sum and count.
-func (c *factCtx) histPiece(id SignalID) pieceFn {
+func (c *factCtx) histPiece(id catalog.SignalID) pieceFn {
 	if c.base.ok {
 		// The fleet's increases over both windows' grids, each replica
 		// read in one pass, before the intervals ask for them one by one.
@@ -198,7 +198,7 @@ func ratioAgg(s []float64) float64 {
 }
 
 // quantileNoise adds the noise bounds to a fleet quantile fact.
-func (c *factCtx) quantileNoise(fid rules.FactID, id SignalID, q float64, f rules.Fact) rules.Fact {
+func (c *factCtx) quantileNoise(fid rules.FactID, id catalog.SignalID, q float64, f rules.Fact) rules.Fact {
 	if !f.Known() || !f.HasBaseline() {
 		return f
 	}
@@ -219,7 +219,7 @@ func (c *factCtx) quantileNoise(fid rules.FactID, id SignalID, q float64, f rule
 }
 
 // histMean is the mean of histogram signal id over w, from _sum / _count.
-func (c *factCtx) histMean(id SignalID) func(evalWindow) rules.Fact {
+func (c *factCtx) histMean(id catalog.SignalID) func(evalWindow) rules.Fact {
 	return func(w evalWindow) rules.Fact {
 		if !c.sc.has(id) {
 			return rules.MissingFact(c.missingSignal(id))
@@ -243,7 +243,7 @@ func (c *factCtx) histMean(id SignalID) func(evalWindow) rules.Fact {
 
 // gaugePiece is the sum and number of samples of the fleet gauge over one
 // interval.
-func (c *factCtx) gaugePiece(id SignalID) pieceFn {
+func (c *factCtx) gaugePiece(id catalog.SignalID) pieceFn {
 	s := c.sc.fleetGauge(id)
 	return func(w snapshot.Window) ([]float64, bool) {
 		if s == nil {
@@ -259,7 +259,7 @@ func (c *factCtx) gaugePiece(id SignalID) pieceFn {
 
 // counterPiece is the fleet counter's increase and the seconds it covers
 // over one interval.
-func (c *factCtx) counterPiece(id SignalID) pieceFn {
+func (c *factCtx) counterPiece(id catalog.SignalID) pieceFn {
 	return func(w snapshot.Window) ([]float64, bool) {
 		inc, err := c.sc.fleetCounter(id, w, nil)
 		if err != nil {
@@ -275,7 +275,7 @@ func (c *factCtx) counterPiece(id SignalID) pieceFn {
 
 // counterPairPiece is the increases of two fleet counters over one
 // interval (numerator, denominator).
-func (c *factCtx) counterPairPiece(num, den SignalID) pieceFn {
+func (c *factCtx) counterPairPiece(num, den catalog.SignalID) pieceFn {
 	return func(w snapshot.Window) ([]float64, bool) {
 		a, err := c.sc.fleetCounter(num, w, nil)
 		if err != nil {
@@ -322,15 +322,15 @@ type arrivalsMeasure struct {
 
 // measureArrivals is arrivalsIn, measured.
 func (c *factCtx) measureArrivals(w snapshot.Window) (arrivals, secs float64, ok bool) {
-	if !c.sc.has(SignalRequestSuccess) {
+	if !c.sc.has(catalog.SignalRequestSuccess) {
 		return 0, 0, false
 	}
 	n := 0
 	for r := range c.sc.replicas {
-		if !c.sc.match(r, SignalRequestSuccess).Found() {
+		if !c.sc.match(r, catalog.SignalRequestSuccess).Found() {
 			continue
 		}
-		inc, err := c.sc.replicaCounter(SignalRequestSuccess, r, w, nil)
+		inc, err := c.sc.replicaCounter(catalog.SignalRequestSuccess, r, w, nil)
 		if err != nil {
 			if isNotEvaluable(err) && c.replicaDown(r, w) {
 				continue
@@ -372,25 +372,25 @@ func (c *factCtx) addNoise(fs rules.Facts) {
 	}
 	for _, r := range []struct {
 		id    rules.FactID
-		sig   SignalID
-		piece func(SignalID) pieceFn
+		sig   catalog.SignalID
+		piece func(catalog.SignalID) pieceFn
 	}{
-		{rules.WaitingMean, SignalWaiting, c.gaugePiece}, {rules.RunningMean, SignalRunning, c.gaugePiece},
-		{rules.KVUsageMean, SignalKVUsage, c.gaugePiece}, {rules.GPUUtilMean, SignalGPUUtil, c.gaugePiece},
-		{rules.CompletionRate, SignalRequestSuccess, c.counterPiece}, {rules.PromptTokenRate, SignalPromptTokensTotal, c.counterPiece},
-		{rules.GenerationTokenRate, SignalGenerationTokensTotal, c.counterPiece}, {rules.PreemptionRate, SignalPreemptions, c.counterPiece},
+		{rules.WaitingMean, catalog.SignalWaiting, c.gaugePiece}, {rules.RunningMean, catalog.SignalRunning, c.gaugePiece},
+		{rules.KVUsageMean, catalog.SignalKVUsage, c.gaugePiece}, {rules.GPUUtilMean, catalog.SignalGPUUtil, c.gaugePiece},
+		{rules.CompletionRate, catalog.SignalRequestSuccess, c.counterPiece}, {rules.PromptTokenRate, catalog.SignalPromptTokensTotal, c.counterPiece},
+		{rules.GenerationTokenRate, catalog.SignalGenerationTokensTotal, c.counterPiece}, {rules.PreemptionRate, catalog.SignalPreemptions, c.counterPiece},
 	} {
 		noise(r.id, r.piece(r.sig), ratioAgg)
 	}
 	noise(rules.ArrivalRate, c.arrivalPiece, ratioAgg)
-	if c.sc.has(SignalPrefixCacheQueries) && c.sc.has(SignalPrefixCacheHits) {
-		noise(rules.PrefixHitRatio, c.counterPairPiece(SignalPrefixCacheHits, SignalPrefixCacheQueries), ratioAgg)
+	if c.sc.has(catalog.SignalPrefixCacheQueries) && c.sc.has(catalog.SignalPrefixCacheHits) {
+		noise(rules.PrefixHitRatio, c.counterPairPiece(catalog.SignalPrefixCacheHits, catalog.SignalPrefixCacheQueries), ratioAgg)
 	}
 	noise(rules.ArrivalDispersion, c.dispersionPiece, dispersionAgg)
 	noise(rules.ArrivalDispersionDetrended, c.detrendedPiece, ratioAgg)
 	noise(rules.OccupancySeen, c.occupancyPiece, occupancyAgg)
 	noise(rules.TPOTMean, c.tpotPiece, func(s []float64) float64 {
-		return MeanTPOTFromSums(s[0], s[1], s[2])
+		return catalog.MeanTPOTFromSums(s[0], s[1], s[2])
 	})
 	noise(rules.GPUUtilWaiting, func(w snapshot.Window) ([]float64, bool) {
 		sum, n := c.utilWhereWaiting(w)
@@ -402,11 +402,11 @@ func (c *factCtx) addNoise(fs rules.Facts) {
 // tpotPiece is the decode-time sum, generation-token sum and request
 // count of one interval.
 func (c *factCtx) tpotPiece(w snapshot.Window) ([]float64, bool) {
-	dec, _, err := c.sc.fleetHist(SignalDecodeTime, w)
+	dec, _, err := c.sc.fleetHist(catalog.SignalDecodeTime, w)
 	if err != nil {
 		return nil, false
 	}
-	gen, _, err := c.sc.fleetHist(SignalGenerationTokens, w)
+	gen, _, err := c.sc.fleetHist(catalog.SignalGenerationTokens, w)
 	if err != nil {
 		return nil, false
 	}
@@ -416,30 +416,30 @@ func (c *factCtx) tpotPiece(w snapshot.Window) ([]float64, bool) {
 // quantileFacts are the fleet quantile facts: id, signal, quantile.
 var quantileFacts = []struct {
 	id  rules.FactID
-	sig SignalID
+	sig catalog.SignalID
 	q   float64
 }{
-	{rules.TTFTP50, SignalTTFT, 0.5}, {rules.TTFTP95, SignalTTFT, 0.95}, {rules.TTFTP99, SignalTTFT, 0.99},
-	{rules.QueueTimeP50, SignalQueueTime, 0.5}, {rules.QueueTimeP95, SignalQueueTime, 0.95},
-	{rules.PrefillTimeP50, SignalPrefillTime, 0.5}, {rules.PrefillTimeP95, SignalPrefillTime, 0.95},
-	{rules.DecodeTimeP95, SignalDecodeTime, 0.95},
-	{rules.TPOTP50, SignalTPOT, 0.5}, {rules.TPOTP95, SignalTPOT, 0.95},
-	{rules.ITLP95, SignalITL, 0.95},
-	{rules.E2EP50, SignalE2E, 0.5}, {rules.E2EP95, SignalE2E, 0.95}, {rules.E2EP99, SignalE2E, 0.99},
-	{rules.InferenceTimeP95, SignalInferenceTime, 0.95},
-	{rules.ClientTTFTP95, SignalClientTTFT, 0.95},
-	{rules.PromptTokensP50, SignalPromptTokens, 0.5}, {rules.PromptTokensP95, SignalPromptTokens, 0.95},
-	{rules.PromptTokensP99, SignalPromptTokens, 0.99},
-	{rules.GenerationTokensP50, SignalGenerationTokens, 0.5}, {rules.GenerationTokensP95, SignalGenerationTokens, 0.95},
+	{rules.TTFTP50, catalog.SignalTTFT, 0.5}, {rules.TTFTP95, catalog.SignalTTFT, 0.95}, {rules.TTFTP99, catalog.SignalTTFT, 0.99},
+	{rules.QueueTimeP50, catalog.SignalQueueTime, 0.5}, {rules.QueueTimeP95, catalog.SignalQueueTime, 0.95},
+	{rules.PrefillTimeP50, catalog.SignalPrefillTime, 0.5}, {rules.PrefillTimeP95, catalog.SignalPrefillTime, 0.95},
+	{rules.DecodeTimeP95, catalog.SignalDecodeTime, 0.95},
+	{rules.TPOTP50, catalog.SignalTPOT, 0.5}, {rules.TPOTP95, catalog.SignalTPOT, 0.95},
+	{rules.ITLP95, catalog.SignalITL, 0.95},
+	{rules.E2EP50, catalog.SignalE2E, 0.5}, {rules.E2EP95, catalog.SignalE2E, 0.95}, {rules.E2EP99, catalog.SignalE2E, 0.99},
+	{rules.InferenceTimeP95, catalog.SignalInferenceTime, 0.95},
+	{rules.ClientTTFTP95, catalog.SignalClientTTFT, 0.95},
+	{rules.PromptTokensP50, catalog.SignalPromptTokens, 0.5}, {rules.PromptTokensP95, catalog.SignalPromptTokens, 0.95},
+	{rules.PromptTokensP99, catalog.SignalPromptTokens, 0.99},
+	{rules.GenerationTokensP50, catalog.SignalGenerationTokens, 0.5}, {rules.GenerationTokensP95, catalog.SignalGenerationTokens, 0.95},
 }
 
 // meanFacts are the lifecycle means: id, signal.
 var meanFacts = []struct {
 	id  rules.FactID
-	sig SignalID
+	sig catalog.SignalID
 }{
-	{rules.QueueTimeMean, SignalQueueTime}, {rules.PrefillTimeMean, SignalPrefillTime},
-	{rules.DecodeTimeMean, SignalDecodeTime}, {rules.TTFTMean, SignalTTFT}, {rules.E2EMean, SignalE2E},
+	{rules.QueueTimeMean, catalog.SignalQueueTime}, {rules.PrefillTimeMean, catalog.SignalPrefillTime},
+	{rules.DecodeTimeMean, catalog.SignalDecodeTime}, {rules.TTFTMean, catalog.SignalTTFT}, {rules.E2EMean, catalog.SignalE2E},
 }
 
 // waitingShape is the median of the fleet's waiting requests over the
@@ -447,9 +447,9 @@ var meanFacts = []struct {
 // request waiting ("busy").
 func (c *factCtx) waitingShape(what string) func(evalWindow) rules.Fact {
 	return func(w evalWindow) rules.Fact {
-		s := c.sc.fleetGauge(SignalWaiting)
+		s := c.sc.fleetGauge(catalog.SignalWaiting)
 		if s == nil {
-			return rules.MissingFact(c.missingSignal(SignalWaiting))
+			return rules.MissingFact(c.missingSignal(catalog.SignalWaiting))
 		}
 		lo, hi := w.w.Start.UnixMilli(), w.w.End.UnixMilli()
 		var vs []float64
@@ -478,7 +478,7 @@ func (c *factCtx) waitingShape(what string) func(evalWindow) rules.Fact {
 			}
 			v = float64(n) / float64(len(vs))
 		}
-		f := rules.Measured(v).WithSource(c.sc.source(SignalWaiting) + " (fleet sum per scrape)")
+		f := rules.Measured(v).WithSource(c.sc.source(catalog.SignalWaiting) + " (fleet sum per scrape)")
 		f.Count = float64(len(vs))
 		return f
 	}
@@ -597,9 +597,9 @@ func (c *factCtx) detrendedPiece(g snapshot.Window) ([]float64, bool) {
 // requests, mean per scrape interval, summed) over w that lies in
 // episodes which drained before w ended.
 func (c *factCtx) waitingDrainedShare(w evalWindow) rules.Fact {
-	s := c.sc.fleetGauge(SignalWaiting)
+	s := c.sc.fleetGauge(catalog.SignalWaiting)
 	if s == nil {
-		return rules.MissingFact(c.missingSignal(SignalWaiting))
+		return rules.MissingFact(c.missingSignal(catalog.SignalWaiting))
 	}
 	step := c.st.interval
 	if step <= 0 {
@@ -621,7 +621,7 @@ func (c *factCtx) waitingDrainedShare(w evalWindow) rules.Fact {
 	if episodes == 0 {
 		return rules.MissingFact("no request waited in the window")
 	}
-	f := rules.Measured(share).WithSource(fmt.Sprintf("%s (fleet mean per %v): share of its sum in the %d episode(s) of >= 1 waiting that fell back below 1 within the window", c.sc.source(SignalWaiting), step, episodes))
+	f := rules.Measured(share).WithSource(fmt.Sprintf("%s (fleet mean per %v): share of its sum in the %d episode(s) of >= 1 waiting that fell back below 1 within the window", c.sc.source(catalog.SignalWaiting), step, episodes))
 	f.Count = float64(len(v))
 	return f
 }
@@ -677,7 +677,7 @@ func (c *factCtx) utilWhereWaiting(w snapshot.Window) (sum float64, n int) {
 		tol = 15000
 	}
 	for r := range c.sc.replicas {
-		ws, us := c.sc.replicaGauge(SignalWaiting, r), c.sc.replicaGauge(SignalGPUUtil, r)
+		ws, us := c.sc.replicaGauge(catalog.SignalWaiting, r), c.sc.replicaGauge(catalog.SignalGPUUtil, r)
 		if ws == nil || us == nil || len(us.T) == 0 {
 			continue
 		}
@@ -717,14 +717,14 @@ func abs64(x int64) int64 {
 
 // gpuUtilWaiting is the mean GPU utilisation where requests wait.
 func (c *factCtx) gpuUtilWaiting(w evalWindow) rules.Fact {
-	if !c.sc.has(SignalGPUUtil) {
-		return rules.MissingFact(c.missingSignal(SignalGPUUtil))
+	if !c.sc.has(catalog.SignalGPUUtil) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalGPUUtil))
 	}
 	sum, n := c.utilWhereWaiting(w.w)
 	if n < 4 {
 		return rules.MissingFact(fmt.Sprintf("requests waited at only %d replica scrapes with a GPU sample (need 4): no queue to judge the GPU by", n))
 	}
-	f := rules.Measured(sum / float64(n)).WithSource(c.sc.source(SignalGPUUtil) + " at the scrapes where " + c.sc.source(SignalWaiting) + " >= 1" + c.deferredNote())
+	f := rules.Measured(sum / float64(n)).WithSource(c.sc.source(catalog.SignalGPUUtil) + " at the scrapes where " + c.sc.source(catalog.SignalWaiting) + " >= 1" + c.deferredNote())
 	f.Count = float64(n)
 	return f
 }
@@ -759,14 +759,14 @@ type replicaLoad struct {
 // replicaLoads measures the load of every replica with completions over
 // w, or says why it cannot.
 func (c *factCtx) replicaLoads(w evalWindow) ([]replicaLoad, string) {
-	if !c.sc.has(SignalRequestSuccess) {
-		return nil, c.missingSignal(SignalRequestSuccess)
+	if !c.sc.has(catalog.SignalRequestSuccess) {
+		return nil, c.missingSignal(catalog.SignalRequestSuccess)
 	}
 	var vals []replicaLoad
 	var engs []float64
 	total, engines := 0.0, 0.0
 	for r := range c.sc.replicas {
-		inc, err := c.sc.replicaCounter(SignalRequestSuccess, r, w.w, nil)
+		inc, err := c.sc.replicaCounter(catalog.SignalRequestSuccess, r, w.w, nil)
 		if err != nil {
 			continue
 		}
@@ -796,7 +796,7 @@ func (c *factCtx) replicaLoads(w evalWindow) ([]replicaLoad, string) {
 
 // preemptionShare is preemptions per finished request.
 func (c *factCtx) preemptionShare(w evalWindow) rules.Fact {
-	return c.counterRatio(SignalPreemptions, SignalRequestSuccess, w, "no request finished in the window")
+	return c.counterRatio(catalog.SignalPreemptions, catalog.SignalRequestSuccess, w, "no request finished in the window")
 }
 
 // strengthJobs adds the facts of this file to js; addNoise then bounds
@@ -834,14 +834,14 @@ func (c *factCtx) occupancySeen(w evalWindow) rules.Fact {
 	if c.sc.backlog(-1) == nil {
 		return rules.MissingFact("no waiting and running gauges")
 	}
-	if !c.sc.has(SignalE2E) {
-		return rules.MissingFact(c.missingSignal(SignalE2E))
+	if !c.sc.has(catalog.SignalE2E) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalE2E))
 	}
 	p, ok := c.occupancyPiece(c.clip(w.w))
 	if !ok {
 		return rules.MissingFact("no scrape of waiting + running, or no finished request with an e2e latency, in the window")
 	}
-	f := rules.Measured(occupancyAgg(p)).WithSource(c.sc.source(SignalRunning) + " + " + c.sc.source(SignalWaiting) + " (mean at the scrapes) over " + c.sc.source(SignalE2E) + " _sum increase / window seconds")
+	f := rules.Measured(occupancyAgg(p)).WithSource(c.sc.source(catalog.SignalRunning) + " + " + c.sc.source(catalog.SignalWaiting) + " (mean at the scrapes) over " + c.sc.source(catalog.SignalE2E) + " _sum increase / window seconds")
 	f.Count = p[1]
 	return f
 }
@@ -858,7 +858,7 @@ func (c *factCtx) occupancyPiece(w snapshot.Window) ([]float64, bool) {
 	if err != nil || gs.N == 0 || math.IsNaN(gs.Mean) {
 		return nil, false
 	}
-	e2e, _, err := c.sc.fleetHist(SignalE2E, w)
+	e2e, _, err := c.sc.fleetHist(catalog.SignalE2E, w)
 	if err != nil || !(e2e.Histogram.Sum > 0) {
 		return nil, false
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -66,9 +67,9 @@ func TestStrengthFacts(t *testing.T) {
 	tests := []struct {
 		name  string
 		step  func(pod string, i int, incident bool) intervalState
-		check func(t *testing.T, rep *diagnose.Report)
+		check func(t *testing.T, rep *report.Report)
 	}{
-		{"steady fleet: balanced, no queue, Poisson-free arrivals", steady, func(t *testing.T, rep *diagnose.Report) {
+		{"steady fleet: balanced, no queue, Poisson-free arrivals", steady, func(t *testing.T, rep *report.Report) {
 			f := rep.Facts[rules.ReplicaLoadShareMax]
 			require.Empty(t, f.Missing)
 			assert.InDelta(t, 1, float64(f.Value), 1e-9)
@@ -91,7 +92,7 @@ func TestStrengthFacts(t *testing.T) {
 				s.done, s.fast, s.ttftSum = 90, 90, 4.5
 			}
 			return s
-		}, func(t *testing.T, rep *diagnose.Report) {
+		}, func(t *testing.T, rep *report.Report) {
 			f := rep.Facts[rules.ReplicaLoadShareMax]
 			assert.InDelta(t, 1.5, float64(f.Value), 1e-9) // (90/120) / (1/2)
 			assert.InDelta(t, 1, float64(f.Baseline), 1e-9)
@@ -111,7 +112,7 @@ func TestStrengthFacts(t *testing.T) {
 				}
 			}
 			return s
-		}, func(t *testing.T, rep *diagnose.Report) {
+		}, func(t *testing.T, rep *report.Report) {
 			busy := rep.Facts[rules.WaitingBusyShare]
 			assert.InDelta(t, 0.25, float64(busy.Value), 0.03, "one scrape in four has requests waiting")
 			assert.InDelta(t, 0, float64(rep.Facts[rules.WaitingMedian].Value), 1e-9)
@@ -130,7 +131,7 @@ func TestStrengthFacts(t *testing.T) {
 				s.waiting, s.gpuPct = 8, 35
 			}
 			return s
-		}, func(t *testing.T, rep *diagnose.Report) {
+		}, func(t *testing.T, rep *report.Report) {
 			g := rep.Facts[rules.GPUUtilWaiting]
 			require.Empty(t, g.Missing)
 			assert.InDelta(t, 0.35, float64(g.Value), 1e-9)
@@ -144,7 +145,7 @@ func TestStrengthFacts(t *testing.T) {
 				s.fast, s.slow, s.ttftSum = 20, 10, 1+7.5 // 20 x 0.05 s + 10 x 0.75 s
 			}
 			return s
-		}, func(t *testing.T, rep *diagnose.Report) {
+		}, func(t *testing.T, rep *report.Report) {
 			m := rep.Facts[rules.TTFTMean]
 			assert.InDelta(t, 8.5/30, float64(m.Value), 1e-9)
 			assert.InDelta(t, 0.05, float64(m.Baseline), 1e-9)
@@ -163,7 +164,7 @@ func TestStrengthFacts(t *testing.T) {
 	}
 }
 
-func symptomOf(rep *diagnose.Report, id rules.SymptomID) rules.Symptom {
+func symptomOf(rep *report.Report, id rules.SymptomID) rules.Symptom {
 	for _, s := range rep.Symptoms {
 		if s.ID == id {
 			return s

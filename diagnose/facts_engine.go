@@ -33,11 +33,11 @@ const stallMinSpan = time.Minute
 
 // progressCounters advance whenever an engine serves: completions, output
 // tokens and prefilled prompt tokens.
-var progressCounters = []SignalID{SignalRequestSuccess, SignalGenerationTokensTotal, SignalPromptTokensTotal}
+var progressCounters = []catalog.SignalID{catalog.SignalRequestSuccess, catalog.SignalGenerationTokensTotal, catalog.SignalPromptTokensTotal}
 
 // arrivalCounters advance when clients arrive or their responses end,
 // outside the engine.
-var arrivalCounters = []SignalID{SignalHTTPRequests, catalog.SignalGatewayRequests}
+var arrivalCounters = []catalog.SignalID{catalog.SignalHTTPRequests, catalog.SignalGatewayRequests}
 
 // engineJobs adds the facts of this file to js.
 func (c *factCtx) engineJobs(js *factJobs) {
@@ -92,7 +92,7 @@ func at(s *snapshot.Series, t int64) float64 {
 
 // counterAt is the sum over the series of counter id on replica r of
 // their values at t; ok is false when the replica has no such series.
-func (c *factCtx) counterAt(id SignalID, r int, t int64) (v float64, ok bool) {
+func (c *factCtx) counterAt(id catalog.SignalID, r int, t int64) (v float64, ok bool) {
 	m := c.sc.match(r, id)
 	if !m.Found() {
 		return 0, false
@@ -128,11 +128,11 @@ func (c *factCtx) asleep(r int, t int64) bool {
 // replicaProgressIn reads replica r's scrapes in w.
 func (c *factCtx) replicaProgressIn(r int, w evalWindow) replicaProgress {
 	p := replicaProgress{name: c.sc.replicas[r].t.Name}
-	wait, run := c.sc.replicaGauge(SignalWaiting, r), c.sc.replicaGauge(SignalRunning, r)
+	wait, run := c.sc.replicaGauge(catalog.SignalWaiting, r), c.sc.replicaGauge(catalog.SignalRunning, r)
 	if wait == nil || run == nil {
 		return p
 	}
-	kv := c.sc.replicaGauge(SignalKVUsage, r)
+	kv := c.sc.replicaGauge(catalog.SignalKVUsage, r)
 	var times []int64
 	for _, s := range c.sc.replicas[r].t.Scrapes {
 		if w.w.IsZero() || (!s.Time.Before(w.w.Start) && !s.Time.After(w.w.End)) {
@@ -323,7 +323,7 @@ func (c *factCtx) deferralFact(w evalWindow, episodes bool) rules.Fact {
 	found, deferring, others := false, 0, 0
 	for r := range c.sc.replicas {
 		d, ok := c.deferredGauge(r)
-		wait := c.sc.replicaGauge(SignalWaiting, r)
+		wait := c.sc.replicaGauge(catalog.SignalWaiting, r)
 		if !ok || wait == nil {
 			continue
 		}
@@ -359,14 +359,14 @@ func (c *factCtx) deferralFact(w evalWindow, episodes bool) rules.Fact {
 		return rules.MissingFact(c.missingSignal(catalog.SignalWaitingByReason))
 	}
 	held := deferred
-	src := c.sc.source(catalog.SignalWaitingByReason) + `{reason="deferred"} / ` + c.sc.source(SignalWaiting)
+	src := c.sc.source(catalog.SignalWaitingByReason) + `{reason="deferred"} / ` + c.sc.source(catalog.SignalWaiting)
 	switch {
 	case episodes && deferring > 0 && others > 0:
 		held = onDeferring
-		src = fmt.Sprintf("%s on the %d replicas whose %s{reason=\"deferred\"} > 0 at a scrape of the window (%d did not defer) / all %s", c.sc.source(SignalWaiting), deferring, c.sc.source(catalog.SignalWaitingByReason), others, c.sc.source(SignalWaiting))
+		src = fmt.Sprintf("%s on the %d replicas whose %s{reason=\"deferred\"} > 0 at a scrape of the window (%d did not defer) / all %s", c.sc.source(catalog.SignalWaiting), deferring, c.sc.source(catalog.SignalWaitingByReason), others, c.sc.source(catalog.SignalWaiting))
 	case episodes:
 		held = adjacent
-		src = c.sc.source(SignalWaiting) + ` on replicas whose ` + c.sc.source(catalog.SignalWaitingByReason) + `{reason="deferred"} > 0 at that scrape or the one before / all ` + c.sc.source(SignalWaiting)
+		src = c.sc.source(catalog.SignalWaiting) + ` on replicas whose ` + c.sc.source(catalog.SignalWaitingByReason) + `{reason="deferred"} > 0 at that scrape or the one before / all ` + c.sc.source(catalog.SignalWaiting)
 	}
 	v := 0.0
 	if waiting > 0 {
@@ -380,14 +380,14 @@ func (c *factCtx) deferralFact(w evalWindow, episodes bool) rules.Fact {
 // admissionRejectionShare is the requests rejected at admission over
 // those rejected plus those finished, over w.
 func (c *factCtx) admissionRejectionShare(w evalWindow) rules.Fact {
-	if f, ok := c.need(catalog.SignalAdmissionRejections, SignalRequestSuccess); !ok {
+	if f, ok := c.need(catalog.SignalAdmissionRejections, catalog.SignalRequestSuccess); !ok {
 		return f
 	}
 	rej, err := c.sc.fleetCounter(catalog.SignalAdmissionRejections, w.w, nil)
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
-	done, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, nil)
+	done, err := c.sc.fleetCounter(catalog.SignalRequestSuccess, w.w, nil)
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
@@ -395,7 +395,7 @@ func (c *factCtx) admissionRejectionShare(w evalWindow) rules.Fact {
 	if !(total > 0) {
 		return rules.MissingFact("no request finished or was rejected in the window")
 	}
-	f := rules.Measured(rej.Value / total).WithSource(c.sc.source(catalog.SignalAdmissionRejections) + " / (itself + " + c.sc.source(SignalRequestSuccess) + ")")
+	f := rules.Measured(rej.Value / total).WithSource(c.sc.source(catalog.SignalAdmissionRejections) + " / (itself + " + c.sc.source(catalog.SignalRequestSuccess) + ")")
 	f.Count = total
 	return f
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
@@ -33,7 +34,7 @@ func (c *factCtx) kvJobs(js *factJobs) {
 // averaged over those intervals; or (full) the share of those replicas'
 // scrapes in w with KV usage at or above Thresholds.KVHigh.
 func (c *factCtx) kvPreempting(w evalWindow, full bool) rules.Fact {
-	for _, id := range []SignalID{SignalKVUsage, SignalPreemptions} {
+	for _, id := range []catalog.SignalID{catalog.SignalKVUsage, catalog.SignalPreemptions} {
 		if !c.sc.has(id) {
 			return rules.MissingFact(c.missingSignal(id))
 		}
@@ -46,7 +47,7 @@ func (c *factCtx) kvPreempting(w evalWindow, full bool) rules.Fact {
 	var sum float64
 	var n, scrapes, atCeiling, replicas int
 	for r := range c.sc.replicas {
-		ps, kv := c.sc.replicaGauge(SignalPreemptions, r), c.sc.replicaGauge(SignalKVUsage, r)
+		ps, kv := c.sc.replicaGauge(catalog.SignalPreemptions, r), c.sc.replicaGauge(catalog.SignalKVUsage, r)
 		if ps == nil || kv == nil {
 			continue
 		}
@@ -103,12 +104,12 @@ func (c *factCtx) kvPreempting(w evalWindow, full bool) rules.Fact {
 		}
 		f = rules.Measured(float64(atCeiling) / float64(scrapes))
 		f.Count = float64(scrapes)
-		f.Source = fmt.Sprintf("%s of the %d replicas that preempted: share of their scrapes at >= %g", c.sc.source(SignalKVUsage), replicas, high)
+		f.Source = fmt.Sprintf("%s of the %d replicas that preempted: share of their scrapes at >= %g", c.sc.source(catalog.SignalKVUsage), replicas, high)
 		return f
 	}
 	f = rules.Measured(sum / float64(n))
 	f.Count = float64(n)
-	f.Source = fmt.Sprintf("%s at the %d scrape intervals in which %s rose, on %d replicas", c.sc.source(SignalKVUsage), n, c.sc.source(SignalPreemptions), replicas)
+	f.Source = fmt.Sprintf("%s at the %d scrape intervals in which %s rose, on %d replicas", c.sc.source(catalog.SignalKVUsage), n, c.sc.source(catalog.SignalPreemptions), replicas)
 	return f
 }
 
@@ -161,8 +162,8 @@ func (c *factCtx) hotReplicas() (hot, measured []int, why string) {
 // hot in the incident window, in both windows: their histograms merged as
 // the fleet's are.
 func (c *factCtx) withoutHot(mean bool) rules.Fact {
-	if !c.sc.has(SignalTTFT) {
-		return rules.MissingFact(c.missingSignal(SignalTTFT))
+	if !c.sc.has(catalog.SignalTTFT) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalTTFT))
 	}
 	hot, measured, why := c.hotReplicas()
 	if why != "" {
@@ -180,7 +181,7 @@ func (c *factCtx) withoutHot(mean bool) rules.Fact {
 	one := func(w evalWindow) (rules.Fact, string) {
 		var hs []histogram.Histogram
 		for _, r := range rest {
-			res := c.sc.replicaHist(SignalTTFT, r, w.w)
+			res := c.sc.replicaHist(catalog.SignalTTFT, r, w.w)
 			if res.err == nil && res.inc.Histogram.Total() > 0 {
 				hs = append(hs, res.inc.Histogram)
 			}
@@ -211,7 +212,7 @@ func (c *factCtx) withoutHot(mean bool) rules.Fact {
 	for _, r := range hot {
 		names = append(names, c.sc.replicas[r].t.Name)
 	}
-	out.Source = fmt.Sprintf("%s of the %d replicas other than %s", c.sc.source(SignalTTFT), len(rest), strings.Join(names, ", "))
+	out.Source = fmt.Sprintf("%s of the %d replicas other than %s", c.sc.source(catalog.SignalTTFT), len(rest), strings.Join(names, ", "))
 	if c.base.ok {
 		if b, why := one(c.base); why == "" {
 			out.Baseline, out.BaselineLower, out.BaselineUpper, out.BaselineCount = b.Value, b.Lower, b.Upper, b.Count

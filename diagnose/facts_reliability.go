@@ -82,7 +82,7 @@ type replicaLife struct {
 func (c *factCtx) life(r int, w snapshot.Window) replicaLife {
 	sc := c.sc
 	l := replicaLife{name: sc.replicas[r].t.Name}
-	run := sc.replicaGauge(SignalRunning, r)
+	run := sc.replicaGauge(catalog.SignalRunning, r)
 	if run == nil {
 		return l
 	}
@@ -109,18 +109,18 @@ func (c *factCtx) life(r int, w snapshot.Window) replicaLife {
 		}
 		return m
 	}
-	starts := at(sc.replicaGauge(SignalProcessStart, r))
-	waiting := at(sc.replicaGauge(SignalWaiting, r))
+	starts := at(sc.replicaGauge(catalog.SignalProcessStart, r))
+	waiting := at(sc.replicaGauge(catalog.SignalWaiting, r))
 	if len(idx) > 0 {
 		l.waitEnd = waiting[run.T[idx[len(idx)-1]]]
 	}
 	var counters []map[int64]float64
 	var done map[int64]float64 // completions
-	for _, id := range []SignalID{SignalRequestSuccess, SignalPromptTokensTotal, SignalGenerationTokensTotal} {
+	for _, id := range []catalog.SignalID{catalog.SignalRequestSuccess, catalog.SignalPromptTokensTotal, catalog.SignalGenerationTokensTotal} {
 		if m := sc.match(r, id); m.Found() {
 			v := at(m.Family.Aggregate(sc.selector(m.Family), snapshot.AggregateSum))
 			counters = append(counters, v)
-			if id == SignalRequestSuccess {
+			if id == catalog.SignalRequestSuccess {
 				done = v
 			}
 		}
@@ -251,8 +251,8 @@ func (c *factCtx) hidden(w evalWindow) (hiddenEstimate, []replicaLife) {
 		h.minus += m
 		h.waiting += wait
 		if h.tokensOK {
-			pt, err := c.sc.replicaCounter(SignalPromptTokensTotal, r, w.w, nil)
-			ph := c.sc.replicaHist(SignalPromptTokens, r, w.w)
+			pt, err := c.sc.replicaCounter(catalog.SignalPromptTokensTotal, r, w.w, nil)
+			ph := c.sc.replicaHist(catalog.SignalPromptTokens, r, w.w)
 			if err != nil || ph.err != nil || math.IsNaN(ph.inc.Histogram.Sum) {
 				h.tokensOK = false
 			} else {
@@ -262,7 +262,7 @@ func (c *factCtx) hidden(w evalWindow) (hiddenEstimate, []replicaLife) {
 			}
 		}
 		if h.countsOK {
-			tt, et := c.sc.replicaHist(SignalTTFT, r, w.w), c.sc.replicaHist(SignalE2E, r, w.w)
+			tt, et := c.sc.replicaHist(catalog.SignalTTFT, r, w.w), c.sc.replicaHist(catalog.SignalE2E, r, w.w)
 			if tt.err != nil || et.err != nil {
 				h.countsOK = false
 			} else {
@@ -299,7 +299,7 @@ func (c *factCtx) hiddenAssumptions(h hiddenEstimate) string {
 // increase(request_prompt_tokens_sum) corrected for the requests in
 // flight at the edges, in tokens.
 func (c *factCtx) abandonedPromptTokens(w *relWindow) rules.Fact {
-	if f, ok := c.need(SignalPromptTokensTotal, SignalPromptTokens, SignalRunning); !ok {
+	if f, ok := c.need(catalog.SignalPromptTokensTotal, catalog.SignalPromptTokens, catalog.SignalRunning); !ok {
 		return f
 	}
 	h := w.h
@@ -317,7 +317,7 @@ func (c *factCtx) abandonedPromptTokens(w *relWindow) rules.Fact {
 	hi := base + mean*(h.plus*(1+u)-h.minus*(1-u))
 	f := rules.Measured(v).WithBounds(lo, hi).WithSource(fmt.Sprintf(
 		"%s - %s _sum + (running at segment starts %g - at segment ends %g) x mean prompt %.0f tokens (+-%.0f%% for the in-flight prompts); %s",
-		c.sc.source(SignalPromptTokensTotal), c.sc.source(SignalPromptTokens), h.plus, h.minus, mean, 100*u, c.hiddenAssumptions(h)))
+		c.sc.source(catalog.SignalPromptTokensTotal), c.sc.source(catalog.SignalPromptTokens), h.plus, h.minus, mean, 100*u, c.hiddenAssumptions(h)))
 	f.Count = h.finished
 	return f
 }
@@ -339,7 +339,7 @@ func (c *factCtx) abandonedByTokens(w *relWindow) rules.Fact {
 // abandonedAfterFirstToken is the TTFT count minus the E2E count
 // corrected for the requests in flight at the edges.
 func (c *factCtx) abandonedAfterFirstToken(w *relWindow) rules.Fact {
-	if f, ok := c.need(SignalTTFT, SignalE2E, SignalRunning); !ok {
+	if f, ok := c.need(catalog.SignalTTFT, catalog.SignalE2E, catalog.SignalRunning); !ok {
 		return f
 	}
 	h := w.h
@@ -358,7 +358,7 @@ func (c *factCtx) abandonedAfterFirstToken(w *relWindow) rules.Fact {
 	}
 	f := rules.Measured(v).WithBounds(v-slack, v+h.waiting+slack).WithSource(most + fmt.Sprintf(
 		"%s count %g - %s count %g %s, +-%g%% of those running (chunked prefills, preempted requests); vLLM observes TTFT at the first token, E2E only at the finish; %s",
-		c.sc.source(SignalTTFT), h.ttft, c.sc.source(SignalE2E), h.e2e, inflight, 100*firstTokenSlack, c.hiddenAssumptions(h)))
+		c.sc.source(catalog.SignalTTFT), h.ttft, c.sc.source(catalog.SignalE2E), h.e2e, inflight, 100*firstTokenSlack, c.hiddenAssumptions(h)))
 	f.Count = h.ttft
 	return f
 }
@@ -391,11 +391,11 @@ func (c *factCtx) abandonedRequests(w *relWindow) rules.Fact {
 
 // accounting says which accounting of aborts the version seen implies.
 func (c *factCtx) accounting(w evalWindow) string {
-	reasons := c.sc.splitValues(SignalRequestSuccess, "finished_reason")
+	reasons := c.sc.splitValues(catalog.SignalRequestSuccess, "finished_reason")
 	if !slices.Contains(reasons, "abort") {
 		return "no finished_reason=\"abort\" series: this vLLM does not count aborted requests apart"
 	}
-	inc, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, map[string]string{"finished_reason": "abort"})
+	inc, err := c.sc.fleetCounter(catalog.SignalRequestSuccess, w.w, map[string]string{"finished_reason": "abort"})
 	if err != nil {
 		return "finished_reason=\"abort\" not evaluable over the window"
 	}
@@ -411,10 +411,10 @@ func (c *factCtx) abandonShare(w *relWindow) rules.Fact {
 	if !a.Known() {
 		return a
 	}
-	if !c.sc.has(SignalRequestSuccess) {
-		return rules.MissingFact(c.missingSignal(SignalRequestSuccess))
+	if !c.sc.has(catalog.SignalRequestSuccess) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalRequestSuccess))
 	}
-	done, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, nil)
+	done, err := c.sc.fleetCounter(catalog.SignalRequestSuccess, w.w, nil)
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
@@ -441,7 +441,7 @@ func (c *factCtx) queueUnservedMin(w *relWindow) rules.Fact {
 	if w.lifetime {
 		return rules.MissingFact("lifetime counters: no intervals")
 	}
-	if f, ok := c.need(SignalWaiting, SignalRunning, SignalRequestSuccess); !ok {
+	if f, ok := c.need(catalog.SignalWaiting, catalog.SignalRunning, catalog.SignalRequestSuccess); !ok {
 		return f
 	}
 	sum, n := 0.0, 0
@@ -470,7 +470,7 @@ func (c *factCtx) gatewayUnserved(w evalWindow, share bool) rules.Fact {
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
-	done, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, nil)
+	done, err := c.sc.fleetCounter(catalog.SignalRequestSuccess, w.w, nil)
 	if err != nil {
 		return rules.MissingFact(err.Error())
 	}
@@ -507,8 +507,8 @@ func (c *factCtx) restartFacts(w *relWindow) map[rules.FactID]rules.Fact {
 	if w.lifetime {
 		return miss("lifetime counters: no window to find restarts in")
 	}
-	if !c.sc.has(SignalRunning) {
-		return miss(c.missingSignal(SignalRunning))
+	if !c.sc.has(catalog.SignalRunning) {
+		return miss(c.missingSignal(catalog.SignalRunning))
 	}
 	total, top, lost, gaps, n := 0, 0, 0.0, 0, 0
 	who := ""
@@ -532,7 +532,7 @@ func (c *factCtx) restartFacts(w *relWindow) map[rules.FactID]rules.Fact {
 	}
 	sort.Strings(names)
 	how := "process_start_time_seconds changes"
-	if !c.sc.has(SignalProcessStart) {
+	if !c.sc.has(catalog.SignalProcessStart) {
 		how = "counters dropping together (no process_start_time_seconds: V0 or multiprocess mode)"
 	}
 	src := fmt.Sprintf("%s, over %d replicas; %d scrape gap(s)", how, n, gaps)
@@ -559,11 +559,11 @@ func (c *factCtx) restartFacts(w *relWindow) map[rules.FactID]rules.Fact {
 	lf := rules.Measured(lost).WithSource("waiting + running at the last scrape before each restart (requests that arrived after that scrape are not seen)")
 	lf.Count = float64(total)
 	out[rules.RequestsLost] = lf
-	if !c.sc.has(SignalRequestSuccess) {
-		out[rules.LostShare] = rules.MissingFact(c.missingSignal(SignalRequestSuccess))
+	if !c.sc.has(catalog.SignalRequestSuccess) {
+		out[rules.LostShare] = rules.MissingFact(c.missingSignal(catalog.SignalRequestSuccess))
 		return out
 	}
-	done, err := c.sc.fleetCounter(SignalRequestSuccess, w.w, nil)
+	done, err := c.sc.fleetCounter(catalog.SignalRequestSuccess, w.w, nil)
 	if err != nil || !(done.Value+lost > 0) {
 		out[rules.LostShare] = rules.MissingFact("no request finished or was lost in the window")
 		return out
@@ -659,15 +659,15 @@ func (c *factCtx) fbRiseRestarts(w *relWindow) rules.Fact {
 
 // httpShareOf is the share of HTTP responses whose status matches.
 func (c *factCtx) httpShareOf(w evalWindow, r int, match func(string) bool, what string) rules.Fact {
-	if !c.sc.has(SignalHTTPRequests) {
-		return rules.MissingFact(c.missingSignal(SignalHTTPRequests))
+	if !c.sc.has(catalog.SignalHTTPRequests) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalHTTPRequests))
 	}
 	count := func(extra map[string]string) (float64, error) {
 		if r < 0 {
-			inc, err := c.sc.fleetCounter(SignalHTTPRequests, w.w, extra)
+			inc, err := c.sc.fleetCounter(catalog.SignalHTTPRequests, w.w, extra)
 			return inc.Value, err
 		}
-		inc, err := c.sc.replicaCounter(SignalHTTPRequests, r, w.w, extra)
+		inc, err := c.sc.replicaCounter(catalog.SignalHTTPRequests, r, w.w, extra)
 		return inc.Value, err
 	}
 	total, err := count(nil)
@@ -678,7 +678,7 @@ func (c *factCtx) httpShareOf(w evalWindow, r int, match func(string) bool, what
 		return rules.MissingFact("no HTTP response in the window")
 	}
 	bad := 0.0
-	for _, st := range c.sc.splitValues(SignalHTTPRequests, "status") {
+	for _, st := range c.sc.splitValues(catalog.SignalHTTPRequests, "status") {
 		if !match(st) {
 			continue
 		}
@@ -686,7 +686,7 @@ func (c *factCtx) httpShareOf(w evalWindow, r int, match func(string) bool, what
 			bad += v
 		}
 	}
-	f := rules.Measured(bad / total).WithSource(c.sc.source(SignalHTTPRequests) + `{status="` + what + `"}`)
+	f := rules.Measured(bad / total).WithSource(c.sc.source(catalog.SignalHTTPRequests) + `{status="` + what + `"}`)
 	f.Count = total
 	return f
 }
@@ -694,8 +694,8 @@ func (c *factCtx) httpShareOf(w evalWindow, r int, match func(string) bool, what
 // http429Share is the share of 429 answers. The instrumentator groups
 // status codes by default (4xx), so a grouped fleet has no 429 apart.
 func (c *factCtx) http429Share(w evalWindow) rules.Fact {
-	sts := c.sc.splitValues(SignalHTTPRequests, "status")
-	if c.sc.has(SignalHTTPRequests) && !slices.Contains(sts, "429") && (slices.Contains(sts, "4xx") || slices.Contains(sts, "2xx")) {
+	sts := c.sc.splitValues(catalog.SignalHTTPRequests, "status")
+	if c.sc.has(catalog.SignalHTTPRequests) && !slices.Contains(sts, "429") && (slices.Contains(sts, "4xx") || slices.Contains(sts, "2xx")) {
 		return rules.MissingFact("http_requests_total groups status codes (2xx, 4xx, 5xx): no 429 apart")
 	}
 	return c.httpShareOf(w, -1, func(s string) bool { return s == "429" }, "429")
@@ -705,13 +705,13 @@ func is5xx(s string) bool { return strings.HasPrefix(s, "5") }
 
 // http5xxShareMax is the largest 5xx share of one replica.
 func (c *factCtx) http5xxShareMax(w evalWindow) rules.Fact {
-	if !c.sc.has(SignalHTTPRequests) {
-		return rules.MissingFact(c.missingSignal(SignalHTTPRequests))
+	if !c.sc.has(catalog.SignalHTTPRequests) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalHTTPRequests))
 	}
 	best, who, n := math.NaN(), "", 0
 	var count float64
 	for r := range c.sc.replicas {
-		if !c.sc.match(r, SignalHTTPRequests).Found() {
+		if !c.sc.match(r, catalog.SignalHTTPRequests).Found() {
 			continue
 		}
 		f := c.httpShareOf(w, r, is5xx, "5xx")
@@ -726,7 +726,7 @@ func (c *factCtx) http5xxShareMax(w evalWindow) rules.Fact {
 	if n == 0 {
 		return rules.MissingFact("no replica answered HTTP requests in the window")
 	}
-	f := rules.Measured(best).WithSource(fmt.Sprintf(`%s: %s{status="5xx"} of its responses, the largest of %d replicas`, who, c.sc.source(SignalHTTPRequests), n))
+	f := rules.Measured(best).WithSource(fmt.Sprintf(`%s: %s{status="5xx"} of its responses, the largest of %d replicas`, who, c.sc.source(catalog.SignalHTTPRequests), n))
 	f.Count = count
 	return f
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 
+	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -18,7 +20,7 @@ import (
 
 // replicaHistogram is one replica's histogram increase over w of the
 // series of fam matching match, with the bucket bounds (and sum)
-// multiplied by scale (Candidate.ScaleFor: milliseconds to seconds).
+// multiplied by scale (catalog.Candidate.ScaleFor: milliseconds to seconds).
 func replicaHistogram(fam *snapshot.Family, scale float64, w snapshot.Window, match map[string]string) (snapshot.HistogramIncrease, error) {
 	inc, err := fam.HistogramIncrease(w, match)
 	if err == nil && scale != 1 {
@@ -80,7 +82,7 @@ type QuantileGroup struct {
 	// Value is the label's value, e.g. "llama" for model_name.
 	Value string
 	// Report holds the quantiles; nil when Err is set.
-	Report *QuantileReport
+	Report *report.QuantileReport
 	// Err says why this value has no quantiles (no replica has the
 	// histogram with that label value over the window).
 	Err error
@@ -92,7 +94,7 @@ type QuantileGroup struct {
 // returns an error when no series of the histogram carries label; a value
 // whose quantiles cannot be computed is a group with Err set.
 func FleetQuantilesBy(ev *snapshot.Evidence, req QuantileRequest, label string) ([]QuantileGroup, error) {
-	c := DefaultCatalog()
+	c := catalog.Default()
 	if req.Catalog != nil {
 		c = *req.Catalog
 	}

@@ -23,10 +23,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/internal/jsondiff"
 	"github.com/whyslow/whyslow/internal/promserver"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
 	_ "github.com/whyslow/whyslow/snapshot/tsdb" // Read reads the TSDB cases
 )
@@ -200,7 +202,7 @@ func TestFormatsSameDiagnosis(t *testing.T) {
 			}
 			var (
 				refEv  *snapshot.Evidence
-				refRep [2]*diagnose.Report
+				refRep [2]*report.Report
 			)
 			for k, format := range evidenceFormats {
 				isRef := k == 0
@@ -345,11 +347,11 @@ func assertSameSamples(t *testing.T, ref, got *snapshot.Evidence) {
 // readable failures, then the whole report (but the list of files read)
 // is compared field by field. With startTimes, counter resets may be more
 // numerous in got (see evidenceFormat.startTimes), never fewer.
-func assertSameReport(t *testing.T, ref, got *diagnose.Report, startTimes bool, windows string) {
+func assertSameReport(t *testing.T, ref, got *report.Report, startTimes bool, windows string) {
 	t.Helper()
 	assert.Equal(t, ref.Verdict, got.Verdict, windows)
 	assert.Equal(t, topHypotheses(ref, 3), topHypotheses(got, 3), windows)
-	refP95, gotP95 := fleetQuantile(t, ref, diagnose.SignalTTFT, 0.95), fleetQuantile(t, got, diagnose.SignalTTFT, 0.95)
+	refP95, gotP95 := fleetQuantile(t, ref, catalog.SignalTTFT, 0.95), fleetQuantile(t, got, catalog.SignalTTFT, 0.95)
 	require.False(t, math.IsNaN(float64(refP95.Value)), "%s: fleet TTFT p95 is measured", windows)
 	// The merged buckets are the same counts in the same order, so the
 	// estimate is the same float, not merely close.
@@ -370,7 +372,7 @@ func assertSameReport(t *testing.T, ref, got *diagnose.Report, startTimes bool, 
 }
 
 // topHypotheses returns "id status" of the first n ranked hypotheses.
-func topHypotheses(r *diagnose.Report, n int) []string {
+func topHypotheses(r *report.Report, n int) []string {
 	var top []string
 	for _, h := range r.Hypotheses[:min(n, len(r.Hypotheses))] {
 		top = append(top, fmt.Sprintf("%s %s", h.ID, h.Status))
@@ -379,7 +381,7 @@ func topHypotheses(r *diagnose.Report, n int) []string {
 }
 
 // fleetQuantile returns quantile q of a fleet signal over the incident.
-func fleetQuantile(t *testing.T, r *diagnose.Report, id diagnose.SignalID, q float64) diagnose.Quantile {
+func fleetQuantile(t *testing.T, r *report.Report, id catalog.SignalID, q float64) report.Quantile {
 	t.Helper()
 	for _, s := range r.Signals.Fleet {
 		if s.ID != string(id) {
@@ -393,18 +395,18 @@ func fleetQuantile(t *testing.T, r *diagnose.Report, id diagnose.SignalID, q flo
 		}
 	}
 	require.Failf(t, "no such quantile", "%s p%g", id, 100*q)
-	return diagnose.Quantile{}
+	return report.Quantile{}
 }
 
 // assertResetsAtLeast checks that every counter measure of got sees at
 // least the resets of ref, and is a lower bound whenever ref's is.
-func assertResetsAtLeast(t *testing.T, ref, got []diagnose.Signal, where string) {
+func assertResetsAtLeast(t *testing.T, ref, got []report.Signal, where string) {
 	t.Helper()
 	require.Len(t, got, len(ref), where)
 	for i, rs := range ref {
 		gs := got[i]
 		require.Equal(t, rs.ID, gs.ID, where)
-		for _, m := range [][2]*diagnose.Measure{{rs.Baseline, gs.Baseline}, {rs.Incident, gs.Incident}} {
+		for _, m := range [][2]*report.Measure{{rs.Baseline, gs.Baseline}, {rs.Incident, gs.Incident}} {
 			if m[0] == nil || m[1] == nil {
 				continue
 			}
@@ -417,7 +419,7 @@ func assertResetsAtLeast(t *testing.T, ref, got []diagnose.Signal, where string)
 // reportJSON returns r's JSON form, decoded, without the list of files
 // read. With dropResets, the reset counts, lower-bound flags and reset
 // warnings of counter signals are removed.
-func reportJSON(t *testing.T, r *diagnose.Report, dropResets bool) any {
+func reportJSON(t *testing.T, r *report.Report, dropResets bool) any {
 	t.Helper()
 	var buf bytes.Buffer
 	require.NoError(t, r.WriteJSON(&buf))
@@ -491,7 +493,7 @@ func treeState(t *testing.T, path string) map[string]string {
 func TestRayPrefixNeedsNoAlias(t *testing.T) {
 	data, err := os.ReadFile("../testdata/realdata/vllm/lora-multitenancy-experiment-0.30.0.prom")
 	require.NoError(t, err)
-	diag := func(dump string) *diagnose.Report {
+	diag := func(dump string) *report.Report {
 		ev, err := snapshot.ParseDump([]byte(dump), "pod-0", snapshot.Options{})
 		require.NoError(t, err)
 		rep, err := diagnose.Diagnose(ev, diagnose.Options{})
@@ -646,7 +648,7 @@ func TestSelectionSameDiagnosis(t *testing.T) {
 // first read also lists the TTFT family the survey measures, as a sketch
 // that foretold another match would: the survey must notice and ask for
 // a second pass.
-func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagnose.Options, wrong bool) *diagnose.Report {
+func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagnose.Options, wrong bool) *report.Report {
 	t.Helper()
 	s, err := diagnose.NewSurveyor(opts)
 	require.NoError(t, err)
@@ -664,7 +666,7 @@ func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagno
 			sketched.Add(1)
 			more := s.LabelsOnlyFor(sk)
 			if wrong && pass == 0 {
-				more = append(more, diagnose.DefaultCatalog().SignalMetrics(diagnose.SignalTTFT)...)
+				more = append(more, catalog.Default().SignalMetrics(catalog.SignalTTFT)...)
 			}
 			return snapshot.TargetSelection{LabelsOnly: more}
 		}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -46,9 +47,9 @@ func chromium(t *testing.T) string {
 // fixture (an incident), the embedded sample (an incident with timelines
 // over an hour), a single real dump (undetermined) and the fleetsim
 // scenarios (scenarioReports).
-func browserReports(t *testing.T) map[string]*diagnose.Report {
+func browserReports(t *testing.T) map[string]*report.Report {
 	t.Helper()
-	out := map[string]*diagnose.Report{"fixture": renderReport()}
+	out := map[string]*report.Report{"fixture": renderReport()}
 	for name, path := range map[string]string{
 		"sample":   filepath.Join("..", "examples", "postmortem", "evidence", "long-prompts.om.gz"),
 		"realdump": filepath.Join("..", "testdata", "realdata", "vllm", "lora-multitenancy-experiment-0.30.0.prom"),
@@ -76,10 +77,10 @@ const verboseSuffix = "+verbose"
 
 // browserScenarios diagnoses the fleetsim scenarios (under -short, those
 // of shortScenarios), as many at once as there are processors.
-func browserScenarios(t *testing.T) map[string]*diagnose.Report {
+func browserScenarios(t *testing.T) map[string]*report.Report {
 	t.Helper()
 	var mu sync.Mutex
-	out := map[string]*diagnose.Report{}
+	out := map[string]*report.Report{}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	for _, spec := range fleetsim.Scenarios() {

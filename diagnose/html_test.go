@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/catalog"
-	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/report/html"
@@ -31,7 +30,7 @@ func stripSVG(html []byte) []byte {
 	return svgElement.ReplaceAll(html, []byte(`<svg><!-- plot drawn by gonum/plot --></svg>`))
 }
 
-func writeHTML(t *testing.T, r *diagnose.Report) string {
+func writeHTML(t *testing.T, r *report.Report) string {
 	t.Helper()
 	var b bytes.Buffer
 	require.NoError(t, html.Write(&b, r))
@@ -101,7 +100,7 @@ func TestWriteHTMLStructure(t *testing.T) {
 // culpritReport is the render fixture with a verdict whose evidence
 // names vllm-2 (its TTFT p95 over the fleet's), and vllm-2's TTFT p95
 // timeline: the fleet's, doubled in the incident.
-func culpritReport(t *testing.T) *diagnose.Report {
+func culpritReport(t *testing.T) *report.Report {
 	t.Helper()
 	r := renderReport()
 	i := slices.IndexFunc(r.Hypotheses, func(h rules.Finding) bool { return string(h.ID) == string(r.Verdict) })

@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/whyslow/whyslow/catalog"
 )
 
 // membership is when one replica joined the evidence, left it, and was
@@ -39,7 +41,7 @@ func (sc *scope) membership(r int) membership {
 			}
 		}
 	}
-	if s := sc.replicaGauge(SignalProcessStart, r); s != nil {
+	if s := sc.replicaGauge(catalog.SignalProcessStart, r); s != nil {
 		prev, prevT := math.NaN(), int64(0)
 		for i, v := range s.V {
 			if math.IsNaN(v) {

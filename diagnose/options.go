@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -30,10 +31,10 @@ const DefaultMaxWindow = 30 * time.Minute
 // windows itself and splits the fleet by model when it serves several.
 // Options is a struct so that it can grow without breaking callers.
 type Options struct {
-	// Catalog maps signals to metric names; nil means DefaultCatalog().
+	// Catalog maps signals to metric names; nil means catalog.Default().
 	// Adapt a catalog with Alias (a gateway's client-side TTFT histogram,
 	// a custom GPU metric) or WithPrefix (Ray's ray_vllm:).
-	Catalog *Catalog
+	Catalog *catalog.Catalog
 
 	// Baseline and Incident are the windows to compare. A zero Incident
 	// lets Diagnose choose both windows (see the package documentation,
@@ -55,7 +56,7 @@ type Options struct {
 	// of the targets that serve it).
 	Model string
 	// By is the label whose values split the evidence into groups, each
-	// diagnosed on its own (Report.Groups): "model_name", or a label a
+	// diagnosed on its own (report.Report.Groups): "model_name", or a label a
 	// gateway adds such as a workload type. Empty means model_name when
 	// the evidence serves several models, else no split. Signals are
 	// never merged across models whatever By says: with another label,
@@ -94,7 +95,7 @@ type Options struct {
 // settings are Options with the defaults filled in.
 type settings struct {
 	Options
-	catalog   Catalog
+	catalog   catalog.Catalog
 	quantiles []float64
 }
 
@@ -103,7 +104,7 @@ func (o Options) settings() (settings, error) {
 	if o.Catalog != nil {
 		s.catalog = *o.Catalog
 	} else {
-		s.catalog = DefaultCatalog()
+		s.catalog = catalog.Default()
 	}
 	if s.Thresholds == (rules.Thresholds{}) {
 		s.Thresholds = rules.DefaultThresholds

@@ -3,16 +3,17 @@ package diagnose
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
-	"maps"
-	"slices"
 )
 
 // QuantileRequest asks for quantiles of one histogram across a fleet.
@@ -21,8 +22,8 @@ type QuantileRequest struct {
 	// or a catalog signal id ("ttft"); a signal id takes, per replica, the
 	// first of its candidate metrics that the replica exposes.
 	Metric string
-	// Catalog resolves signal ids; nil means DefaultCatalog().
-	Catalog *Catalog
+	// Catalog resolves signal ids; nil means catalog.Default().
+	Catalog *catalog.Catalog
 	// Quantiles to estimate; nil means 0.5, 0.95 and 0.99.
 	Quantiles []float64
 	// Window is the time range; the zero Window means each replica's
@@ -51,13 +52,13 @@ var ErrSeveralModels = errors.New("the evidence holds several models")
 // When the matching series carry several model_name values and Match does
 // not fix model_name, FleetQuantiles returns an error wrapping
 // ErrSeveralModels that lists them.
-func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport, error) {
+func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*report.QuantileReport, error) {
 	ev = ev.JoinAddresses()
 	qs := req.Quantiles
 	if len(qs) == 0 {
 		qs = DefaultQuantiles
 	}
-	c := DefaultCatalog()
+	c := catalog.Default()
 	if req.Catalog != nil {
 		c = *req.Catalog
 	}
@@ -73,11 +74,11 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 			return nil, fmt.Errorf("%w (%s): choose one with QuantileRequest.Match[\"model_name\"] or split with FleetQuantilesBy", ErrSeveralModels, strings.Join(models, ", "))
 		}
 	}
-	rep := &QuantileReport{Metric: req.Metric, Unit: unit, Replicas: map[string][]Quantile{}, Window: WindowSpan{Start: req.Window.Start, End: req.Window.End}}
+	rep := &report.QuantileReport{Metric: req.Metric, Unit: unit, Replicas: map[string][]report.Quantile{}, Window: report.WindowSpan{Start: req.Window.Start, End: req.Window.End}}
 	var perReplica []snapshot.HistogramIncrease
 	used := map[string]bool{}
-	var span WindowSpan
-	spec, isSignal := cat.Signal(SignalID(req.Metric))
+	var span report.WindowSpan
+	spec, isSignal := cat.Signal(catalog.SignalID(req.Metric))
 	for _, t := range ev.Targets {
 		// A signal id takes the replica's metric as the catalog resolves
 		// it (the same choice Diagnose makes), with its unit scale (a
@@ -136,19 +137,19 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*QuantileReport
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("fleet merge: bucket layouts differ; bounds %v left out (not shared by every replica)", merged.Dropped))
 	}
 	rep.Fleet = estimates(merged.Histogram, qs)
-	rep.FleetMean = Float(merged.Histogram.Mean())
+	rep.FleetMean = report.Float(merged.Histogram.Mean())
 	rep.Warnings = append(rep.Warnings, stabilityWarnings("fleet", rep.Fleet)...)
 	return rep, nil
 }
 
 // histogramNames returns the metric names a request may mean: a signal's
 // candidates, or the name itself.
-func histogramNames(cat *Catalog, metric string) ([]string, error) {
+func histogramNames(cat *catalog.Catalog, metric string) ([]string, error) {
 	if metric == "" {
 		return nil, errors.New("no metric given")
 	}
-	if spec, ok := cat.Signal(SignalID(metric)); ok {
-		if spec.Kind != KindHistogram {
+	if spec, ok := cat.Signal(catalog.SignalID(metric)); ok {
+		if spec.Kind != catalog.KindHistogram {
 			return nil, fmt.Errorf("signal %q is a %s, not a histogram", metric, spec.Kind)
 		}
 		if len(spec.Candidates) == 0 {
@@ -189,10 +190,10 @@ func histogramLabelValues(ev *snapshot.Evidence, names []string, label string, m
 	return slices.Sorted(maps.Keys(seen))
 }
 
-func estimates(h histogram.Histogram, qs []float64) []Quantile {
-	out := make([]Quantile, len(qs))
+func estimates(h histogram.Histogram, qs []float64) []report.Quantile {
+	out := make([]report.Quantile, len(qs))
 	for i, q := range qs {
-		out[i] = QuantileOf(h.Quantile(q))
+		out[i] = report.QuantileOf(h.Quantile(q))
 	}
 	return out
 }
@@ -223,7 +224,7 @@ func increaseWarnings(target, metric string, inc snapshot.HistogramIncrease) []s
 
 // stabilityWarnings says which quantiles rest on too few observations,
 // or that there is none at all.
-func stabilityWarnings(who string, qs []Quantile) []string {
+func stabilityWarnings(who string, qs []report.Quantile) []string {
 	var w []string
 	for _, q := range qs {
 		switch {
@@ -238,9 +239,9 @@ func stabilityWarnings(who string, qs []Quantile) []string {
 
 // histogramUnit is the unit of a histogram's values: the catalog's for a
 // signal or a known metric, else guessed from the name.
-func histogramUnit(cat *Catalog, metric string, names []string) string {
+func histogramUnit(cat *catalog.Catalog, metric string, names []string) string {
 	unit := ""
-	if spec, ok := cat.Signal(SignalID(metric)); ok {
+	if spec, ok := cat.Signal(catalog.SignalID(metric)); ok {
 		unit = spec.Unit
 	} else {
 		for _, spec := range cat.Signals() {
@@ -252,9 +253,9 @@ func histogramUnit(cat *Catalog, metric string, names []string) string {
 		}
 	}
 	switch {
-	case unit == UnitSeconds || (unit == "" && strings.HasSuffix(names[0], "_seconds")):
+	case unit == catalog.UnitSeconds || (unit == "" && strings.HasSuffix(names[0], "_seconds")):
 		return "s"
-	case unit == UnitTokens || (unit == "" && strings.HasSuffix(names[0], "_tokens")):
+	case unit == catalog.UnitTokens || (unit == "" && strings.HasSuffix(names[0], "_tokens")):
 		return "tokens"
 	}
 	return ""

@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 	_ "github.com/whyslow/whyslow/snapshot/tsdb" // Read reads the TSDB case
@@ -29,7 +31,7 @@ func abandonOverload(rate float64) fleetsim.Config {
 
 // truthIn counts the simulator's abandoned requests in the report's
 // incident window.
-func truthIn(f *fleetsim.Fleet, rep *diagnose.Report) fleetsim.AbandonCount {
+func truthIn(f *fleetsim.Fleet, rep *report.Report) fleetsim.AbandonCount {
 	start := f.Config.Start
 	return f.Abandoned(rep.Windows.Incident.Start.Sub(start), rep.Windows.Incident.End.Sub(start)+time.Millisecond)
 }
@@ -326,7 +328,7 @@ func TestHiddenAbandonmentEstimates(t *testing.T) {
 	}
 }
 
-func reportSymptom(rep *diagnose.Report, id string) rules.Symptom {
+func reportSymptom(rep *report.Report, id string) rules.Symptom {
 	return first(rep.Symptoms, func(s rules.Symptom) bool { return string(s.ID) == id })
 }
 
@@ -365,7 +367,7 @@ func TestGatewayUnserved(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, rep.Facts[rules.GatewayUnserved].Missing, "Catalog.Alias gateway_requests=METRIC", "no gateway counter without an alias")
 
-	cat := diagnose.DefaultCatalog()
+	cat := catalog.Default()
 	require.NoError(t, cat.Alias("gateway_requests", "gateway_requests_total"))
 	opts.Catalog = &cat
 	rep, err = diagnose.Diagnose(snapshot.Merge(evs...), opts)

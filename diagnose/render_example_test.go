@@ -6,35 +6,35 @@ import (
 	"strings"
 	"time"
 
-	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 )
 
 // exampleReport is a small report: TTFT and prompt tokens over two
 // windows, judged by the decision map.
-func exampleReport() *diagnose.Report {
+func exampleReport() *report.Report {
 	t0 := time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
-	base := diagnose.WindowInfo{Start: t0, End: t0.Add(30 * time.Minute), From: "given", Scrapes: 240}
-	inc := diagnose.WindowInfo{Start: t0.Add(30 * time.Minute), End: t0.Add(time.Hour), From: "given", Scrapes: 240}
-	q := func(q, v, lo, hi, n float64) diagnose.Quantile {
-		return diagnose.Quantile{Q: q, Value: diagnose.Float(v), Lower: diagnose.Float(lo), Upper: diagnose.Float(hi), Count: diagnose.Float(n)}
+	base := report.WindowInfo{Start: t0, End: t0.Add(30 * time.Minute), From: "given", Scrapes: 240}
+	inc := report.WindowInfo{Start: t0.Add(30 * time.Minute), End: t0.Add(time.Hour), From: "given", Scrapes: 240}
+	q := func(q, v, lo, hi, n float64) report.Quantile {
+		return report.Quantile{Q: q, Value: report.Float(v), Lower: report.Float(lo), Upper: report.Float(hi), Count: report.Float(n)}
 	}
-	hist := func(id, unit string, b50, b95, i50, i95 diagnose.Quantile) diagnose.Signal {
-		return diagnose.Signal{ID: id, Kind: "histogram", Unit: unit,
-			Baseline: &diagnose.Measure{Window: base, Quantiles: []diagnose.Quantile{b50, b95}, Count: b95.Count, Mean: b50.Value},
-			Incident: &diagnose.Measure{Window: inc, Quantiles: []diagnose.Quantile{i50, i95}, Count: i95.Count, Mean: i50.Value}}
+	hist := func(id, unit string, b50, b95, i50, i95 report.Quantile) report.Signal {
+		return report.Signal{ID: id, Kind: "histogram", Unit: unit,
+			Baseline: &report.Measure{Window: base, Quantiles: []report.Quantile{b50, b95}, Count: b95.Count, Mean: b50.Value},
+			Incident: &report.Measure{Window: inc, Quantiles: []report.Quantile{i50, i95}, Count: i95.Count, Mean: i50.Value}}
 	}
 	facts := rules.Facts{
 		rules.TTFTP95: rules.Measured(2.2).WithBaseline(0.9).WithCount(4000, 3900),
 	}
 	res := rules.Evaluate(facts, rules.SLO{}, rules.DefaultThresholds)
-	return &diagnose.Report{
-		SchemaVersion: diagnose.SchemaVersion,
+	return &report.Report{
+		SchemaVersion: report.SchemaVersion,
 		Verdict:       res.Verdict,
-		Windows:       diagnose.Windows{Baseline: base, Incident: inc},
+		Windows:       report.Windows{Baseline: base, Incident: inc},
 		Symptoms:      res.Symptoms[:1],
 		Hypotheses:    res.Findings,
-		Signals: diagnose.Signals{Fleet: []diagnose.Signal{
+		Signals: report.Signals{Fleet: []report.Signal{
 			hist("ttft", "s", q(0.5, 0.29, 0.25, 0.5, 3900), q(0.95, 0.9, 0.75, 1, 3900), q(0.5, 0.31, 0.25, 0.5, 4000), q(0.95, 2.2, 1, 2.5, 4000)),
 			hist("prompt_tokens", "tokens", q(0.5, 850, 500, 1000, 3900), q(0.95, 2400, 2000, 5000, 3900), q(0.5, 870, 500, 1000, 4000), q(0.95, 6100, 5000, 10000, 4000)),
 		}},
@@ -44,11 +44,11 @@ func exampleReport() *diagnose.Report {
 // The before/after table of the article's section 10, as `whyslow
 // compare` prints it.
 func ExampleWriteCompareText() {
-	rows := diagnose.CompareTable(exampleReport())
+	rows := report.CompareTable(exampleReport())
 	for _, r := range rows {
 		fmt.Printf("%s p95 %v -> %v, moved %v\n", r.Signal, float64(r.BaselineP95.Value), float64(r.IncidentP95.Value), r.Moved)
 	}
-	_ = diagnose.WriteCompareText(os.Stdout, rows)
+	_ = report.WriteCompareText(os.Stdout, rows)
 	// Output:
 	// ttft p95 0.9 -> 2.2, moved true
 	// prompt_tokens p95 2400 -> 6100, moved true

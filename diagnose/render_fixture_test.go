@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 )
 
@@ -19,8 +19,8 @@ var (
 	renderT0       = time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
 	renderSplit    = renderT0.Add(30 * time.Minute)
 	renderT1       = renderSplit.Add(30 * time.Minute)
-	renderBaseline = diagnose.WindowInfo{Start: renderT0, End: renderSplit, From: "change-point", Scrapes: 360}
-	renderIncident = diagnose.WindowInfo{Start: renderSplit, End: renderT1, From: "change-point", Scrapes: 360}
+	renderBaseline = report.WindowInfo{Start: renderT0, End: renderSplit, From: "change-point", Scrapes: 360}
+	renderIncident = report.WindowInfo{Start: renderSplit, End: renderT1, From: "change-point", Scrapes: 360}
 	renderReplicas = []string{"vllm-0", "vllm-1", "vllm-2"}
 )
 
@@ -101,12 +101,12 @@ func renderFacts() rules.Facts {
 }
 
 // renderFactValues converts facts as Diagnose does.
-func renderFactValues(fs rules.Facts) map[rules.FactID]diagnose.FactValue {
-	out := make(map[rules.FactID]diagnose.FactValue, len(fs))
+func renderFactValues(fs rules.Facts) map[rules.FactID]report.FactValue {
+	out := make(map[rules.FactID]report.FactValue, len(fs))
 	for id, f := range fs {
-		out[id] = diagnose.FactValue{
-			Value: diagnose.Float(f.Value), Lower: diagnose.Float(f.Lower), Upper: diagnose.Float(f.Upper), Count: diagnose.Float(f.Count),
-			Baseline: diagnose.Float(f.Baseline), BaselineCount: diagnose.Float(f.BaselineCount),
+		out[id] = report.FactValue{
+			Value: report.Float(f.Value), Lower: report.Float(f.Lower), Upper: report.Float(f.Upper), Count: report.Float(f.Count),
+			Baseline: report.Float(f.Baseline), BaselineCount: report.Float(f.BaselineCount),
 			Window: f.Window, BaselineWindow: f.BaselineWindow, Source: f.Source, Missing: f.Missing,
 		}
 	}
@@ -114,84 +114,84 @@ func renderFactValues(fs rules.Facts) map[rules.FactID]diagnose.FactValue {
 }
 
 // renderQs are p50, p95 and p99 with bounds and a count.
-func renderQs(n float64, v ...float64) []diagnose.Quantile {
+func renderQs(n float64, v ...float64) []report.Quantile {
 	qs := []float64{0.5, 0.95, 0.99}
-	out := make([]diagnose.Quantile, len(qs))
+	out := make([]report.Quantile, len(qs))
 	for i, q := range qs {
-		out[i] = diagnose.Quantile{Q: q, Value: diagnose.Float(v[3*i]), Lower: diagnose.Float(v[3*i+1]),
-			Upper: diagnose.Float(v[3*i+2]), Count: diagnose.Float(n), Stable: n >= 100}
+		out[i] = report.Quantile{Q: q, Value: report.Float(v[3*i]), Lower: report.Float(v[3*i+1]),
+			Upper: report.Float(v[3*i+2]), Count: report.Float(n), Stable: n >= 100}
 	}
 	return out
 }
 
-func renderNaNMeasure(w diagnose.WindowInfo) *diagnose.Measure {
-	n := diagnose.Float(math.NaN())
-	return &diagnose.Measure{Window: w, Mean: n, Count: n, Rate: n, Min: n, Max: n, Last: n, Slope: n}
+func renderNaNMeasure(w report.WindowInfo) *report.Measure {
+	n := report.Float(math.NaN())
+	return &report.Measure{Window: w, Mean: n, Count: n, Rate: n, Min: n, Max: n, Last: n, Slope: n}
 }
 
 // renderHist is a histogram signal; index 0 of mean and n, and base, are
 // the baseline window's, index 1 and inc the incident window's.
-func renderHist(id, metric, unit string, mean [2]float64, n [2]float64, base, inc []float64) diagnose.Signal {
-	m := func(w diagnose.WindowInfo, k int, qs []float64) *diagnose.Measure {
+func renderHist(id, metric, unit string, mean [2]float64, n [2]float64, base, inc []float64) report.Signal {
+	m := func(w report.WindowInfo, k int, qs []float64) *report.Measure {
 		x := renderNaNMeasure(w)
-		x.Quantiles, x.Mean, x.Count, x.Rate = renderQs(n[k], qs...), diagnose.Float(mean[k]), diagnose.Float(n[k]), diagnose.Float(n[k]/1800)
+		x.Quantiles, x.Mean, x.Count, x.Rate = renderQs(n[k], qs...), report.Float(mean[k]), report.Float(n[k]), report.Float(n[k]/1800)
 		return x
 	}
-	return diagnose.Signal{ID: id, Kind: "histogram", Unit: unit, Metric: metric, Versions: renderVersions,
+	return report.Signal{ID: id, Kind: "histogram", Unit: unit, Metric: metric, Versions: renderVersions,
 		Baseline: m(renderBaseline, 0, base), Incident: m(renderIncident, 1, inc)}
 }
 
 // renderTTFT is the fleet's TTFT over n requests, with the given incident
 // p95 (a replica's differs from the fleet's).
-func renderTTFT(n [2]float64, p95 float64) diagnose.Signal {
+func renderTTFT(n [2]float64, p95 float64) report.Signal {
 	return renderHist("ttft", "vllm:time_to_first_token_seconds", "s", [2]float64{0.36, 0.61}, n,
 		[]float64{0.29, 0.25, 0.5, 0.9, 0.75, 1, 1.3, 1, 2.5}, []float64{0.31, 0.25, 0.5, p95, 1, 2.5, 3.4, 2.5, 5})
 }
 
 // renderQueueTime is the fleet's queue time over n requests.
-func renderQueueTime(n [2]float64) diagnose.Signal {
+func renderQueueTime(n [2]float64) report.Signal {
 	return renderHist("queue_time", "vllm:request_queue_time_seconds", "s", [2]float64{0.035, 0.038}, n,
 		[]float64{0.02, 0, 0.3, 0.12, 0, 0.3, 0.21, 0, 0.3}, []float64{0.02, 0, 0.3, 0.13, 0, 0.3, 0.24, 0, 0.3})
 }
 
-func renderCounter(id, metric, unit string, base, inc float64) diagnose.Signal {
-	m := func(w diagnose.WindowInfo, v float64) *diagnose.Measure {
+func renderCounter(id, metric, unit string, base, inc float64) report.Signal {
+	m := func(w report.WindowInfo, v float64) *report.Measure {
 		x := renderNaNMeasure(w)
-		x.Count, x.Rate = diagnose.Float(v), diagnose.Float(v/1800)
+		x.Count, x.Rate = report.Float(v), report.Float(v/1800)
 		return x
 	}
-	return diagnose.Signal{ID: id, Kind: "counter", Unit: unit, Metric: metric, Versions: renderVersions,
+	return report.Signal{ID: id, Kind: "counter", Unit: unit, Metric: metric, Versions: renderVersions,
 		Baseline: m(renderBaseline, base), Incident: m(renderIncident, inc)}
 }
 
-func renderGauge(id, metric, unit string, base, inc [4]float64) diagnose.Signal {
-	m := func(w diagnose.WindowInfo, v [4]float64) *diagnose.Measure {
+func renderGauge(id, metric, unit string, base, inc [4]float64) report.Signal {
+	m := func(w report.WindowInfo, v [4]float64) *report.Measure {
 		x := renderNaNMeasure(w)
-		x.Mean, x.Max, x.Slope, x.Count = diagnose.Float(v[0]), diagnose.Float(v[1]), diagnose.Float(v[2]), diagnose.Float(v[3])
-		x.Min, x.Last = 0, diagnose.Float(v[0])
+		x.Mean, x.Max, x.Slope, x.Count = report.Float(v[0]), report.Float(v[1]), report.Float(v[2]), report.Float(v[3])
+		x.Min, x.Last = 0, report.Float(v[0])
 		return x
 	}
-	return diagnose.Signal{ID: id, Kind: "gauge", Unit: unit, Metric: metric, Versions: renderVersions,
+	return report.Signal{ID: id, Kind: "gauge", Unit: unit, Metric: metric, Versions: renderVersions,
 		Baseline: m(renderBaseline, base), Incident: m(renderIncident, inc)}
 }
 
-func renderDerived(id, unit, source string, base, inc, n float64, rate bool) diagnose.Signal {
-	m := func(w diagnose.WindowInfo, v float64) *diagnose.Measure {
+func renderDerived(id, unit, source string, base, inc, n float64, rate bool) report.Signal {
+	m := func(w report.WindowInfo, v float64) *report.Measure {
 		x := renderNaNMeasure(w)
-		x.Count = diagnose.Float(n)
+		x.Count = report.Float(n)
 		if rate {
-			x.Rate = diagnose.Float(v)
+			x.Rate = report.Float(v)
 		} else {
-			x.Mean = diagnose.Float(v)
+			x.Mean = report.Float(v)
 		}
 		return x
 	}
-	return diagnose.Signal{ID: id, Kind: "ratio", Unit: unit, Metric: source, Baseline: m(renderBaseline, base), Incident: m(renderIncident, inc)}
+	return report.Signal{ID: id, Kind: "ratio", Unit: unit, Metric: source, Baseline: m(renderBaseline, base), Incident: m(renderIncident, inc)}
 }
 
-func renderFleetSignals() []diagnose.Signal {
+func renderFleetSignals() []report.Signal {
 	n := [2]float64{3900, 4000}
-	return []diagnose.Signal{
+	return []report.Signal{
 		renderTTFT(n, 2.2),
 		renderQueueTime(n),
 		renderHist("prefill_time", "vllm:request_prefill_time_seconds", "s", [2]float64{0.21, 0.43}, n,
@@ -222,8 +222,8 @@ func renderFleetSignals() []diagnose.Signal {
 	}
 }
 
-func renderReplicaSignals() map[string][]diagnose.Signal {
-	out := map[string][]diagnose.Signal{}
+func renderReplicaSignals() map[string][]report.Signal {
+	out := map[string][]report.Signal{}
 	// Per replica: a share of the completions and a TTFT p95 near the
 	// fleet's; vllm-2 a little hotter.
 	share := []float64{0.32, 0.33, 0.35}
@@ -231,7 +231,7 @@ func renderReplicaSignals() map[string][]diagnose.Signal {
 	kv := []float64{0.55, 0.57, 0.62}
 	for i, name := range renderReplicas {
 		n := [2]float64{3900 * share[i], 4000 * share[i]}
-		out[name] = []diagnose.Signal{
+		out[name] = []report.Signal{
 			renderTTFT(n, ttft[i]),
 			renderQueueTime(n),
 			renderGauge("waiting", "vllm:num_requests_waiting", "requests", [4]float64{0.17, 2, 0, 120}, [4]float64{0.2, 2, 0, 120}),
@@ -246,13 +246,13 @@ func renderReplicaSignals() map[string][]diagnose.Signal {
 // renderWave is a deterministic wobble in [-1, 1].
 func renderWave(i int) float64 { return math.Sin(float64(i)*1.7) * math.Cos(float64(i)*0.45) }
 
-func renderTimelines() []diagnose.Timeline {
+func renderTimelines() []report.Timeline {
 	step := time.Minute
-	mk := func(signal, stat, replica string, count float64, f func(i int, incident bool) float64) diagnose.Timeline {
-		t := diagnose.Timeline{Signal: signal, Stat: stat, Replica: replica, Step: step}
+	mk := func(signal, stat, replica string, count float64, f func(i int, incident bool) float64) report.Timeline {
+		t := report.Timeline{Signal: signal, Stat: stat, Replica: replica, Step: step}
 		for i := range 60 {
 			end := renderT0.Add(time.Duration(i+1) * step)
-			t.Points = append(t.Points, diagnose.Point{T: end, Value: diagnose.Float(f(i, i >= 30)), Count: diagnose.Float(count)})
+			t.Points = append(t.Points, report.Point{T: end, Value: report.Float(f(i, i >= 30)), Count: report.Float(count)})
 		}
 		return t
 	}
@@ -265,7 +265,7 @@ func renderTimelines() []diagnose.Timeline {
 			return v * (1 + noise*renderWave(i))
 		}
 	}
-	tls := []diagnose.Timeline{
+	tls := []report.Timeline{
 		mk("ttft", "p95", "", 133, up(0.9, 2.2, 0.08)),
 		mk("queue_time", "p95", "", 133, up(0.12, 0.13, 0.1)),
 		mk("prefill_time", "p95", "", 133, up(0.64, 1.9, 0.08)),
@@ -276,7 +276,7 @@ func renderTimelines() []diagnose.Timeline {
 		mk("preemptions", "rate", "", 0, func(int, bool) float64 { return 0 }),
 	}
 	// One minute without observations: a gap in the plots, not a zero.
-	tls[0].Points[12].Value, tls[0].Points[12].Count = diagnose.Float(math.NaN()), 0
+	tls[0].Points[12].Value, tls[0].Points[12].Count = report.Float(math.NaN()), 0
 	for k, name := range renderReplicas {
 		off := float64(k) * 0.1
 		tls = append(tls,
@@ -288,31 +288,31 @@ func renderTimelines() []diagnose.Timeline {
 }
 
 // renderReport builds the section 10 report.
-func renderReport() *diagnose.Report {
+func renderReport() *report.Report {
 	facts := renderFacts()
 	res := rules.Evaluate(facts, rules.SLO{}, rules.DefaultThresholds)
-	rep := &diagnose.Report{
-		SchemaVersion: diagnose.SchemaVersion,
+	rep := &report.Report{
+		SchemaVersion: report.SchemaVersion,
 		Verdict:       res.Verdict,
 		Summary: "prefill-long-prompts (prefill cost of longer prompts), symptoms ttft, tail: " +
 			"ttft_p95 2.2s vs baseline 900ms: 2.44x (up: >= 1.5x); queue_time_p95 130ms vs baseline 120ms: 1.08x (not up: < 1.5x); " +
 			"prompt_tokens_p95 6100 tokens vs baseline 2400 tokens: 2.54x (rises: >= 1.5x)",
-		Windows: diagnose.Windows{Baseline: renderBaseline, Incident: renderIncident, ChangePoint: &diagnose.ChangePoint{
+		Windows: report.Windows{Baseline: renderBaseline, Incident: renderIncident, ChangePoint: &report.ChangePoint{
 			Time: renderSplit, Score: 7.42, Used: true,
 			Method: "split maximising the sum of standardised shifts of fleet TTFT p95 and fleet waiting per 1m0s interval, at least 5m0s each side",
 		}},
 		Symptoms:   res.Symptoms,
 		Hypotheses: res.Findings,
 		Notes:      res.Notes,
-		Signals:    diagnose.Signals{Fleet: renderFleetSignals(), Replicas: renderReplicaSignals()},
+		Signals:    report.Signals{Fleet: renderFleetSignals(), Replicas: renderReplicaSignals()},
 		Timelines:  renderTimelines(),
 		Facts:      renderFactValues(facts),
-		Inputs: diagnose.Inputs{
+		Inputs: report.Inputs{
 			Sources:  []string{"evidence/incident-2026-03-14/"},
 			Replicas: renderReplicas,
 			Versions: map[string]string{"vllm-0": renderVersions, "vllm-1": renderVersions, "vllm-2": renderVersions},
 		},
-		Dimensions: []diagnose.Dimension{
+		Dimensions: []report.Dimension{
 			{Name: "model and replica", Supported: true, How: "model_name label (model_name=\"llama-3-70b\"); 3 replicas, each with its own signals"},
 			{Name: "workload type", Supported: false, How: "vLLM's metrics carry no workload label; when a gateway adds one (chat, RAG, agent), split by it with Options.By"},
 			{Name: "streaming vs not", Supported: false, How: "not visible: vLLM's metrics do not tell streamed from non-streamed requests"},
@@ -325,7 +325,7 @@ func renderReport() *diagnose.Report {
 
 // renderSplitReport is a report split by model_name into two groups: the
 // section 10 incident, and a small model that served well.
-func renderSplitReport() *diagnose.Report {
+func renderSplitReport() *report.Report {
 	llama := renderReport()
 	small := renderReport()
 	small.Group = map[string]string{"model_name": "qwen-7b"}
@@ -341,15 +341,15 @@ func renderSplitReport() *diagnose.Report {
 	small.Facts = renderFactValues(facts)
 	small.Summary = fmt.Sprintf("%s: every symptom was evaluated and none is present", res.Verdict)
 	small.Timelines = nil
-	small.Signals = diagnose.Signals{Fleet: renderFleetSignals()[:3]}
+	small.Signals = report.Signals{Fleet: renderFleetSignals()[:3]}
 	small.Warnings = nil
-	return &diagnose.Report{
-		SchemaVersion: diagnose.SchemaVersion,
+	return &report.Report{
+		SchemaVersion: report.SchemaVersion,
 		Verdict:       llama.Verdict,
 		Summary:       "split by model_name into 2 groups (model_name=llama-3-70b: prefill-long-prompts; model_name=qwen-7b: " + string(res.Verdict) + "); the top-level verdict is that of model_name=llama-3-70b",
 		Windows:       llama.Windows,
 		Inputs:        llama.Inputs,
 		Dimensions:    llama.Dimensions[:1],
-		Groups:        []*diagnose.Report{llama, small},
+		Groups:        []*report.Report{llama, small},
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 )
 
@@ -61,19 +61,19 @@ func TestRenderFixtureIsTheArticleCase(t *testing.T) {
 func TestRenderGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		rep   func() *diagnose.Report
-		write func(*diagnose.Report, *bytes.Buffer) error
+		rep   func() *report.Report
+		write func(*report.Report, *bytes.Buffer) error
 	}{
-		{"report.txt", renderReport, func(r *diagnose.Report, b *bytes.Buffer) error { return r.WriteText(b) }},
-		{"report.md", renderReport, func(r *diagnose.Report, b *bytes.Buffer) error { return r.WriteMarkdown(b) }},
-		{"report.json", renderReport, func(r *diagnose.Report, b *bytes.Buffer) error { return r.WriteJSON(b) }},
-		{"split.txt", renderSplitReport, func(r *diagnose.Report, b *bytes.Buffer) error { return r.WriteText(b) }},
-		{"split.md", renderSplitReport, func(r *diagnose.Report, b *bytes.Buffer) error { return r.WriteMarkdown(b) }},
-		{"compare.txt", renderReport, func(r *diagnose.Report, b *bytes.Buffer) error {
-			return diagnose.WriteCompareText(b, diagnose.CompareTable(r))
+		{"report.txt", renderReport, func(r *report.Report, b *bytes.Buffer) error { return r.WriteText(b) }},
+		{"report.md", renderReport, func(r *report.Report, b *bytes.Buffer) error { return r.WriteMarkdown(b) }},
+		{"report.json", renderReport, func(r *report.Report, b *bytes.Buffer) error { return r.WriteJSON(b) }},
+		{"split.txt", renderSplitReport, func(r *report.Report, b *bytes.Buffer) error { return r.WriteText(b) }},
+		{"split.md", renderSplitReport, func(r *report.Report, b *bytes.Buffer) error { return r.WriteMarkdown(b) }},
+		{"compare.txt", renderReport, func(r *report.Report, b *bytes.Buffer) error {
+			return report.WriteCompareText(b, report.CompareTable(r))
 		}},
-		{"compare.md", renderSplitReport, func(r *diagnose.Report, b *bytes.Buffer) error {
-			return diagnose.WriteCompareMarkdown(b, diagnose.CompareTable(r))
+		{"compare.md", renderSplitReport, func(r *report.Report, b *bytes.Buffer) error {
+			return report.WriteCompareMarkdown(b, report.CompareTable(r))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,8 +118,8 @@ func TestRenderTextContent(t *testing.T) {
 }
 
 func TestCompareTable(t *testing.T) {
-	rows := diagnose.CompareTable(renderReport())
-	byID := map[string]diagnose.CompareRow{}
+	rows := report.CompareTable(renderReport())
+	byID := map[string]report.CompareRow{}
 	for _, r := range rows {
 		byID[r.Signal] = r
 	}
@@ -168,18 +168,18 @@ func TestCompareTable(t *testing.T) {
 func TestCompareTableLowCountAndGroups(t *testing.T) {
 	rep := renderReport()
 	rep.Signals.Fleet[0].Incident.Quantiles[1].Count = 5 // ttft p95 from 5 requests
-	rows := diagnose.CompareTable(rep)
+	rows := report.CompareTable(rep)
 	assert.Equal(t, "ttft", rows[0].Signal)
 	assert.True(t, rows[0].LowCount)
 	assert.False(t, rows[0].Moved, "a change judged from 5 observations is not marked")
 
-	split := diagnose.CompareTable(renderSplitReport())
+	split := report.CompareTable(renderSplitReport())
 	groups := map[string]int{}
 	for _, r := range split {
 		groups[r.Group]++
 	}
 	assert.Equal(t, map[string]int{"model_name=llama-3-70b": 9, "model_name=qwen-7b": 3}, groups)
-	assert.Nil(t, diagnose.CompareTable(nil))
+	assert.Nil(t, report.CompareTable(nil))
 }
 
 func TestWriteJSONSchema(t *testing.T) {
@@ -187,7 +187,7 @@ func TestWriteJSONSchema(t *testing.T) {
 	require.NoError(t, renderReport().WriteJSON(&b))
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(b.Bytes(), &doc))
-	assert.Equal(t, float64(diagnose.SchemaVersion), doc["schema_version"])
+	assert.Equal(t, float64(report.SchemaVersion), doc["schema_version"])
 	assert.Equal(t, "prefill-long-prompts", doc["verdict"])
 	assert.Contains(t, b.String(), `(up: >= 1.5x)`, "readable, not \\u003e")
 	for _, key := range []string{"windows", "symptoms", "hypotheses", "signals", "warnings", "facts", "timelines"} {
@@ -204,7 +204,7 @@ func TestWriteJSONSchema(t *testing.T) {
 	assert.Equal(t, "2026-03-14T10:00:00Z", doc["windows"].(map[string]any)["incident"].(map[string]any)["start"])
 
 	// The JSON reads back into a Report.
-	var back diagnose.Report
+	var back report.Report
 	require.NoError(t, json.Unmarshal(b.Bytes(), &back))
 	assert.Equal(t, rules.Verdict(rules.PrefillLongPrompts), back.Verdict)
 	assert.Len(t, back.Hypotheses, len(renderReport().Hypotheses))
@@ -212,7 +212,7 @@ func TestWriteJSONSchema(t *testing.T) {
 
 func TestWriteJSONEmptyListsAreNotNull(t *testing.T) {
 	var b bytes.Buffer
-	rep := &diagnose.Report{SchemaVersion: diagnose.SchemaVersion, Verdict: rules.Undetermined}
+	rep := &report.Report{SchemaVersion: report.SchemaVersion, Verdict: rules.Undetermined}
 	require.NoError(t, rep.WriteJSON(&b))
 	var doc map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(b.Bytes(), &doc))
@@ -227,14 +227,14 @@ func TestWriteJSONEmptyListsAreNotNull(t *testing.T) {
 
 	// A nil report writes an empty one rather than failing.
 	b.Reset()
-	var nilRep *diagnose.Report
+	var nilRep *report.Report
 	require.NoError(t, nilRep.WriteJSON(&b))
 	assert.Contains(t, b.String(), `"schema_version": 1`)
 }
 
 func TestWriteJSONNonFinite(t *testing.T) {
 	rep := renderReport()
-	inf, nan := diagnose.Float(math.Inf(1)), diagnose.Float(math.NaN())
+	inf, nan := report.Float(math.Inf(1)), report.Float(math.NaN())
 	// p99 in the +Inf bucket: the upper bound is unbounded.
 	rep.Signals.Fleet[0].Incident.Quantiles[2].Upper = inf
 	rep.Signals.Fleet[0].Incident.Quantiles[2].Value = nan
@@ -276,7 +276,7 @@ func TestWriteJSONNonFinite(t *testing.T) {
 	assert.NotEmpty(t, nanWarn)
 
 	// Writing what was read back does not repeat the warnings.
-	var back diagnose.Report
+	var back report.Report
 	require.NoError(t, json.Unmarshal(b.Bytes(), &back))
 	var b2 bytes.Buffer
 	require.NoError(t, back.WriteJSON(&b2))

@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
 	sample "github.com/whyslow/whyslow/examples/postmortem/evidence"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -35,7 +37,7 @@ func TestRuleFactsReproduceVerdict(t *testing.T) {
 
 	var b bytes.Buffer
 	require.NoError(t, rep.WriteJSON(&b))
-	var back diagnose.Report
+	var back report.Report
 	require.NoError(t, json.Unmarshal(b.Bytes(), &back))
 	again := rules.Evaluate(back.RuleFacts(), rules.SLO{}, rules.DefaultThresholds)
 	assert.Equal(t, rep.Verdict, again.Verdict)
@@ -70,8 +72,8 @@ gateway_ttft_milliseconds_count 100
 `
 	ev, err := snapshot.ParseDump([]byte(dump), "gw_2026-09-22T10-00-00Z.prom", snapshot.Options{})
 	require.NoError(t, err)
-	cat := diagnose.DefaultCatalog()
-	require.NoError(t, cat.Alias(diagnose.SignalClientTTFT, "gateway_ttft_milliseconds"))
+	cat := catalog.Default()
+	require.NoError(t, cat.Alias(catalog.SignalClientTTFT, "gateway_ttft_milliseconds"))
 	rep, err := diagnose.FleetQuantiles(ev, diagnose.QuantileRequest{Metric: "client_ttft", Catalog: &cat, Quantiles: []float64{0.5}})
 	require.NoError(t, err)
 	require.Len(t, rep.Fleet, 1)

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 )
 
@@ -48,7 +48,7 @@ func longPromptsWithHotPod(pods int) fleetsim.Config {
 	return fleetsim.Config{NumPods: pods, Seed: 35, Workload: fleetsim.Workload{Phases: []fleetsim.Phase{base, inc}}}
 }
 
-func findingOf(t *testing.T, rep *diagnose.Report, id rules.HypothesisID) (rules.Finding, int) {
+func findingOf(t *testing.T, rep *report.Report, id rules.HypothesisID) (rules.Finding, int) {
 	t.Helper()
 	for i, h := range rep.Hypotheses {
 		if h.ID == id {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
@@ -40,13 +41,13 @@ var scenarioReports struct {
 
 type scenarioEntry struct {
 	once sync.Once
-	rep  *diagnose.Report
+	rep  *report.Report
 	err  error
 }
 
 // scenarioReport returns the default diagnosis of the named scenario's
 // dumps, read back through snapshot (see simulate).
-func scenarioReport(t testing.TB, spec fleetsim.ScenarioSpec) *diagnose.Report {
+func scenarioReport(t testing.TB, spec fleetsim.ScenarioSpec) *report.Report {
 	t.Helper()
 	rep, err := scenarioDiagnosis(spec)
 	require.NoError(t, err, spec.Name)
@@ -55,7 +56,7 @@ func scenarioReport(t testing.TB, spec fleetsim.ScenarioSpec) *diagnose.Report {
 
 // scenarioDiagnosis is scenarioReport, returning the error; safe to call
 // from any goroutine.
-func scenarioDiagnosis(spec fleetsim.ScenarioSpec) (*diagnose.Report, error) {
+func scenarioDiagnosis(spec fleetsim.ScenarioSpec) (*report.Report, error) {
 	scenarioReports.Lock()
 	if scenarioReports.m == nil {
 		scenarioReports.m = map[string]*scenarioEntry{}
@@ -112,7 +113,7 @@ func readBack(t testing.TB, write func(dir string) error) *snapshot.Evidence {
 
 // diagnoseTable diagnoses ev with the default options; the facts table
 // is for failure messages.
-func diagnoseTable(t testing.TB, ev *snapshot.Evidence) (*diagnose.Report, string) {
+func diagnoseTable(t testing.TB, ev *snapshot.Evidence) (*report.Report, string) {
 	t.Helper()
 	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
 	require.NoError(t, err)
@@ -120,7 +121,7 @@ func diagnoseTable(t testing.TB, ev *snapshot.Evidence) (*diagnose.Report, strin
 }
 
 // factsTable prints the facts of a report, for failure messages.
-func factsTable(rep *diagnose.Report) string {
+func factsTable(rep *report.Report) string {
 	var b strings.Builder
 	ids := make([]string, 0, len(rep.Facts))
 	for id := range rep.Facts {
@@ -209,7 +210,7 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
-func hasWarning(rep *diagnose.Report, substr string) bool {
+func hasWarning(rep *report.Report, substr string) bool {
 	for _, w := range rep.Warnings {
 		if strings.Contains(w, substr) {
 			return true
@@ -350,7 +351,7 @@ func TestFleetQuantilesByMatchesDiagnose(t *testing.T) {
 		}, "model_name")
 		require.NoError(t, err)
 		require.Len(t, groups, 2)
-		var got *diagnose.QuantileReport
+		var got *report.QuantileReport
 		for _, qg := range groups {
 			require.NoError(t, qg.Err)
 			if qg.Value == g.Group["model_name"] {
@@ -358,7 +359,7 @@ func TestFleetQuantilesByMatchesDiagnose(t *testing.T) {
 			}
 		}
 		require.NotNil(t, got, "group %v", g.Group)
-		var want diagnose.Quantile
+		var want report.Quantile
 		for _, s := range g.Signals.Fleet {
 			if s.ID == "ttft" {
 				require.NotNil(t, s.Incident)

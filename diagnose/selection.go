@@ -35,7 +35,7 @@ const processStart = "process_start_time_seconds"
 // the whole history (and so does a preceding baseline with a negative
 // MaxWindow): Start and End are zero.
 func (o Options) Selection() snapshot.Options {
-	cat := DefaultCatalog()
+	cat := catalog.Default()
 	if o.Catalog != nil {
 		cat = *o.Catalog
 	}
@@ -77,7 +77,7 @@ func (o Options) baselineRead() snapshot.Window {
 // and ReadMargin before and ReadMargin after. A zero Window (each
 // replica's first to last scrape) reads the whole range.
 func (r QuantileRequest) Selection() snapshot.Options {
-	cat := DefaultCatalog()
+	cat := catalog.Default()
 	if r.Catalog != nil {
 		cat = *r.Catalog
 	}
@@ -89,7 +89,7 @@ func (r QuantileRequest) Selection() snapshot.Options {
 		for _, p := range catalog.ReexportPrefixes() {
 			reexported, _ = reexported.WithPrefix(p)
 		}
-		if spec, ok := reexported.Signal(SignalID(r.Metric)); ok {
+		if spec, ok := reexported.Signal(catalog.SignalID(r.Metric)); ok {
 			names = spec.Metrics()
 		}
 		// process_start_time_seconds tells a restart from scrapes out of

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -22,7 +23,7 @@ import (
 // replica is one target of a scope with its catalog resolution.
 type replica struct {
 	t   *snapshot.Target
-	res *TargetResolution
+	res *catalog.TargetResolution
 }
 
 // scope is the slice of the evidence one report covers: the replicas that
@@ -34,20 +35,20 @@ type scope struct {
 
 	// caches, safe for the goroutines that measure the facts (memo)
 	gaugeSeries memo[gaugeKey, *snapshot.Series]
-	fleetGauges memo[SignalID, *snapshot.Series]
+	fleetGauges memo[catalog.SignalID, *snapshot.Series]
 	histCache   memo[histKey, histResult]
-	backlogs    memo[int, *snapshot.Series] // by replica, -1 for the fleet
-	sources     memo[SignalID, string]      // source's, by signal
-	signalAt    map[SignalID]int            // the position of a signal's match (see match); read only
+	backlogs    memo[int, *snapshot.Series]    // by replica, -1 for the fleet
+	sources     memo[catalog.SignalID, string] // source's, by signal
+	signalAt    map[catalog.SignalID]int       // the position of a signal's match (see match); read only
 }
 
 type gaugeKey struct {
-	id SignalID
+	id catalog.SignalID
 	r  int
 }
 
 type histKey struct {
-	id  SignalID
+	id  catalog.SignalID
 	r   int // replica index, -1 for the fleet
 	win snapshot.Window
 }
@@ -64,7 +65,7 @@ type histResult struct {
 func newScope(set settings, group map[string]string, reps []replica) *scope {
 	sc := &scope{
 		set: set, group: group, replicas: reps,
-		signalAt: map[SignalID]int{},
+		signalAt: map[catalog.SignalID]int{},
 	}
 	if len(reps) > 0 {
 		for i, m := range reps[0].res.Matches {
@@ -110,11 +111,11 @@ func familyHasLabel(fam *snapshot.Family, name string) bool {
 	return false
 }
 
-// match returns where signal id comes from on replica r, or a zero Match.
-func (sc *scope) match(r int, id SignalID) Match {
+// match returns where signal id comes from on replica r, or a zero catalog.Match.
+func (sc *scope) match(r int, id catalog.SignalID) catalog.Match {
 	// Resolutions by one catalog hold one match per signal in catalog
 	// order: the positions in the first replica's are every replica's,
-	// checked before use (Match searches them all).
+	// checked before use (TargetResolution.Match searches them all).
 	ms := sc.replicas[r].res.Matches
 	if i, ok := sc.signalAt[id]; ok && i < len(ms) && ms[i].Signal == id {
 		return ms[i]
@@ -124,7 +125,7 @@ func (sc *scope) match(r int, id SignalID) Match {
 }
 
 // has reports whether some replica carries signal id.
-func (sc *scope) has(id SignalID) bool {
+func (sc *scope) has(id catalog.SignalID) bool {
 	for r := range sc.replicas {
 		if sc.match(r, id).Found() {
 			return true
@@ -135,7 +136,7 @@ func (sc *scope) has(id SignalID) bool {
 
 // metrics returns the distinct metric names signal id comes from, and the
 // version ranges of those names.
-func (sc *scope) metrics(id SignalID) (names []string, versions []string) {
+func (sc *scope) metrics(id catalog.SignalID) (names []string, versions []string) {
 	for r := range sc.replicas {
 		m := sc.match(r, id)
 		if !m.Found() || slices.Contains(names, m.Metric) {
@@ -152,12 +153,12 @@ func (sc *scope) metrics(id SignalID) (names []string, versions []string) {
 }
 
 // source describes where signal id comes from, for facts and reports.
-func (sc *scope) source(id SignalID) string {
+func (sc *scope) source(id catalog.SignalID) string {
 	return sc.sources.get(id, func() string { return sc.sourceOnce(id) })
 }
 
 // sourceOnce is source, uncached.
-func (sc *scope) sourceOnce(id SignalID) string {
+func (sc *scope) sourceOnce(id catalog.SignalID) string {
 	names, versions := sc.metrics(id)
 	if len(names) == 0 {
 		return ""
@@ -172,12 +173,12 @@ func (sc *scope) sourceOnce(id SignalID) string {
 // replicaHist returns the increase of histogram signal id on replica r over
 // w, bounds scaled into the signal's unit, cached for the windows the
 // facts and signals read again.
-func (sc *scope) replicaHist(id SignalID, r int, w snapshot.Window) histResult {
+func (sc *scope) replicaHist(id catalog.SignalID, r int, w snapshot.Window) histResult {
 	return sc.histCache.get(histKey{id, r, w}, func() histResult { return sc.replicaHistOnce(id, r, w) })
 }
 
 // replicaHistOnce is replicaHist, uncached.
-func (sc *scope) replicaHistOnce(id SignalID, r int, w snapshot.Window) histResult {
+func (sc *scope) replicaHistOnce(id catalog.SignalID, r int, w snapshot.Window) histResult {
 	var res histResult
 	m := sc.match(r, id)
 	if !m.Found() {
@@ -192,7 +193,7 @@ func (sc *scope) replicaHistOnce(id SignalID, r int, w snapshot.Window) histResu
 // replicaHistSteps is replicaHist over every window of grid, uncached (the
 // timelines read each interval once: caching them would hold every
 // replica's buckets for every interval); nil when r lacks signal id.
-func (sc *scope) replicaHistSteps(id SignalID, r int, grid []snapshot.Window) []snapshot.Step[snapshot.HistogramIncrease] {
+func (sc *scope) replicaHistSteps(id catalog.SignalID, r int, grid []snapshot.Window) []snapshot.Step[snapshot.HistogramIncrease] {
 	m := sc.match(r, id)
 	if !m.Found() {
 		return nil
@@ -203,7 +204,7 @@ func (sc *scope) replicaHistSteps(id SignalID, r int, grid []snapshot.Window) []
 // replicaHistEach is replicaHistSteps handed to fn window by window
 // (replicaHistogramEach: inc is valid only until fn returns); fn is not
 // called when r lacks signal id.
-func (sc *scope) replicaHistEach(id SignalID, r int, grid []snapshot.Window, fn func(k int, inc snapshot.HistogramIncrease, err error)) {
+func (sc *scope) replicaHistEach(id catalog.SignalID, r int, grid []snapshot.Window, fn func(k int, inc snapshot.HistogramIncrease, err error)) {
 	m := sc.match(r, id)
 	if !m.Found() {
 		return
@@ -216,7 +217,7 @@ func (sc *scope) replicaHistEach(id SignalID, r int, grid []snapshot.Window, fn 
 // the same merge and error), with each replica's samples read once for
 // all of them (replicaHistSteps, the same increases to the bit) instead
 // of once a window: the comparison grids of the noise estimates.
-func (sc *scope) fleetHistGrid(id SignalID, grid []snapshot.Window) {
+func (sc *scope) fleetHistGrid(id catalog.SignalID, grid []snapshot.Window) {
 	var todo []snapshot.Window
 	for _, w := range grid {
 		if _, ok := sc.histCache.peek(histKey{id, -1, w}); !ok && !slices.Contains(todo, w) {
@@ -256,7 +257,7 @@ func (sc *scope) fleetHistGrid(id SignalID, grid []snapshot.Window) {
 // that lacks signal id), computed on up to GOMAXPROCS goroutines: each
 // replica's increases are its own, read from the evidence alone, so the
 // result is the same as one replica after another.
-func (sc *scope) replicasHistSteps(id SignalID, grid []snapshot.Window) [][]snapshot.Step[snapshot.HistogramIncrease] {
+func (sc *scope) replicasHistSteps(id catalog.SignalID, grid []snapshot.Window) [][]snapshot.Step[snapshot.HistogramIncrease] {
 	steps := make([][]snapshot.Step[snapshot.HistogramIncrease], len(sc.replicas))
 	tasks := make([]func(), len(sc.replicas))
 	for r := range sc.replicas {
@@ -268,7 +269,7 @@ func (sc *scope) replicasHistSteps(id SignalID, grid []snapshot.Window) [][]snap
 
 // fleetResult is the fleet's increase of signal id over w from the
 // replicas' incs (mergeFleet), or why there is none.
-func fleetResult(id SignalID, w snapshot.Window, incs []snapshot.HistogramIncrease) histResult {
+func fleetResult(id catalog.SignalID, w snapshot.Window, incs []snapshot.HistogramIncrease) histResult {
 	if len(incs) == 0 {
 		return histResult{err: fmt.Errorf("%w: no replica has %s over %v", snapshot.ErrNotEvaluable, id, w)}
 	}
@@ -280,7 +281,7 @@ func fleetResult(id SignalID, w snapshot.Window, incs []snapshot.HistogramIncrea
 // fleetHist merges the increases of every replica that carries signal id
 // (histogram.Merge: exact on shared bounds, others dropped and listed).
 // skipped lists the replicas left out, with the reason.
-func (sc *scope) fleetHist(id SignalID, w snapshot.Window) (inc snapshot.HistogramIncrease, skipped []string, err error) {
+func (sc *scope) fleetHist(id catalog.SignalID, w snapshot.Window) (inc snapshot.HistogramIncrease, skipped []string, err error) {
 	res := sc.histCache.get(histKey{id, -1, w}, func() histResult {
 		// The fleet's increase is cached, the replicas' only where a
 		// replica's own was asked for: the noise intervals of every fact
@@ -334,7 +335,7 @@ func scaleBounds(h histogram.Histogram, scale float64) histogram.Histogram {
 // replicaCounter returns the increase of counter signal id on replica r
 // over w, with extra label values (e.g. finished_reason) narrowing the
 // series.
-func (sc *scope) replicaCounter(id SignalID, r int, w snapshot.Window, extra map[string]string) (snapshot.CounterIncrease, error) {
+func (sc *scope) replicaCounter(id catalog.SignalID, r int, w snapshot.Window, extra map[string]string) (snapshot.CounterIncrease, error) {
 	m := sc.match(r, id)
 	if !m.Found() {
 		return snapshot.CounterIncrease{}, fmt.Errorf("%s: %w: no %s metric", sc.replicas[r].t.Name, snapshot.ErrNotEvaluable, id)
@@ -355,7 +356,7 @@ func (sc *scope) replicaCounter(id SignalID, r int, w snapshot.Window, extra map
 
 // fleetCounter sums the increases of counter id over the replicas. The
 // error wraps ErrNotEvaluable when no replica could be evaluated.
-func (sc *scope) fleetCounter(id SignalID, w snapshot.Window, extra map[string]string) (snapshot.CounterIncrease, error) {
+func (sc *scope) fleetCounter(id catalog.SignalID, w snapshot.Window, extra map[string]string) (snapshot.CounterIncrease, error) {
 	var incs []snapshot.CounterIncrease
 	for r := range sc.replicas {
 		if !sc.match(r, id).Found() {
@@ -375,7 +376,7 @@ func (sc *scope) fleetCounter(id SignalID, w snapshot.Window, extra map[string]s
 
 // splitValues returns the values of signal id's split label (its SplitBy,
 // e.g. finished_reason) seen on any replica, sorted.
-func (sc *scope) splitValues(id SignalID, label string) []string {
+func (sc *scope) splitValues(id catalog.SignalID, label string) []string {
 	var vals []string
 	for r := range sc.replicas {
 		m := sc.match(r, id)
@@ -395,18 +396,18 @@ func (sc *scope) splitValues(id SignalID, label string) []string {
 // replicaGauge returns the gauge series of signal id on replica r: its
 // engines (or GPUs) combined with the signal's aggregation and the values
 // scaled into the signal's unit. Nil when the replica lacks the signal.
-func (sc *scope) replicaGauge(id SignalID, r int) *snapshot.Series {
+func (sc *scope) replicaGauge(id catalog.SignalID, r int) *snapshot.Series {
 	return sc.gaugeSeries.get(gaugeKey{id, r}, func() *snapshot.Series { return sc.replicaGaugeOnce(id, r) })
 }
 
 // replicaGaugeOnce is replicaGauge, uncached.
-func (sc *scope) replicaGaugeOnce(id SignalID, r int) *snapshot.Series {
+func (sc *scope) replicaGaugeOnce(id catalog.SignalID, r int) *snapshot.Series {
 	var out *snapshot.Series
 	m := sc.match(r, id)
 	if m.Found() {
 		spec, _ := sc.set.catalog.Signal(id)
 		agg := snapshot.AggregateSum
-		if spec.Aggregation == AggregateMean {
+		if spec.Aggregation == catalog.AggregateMean {
 			agg = snapshot.AggregateMean
 		}
 		if s := m.Family.Aggregate(sc.selector(m.Family), agg); s != nil && len(s.V) > 0 {
@@ -433,12 +434,12 @@ func (sc *scope) replicaGaugeOnce(id SignalID, r int) *snapshot.Series {
 // fleetGauge returns signal id combined over the replicas at every instant
 // one of them was scraped, as PromQL's sum() (or avg() for a signal
 // averaged over engines, such as KV usage) evaluated at those instants.
-func (sc *scope) fleetGauge(id SignalID) *snapshot.Series {
+func (sc *scope) fleetGauge(id catalog.SignalID) *snapshot.Series {
 	return sc.fleetGauges.get(id, func() *snapshot.Series { return sc.fleetGaugeOnce(id) })
 }
 
 // fleetGaugeOnce is fleetGauge, uncached.
-func (sc *scope) fleetGaugeOnce(id SignalID) *snapshot.Series {
+func (sc *scope) fleetGaugeOnce(id catalog.SignalID) *snapshot.Series {
 	var members []*snapshot.Series
 	for r := range sc.replicas {
 		if s := sc.replicaGauge(id, r); s != nil {
@@ -449,7 +450,7 @@ func (sc *scope) fleetGaugeOnce(id SignalID) *snapshot.Series {
 	if len(members) > 0 {
 		spec, _ := sc.set.catalog.Signal(id)
 		agg := snapshot.AggregateSum
-		if spec.Aggregation == AggregateMean {
+		if spec.Aggregation == catalog.AggregateMean {
 			agg = snapshot.AggregateMean
 		}
 		fam := &snapshot.Family{Name: string(id), Series: members}
@@ -468,9 +469,9 @@ func (sc *scope) backlog(r int) *snapshot.Series {
 func (sc *scope) buildBacklog(r int) *snapshot.Series {
 	var w, run *snapshot.Series
 	if r < 0 {
-		w, run = sc.fleetGauge(SignalWaiting), sc.fleetGauge(SignalRunning)
+		w, run = sc.fleetGauge(catalog.SignalWaiting), sc.fleetGauge(catalog.SignalRunning)
 	} else {
-		w, run = sc.replicaGauge(SignalWaiting, r), sc.replicaGauge(SignalRunning, r)
+		w, run = sc.replicaGauge(catalog.SignalWaiting, r), sc.replicaGauge(catalog.SignalRunning, r)
 	}
 	if w == nil || run == nil {
 		return nil

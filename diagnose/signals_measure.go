@@ -5,7 +5,9 @@ import (
 	"math"
 	"strings"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -18,65 +20,65 @@ import (
 // reportUnit maps catalog units to the report's.
 func reportUnit(u string) string {
 	switch u {
-	case UnitSeconds:
+	case catalog.UnitSeconds:
 		return "s"
-	case UnitUnixSeconds:
+	case catalog.UnitUnixSeconds:
 		return "s"
 	}
 	return u
 }
 
-func nanMeasure(info WindowInfo) *Measure {
-	n := Float(math.NaN())
-	return &Measure{Window: info, Mean: n, Count: n, Rate: n, Min: n, Max: n, Last: n, Slope: n}
+func nanMeasure(info report.WindowInfo) *report.Measure {
+	n := report.Float(math.NaN())
+	return &report.Measure{Window: info, Mean: n, Count: n, Rate: n, Min: n, Max: n, Last: n, Slope: n}
 }
 
 // increaseMeasure is the measure of an increase over w (a counter's or a
 // histogram's): its count and rate, its resets, whether it is only a lower
 // bound and whether it rests on lifetime counters.
-func increaseMeasure(w evalWindow, count, rate float64, resets int, lowerBound, lifetime bool) *Measure {
+func increaseMeasure(w evalWindow, count, rate float64, resets int, lowerBound, lifetime bool) *report.Measure {
 	m := nanMeasure(w.info)
-	m.Count = Float(count)
-	m.Rate = Float(rate)
+	m.Count = report.Float(count)
+	m.Rate = report.Float(rate)
 	m.Resets = resets
 	m.LowerBound = lowerBound
 	m.Lifetime = lifetime || w.lifetime
 	return m
 }
 
-func histMeasure(inc snapshot.HistogramIncrease, w evalWindow, qs []float64) *Measure {
+func histMeasure(inc snapshot.HistogramIncrease, w evalWindow, qs []float64) *report.Measure {
 	h := inc.Histogram
 	m := increaseMeasure(w, h.Total(), inc.Rate(), inc.Resets, inc.LowerBound, inc.Lifetime)
 	for _, q := range qs {
-		m.Quantiles = append(m.Quantiles, QuantileOf(h.Quantile(q)))
+		m.Quantiles = append(m.Quantiles, report.QuantileOf(h.Quantile(q)))
 	}
-	m.Mean = Float(h.Mean())
+	m.Mean = report.Float(h.Mean())
 	return m
 }
 
-func counterMeasure(inc snapshot.CounterIncrease, w evalWindow) *Measure {
+func counterMeasure(inc snapshot.CounterIncrease, w evalWindow) *report.Measure {
 	return increaseMeasure(w, inc.Value, inc.Rate(), inc.Resets, inc.LowerBound, inc.Lifetime)
 }
 
-func gaugeMeasure(g snapshot.GaugeStats, w evalWindow) *Measure {
+func gaugeMeasure(g snapshot.GaugeStats, w evalWindow) *report.Measure {
 	m := nanMeasure(w.info)
-	m.Mean, m.Count, m.Min, m.Max, m.Last, m.Slope = Float(g.Mean), Float(g.N), Float(g.Min), Float(g.Max), Float(g.Last), Float(g.Slope)
+	m.Mean, m.Count, m.Min, m.Max, m.Last, m.Slope = report.Float(g.Mean), report.Float(g.N), report.Float(g.Min), report.Float(g.Max), report.Float(g.Last), report.Float(g.Slope)
 	m.Lifetime = w.lifetime
 	return m
 }
 
 // signals measures every signal of the scope, fleet-wide and per replica.
-func (sc *scope) signals(base, inc evalWindow) Signals {
+func (sc *scope) signals(base, inc evalWindow) report.Signals {
 	// Each signal of the fleet and of each replica is measured on its own
 	// (runParallel), then listed in the catalog's and the replicas' order.
 	type cell struct {
-		spec SignalSpec
+		spec catalog.SignalSpec
 		r    int // -1 for the fleet
-		out  []Signal
+		out  []report.Signal
 	}
 	var cells []*cell
 	for _, spec := range sc.set.catalog.Signals() {
-		if spec.Kind == KindInfo || spec.ID == SignalProcessStart {
+		if spec.Kind == catalog.KindInfo || spec.ID == catalog.SignalProcessStart {
 			continue
 		}
 		cells = append(cells, &cell{spec: spec, r: -1})
@@ -91,7 +93,7 @@ func (sc *scope) signals(base, inc evalWindow) Signals {
 		tasks[i] = func() { c.out = sc.signalOf(c.spec, c.r, base, inc) }
 	}
 	runParallel(tasks)
-	out := Signals{Fleet: []Signal{}, Replicas: map[string][]Signal{}}
+	out := report.Signals{Fleet: []report.Signal{}, Replicas: map[string][]report.Signal{}}
 	for _, c := range cells {
 		if c.r < 0 {
 			out.Fleet = append(out.Fleet, c.out...)
@@ -107,8 +109,8 @@ func (sc *scope) signals(base, inc evalWindow) Signals {
 // signalOf measures one catalog signal over both windows for the fleet
 // (r < 0) or one replica. Counters split by a label (finished_reason,
 // status) give one extra signal per value, named id_value.
-func (sc *scope) signalOf(spec SignalSpec, r int, base, inc evalWindow) []Signal {
-	sig := Signal{ID: string(spec.ID), Kind: spec.Kind.String(), Unit: reportUnit(spec.Unit)}
+func (sc *scope) signalOf(spec catalog.SignalSpec, r int, base, inc evalWindow) []report.Signal {
+	sig := report.Signal{ID: string(spec.ID), Kind: spec.Kind.String(), Unit: reportUnit(spec.Unit)}
 	names, versions := sc.metrics(spec.ID)
 	if r >= 0 {
 		m := sc.match(r, spec.ID)
@@ -124,16 +126,16 @@ func (sc *scope) signalOf(spec SignalSpec, r int, base, inc evalWindow) []Signal
 	sig.Versions = strings.Join(versions, "; ")
 	if len(names) == 0 {
 		sig.Missing = (&factCtx{sc: sc}).missingSignal(spec.ID)
-		if spec.ID == SignalTPOT && spec.Fallback != "" {
+		if spec.ID == catalog.SignalTPOT && spec.Fallback != "" {
 			sig.Missing += "; see tpot_mean (" + spec.Fallback + ")"
 		}
-		return []Signal{sig}
+		return []report.Signal{sig}
 	}
 	windows := []evalWindow{base, inc}
-	var measures [2]*Measure
+	var measures [2]*report.Measure
 	var warns []string
 	switch spec.Kind {
-	case KindHistogram:
+	case catalog.KindHistogram:
 		for i, w := range windows {
 			if !w.ok {
 				continue
@@ -154,7 +156,7 @@ func (sc *scope) signalOf(spec SignalSpec, r int, base, inc evalWindow) []Signal
 			measures[i] = histMeasure(hi, w, sc.set.quantiles)
 			warns = append(warns, histWarnings(hi, w, i == 1, skipped, sc.set.Thresholds)...)
 		}
-	case KindCounter:
+	case catalog.KindCounter:
 		for i, w := range windows {
 			if !w.ok {
 				continue
@@ -169,7 +171,7 @@ func (sc *scope) signalOf(spec SignalSpec, r int, base, inc evalWindow) []Signal
 				warns = append(warns, fmt.Sprintf("%d counter reset(s) in the %s window (a restart): the increase is a lower bound", ci.Resets, windowRole(i)))
 			}
 		}
-	case KindGauge:
+	case catalog.KindGauge:
 		var s *snapshot.Series
 		if r < 0 {
 			s = sc.fleetGauge(spec.ID)
@@ -190,12 +192,12 @@ func (sc *scope) signalOf(spec SignalSpec, r int, base, inc evalWindow) []Signal
 	}
 	sig.Baseline, sig.Incident = measures[0], measures[1]
 	sig.Warnings = warns
-	out := []Signal{sig}
-	if spec.Kind == KindCounter && spec.SplitBy != "" {
+	out := []report.Signal{sig}
+	if spec.Kind == catalog.KindCounter && spec.SplitBy != "" {
 		for _, v := range sc.splitValues(spec.ID, spec.SplitBy) {
-			part := Signal{ID: string(spec.ID) + "_" + snakeValue(v), Kind: sig.Kind, Unit: sig.Unit,
+			part := report.Signal{ID: string(spec.ID) + "_" + snakeValue(v), Kind: sig.Kind, Unit: sig.Unit,
 				Metric: fmt.Sprintf("%s{%s=%q}", sig.Metric, spec.SplitBy, v), Versions: sig.Versions}
-			var pm [2]*Measure
+			var pm [2]*report.Measure
 			for i, w := range windows {
 				if !w.ok {
 					continue
@@ -235,7 +237,7 @@ func snakeValue(v string) string {
 	return string(b)
 }
 
-func (sc *scope) counterOf(id SignalID, r int, w evalWindow, extra map[string]string) (snapshot.CounterIncrease, error) {
+func (sc *scope) counterOf(id catalog.SignalID, r int, w evalWindow, extra map[string]string) (snapshot.CounterIncrease, error) {
 	if r < 0 {
 		return sc.fleetCounter(id, w.w, extra)
 	}
@@ -282,11 +284,11 @@ func histWarnings(inc snapshot.HistogramIncrease, w evalWindow, incident bool, s
 
 // derivedSignals are fleet signals computed from others: the TPOT estimate
 // from sums, the prefix-cache hit ratio and the arrival rate estimate.
-func (sc *scope) derivedSignals(base, inc evalWindow) []Signal {
+func (sc *scope) derivedSignals(base, inc evalWindow) []report.Signal {
 	c := &factCtx{sc: sc, base: base, inc: inc}
-	one := func(id, kind, unit, source string, f func(evalWindow) rules.Fact, field string) Signal {
-		sig := Signal{ID: id, Kind: kind, Unit: unit, Metric: source}
-		var ms [2]*Measure
+	one := func(id, kind, unit, source string, f func(evalWindow) rules.Fact, field string) report.Signal {
+		sig := report.Signal{ID: id, Kind: kind, Unit: unit, Metric: source}
+		var ms [2]*report.Measure
 		var missing string
 		for i, w := range []evalWindow{base, inc} {
 			if !w.ok {
@@ -300,13 +302,13 @@ func (sc *scope) derivedSignals(base, inc evalWindow) []Signal {
 				continue
 			}
 			m := nanMeasure(w.info)
-			m.Count = Float(fact.Count)
+			m.Count = report.Float(fact.Count)
 			m.Lifetime = w.lifetime
 			switch field {
 			case "rate":
-				m.Rate = Float(fact.Value)
+				m.Rate = report.Float(fact.Value)
 			default:
-				m.Mean = Float(fact.Value)
+				m.Mean = report.Float(fact.Value)
 			}
 			ms[i] = m
 			if sig.Metric == "" {
@@ -319,8 +321,8 @@ func (sc *scope) derivedSignals(base, inc evalWindow) []Signal {
 		}
 		return sig
 	}
-	return []Signal{
-		one("tpot_mean", "ratio", "s", TPOTFallback, c.tpotMean, "mean"),
+	return []report.Signal{
+		one("tpot_mean", "ratio", "s", catalog.TPOTFallback, c.tpotMean, "mean"),
 		one("prefix_hit_ratio", "ratio", "ratio", "", c.prefixHitRatio, "mean"),
 		one("arrival_rate", "counter", "requests", "", c.arrivalRate, "rate"),
 	}
@@ -329,7 +331,7 @@ func (sc *scope) derivedSignals(base, inc evalWindow) []Signal {
 // processStarts is the number of distinct process start times of replica
 // r in the evidence (one per start of the process, 0 without the metric).
 func (sc *scope) processStarts(r int) int {
-	s := sc.replicaGauge(SignalProcessStart, r)
+	s := sc.replicaGauge(catalog.SignalProcessStart, r)
 	if s == nil {
 		return 0
 	}
@@ -344,7 +346,7 @@ func (sc *scope) processStarts(r int) int {
 
 // scopeWarnings are the warnings of one scope: restarts, low counts of the
 // main signal, missing baseline.
-func (sc *scope) scopeWarnings(base, inc evalWindow, rep *Report) []string {
+func (sc *scope) scopeWarnings(base, inc evalWindow, rep *report.Report) []string {
 	var out []string
 	for r, rp := range sc.replicas {
 		for i, w := range []evalWindow{base, inc} {
@@ -352,11 +354,11 @@ func (sc *scope) scopeWarnings(base, inc evalWindow, rep *Report) []string {
 				continue
 			}
 			resets := 0
-			if sc.match(r, SignalRequestSuccess).Found() {
-				if ci, err := sc.replicaCounter(SignalRequestSuccess, r, w.w, nil); err == nil {
+			if sc.match(r, catalog.SignalRequestSuccess).Found() {
+				if ci, err := sc.replicaCounter(catalog.SignalRequestSuccess, r, w.w, nil); err == nil {
 					resets = ci.Resets
 				}
-			} else if res := sc.replicaHist(SignalTTFT, r, w.w); res.err == nil {
+			} else if res := sc.replicaHist(catalog.SignalTTFT, r, w.w); res.err == nil {
 				resets = res.inc.Resets
 			}
 			if resets > 0 {

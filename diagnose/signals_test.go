@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -126,7 +127,7 @@ func TestFactsFromHandBuiltEvidence(t *testing.T) {
 	ev := twoPodFleet(t)
 	rep, err := diagnose.Diagnose(ev, givenWindows())
 	require.NoError(t, err)
-	fact := func(id rules.FactID) diagnose.FactValue {
+	fact := func(id rules.FactID) report.FactValue {
 		f, ok := rep.Facts[id]
 		require.True(t, ok, "fact %s not computed", id)
 		return f
@@ -188,14 +189,14 @@ func TestFactsFromHandBuiltEvidence(t *testing.T) {
 func TestSignalsFleetAndReplicas(t *testing.T) {
 	rep, err := diagnose.Diagnose(twoPodFleet(t), givenWindows())
 	require.NoError(t, err)
-	find := func(sigs []diagnose.Signal, id string) diagnose.Signal {
+	find := func(sigs []report.Signal, id string) report.Signal {
 		for _, s := range sigs {
 			if s.ID == id {
 				return s
 			}
 		}
 		t.Fatalf("signal %s not reported", id)
-		return diagnose.Signal{}
+		return report.Signal{}
 	}
 	ttft := find(rep.Signals.Fleet, "ttft")
 	require.NotNil(t, ttft.Incident)

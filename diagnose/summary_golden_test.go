@@ -54,7 +54,7 @@ const articleHypotheses = 12
 // the block's length (at most 15 items' worth of lines, numbers included),
 // that no line of the whole report is wider than report.TextWidth, and,
 // for a fleetsim scenario, the length of the whole report.
-func checkSummary(t *testing.T, name string, rep *diagnose.Report) {
+func checkSummary(t *testing.T, name string, rep *report.Report) {
 	t.Helper()
 	var b bytes.Buffer
 	require.NoError(t, rep.WriteText(&b))
@@ -103,7 +103,7 @@ func checkSummary(t *testing.T, name string, rep *diagnose.Report) {
 // (rules.SameMitigation) within the lead of the verdict's score is named
 // with the score the ranked list prints; a tie is never high; "no
 // competing supported hypothesis" only when there is none.
-func checkSummaryClaims(t *testing.T, name string, rep *diagnose.Report, text, block string) {
+func checkSummaryClaims(t *testing.T, name string, rep *report.Report, text, block string) {
 	t.Helper()
 	var verdict *rules.Finding
 	for i, h := range rep.Hypotheses {
@@ -154,7 +154,7 @@ func checkSummaryClaims(t *testing.T, name string, rep *diagnose.Report, text, b
 // the others' (a hot replica dominates the fleet's p95, so the fleet is
 // no yardstick). The report names the worst replica and calls it a hot
 // spot exactly when that ratio reaches the Hotspot threshold.
-func checkReplicaClaims(t *testing.T, name string, rep *diagnose.Report, text string) {
+func checkReplicaClaims(t *testing.T, name string, rep *report.Report, text string) {
 	t.Helper()
 	th := rules.DefaultThresholds
 	exporter := map[string]bool{}
@@ -196,7 +196,7 @@ func checkReplicaClaims(t *testing.T, name string, rep *diagnose.Report, text st
 	assert.Contains(t, line[0], report.FormatMultiple(worstV/med), "%s: the ratio to the others' median", name)
 }
 
-func mustQuantile(t *testing.T, rep *diagnose.Report, replica string) float64 {
+func mustQuantile(t *testing.T, rep *report.Report, replica string) float64 {
 	t.Helper()
 	q, ok := rep.ReplicaQuantile(replica, catalog.SignalTTFT, 0.95)
 	require.True(t, ok, "no TTFT p95 for %s", replica)
@@ -225,7 +225,7 @@ func unwrap(text string) string {
 // checkImprovementClaims checks that no change in a fact's better
 // direction carries a severity: in the report's data (each evidence's
 // effect) and in every "X vs baseline Y: Rx, severity" the text prints.
-func checkImprovementClaims(t *testing.T, name string, rep *diagnose.Report, text string) {
+func checkImprovementClaims(t *testing.T, name string, rep *report.Report, text string) {
 	t.Helper()
 	better := func(id rules.FactID, ratio float64) bool {
 		info, ok := rules.Info(id)
@@ -255,7 +255,7 @@ func checkImprovementClaims(t *testing.T, name string, rep *diagnose.Report, tex
 // the summary's numbers show: the Windows section's ratio of a fact's
 // series is the fact's incident over baseline value when the windows come
 // from the change point, and the summary names the largest movers first.
-func checkMovedClaims(t *testing.T, name string, rep *diagnose.Report, text, block string) {
+func checkMovedClaims(t *testing.T, name string, rep *report.Report, text, block string) {
 	t.Helper()
 	cp := rep.Windows.ChangePoint
 	if cp == nil || !cp.Used || len(cp.Signals) == 0 {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -33,7 +34,7 @@ type lines struct {
 	fresh []bool
 	// replicas maps a replica's name to its values: per timelineSpecs
 	// entry, nil when the replica lacks the signal, else per interval the
-	// value and count, and for a quantile the Point.Edge (stride values
+	// value and count, and for a quantile the report.Point.Edge (stride values
 	// per interval).
 	replicas map[string][][]float64
 	// members holds the membership of every serving replica added.
@@ -185,21 +186,21 @@ func (f *fleetLine) mergeHist(i int, inc snapshot.HistogramIncrease) {
 // histP95 is the point at t of the p95 of an interval's increase: its
 // value, observations and edge (report.QuantilePoint), or NaN and 0 when
 // it holds none.
-func histP95(t time.Time, inc snapshot.HistogramIncrease) Point {
+func histP95(t time.Time, inc snapshot.HistogramIncrease) report.Point {
 	n := inc.Histogram.Total()
 	if !(n > 0) {
-		return Point{T: t, Value: Float(math.NaN())}
+		return report.Point{T: t, Value: report.Float(math.NaN())}
 	}
 	q := report.QuantileOf(inc.Histogram.Quantile(0.95))
-	q.Count = Float(n)
+	q.Count = report.Float(n)
 	return report.QuantilePoint(t, q)
 }
 
 // gaugeAggregation is how signal id combines across engines and replicas:
 // averaged (KV usage, GPU utilisation) or summed.
-func (sc *scope) gaugeAggregation(id SignalID) snapshot.Aggregation {
+func (sc *scope) gaugeAggregation(id catalog.SignalID) snapshot.Aggregation {
 	spec, _ := sc.set.catalog.Signal(id)
-	if spec.Aggregation == AggregateMean {
+	if spec.Aggregation == catalog.AggregateMean {
 		return snapshot.AggregateMean
 	}
 	return snapshot.AggregateSum
@@ -221,7 +222,7 @@ func (l *lines) timelines(sc *scope) *timelines {
 			continue
 		}
 		agg := sc.gaugeAggregation(spec.id)
-		t := Timeline{Signal: string(spec.id), Stat: spec.stat, Step: l.step, Points: make([]Point, len(l.grid))}
+		t := report.Timeline{Signal: string(spec.id), Stat: spec.stat, Step: l.step, Points: make([]report.Point, len(l.grid))}
 		for i, w := range l.grid {
 			v, n := math.NaN(), 0.0
 			if l.fresh[i] {
@@ -244,7 +245,7 @@ func (l *lines) timelines(sc *scope) *timelines {
 					}
 				}
 			}
-			t.Points[i] = Point{T: w.End, Value: Float(v), Count: Float(n)}
+			t.Points[i] = report.Point{T: w.End, Value: report.Float(v), Count: report.Float(n)}
 		}
 		tl.list = append(tl.list, t)
 	}
@@ -274,10 +275,10 @@ type Surveyor struct {
 	lines   *lines
 	missed  bool // a serving target was added before the grid was fixed
 	pass    int
-	next    int                // index of the next target of a later pass
-	targets []*snapshot.Target // the targets of the first pass, labels only
-	res     []TargetResolution // their resolutions
-	starts  map[string]int     // distinct process start times per target
+	next    int                        // index of the next target of a later pass
+	targets []*snapshot.Target         // the targets of the first pass, labels only
+	res     []catalog.TargetResolution // their resolutions
+	starts  map[string]int             // distinct process start times per target
 	// vllm and companions accumulate the scrape statistics of the
 	// serving targets (scope.scrapeStats), target by target.
 	vllm, companions scrapeAcc
@@ -290,14 +291,14 @@ type Surveyor struct {
 	// out (see skippable).
 	skip map[string][]string
 	// candidates are the metrics of the surveyed signals' candidates
-	// (Catalog.SignalMetrics), for LabelsOnlyFor.
+	// (catalog.Catalog.SignalMetrics), for LabelsOnlyFor.
 	candidates []string
 }
 
 // surveyed are the signals whose samples a survey measures: the
 // timelines' and the process start times.
-var surveyed = func() []SignalID {
-	ids := []SignalID{SignalProcessStart}
+var surveyed = func() []catalog.SignalID {
+	ids := []catalog.SignalID{catalog.SignalProcessStart}
 	for _, spec := range timelineSpecs {
 		ids = append(ids, spec.id)
 	}
@@ -436,7 +437,7 @@ func (s *Surveyor) LabelsOnlyFor(sketch *snapshot.Target) []string {
 // listedMatch reports whether a signal a survey measures matches, in tr,
 // a family without any sample: one listed by its labels alone (a family
 // read with samples has some, or it is not in the evidence).
-func listedMatch(tr *TargetResolution) bool {
+func listedMatch(tr *catalog.TargetResolution) bool {
 	for _, id := range surveyed {
 		m, ok := tr.Match(id)
 		if !ok || !m.Found() {
@@ -459,7 +460,7 @@ func listedMatch(tr *TargetResolution) bool {
 // decodes every family the survey decoded, so the times of the skipped
 // families are among those it reads, and the target's scrapes are the
 // same; their labels come from the survey (Survey.complete).
-func skippable(t *snapshot.Target, tr *TargetResolution) []string {
+func skippable(t *snapshot.Target, tr *catalog.TargetResolution) []string {
 	measured := map[string]bool{}
 	for _, m := range tr.Matches {
 		if m.Found() {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/snapshot"
@@ -203,9 +204,9 @@ func TestSurveyorLabelsOnlyFor(t *testing.T) {
 	require.True(t, ok)
 	s, err := diagnose.NewSurveyor(diagnose.Options{})
 	require.NoError(t, err)
-	measured := []diagnose.SignalID{diagnose.SignalProcessStart, diagnose.SignalTTFT, diagnose.SignalQueueTime, diagnose.SignalPrefillTime,
-		diagnose.SignalTPOT, diagnose.SignalITL, diagnose.SignalE2E, diagnose.SignalWaiting, diagnose.SignalRunning,
-		diagnose.SignalKVUsage, diagnose.SignalPreemptions, diagnose.SignalGPUUtil}
+	measured := []catalog.SignalID{catalog.SignalProcessStart, catalog.SignalTTFT, catalog.SignalQueueTime, catalog.SignalPrefillTime,
+		catalog.SignalTPOT, catalog.SignalITL, catalog.SignalE2E, catalog.SignalWaiting, catalog.SignalRunning,
+		catalog.SignalKVUsage, catalog.SignalPreemptions, catalog.SignalGPUUtil}
 	for _, v := range []fleetsim.Version{fleetsim.VersionV1, fleetsim.VersionV1Early, fleetsim.VersionV0} {
 		t.Run(v.String(), func(t *testing.T) {
 			cfg := spec.Config
@@ -213,7 +214,7 @@ func TestSurveyorLabelsOnlyFor(t *testing.T) {
 			ev := simulate(t, cfg)
 			for _, tg := range ev.Targets {
 				more := s.LabelsOnlyFor(sketchOf(tg))
-				res := diagnose.DefaultCatalog().ResolveTarget(tg)
+				res := catalog.Default().ResolveTarget(tg)
 				for _, id := range measured {
 					m, ok := res.Match(id)
 					if !ok || !m.Found() {
@@ -223,7 +224,7 @@ func TestSurveyorLabelsOnlyFor(t *testing.T) {
 						assert.NotEqual(t, m.Family.Name, snapshot.FamilyBaseName(name), "%s: %s measures %s", tg.Name, id, name)
 					}
 				}
-				if v == fleetsim.VersionV1 && res.Engine != diagnose.EngineNotVLLM {
+				if v == fleetsim.VersionV1 && res.Engine != catalog.EngineNotVLLM {
 					var listedHere []string
 					for _, name := range more {
 						if tg.Family(name) != nil {
@@ -242,7 +243,7 @@ func TestSurveyorLabelsOnlyFor(t *testing.T) {
 // matches; none of a target read in full, and never a matched family.
 func TestSurveySkipFor(t *testing.T) {
 	ev := simulatePods(t, "healthy", 2)
-	cat := diagnose.DefaultCatalog()
+	cat := catalog.Default()
 
 	sv, _ := survey(t, ev, diagnose.Options{})
 	for _, tg := range ev.Targets {

@@ -5,32 +5,34 @@ import (
 	"sort"
 	"time"
 
+	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
 // timelineSpec is one timeline Diagnose builds.
 type timelineSpec struct {
-	id   SignalID
+	id   catalog.SignalID
 	stat string // "p95", "mean", "rate"
 }
 
 // timelineSpecs are the timelines of a report, fleet and per replica.
 var timelineSpecs = []timelineSpec{
-	{SignalTTFT, "p95"},
-	{SignalQueueTime, "p95"},
-	{SignalPrefillTime, "p95"},
-	{SignalTPOT, "p95"},
-	{SignalITL, "p95"},
-	{SignalE2E, "p95"},
-	{SignalWaiting, "mean"},
-	{SignalRunning, "mean"},
-	{SignalKVUsage, "mean"},
-	{SignalPreemptions, "rate"},
-	{SignalGPUUtil, "mean"},
+	{catalog.SignalTTFT, "p95"},
+	{catalog.SignalQueueTime, "p95"},
+	{catalog.SignalPrefillTime, "p95"},
+	{catalog.SignalTPOT, "p95"},
+	{catalog.SignalITL, "p95"},
+	{catalog.SignalE2E, "p95"},
+	{catalog.SignalWaiting, "mean"},
+	{catalog.SignalRunning, "mean"},
+	{catalog.SignalKVUsage, "mean"},
+	{catalog.SignalPreemptions, "rate"},
+	{catalog.SignalGPUUtil, "mean"},
 }
 
 // stride is the number of values lines keeps per interval of a replica's
-// timeline: value and count, and the Point.Edge of a quantile.
+// timeline: value and count, and the report.Point.Edge of a quantile.
 func (s timelineSpec) stride() int {
 	if s.stat == "p95" {
 		return 3
@@ -44,14 +46,14 @@ func (s timelineSpec) stride() int {
 type timelines struct {
 	step     time.Duration
 	grid     []snapshot.Window
-	list     []Timeline
+	list     []report.Timeline
 	replicas map[string][][]float64
 	// members is when the serving replicas joined, left or were away.
 	members []membership
 }
 
 // fleet returns the fleet timeline of signal id, or nil.
-func (tl *timelines) fleet(id SignalID) *Timeline {
+func (tl *timelines) fleet(id catalog.SignalID) *report.Timeline {
 	if tl == nil {
 		return nil
 	}
@@ -64,7 +66,7 @@ func (tl *timelines) fleet(id SignalID) *Timeline {
 }
 
 // timelineValues returns the point values of t (nil for a nil t).
-func timelineValues(t *Timeline) []float64 {
+func timelineValues(t *report.Timeline) []float64 {
 	if t == nil {
 		return nil
 	}
@@ -112,7 +114,7 @@ func (sc *scope) addReplicas(tl *timelines, replicas []int) {
 	for _, r := range replicas {
 		sel[r] = true
 	}
-	var list []Timeline
+	var list []report.Timeline
 	for si, spec := range timelineSpecs {
 		f := tl.fleet(spec.id)
 		if f == nil {
@@ -125,11 +127,11 @@ func (sc *scope) addReplicas(tl *timelines, replicas []int) {
 				continue
 			}
 			v, k := vals[si], spec.stride()
-			t := Timeline{Signal: string(spec.id), Stat: spec.stat, Replica: rp.t.Name, Step: tl.step, Points: make([]Point, len(tl.grid))}
+			t := report.Timeline{Signal: string(spec.id), Stat: spec.stat, Replica: rp.t.Name, Step: tl.step, Points: make([]report.Point, len(tl.grid))}
 			for i, w := range tl.grid {
-				t.Points[i] = Point{T: w.End, Value: Float(v[k*i]), Count: Float(v[k*i+1])}
+				t.Points[i] = report.Point{T: w.End, Value: report.Float(v[k*i]), Count: report.Float(v[k*i+1])}
 				if k > 2 {
-					t.Points[i].Edge = Float(v[k*i+2])
+					t.Points[i].Edge = report.Float(v[k*i+2])
 				}
 			}
 			list = append(list, t)
@@ -164,7 +166,7 @@ func (sc *scope) freshIntervals(r int, grid []snapshot.Window) []bool {
 // replica) and then the replicas whose incident-window p95 of a latency
 // signal (TTFT, TPOT, ITL, E2E) is highest relative to the fleet's, up to
 // MaxReplicaTimelines.
-func (sc *scope) standoutReplicas(rep *Report) []int {
+func (sc *scope) standoutReplicas(rep *report.Report) []int {
 	n := len(sc.replicas)
 	if n <= MaxReplicaTimelines {
 		out := make([]int, n)
@@ -189,8 +191,8 @@ func (sc *scope) standoutReplicas(rep *Report) []int {
 	for r, rp := range sc.replicas {
 		score := 0.0
 		for _, s := range rep.Signals.Replicas[rp.t.Name] {
-			switch SignalID(s.ID) {
-			case SignalTTFT, SignalTPOT, SignalITL, SignalE2E:
+			switch catalog.SignalID(s.ID) {
+			case catalog.SignalTTFT, catalog.SignalTPOT, catalog.SignalITL, catalog.SignalE2E:
 				if f := fleetP95[s.ID]; f > 0 {
 					if v := incidentP95(s) / f; v > score {
 						score = v
@@ -213,7 +215,7 @@ func (sc *scope) standoutReplicas(rep *Report) []int {
 }
 
 // incidentP95 is a signal's incident-window p95, or NaN.
-func incidentP95(s Signal) float64 {
+func incidentP95(s report.Signal) float64 {
 	if s.Incident == nil {
 		return math.NaN()
 	}

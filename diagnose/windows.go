@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -14,7 +15,7 @@ import (
 // reported.
 type evalWindow struct {
 	w    snapshot.Window
-	info WindowInfo
+	info report.WindowInfo
 	// ok is false for a missing window (no baseline).
 	ok bool
 	// lifetime is set when values are since process start.
@@ -145,7 +146,7 @@ func (st scrapeStats) count(start, end time.Time) int {
 }
 
 func (st scrapeStats) window(w snapshot.Window, from string) evalWindow {
-	return evalWindow{w: w, ok: true, info: WindowInfo{Start: w.Start, End: w.End, From: from, Scrapes: st.count(w.Start, w.End)}}
+	return evalWindow{w: w, ok: true, info: report.WindowInfo{Start: w.Start, End: w.End, From: from, Scrapes: st.count(w.Start, w.End)}}
 }
 
 // clip clips a given window to the evidence, at both ends: a start
@@ -195,7 +196,7 @@ func (st scrapeStats) clip(name string, w snapshot.Window) (snapshot.Window, []s
 //     search proposes no point, or one where the symptoms fell back, a
 //     segment whose intervals differ from the others is the incident and
 //     the window before it the baseline.
-func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWindow, cp *ChangePoint, warns []string) {
+func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWindow, cp *report.ChangePoint, warns []string) {
 	o := sc.set.Options
 	switch {
 	case !o.Incident.IsZero():
@@ -222,14 +223,14 @@ func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWin
 		return base, inc, cp, warns
 
 	case st.maxPerTarget <= 1:
-		inc = evalWindow{ok: true, lifetime: true, info: WindowInfo{End: knownTime(st.last), From: "lifetime", Scrapes: len(st.times)}}
+		inc = evalWindow{ok: true, lifetime: true, info: report.WindowInfo{End: knownTime(st.last), From: "lifetime", Scrapes: len(st.times)}}
 		warns = append(warns, "lifetime, not windowed: one scrape per replica, so every value is since the process started; there is no baseline, and symptoms are judged against SLO targets only")
 		return base, inc, nil, warns
 
 	case st.maxPerTarget == 2:
 		inc = st.window(snapshot.Window{Start: st.firstEach, End: st.lastEach}, "whole")
 		base = evalWindow{w: snapshot.Window{End: st.firstEach}, ok: true, lifetime: true,
-			info: WindowInfo{End: st.firstEach, From: "lifetime", Scrapes: st.count(time.Time{}, st.firstEach)}}
+			info: report.WindowInfo{End: st.firstEach, From: "lifetime", Scrapes: st.count(time.Time{}, st.firstEach)}}
 		warns = append(warns, "two scrapes per replica: the incident is the interval between them and the baseline is the lifetime before the first (since each process started), which may include warm-up and older incidents")
 		return base, inc, nil, warns
 	}
@@ -284,7 +285,7 @@ func (sc *scope) around(st scrapeStats, t time.Time) (base, inc snapshot.Window)
 // It returns nil when the timelines cannot hold two windows of MinWindow;
 // otherwise the best split, with Used set when its score reaches
 // ChangePointThreshold and the caller gave no windows.
-func (sc *scope) searchChangePoint(st scrapeStats, tl *timelines) *ChangePoint {
+func (sc *scope) searchChangePoint(st scrapeStats, tl *timelines) *report.ChangePoint {
 	if tl == nil || len(tl.grid) < 2 {
 		return nil
 	}
@@ -294,7 +295,7 @@ func (sc *scope) searchChangePoint(st scrapeStats, tl *timelines) *ChangePoint {
 	if k <= 0 || k > len(tl.grid)-1 {
 		return nil
 	}
-	cp := &ChangePoint{
+	cp := &report.ChangePoint{
 		Time:    tl.grid[k-1].End,
 		Score:   score,
 		Method:  changePointMethod(tl.step, sc.set.MinWindow, series),
@@ -313,15 +314,15 @@ func (sc *scope) changePointSeries(tl *timelines) []cpSeries {
 	var series []cpSeries
 	for _, c := range []struct {
 		name     string
-		id       SignalID
+		id       catalog.SignalID
 		unit     string
 		minShift float64
 	}{
-		{"ttft_p95", SignalTTFT, "s", cpMinShiftTTFT},
-		{"tpot_p95", SignalTPOT, "s", cpMinShiftTPOT},
-		{"itl_p95", SignalITL, "s", cpMinShiftTPOT},
-		{"e2e_p95", SignalE2E, "s", cpMinShiftE2E},
-		{"waiting", SignalWaiting, "requests", cpMinShiftWaiting},
+		{"ttft_p95", catalog.SignalTTFT, "s", cpMinShiftTTFT},
+		{"tpot_p95", catalog.SignalTPOT, "s", cpMinShiftTPOT},
+		{"itl_p95", catalog.SignalITL, "s", cpMinShiftTPOT},
+		{"e2e_p95", catalog.SignalE2E, "s", cpMinShiftE2E},
+		{"waiting", catalog.SignalWaiting, "requests", cpMinShiftWaiting},
 	} {
 		if t := tl.fleet(c.id); t != nil {
 			series = append(series, cpSeries{name: c.name, unit: c.unit, values: timelineValues(t), minShift: c.minShift})
@@ -337,13 +338,13 @@ func (sc *scope) changePointSeries(tl *timelines) []cpSeries {
 // of the segment's onset (Used, with the series that rose there) and its
 // end; nil otherwise, whenever the symptoms rose at cp, and when the
 // fleet's membership changed around the segment (membershipChanged).
-func (sc *scope) searchSegment(st scrapeStats, tl *timelines, cp *ChangePoint) (*ChangePoint, time.Time) {
+func (sc *scope) searchSegment(st scrapeStats, tl *timelines, cp *report.ChangePoint) (*report.ChangePoint, time.Time) {
 	if tl == nil || len(tl.grid) < 3 || !sc.set.Incident.IsZero() {
 		return nil, time.Time{}
 	}
 	minEach := int((sc.set.MinWindow + tl.step - 1) / tl.step)
 	series := sc.changePointSeries(tl)
-	if cp != nil && cp.Used && slices.ContainsFunc(cp.Signals, func(s ChangeSignal) bool { return !(s.After < s.Before) }) {
+	if cp != nil && cp.Used && slices.ContainsFunc(cp.Signals, func(s report.ChangeSignal) bool { return !(s.After < s.Before) }) {
 		return nil, time.Time{} // the symptoms rose at cp: the incident began there
 	}
 	a, b, score, ok := findSegment(series, minEach)
@@ -362,7 +363,7 @@ func (sc *scope) searchSegment(st scrapeStats, tl *timelines, cp *ChangePoint) (
 		inside[i] = s
 		inside[i].values = s.values[:min(b, len(s.values))]
 	}
-	return &ChangePoint{
+	return &report.ChangePoint{
 		Time:    tl.grid[a-1].End,
 		Score:   score,
 		Method:  changePointMethod(tl.step, sc.set.MinWindow, series) + "; the segment that differs most from the intervals outside it",

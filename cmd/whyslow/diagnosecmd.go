@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
 	wsreport "github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/report/html"
@@ -155,7 +156,7 @@ func runDiagnose(ctx context.Context, e *env, args []string) error {
 // diagnoseAndWrite parses the flags of diagnose and compare, reads the
 // evidence, diagnoses it and writes the report with write.
 func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis, examples string, formats []string,
-	write func(io.Writer, *diagnoseFlags, *diagnose.Report) error) error {
+	write func(io.Writer, *diagnoseFlags, *wsreport.Report) error) error {
 	var f diagnoseFlags
 	fs := f.register(name, e, synopsis, examples, strings.Join(formats, ", "))
 	paths, err := parseInterspersed(fs, args)
@@ -225,9 +226,9 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 
 // partialReason says why rep is partial: the problems of ev that lost
 // samples of its windows, else the count of ev's problems.
-func partialReason(ev *snapshot.Evidence, rep *diagnose.Report) string {
+func partialReason(ev *snapshot.Evidence, rep *wsreport.Report) string {
 	var lost []string
-	for _, w := range []diagnose.WindowInfo{rep.Windows.Baseline, rep.Windows.Incident} {
+	for _, w := range []wsreport.WindowInfo{rep.Windows.Baseline, rep.Windows.Incident} {
 		if w.Start.IsZero() || w.End.IsZero() {
 			continue
 		}
@@ -247,14 +248,14 @@ func partialReason(ev *snapshot.Evidence, rep *diagnose.Report) string {
 // capture, such as SGLang's, or only companion exporters): a short
 // message naming the paths and the targets read, instead of a report of nothing but
 // "cannot evaluate".
-func checkVLLM(cat *diagnose.Catalog, ev *snapshot.Evidence) error {
+func checkVLLM(cat *catalog.Catalog, ev *snapshot.Evidence) error {
 	if cat == nil || ev == nil || len(ev.Targets) == 0 {
 		return nil
 	}
 	res := cat.Resolve(ev)
 	var names []string
 	for _, t := range res.Targets {
-		if t.Engine != diagnose.EngineNotVLLM {
+		if t.Engine != catalog.EngineNotVLLM {
 			return nil
 		}
 		names = append(names, t.Target)
@@ -279,7 +280,7 @@ func firstFew(items []string, none string) string {
 	return list
 }
 
-func writeReport(w io.Writer, f *diagnoseFlags, rep *diagnose.Report) error {
+func writeReport(w io.Writer, f *diagnoseFlags, rep *wsreport.Report) error {
 	o := wsreport.LayoutOptions{Verbose: f.verbose, Wide: f.wide}
 	switch f.format {
 	case "markdown":
@@ -307,14 +308,14 @@ func runCompare(ctx context.Context, e *env, args []string) error {
 
 // writeCompare prints the before/after table. Its JSON form is
 // {"schema_version", "windows", "rows": [CompareRow...], "warnings"}.
-func writeCompare(w io.Writer, f *diagnoseFlags, rep *diagnose.Report) error {
-	rows := diagnose.CompareTable(rep)
+func writeCompare(w io.Writer, f *diagnoseFlags, rep *wsreport.Report) error {
+	rows := wsreport.CompareTable(rep)
 	switch f.format {
 	case "markdown":
-		return diagnose.WriteCompareMarkdown(w, rows)
+		return wsreport.WriteCompareMarkdown(w, rows)
 	case "json":
 		if rows == nil {
-			rows = []diagnose.CompareRow{}
+			rows = []wsreport.CompareRow{}
 		}
 		warnings := rep.Warnings
 		if warnings == nil {
@@ -322,15 +323,15 @@ func writeCompare(w io.Writer, f *diagnoseFlags, rep *diagnose.Report) error {
 		}
 		return writeJSON(w, struct {
 			SchemaVersion int                   `json:"schema_version"`
-			Windows       diagnose.Windows      `json:"windows"`
-			Rows          []diagnose.CompareRow `json:"rows"`
+			Windows       wsreport.Windows      `json:"windows"`
+			Rows          []wsreport.CompareRow `json:"rows"`
 			Warnings      []string              `json:"warnings"`
-		}{diagnose.SchemaVersion, rep.Windows, rows, warnings})
+		}{wsreport.SchemaVersion, rep.Windows, rows, warnings})
 	default:
 		if f.wide {
 			return wsreport.CompareDocument(rows).WriteTextWidth(w, 0)
 		}
-		return diagnose.WriteCompareText(w, rows)
+		return wsreport.WriteCompareText(w, rows)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -64,8 +64,8 @@ func (f *inputFlags) register(fs *flag.FlagSet) {
 }
 
 // catalog returns the default catalog with the --alias flags applied.
-func (f *inputFlags) catalog() (*diagnose.Catalog, error) {
-	cat := diagnose.DefaultCatalog()
+func (f *inputFlags) catalog() (*catalog.Catalog, error) {
+	cat := catalog.Default()
 	for _, a := range f.aliases {
 		id, name, ok := strings.Cut(a, "=")
 		if !ok || id == "" || name == "" {
@@ -82,7 +82,7 @@ func (f *inputFlags) catalog() (*diagnose.Catalog, error) {
 			cat = c
 			continue
 		}
-		if err := cat.Alias(diagnose.SignalID(id), name); err != nil {
+		if err := cat.Alias(catalog.SignalID(id), name); err != nil {
 			return nil, usagef("--alias %q: %v", a, err)
 		}
 	}
@@ -93,7 +93,7 @@ func (f *inputFlags) catalog() (*diagnose.Catalog, error) {
 // the evidence of paths, narrowed by sel (the selection fields of
 // snapshot.Options: what the question needs; zero reads everything):
 // what the catalog and quantile commands start with.
-func (f *inputFlags) catalogAndEvidence(ctx context.Context, e *env, paths []string, sel snapshot.Options) (*diagnose.Catalog, *snapshot.Evidence, error) {
+func (f *inputFlags) catalogAndEvidence(ctx context.Context, e *env, paths []string, sel snapshot.Options) (*catalog.Catalog, *snapshot.Evidence, error) {
 	cat, err := f.catalog()
 	if err != nil {
 		return nil, nil, err
@@ -415,14 +415,14 @@ func quoteControl(name string) string {
 // nonNegativeMetrics lists the metrics of the catalog's gauges that
 // count something (requests, tokens, a ratio of used capacity): a
 // negative sample of one is impossible, and the reader leaves it out.
-func nonNegativeMetrics(cat *diagnose.Catalog) []string {
+func nonNegativeMetrics(cat *catalog.Catalog) []string {
 	var names []string
 	for _, s := range cat.Signals() {
-		if s.Kind != diagnose.KindGauge {
+		if s.Kind != catalog.KindGauge {
 			continue
 		}
 		switch s.Unit {
-		case diagnose.UnitRequests, diagnose.UnitTokens, diagnose.UnitRatio, diagnose.UnitCount:
+		case catalog.UnitRequests, catalog.UnitTokens, catalog.UnitRatio, catalog.UnitCount:
 			for _, c := range s.Candidates {
 				names = append(names, c.Metric)
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/whyslow/whyslow/diagnose"
+	wsreport "github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -105,7 +106,7 @@ func runQuantile(ctx context.Context, e *env, args []string) error {
 		closeOut(err)
 		return fmt.Errorf("--by %s: %w", *by, err)
 	}
-	reps := map[string]*diagnose.QuantileReport{}
+	reps := map[string]*wsreport.QuantileReport{}
 	for _, g := range groups {
 		if g.Err != nil {
 			fmt.Fprintf(e.stderr, "%s=%s: %v\n", *by, g.Value, g.Err)
@@ -162,7 +163,7 @@ func onlyProcessStart(ev *snapshot.Evidence) bool {
 
 // lostWarnings says that the quantiles of rep are partial when samples
 // of its window may be missing (a torn WAL: snapshot.LostRangeError).
-func lostWarnings(ev *snapshot.Evidence, rep *diagnose.QuantileReport) []string {
+func lostWarnings(ev *snapshot.Evidence, rep *wsreport.QuantileReport) []string {
 	var ws []string
 	for _, p := range ev.LostIn(rep.Window.Start, rep.Window.End) {
 		ws = append(ws, "partial: samples of the window may be missing: "+p.Error())
@@ -170,7 +171,7 @@ func lostWarnings(ev *snapshot.Evidence, rep *diagnose.QuantileReport) []string 
 	return ws
 }
 
-func printQuantiles(w io.Writer, format string, rep *diagnose.QuantileReport) error {
+func printQuantiles(w io.Writer, format string, rep *wsreport.QuantileReport) error {
 	if format == "json" {
 		if rep.Warnings == nil {
 			rep.Warnings = []string{}

@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 
-	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/internal/heappeak"
 )
@@ -496,7 +496,7 @@ func BenchmarkScale(b *testing.B) {
 // _count series).
 func catalogRegexp() string {
 	var alts []string
-	for _, m := range diagnose.DefaultCatalog().EvidenceMetrics() {
+	for _, m := range catalog.Default().EvidenceMetrics() {
 		q := regexp.QuoteMeta(m)
 		alts = append(alts, q, q+"_bucket", q+"_sum", q+"_count")
 	}

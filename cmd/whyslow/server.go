@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/common/config"
 
-	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/snapshot"
 	"github.com/whyslow/whyslow/snapshot/promapi"
 )
@@ -107,7 +107,7 @@ func (f *serverFlags) apply(ctx context.Context, paths []string, opts *snapshot.
 // (vllm:, ray_vllm:, --alias prefixes), and the catalog's other metrics
 // (the GPU exporter's, HTTP and process metrics) with their histogram and
 // _created series.
-func catalogNames(cat *diagnose.Catalog) func(string) bool {
+func catalogNames(cat *catalog.Catalog) func(string) bool {
 	prefixes := append([]string{"vllm:", "ray_vllm:"}, cat.Prefixes()...)
 	names := map[string]bool{}
 	for _, s := range cat.Signals() {

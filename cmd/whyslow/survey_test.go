@@ -12,6 +12,7 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	wsreport "github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -125,7 +126,7 @@ func requireDiagnosedAsWhole(t *testing.T, dir string, opts diagnose.Options, fl
 // requireReportJSON asserts that out, the command's JSON report, is rep's
 // (with the library's option names as the command's flags), and returns
 // it decoded.
-func requireReportJSON(t *testing.T, rep *diagnose.Report, out string) map[string]any {
+func requireReportJSON(t *testing.T, rep *wsreport.Report, out string) map[string]any {
 	t.Helper()
 	var want, got map[string]any
 	var buf bytes.Buffer

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -32,8 +32,8 @@ func checkWindow(flagName string, w snapshot.Window, ev *snapshot.Evidence) erro
 
 // checkMetric reports a --metric that is neither a signal id of the catalog
 // nor a histogram of the evidence, listing what is there.
-func checkMetric(metric string, cat *diagnose.Catalog, ev *snapshot.Evidence) error {
-	if spec, ok := cat.Signal(diagnose.SignalID(metric)); ok {
+func checkMetric(metric string, cat *catalog.Catalog, ev *snapshot.Evidence) error {
+	if spec, ok := cat.Signal(catalog.SignalID(metric)); ok {
 		return checkSignal(spec, cat, ev)
 	}
 	seen := map[string]bool{}
@@ -85,7 +85,7 @@ func checkModel(model string, ev *snapshot.Evidence) error {
 // checkSignal reports a signal id that no target of the evidence exposes,
 // with the metric names tried and, when the metrics carry another prefix
 // than vllm:, the --alias that maps it.
-func checkSignal(spec diagnose.SignalSpec, cat *diagnose.Catalog, ev *snapshot.Evidence) error {
+func checkSignal(spec catalog.SignalSpec, cat *catalog.Catalog, ev *snapshot.Evidence) error {
 	res := cat.Resolve(ev)
 	for _, t := range res.Targets {
 		if m, ok := t.Match(spec.ID); ok && m.Found() {

@@ -29,6 +29,7 @@ import (
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/examples/postmortem/evidence"
 	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -117,11 +118,11 @@ func sample(w io.Writer) error {
 }
 
 // p95 returns the 0.95 quantile of qs, or a NaN one.
-func p95(qs []diagnose.Quantile) diagnose.Quantile {
+func p95(qs []report.Quantile) report.Quantile {
 	for _, q := range qs {
 		if q.Q == 0.95 {
 			return q
 		}
 	}
-	return diagnose.Quantile{Q: 0.95, Value: diagnose.Float(math.NaN())}
+	return report.Quantile{Q: 0.95, Value: report.Float(math.NaN())}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/whyslow/whyslow/examples/internal/sample"
 	"github.com/whyslow/whyslow/examples/postmortem/evidence"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -100,7 +101,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // scenario, and diagnoses it with the default options: windows chosen by
 // the change-point search, default thresholds, no SLO (symptoms are judged
 // against the baseline).
-func postmortem(scenario string) (*diagnose.Report, error) {
+func postmortem(scenario string) (*report.Report, error) {
 	ev, err := load(scenario)
 	if err != nil {
 		return nil, err
@@ -129,18 +130,18 @@ func load(scenario string) (*snapshot.Evidence, error) {
 }
 
 // writers are the report formats of -format.
-var writers = map[string]func(*diagnose.Report, io.Writer) error{
-	"text":     (*diagnose.Report).WriteText,
-	"markdown": (*diagnose.Report).WriteMarkdown,
-	"md":       (*diagnose.Report).WriteMarkdown,
-	"json":     (*diagnose.Report).WriteJSON,
-	"html":     func(r *diagnose.Report, w io.Writer) error { return html.Write(w, r) },
+var writers = map[string]func(*report.Report, io.Writer) error{
+	"text":     (*report.Report).WriteText,
+	"markdown": (*report.Report).WriteMarkdown,
+	"md":       (*report.Report).WriteMarkdown,
+	"json":     (*report.Report).WriteJSON,
+	"html":     func(r *report.Report, w io.Writer) error { return html.Write(w, r) },
 }
 
 func validFormat(format string) bool { return writers[format] != nil }
 
 // write prints the report in the given format.
-func write(w io.Writer, rep *diagnose.Report, format string) error {
+func write(w io.Writer, rep *report.Report, format string) error {
 	wr := writers[format]
 	if wr == nil {
 		return fmt.Errorf("%w: unknown format %q (want text, markdown, json or html)", errUsage, format)
@@ -149,7 +150,7 @@ func write(w io.Writer, rep *diagnose.Report, format string) error {
 }
 
 // writeFile writes the report to the named file.
-func writeFile(name string, rep *diagnose.Report, format string) (err error) {
+func writeFile(name string, rep *report.Report, format string) (err error) {
 	f, err := os.Create(name)
 	if err != nil {
 		return err

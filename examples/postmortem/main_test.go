@@ -14,14 +14,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/examples/internal/sample"
 	"github.com/whyslow/whyslow/examples/postmortem/evidence"
+	"github.com/whyslow/whyslow/report"
 )
 
 // embeddedReport diagnoses the embedded sample once for the tests that
 // only look at the report.
-var embeddedReport = sync.OnceValues(func() (*diagnose.Report, error) { return postmortem("") })
+var embeddedReport = sync.OnceValues(func() (*report.Report, error) { return postmortem("") })
 
 // TestVerdict checks that the embedded sample is diagnosed as the
 // hypothesis its scenario was built to produce.
@@ -109,7 +109,7 @@ func TestWrite(t *testing.T) {
 			} `json:"hypotheses"`
 		}
 		require.NoError(t, json.Unmarshal(out.Bytes(), &got))
-		assert.Equal(t, diagnose.SchemaVersion, got.SchemaVersion)
+		assert.Equal(t, report.SchemaVersion, got.SchemaVersion)
 		assert.Equal(t, evidence.Expect, got.Verdict)
 		require.NotEmpty(t, got.Hypotheses)
 		assert.Equal(t, evidence.Expect, got.Hypotheses[0].ID)

@@ -42,6 +42,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/rules"
@@ -227,7 +228,7 @@ func (r Result) OK() bool {
 // given no flag: the default catalog (no --alias) and the default
 // thresholds (no --thresholds), automatic windows, no SLO.
 func Options() diagnose.Options {
-	cat := diagnose.DefaultCatalog()
+	cat := catalog.Default()
 	return diagnose.Options{Catalog: &cat, Thresholds: rules.DefaultThresholds}
 }
 

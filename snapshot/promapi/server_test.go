@@ -21,6 +21,7 @@ import (
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/internal/jsondiff"
 	"github.com/whyslow/whyslow/internal/promserver"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
 	"github.com/whyslow/whyslow/snapshot/promapi"
 	_ "github.com/whyslow/whyslow/snapshot/tsdb"
@@ -162,7 +163,7 @@ func TestServersDiagnoseAsTSDB(t *testing.T) {
 }
 
 // reportJSON returns the report as generic JSON without its sources.
-func reportJSON(t *testing.T, r *diagnose.Report) any {
+func reportJSON(t *testing.T, r *report.Report) any {
 	t.Helper()
 	b, err := json.Marshal(r)
 	require.NoError(t, err)
