@@ -9,6 +9,7 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
 	"github.com/whyslow/whyslow/snapshot"
 	_ "github.com/whyslow/whyslow/snapshot/tsdb" // ReadEach streams TSDB directories
 )
@@ -34,7 +35,7 @@ func ExampleSurveyor() {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	if err := fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: -1}); err != nil {
+	if err := simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}); err != nil {
 		log.Fatal(err)
 	}
 	ctx := context.Background()

@@ -26,6 +26,7 @@ import (
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
 	"github.com/whyslow/whyslow/internal/jsondiff"
 	"github.com/whyslow/whyslow/internal/promserver"
 	"github.com/whyslow/whyslow/report"
@@ -112,7 +113,7 @@ var evidenceFormats = []evidenceFormat{
 	{name: "tsdb", short: true, write: func(t *testing.T, p *preserved, dir string) string {
 		// 30-minute blocks and a 20-minute head: the first 40 minutes are
 		// persisted blocks, the rest is replayed from the WAL.
-		require.NoError(t, p.fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: 20 * time.Minute, BlockDuration: 30 * time.Minute}))
+		require.NoError(t, simtsdb.Write(p.fleet, dir, fleetsim.TSDBOptions{HeadSpan: 20 * time.Minute, BlockDuration: 30 * time.Minute}))
 		var blocks int
 		entries, err := os.ReadDir(dir)
 		require.NoError(t, err)

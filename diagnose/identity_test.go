@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -62,7 +63,7 @@ func TestRollingRestart(t *testing.T) {
 			require.Zero(t, lost, "the drain finishes every request")
 			var ev *snapshot.Evidence
 			if tc.tsdb {
-				ev = readBack(t, func(dir string) error { return f.WriteTSDB(dir, fleetsim.TSDBOptions{}) })
+				ev = readBack(t, func(dir string) error { return simtsdb.Write(f, dir, fleetsim.TSDBOptions{}) })
 			} else {
 				ev = readBack(t, func(dir string) error { return f.WriteDumps(dir, fleetsim.DumpOptions{}) })
 			}
@@ -85,7 +86,7 @@ func TestCrashLoopNewAddresses(t *testing.T) {
 	}
 	f, err := fleetsim.Run(cfg)
 	require.NoError(t, err)
-	ev := readBack(t, func(dir string) error { return f.WriteTSDB(dir, fleetsim.TSDBOptions{}) })
+	ev := readBack(t, func(dir string) error { return simtsdb.Write(f, dir, fleetsim.TSDBOptions{}) })
 	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
 	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Value), "%s", table)

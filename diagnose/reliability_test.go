@@ -13,6 +13,7 @@ import (
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
@@ -102,7 +103,7 @@ func crashLoop() fleetsim.Config {
 func TestCrashLoopTSDB(t *testing.T) {
 	f, err := fleetsim.Run(crashLoop())
 	require.NoError(t, err)
-	ev := readBack(t, func(dir string) error { return f.WriteTSDB(dir, fleetsim.TSDBOptions{Up: true}) })
+	ev := readBack(t, func(dir string) error { return simtsdb.Write(f, dir, fleetsim.TSDBOptions{Up: true}) })
 	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
 	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Value), "%s", table)

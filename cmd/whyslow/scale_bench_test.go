@@ -24,6 +24,7 @@ import (
 
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
 	"github.com/whyslow/whyslow/internal/heappeak"
 )
 
@@ -73,7 +74,7 @@ func scaleFixture(b *testing.B, span time.Duration) (dir string, end time.Time) 
 		b.Fatal(err)
 	}
 	src := b.TempDir()
-	if err := fleet.WriteTSDB(src, fleetsim.TSDBOptions{}); err != nil {
+	if err := simtsdb.Write(fleet, src, fleetsim.TSDBOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	fleet = nil

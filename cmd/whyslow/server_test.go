@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
 	"github.com/whyslow/whyslow/internal/promserver"
 )
 
@@ -87,7 +88,7 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 	promserver.Binary(t, "prometheus") // skip before simulating
 	spec, fleet := promserver.Fleet(t, "kv-preemption")
 	dir := filepath.Join(t.TempDir(), "tsdb")
-	require.NoError(t, fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+	require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
 	url := promserver.Prometheus(t, dir)
 
 	start := fleet.Config.Start

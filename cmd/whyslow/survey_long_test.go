@@ -15,6 +15,7 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -36,7 +37,7 @@ func TestDiagnoseSurveyedLongTSDB(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			require.NoError(t, fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+			require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
 			whole, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{SandboxDir: t.TempDir(), KeepTimeOutliers: true})
 			require.NoError(t, err)
 			// One gauge of the first pod, scraped 4 more times.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
 	wsreport "github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -24,7 +25,7 @@ import (
 func TestDiagnoseSurveyedTSDB(t *testing.T) {
 	fleet, expect := smallFleet(t, "kv-preemption", 0)
 	dir := t.TempDir()
-	require.NoError(t, fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+	require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
 	require.True(t, snapshot.Streams([]string{dir}))
 
 	for _, tc := range []struct {
@@ -48,7 +49,7 @@ func TestDiagnoseSurveyedTSDB(t *testing.T) {
 func TestDiagnoseTSDBSaysWhyNothingMatched(t *testing.T) {
 	fleet, _ := smallFleet(t, "healthy", 0)
 	dir := t.TempDir()
-	require.NoError(t, fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+	require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -73,7 +74,7 @@ func TestDiagnoseTSDBSaysWhyNothingMatched(t *testing.T) {
 func TestDiagnoseTSDBRangesApart(t *testing.T) {
 	fleet, _ := smallFleet(t, "kv-preemption", 0)
 	dir := t.TempDir()
-	require.NoError(t, fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+	require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
 	start := fleet.Config.Start
 	if start.IsZero() {
 		start = fleetsim.DefaultStart

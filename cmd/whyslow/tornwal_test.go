@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
 )
 
 // smallFleet runs scenario on three of its eight pods (their share of the
@@ -44,7 +45,7 @@ func smallFleet(t *testing.T, scenario string, scrape time.Duration) (*fleetsim.
 func TestDiagnoseTornWALPartial(t *testing.T) {
 	fleet, _ := smallFleet(t, "kv-preemption", 30*time.Second)
 	intact := filepath.Join(t.TempDir(), "tsdb")
-	require.NoError(t, fleet.WriteTSDB(intact, fleetsim.TSDBOptions{HeadSpan: 40 * time.Minute}))
+	require.NoError(t, simtsdb.Write(fleet, intact, fleetsim.TSDBOptions{HeadSpan: 40 * time.Minute}))
 
 	// Never change the fixture: tear a copy.
 	torn := filepath.Join(t.TempDir(), "torn")

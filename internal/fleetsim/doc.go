@@ -1,6 +1,7 @@
 // Package fleetsim is a seeded simulator of vLLM serving fleets that writes
 // what an SRE would have preserved: /metrics dumps, /federate dumps,
-// OpenMetrics for promtool backfill, and Prometheus TSDB data directories.
+// OpenMetrics for promtool backfill, and, through its package simtsdb,
+// Prometheus TSDB data directories.
 // It exists so that the tests of every whyslow package (snapshot, diagnose,
 // experiments) run on realistic fleets whose ground truth is known.
 //
@@ -67,8 +68,10 @@
 // or a flat layout, optionally gzipped; [Fleet.WriteFederate] writes
 // concatenated /federate responses; [Fleet.WriteOpenMetrics] writes one
 // document for `promtool tsdb create-blocks-from openmetrics`;
-// [Fleet.WriteTSDB] writes a TSDB directory with blocks, a WAL head and
-// staleness markers, through github.com/prometheus/prometheus/tsdb.
+// [Fleet.EachStored] gives the samples a Prometheus server would have
+// stored (target labels, staleness markers, up series), which package
+// simtsdb writes as a TSDB directory with blocks and a WAL head; fleetsim
+// itself does not link github.com/prometheus/prometheus/tsdb.
 //
 // # Scenarios
 //

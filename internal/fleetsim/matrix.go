@@ -68,7 +68,7 @@ type MatrixCase struct {
 	// Description says what the fleet does.
 	Description string
 	// TSDB makes the matrix read the case from a Prometheus TSDB written
-	// by Fleet.WriteTSDB (series with their target labels, instance
+	// by simtsdb.Write (series with their target labels, instance
 	// included) instead of from /metrics dumps.
 	TSDB bool
 	// GradedByTruth marks a case whose ground truth is chaotic in the

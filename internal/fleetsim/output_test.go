@@ -3,9 +3,7 @@ package fleetsim
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,11 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
-	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -49,58 +44,6 @@ func storedCount(f *Fleet) int {
 		}
 	}
 	return n
-}
-
-func TestWriteTSDB(t *testing.T) {
-	f := smallFleet(t)
-	dir := t.TempDir()
-	require.NoError(t, f.WriteTSDB(dir, TSDBOptions{HeadSpan: 5 * time.Minute, BlockDuration: 10 * time.Minute}))
-	assert.DirExists(t, filepath.Join(dir, "wal"))
-
-	db, err := tsdb.OpenDBReadOnly(dir, t.TempDir(), nil)
-	require.NoError(t, err)
-	defer db.Close()
-	blocks, err := db.Blocks()
-	require.NoError(t, err)
-	require.NotEmpty(t, blocks, "older data is in persisted blocks")
-	q, err := db.Querier(math.MinInt64, math.MaxInt64)
-	require.NoError(t, err)
-	defer q.Close()
-
-	total, stale := 0, 0
-	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+"))
-	var it chunkenc.Iterator
-	lastT := map[string]int64{}
-	for ss.Next() {
-		s := ss.At()
-		it = s.Iterator(it)
-		for it.Next() == chunkenc.ValFloat {
-			ts, v := it.At()
-			if value.IsStaleNaN(v) {
-				stale++
-				assert.Equal(t, "vllm-1", s.Labels().Get("pod"), "only the restarting pod goes stale")
-				continue
-			}
-			total++
-			lastT[s.Labels().String()] = ts
-		}
-		require.NoError(t, it.Err())
-	}
-	require.NoError(t, ss.Err())
-	assert.Equal(t, storedCount(f), total, "every scraped sample is stored, blocks + WAL")
-	assert.Greater(t, stale, 100, "staleness markers at the failed scrape")
-
-	// Target labels as Prometheus attaches them.
-	ss = q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "DCGM_FI_DEV_GPU_UTIL"))
-	n := 0
-	for ss.Next() {
-		ls := ss.At().Labels()
-		assert.Equal(t, "dcgm-exporter", ls.Get("job"))
-		assert.Contains(t, []string{"vllm-0", "vllm-1"}, ls.Get("pod"))
-		assert.True(t, strings.HasSuffix(ls.Get("instance"), ":9400"))
-		n++
-	}
-	assert.Equal(t, 2, n)
 }
 
 func TestWriteOpenMetrics(t *testing.T) {

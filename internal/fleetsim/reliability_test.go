@@ -1,17 +1,12 @@
 package fleetsim
 
 import (
-	"context"
-	"math"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/tsdb"
-	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -114,43 +109,6 @@ func TestServerErrors(t *testing.T) {
 	assert.NotContains(t, string(lastScrape(f, 1).VLLM()), `status="5xx"`)
 }
 
-// TestWriteTSDBUp: with Up, every scrape of a target stores up 1 and every
-// scrape a restarting pod missed stores up 0.
-func TestWriteTSDBUp(t *testing.T) {
-	f := smallFleet(t)
-	dir := t.TempDir()
-	require.NoError(t, f.WriteTSDB(dir, TSDBOptions{Up: true}))
-	db, err := tsdb.OpenDBReadOnly(dir, t.TempDir(), nil)
-	require.NoError(t, err)
-	defer db.Close()
-	q, err := db.Querier(math.MinInt64, math.MaxInt64)
-	require.NoError(t, err)
-	defer q.Close()
-	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "up"))
-	var it chunkenc.Iterator
-	ups, downs := map[string]int{}, map[string]int{}
-	for ss.Next() {
-		s := ss.At()
-		key := s.Labels().Get("job") + "/" + s.Labels().Get("pod") + s.Labels().Get("instance")
-		it = s.Iterator(it)
-		for it.Next() == chunkenc.ValFloat {
-			_, v := it.At()
-			if v == 1 {
-				ups[key]++
-			} else {
-				downs[key]++
-			}
-		}
-	}
-	require.NoError(t, ss.Err())
-	for key, n := range downs {
-		assert.True(t, strings.Contains(key, "vllm-1") || strings.Contains(key, ":9400"), "only the restarting pod is down: %s", key)
-		assert.Equal(t, 3, n, "45 s down with 15 s scrapes: %s", key)
-	}
-	assert.Len(t, ups, 4, "vLLM and DCGM targets of two pods")
-	assert.Equal(t, len(f.Pods[0].Scrapes), ups["vllm/vllm-0"+f.Pods[0].Instance])
-}
-
 // TestRestartDrainAndIdentity: a graceful restart (Drain) loses no
 // request of a pod at a light load, where a hard one loses those in
 // flight; the process after a restart is stored under the restart's
@@ -192,23 +150,16 @@ func TestRestartDrainAndIdentity(t *testing.T) {
 	assert.Equal(t, "vllm-0", drained.PodName(), "scraped while it drains")
 	assert.Zero(t, drained.Engines[0].Running+drained.Engines[0].Waiting, "no new request while it drains")
 
-	dir := t.TempDir()
-	require.NoError(t, f.WriteTSDB(dir, TSDBOptions{}))
-	db, err := tsdb.OpenDBReadOnly(dir, t.TempDir(), nil)
-	require.NoError(t, err)
-	defer db.Close()
-	q, err := db.Querier(math.MinInt64, math.MaxInt64)
-	require.NoError(t, err)
-	defer q.Close()
-	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchEqual, "__name__", "vllm:num_requests_running"),
-		labels.MustNewMatcher(labels.MatchRegexp, "pod", "vllm-0|vllm-new"))
 	var got []string
-	for ss.Next() {
-		ls := ss.At().Labels()
-		got = append(got, ls.Get("pod")+"@"+ls.Get("instance"))
-	}
-	require.NoError(t, ss.Err())
-	assert.ElementsMatch(t, []string{"vllm-0@" + p.Instance, "vllm-new@10.9.9.9:8000"}, got)
+	require.NoError(t, f.EachStored(TSDBOptions{}, func(_ int, lset labels.Labels, _ int64, _ float64) error {
+		pod := lset.Get("pod")
+		if lset.Get("__name__") == "vllm:num_requests_running" && (pod == "vllm-0" || pod == "vllm-new") {
+			got = append(got, pod+"@"+lset.Get("instance"))
+		}
+		return nil
+	}))
+	slices.Sort(got)
+	assert.Equal(t, []string{"vllm-0@" + p.Instance, "vllm-new@10.9.9.9:8000"}, slices.Compact(got))
 
 	dumps := t.TempDir()
 	require.NoError(t, f.WriteDumps(dumps, DumpOptions{}))

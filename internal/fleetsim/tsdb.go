@@ -1,10 +1,6 @@
 package fleetsim
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"log/slog"
 	"math"
 	"slices"
 	"time"
@@ -12,11 +8,10 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
-	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/tsdb"
 )
 
-// TSDBOptions refine WriteTSDB.
+// TSDBOptions refine what a Prometheus TSDB written from the fleet holds
+// ([Fleet.EachStored]) and how it is laid out on disk (simtsdb.Write).
 type TSDBOptions struct {
 	// HeadSpan is how much of the end of the run stays in the head only
 	// (write-ahead log and chunks_head), as in a Prometheus that was
@@ -40,72 +35,42 @@ type TSDBOptions struct {
 	Up bool
 }
 
-// WriteTSDB writes the fleet into a Prometheus TSDB data directory at dir,
-// as a Prometheus server scraping every pod (job "vllm") and its GPU
-// exporter (job "dcgm-exporter") would have stored it: one sample per
-// scrape per series, with target labels, staleness markers when a pod goes
-// down, persisted blocks and a head (WAL) holding the last HeadSpan.
-// dir is created if needed and should be empty.
-func (f *Fleet) WriteTSDB(dir string, opts TSDBOptions) (err error) {
-	if opts.HeadSpan == 0 {
-		opts.HeadSpan = 10 * time.Minute
-	}
-	if opts.BlockDuration == 0 {
-		opts.BlockDuration = 2 * time.Hour
-	}
-	o := tsdb.DefaultOptions()
-	o.RetentionDuration = 0
-	o.MinBlockDuration = opts.BlockDuration.Milliseconds()
-	o.MaxBlockDuration = opts.BlockDuration.Milliseconds()
-	logger := slog.New(slog.DiscardHandler)
-	db, err := tsdb.Open(dir, logger, nil, o, nil)
-	if err != nil {
-		return fmt.Errorf("fleetsim: open TSDB %s: %w", dir, err)
-	}
-	defer func() { err = errors.Join(err, db.Close()) }()
-	db.DisableCompactions()
-
-	ctx := context.Background()
+// EachStored calls add with every sample a Prometheus server scraping
+// every pod (job "vllm") and its GPU exporter (job "dcgm-exporter") would
+// have stored, in the order it would have appended them: scrape round by
+// scrape round, one sample per scrape per series with the target labels,
+// a staleness marker (value.StaleNaN) when a series vanishes or its pod
+// misses a scrape unless opts.NoStaleMarkers, and the up series with
+// opts.Up. series is a dense index, from 0 in order of first appearance;
+// lset is the series' label set, the same value at every call for one
+// series. Timestamps t are in milliseconds. opts.HeadSpan and
+// opts.BlockDuration are ignored. EachStored stops at the first error
+// add returns and returns it.
+func (f *Fleet) EachStored(opts TSDBOptions, add func(series int, lset labels.Labels, t int64, v float64) error) error {
 	// Series are looked up by a key built in a reused buffer (map lookups
 	// with string(bytes) do not allocate); labels are built once per
 	// series.
-	type entry struct {
-		ref  storage.SeriesRef
-		lset labels.Labels
-	}
-	series := map[string]*entry{}
+	index := map[string]int{}
 	var (
-		sb  labels.ScratchBuilder
-		key []byte
+		lsets []labels.Labels
+		sb    labels.ScratchBuilder
+		key   []byte
 	)
-	app := db.AppenderV2(ctx)
-	appended := 0
-	add := func(name string, ls []label, t int64, v float64) error {
+	put := func(name string, ls []label, t int64, v float64) error {
 		key = appendKey(key[:0], name, ls)
-		s := series[string(key)]
-		if s == nil {
+		i, ok := index[string(key)]
+		if !ok {
 			sb.Reset()
 			sb.Add(model.MetricNameLabel, name)
 			for _, l := range ls {
 				sb.Add(l.name, l.value)
 			}
 			sb.Sort()
-			s = &entry{lset: sb.Labels()}
-			series[string(key)] = s
+			i = len(lsets)
+			lsets = append(lsets, sb.Labels())
+			index[string(key)] = i
 		}
-		ref, err := app.Append(s.ref, s.lset, 0, t, v, nil, nil, storage.AOptions{})
-		if err != nil {
-			return fmt.Errorf("fleetsim: append %s at %d: %w", s.lset, t, err)
-		}
-		s.ref = ref
-		appended++
-		if appended%50000 == 0 {
-			if err := app.Commit(); err != nil {
-				return err
-			}
-			app = db.AppenderV2(ctx)
-		}
-		return nil
+		return add(i, lsets[i], t, v)
 	}
 
 	// last holds, per target, the label sets of its previous scrape, for
@@ -124,7 +89,7 @@ func (f *Fleet) WriteTSDB(dir string, opts TSDBOptions) (err error) {
 			if keep != nil && keep[labelsKey(s.name, s.ls)] {
 				continue
 			}
-			if err := add(s.name, s.ls, t, math.Float64frombits(value.StaleNaN)); err != nil {
+			if err := put(s.name, s.ls, t, math.Float64frombits(value.StaleNaN)); err != nil {
 				return err
 			}
 		}
@@ -136,7 +101,7 @@ func (f *Fleet) WriteTSDB(dir string, opts TSDBOptions) (err error) {
 		for _, sc := range round {
 			present[sc.pod.Index] = true
 			if opts.Up {
-				if err := f.addUp(add, sc.pod, sc.Time.UnixMilli(), 1); err != nil {
+				if err := f.putUp(put, sc.pod, sc.Time.UnixMilli(), 1); err != nil {
 					return err
 				}
 			}
@@ -146,7 +111,7 @@ func (f *Fleet) WriteTSDB(dir string, opts TSDBOptions) (err error) {
 				var aerr error
 				sc.eachStored(dcgm, func(name string, ls []label, t int64, v float64) {
 					if aerr == nil {
-						aerr = add(name, ls, t, v)
+						aerr = put(name, ls, t, v)
 						if !opts.NoStaleMarkers {
 							cur = append(cur, stored{name, slices.Clone(ls)})
 						}
@@ -183,7 +148,7 @@ func (f *Fleet) WriteTSDB(dir string, opts TSDBOptions) (err error) {
 			}
 			ts := f.Config.Start.Add(at).UnixMilli()
 			if opts.Up {
-				if err := f.addUp(add, p, ts, 0); err != nil {
+				if err := f.putUp(put, p, ts, 0); err != nil {
 					return err
 				}
 			}
@@ -196,42 +161,19 @@ func (f *Fleet) WriteTSDB(dir string, opts TSDBOptions) (err error) {
 			}
 		}
 	}
-	if err := app.Commit(); err != nil {
-		return err
-	}
-
-	head := db.Head()
-	if head.NumSeries() == 0 {
-		return nil
-	}
-	mint, maxt := head.MinTime(), head.MaxTime()
-	cut := maxt + 1
-	if opts.HeadSpan > 0 {
-		cut = maxt + 1 - opts.HeadSpan.Milliseconds()
-	}
-	br := opts.BlockDuration.Milliseconds()
-	for lo := mint - mint%br; lo < cut; lo += br {
-		from, to := max(lo, mint), min(lo+br, cut)
-		if from >= to {
-			continue
-		}
-		if err := db.CompactHead(tsdb.NewRangeHead(head, from, to-1)); err != nil {
-			return fmt.Errorf("fleetsim: compact head [%d, %d): %w", from, to, err)
-		}
-	}
 	return nil
 }
 
-// addUp appends the up sample of pod p's targets (vLLM and, with one, its
+// putUp stores the up sample of pod p's targets (vLLM and, with one, its
 // GPU exporter) at t.
-func (f *Fleet) addUp(add func(string, []label, int64, float64) error, p *Pod, t int64, v float64) error {
+func (f *Fleet) putUp(put func(string, []label, int64, float64) error, p *Pod, t int64, v float64) error {
 	proc := p.procAt(time.UnixMilli(t).Sub(f.Config.Start))
 	targets := [][]label{p.targetLabels(proc, false)}
 	if f.Config.GPUExporter != NoGPUExporter {
 		targets = append(targets, p.targetLabels(proc, true))
 	}
 	for _, ls := range targets {
-		if err := add("up", ls, t, v); err != nil {
+		if err := put("up", ls, t, v); err != nil {
 			return err
 		}
 	}

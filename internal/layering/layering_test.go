@@ -151,6 +151,33 @@ func TestProgramsLinkOnlyWhatTheyUse(t *testing.T) {
 	assert.True(t, hasPlot, "the command writes HTML")
 }
 
+// TestSimulatorLinksNoTSDB: the simulator and the example programs link
+// neither the TSDB nor, through it, Prometheus's service discovery and
+// its cloud and Kubernetes clients; only internal/fleetsim/simtsdb, which
+// writes TSDB directories, links the TSDB (so the test can fail).
+func TestSimulatorLinksNoTSDB(t *testing.T) {
+	heavy := []string{
+		"github.com/prometheus/prometheus/tsdb", "github.com/prometheus/prometheus/discovery",
+		"k8s.io", "cloud.google.com", "google.golang.org/api", "github.com/aws", "github.com/Azure",
+	}
+	// linked returns the entries of heavy that patterns link.
+	linked := func(patterns ...string) []string {
+		deps := list(t, true, patterns...)
+		var out []string
+		for _, h := range heavy {
+			for path := range deps {
+				if path == h || strings.HasPrefix(path, h+"/") {
+					out = append(out, h)
+					break
+				}
+			}
+		}
+		return out
+	}
+	assert.Empty(t, linked(module+"/internal/fleetsim", module+"/examples/..."))
+	assert.Contains(t, linked(module+"/internal/fleetsim/simtsdb"), "github.com/prometheus/prometheus/tsdb")
+}
+
 // TestPackageDocs: every package says its job in its doc comment.
 func TestPackageDocs(t *testing.T) {
 	for path, p := range list(t, false, module+"/...") {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
 	"github.com/whyslow/whyslow/snapshot"
 	_ "github.com/whyslow/whyslow/snapshot/tsdb" // snapshot.Read reads TSDB directories
 )
@@ -54,7 +55,7 @@ func Evidence(f *fleetsim.Fleet) *snapshot.Evidence {
 	return b.Evidence()
 }
 
-// TSDBEvidence writes f as a Prometheus TSDB (fleetsim.Fleet.WriteTSDB)
+// TSDBEvidence writes f as a Prometheus TSDB ([simtsdb.Write])
 // into a temporary directory and reads it back with snapshot.Read, as
 // `whyslow diagnose DIR` reads a Prometheus data directory; the directory
 // is removed before it returns.
@@ -64,7 +65,7 @@ func TSDBEvidence(f *fleetsim.Fleet) (ev *snapshot.Evidence, err error) {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-	if err := f.WriteTSDB(dir, fleetsim.TSDBOptions{}); err != nil {
+	if err := simtsdb.Write(f, dir, fleetsim.TSDBOptions{}); err != nil {
 		return nil, err
 	}
 	return snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})

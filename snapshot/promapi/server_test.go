@@ -19,6 +19,7 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
 	"github.com/whyslow/whyslow/internal/jsondiff"
 	"github.com/whyslow/whyslow/internal/promserver"
 	"github.com/whyslow/whyslow/report"
@@ -118,7 +119,7 @@ func TestServersDiagnoseAsTSDB(t *testing.T) {
 		t.Run(scenario, func(t *testing.T) {
 			spec, fleet := promserver.Fleet(t, scenario)
 			dir := filepath.Join(t.TempDir(), "tsdb")
-			require.NoError(t, fleet.WriteTSDB(dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+			require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
 			first, last := span(fleet)
 			ranges := []snapshot.Options{
 				{Start: first, End: last},
