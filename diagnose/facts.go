@@ -192,9 +192,40 @@ func (c *factCtx) quantile(id catalog.SignalID, q float64) rules.Fact {
 		if b, why := one(c.base); why == "" {
 			out.Baseline, out.BaselineLower, out.BaselineUpper, out.BaselineCount = b.Value, b.Lower, b.Upper, b.Count
 			out.BaselineWindow = c.base.text()
+			out.Unprecedented = c.unprecedented(id, q, out)
 		}
 	}
 	return out
+}
+
+// unprecedented is f's Unprecedented: the incident observations of
+// histogram id above the upper edge of the highest bucket any baseline
+// observation reached, when quantile q of the incident lies above that
+// edge and the baseline holds at least 10/(1-q) observations (so that its
+// slowest observation is a meaningful reference for q); else 0.
+func (c *factCtx) unprecedented(id catalog.SignalID, q float64, f rules.Fact) float64 {
+	inc, _, err := c.sc.fleetHist(id, c.inc.w)
+	if err != nil {
+		return math.NaN()
+	}
+	base, _, err := c.sc.fleetHist(id, c.base.w)
+	if err != nil || !histogram.SameLayout(inc.Histogram.Bounds, base.Histogram.Bounds) {
+		return math.NaN()
+	}
+	hb, hi := base.Histogram, inc.Histogram
+	if !(hb.Total() >= 10/(1-q)) {
+		return 0
+	}
+	top := -1 // the highest bucket holding a baseline observation
+	for i := range hb.Counts {
+		if hb.Counts[i] > 0 && (i == 0 || hb.Counts[i] > hb.Counts[i-1]) {
+			top = i
+		}
+	}
+	if top < 0 || math.IsInf(hb.Bounds[top], 1) || !(f.Lower >= hb.Bounds[top]) {
+		return 0
+	}
+	return hi.Total() - hi.Counts[top]
 }
 
 // rateOf returns inc's rate, or the reason it has none.

@@ -85,6 +85,11 @@ type Effect struct {
 	BaselineIntervals int `json:"baseline_intervals"`
 	// NoiseKnown is false when no interval data exist.
 	NoiseKnown bool `json:"noise_known"`
+	// Unprecedented counts the incident observations above every
+	// baseline observation when the rise rests on them (Fact.Unprecedented
+	// at least Thresholds.MinSamples); 0 otherwise. Such a rise is beyond
+	// the baseline's range even where the noise bounds reach 1.
+	Unprecedented float64 `json:"unprecedented,omitempty"`
 	// Beyond is true when the change is beyond noise in the direction of
 	// Ratio (always true, with NoiseKnown false, when the noise is unknown
 	// and Ratio is not 1).
@@ -114,9 +119,12 @@ func (f Fact) Effect(th Thresholds) (Effect, bool) {
 		c.NoiseLower, c.NoiseUpper = f.NoiseLower, f.NoiseUpper
 		c.Intervals, c.BaselineIntervals = f.Intervals, f.BaselineIntervals
 	}
+	if f.Unprecedented >= th.MinSamples && c.Ratio > 1 {
+		c.Unprecedented = f.Unprecedented
+	}
 	switch {
 	case c.Ratio > 1:
-		c.Beyond = !c.NoiseKnown || c.NoiseLower > 1
+		c.Beyond = !c.NoiseKnown || c.NoiseLower > 1 || c.Unprecedented > 0
 	case c.Ratio < 1:
 		c.Beyond = !c.NoiseKnown || c.NoiseUpper < 1
 	}
@@ -187,6 +195,9 @@ func (c Effect) noiseText() string {
 	if !c.Beyond {
 		w = "within noise"
 	}
+	if c.Unprecedented > 0 && !(c.NoiseLower > 1) {
+		return fmt.Sprintf("beyond the baseline's range: %s observations above its slowest; noise %s-%s over %d/%d intervals", fmtNum(c.Unprecedented), fmtRatio(c.NoiseLower), fmtRatio(c.NoiseUpper), c.Intervals, c.BaselineIntervals)
+	}
 	return fmt.Sprintf("%s %s-%s over %d/%d intervals", w, fmtRatio(c.NoiseLower), fmtRatio(c.NoiseUpper), c.Intervals, c.BaselineIntervals)
 }
 
@@ -204,8 +215,9 @@ func (c Effect) MarshalJSON() ([]byte, error) {
 		Beyond            bool     `json:"beyond_noise"`
 		Severity          Severity `json:"severity,omitempty"`
 		Improved          bool     `json:"improved,omitempty"`
+		Unprecedented     float64  `json:"unprecedented,omitempty"`
 	}{Number(c.Ratio), Number(c.BoundsLower), Number(c.BoundsUpper), Number(c.NoiseLower), Number(c.NoiseUpper),
-		c.Intervals, c.BaselineIntervals, c.NoiseKnown, c.Beyond, c.Severity, c.Improved})
+		c.Intervals, c.BaselineIntervals, c.NoiseKnown, c.Beyond, c.Severity, c.Improved, c.Unprecedented})
 }
 
 // effectText formats the ratio of f (a lower or upper bound where a

@@ -17,6 +17,13 @@ func noisy(v, base, lo, hi float64) rules.Fact {
 	return fact(v, base).WithNoise(lo, hi, 30, 30)
 }
 
+// unprecedented is f with n incident observations above every baseline
+// observation.
+func unprecedented(f rules.Fact, n float64) rules.Fact {
+	f.Unprecedented = n
+	return f
+}
+
 func TestEffect(t *testing.T) {
 	th := rules.DefaultThresholds
 	tests := []struct {
@@ -37,6 +44,12 @@ func TestEffect(t *testing.T) {
 		{"a fall to 0.6x beyond noise", noisy(0.6, 1, 0.55, 0.66), true, true, rules.SeverityModerate, false, true, false},
 		{"unknown noise judges by the ratio", fact(1.5, 1), true, false, rules.SeverityModerate, true, false, false},
 		{"no change", noisy(1, 1, 0.95, 1.05), false, true, rules.SeverityNone, false, false, true},
+		// Episodes in 5 of 22 intervals: the bootstrap's lower bound
+		// reaches 1, but 420 requests were slower than any of the
+		// baseline's.
+		{"an episodic rise beyond the baseline's range", unprecedented(noisy(17.4, 0.246, 0.995, 124.6), 420), true, true, rules.SeveritySevere, true, false, false},
+		{"too few unprecedented observations", unprecedented(noisy(1.6, 1, 0.8, 2.9), 5), false, true, rules.SeverityNone, false, false, true},
+		{"unprecedented observations do not make a fall", unprecedented(noisy(0.6, 1, 0.4, 1.2), 420), false, true, rules.SeverityNone, false, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -559,6 +559,17 @@ type Fact struct {
 	// noise is unknown (a single scrape, lifetime counters, a literal).
 	Intervals, BaselineIntervals int
 
+	// Unprecedented is, for a histogram quantile whose incident value
+	// lies above every baseline observation (above the upper edge of the
+	// highest bucket the baseline reached, with at least 10/(1-q)
+	// baseline observations), the number of incident observations above
+	// that edge; 0 otherwise, NaN when not measured. The baseline never
+	// produced such a value: a rise carried by at least
+	// Thresholds.MinSamples of them is beyond the baseline's range,
+	// whatever the variation between intervals (an incident in episodes
+	// fills few of them).
+	Unprecedented float64
+
 	// Source names the metric (and version) the value came from, e.g.
 	// "vllm:time_to_first_token_seconds (V1)".
 	Source string
@@ -577,7 +588,7 @@ type Fact struct {
 func Measured(value float64) Fact {
 	nan := math.NaN()
 	return Fact{
-		Value: value, Lower: nan, Upper: nan, Count: nan,
+		Value: value, Lower: nan, Upper: nan, Count: nan, Unprecedented: nan,
 		Baseline: nan, BaselineLower: nan, BaselineUpper: nan, BaselineCount: nan,
 		NoiseLower: nan, NoiseUpper: nan,
 	}
