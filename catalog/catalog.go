@@ -481,8 +481,7 @@ func Default() Catalog {
 		counter(SignalAdmissionRejections, UnitRequests, "reason",
 			"Requests the frontend refused (HTTP 503) because --max-num-queued-reqs or --max-num-queued-tokens was "+
 				"reached, by reason; counted per admission attempt.",
-			other("vllm:admission_rejections_total", 1, false, Unverified,
-				"vLLM PR 55812, open when read: in no verified release")),
+			src("vllm:admission_rejections_total", "no engine label")),
 		counter(SignalPromptTokensBySource, UnitTokens, "source",
 			"Prompt tokens by origin: local_compute (prefilled here), local_cache_hit, external_kv_transfer; "+
 				"local_compute over the total is the share of prompts computed rather than reused.",

@@ -33,17 +33,19 @@ func mustVersion(t *testing.T, s string) catalog.Version {
 	return v
 }
 
-// TestResolveVLLM030Names reads the names vLLM 0.30 added (the 0.30.0
-// capture): each is a signal of its own, and request_num_preemptions with
-// its buckets dates the capture to 0.30 or later.
+// TestResolveVLLM030Names reads the names the vLLM 0.30.0 capture has and
+// older captures lack: each is a signal of its own, and
+// request_num_preemptions with its buckets dates the capture to 0.29 or
+// later (its pull request was merged after 0.28.0 shipped; whether 0.29.0
+// has it is not verified).
 func TestResolveVLLM030Names(t *testing.T) {
 	ev := parseCapture(t, "lora-multitenancy-experiment-0.30.0.prom", "pod-0")
 	tr := catalog.Default().Resolve(ev).Targets[0]
 	require.Equal(t, catalog.EngineV1, tr.Engine)
-	for _, v := range []string{"0.30.0", "0.31.0", "0.32.1"} {
+	for _, v := range []string{"0.29.0", "0.30.0", "0.31.0", "0.32.1"} {
 		assert.True(t, tr.Versions.Contains(catalog.EngineV1, mustVersion(t, v)), "%s in %v", v, tr.Versions)
 	}
-	assert.False(t, tr.Versions.Contains(catalog.EngineV1, mustVersion(t, "0.29.9")), "request_num_preemptions is first in 0.30")
+	assert.False(t, tr.Versions.Contains(catalog.EngineV1, mustVersion(t, "0.28.9")), "request_num_preemptions is not in 0.28")
 	for id, metric := range map[catalog.SignalID]string{
 		catalog.SignalWaitingByReason:      "vllm:num_requests_waiting_by_reason",
 		catalog.SignalPromptTokensBySource: "vllm:prompt_tokens_by_source_total",
@@ -101,7 +103,7 @@ func TestResolveRustFrontend(t *testing.T) {
 	ev := parseExposition(t, "vllm-rust-frontend.om", "rust-0")
 	tr := catalog.Default().Resolve(ev).Targets[0]
 	assert.Equal(t, catalog.EngineV1, tr.Engine)
-	assert.Equal(t, ">= 0.30 (V1)", tr.Versions.String())
+	assert.Equal(t, ">= 0.29 (V1)", tr.Versions.String())
 	assert.Empty(t, tr.Warnings)
 	pt := match(t, tr, catalog.SignalPromptTokensTotal)
 	assert.Equal(t, "vllm:prompt_tokens_total", pt.Metric)
@@ -148,7 +150,7 @@ func TestResolveKServePrefix(t *testing.T) {
 	res := catalog.Default().Resolve(ev)
 	tr := res.Targets[0]
 	assert.Equal(t, catalog.EngineV1, tr.Engine)
-	assert.Equal(t, ">= 0.30 (V1)", tr.Versions.String())
+	assert.Equal(t, ">= 0.29 (V1)", tr.Versions.String())
 	for _, w := range tr.Warnings {
 		assert.NotErrorIs(t, w, catalog.ErrNotVLLM)
 	}

@@ -59,7 +59,7 @@ func TestResolveRealCaptures(t *testing.T) {
 			// vLLM 0.30.0, stated by its README.
 			file: "lora-multitenancy-experiment-0.30.0.prom", engine: catalog.EngineV1,
 			// request_num_preemptions (PR 49984) and its buckets date it.
-			versions: ">= 0.30 (V1)", likely: ">= 0.30 (V1)", contains: []catalog.Version{v("0.30.0")},
+			versions: ">= 0.29 (V1)", likely: ">= 0.29 (V1)", contains: []catalog.Version{v("0.30.0")},
 			signals: map[catalog.SignalID]string{
 				catalog.SignalTPOT:         "vllm:request_time_per_output_token_seconds",
 				catalog.SignalITL:          "vllm:inter_token_latency_seconds",
@@ -84,7 +84,7 @@ func TestResolveRealCaptures(t *testing.T) {
 		},
 		{
 			file: "vllm-ops-dashboard-unknown.prom", engine: catalog.EngineV1,
-			versions: ">= 0.11 (V1)", likely: ">= 0.13 (V1)",
+			versions: ">= 0.11 (V1)", likely: ">= 0.17 (V1)",
 		},
 		{
 			// Early V0, process start 2024-06: about 0.4.3–0.5.0.

@@ -8,8 +8,10 @@ package catalog
 // testdata/realdata/vllm, vllm/v1/metrics/buckets.py,
 // vllm/v1/spec_decode/metrics.py and the NIXL connector's stats.py (see
 // catalog/testdata/README.md for commits). The vLLM repository's release
-// tags could not be read, so names first seen after 0.12 keep an
-// unverified first release unless a merged pull request dates them.
+// tags could not be read; names first seen after 0.10 are dated by the pull
+// request that added them and by releases known to have shipped before it
+// (docs/inputs.md, "Where each date comes from"), so their first release
+// stays Unverified and Min is a lower bound, never a guess.
 // Upper bounds are exclusive: "until 0.10" is Between(…, 0.10.0).
 //
 // Confidence follows the reference's "verified" column: "yes" is
@@ -94,7 +96,7 @@ func history() []Era {
 		// labels model_name and engine.
 		era("vllm:num_requests_running", v1("0.8"), doc, true, ""),
 		era("vllm:num_requests_waiting", v1("0.8"), doc, true, ""),
-		era("vllm:num_requests_waiting_by_reason", v1("0.13"), unver, false, "reason=capacity|deferred; in the 0.30.0 capture, first release unverified"),
+		era("vllm:num_requests_waiting_by_reason", v1("0.17"), unver, false, "reason=capacity|deferred; PR 38435 (opened 2026-03-28, after the 0.16 branch); in the 0.30.0 capture"),
 		era("vllm:gpu_cache_usage_perc", v1b("0.8", "0.10"), doc, true, "hidden 0.11, removed 0.12"),
 		era("vllm:kv_cache_usage_perc", v1("0.9.2"), doc, true, "KV usage, fraction 0..1"),
 		era("vllm:gpu_prefix_cache_queries_total", v1b("0.8", "0.10"), doc, true, "hidden 0.11, removed 0.12"),
@@ -108,8 +110,8 @@ func history() []Era {
 		era("vllm:num_preemptions_total", v1("0.8"), doc, true, ""),
 		era("vllm:prompt_tokens_total", v1("0.8"), doc, true, "prefix-cache hits included"),
 		era("vllm:generation_tokens_total", v1("0.8"), doc, true, ""),
-		era("vllm:prompt_tokens_by_source_total", v1("0.13"), unver, false, "source=local_compute|local_cache_hit|external_kv_transfer; in the 0.30.0 capture, first release unverified"),
-		era("vllm:prompt_tokens_cached_total", v1("0.13"), unver, false, "in the 0.30.0 capture, first release unverified"),
+		era("vllm:prompt_tokens_by_source_total", v1("0.15"), unver, false, "source=local_compute|local_cache_hit|external_kv_transfer; PR 33290 (approved 2026-02-03, after 0.14.x); in the 0.30.0 capture"),
+		era("vllm:prompt_tokens_cached_total", v1("0.15"), unver, false, "PR 33290 (approved 2026-02-03, after 0.14.x); in the 0.30.0 capture"),
 		era("vllm:request_success_total", v1("0.8"), doc, true, "all reasons pre-created at 0"),
 		era("vllm:corrupted_requests_total", VersionRange{Engine: EngineV1}, unver, false, "VLLM_COMPUTE_NANS_IN_LOGITS=1 only"),
 		era("vllm:iteration_tokens_total", v1("0.8"), doc, true, "a histogram despite _total"),
@@ -118,7 +120,7 @@ func history() []Era {
 		era("vllm:request_max_num_generation_tokens", v1("0.8"), doc, true, ""),
 		era("vllm:request_params_max_tokens", v1("0.8"), doc, true, ""),
 		era("vllm:request_params_n", v1("0.8"), doc, true, ""),
-		era("vllm:request_prefill_kv_computed_tokens", v1("0.13"), unver, false, "in the 0.30.0 capture, first release unverified"),
+		era("vllm:request_prefill_kv_computed_tokens", v1("0.13"), unver, false, "PR 30189 (opened 2025-12-06); in the 0.30.0 capture"),
 		era("vllm:time_to_first_token_seconds", v1("0.7"), doc, true, ""),
 		era("vllm:time_per_output_token_seconds", v1b("0.7", "0.11"), doc, true, "deprecated 0.11, hidden 0.12-0.13"),
 		era("vllm:inter_token_latency_seconds", v1("0.10.2"), approx, true, "0.11 in release notes, seen in a 0.10.2 dump"),
@@ -128,35 +130,42 @@ func history() []Era {
 		era("vllm:request_inference_time_seconds", v1("0.7"), doc, true, ""),
 		era("vllm:request_prefill_time_seconds", v1("0.7"), doc, true, ""),
 		era("vllm:request_decode_time_seconds", v1("0.7"), doc, true, ""),
-		era("vllm:request_num_preemptions", v1("0.30"), approx, false, "PR 49984 (merged 2026-08/09), in the 0.30.0 capture; Rust frontend from PR 57033"),
+		era("vllm:request_num_preemptions", v1("0.29"), approx, false, "PR 49984 (merged after 2026-08-31; 0.29.0 out by 2026-09-09, not checked), in the 0.30.0 capture; Rust frontend from PR 57033"),
 		era("vllm:kv_block_lifetime_seconds", v1("0.12"), doc, false, "opt-in KV residency"),
 		era("vllm:kv_block_idle_before_evict_seconds", v1("0.12"), doc, false, "opt-in KV residency"),
 		era("vllm:kv_block_reuse_gap_seconds", v1("0.12"), doc, false, "opt-in KV residency"),
-		era("vllm:engine_sleep_state", VersionRange{Engine: EngineV1}, unver, false, "sleep_state=awake|weights_offloaded|discard_all; in the 0.30.0 capture, first release unverified"),
+		era("vllm:engine_sleep_state", v1("0.11.1"), unver, false, "sleep_state=awake|weights_offloaded|discard_all; PR 24176 (dev mode), PR 27867 (2025-10-31, every server); in the 0.30.0 capture"),
 		era("vllm:cache_config_info", v1("0.8"), doc, true, "engine label from ~0.10"),
 		era("vllm:lora_requests_info", v1("0.8"), doc, false, "LoRA only"),
 		era("vllm:spec_decode_num_draft_tokens_total", v1("0.8"), doc, false, "speculative decoding only (vllm/v1/spec_decode/metrics.py)"),
 		era("vllm:spec_decode_num_accepted_tokens_total", v1("0.8"), doc, false, "speculative decoding only"),
-		era("vllm:spec_decode_num_drafts_total", v1("0.9"), unver, false, "speculative decoding only"),
-		era("vllm:spec_decode_num_accepted_tokens_per_pos_total", v1("0.9"), unver, false, "speculative decoding only"),
-		era("vllm:estimated_flops_per_gpu_total", v1("0.13"), unver, false, "opt-in MFU"),
+		era("vllm:spec_decode_num_drafts_total", v1("0.9"), unver, false, "speculative decoding only; PR 16665 (2025-04-15), in the v0.9.2 API docs, 0.8.5 not checked"),
+		era("vllm:spec_decode_num_accepted_tokens_per_pos_total", v1("0.9"), unver, false, "speculative decoding only; PR 16665 (2025-04-15), in the v0.9.2 API docs, 0.8.5 not checked"),
+		era("vllm:estimated_flops_per_gpu_total", v1("0.13"), unver, false, "opt-in MFU; PR 30950 (opened 2025-12-18)"),
 		era("vllm:estimated_read_bytes_per_gpu_total", v1("0.13"), unver, false, "opt-in MFU"),
 		era("vllm:estimated_write_bytes_per_gpu_total", v1("0.13"), unver, false, "opt-in MFU"),
 
 		// NIXL KV connector (prefill/decode disaggregation), labels
 		// model_name and engine: vllm/distributed/kv_transfer/kv_connector/
-		// v1/nixl/stats.py @ bd33ba3ea6d0202d5d6fe7e21c9b1d36374fc638. First
-		// release of each name unverified.
-		era("vllm:nixl_xfer_time_seconds", VersionRange{Engine: EngineV1}, unver, false, "NIXL connector only"),
-		era("vllm:nixl_post_time_seconds", VersionRange{Engine: EngineV1}, unver, false, "NIXL connector only"),
-		era("vllm:nixl_bytes_transferred", VersionRange{Engine: EngineV1}, unver, false, "NIXL connector only"),
-		era("vllm:nixl_num_descriptors", VersionRange{Engine: EngineV1}, unver, false, "NIXL connector only"),
-		era("vllm:nixl_num_failed_transfers_total", VersionRange{Engine: EngineV1}, unver, false, "NIXL connector only"),
-		era("vllm:nixl_num_failed_notifications_total", VersionRange{Engine: EngineV1}, unver, false, "NIXL connector only"),
-		era("vllm:nixl_num_kv_expired_reqs_total", VersionRange{Engine: EngineV1}, unver, false, "NIXL connector only; counted on the prefill instance"),
+		// v1/nixl/stats.py @ bd33ba3ea6d0202d5d6fe7e21c9b1d36374fc638. Its
+		// Prometheus metrics came with PR 26811 (under review until
+		// 2025-10-28, when 0.11.0 had shipped): the bound is kept at 0.11,
+		// the release the alert generator targets, though 0.11.1 is the
+		// earliest that can have them; first releases unverified.
+		era("vllm:nixl_xfer_time_seconds", v1("0.11"), unver, false, "NIXL connector only; PR 26811"),
+		era("vllm:nixl_post_time_seconds", v1("0.11"), unver, false, "NIXL connector only; PR 26811"),
+		era("vllm:nixl_bytes_transferred", v1("0.11"), unver, false, "NIXL connector only; PR 26811"),
+		era("vllm:nixl_num_descriptors", v1("0.11"), unver, false, "NIXL connector only; PR 26811"),
+		era("vllm:nixl_num_failed_transfers_total", v1("0.11"), unver, false, "NIXL connector only; handshake failures too from PR 55854"),
+		era("vllm:nixl_num_failed_notifications_total", v1("0.11"), unver, false, "NIXL connector only"),
+		era("vllm:nixl_num_kv_expired_reqs_total", v1("0.13"), unver, false, "NIXL connector only; counted on the prefill instance; PR 32340 (opened 2026-01-14)"),
+
+		// Frontend admission control (--max-num-queued-reqs/-tokens), label
+		// reason, no engine label: listed in the v0.32.0 release docs, absent
+		// from the 0.30.0 capture; 0.31 not checked.
+		era("vllm:admission_rejections_total", v1("0.31"), unver, false, "PR 55812; in the v0.32.0 docs, not in the 0.30.0 capture"),
 		// Not listed: vllm:request_priority and vllm:scheduler_policy_info
-		// (unmerged pull requests, in no release) and
-		// vllm:admission_rejections_total (PR 55812, open when read).
+		// (unmerged pull requests, in no release).
 
 		// OpenAI server HTTP metrics (prometheus-fastapi-instrumentator),
 		// either engine: PR 15657 (V0), fixed for V1 by PR 15894.
@@ -184,6 +193,6 @@ func history() []Era {
 		layout("vllm:iteration_tokens_total", v0("0.6.4", "0.10"), approx, bucketsIterOld, "ITER_OLD (enforce_eager)"),
 		layout("vllm:iteration_tokens_total", v1b("0.8", "0.9"), approx, bucketsIterOld, "ITER_OLD (enforce_eager)"),
 		layout("vllm:iteration_tokens_total", v1("0.10"), approx, bucketsIterFix, "ITER_FIXED"),
-		layout("vllm:request_num_preemptions", v1("0.30"), approx, bucketsPreempt, "REQUEST_NUM_PREEMPTIONS_BUCKETS"),
+		layout("vllm:request_num_preemptions", v1("0.29"), approx, bucketsPreempt, "REQUEST_NUM_PREEMPTIONS_BUCKETS"),
 	}
 }
