@@ -3,7 +3,7 @@ package rules
 import "sort"
 
 // Facts of the decode-side hypotheses: repeated preemption of the same
-// requests (vllm:request_num_preemptions, vLLM >= 0.30), speculative
+// requests (vllm:request_num_preemptions, vLLM 0.29 or 0.30 on; see docs/inputs.md), speculative
 // decoding acceptance (vllm:spec_decode_*) and prefill/decode
 // disaggregation (NIXL KV transfer, instance roles).
 const (

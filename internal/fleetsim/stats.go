@@ -54,7 +54,7 @@ const (
 	hIter
 	hHTTPHighr
 	hHTTPDur
-	hPreempt // preemptions per finished request (vLLM >= 0.30)
+	hPreempt // preemptions per finished request (vLLM 0.29 or 0.30 on)
 	numHists
 )
 
