@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/rules"
-	"time"
 )
 
 // WriteText writes the report for a terminal: the verdict and its summary

@@ -2,13 +2,14 @@ package report
 
 import (
 	"fmt"
-	"github.com/whyslow/whyslow/rules"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/whyslow/whyslow/rules"
 )
 
 // This file holds the number and window formatting shared by the text,
