@@ -14,6 +14,7 @@ func init() {
 		rules.FrozenGaugeShare:        "frozen_gauge_share weighs the frozen replicas found by runs of scrapes",
 		rules.StallSuspected:          "stall_suspected reads one scrape per replica with its counters; an alert on waiting > 0 and running == 0 for 10m is its PromQL counterpart",
 		rules.DeferredShare:           "deferred_share needs vllm:num_requests_waiting_by_reason, which the alert generator does not read yet",
+		rules.OutageLoadFactor:        "outage_load_factor counts the replicas present at each scrape time from their scrape gaps and process restarts, which the alert generator does not track",
 		rules.DeferralQueueShare:      "deferral_queue_share needs vllm:num_requests_waiting_by_reason, which the alert generator does not read yet",
 		rules.AdmissionRejectionShare: "admission_rejection_share needs vllm:admission_rejections_total, which the alert generator does not read yet",
 	} {

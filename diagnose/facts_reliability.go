@@ -757,6 +757,7 @@ func (c *factCtx) addReliabilityFacts(fs rules.Facts) {
 		}
 		fs[id] = f
 	}
+	fs[rules.OutageLoadFactor] = c.both(rules.OutageLoadFactor, c.outageLoadFactor)
 	fs[rules.OOMKills] = c.both(rules.OOMKills, c.oomKills)
 	fs[rules.FBRiseRestarts] = c.both(rules.FBRiseRestarts, on(c.fbRiseRestarts))
 	fs[rules.HTTP429Share] = c.both(rules.HTTP429Share, c.http429Share)

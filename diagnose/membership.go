@@ -1,11 +1,13 @@
 package diagnose
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/rules"
 )
 
 // membership is when one replica joined the evidence, left it, and was
@@ -77,4 +79,71 @@ func membershipChanged(ms []membership, st scrapeStats, from, to time.Time) bool
 		}
 	}
 	return false
+}
+
+// outageLoadFactor is the load the replicas that stayed took on while
+// others were away in w (a restart, a scrape gap, a replica gone or not
+// yet joined): the fleet's usual number of replicas present (the median
+// over the scrape times in w) over the fewest present at one of them.
+// 1 when none was away; 2 when one of two restarted.
+func (c *factCtx) outageLoadFactor(w evalWindow) rules.Fact {
+	n := len(c.sc.replicas)
+	if n == 0 {
+		return rules.MissingFact("no replica")
+	}
+	ms := make([]membership, n)
+	var times []time.Time
+	for r := range c.sc.replicas {
+		ms[r] = c.sc.membership(r)
+		for _, s := range c.sc.replicas[r].t.Scrapes {
+			if !s.Time.Before(w.w.Start) && !s.Time.After(w.w.End) {
+				times = append(times, s.Time)
+			}
+		}
+	}
+	if len(times) == 0 {
+		return rules.MissingFact("no scrape in the window")
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	times = slices.CompactFunc(times, func(a, b time.Time) bool { return a.Equal(b) })
+	st := c.st
+	present := func(m membership, t time.Time) bool {
+		if m.first.IsZero() {
+			return false
+		}
+		// A replica first or last scraped within two intervals of the
+		// evidence's edges was there all along (scrapes are skewed).
+		if m.first.Sub(st.first) > 2*st.interval && t.Before(m.first) {
+			return false
+		}
+		if st.last.Sub(m.last) > 2*st.interval && t.After(m.last) {
+			return false
+		}
+		for i := 0; i+1 < len(m.breaks); i += 2 {
+			if t.After(m.breaks[i]) && t.Before(m.breaks[i+1]) {
+				return false
+			}
+		}
+		return true
+	}
+	counts := make([]float64, 0, len(times))
+	for _, t := range times {
+		k := 0
+		for _, m := range ms {
+			if present(m, t) {
+				k++
+			}
+		}
+		if k > 0 {
+			counts = append(counts, float64(k))
+		}
+	}
+	if len(counts) == 0 {
+		return rules.MissingFact("no replica present in the window")
+	}
+	usual := slices.Clone(counts)
+	slices.Sort(usual)
+	f := rules.Measured(usual[len(usual)/2] / usual[0]).WithSource(fmt.Sprintf("replicas present at the scrape times (median %v, fewest %v): restarts, scrape gaps, replicas gone or joining", usual[len(usual)/2], usual[0]))
+	f.Count = float64(len(counts))
+	return f
 }

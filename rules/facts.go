@@ -317,6 +317,12 @@ const (
 	// fleet: changes of process_start_time_seconds, or counters of a
 	// target dropping together (vLLM V0 has no process metrics).
 	Restarts FactID = "restarts"
+	// OutageLoadFactor is the load the replicas that stayed took on while
+	// others were away in the window (restarting, a scrape gap, gone or
+	// not yet joined): the usual number of replicas present over the
+	// fewest present at one scrape time. 1 when none was away; 2 when one
+	// of two restarted: its load moved to the other, whatever the demand.
+	OutageLoadFactor FactID = "outage_load_factor"
 	// RestartsReplicaMax is the largest number of restarts of one
 	// replica in the window; Source names it. A planned restart is one; a
 	// crash loop is several.
@@ -426,6 +432,7 @@ var catalog = []FactInfo{
 	{QueueUnservedMin, Derived, "requests", Lower, "lower bound of requests leaving unserved (backlog fell beyond completions)"},
 	{RequestsLost, Derived, "requests", Lower, "requests in flight at the last scrape before a restart"},
 	{Restarts, Derived, "count", Lower, "process restarts in the window"},
+	{OutageLoadFactor, Derived, "x", Lower, "usual replicas present / fewest present at a scrape time in the window"},
 	{RestartsPerHourMax, Derived, "1/h", Lower, "restarts per hour of the most restarted replica"},
 	{RestartsReplicaMax, Derived, "count", Lower, "restarts of the most restarted replica"},
 	{ArrivalDispersion, Derived, "x", "", "variance / mean of arrivals per scrape interval"},

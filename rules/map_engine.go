@@ -249,6 +249,10 @@ func engineRules() []Rule {
 var (
 	gaugeReaders = []HypothesisID{QueueSustained, QueueBurst, DecodePressure, KVPreemption, OutsideGPU, ReplicaHotspot}
 	queueReaders = []HypothesisID{QueueSustained, QueueBurst, OutsideGPU}
+	// loadReaders read a rise of the load on the engines: a replica away
+	// moves its load to the others (1 of 2 away doubles it), so a
+	// capacity change must not support them.
+	loadReaders = []HypothesisID{QueueSustained, QueueBurst, DecodePressure, KVPreemption, ReplicaHotspot}
 )
 
 // deferralHolds holds when deferred requests are most of the waiting
@@ -269,6 +273,11 @@ func guardGauges(rs []Rule) {
 			r.Counter = append(r.Counter, Counter{
 				"the scheduler gauges are frozen (see stale-gauges, engine-stall): waiting, running and KV usage are not measurements",
 				atLeast(FrozenGaugeShare, limMajority)})
+		}
+		if slices.Contains(loadReaders, r.ID) {
+			r.Counter = append(r.Counter, Counter{
+				"replicas were away in the window (restarting, gone or joining) and the others took their load (see replica-restarts): capacity changed, not the demand or the engines",
+				atLeast(OutageLoadFactor, limRise)})
 		}
 		if slices.Contains(queueReaders, r.ID) {
 			r.Counter = append(r.Counter, Counter{

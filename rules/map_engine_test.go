@@ -157,6 +157,24 @@ func TestEngineRules(t *testing.T) {
 			refuted: []rules.HypothesisID{rules.AdmissionDeferral},
 		},
 		{
+			// One of two replicas restarted: for a minute the other
+			// served everything, and its batch doubled. The decode and
+			// queue effects follow the capacity lost, not demand.
+			name: "the load of a replica away moved to the other",
+			facts: with(decodePressure(),
+				rules.OutageLoadFactor, fact(2, 1)),
+			refuted: []rules.HypothesisID{rules.DecodePressure, rules.QueueSustained, rules.QueueBurst},
+		},
+		{
+			// One of eight restarted: the others took an eighth more,
+			// under the practical minimum.
+			name: "one of eight away is no capacity change",
+			facts: with(decodePressure(),
+				rules.OutageLoadFactor, fact(8.0/7, 1)),
+			verdict:   rules.Verdict(rules.DecodePressure),
+			supported: []rules.HypothesisID{rules.DecodePressure},
+		},
+		{
 			name: "deferred with a full KV cache is not admission-deferral",
 			facts: with(engineQuiet(queueSustained()),
 				rules.DeferredShare, fact(0.95, 0),

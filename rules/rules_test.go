@@ -592,7 +592,7 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.SpecAcceptanceLength, rules.SpecPos0Acceptance, rules.KVTransferTimeMean, rules.KVTransferFailureShare,
 		rules.PDDecodeReplicas, rules.PDPrefillReplicas, rules.TTFTMeanDecodeRole,
 		rules.EngineLoadShareMax, rules.EngineInflightShareMax, rules.EngineInflightShareLast,
-		rules.OccupancySeen, rules.DeferralQueueShare,
+		rules.OccupancySeen, rules.DeferralQueueShare, rules.OutageLoadFactor,
 	}
 	for _, id := range declared {
 		_, ok := rules.Info(id)
