@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,8 @@ var only = flag.String("matrix.only", "", "run only the cells whose name (case/p
 // TestMatrix runs the generalisation matrix and prints its confusion
 // matrix. It fails when a cell names a wrong cause, when a moderate or
 // severe incident or a counter-case is not right, or when a mild incident
-// is neither right nor undetermined. -short runs one seed per cell.
+// is neither right nor undetermined. -short runs one seed per cell and
+// leaves out the largest fleet size (the quick tier).
 //
 // Beside the matrix it runs a sample of the axis cells (AxisCells, every
 // seed) drawn with a fixed seed that it prints; -matrix.axes=all runs
@@ -48,6 +50,8 @@ func TestMatrix(t *testing.T) {
 	seeds := fleetsim.MatrixSeeds
 	if testing.Short() {
 		seeds = seeds[:1]
+		largest := slices.Max(fleetsim.MatrixSizes)
+		cells = slices.DeleteFunc(cells, func(c Cell) bool { return c.Pods == largest })
 	}
 	switch *axes {
 	case "none":
@@ -124,6 +128,30 @@ var knownMisses = map[string]struct {
 	// for a p99, so the tail symptom cannot be judged and no-incident
 	// (every symptom evaluated and absent) is not reached.
 	"low-traffic/2/-/1001/pods-2": {rules.Undetermined, "86 requests in the window: the tail cannot be evaluated"},
+	// The 2-pod axis over all seeds (full axis run). With two pods a
+	// counter-case's pod that restarts, sleeps or takes no traffic
+	// doubles the other's load: its own ground truth rises (TTFT p95
+	// 1.14-1.24x, the tail 1.4-1.5x), so the "no incident" label fails
+	// physically. The restarts are undetermined since outage_load_factor
+	// (2: the load effects follow the capacity lost); the idle and
+	// sleeping pods read as the other pod's hot spot.
+	"restart/2/-/1002/pods-2":                     {rules.Undetermined, "one of two pods away: the other's doubled load is a real slowdown that the map attributes to no hypothesis"},
+	"rolling-restart-statefulset/2/-/1002/pods-2": {rules.Undetermined, "one of two pods away: the other's doubled load is a real slowdown that the map attributes to no hypothesis"},
+	"rolling-restart-statefulset/2/-/1003/pods-2": {rules.Undetermined, "one of two pods away: the other's doubled load is a real slowdown that the map attributes to no hypothesis"},
+	"rolling-restart-deployment/2/-/1002/pods-2":  {rules.Undetermined, "one of two pods away: the other's doubled load is a real slowdown that the map attributes to no hypothesis"},
+	"rolling-restart-deployment/2/-/1003/pods-2":  {rules.Undetermined, "one of two pods away: the other's doubled load is a real slowdown that the map attributes to no hypothesis"},
+	"sleeping-pod/2/-/1002/pods-2":                {rules.Undetermined, "one of two pods asleep: the other's doubled load ties replica-hotspot and outside-gpu"},
+	"sleeping-pod/2/-/1003/pods-2":                {rules.Undetermined, "one of two pods asleep: the other's doubled load ties replica-hotspot and outside-gpu"},
+	"idle-pod/2/-/1002/pods-2":                    {rules.Verdict(rules.ReplicaHotspot), "one of two pods takes no traffic: the other's doubled load share (1.98x) is a hot spot by the map, a counter-case by the label"},
+	"idle-pod/2/-/1003/pods-2":                    {rules.Undetermined, "one of two pods takes no traffic: the other's doubled load ties replica-hotspot and outside-gpu"},
+	"stale-gauges/2/-/1002/pods-2":                {rules.Undetermined, "one of two pods frozen: stale-gauges ties the other's hot spot"},
+	// Two pods at 0.05 req/s (about 100 requests in the window): a TTFT
+	// p95 1.9x from a handful of requests and two arrivals close together
+	// read as bursts, at high confidence.
+	"low-traffic/2/-/1002/pods-2": {rules.Verdict(rules.QueueBurst), "about 100 requests: a p95 of five requests and two arrivals together read as a burst"},
+	// A mild prefix-cache loss on two pods whose decode side moved more
+	// than its TTFT (ITL p95 1.28x, running 1.21x).
+	"prefix-cache-loss/2/mild/1002/pods-2": {rules.Verdict(rules.DecodePressure), "mild, two pods: the decode side's rise leads"},
 }
 
 // TestEvidenceMatchesDisk: the in-memory path reads the same evidence as

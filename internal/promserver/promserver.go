@@ -23,9 +23,13 @@ import (
 )
 
 // Binary returns the path of a server binary: a missing one fails the
-// test in CI (CI=true) and skips it elsewhere.
+// test in CI (CI=true) and skips it elsewhere. With -short the test
+// skips: the quick tier needs no external program.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: the tests that run %s are in the full tier", name)
+	}
 	p, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
