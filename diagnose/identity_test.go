@@ -93,3 +93,35 @@ func TestCrashLoopNewAddresses(t *testing.T) {
 	assert.Contains(t, rep.Facts[rules.RestartsReplicaMax].Source, "vllm-3")
 	assert.Positive(t, float64(rep.Facts[rules.RequestsLost].Value), "hard stops lose the requests in flight")
 }
+
+// TestOutageLoadFactor: the replicas present at the scrape times, usual
+// over fewest. One of eight restarting at a time (a minute down each)
+// leaves seven: 8/7; with two pods, one away leaves one: 2. No restart: 1.
+func TestOutageLoadFactor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates three fleets")
+	}
+	for _, tc := range []struct {
+		name string
+		pods int
+		want float64
+	}{
+		{"one of eight away", 8, 8.0 / 7},
+		{"one of two away", 2, 2},
+		{"none away", 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := rollingRestart(false)
+			if tc.pods > 0 {
+				cfg.Pods = cfg.Pods[:tc.pods]
+			} else {
+				cfg.Pods = make([]fleetsim.PodConfig, 4)
+			}
+			f, err := fleetsim.Run(cfg)
+			require.NoError(t, err)
+			ev := readBack(t, func(dir string) error { return f.WriteDumps(dir, fleetsim.DumpOptions{}) })
+			rep, table := diagnoseTable(t, ev)
+			assert.InDelta(t, tc.want, float64(rep.Facts[rules.OutageLoadFactor].Value), 1e-9, "%s", table)
+		})
+	}
+}
