@@ -78,7 +78,7 @@ func (sc *scope) computeFacts(base, inc evalWindow, tl *timelines, st scrapeStat
 	both(rules.MaxNumSeqs, c.maxNumSeqs)
 	both(rules.KVUsageMean, func(w evalWindow) rules.Fact { return c.gaugeStat(catalog.SignalKVUsage, w, "mean") })
 	both(rules.KVUsageMax, c.kvMax)
-	both(rules.GPUUtilMean, func(w evalWindow) rules.Fact { return c.gaugeStat(catalog.SignalGPUUtil, w, "mean") })
+	both(rules.GPUUtilMean, c.gpuUtilMean)
 	both(rules.BacklogEnd, c.backlogEnd)
 
 	both(rules.ReplicaShareMax, c.replicaShareMax)

@@ -376,7 +376,7 @@ func (c *factCtx) addNoise(fs rules.Facts) {
 		piece func(catalog.SignalID) pieceFn
 	}{
 		{rules.WaitingMean, catalog.SignalWaiting, c.gaugePiece}, {rules.RunningMean, catalog.SignalRunning, c.gaugePiece},
-		{rules.KVUsageMean, catalog.SignalKVUsage, c.gaugePiece}, {rules.GPUUtilMean, catalog.SignalGPUUtil, c.gaugePiece},
+		{rules.KVUsageMean, catalog.SignalKVUsage, c.gaugePiece}, {rules.GPUUtilMean, catalog.SignalGPUUtil, c.gpuPieceFor},
 		{rules.CompletionRate, catalog.SignalRequestSuccess, c.counterPiece}, {rules.PromptTokenRate, catalog.SignalPromptTokensTotal, c.counterPiece},
 		{rules.GenerationTokenRate, catalog.SignalGenerationTokensTotal, c.counterPiece}, {rules.PreemptionRate, catalog.SignalPreemptions, c.counterPiece},
 	} {
@@ -777,13 +777,23 @@ func (c *factCtx) replicaLoads(w evalWindow) ([]replicaLoad, string) {
 			}
 		}
 		e := float64(max(1, len(c.sc.engineValues(r))))
+		if !w.lifetime {
+			// The fair share is the replica's engines over the time it
+			// was in rotation: a replica that drained and left (idle,
+			// asleep) or joined late has no share of the rest.
+			span := c.rotationSpan(r, w.w)
+			if span <= 0 {
+				continue
+			}
+			e *= span
+		}
 		vals = append(vals, replicaLoad{r: r, load: math.Max(load, 0)})
 		engs = append(engs, e)
 		total += math.Max(load, 0)
 		engines += e
 	}
 	if len(vals) < 2 {
-		return nil, "fewer than two replicas with completions in the window"
+		return nil, "fewer than two replicas in rotation (serving or holding requests) in the window"
 	}
 	if !(total > 0) {
 		return nil, "no request arrived in the window"
@@ -792,6 +802,37 @@ func (c *factCtx) replicaLoads(w evalWindow) ([]replicaLoad, string) {
 		vals[i].share = (vals[i].load / total) / (engs[i] / engines)
 	}
 	return vals, ""
+}
+
+// rotationSpan is the seconds of w between the start of replica r's
+// first scrape interval in which it served or held requests (its
+// completions advanced, or requests were waiting or running at either
+// end) and the end of its last: the time it was in rotation. 0 when it
+// was never.
+func (c *factCtx) rotationSpan(r int, w snapshot.Window) float64 {
+	bl := c.sc.backlog(r)
+	var times []int64
+	for _, s := range c.sc.replicas[r].t.Scrapes {
+		if !s.Time.Before(w.Start) && !s.Time.After(w.End) {
+			times = append(times, s.Time.UnixMilli())
+		}
+	}
+	first, last := int64(-1), int64(-1)
+	for i := 1; i < len(times); i++ {
+		a, b := times[i-1], times[i]
+		va, _ := c.counterAt(catalog.SignalRequestSuccess, r, a)
+		vb, _ := c.counterAt(catalog.SignalRequestSuccess, r, b)
+		if va != vb || at(bl, a) > 0 || at(bl, b) > 0 {
+			if first < 0 {
+				first = a
+			}
+			last = b
+		}
+	}
+	if first < 0 {
+		return 0
+	}
+	return float64(last-first) / 1000
 }
 
 // preemptionShare is preemptions per finished request.
@@ -880,4 +921,68 @@ func (c *factCtx) deferredNote() string {
 		return ""
 	}
 	return ` (less ` + c.sc.source(catalog.SignalWaitingByReason) + `{reason="deferred"})`
+}
+
+// gpuUtilMean is the mean GPU utilisation of the replicas in rotation:
+// over each interval of w (the noise grid), the GPUs of the replicas that
+// served or held requests in it (inRotation), summed over their scrapes.
+// A replica out of rotation (cordoned, asleep, drained) idles its GPU
+// without any bottleneck: it is left out. Without a per-replica GPU
+// series (exporters that name no pod) it is the fleet's mean over w.
+func (c *factCtx) gpuUtilMean(w evalWindow) rules.Fact {
+	perReplica := false
+	for r := range c.sc.replicas {
+		perReplica = perReplica || c.sc.replicaGauge(catalog.SignalGPUUtil, r) != nil
+	}
+	grid := pieceGrid(w)
+	if !perReplica || len(grid) == 0 {
+		return c.gaugeStat(catalog.SignalGPUUtil, w, "mean")
+	}
+	var sum, n float64
+	for _, g := range grid {
+		if p, ok := c.gpuPiece(g); ok {
+			sum, n = sum+p[0], n+p[1]
+		}
+	}
+	if !(n > 0) {
+		return rules.MissingFact("no GPU sample of a replica in rotation in the window")
+	}
+	f := rules.Measured(sum / n).WithSource(c.sc.source(catalog.SignalGPUUtil) + " of the replicas in rotation (serving or holding requests)")
+	f.Count = n
+	return f
+}
+
+// gpuPieceFor is gpuPiece, for the noise table (one piece function per
+// signal).
+func (c *factCtx) gpuPieceFor(catalog.SignalID) pieceFn { return c.gpuPiece }
+
+// gpuPiece is, over one interval, the GPU utilisation of the replicas in
+// rotation summed over their scrapes, and the number of those scrapes.
+func (c *factCtx) gpuPiece(w snapshot.Window) ([]float64, bool) {
+	var sum, n float64
+	for r := range c.sc.replicas {
+		s := c.sc.replicaGauge(catalog.SignalGPUUtil, r)
+		if s == nil || !c.inRotation(r, w) {
+			continue
+		}
+		g, err := s.Gauge(w)
+		if err != nil || g.N == 0 || math.IsNaN(g.Mean) {
+			continue
+		}
+		sum += g.Mean * float64(g.N)
+		n += float64(g.N)
+	}
+	return []float64{sum, n}, n > 0
+}
+
+// inRotation reports whether replica r served or held requests over w:
+// its completions advanced, or requests waited or ran at a scrape.
+func (c *factCtx) inRotation(r int, w snapshot.Window) bool {
+	if bl := c.sc.backlog(r); bl != nil {
+		if g, err := bl.Gauge(w); err == nil && g.Max > 0 {
+			return true
+		}
+	}
+	inc, err := c.sc.replicaCounter(catalog.SignalRequestSuccess, r, w, nil)
+	return err == nil && inc.Value > 0
 }

@@ -264,7 +264,10 @@ const (
 	KVFullSharePreempting FactID = "kv_full_share_preempting"
 	// GPUUtilMean is the mean GPU utilisation (0..1) over GPUs and
 	// scrapes, from DCGM_FI_DEV_GPU_UTIL (0-100, divide by 100) or a ratio
-	// metric such as DCGM_FI_PROF_GR_ENGINE_ACTIVE.
+	// metric such as DCGM_FI_PROF_GR_ENGINE_ACTIVE. Where the GPUs map to
+	// replicas, it counts the replicas in rotation only (those that served
+	// or held requests in each interval): a cordoned or sleeping replica
+	// idles its GPU without a bottleneck.
 	GPUUtilMean FactID = "gpu_util_mean"
 	// GPUUtilWaiting is the mean GPU utilisation (0..1) of the replicas at
 	// the scrapes at which requests waited on them: what a GPU does while
@@ -355,7 +358,11 @@ const (
 	// (its completions plus the growth of its waiting and running
 	// requests) divided by its fair share (its engines over the fleet's):
 	// 1 = balanced, 2 = twice its share. Load, unlike completions, keeps
-	// counting when the hot replica saturates. Source names the replica.
+	// counting when the hot replica saturates. The fair share weighs each
+	// replica's engines by the time it was in rotation in the window
+	// (from its first to its last interval serving or holding requests):
+	// a replica that left the rotation has no share of the rest. Source
+	// names the replica.
 	ReplicaLoadShareMax FactID = "replica_load_share_max"
 	// ReplicaTTFTRatio is the worst replica's TTFT p95 divided by the
 	// fleet TTFT p95 (ratio).

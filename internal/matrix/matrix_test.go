@@ -134,19 +134,19 @@ var knownMisses = map[string]struct {
 	// symptoms are present and no-incident is out of reach; since
 	// outage_load_factor (2) they are undetermined, no longer a load
 	// hypothesis. A pod of two that leaves the rotation (idle or asleep;
-	// demand falls by its share) leaves one pod serving every request:
-	// twice the fair share counted over both pods, which reads as that
-	// pod's hot spot although its load did not grow, and the fleet's
-	// TTFT p95 moves 1.17-1.24x as one pod's distribution replaces two.
+	// demand falls by its share) leaves one pod serving every request at
+	// its own load; the fleet's TTFT p95 moves 1.17-1.24x as one pod's
+	// distribution replaces two, and no hypothesis holds (the fair share
+	// and gpu_util_mean count replicas in rotation only).
 	"restart/2/-/1002/pods-2":                     {rules.Undetermined, "one of two pods away: the other's doubled load is a real slowdown that the map attributes to no hypothesis"},
 	"rolling-restart-statefulset/2/-/1002/pods-2": {rules.Undetermined, "one of two pods away: the other's doubled load is a real slowdown that the map attributes to no hypothesis"},
 	"rolling-restart-statefulset/2/-/1003/pods-2": {rules.Undetermined, "one of two pods away: the other's doubled load is a real slowdown that the map attributes to no hypothesis"},
 	"rolling-restart-deployment/2/-/1002/pods-2":  {rules.Undetermined, "one of two pods away: the other's doubled load is a real slowdown that the map attributes to no hypothesis"},
 	"rolling-restart-deployment/2/-/1003/pods-2":  {rules.Undetermined, "one of two pods away: the other's doubled load is a real slowdown that the map attributes to no hypothesis"},
-	"sleeping-pod/2/-/1002/pods-2":                {rules.Undetermined, "one of two pods asleep, out of rotation: the other's share of every request ties replica-hotspot and outside-gpu"},
-	"sleeping-pod/2/-/1003/pods-2":                {rules.Undetermined, "one of two pods asleep, out of rotation: the other's share of every request ties replica-hotspot and outside-gpu"},
-	"idle-pod/2/-/1002/pods-2":                    {rules.Verdict(rules.ReplicaHotspot), "one of two pods out of rotation: the other serves every request, 1.98x the fair share counted over both: a hot spot by the map, though its load did not grow"},
-	"idle-pod/2/-/1003/pods-2":                    {rules.Undetermined, "one of two pods out of rotation: the other's share of every request ties replica-hotspot and outside-gpu"},
+	"sleeping-pod/2/-/1002/pods-2":                {rules.Undetermined, "one of two pods asleep, out of rotation: the fleet's TTFT p95 moves as one pod's distribution replaces two; no hypothesis holds"},
+	"sleeping-pod/2/-/1003/pods-2":                {rules.Undetermined, "one of two pods asleep, out of rotation: the fleet's TTFT p95 moves as one pod's distribution replaces two; no hypothesis holds"},
+	"idle-pod/2/-/1002/pods-2":                    {rules.Undetermined, "one of two pods out of rotation: the fleet's TTFT p95 moves as one pod's distribution replaces two; no hypothesis holds"},
+	"idle-pod/2/-/1003/pods-2":                    {rules.Undetermined, "one of two pods out of rotation: the fleet's TTFT p95 moves as one pod's distribution replaces two; no hypothesis holds"},
 	"stale-gauges/2/-/1002/pods-2":                {rules.Undetermined, "one of two pods frozen: stale-gauges ties the other's hot spot"},
 	// Two pods at 0.05 req/s (about 100 requests in the window): a TTFT
 	// p95 1.9x from a handful of requests and two arrivals close together
