@@ -805,34 +805,25 @@ func (c *factCtx) replicaLoads(w evalWindow) ([]replicaLoad, string) {
 }
 
 // rotationSpan is the seconds of w between the start of replica r's
-// first scrape interval in which it served or held requests (its
-// completions advanced, or requests were waiting or running at either
-// end) and the end of its last: the time it was in rotation. 0 when it
-// was never.
+// first scrape interval in which it was in rotation (inRotation) and the
+// end of its last: the time it was in rotation. 0 when it never was.
 func (c *factCtx) rotationSpan(r int, w snapshot.Window) float64 {
-	bl := c.sc.backlog(r)
-	var times []int64
+	var times []time.Time
 	for _, s := range c.sc.replicas[r].t.Scrapes {
 		if !s.Time.Before(w.Start) && !s.Time.After(w.End) {
-			times = append(times, s.Time.UnixMilli())
+			times = append(times, s.Time)
 		}
 	}
-	first, last := int64(-1), int64(-1)
+	var first, last time.Time
 	for i := 1; i < len(times); i++ {
-		a, b := times[i-1], times[i]
-		va, _ := c.counterAt(catalog.SignalRequestSuccess, r, a)
-		vb, _ := c.counterAt(catalog.SignalRequestSuccess, r, b)
-		if va != vb || at(bl, a) > 0 || at(bl, b) > 0 {
-			if first < 0 {
-				first = a
+		if c.inRotation(r, snapshot.Window{Start: times[i-1], End: times[i]}) {
+			if first.IsZero() {
+				first = times[i-1]
 			}
-			last = b
+			last = times[i]
 		}
 	}
-	if first < 0 {
-		return 0
-	}
-	return float64(last-first) / 1000
+	return last.Sub(first).Seconds()
 }
 
 // preemptionShare is preemptions per finished request.
