@@ -189,7 +189,7 @@ func perPodLoad(t testing.TB, cfg fleetsim.Config, pods int) fleetsim.Config {
 // OpenMetrics file, whose _created samples give each counter its start
 // time, may count more counter resets than the others (see
 // evidenceFormat.startTimes). Reading must change nothing under the input
-// path, and leave nothing in the TSDB sandbox.
+// path.
 func TestFormatsSameDiagnosis(t *testing.T) {
 	for _, scenario := range []string{"kv-preemption", "restart"} {
 		t.Run(scenario, func(t *testing.T) {
@@ -216,13 +216,9 @@ func TestFormatsSameDiagnosis(t *testing.T) {
 					}
 					path := format.write(t, p, t.TempDir())
 					before := treeState(t, path)
-					sandbox := t.TempDir()
-					ev, err := snapshot.Read(context.Background(), []string{path}, snapshot.Options{SandboxDir: sandbox})
+					ev, err := snapshot.Read(context.Background(), []string{path}, snapshot.Options{})
 					require.NoError(t, err)
 					assert.Equal(t, before, treeState(t, path), "reading changed the input")
-					left, err := os.ReadDir(sandbox)
-					require.NoError(t, err)
-					assert.Empty(t, left, "the TSDB sandbox is left behind")
 
 					for _, pr := range ev.Problems {
 						assert.NotEqual(t, snapshot.SeverityError, pr.Severity, "problem: %v", pr)
@@ -554,14 +550,13 @@ func TestSelectionSameDiagnosis(t *testing.T) {
 						t.Skip("-short runs only the dump folder and the TSDB")
 					}
 					path := format.write(t, p, t.TempDir())
-					full, err := snapshot.Read(context.Background(), []string{path}, snapshot.Options{SandboxDir: t.TempDir()})
+					full, err := snapshot.Read(context.Background(), []string{path}, snapshot.Options{})
 					require.NoError(t, err)
 					for i, opts := range []diagnose.Options{{}, given, {Incident: given.Incident}} {
 						windows := []string{"chosen windows", "given windows", "given incident"}[i]
 						sel := opts.Selection()
 						require.NotEmpty(t, sel.Metrics)
 						require.Equal(t, i >= 1, !sel.Start.IsZero(), windows)
-						sel.SandboxDir = t.TempDir()
 						ev, err := snapshot.Read(context.Background(), []string{path}, sel)
 						require.NoError(t, err)
 						if rs := opts.ReadRanges(); len(rs) > 1 {
@@ -658,7 +653,6 @@ func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagno
 	for pass := 0; sv == nil; pass++ {
 		require.Less(t, pass, 2, "a survey takes at most two passes")
 		o := sel
-		o.SandboxDir = t.TempDir()
 		// As the command surveys: the families it does not measure listed
 		// by their labels.
 		o.LabelsOnly = s.LabelsOnly()
@@ -689,7 +683,7 @@ func surveyDiagnose(t *testing.T, path string, sel snapshot.Options, opts diagno
 	var evs []*snapshot.Evidence
 	for _, r := range sv.ReadRanges() {
 		o := sel
-		o.Start, o.End, o.SandboxDir = r.Start, r.End, t.TempDir()
+		o.Start, o.End = r.Start, r.End
 		// As the command reads the windows: without the families the
 		// survey read by labels and the diagnosis does not measure.
 		o.ForTarget = func(sk *snapshot.Target) snapshot.TargetSelection {

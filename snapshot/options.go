@@ -63,10 +63,6 @@ type Options struct {
 	// several goroutines at once. Read and the sources that do not
 	// honour LabelsOnly never call it, and read every metric of Metrics.
 	ForTarget func(sketch *Target) TargetSelection
-	// SandboxDir is where a TSDB's head and WAL are copied for a
-	// read-only replay; "" uses os.TempDir(). It must not be under an
-	// input path.
-	SandboxDir string
 	// Limits bound what one input may cost; the zero value means
 	// DefaultLimits.
 	Limits Limits
@@ -150,8 +146,8 @@ type Limits struct {
 	MaxLabelBytes int
 	// MaxTotalBytes bounds the decompressed bytes read over all inputs.
 	MaxTotalBytes int64
-	// MaxWALBytes bounds how much of a TSDB's wal/ and chunks_head/ is
-	// copied into the sandbox for replay.
+	// MaxWALBytes bounds the bytes of a TSDB's head (its wal/ and
+	// chunks_head/ together) that are read into memory.
 	MaxWALBytes int64
 	// MaxMemory bounds the estimated bytes of the evidence kept over one
 	// Read, every input together: FloatSampleBytes per float sample,

@@ -25,7 +25,7 @@ import (
 //
 // Read never writes, renames, locks or changes anything under the paths:
 // files are opened read-only, and sources promise the same (the TSDB
-// reader replays heads in a sandbox).
+// reader replays heads into memory).
 func Read(ctx context.Context, paths []string, opts Options) (*Evidence, error) {
 	if err := checkFormat(opts.Format); err != nil {
 		return nil, err

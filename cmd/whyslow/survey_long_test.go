@@ -38,7 +38,7 @@ func TestDiagnoseSurveyedLongTSDB(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
-			whole, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{SandboxDir: t.TempDir(), KeepTimeOutliers: true})
+			whole, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{KeepTimeOutliers: true})
 			require.NoError(t, err)
 			// One gauge of the first pod, scraped 4 more times.
 			tg := whole.Targets[0]

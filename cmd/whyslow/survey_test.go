@@ -96,7 +96,7 @@ func TestDiagnoseTSDBRangesApart(t *testing.T) {
 	var evs []*snapshot.Evidence
 	for _, r := range ranges {
 		sel := opts.Selection()
-		sel.Start, sel.End, sel.SandboxDir = r.Start, r.End, t.TempDir()
+		sel.Start, sel.End = r.Start, r.End
 		ev, err := snapshot.Read(context.Background(), []string{dir}, sel)
 		require.NoError(t, err)
 		for i, tg := range ev.Targets {
@@ -117,7 +117,7 @@ func requireDiagnosedAsWhole(t *testing.T, dir string, opts diagnose.Options, fl
 	t.Helper()
 	code, out, stderr := whyslow(t, "", append(append([]string{"diagnose", "--format", "json"}, flags...), dir)...)
 	require.Equal(t, 0, code, stderr)
-	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{SandboxDir: t.TempDir()})
+	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
 	require.NoError(t, err)
 	rep, err := diagnose.Diagnose(ev, opts)
 	require.NoError(t, err)

@@ -17,7 +17,6 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/tsdb"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -58,13 +57,11 @@ func init() {
 // it.
 //
 // Persisted blocks are opened in place, read-only (memory-mapped, no lock
-// taken). The head is read from a copy: wal/ and chunks_head/ are copied
-// into a sandbox under opts.SandboxDir (os.TempDir() when empty), at most
-// opts.Limits.MaxWALBytes, and the copy is replayed; a torn WAL tail, as a
-// crash leaves it, is repaired in the copy as Prometheus would repair it on
-// restart. The sandbox is removed before Read returns. The evidence may
-// be on a read-only mount, on another filesystem than the sandbox, and
-// locked by a Prometheus that is still running.
+// taken). The head is replayed from wal/ into memory (at most
+// opts.Limits.MaxWALBytes of it), reading its files only; a torn WAL
+// tail, as a crash leaves it, ends the replay where Prometheus would cut
+// it on restart. Nothing is copied or written: the evidence may be on a
+// read-only mount and locked by a Prometheus that is still running.
 //
 // Only samples in [opts.Start, opts.End] (zero: unbounded) of series
 // matching opts.Matchers are read; when opts.Metrics is non-empty, only the
@@ -73,7 +70,7 @@ func init() {
 // are decoded chunk by chunk, without a querier's iterators; a querier
 // reads the head, and a block's series where it does more than decode
 // (tombstones, overlapping or non-float chunks, a read error), so the
-// evidence and its problems are those a querier gives.
+// evidence and its problems are those a block querier would give.
 //
 // TSDB stores no metric type, so families are classified by name and
 // labels (snapshot.Family.TypeInferred): a "_bucket" series with an "le" label is a
@@ -142,7 +139,7 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 			here := b.spanIn(mint, maxt)
 			ahead := later / here
 			later -= here
-			if err := readSource(ctx, acc, b.dir, b.block, b.files, mint, maxt, matchers, ahead); err != nil {
+			if err := readSource(ctx, acc, b.dir, &b.block.blockReaders, b.files, mint, maxt, matchers, ahead); err != nil {
 				return nil, readErr(dir, err)
 			}
 			read++
@@ -158,13 +155,8 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 	h, hprobs := openHeadFor(layout, opts, lim, blocks, mint, maxt)
 	problems = append(problems, hprobs...)
 	if h != nil {
-		rerr := readSource(ctx, acc, filepath.Join(dir, tsdbWALDir), tsdb.NewRangeHead(h.head, mint, maxt), nil, mint, maxt, matchers, 1)
-		cerr := h.Close()
-		if rerr != nil {
-			return nil, errors.Join(readErr(dir, rerr), cerr)
-		}
-		if p, ok := sandboxProblem(h, cerr); ok {
-			problems = append(problems, p)
+		if err := readSource(ctx, acc, filepath.Join(dir, tsdbWALDir), &h.blockReaders, nil, mint, maxt, matchers, 1); err != nil {
+			return nil, readErr(dir, err)
 		}
 		read++
 	}
@@ -226,7 +218,7 @@ func closeBlocks(blocks []tsdbBlock) (err error) {
 	return err
 }
 
-// openHeadFor replays the head (wal/ and chunks_head/ in a sandbox) when
+// openHeadFor replays the head from wal/ (openTSDBHead) when
 // the range read, [mint, maxt], reaches the end of the last of blocks
 // (those kept, see openTSDBBlocks): the head holds only samples at or
 // after it (Prometheus's own rule for a read-only replay), so a range
@@ -234,12 +226,12 @@ func closeBlocks(blocks []tsdbBlock) (err error) {
 // needed, not readable or a time outlier (headOutlier; kept with
 // Options.KeepTimeOutliers), and the problems of the replay and of the
 // out-of-order samples in wbl/, which are never read.
-func openHeadFor(layout *tsdbLayout, opts snapshot.Options, lim snapshot.Limits, blocks []tsdbBlock, mint, maxt int64) (*tsdbHead, []snapshot.Problem) {
+func openHeadFor(layout *tsdbLayout, opts snapshot.Options, lim snapshot.Limits, blocks []tsdbBlock, mint, maxt int64) (*memHead, []snapshot.Problem) {
 	var problems []snapshot.Problem
-	var head *tsdbHead
+	var head *memHead
 	maxBlockTime := blocksMaxTime(blocks)
 	if layout.hasHead() && maxt >= maxBlockTime {
-		h, hprobs, herr := openTSDBHead(layout, opts.SandboxDir, lim.MaxWALBytes, maxBlockTime)
+		h, hprobs, herr := openTSDBHead(layout, lim.MaxWALBytes, maxBlockTime)
 		problems = append(problems, hprobs...)
 		if herr != nil {
 			problems = append(problems, snapshot.Problem{
@@ -251,12 +243,9 @@ func openHeadFor(layout *tsdbLayout, opts snapshot.Options, lim snapshot.Limits,
 		}
 	}
 	if head != nil {
-		if p, ok := headOutlier(head.head, blocks, mint, maxt, filepath.Join(layout.dir, tsdbWALDir), opts.KeepTimeOutliers); ok {
+		if p, ok := headOutlier(head, blocks, mint, maxt, filepath.Join(layout.dir, tsdbWALDir), opts.KeepTimeOutliers); ok {
 			problems = append(problems, p)
 			if !opts.KeepTimeOutliers {
-				if p, ok := sandboxProblem(head, head.Close()); ok {
-					problems = append(problems, p)
-				}
 				head = nil
 			}
 		}
@@ -266,16 +255,6 @@ func openHeadFor(layout *tsdbLayout, opts snapshot.Options, lim snapshot.Limits,
 			Err: errors.New("out-of-order samples in wbl/ are not read")})
 	}
 	return head, problems
-}
-
-// sandboxProblem is the problem of a head whose sandbox could not be
-// removed (err, from Close), if any.
-func sandboxProblem(h *tsdbHead, err error) (snapshot.Problem, bool) {
-	if err == nil {
-		return snapshot.Problem{}, false
-	}
-	return snapshot.Problem{Severity: snapshot.SeverityWarning, File: h.sandbox, Offset: -1,
-		Err: fmt.Errorf("removing sandbox: %w", err)}, true
 }
 
 // blocksMaxTime is the latest MaxTime of the blocks (math.MinInt64 for
@@ -372,7 +351,7 @@ func isULID(s string) bool {
 // tsdbBlock is a persisted block, opened when it overlaps the range read.
 type tsdbBlock struct {
 	dir     string
-	block   *tsdb.Block // nil when not in range
+	block   *diskBlock  // nil when not in range
 	files   *blockFiles // its files, read without the block's maps; nil when not in range
 	inRange bool        // overlaps the requested time range
 	// minT and maxT are the block's time range by its meta (maxT
@@ -446,9 +425,9 @@ func openTSDBBlocks(l *tsdbLayout, mint, maxt int64, opts snapshot.Options) (blo
 			continue
 		}
 		if tb.inRange {
-			b, err := tsdb.OpenBlock(tsdbLogger(), c.dir, nil, nil)
-			if err != nil {
-				problems = append(problems, openBlockProblem(c.dir, err))
+			b, p := openBlock(c.dir, c.meta)
+			if p != nil {
+				problems = append(problems, *p)
 				continue
 			}
 			tb.block, tb.files = b, newBlockFiles(c.dir)
@@ -461,10 +440,10 @@ func openTSDBBlocks(l *tsdbLayout, mint, maxt int64, opts snapshot.Options) (blo
 }
 
 // readBlockMeta reads and checks a block's meta.json, so that a broken one
-// is reported with its path and reason before tsdb opens the block.
-func readBlockMeta(bdir string, follow bool) (tsdb.BlockMeta, *snapshot.Problem) {
+// is reported with its path and reason before the block is opened.
+func readBlockMeta(bdir string, follow bool) (blockMeta, *snapshot.Problem) {
 	fn := filepath.Join(bdir, tsdbMetaFile)
-	var meta tsdb.BlockMeta
+	var meta blockMeta
 	if p := checkFile(fn, false, false, follow); p != nil {
 		return meta, p
 	}

@@ -5,55 +5,57 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
-	"strconv"
 
 	promhistogram "github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
+	"github.com/prometheus/prometheus/tsdb/index"
+	"github.com/prometheus/prometheus/tsdb/tombstones"
 
 	"github.com/whyslow/whyslow/snapshot"
 )
 
-// readSource reads the series of one block or head that match ms, with
-// samples in [mint, maxt]; files are the block's (nil for the head);
-// ahead is as for selectInto. Problems of the source are recorded; only a
-// context error, or the error of exceeding opts.Memory, is returned.
-func readSource(ctx context.Context, a *snapshot.Columns, src string, br tsdb.BlockReader, files *blockFiles, mint, maxt int64, ms []*labels.Matcher, ahead float64) (err error) {
+// readSource reads the series of one block or the head (br) that match
+// ms, with samples in [mint, maxt]; files are the block's (nil for the
+// head); ahead is as for selectSeries. Problems of the source are
+// recorded; only a context error, or the error of exceeding opts.Memory,
+// is returned.
+func readSource(ctx context.Context, a *snapshot.Columns, src string, br *blockReaders, files *blockFiles, mint, maxt int64, ms []*labels.Matcher, ahead float64) (err error) {
 	if a.Full() {
 		return nil
 	}
-	if _, ok := br.(*tsdb.Block); ok && directDecode {
-		if refs, ok := matchingRefs(ctx, br, ms); ok {
-			return readRefs(ctx, a, src, br, files, refs, mint, maxt, ahead)
-		}
-	}
-	q, err := tsdb.NewBlockQuerier(br, mint, maxt)
+	p, err := postingsForMatchers(ctx, br.ir, ms)
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
 		a.Problem(snapshot.SeverityError, src, fmt.Errorf("%w: %w", ErrBadBlock, err))
 		return nil
 	}
+	if directDecode {
+		refs, err := index.ExpandPostings(p)
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return cerr
+			}
+			a.Problem(snapshot.SeverityError, src, fmt.Errorf("%w: %w", ErrBadBlock, err))
+			return nil
+		}
+		return readRefs(ctx, a, src, br, files, refs, mint, maxt, ahead)
+	}
 	var lost lostSeries
-	defer reportRead(a, src, &lost, q)
-	return selectInto(ctx, a, src, q, mint, maxt, ms, ahead, &lost, func(sev snapshot.Severity, err error) { a.Problem(sev, src, err) })
+	defer reportLost(a, src, &lost)
+	return selectSeries(ctx, a, src, br, p, mint, maxt, ahead, &lost, func(sev snapshot.Severity, err error) { a.Problem(sev, src, err) })
 }
 
-// reportRead records in a what the read of source src found: the series
-// whose samples were lost, and the querier q that would not close (nil:
-// none was opened).
-func reportRead(a *snapshot.Columns, src string, lost *lostSeries, q storage.Querier) {
+// reportLost records in a the series of source src whose samples were
+// lost.
+func reportLost(a *snapshot.Columns, src string, lost *lostSeries) {
 	if p, ok := lost.problem(src); ok {
 		a.ProblemAt(p)
-	}
-	if q == nil {
-		return
-	}
-	if err := q.Close(); err != nil {
-		a.Problem(snapshot.SeverityWarning, src, fmt.Errorf("closing querier: %w", err))
 	}
 }
 
@@ -105,53 +107,59 @@ func (l *lostSeries) problem(src string) (snapshot.Problem, bool) {
 	return p, true
 }
 
-// populateErr matches the error of a block querier's series iterator
-// when a chunk cannot be read. It names the chunk by its reference and
-// the block by a ULID that is zero for a float Select.
-var populateErr = regexp.MustCompile(`^cannot populate chunk (\d+) from block [0-9A-Za-z]+: `)
+// chunkErr is the error of a chunk of a series that could not be read.
+type chunkErr struct {
+	ref chunks.ChunkRef
+	err error
+}
 
-// chunkError rewrites err, a block querier's error reading a chunk of
-// block bdir, to name the chunk's segment file and offset (a block chunk
-// reference is the segment's position among the segments and the offset
-// in it) instead of
-// the block by its ULID; false when err is no such error.
+func (e *chunkErr) Error() string { return fmt.Sprintf("cannot read chunk %d: %v", e.ref, e.err) }
+func (e *chunkErr) Unwrap() error { return e.err }
+
+// chunkError rewrites err, the error of a chunk of block bdir that could
+// not be read (a chunkErr), to name the chunk's segment file and offset
+// (a block chunk reference is the segment's position among the segments
+// and the offset in it); false when err is no such error.
 func chunkError(bdir string, err error) (file string, off int64, _ error, ok bool) {
-	m := populateErr.FindStringSubmatch(err.Error())
-	inner := errors.Unwrap(err)
-	if m == nil || inner == nil {
+	var ce *chunkErr
+	if !errors.As(err, &ce) {
 		return "", 0, nil, false
 	}
-	ref, perr := strconv.ParseUint(m[1], 10, 64)
-	if perr != nil {
-		return "", 0, nil, false
-	}
-	seq, at := chunks.BlockChunkRef(ref).Unpack()
+	seq, at := chunks.BlockChunkRef(ce.ref).Unpack()
 	segs := chunkSegments(filepath.Join(bdir, tsdbChunksDir))
 	if seq >= len(segs) {
 		return "", 0, nil, false
 	}
 	file = segs[seq]
-	return file, int64(at), fmt.Errorf("chunk at offset %d of %s (block %s): %w", at, filepath.Join(tsdbChunksDir, filepath.Base(file)), filepath.Base(bdir), inner), true
+	return file, int64(at), fmt.Errorf("chunk at offset %d of %s (block %s): %w", at, filepath.Join(tsdbChunksDir, filepath.Base(file)), filepath.Base(bdir), ce.err), true
 }
 
-// selectInto reads the series of q that match ms into a. ahead is how
-// many samples a series is expected to have in this source and the
-// sources read after it into a, for one sample in this source (1: none
-// after): a series' column is sized for them once, instead of regrowing
-// at each source. Series whose samples could not all be read are counted
-// in lost; problems of the whole selection go to srcProblem, those of
-// single series to a.
-func selectInto(ctx context.Context, a *snapshot.Columns, src string, q storage.Querier, mint, maxt int64, ms []*labels.Matcher,
+// selectSeries reads the series p of br into a, with their samples in
+// [mint, maxt], as a block querier over that range selects them
+// (Prometheus's tsdb.NewBlockQuerier): a series entry that is gone is
+// skipped, one that cannot be read ends the selection; only the chunks
+// that overlap the range and are not wholly deleted are read, a series
+// left without any is skipped; samples outside the range or inside a
+// tombstone's interval are dropped, and so are staleness markers. ahead
+// is how many samples a series is expected to have in this source and
+// the sources read after it into a, for one sample in this source (1:
+// none after): a series' column is sized for them once, instead of
+// regrowing at each source. Series whose samples could not all be read
+// are counted in lost; problems of the whole selection go to srcProblem,
+// those of single series to a.
+func selectSeries(ctx context.Context, a *snapshot.Columns, src string, br *blockReaders, p index.Postings, mint, maxt int64,
 	ahead float64, lost *lostSeries, srcProblem func(snapshot.Severity, error),
 ) error {
 	if a.Full() {
 		return nil
 	}
-	ss := q.Select(ctx, false, &storage.SelectHints{Start: mint, End: maxt}, ms...)
 	var (
-		it chunkenc.Iterator
-		fh *promhistogram.FloatHistogram
-		n  int
+		sb   labels.ScratchBuilder
+		all  []chunks.Meta
+		chks []chunks.Meta
+		it   chunkenc.Iterator
+		fh   *promhistogram.FloatHistogram
+		n    int
 		// ts and vs hold one series' float samples of this source; like is
 		// the column given float samples before, whose times the next may
 		// share (Column.AppendFloats).
@@ -159,59 +167,108 @@ func selectInto(ctx context.Context, a *snapshot.Columns, src string, q storage.
 		vs   []float64
 		like *snapshot.Column
 	)
-	for ss.Next() {
+	for p.Next() {
 		if n++; n%512 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		s := ss.At()
-		r := a.Series(src, s.Labels())
+		ref := p.At()
+		if err := br.ir.Series(ref, &sb, &all); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				continue
+			}
+			srcProblem(snapshot.SeverityError, fmt.Errorf("%w: get series %d: %w", ErrBadBlock, ref, err))
+			return nil
+		}
+		ivs, err := br.tr.Get(ref)
+		if err != nil {
+			srcProblem(snapshot.SeverityError, fmt.Errorf("%w: get tombstones: %w", ErrBadBlock, err))
+			return nil
+		}
+		chks = chks[:0]
+		for _, c := range all {
+			if c.MaxTime < mint || c.MinTime > maxt || (tombstones.Interval{Mint: c.MinTime, Maxt: c.MaxTime}).IsSubrange(ivs) {
+				continue
+			}
+			chks = append(chks, c)
+		}
+		if len(chks) == 0 {
+			continue
+		}
+		lset := sb.Labels()
+		r := a.Series(src, lset)
 		if r == nil {
 			continue
 		}
-		it = s.Iterator(it)
 		ts, vs = ts[:0], vs[:0]
-		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
-			switch vt {
-			case chunkenc.ValFloat:
-				t, v := it.At()
-				if value.IsStaleNaN(v) {
-					continue
+		keep := func(t int64) bool {
+			return t >= mint && t <= maxt && !deleted(ivs, t)
+		}
+	chunks:
+		for _, c := range chks {
+			chk, iterable, err := br.cr.ChunkOrIterable(c)
+			if err != nil {
+				lost.add(lset, &chunkErr{ref: c.Ref, err: err})
+				break
+			}
+			if iterable != nil {
+				it = iterable.Iterator(it)
+			} else {
+				it = chk.Iterator(it)
+			}
+			for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+				switch vt {
+				case chunkenc.ValFloat:
+					t, v := it.At()
+					if !keep(t) || value.IsStaleNaN(v) {
+						continue
+					}
+					ts, vs = append(ts, t), append(vs, v)
+				case chunkenc.ValHistogram, chunkenc.ValFloatHistogram:
+					if !keep(it.AtT()) {
+						continue
+					}
+					var t int64
+					t, fh = it.AtFloatHistogram(fh)
+					if value.IsStaleNaN(fh.Sum) {
+						continue
+					}
+					if err := r.AppendNHCB(t, fh); err != nil {
+						a.Problem(snapshot.SeverityError, src, fmt.Errorf("series %s at %d: %w", lset, t, err))
+					}
 				}
-				ts, vs = append(ts, t), append(vs, v)
-			case chunkenc.ValHistogram, chunkenc.ValFloatHistogram:
-				var t int64
-				t, fh = it.AtFloatHistogram(fh)
-				if value.IsStaleNaN(fh.Sum) {
-					continue
-				}
-				if err := r.AppendNHCB(t, fh); err != nil {
-					a.Problem(snapshot.SeverityError, src, fmt.Errorf("series %s at %d: %w", s.Labels(), t, err))
-				}
+			}
+			if err := it.Err(); err != nil {
+				lost.add(lset, err)
+				break chunks
 			}
 		}
 		if len(ts) > 0 {
 			r.AppendFloats(ts, vs, like, growth(len(ts), ahead))
 			like = r
 		}
-		if err := it.Err(); err != nil {
-			lost.add(s.Labels(), err)
-		}
 		if err := a.Charge(src); err != nil || a.Full() {
 			return err
 		}
 	}
-	if err := ss.Err(); err != nil {
+	if err := p.Err(); err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
 		}
 		srcProblem(snapshot.SeverityError, fmt.Errorf("%w: %w", ErrBadBlock, err))
 	}
-	for _, w := range ss.Warnings() {
-		srcProblem(snapshot.SeverityWarning, w)
-	}
 	return nil
+}
+
+// deleted reports whether t lies in one of the intervals ivs.
+func deleted(ivs tombstones.Intervals, t int64) bool {
+	for _, iv := range ivs {
+		if iv.InBounds(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // growth is the room to make in a column for the n samples of this

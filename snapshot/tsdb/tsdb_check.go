@@ -14,7 +14,6 @@ import (
 
 	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/tsdb/index"
-	"github.com/prometheus/prometheus/tsdb/tombstones"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -99,7 +98,7 @@ func checkFile(path string, dir, optional, follow bool) *snapshot.Problem {
 }
 
 // checkBlockFiles checks the files of block directory bdir that
-// tsdb.OpenBlock and blockFiles open by name, but meta.json (read
+// openBlock and blockFiles open by name, but meta.json (read
 // before, see readBlockMeta): index, tombstones (when present) and each
 // chunk segment must be regular files, and chunks/ a directory
 // (checkFile). Nothing is opened, so that a named pipe put in a file's
@@ -141,41 +140,6 @@ func chunkSegments(cdir string) []string {
 		}
 	}
 	return segs
-}
-
-// openBlockProblem is the problem of block directory bdir, which
-// tsdb.OpenBlock would not open (err). OpenBlock's errors name no file:
-// the file at fault is found by opening the block's parts again in
-// OpenBlock's order (chunk segments, index, tombstones), and where the
-// decoder's error places it, the offset (a header, the index's table of
-// contents or sections, a checksum); else the problem names the block.
-func openBlockProblem(bdir string, err error) snapshot.Problem {
-	p := blockProblem(bdir, err)
-	cdir := filepath.Join(bdir, tsdbChunksDir)
-	cr, cerr := chunks.NewDirReader(cdir, nil)
-	if cerr != nil {
-		p.File = cdir
-		if file, off, ok := badSegment(cdir); ok {
-			p.File, p.Offset = file, off
-		}
-		return p
-	}
-	_ = cr.Close()
-	ifile := filepath.Join(bdir, tsdbIndexFile)
-	ir, ierr := index.NewFileReader(ifile, index.DecodePostingsRaw)
-	if ierr != nil {
-		p.File, p.Offset = ifile, indexOffset(ifile, ierr)
-		return p
-	}
-	_ = ir.Close()
-	tr, _, terr := tombstones.ReadTombstones(bdir)
-	if terr != nil {
-		p.File = filepath.Join(bdir, tsdbTombstonesFile)
-		p.Offset = tombstonesOffset(p.File, terr)
-		return p
-	}
-	_ = tr.Close()
-	return p
 }
 
 // badSegment returns the first chunk segment in cdir whose header is not

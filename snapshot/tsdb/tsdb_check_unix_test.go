@@ -90,22 +90,36 @@ func TestReadTSDBBlockFilesNotRegular(t *testing.T) {
 	}
 }
 
-// TestCopyFileRefusesPipe: a WAL segment swapped for a named pipe after
-// the walk of wal/ is refused at once, not waited on.
-func TestCopyFileRefusesPipe(t *testing.T) {
-	d := t.TempDir()
-	src := filepath.Join(d, "00000001")
-	require.NoError(t, syscall.Mkfifo(src, 0o644))
-	done := make(chan error, 1)
-	go func() { done <- copyFile(src, filepath.Join(d, "copy")) }()
+// TestReadTSDBWALSegmentPipe: a WAL segment swapped for a named pipe is
+// refused at once, not waited on: the blocks are read, the head is not.
+func TestReadTSDBWALSegmentPipe(t *testing.T) {
+	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
+	segs, err := filepath.Glob(filepath.Join(f.dir, "wal", "0*"))
+	require.NoError(t, err)
+	require.NotEmpty(t, segs)
+	seg := segs[len(segs)-1]
+	require.NoError(t, os.Remove(seg))
+	require.NoError(t, syscall.Mkfifo(seg, 0o644))
+	type result struct {
+		ev  *snapshot.Evidence
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{})
+		done <- result{ev, err}
+	}()
 	select {
-	case err := <-done:
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "a named pipe")
+	case r := <-done:
+		require.NoError(t, r.err)
+		notRead := r.ev.ProblemsOf(ErrHeadNotRead)
+		require.Len(t, notRead, 1, "%v", r.ev.Problems)
+		assert.Contains(t, notRead[0].Error(), "a named pipe")
+		checkTSDBFixture(t, f, r.ev, 0, f.nBlock)
 	case <-time.After(30 * time.Second):
-		if w, err := os.OpenFile(src, os.O_WRONLY, 0); err == nil {
+		if w, err := os.OpenFile(seg, os.O_WRONLY, 0); err == nil {
 			w.Close()
 		}
-		t.Fatal("copyFile waits on a named pipe")
+		t.Fatal("the read waits on a named pipe")
 	}
 }

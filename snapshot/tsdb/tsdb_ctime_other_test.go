@@ -6,6 +6,3 @@ import "io/fs"
 
 // tsdbCtime is 0 where the platform gives no portable change time.
 func tsdbCtime(fs.FileInfo) int64 { return 0 }
-
-// tsdbDevice is unknown off Linux.
-func tsdbDevice(fs.FileInfo) (uint64, bool) { return 0, false }

@@ -2,13 +2,9 @@ package tsdb
 
 import (
 	"context"
-	"fmt"
-	"slices"
 
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/tsdb/index"
@@ -18,52 +14,36 @@ import (
 )
 
 // directDecode reports whether the series of a persisted block are
-// decoded chunk by chunk (decodeRefs) rather than through a querier (a
+// decoded chunk by chunk (decodeRefs) rather than by selectSeries (a
 // variable for tests, which compare both).
 var directDecode = true
 
-// decodeRefs reads the series refs of block br (in the index's order)
-// into a, as selectInto reads them through a querier on br that selects
-// exactly refs over [mint, maxt]: the same series, in the same order, with
-// the same samples. It reads each series' chunks in the range itself,
-// without the querier's iterators, which trim every chunk through a
-// deletion iterator (their cost is measured in TSDB_BENCHMARKS.md).
-// Where the querier does more than
-// decode, decodeRefs hands over to fallback, which reads the refs given
-// through a querier as selectInto does, with its problems:
+// decodeRefs reads the series refs of br (in the index's order) into a,
+// as selectSeries reads them over [mint, maxt]: the same series, in the
+// same order, with the same samples. It decodes each series' chunks in
+// the range itself, without trimming every chunk to the range and the
+// tombstones (that cost is measured in TSDB_BENCHMARKS.md). Where
+// selectSeries does more than decode, decodeRefs hands over to fallback,
+// which reads the refs given as selectSeries does, with its problems:
 //
 //   - a series with tombstones, chunks that overlap, a chunk that is not
 //     float (XOR) or cannot be read: that series alone;
 //   - a series entry that cannot be read: it and every later one (the
-//     querier's series set ends there).
+//     selection ends there).
 //
-// br must be a block (a *tsdb.Block: sorted, closed chunks); a head is
-// read through its querier. Its series entries and chunks are read
-// through files, the block's files (see blockFiles), where they can be.
-// An error is a context error, or that of a limit
-// (snapshot.Columns.Charge), as selectInto's.
-func decodeRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.BlockReader, files *blockFiles, refs []storage.SeriesRef, mint, maxt int64,
+// The chunks of br must be sorted and closed (a block's, or the head's
+// as memHead cuts them). Its series entries and chunks are read through
+// files, a block's files (see blockFiles), where they can be. An error
+// is a context error, or that of a limit (snapshot.Columns.Charge), as
+// selectSeries's.
+func decodeRefs(ctx context.Context, a *snapshot.Columns, src string, br *blockReaders, files *blockFiles, refs []storage.SeriesRef, mint, maxt int64,
 	ahead float64, fallback func([]storage.SeriesRef) error,
 ) error {
 	if a.Full() || len(refs) == 0 {
 		return nil
 	}
-	ir, err := br.Index()
-	if err != nil {
-		return fallback(refs)
-	}
-	defer ir.Close()
-	cr, err := br.Chunks()
-	if err != nil {
-		return fallback(refs)
-	}
-	defer cr.Close()
-	tr, err := br.Tombstones()
-	if err != nil {
-		return fallback(refs)
-	}
-	defer tr.Close()
-	r := files.reader(ir, cr)
+	tr := br.tr
+	r := files.reader(br.ir, br.cr)
 	defer r.release()
 	r.expectSeries(refs)
 	var (
@@ -82,7 +62,7 @@ func decodeRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 				return fallback(refs[k+n-1:])
 			}
 			if len(e.chks) == 0 {
-				continue // the querier selects no series without a chunk in the range
+				continue // selectSeries selects no series without a chunk in the range
 			}
 			var ok bool
 			ts, vs, it, ok = decodeChunks(r, tr, e.ref, e.chks, mint, maxt, ts[:0], vs[:0], it)
@@ -109,8 +89,8 @@ func decodeRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.Bl
 	return nil
 }
 
-// inRange returns the chunks of chks that overlap [mint, maxt], as a
-// block querier keeps them (chks is reused).
+// inRange returns the chunks of chks that overlap [mint, maxt], as
+// selectSeries keeps them (chks is reused).
 func inRange(chks []chunks.Meta, mint, maxt int64) []chunks.Meta {
 	out := chks[:0]
 	for _, c := range chks {
@@ -121,16 +101,11 @@ func inRange(chks []chunks.Meta, mint, maxt int64) []chunks.Meta {
 	return out
 }
 
-// chunkSource reads a chunk, as tsdb.ChunkReader does.
-type chunkSource interface {
-	ChunkOrIterable(chunks.Meta) (chunkenc.Chunk, chunkenc.Iterable, error)
-}
-
 // decodeChunks appends the float samples of series ref in the chunks in
 // (those in range, in the index's order) within [mint, maxt] to ts and
-// vs, leaving out staleness markers, as selectInto keeps them; ok is false
-// when a querier must read the series instead (see decodeRefs).
-func decodeChunks(cr chunkSource, tr tombstones.Reader, ref storage.SeriesRef, in []chunks.Meta, mint, maxt int64,
+// vs, leaving out staleness markers, as selectSeries keeps them; ok is false
+// when selectSeries must read the series instead (see decodeRefs).
+func decodeChunks(cr chunkReader, tr tombstones.Reader, ref storage.SeriesRef, in []chunks.Meta, mint, maxt int64,
 	ts []int64, vs []float64, it chunkenc.Iterator,
 ) (_ []int64, _ []float64, _ chunkenc.Iterator, ok bool) {
 	if ivs, err := tr.Get(ref); err != nil || len(ivs) > 0 {
@@ -168,56 +143,15 @@ func decodeChunks(cr chunkSource, tr tombstones.Reader, ref storage.SeriesRef, i
 	return ts, vs, it, true
 }
 
-// readRefs reads the series refs of block br (with its files) into a
-// (decodeRefs), the ones it hands over through a querier on br opened
-// when first needed, and records the problems as readSource records a
-// querier's.
-func readRefs(ctx context.Context, a *snapshot.Columns, src string, br tsdb.BlockReader, files *blockFiles, refs []storage.SeriesRef, mint, maxt int64, ahead float64) error {
-	var (
-		lost   lostSeries
-		rq     refQuerier
-		opened bool
-		broken bool // the querier could not be opened: reported once
-	)
-	defer func() { reportRead(a, src, &lost, rq.q) }()
+// readRefs reads the series refs of br (with its files, nil for the
+// head) into a (decodeRefs), the ones it hands over through selectSeries,
+// and records the problems.
+func readRefs(ctx context.Context, a *snapshot.Columns, src string, br *blockReaders, files *blockFiles, refs []storage.SeriesRef, mint, maxt int64, ahead float64) error {
+	var lost lostSeries
+	defer reportLost(a, src, &lost)
 	fallback := func(rs []storage.SeriesRef) error {
-		if broken {
-			return nil
-		}
-		if !opened {
-			q, err := newRefQuerier(br, mint, maxt)
-			if err != nil {
-				// As readSource reports a querier it cannot open.
-				a.Problem(snapshot.SeverityError, src, fmt.Errorf("%w: %w", ErrBadBlock, err))
-				broken = true
-				return nil
-			}
-			rq, opened = q, true
-		}
-		rq.index.refs = rs
-		defer func() { rq.index.refs = nil }()
-		return selectInto(ctx, a, src, rq.q, mint, maxt, []*labels.Matcher{allSeries}, ahead, &lost,
+		return selectSeries(ctx, a, src, br, index.NewListPostings(rs), mint, maxt, ahead, &lost,
 			func(sev snapshot.Severity, err error) { a.Problem(sev, src, err) })
 	}
 	return decodeRefs(ctx, a, src, br, files, refs, mint, maxt, ahead, fallback)
-}
-
-// matchingRefs returns the series of block br that match ms, in the
-// index's order, as a querier on br selects them; false when the index
-// cannot say (a querier then reports why).
-func matchingRefs(ctx context.Context, br tsdb.BlockReader, ms []*labels.Matcher) ([]storage.SeriesRef, bool) {
-	ir, err := br.Index()
-	if err != nil {
-		return nil, false
-	}
-	defer ir.Close()
-	p, err := tsdb.PostingsForMatchers(ctx, ir, slices.Clone(ms)...)
-	if err != nil {
-		return nil, false
-	}
-	refs, err := index.ExpandPostings(p)
-	if err != nil {
-		return nil, false
-	}
-	return refs, true
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/tsdb/index"
 
@@ -60,40 +58,19 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 	defer func() { err = errors.Join(err, closeBlocks(blocks)) }()
 
 	var srcs []*eachSource
-	defer func() {
-		for _, s := range srcs {
-			s.close()
-		}
-	}()
 	for i, b := range blocks {
 		if b.inRange {
 			read++
-			if s, err := openEachSource(b.dir, b.block, mint, maxt, b.block.MaxTime()-1); err == nil {
-				s.blk = &blocks[i]
-				srcs = append(srcs, s)
-			} else {
-				problems = append(problems, querierProblem(b.dir, err))
-			}
+			s := newEachSource(b.dir, &b.block.blockReaders, mint, maxt, b.minT, b.maxT-1)
+			s.blk = &blocks[i]
+			srcs = append(srcs, s)
 		}
 	}
-	var head *tsdbHead
-	defer func() {
-		if head != nil {
-			err = errors.Join(err, head.Close())
-		}
-	}()
 	h, hprobs := openHeadFor(layout, opts, lim, blocks, mint, maxt)
 	problems = append(problems, hprobs...)
 	if h != nil {
-		head = h
 		read++
-		rh := tsdb.NewRangeHead(h.head, mint, maxt)
-		name := filepath.Join(dir, tsdbWALDir)
-		if s, err := openEachSource(name, rh, mint, maxt, h.head.MaxTime()); err == nil {
-			srcs = append(srcs, s)
-		} else {
-			problems = append(problems, querierProblem(name, err))
-		}
+		srcs = append(srcs, newEachSource(filepath.Join(dir, tsdbWALDir), &h.blockReaders, mint, maxt, h.minT, h.maxT))
 	}
 	if read == 0 {
 		ev = &snapshot.Evidence{Sources: []string{dir}, Problems: problems}
@@ -195,15 +172,6 @@ func ReadEach(ctx context.Context, dir string, opts snapshot.Options, span func(
 		if p, ok := s.lost.problem(s.name); ok {
 			problems = append(problems, p)
 		}
-		if p, ok := s.close(); ok {
-			problems = append(problems, p)
-		}
-	}
-	if head != nil {
-		if p, ok := sandboxProblem(head, head.Close()); ok {
-			problems = append(problems, p)
-		}
-		head = nil
 	}
 	return &snapshot.Evidence{Sources: []string{dir}, Problems: problems}, nil
 }
@@ -279,14 +247,11 @@ func nothingRead(dir string, problems []snapshot.Problem) error {
 
 // eachSource is a block or the head, opened once for ReadEach.
 type eachSource struct {
-	name       string // the block's directory, or dir/wal
-	br         tsdb.BlockReader
-	qs         []refQuerier // on br, one a worker of pass B
-	qmin, qmax int64        // their range (the range read)
-	mint, maxt int64        // the range read, within the source's own
-	blk        *tsdbBlock   // the block br is, reopened by remap; nil for the head
-	series     int          // the series pass A found
-	closed     bool
+	name       string        // the block's directory, or dir/wal
+	br         *blockReaders // the block's or the head's
+	mint, maxt int64         // the range read, within the source's own
+	blk        *tsdbBlock    // the block br is, reopened by remap; nil for the head
+	series     int           // the series pass A found
 	lost       lostSeries
 	problems   []snapshot.Problem // of the whole source, each once
 	seen       map[string]bool
@@ -352,79 +317,12 @@ func (s *eachSource) files() *blockFiles {
 	return s.blk.files
 }
 
-// openEachSource opens a querier on br for [mint, maxt]; srcMax is the
-// latest sample time br may hold.
-func openEachSource(name string, br tsdb.BlockReader, mint, maxt, srcMax int64) (*eachSource, error) {
-	rq, err := newRefQuerier(br, mint, maxt)
-	if err != nil {
-		return nil, err
-	}
-	return &eachSource{name: name, br: br, qs: []refQuerier{rq}, qmin: mint, qmax: maxt, mint: max(mint, br.Meta().MinTime), maxt: min(maxt, srcMax),
+// newEachSource returns the source of br, read over [mint, maxt]; its
+// samples lie in [srcMin, srcMax].
+func newEachSource(name string, br *blockReaders, mint, maxt, srcMin, srcMax int64) *eachSource {
+	return &eachSource{name: name, br: br, mint: max(mint, srcMin), maxt: min(maxt, srcMax),
 		lost: lostSeries{byLabels: true}, seen: map[string]bool{}, refs: map[string][]storage.SeriesRef{}, lrefs: map[string][]storage.SeriesRef{}, spans: map[string][2]int64{},
-		rkinds: map[string][]int32{}, lkinds: map[string][]int32{}, kindIdx: map[seriesKind]int32{}}, nil
-}
-
-// allSeries is the matcher of every series of an index
-// (tsdb.PostingsForMatchers asks the index for its index.AllPostingsKey):
-// through a refIndex, every series of one target.
-var allSeries = &labels.Matcher{Type: labels.MatchEqual, Name: "", Value: ""}
-
-// refBlock is a block or the head whose index is seen through a
-// refIndex: a querier on it selects, with allSeries, exactly the series
-// refs set, and reads them (labels, chunks, tombstones, trimming to the
-// querier's range) as a Select of those series on the block itself.
-type refBlock struct {
-	tsdb.BlockReader
-	index *refIndex
-}
-
-// Index returns the block's index reader seen through a refIndex.
-func (b *refBlock) Index() (tsdb.IndexReader, error) {
-	ir, err := b.BlockReader.Index()
-	if err != nil {
-		return nil, err
-	}
-	b.index = &refIndex{IndexReader: ir}
-	return b.index, nil
-}
-
-// refIndex is an index reader whose postings are restricted to refs:
-// ReadEach sets refs to the series of one target, found by pass A, so
-// that a target's selection costs no matcher and no postings merge.
-type refIndex struct {
-	tsdb.IndexReader
-	refs []storage.SeriesRef // sorted as the index gave them
-}
-
-// Postings returns the postings of name and values among refs; of
-// index.AllPostingsKey, refs themselves.
-func (ix *refIndex) Postings(ctx context.Context, name string, values ...string) (index.Postings, error) {
-	if k, v := index.AllPostingsKey(); name == k && len(values) == 1 && values[0] == v {
-		return index.NewListPostings(ix.refs), nil
-	}
-	p, err := ix.IndexReader.Postings(ctx, name, values...)
-	if err != nil {
-		return nil, err
-	}
-	return index.Intersect(p, index.NewListPostings(ix.refs)), nil
-}
-
-// PostingsForLabelMatching returns the postings of the underlying index
-// among refs.
-func (ix *refIndex) PostingsForLabelMatching(ctx context.Context, name string, match func(string) bool) index.Postings {
-	return index.Intersect(ix.IndexReader.PostingsForLabelMatching(ctx, name, match), index.NewListPostings(ix.refs))
-}
-
-// PostingsForAllLabelValues returns the postings of the underlying index
-// among refs.
-func (ix *refIndex) PostingsForAllLabelValues(ctx context.Context, name string) index.Postings {
-	return index.Intersect(ix.IndexReader.PostingsForAllLabelValues(ctx, name), index.NewListPostings(ix.refs))
-}
-
-// querierProblem is the problem of a source whose querier cannot be
-// opened, as readSource records it.
-func querierProblem(name string, err error) snapshot.Problem {
-	return snapshot.Problem{Severity: snapshot.SeverityError, File: name, Offset: -1, Err: fmt.Errorf("%w: %w", ErrBadBlock, err)}
+		rkinds: map[string][]int32{}, lkinds: map[string][]int32{}, kindIdx: map[seriesKind]int32{}}
 }
 
 // problem records a problem of the whole source once: every target's
@@ -441,7 +339,7 @@ func (s *eachSource) problem(sev snapshot.Severity, err error) {
 // one mapping of the blocks (see eachSource.remap), estimated as each
 // block's size times the share of its series read through the maps
 // (eachSource.mapped): pass A's postings, and the series that the block's
-// own readers read instead of its files (a querier's fallbacks, files
+// own readers read instead of its files (selectSeries' fallbacks, files
 // that cannot be read). A variable for tests.
 var remapBytes int64 = 2 << 20
 
@@ -454,88 +352,33 @@ func (s *eachSource) mapped(n int) int64 {
 	if s.blk == nil {
 		return 0
 	}
-	total := max(int64(s.blk.block.Meta().Stats.NumSeries), int64(s.series))
+	total := max(int64(s.blk.block.meta.Stats.NumSeries), int64(s.series))
 	if total == 0 {
 		return 0
 	}
-	return s.blk.block.Size() * int64(n) / total
+	return s.blk.block.size * int64(n) / total
 }
 
-// remap closes the block and opens it again, with a new querier, when
-// the source is a block. Prometheus maps a block's index and chunk files
-// into memory, and every page read stays in the process's resident set
-// while the block is open: over a long history, read target by target, the
-// whole TSDB would. Closing unmaps it (the pages stay in the page cache,
-// shared, not the reader's); series refs are offsets in the files and
-// hold across. A block that cannot be opened again is read on as it was.
+// remap closes the block and opens it again, when the source is a
+// block. A block's index and chunk files are mapped into memory, and
+// every page read stays in the process's resident set while the block is
+// open: over a long history, read target by target, the whole TSDB
+// would. Closing unmaps it (the pages stay in the page cache, shared,
+// not the reader's); series refs are offsets in the files and hold
+// across. A block that cannot be opened again is read on as it was. No
+// worker may be reading the source meanwhile.
 func (s *eachSource) remap() {
-	if s.blk == nil || s.closed {
+	if s.blk == nil {
 		return
 	}
-	nb, err := tsdb.OpenBlock(tsdbLogger(), s.blk.dir, nil, nil)
-	if err != nil {
+	nb, p := openBlock(s.blk.dir, s.blk.block.meta)
+	if p != nil {
 		return
 	}
-	qs := make([]refQuerier, len(s.qs))
-	for i := range qs {
-		if qs[i], err = newRefQuerier(nb, s.qmin, s.qmax); err != nil {
-			for _, q := range qs[:i] {
-				q.q.Close()
-			}
-			nb.Close()
-			return
-		}
-	}
-	s.closeQueriers()
 	if err := s.blk.block.Close(); err != nil {
 		s.problem(snapshot.SeverityWarning, fmt.Errorf("closing block: %w", err))
 	}
-	s.blk.block, s.br, s.qs = nb, nb, qs
-}
-
-// closeQueriers closes the source's queriers, recording a failure.
-func (s *eachSource) closeQueriers() {
-	for _, q := range s.qs {
-		if err := q.q.Close(); err != nil {
-			s.problem(snapshot.SeverityWarning, fmt.Errorf("closing querier: %w", err))
-		}
-	}
-	s.qs = nil
-}
-
-// refQuerier is a querier on a refBlock, and the block's refIndex, whose
-// refs choose the series a Select with allSeries reads.
-type refQuerier struct {
-	q     storage.Querier
-	index *refIndex
-}
-
-func newRefQuerier(br tsdb.BlockReader, mint, maxt int64) (refQuerier, error) {
-	rb := &refBlock{BlockReader: br}
-	q, err := tsdb.NewBlockQuerier(rb, mint, maxt)
-	if err != nil {
-		return refQuerier{}, err
-	}
-	return refQuerier{q: q, index: rb.index}, nil
-}
-
-// close closes the querier once, returning the problem of a failure.
-func (s *eachSource) close() (snapshot.Problem, bool) {
-	if s.closed {
-		return snapshot.Problem{}, false
-	}
-	s.closed = true
-	var errs []error
-	for _, q := range s.qs {
-		if err := q.q.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	s.qs = nil
-	if err := errors.Join(errs...); err != nil {
-		return snapshot.Problem{Severity: snapshot.SeverityWarning, File: s.name, Offset: -1, Err: fmt.Errorf("closing querier: %w", err)}, true
-	}
-	return snapshot.Problem{}, false
+	s.blk.block, s.br = nb, &nb.blockReaders
 }
 
 // survey calls fn for every series of the source that matches ms and has
@@ -544,13 +387,8 @@ func (s *eachSource) close() (snapshot.Problem, bool) {
 // decoded. Problems of the index are recorded; only a context error is
 // returned.
 func (s *eachSource) survey(ctx context.Context, ms []*labels.Matcher, fn func(ref storage.SeriesRef, lset labels.Labels, minT, maxT int64)) error {
-	ir, err := s.br.Index()
-	if err != nil {
-		s.problem(snapshot.SeverityError, fmt.Errorf("%w: %w", ErrBadBlock, err))
-		return nil
-	}
-	defer ir.Close()
-	p, err := tsdb.PostingsForMatchers(ctx, ir, slices.Clone(ms)...)
+	ir := s.br.ir
+	p, err := postingsForMatchers(ctx, ir, ms)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return cerr
@@ -590,7 +428,7 @@ func (s *eachSource) survey(ctx context.Context, ms []*labels.Matcher, fn func(r
 			lo, hi = min(lo, max(c.MinTime, s.mint)), max(hi, min(c.MaxTime, s.maxt))
 		}
 		if lo > hi {
-			continue // no chunk in the range: the querier skips it too
+			continue // no chunk in the range: selectSeries skips it too
 		}
 		fn(ref, sb.Labels(), lo, hi)
 	}

@@ -2,13 +2,10 @@ package tsdb
 
 import (
 	"context"
-	"math"
-	"slices"
 	"sort"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
@@ -37,7 +34,6 @@ type listedSeries struct {
 	refs  []storage.SeriesRef // by source; has tells which are set
 	has   []bool              // by source
 	spans [][]chunkSpan       // by source, its chunks in the range read
-	exact [][]int64           // by source, the times of the head's open chunk (decoded)
 	n     int                 // its samples over all sources
 	bad   bool                // the index cannot show that its samples change nothing
 }
@@ -74,9 +70,9 @@ type chunkSpan struct {
 // times, which a series scraped with its target does; a series of
 // another scrape that starts and ends at the target's scrape times with
 // as many samples in between would pass it wrongly.
-func (p *passB) listLabelsOnly(ctx context.Context, w int, j decodeJob, d *decodedTarget) error {
+func (p *passB) listLabelsOnly(ctx context.Context, j decodeJob, d *decodedTarget) error {
 	if d.cols.Full() {
-		return nil // a limit stopped the read, as selectInto stops
+		return nil // a limit stopped the read, as selectSeries stops
 	}
 	var listed []*listedSeries
 	byCol := map[*snapshot.Column]*listedSeries{}
@@ -140,7 +136,7 @@ func (p *passB) listLabelsOnly(ctx context.Context, w int, j decodeJob, d *decod
 		// A source that could not be listed gave all its refs, in order;
 		// the others' failures come series by series.
 		sort.Slice(refs, func(a, b int) bool { return refs[a] < refs[b] })
-		if err := p.decodeSource(ctx, w, i, refs, 1, d); err != nil {
+		if err := p.decodeSource(ctx, i, refs, 1, d); err != nil {
 			return err
 		}
 	}
@@ -163,22 +159,8 @@ func anyRefs(refs [][]storage.SeriesRef) bool {
 func (p *passB) listSource(ctx context.Context, i int, s *eachSource, refs []storage.SeriesRef, d *decodedTarget,
 	byCol map[*snapshot.Column]*listedSeries, listed *[]*listedSeries,
 ) (bool, error) {
-	ir, err := s.br.Index()
-	if err != nil {
-		return false, nil
-	}
-	defer ir.Close()
-	cr, err := s.br.Chunks()
-	if err != nil {
-		return false, nil
-	}
-	defer cr.Close()
-	tr, err := s.br.Tombstones()
-	if err != nil {
-		return false, nil
-	}
-	defer tr.Close()
-	r := s.files().reader(ir, cr)
+	tr := s.br.tr
+	r := s.files().reader(s.br.ir, s.br.cr)
 	defer r.release()
 	r.expectSeries(refs)
 	var (
@@ -213,8 +195,7 @@ func (p *passB) listSource(ctx context.Context, i int, s *eachSource, refs []sto
 			lb.Reset(lset)
 			lb.Del(model.MetricNameLabel, labels.BucketLabel)
 			e = &listedSeries{col: col, group: snapshot.FamilyBaseName(lset.Get(model.MetricNameLabel)) + "\xff" + lb.Labels().String(),
-				refs: make([]storage.SeriesRef, len(p.srcs)), has: make([]bool, len(p.srcs)), spans: make([][]chunkSpan, len(p.srcs)),
-				exact: make([][]int64, len(p.srcs))}
+				refs: make([]storage.SeriesRef, len(p.srcs)), has: make([]bool, len(p.srcs)), spans: make([][]chunkSpan, len(p.srcs))}
 			byCol[col] = e
 			*listed = append(*listed, e)
 		}
@@ -225,12 +206,9 @@ func (p *passB) listSource(ctx context.Context, i int, s *eachSource, refs []sto
 		}
 		for _, c := range chks {
 			if c.MaxTime < p.mint || c.MinTime > p.maxt {
-				continue // the querier skips it too
+				continue // selectSeries skips it too
 			}
-			// The head's open chunk has no end in the index (MaxInt64):
-			// its times are decoded, a chunk of at most a few hundred.
-			open := c.MaxTime == math.MaxInt64
-			if c.MinTime < p.mint || (c.MaxTime > p.maxt && !open) {
+			if c.MinTime < p.mint || c.MaxTime > p.maxt {
 				e.bad = true // trimmed to the range: its count is not the range's
 				break
 			}
@@ -238,15 +216,6 @@ func (p *passB) listSource(ctx context.Context, i int, s *eachSource, refs []sto
 			if err != nil || chk == nil || chk.Encoding() != chunkenc.EncXOR {
 				e.bad = true
 				break
-			}
-			if open {
-				var ok bool
-				if e.exact[i], ok = openChunkTimes(chk, p.maxt, e.exact[i]); !ok {
-					e.bad = true
-					break
-				}
-				e.n += chk.NumSamples()
-				continue
 			}
 			n := chk.NumSamples()
 			e.spans[i] = append(e.spans[i], chunkSpan{c.MinTime, c.MaxTime, n})
@@ -256,35 +225,10 @@ func (p *passB) listSource(ctx context.Context, i int, s *eachSource, refs []sto
 	return true, nil
 }
 
-// openChunkTimes appends to ts the times of the samples of chk (the
-// head's open chunk) that are not staleness markers; false when one lies
-// after maxt (the read trims it) or the chunk cannot be read.
-func openChunkTimes(chk chunkenc.Chunk, maxt int64, ts []int64) ([]int64, bool) {
-	it := chk.Iterator(nil)
-	for it.Next() == chunkenc.ValFloat {
-		t, v := it.At()
-		if t > maxt {
-			return ts, false
-		}
-		if !value.IsStaleNaN(v) {
-			ts = append(ts, t)
-		}
-	}
-	return ts, it.Err() == nil
-}
-
 // covered reports whether every chunk of e starts and ends at one of
 // times (ascending, distinct) and holds as many samples as times has
-// between its ends, and the times of its open head chunk are all among
-// times.
+// between its ends.
 func (e *listedSeries) covered(times []int64) bool {
-	for _, ts := range e.exact {
-		for _, t := range ts {
-			if _, ok := slices.BinarySearch(times, t); !ok {
-				return false
-			}
-		}
-	}
 	for _, spans := range e.spans {
 		for _, c := range spans {
 			lo := sort.Search(len(times), func(k int) bool { return times[k] >= c.min })
@@ -307,9 +251,6 @@ func sameSpans(a, b *listedSeries) bool {
 			if a.spans[i][k] != b.spans[i][k] {
 				return false
 			}
-		}
-		if !slices.Equal(a.exact[i], b.exact[i]) {
-			return false
 		}
 	}
 	return true

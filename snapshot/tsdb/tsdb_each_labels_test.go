@@ -141,8 +141,8 @@ func testReadEachLabelsOnly(t *testing.T, head bool) {
 		require.NoError(t, err)
 		return got
 	}
-	full := read(snapshot.Options{SandboxDir: t.TempDir()})
-	got := read(snapshot.Options{LabelsOnly: listed, SandboxDir: t.TempDir()})
+	full := read(snapshot.Options{})
+	got := read(snapshot.Options{LabelsOnly: listed})
 	require.Len(t, full, 1)
 	require.Len(t, got, 1)
 	want, tg := full[0], got[0]
@@ -185,7 +185,7 @@ func testReadEachLabelsOnly(t *testing.T, head bool) {
 			mu       sync.Mutex
 			sketches []*snapshot.Target
 		)
-		byTarget := read(snapshot.Options{LabelsOnly: listed[:split], SandboxDir: t.TempDir(),
+		byTarget := read(snapshot.Options{LabelsOnly: listed[:split],
 			ForTarget: func(sk *snapshot.Target) snapshot.TargetSelection {
 				mu.Lock()
 				defer mu.Unlock()
@@ -206,7 +206,7 @@ func testReadEachLabelsOnly(t *testing.T, head bool) {
 	// Skipped target by target, a family is not read at all, whether
 	// LabelsOnly lists it or not; the rest is as read without it.
 	skip := []string{"listed_gauge", "listed_hist", "measured"}
-	skipped := read(snapshot.Options{LabelsOnly: listed[:1], SandboxDir: t.TempDir(),
+	skipped := read(snapshot.Options{LabelsOnly: listed[:1],
 		ForTarget: func(*snapshot.Target) snapshot.TargetSelection {
 			return snapshot.TargetSelection{Skip: skip, LabelsOnly: listed[1:2]}
 		}})
@@ -219,7 +219,7 @@ func testReadEachLabelsOnly(t *testing.T, head bool) {
 	assert.ElementsMatch(t, slices.DeleteFunc(keys(want.Families), func(n string) bool { return slices.Contains(skip, n) }), keys(skipped[0].Families))
 
 	// Read (not ReadEach) reads every sample.
-	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{LabelsOnly: listed, SandboxDir: t.TempDir()})
+	ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{LabelsOnly: listed})
 	require.NoError(t, err)
 	require.Len(t, ev.Targets, 1)
 	deNaN(ev.Targets...)
@@ -227,8 +227,8 @@ func testReadEachLabelsOnly(t *testing.T, head bool) {
 
 	// Decoded chunk by chunk as through a querier (a lone staleness
 	// marker, a deletion, late samples), listed or not.
-	requireDirectAsQuerier(t, dir, snapshot.Options{SandboxDir: t.TempDir()})
-	requireDirectAsQuerier(t, dir, snapshot.Options{LabelsOnly: listed, SandboxDir: t.TempDir()})
+	requireDirectAsQuerier(t, dir, snapshot.Options{})
+	requireDirectAsQuerier(t, dir, snapshot.Options{LabelsOnly: listed})
 }
 
 func keys[V any](m map[string]V) []string {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/index"
 
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -180,8 +181,7 @@ func mergeRefs(a, b []storage.SeriesRef) []storage.SeriesRef {
 	return append(append(out, a...), b...)
 }
 
-// A pool decodes the targets of pass B on its workers, each through its
-// own querier of every source (worker w uses eachSource.qs[w]): a worker
+// A pool decodes the targets of pass B on its workers: a worker
 // takes the next target in name order as soon as it is done with one,
 // while the targets from the one the caller takes next (take) up to the
 // limit it allows (allow: passB.held of them) are not all taken. Unlike
@@ -211,20 +211,9 @@ type pool struct {
 var poolDone func(most int)
 
 // newPool starts the workers of pb on the targets names, none allowed
-// yet. It opens, on the caller's goroutine, a querier of every source for
-// each worker (fewer workers when a source cannot open that many).
+// yet.
 func newPool(ctx context.Context, pb *passB, names []string) *pool {
 	n := min(parallelism(), maxWorkers, max(len(names), 1))
-	for _, s := range pb.srcs {
-		for len(s.qs) < n {
-			rq, err := newRefQuerier(s.br, s.qmin, s.qmax)
-			if err != nil {
-				n = len(s.qs)
-				break
-			}
-			s.qs = append(s.qs, rq)
-		}
-	}
 	p := &pool{ctx: ctx, pb: pb, jobs: make([]decodeJob, len(names)), got: make([]*decodedTarget, len(names))}
 	p.cond.L = &p.mu
 	for k, name := range names {
@@ -236,15 +225,15 @@ func newPool(ctx context.Context, pb *passB, names []string) *pool {
 		}
 		p.jobs[k] = j
 	}
-	for w := range n {
-		p.wg.Go(func() { p.work(w) })
+	for range n {
+		p.wg.Go(p.work)
 	}
 	return p
 }
 
-// work is worker w's loop: the next target allowed, until none is left
+// work is a worker's loop: the next target allowed, until none is left
 // or the pool stops.
-func (p *pool) work(w int) {
+func (p *pool) work() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for {
@@ -260,7 +249,7 @@ func (p *pool) work(w int) {
 		p.most = max(p.most, p.next-p.taken)
 		j := p.jobs[k]
 		p.mu.Unlock()
-		d := p.pb.decodeOne(p.ctx, w, j)
+		d := p.pb.decodeOne(p.ctx, j)
 		p.mu.Lock()
 		p.busy--
 		if p.stopped {
@@ -330,9 +319,8 @@ func (p *pool) stop() {
 	}
 }
 
-// decodeOne reads target j's series of every source through the
-// queriers of worker w.
-func (p *passB) decodeOne(ctx context.Context, w int, j decodeJob) *decodedTarget {
+// decodeOne reads target j's series of every source.
+func (p *passB) decodeOne(ctx context.Context, j decodeJob) *decodedTarget {
 	d := &decodedTarget{name: j.name, cols: snapshot.NewColumns(p.dir, p.opts),
 		lost: make([]lostSeries, len(p.srcs)), probs: make([][]srcReport, len(p.srcs)), viaMaps: make([]int, len(p.srcs))}
 	if p.opts.ForTarget != nil {
@@ -356,12 +344,12 @@ func (p *passB) decodeOne(ctx context.Context, w int, j decodeJob) *decodedTarge
 		ahead := later / here
 		later -= here
 		d.lost[i].byLabels = true
-		if err := p.decodeSource(ctx, w, i, refs, ahead, d); err != nil {
+		if err := p.decodeSource(ctx, i, refs, ahead, d); err != nil {
 			d.err = err
 			return d
 		}
 	}
-	if err := p.listLabelsOnly(ctx, w, j, d); err != nil {
+	if err := p.listLabelsOnly(ctx, j, d); err != nil {
 		d.err = err
 		return d
 	}
@@ -369,24 +357,20 @@ func (p *passB) decodeOne(ctx context.Context, w int, j decodeJob) *decodedTarge
 	return d
 }
 
-// decodeSource reads the series refs of source i into d, by worker w:
-// chunk by chunk from a block (decodeRefs), through the worker's querier
-// from the head and where decodeRefs hands over; ahead is as for
-// selectInto.
-func (p *passB) decodeSource(ctx context.Context, w, i int, refs []storage.SeriesRef, ahead float64, d *decodedTarget) error {
+// decodeSource reads the series refs of source i into d: chunk by chunk
+// (decodeRefs), through selectSeries where decodeRefs hands over; ahead
+// is as for selectSeries.
+func (p *passB) decodeSource(ctx context.Context, i int, refs []storage.SeriesRef, ahead float64, d *decodedTarget) error {
 	s := p.srcs[i]
-	rq := s.qs[w]
-	viaQuerier := func(refs []storage.SeriesRef) error {
+	viaMaps := func(refs []storage.SeriesRef) error {
 		d.viaMaps[i] += len(refs)
-		rq.index.refs = refs
-		defer func() { rq.index.refs = nil }()
-		return selectInto(ctx, d.cols, s.name, rq.q, p.mint, p.maxt, []*labels.Matcher{allSeries}, ahead, &d.lost[i],
+		return selectSeries(ctx, d.cols, s.name, s.br, index.NewListPostings(refs), p.mint, p.maxt, ahead, &d.lost[i],
 			func(sev snapshot.Severity, err error) { d.probs[i] = append(d.probs[i], srcReport{sev, err}) })
 	}
-	if s.blk != nil && directDecode {
-		return decodeRefs(ctx, d.cols, s.name, s.br, s.files(), refs, p.mint, p.maxt, ahead, viaQuerier)
+	if directDecode {
+		return decodeRefs(ctx, d.cols, s.name, s.br, s.files(), refs, p.mint, p.maxt, ahead, viaMaps)
 	}
-	return viaQuerier(refs)
+	return viaMaps(refs)
 }
 
 // deliver records what reading d found wrong in each source, as reading

@@ -291,9 +291,6 @@ func TestReadEachTSDBAsRead(t *testing.T) {
 			assert.Less(t, a, b, "pod-a's samples deleted")
 		}},
 		{name: "tombstones, range", dir: deleted.dir, opts: snapshot.Options{Start: at(90), End: at(300)}},
-		{name: "sandbox inside the evidence", dir: f.dir, opts: snapshot.Options{SandboxDir: filepath.Join(f.dir, "wal")}, check: func(t *testing.T, ev *snapshot.Evidence) {
-			assert.NotEmpty(t, ev.ProblemsOf(ErrHeadNotRead))
-		}},
 		{name: "blocks and head", dir: f.dir, check: func(t *testing.T, ev *snapshot.Evidence) {
 			checkTSDBFixture(t, f, ev, 0, f.n)
 			assert.NotEmpty(t, ev.ProblemsOf(snapshot.ErrInconsistent), "pod-b's counter drops")
@@ -334,9 +331,6 @@ func TestReadEachTSDBAsRead(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.opts.SandboxDir == "" {
-				tc.opts.SandboxDir = t.TempDir()
-			}
 			ev := requireEachAsRead(t, []string{tc.dir}, tc.opts)
 			if tc.check != nil {
 				tc.check(t, ev)
@@ -397,7 +391,7 @@ func TestReadEachTSDBStops(t *testing.T) {
 	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
 	stop := errors.New("enough")
 	var names []string
-	ev, err := snapshot.ReadEach(context.Background(), []string{f.dir}, snapshot.Options{SandboxDir: t.TempDir()}, func(tg *snapshot.Target) error {
+	ev, err := snapshot.ReadEach(context.Background(), []string{f.dir}, snapshot.Options{}, func(tg *snapshot.Target) error {
 		names = append(names, tg.Name)
 		return stop
 	})
@@ -407,7 +401,7 @@ func TestReadEachTSDBStops(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = snapshot.ReadEach(ctx, []string{f.dir}, snapshot.Options{SandboxDir: t.TempDir()}, func(*snapshot.Target) error { return nil })
+	_, err = snapshot.ReadEach(ctx, []string{f.dir}, snapshot.Options{}, func(*snapshot.Target) error { return nil })
 	require.ErrorIs(t, err, context.Canceled)
 
 	_, err = snapshot.ReadEach(context.Background(), []string{f.dir}, snapshot.Options{Start: time.UnixMilli(f.ts(2)), End: time.UnixMilli(f.ts(1))}, func(*snapshot.Target) error { return nil })
@@ -427,7 +421,7 @@ func TestReadEachTSDBMaxTotalBytes(t *testing.T) {
 		{"past the first target", 100, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ev, err := readEachAll([]string{f.dir}, snapshot.Options{SandboxDir: t.TempDir(), Metrics: []string{"vllm:num_requests_waiting"},
+			got, ev, err := readEachAll([]string{f.dir}, snapshot.Options{Metrics: []string{"vllm:num_requests_waiting"},
 				Limits: snapshot.Limits{MaxTotalBytes: tc.max}})
 			require.NoError(t, err)
 			assert.Len(t, got, tc.targets)
@@ -447,8 +441,7 @@ func TestReadEachTSDBProgress(t *testing.T) {
 	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
 	var got []snapshot.Progress
 	_, err := snapshot.ReadEach(context.Background(), []string{f.dir}, snapshot.Options{
-		SandboxDir: t.TempDir(),
-		Progress:   func(p snapshot.Progress) { got = append(got, p) },
+		Progress: func(p snapshot.Progress) { got = append(got, p) },
 	}, func(*snapshot.Target) error { return nil })
 	require.NoError(t, err)
 	assert.Equal(t, []snapshot.Progress{
@@ -465,7 +458,7 @@ func TestReadEachTSDBProgress(t *testing.T) {
 func TestReadEachTSDBMemory(t *testing.T) {
 	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
 	m := snapshot.NewMemoryBudget(0)
-	_, err := snapshot.Read(context.Background(), []string{f.dir}, snapshot.Options{SandboxDir: t.TempDir(), Memory: m})
+	_, err := snapshot.Read(context.Background(), []string{f.dir}, snapshot.Options{Memory: m})
 	require.NoError(t, err)
 	fleet := m.Used()
 	require.Positive(t, fleet)
@@ -480,7 +473,7 @@ func TestReadEachTSDBMemory(t *testing.T) {
 		{"no target fits", fleet / 4, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := snapshot.Options{SandboxDir: t.TempDir(), Limits: snapshot.Limits{MaxMemory: tc.max}}
+			opts := snapshot.Options{Limits: snapshot.Limits{MaxMemory: tc.max}}
 			_, rerr := snapshot.Read(context.Background(), []string{f.dir}, opts)
 			budget := snapshot.NewMemoryBudget(tc.max)
 			opts.Memory = budget
@@ -604,7 +597,7 @@ func TestReadEachPoolHolds(t *testing.T) {
 		require.Equal(t, pods, n)
 		require.Len(t, most, 1, "one pool a read")
 	}
-	read(snapshot.Options{SandboxDir: t.TempDir()})
+	read(snapshot.Options{})
 	assert.LessOrEqual(t, most[0], 2*4, "at most twice the workers ahead")
 	assert.Greater(t, most[0], 4, "the workers decode ahead of the caller")
 
@@ -612,11 +605,11 @@ func TestReadEachPoolHolds(t *testing.T) {
 	// worker, with one target ahead (passB.ahead wants three times the
 	// target free) and without.
 	m := snapshot.NewMemoryBudget(0)
-	_, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{SandboxDir: t.TempDir(), Memory: m})
+	_, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{Memory: m})
 	require.NoError(t, err)
 	one := m.Used() / pods
-	read(snapshot.Options{SandboxDir: t.TempDir(), Memory: snapshot.NewMemoryBudget(5 * one)})
+	read(snapshot.Options{Memory: snapshot.NewMemoryBudget(5 * one)})
 	assert.LessOrEqual(t, most[0], 2, "one worker, one target ahead")
-	read(snapshot.Options{SandboxDir: t.TempDir(), Memory: snapshot.NewMemoryBudget(5 * one / 2)})
+	read(snapshot.Options{Memory: snapshot.NewMemoryBudget(5 * one / 2)})
 	assert.Equal(t, 1, most[0], "one target at a time")
 }

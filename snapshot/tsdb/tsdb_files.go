@@ -15,7 +15,6 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/tsdb/encoding"
@@ -151,7 +150,7 @@ var maxSymbolBytes = 4 << 20
 // loadSymbols reads the block's symbol table through ir once; false when
 // it cannot, or when it holds more than maxSymbolBytes (the block's reader
 // then reads the series entries).
-func (f *blockFiles) loadSymbols(ir tsdb.IndexReader) bool {
+func (f *blockFiles) loadSymbols(ir indexReader) bool {
 	f.symOnce.Do(func() {
 		var syms []string
 		size := 0
@@ -183,7 +182,7 @@ func (f *blockFiles) readable() bool {
 // through f where it can and else through ir and cr, the block's own
 // readers (cr may be nil where no chunk is read). f nil reads through them
 // alone. Release it when done.
-func (f *blockFiles) reader(ir tsdb.IndexReader, cr tsdb.ChunkReader) *blockReader {
+func (f *blockFiles) reader(ir indexReader, cr chunkReader) *blockReader {
 	if f == nil || !readFiles || !f.open() {
 		return &blockReader{ir: ir, cr: cr}
 	}
@@ -204,8 +203,8 @@ func (f *blockFiles) reader(ir tsdb.IndexReader, cr tsdb.ChunkReader) *blockRead
 type blockReader struct {
 	files   *blockFiles // nil: through ir and cr alone
 	entries bool        // series entries through files too (its symbols are kept)
-	ir      tsdb.IndexReader
-	cr      tsdb.ChunkReader
+	ir      indexReader
+	cr      chunkReader
 	dec     index.Decoder
 	iw, cw  window
 	plan    []int      // iw's plan

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/prometheus/prometheus/tsdb"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -98,7 +97,7 @@ func timeBulk(srcs []timeSource) (lo, hi, low, high int64, ok bool) {
 // blockCand is a block directory whose meta.json was read.
 type blockCand struct {
 	dir  string
-	meta tsdb.BlockMeta
+	meta blockMeta
 }
 
 func (c blockCand) source() timeSource {
@@ -174,7 +173,7 @@ func blockOutliers(cands []blockCand, mint, maxt int64, keep bool) map[int]snaps
 // samples estimated from its series by the blocks' samples per series
 // and ms. walDir names it in the problem; false when it is no outlier,
 // or when nothing can be said (no block read, an empty head).
-func headOutlier(h *tsdb.Head, blocks []tsdbBlock, mint, maxt int64, walDir string, keep bool) (snapshot.Problem, bool) {
+func headOutlier(h *memHead, blocks []tsdbBlock, mint, maxt int64, walDir string, keep bool) (snapshot.Problem, bool) {
 	var srcs []timeSource
 	var samples, seriesMS float64
 	for _, b := range blocks {
@@ -187,15 +186,15 @@ func headOutlier(h *tsdb.Head, blocks []tsdbBlock, mint, maxt int64, walDir stri
 			seriesMS += float64(b.series) * (float64(b.maxT) - float64(b.minT))
 		}
 	}
-	hmin, hmax := h.MinTime(), h.MaxTime()
-	if len(srcs) == 0 || seriesMS == 0 || h.NumSeries() == 0 || hmin > hmax || hmax == math.MaxInt64 {
+	hmin, hmax := h.minT, h.maxT
+	if len(srcs) == 0 || seriesMS == 0 || h.numSeries == 0 || hmin > hmax || hmax == math.MaxInt64 {
 		return snapshot.Problem{}, false
 	}
 	head, ok := (timeSource{minT: hmin, maxT: hmax + 1}).clip(mint, maxt)
 	if !ok {
 		return snapshot.Problem{}, false
 	}
-	head.samples = max(samples/seriesMS*float64(h.NumSeries())*(float64(head.maxT)-float64(head.minT)), 1)
+	head.samples = max(samples/seriesMS*float64(h.numSeries)*(float64(head.maxT)-float64(head.minT)), 1)
 	lo, hi, low, high, ok := timeBulk(append(srcs, head))
 	if !ok {
 		return snapshot.Problem{}, false

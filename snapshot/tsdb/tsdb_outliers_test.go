@@ -110,7 +110,7 @@ func TestReadTSDBBlockTimeOutliers(t *testing.T) {
 			bad := tc.add(t, f.dir)
 			before := treeHash(t, f.dir)
 
-			ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir()})
+			ev, err := Read(context.Background(), f.dir, snapshot.Options{})
 			require.NoError(t, err)
 			out := ev.ProblemsOf(snapshot.ErrTimeOutlier)
 			require.Len(t, out, 1, "%v", ev.Problems)
@@ -126,15 +126,15 @@ func TestReadTSDBBlockTimeOutliers(t *testing.T) {
 
 			// ReadEach: the same, and its span is the fixture's.
 			var lo, hi int64
-			each := requireEachAsRead(t, []string{f.dir}, snapshot.Options{SandboxDir: t.TempDir()})
+			each := requireEachAsRead(t, []string{f.dir}, snapshot.Options{})
 			assert.Len(t, each.ProblemsOf(snapshot.ErrTimeOutlier), 1)
-			_, err = ReadEach(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir()},
+			_, err = ReadEach(context.Background(), f.dir, snapshot.Options{},
 				func(minT, maxT int64) error { lo, hi = minT, maxT; return nil }, func(*snapshot.Target) error { return nil })
 			require.NoError(t, err)
 			assert.Equal(t, f.ts(0), lo)
 			assert.Equal(t, f.ts(f.n), hi, "the stale marker after the last scrape")
 
-			ev, err = Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir(), KeepTimeOutliers: true})
+			ev, err = Read(context.Background(), f.dir, snapshot.Options{KeepTimeOutliers: true})
 			require.NoError(t, err)
 			out = ev.ProblemsOf(snapshot.ErrTimeOutlier)
 			require.NotEmpty(t, out)
@@ -151,7 +151,7 @@ func TestReadTSDBBlockTimeOutliers(t *testing.T) {
 	t.Run("outlier outside the range read", func(t *testing.T) {
 		f := copyTSDBFixture(t, base)
 		redateBlock(t, base.dir, good, f.dir, "01M8KZHE6580JP2RMGCQKZFXCD", y2099)
-		ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir(), End: base.t0.Add(24 * time.Hour)})
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{End: base.t0.Add(24 * time.Hour)})
 		require.NoError(t, err)
 		assert.Empty(t, ev.ProblemsOf(snapshot.ErrTimeOutlier))
 		checkTSDBFixture(t, f, ev, 0, f.n)
@@ -199,7 +199,7 @@ func TestReadTSDBHeadTimeOutlier(t *testing.T) {
 	require.NoError(t, db.Close())
 
 	for _, keep := range []bool{false, true} {
-		ev, err := Read(ctx, dir, snapshot.Options{SandboxDir: t.TempDir(), KeepTimeOutliers: keep})
+		ev, err := Read(ctx, dir, snapshot.Options{KeepTimeOutliers: keep})
 		require.NoError(t, err)
 		out := ev.ProblemsOf(snapshot.ErrTimeOutlier)
 		require.Len(t, out, 1, "%v", ev.Problems)
@@ -214,7 +214,7 @@ func TestReadTSDBHeadTimeOutlier(t *testing.T) {
 			assert.Equal(t, t0.Add(239*30*time.Second), last.UTC())
 		}
 		assert.Len(t, ev.Target("pod-a").Scrapes, scrapes)
-		requireEachAsRead(t, []string{dir}, snapshot.Options{SandboxDir: t.TempDir(), KeepTimeOutliers: keep})
+		requireEachAsRead(t, []string{dir}, snapshot.Options{KeepTimeOutliers: keep})
 	}
 }
 

@@ -109,7 +109,7 @@ func TestReadTSDBBlocksAndHead(t *testing.T) {
 	require.True(t, snapshot.IsTSDB(f.dir))
 	before := treeHash(t, f.dir)
 
-	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir()})
+	ev, err := Read(context.Background(), f.dir, snapshot.Options{})
 	require.NoError(t, err)
 	checkTSDBFixture(t, f, ev, 0, f.n)
 	assert.Equal(t, []string{f.dir}, ev.Sources)
@@ -146,7 +146,7 @@ func TestReadTSDBTornWAL(t *testing.T) {
 	seg := tearWAL(t, f.dir, 4)
 
 	// Prometheus's own read-only replay gives up on the torn tail, and its
-	// hard links into the sandbox change the ctime of chunks_head files.
+	// hard links into its sandbox change the ctime of chunks_head files.
 	before := treeHash(t, f.dir)
 	db, err := tsdb.OpenDBReadOnly(f.dir, t.TempDir(), nil)
 	require.NoError(t, err)
@@ -159,7 +159,7 @@ func TestReadTSDBTornWAL(t *testing.T) {
 
 	before = treeHash(t, f.dir)
 
-	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir()})
+	ev, err := Read(context.Background(), f.dir, snapshot.Options{})
 	require.NoError(t, err)
 	// The cut record was the stale marker: no sample is lost.
 	checkTSDBFixture(t, f, ev, 0, f.n)
@@ -176,7 +176,7 @@ func TestReadTSDBTornWALLosesLastScrape(t *testing.T) {
 	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
 	// Cut deeper: into the records of the last scrape.
 	tearWAL(t, f.dir, 400)
-	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir()})
+	ev, err := Read(context.Background(), f.dir, snapshot.Options{})
 	require.NoError(t, err)
 	// Every series is a prefix of what was written: the blocks and the
 	// head up to the tear are kept, and something after it is lost.
@@ -225,43 +225,12 @@ func TestReadTSDBTornWALLosesLastScrape(t *testing.T) {
 	assert.Empty(t, ev.LostIn(time.UnixMilli(f.ts(0)), lr.From.Add(-time.Millisecond)), "a window before it")
 }
 
-func TestReadTSDBSandboxOnOtherFilesystem(t *testing.T) {
-	const shm = "/dev/shm"
-	fi, err := os.Stat(shm)
-	if err != nil {
-		t.Skip("no /dev/shm")
-	}
-	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
-	ei, err := os.Stat(f.dir)
-	require.NoError(t, err)
-	d1, ok1 := tsdbDevice(fi)
-	d2, ok2 := tsdbDevice(ei)
-	if !ok1 || !ok2 || d1 == d2 {
-		t.Skip("/dev/shm is on the same filesystem as the temporary directory")
-	}
-	sandbox, err := os.MkdirTemp(shm, "whyslow-test-")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(sandbox) })
-
-	// tsdb's own read-only replay cannot hard-link across filesystems.
-	db, err := tsdb.OpenDBReadOnly(f.dir, sandbox, nil)
-	require.NoError(t, err)
-	_, qerr := db.Querier(math.MinInt64, math.MaxInt64)
-	require.ErrorContains(t, qerr, "link")
-	require.NoError(t, db.Close())
-
-	readWholeFixture(t, f, sandbox)
-	left, err := os.ReadDir(sandbox)
-	require.NoError(t, err)
-	assert.Empty(t, left, "sandbox cleaned")
-}
-
-// readWholeFixture reads all of the fixture f with its head replayed in
-// sandbox, checks every sample, and that the directory was not written.
-func readWholeFixture(t *testing.T, f *tsdbFix, sandbox string) {
+// readWholeFixture reads all of the fixture f, checks every sample, and
+// that the directory was not written.
+func readWholeFixture(t *testing.T, f *tsdbFix) {
 	t.Helper()
 	before := treeHash(t, f.dir)
-	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: sandbox})
+	ev, err := Read(context.Background(), f.dir, snapshot.Options{})
 	require.NoError(t, err)
 	checkTSDBFixture(t, f, ev, 0, f.n)
 	requireTreeUnchanged(t, before, treeHash(t, f.dir))
@@ -277,7 +246,7 @@ func TestReadTSDBWhileLocked(t *testing.T) {
 	require.FileExists(t, filepath.Join(f.dir, "lock"))
 	db.DisableCompactions()
 
-	readWholeFixture(t, f, t.TempDir())
+	readWholeFixture(t, f)
 }
 
 // TestReadTSDBReadOnlyEvidence reads a write-protected copy. The tests run
@@ -304,27 +273,28 @@ func TestReadTSDBReadOnlyEvidence(t *testing.T) {
 			return nil
 		})
 	})
-	readWholeFixture(t, f, t.TempDir())
+	readWholeFixture(t, f)
 }
 
 func TestReadTSDBSelection(t *testing.T) {
 	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
 	at := func(i int) time.Time { return time.UnixMilli(f.ts(i)) }
 	t.Run("range across block and head", func(t *testing.T) {
-		ev, err := Read(context.Background(), f.dir, snapshot.Options{Start: at(200), End: at(300), SandboxDir: t.TempDir()})
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{Start: at(200), End: at(300)})
 		require.NoError(t, err)
 		checkTSDBFixture(t, f, ev, 200, 301) // both ends inclusive
 	})
 	t.Run("range in the block skips the head", func(t *testing.T) {
-		// A sandbox that cannot be created proves the WAL is not touched.
-		ev, err := Read(context.Background(), f.dir, snapshot.Options{Start: at(10), End: at(20), SandboxDir: "/nonexistent/sandbox"})
+		// A WAL limit that any replay would exceed proves the WAL is not
+		// read.
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{Start: at(10), End: at(20), Limits: snapshot.Limits{MaxWALBytes: 1}})
 		require.NoError(t, err)
 		checkTSDBFixture(t, f, ev, 10, 21)
+		assert.Empty(t, ev.ProblemsOf(ErrHeadNotRead))
 	})
 	t.Run("matchers", func(t *testing.T) {
 		ev, err := Read(context.Background(), f.dir, snapshot.Options{
-			Matchers:   []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "pod", "pod-b")},
-			SandboxDir: t.TempDir(),
+			Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "pod", "pod-b")},
 		})
 		require.NoError(t, err)
 		require.Len(t, ev.Targets, 1)
@@ -333,8 +303,7 @@ func TestReadTSDBSelection(t *testing.T) {
 	})
 	t.Run("metrics", func(t *testing.T) {
 		ev, err := Read(context.Background(), f.dir, snapshot.Options{
-			Metrics:    []string{"vllm:e2e_request_latency_seconds", "vllm:num_requests_waiting", "vllm:time_to_first_token_seconds_bucket"},
-			SandboxDir: t.TempDir(),
+			Metrics: []string{"vllm:e2e_request_latency_seconds", "vllm:num_requests_waiting", "vllm:time_to_first_token_seconds_bucket"},
 		})
 		require.NoError(t, err)
 		require.Len(t, ev.Targets, 2)
@@ -348,7 +317,6 @@ func TestReadTSDBSelection(t *testing.T) {
 		ev, err := Read(context.Background(), f.dir, snapshot.Options{
 			TargetName: func(path, name string) string { return "replica/" + name },
 			Metrics:    []string{"vllm:num_requests_waiting"},
-			SandboxDir: t.TempDir(),
 		})
 		require.NoError(t, err)
 		require.NotNil(t, ev.Target("replica/pod-a"))
@@ -361,7 +329,7 @@ func TestReadTSDBSelection(t *testing.T) {
 	t.Run("canceled", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_, err := Read(ctx, f.dir, snapshot.Options{SandboxDir: t.TempDir()})
+		_, err := Read(ctx, f.dir, snapshot.Options{})
 		require.ErrorIs(t, err, context.Canceled)
 	})
 }
@@ -369,7 +337,7 @@ func TestReadTSDBSelection(t *testing.T) {
 func TestReadTSDBLimits(t *testing.T) {
 	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
 	t.Run("MaxWALBytes", func(t *testing.T) {
-		ev, err := Read(context.Background(), f.dir, snapshot.Options{Limits: snapshot.Limits{MaxWALBytes: 1000}, SandboxDir: t.TempDir()})
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{Limits: snapshot.Limits{MaxWALBytes: 1000}})
 		require.NoError(t, err)
 		require.True(t, ev.Partial())
 		head := ev.ProblemsOf(ErrHeadNotRead)
@@ -382,28 +350,18 @@ func TestReadTSDBLimits(t *testing.T) {
 		checkTSDBFixture(t, f, ev, 0, f.nBlock)
 	})
 	t.Run("MaxSeriesPerScrape", func(t *testing.T) {
-		ev, err := Read(context.Background(), f.dir, snapshot.Options{Limits: snapshot.Limits{MaxSeriesPerScrape: 3}, SandboxDir: t.TempDir()})
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{Limits: snapshot.Limits{MaxSeriesPerScrape: 3}})
 		require.NoError(t, err)
 		require.True(t, ev.Partial())
 		assert.ErrorIs(t, ev.Problems[len(ev.Problems)-1], snapshot.ErrLimit)
 	})
 	t.Run("MaxTotalBytes", func(t *testing.T) {
-		ev, err := Read(context.Background(), f.dir, snapshot.Options{Limits: snapshot.Limits{MaxTotalBytes: 10_000}, SandboxDir: t.TempDir()})
+		ev, err := Read(context.Background(), f.dir, snapshot.Options{Limits: snapshot.Limits{MaxTotalBytes: 10_000}})
 		require.NoError(t, err)
 		require.True(t, ev.Partial())
 		found := false
 		for _, p := range ev.Problems {
 			found = found || (errors.Is(p, snapshot.ErrLimit) && strings.Contains(p.Error(), "MaxTotalBytes"))
-		}
-		assert.True(t, found, "%v", ev.Problems)
-	})
-	t.Run("sandbox inside evidence", func(t *testing.T) {
-		ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: filepath.Join(f.dir, "wal")})
-		require.NoError(t, err)
-		require.True(t, ev.Partial())
-		found := false
-		for _, p := range ev.Problems {
-			found = found || strings.Contains(p.Error(), "inside the evidence")
 		}
 		assert.True(t, found, "%v", ev.Problems)
 	})
@@ -435,11 +393,11 @@ func TestIsTSDB(t *testing.T) {
 func TestReadTSDBMaxMemory(t *testing.T) {
 	f := writeTSDBFixture(t, filepath.Join(t.TempDir(), "data"))
 	m := snapshot.NewMemoryBudget(0)
-	_, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir(), Memory: m})
+	_, err := Read(context.Background(), f.dir, snapshot.Options{Memory: m})
 	require.NoError(t, err)
 	require.Positive(t, m.Used())
 
-	ev, err := Read(context.Background(), f.dir, snapshot.Options{SandboxDir: t.TempDir(), Limits: snapshot.Limits{MaxMemory: m.Used() / 2}})
+	ev, err := Read(context.Background(), f.dir, snapshot.Options{Limits: snapshot.Limits{MaxMemory: m.Used() / 2}})
 	require.Error(t, err)
 	assert.Nil(t, ev)
 	var le *snapshot.LimitError
@@ -449,7 +407,7 @@ func TestReadTSDBMaxMemory(t *testing.T) {
 	assert.Contains(t, err.Error(), "more than Limits.MaxMemory")
 
 	// Through snapshot.Read, the error is the whole read's.
-	_, err = snapshot.Read(context.Background(), []string{f.dir}, snapshot.Options{SandboxDir: t.TempDir(), Limits: snapshot.Limits{MaxMemory: m.Used() / 2}})
+	_, err = snapshot.Read(context.Background(), []string{f.dir}, snapshot.Options{Limits: snapshot.Limits{MaxMemory: m.Used() / 2}})
 	require.ErrorIs(t, err, snapshot.ErrLimit)
 	require.True(t, errors.As(err, &le))
 	assert.Equal(t, "Limits.MaxMemory", le.Limit)
