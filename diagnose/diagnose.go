@@ -422,6 +422,12 @@ func factValues(fs rules.Facts) map[rules.FactID]report.FactValue {
 			NoiseLower: report.Float(f.NoiseLower), NoiseUpper: report.Float(f.NoiseUpper),
 			Intervals: f.Intervals, BaselineIntervals: f.BaselineIntervals,
 		}
+		if f.SamplingKnown {
+			z := report.Float(f.SamplingZ)
+			v := out[id]
+			v.SamplingZ = &z
+			out[id] = v
+		}
 	}
 	return out
 }

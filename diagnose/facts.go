@@ -193,9 +193,48 @@ func (c *factCtx) quantile(id catalog.SignalID, q float64) rules.Fact {
 			out.Baseline, out.BaselineLower, out.BaselineUpper, out.BaselineCount = b.Value, b.Lower, b.Upper, b.Count
 			out.BaselineWindow = c.base.text()
 			out.Unprecedented = c.unprecedented(id, q, out)
+			if out.Known() {
+				out.SamplingZ, out.SamplingKnown = c.samplingZ(id, b.Value)
+			}
 		}
 	}
 	return out
+}
+
+// samplingZ is Fact.SamplingZ of a quantile of histogram id whose
+// baseline value is x (shareAboveZ of the two windows' fleet
+// histograms); false when it cannot be read.
+func (c *factCtx) samplingZ(id catalog.SignalID, x float64) (float64, bool) {
+	inc, _, err := c.sc.fleetHist(id, c.inc.w)
+	if err != nil {
+		return 0, false
+	}
+	base, _, err := c.sc.fleetHist(id, c.base.w)
+	if err != nil {
+		return 0, false
+	}
+	return shareAboveZ(inc.Histogram, base.Histogram, x)
+}
+
+// shareAboveZ is the two-proportion z statistic of the shares of inc's
+// and base's observations above x, each read as PromQL's
+// histogram_fraction reads it; positive when inc has the larger share.
+// It is distribution-free: with no change, the shares above a fixed
+// value differ only by binomial sampling. false when a share cannot be
+// read.
+func shareAboveZ(inc, base histogram.Histogram, x float64) (float64, bool) {
+	fi, fb := inc.Fraction(x), base.Fraction(x)
+	ni, nb := fi.Count, fb.Count
+	if math.IsNaN(fi.Value) || math.IsNaN(fb.Value) || !(ni > 0) || !(nb > 0) {
+		return 0, false
+	}
+	pi, pb := 1-fi.Value, 1-fb.Value
+	pooled := (pi*ni + pb*nb) / (ni + nb)
+	se := math.Sqrt(pooled * (1 - pooled) * (1/ni + 1/nb))
+	if !(se > 0) {
+		return 0, true // both shares 0 or both 1
+	}
+	return (pi - pb) / se, true
 }
 
 // unprecedented is f's Unprecedented: the incident observations of

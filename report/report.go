@@ -253,6 +253,8 @@ type FactValue struct {
 	NoiseUpper        Float `json:"noise_upper"`
 	Intervals         int   `json:"intervals,omitempty"`
 	BaselineIntervals int   `json:"baseline_intervals,omitempty"`
+	// SamplingZ is rules.Fact.SamplingZ, absent when not measured.
+	SamplingZ *Float `json:"sampling_z,omitempty"`
 }
 
 // Fact converts the value back into the decision map's input.
@@ -262,7 +264,16 @@ func (v FactValue) Fact() rules.Fact {
 		Baseline: float64(v.Baseline), BaselineLower: float64(v.BaselineLower), BaselineUpper: float64(v.BaselineUpper),
 		BaselineCount: float64(v.BaselineCount), BaselineWindow: v.BaselineWindow, Source: v.Source, Missing: v.Missing,
 		NoiseLower: float64(v.NoiseLower), NoiseUpper: float64(v.NoiseUpper), Intervals: v.Intervals, BaselineIntervals: v.BaselineIntervals,
+		SamplingZ: orNaN(v.SamplingZ), SamplingKnown: v.SamplingZ != nil,
 	}
+}
+
+// orNaN is *f, NaN for nil.
+func orNaN(f *Float) float64 {
+	if f == nil {
+		return math.NaN()
+	}
+	return float64(*f)
 }
 
 // RuleFacts returns the facts the report's verdict was judged on, as

@@ -90,6 +90,14 @@ type Effect struct {
 	// at least Thresholds.MinSamples); 0 otherwise. Such a rise is beyond
 	// the baseline's range even where the noise bounds reach 1.
 	Unprecedented float64 `json:"unprecedented,omitempty"`
+	// SamplingZ is Fact.SamplingZ when SamplingKnown; WithinSampling
+	// is true when the change would be beyond noise but SamplingZ is
+	// below Thresholds.SamplingZ in the direction of Ratio: then it is
+	// not beyond noise, unless it is Unprecedented (a count-based test of
+	// its own).
+	SamplingZ      float64 `json:"sampling_z,omitempty"`
+	SamplingKnown  bool    `json:"-"`
+	WithinSampling bool    `json:"within_sampling,omitempty"`
 	// Beyond is true when the change is beyond noise in the direction of
 	// Ratio (always true, with NoiseKnown false, when the noise is unknown
 	// and Ratio is not 1).
@@ -110,7 +118,7 @@ func (f Fact) Effect(th Thresholds) (Effect, bool) {
 		return Effect{}, false
 	}
 	c := Effect{Ratio: ratio(f.Value, f.Baseline), BoundsLower: math.NaN(), BoundsUpper: math.NaN(),
-		NoiseLower: math.NaN(), NoiseUpper: math.NaN()}
+		NoiseLower: math.NaN(), NoiseUpper: math.NaN(), SamplingZ: f.SamplingZ, SamplingKnown: f.SamplingKnown}
 	if !math.IsNaN(f.Lower) && !math.IsNaN(f.Upper) && !math.IsNaN(f.BaselineLower) && !math.IsNaN(f.BaselineUpper) {
 		c.BoundsLower, c.BoundsUpper = ratio(f.Lower, f.BaselineUpper), ratio(f.Upper, f.BaselineLower)
 	}
@@ -125,9 +133,12 @@ func (f Fact) Effect(th Thresholds) (Effect, bool) {
 	switch {
 	case c.Ratio > 1:
 		c.Beyond = !c.NoiseKnown || c.NoiseLower > 1 || c.Unprecedented > 0
+		c.WithinSampling = c.Beyond && c.SamplingKnown && c.SamplingZ < th.SamplingZ && c.Unprecedented == 0
 	case c.Ratio < 1:
 		c.Beyond = !c.NoiseKnown || c.NoiseUpper < 1
+		c.WithinSampling = c.Beyond && c.SamplingKnown && c.SamplingZ > -th.SamplingZ
 	}
+	c.Beyond = c.Beyond && !c.WithinSampling
 	if c.Beyond {
 		c.Severity = th.grade(c.Ratio)
 	}
@@ -177,7 +188,7 @@ func (c Effect) Down(th Thresholds) bool { return c.Beyond && c.Ratio <= 1/th.Ri
 // Steady reports whether the change is within [1/th.Steady, th.Steady]
 // or within noise.
 func (c Effect) Steady(th Thresholds) bool {
-	return (c.Ratio >= 1/th.Steady && c.Ratio <= th.Steady) || (c.NoiseKnown && !c.Beyond)
+	return (c.Ratio >= 1/th.Steady && c.Ratio <= th.Steady) || ((c.NoiseKnown || c.WithinSampling) && !c.Beyond)
 }
 
 // String describes the change: "2.10x, severe (noise 1.92-2.31x over
@@ -188,6 +199,13 @@ func (c Effect) String() string {
 
 // noiseText says what the noise estimate is.
 func (c Effect) noiseText() string {
+	if c.WithinSampling {
+		s := fmt.Sprintf("within sampling noise: z %s", fmtNum(c.SamplingZ))
+		if c.NoiseKnown {
+			s += fmt.Sprintf("; noise %s-%s over %d/%d intervals", fmtRatio(c.NoiseLower), fmtRatio(c.NoiseUpper), c.Intervals, c.BaselineIntervals)
+		}
+		return s
+	}
 	if !c.NoiseKnown {
 		return "noise unknown"
 	}
@@ -201,8 +219,14 @@ func (c Effect) noiseText() string {
 	return fmt.Sprintf("%s %s-%s over %d/%d intervals", w, fmtRatio(c.NoiseLower), fmtRatio(c.NoiseUpper), c.Intervals, c.BaselineIntervals)
 }
 
-// MarshalJSON writes the effect with non-finite numbers as null.
+// MarshalJSON writes the effect with non-finite numbers as null, and
+// sampling_z only when measured.
 func (c Effect) MarshalJSON() ([]byte, error) {
+	var z *Number
+	if c.SamplingKnown {
+		n := Number(c.SamplingZ)
+		z = &n
+	}
 	return json.Marshal(struct {
 		Ratio             Number   `json:"ratio"`
 		BoundsLower       Number   `json:"bounds_lower"`
@@ -216,8 +240,11 @@ func (c Effect) MarshalJSON() ([]byte, error) {
 		Severity          Severity `json:"severity,omitempty"`
 		Improved          bool     `json:"improved,omitempty"`
 		Unprecedented     float64  `json:"unprecedented,omitempty"`
+		SamplingZ         *Number  `json:"sampling_z,omitempty"`
+		WithinSampling    bool     `json:"within_sampling,omitempty"`
 	}{Number(c.Ratio), Number(c.BoundsLower), Number(c.BoundsUpper), Number(c.NoiseLower), Number(c.NoiseUpper),
-		c.Intervals, c.BaselineIntervals, c.NoiseKnown, c.Beyond, c.Severity, c.Improved, c.Unprecedented})
+		c.Intervals, c.BaselineIntervals, c.NoiseKnown, c.Beyond, c.Severity, c.Improved, c.Unprecedented,
+		z, c.WithinSampling})
 }
 
 // effectText formats the ratio of f (a lower or upper bound where a

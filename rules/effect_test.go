@@ -24,6 +24,12 @@ func unprecedented(f rules.Fact, n float64) rules.Fact {
 	return f
 }
 
+// sampled is f with its quantile's sampling z statistic.
+func sampled(f rules.Fact, z float64) rules.Fact {
+	f.SamplingZ, f.SamplingKnown = z, true
+	return f
+}
+
 func TestEffect(t *testing.T) {
 	th := rules.DefaultThresholds
 	tests := []struct {
@@ -50,6 +56,15 @@ func TestEffect(t *testing.T) {
 		{"an episodic rise beyond the baseline's range", unprecedented(noisy(17.4, 0.246, 0.995, 124.6), 420), true, true, rules.SeveritySevere, true, false, false},
 		{"too few unprecedented observations", unprecedented(noisy(1.6, 1, 0.8, 2.9), 5), false, true, rules.SeverityNone, false, false, true},
 		{"unprecedented observations do not make a fall", unprecedented(noisy(0.6, 1, 0.4, 1.2), 420), false, true, rules.SeverityNone, false, false, true},
+		// A p95 of about a hundred requests per window: the interval
+		// bootstrap calls 1.9x beyond noise, but the share of requests
+		// above the baseline's p95 moved by under 2.6 standard errors.
+		{"1.9x within sampling noise", sampled(noisy(0.182, 0.0959, 1.16, 2.23), 1.99), false, true, rules.SeverityNone, false, false, true},
+		{"1.9x beyond sampling noise", sampled(noisy(0.182, 0.0959, 1.16, 2.23), 4.2), true, true, rules.SeverityModerate, true, false, false},
+		{"a fall within sampling noise", sampled(noisy(0.6, 1, 0.55, 0.66), -1.5), false, true, rules.SeverityNone, false, false, true},
+		{"a fall beyond sampling noise", sampled(noisy(0.6, 1, 0.55, 0.66), -3), true, true, rules.SeverityModerate, false, true, false},
+		{"sampling does not overrule unprecedented observations", sampled(unprecedented(noisy(17.4, 0.246, 0.995, 124.6), 420), 1), true, true, rules.SeveritySevere, true, false, false},
+		{"sampling noise of a change the intervals already call noise", sampled(noisy(1.6, 1, 0.8, 2.9), 1), false, true, rules.SeverityNone, false, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,6 +76,9 @@ func TestEffect(t *testing.T) {
 			assert.Equal(t, tt.up, c.Up(th), "up")
 			assert.Equal(t, tt.down, c.Down(th), "down")
 			assert.Equal(t, tt.steady, c.Steady(th), "steady")
+			// WithinSampling says when sampling alone turned the verdict.
+			intervalsBeyond := tt.f.SamplingKnown && !tt.beyond && (tt.f.NoiseLower > 1 || tt.f.NoiseUpper < 1)
+			assert.Equal(t, intervalsBeyond, c.WithinSampling, "within sampling")
 		})
 	}
 	_, ok := rules.Measured(1).Effect(th)

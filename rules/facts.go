@@ -584,6 +584,16 @@ type Fact struct {
 	// fills few of them).
 	Unprecedented float64
 
+	// SamplingZ is, for a histogram quantile with a baseline, how many
+	// standard errors of sampling the incident lies from the baseline at
+	// the baseline's quantile: the two-proportion z statistic of the
+	// shares of each window's observations above the baseline's value
+	// (positive for a rise). A quantile of a hundred requests rests on a
+	// handful in its tail; a change below Thresholds.SamplingZ could be
+	// their luck of the draw. Measured only when SamplingKnown.
+	SamplingZ     float64
+	SamplingKnown bool
+
 	// Source names the metric (and version) the value came from, e.g.
 	// "vllm:time_to_first_token_seconds (V1)".
 	Source string

@@ -31,6 +31,11 @@ type Thresholds struct {
 	// the baseline upper bound): interpolation inside one coarse bucket can
 	// double a p95 while the requests barely changed (default 1.1).
 	MeanConfirm float64
+	// SamplingZ is how many standard errors of sampling a histogram
+	// quantile's change must reach (Fact.SamplingZ) to count: below it,
+	// the few requests in a tail could have drawn the change by luck
+	// (default 2.576, the two-sided 99% of the noise bounds).
+	SamplingZ float64
 	// TailShape is how many times more the p99 must have moved than the
 	// p50 (ratio of their ratios) for a rise to be "only some requests
 	// slow" when the median moved too (default 1.5).
@@ -155,6 +160,7 @@ var DefaultThresholds = Thresholds{
 	SeveritySevere:   2,
 	TailShape:        1.5,
 	MeanConfirm:      1.1,
+	SamplingZ:        2.576,
 	GPUSaturated:     0.8,
 	BusyShare:        0.5,
 	Lead:             0.15,
@@ -249,7 +255,7 @@ func (t *Thresholds) fields() map[string]*float64 {
 		"min_samples": &t.MinSamples, "min_samples_tail": &t.MinSamplesTail,
 		"severity_moderate": &t.SeverityModerate, "severity_severe": &t.SeveritySevere,
 		"tail_shape": &t.TailShape, "gpu_saturated": &t.GPUSaturated, "busy_share": &t.BusyShare,
-		"lead": &t.Lead, "preemption_share": &t.PreemptionShare, "preemption_storm": &t.PreemptionStorm, "dispersion": &t.Dispersion, "mean_confirm": &t.MeanConfirm,
+		"lead": &t.Lead, "preemption_share": &t.PreemptionShare, "preemption_storm": &t.PreemptionStorm, "dispersion": &t.Dispersion, "mean_confirm": &t.MeanConfirm, "sampling_z": &t.SamplingZ,
 		"crash_loop": &t.CrashLoop, "dispersion_detrended": &t.DispersionDetrended, "drained_share": &t.DrainedShare,
 		"backlog_spike": &t.BacklogSpike,
 	}

@@ -148,10 +148,6 @@ var knownMisses = map[string]struct {
 	"idle-pod/2/-/1002/pods-2":                    {rules.Undetermined, "one of two pods out of rotation: the fleet's TTFT p95 moves as one pod's distribution replaces two; no hypothesis holds"},
 	"idle-pod/2/-/1003/pods-2":                    {rules.Undetermined, "one of two pods out of rotation: the fleet's TTFT p95 moves as one pod's distribution replaces two; no hypothesis holds"},
 	"stale-gauges/2/-/1002/pods-2":                {rules.Undetermined, "one of two pods frozen: stale-gauges ties the other's hot spot"},
-	// Two pods at 0.05 req/s (about 100 requests in the window): a TTFT
-	// p95 1.9x from a handful of requests and two arrivals close together
-	// read as bursts, at high confidence.
-	"low-traffic/2/-/1002/pods-2": {rules.Verdict(rules.QueueBurst), "about 100 requests: a p95 of five requests and two arrivals together read as a burst"},
 	// A mild prefix-cache loss on two pods whose decode side moved more
 	// than its TTFT (ITL p95 1.28x, running 1.21x).
 	"prefix-cache-loss/2/mild/1002/pods-2": {rules.Verdict(rules.DecodePressure), "mild, two pods: the decode side's rise leads"},
