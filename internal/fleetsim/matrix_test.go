@@ -296,8 +296,12 @@ func TestSeverityTable(t *testing.T) {
 	for _, x := range cells {
 		name := fmt.Sprintf("%s/pods=%d/%s/seed=%d", x.c.Name, x.pods, x.sev, x.seed)
 		r := x.ch.Ratio()
-		t.Logf("%-48s knob %-7.4g %v preemptions %d/%d kv max %.2f", name, x.knob, x.ch, x.pre[0], x.pre[1], x.kv)
 		refused := float64(x.refused) / float64(x.arrived)
+		var ref string
+		if x.refused > 0 {
+			ref = fmt.Sprintf(" refused %.1f%%", 100*refused)
+		}
+		t.Logf("%-48s knob %-7.4g %v preemptions %d/%d kv max %.2f%s", name, x.knob, x.ch, x.pre[0], x.pre[1], x.kv, ref)
 		switch {
 		case x.c.Name == "admission-rejections" && !(refused >= 0.05):
 			t.Errorf("%s: %.1f%% of the incident's requests refused at admission, want a material share (>= 5%%)", name, 100*refused)
