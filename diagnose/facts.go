@@ -320,7 +320,9 @@ func (c *factCtx) tpotMean(w evalWindow) rules.Fact {
 }
 
 // arrivalRate estimates arrivals per second: completions plus the growth
-// of waiting + running, over the window's length.
+// of waiting + running, plus the requests refused at admission (they
+// arrived, and vLLM answered them 503 before they reached an engine),
+// over the window's length.
 func (c *factCtx) arrivalRate(w evalWindow) rules.Fact {
 	if !c.sc.has(catalog.SignalRequestSuccess) {
 		return rules.MissingFact(c.missingSignal(catalog.SignalRequestSuccess))
@@ -340,8 +342,18 @@ func (c *factCtx) arrivalRate(w evalWindow) rules.Fact {
 	if !(secs > 0) {
 		return rules.MissingFact("no time elapsed between the edge samples")
 	}
-	f = rules.Measured((inc.Value + g.Last - g.First) / secs).WithSource(c.sc.source(catalog.SignalRequestSuccess) + " + growth of waiting + running")
-	f.Count = inc.Value
+	src := c.sc.source(catalog.SignalRequestSuccess) + " + growth of waiting + running"
+	refused := 0.0
+	if c.sc.has(catalog.SignalAdmissionRejections) {
+		rej, err := c.sc.fleetCounter(catalog.SignalAdmissionRejections, w.w, nil)
+		if err != nil {
+			return rules.MissingFact(err.Error())
+		}
+		refused = rej.Value
+		src += " + " + c.sc.source(catalog.SignalAdmissionRejections)
+	}
+	f = rules.Measured((inc.Value + g.Last - g.First + refused) / secs).WithSource(src)
+	f.Count = inc.Value + refused
 	return f
 }
 

@@ -301,9 +301,10 @@ func (c *factCtx) arrivalPiece(w snapshot.Window) ([]float64, bool) {
 
 // arrivalsIn estimates the fleet's arrivals in w: on each replica, its
 // completions plus the growth of its waiting + running (the same
-// replica's scrapes at both edges), summed over replicas; a replica that
-// is not running takes no arrivals. False when a running replica cannot
-// be evaluated over w. The burst, the dispersion and their noise ask for
+// replica's scrapes at both edges) plus the requests it refused at
+// admission (vllm:admission_rejections_total, where exported), summed
+// over replicas; a replica that is not running takes no arrivals. False
+// when a running replica cannot be evaluated over w. The burst, the dispersion and their noise ask for
 // the same scrape intervals (on 100 pods, 780 calls for 300 intervals):
 // each is measured once (factCtx.arrivals).
 func (c *factCtx) arrivalsIn(w snapshot.Window) (arrivals, secs float64, ok bool) {
@@ -346,6 +347,13 @@ func (c *factCtx) measureArrivals(w snapshot.Window) (arrivals, secs float64, ok
 			return 0, 0, false
 		}
 		arrivals += inc.Value + gs.Last - gs.First
+		if c.sc.match(r, catalog.SignalAdmissionRejections).Found() {
+			rej, err := c.sc.replicaCounter(catalog.SignalAdmissionRejections, r, w, nil)
+			if err != nil {
+				return 0, 0, false
+			}
+			arrivals += rej.Value
+		}
 		n++
 	}
 	return arrivals, w.Duration().Seconds(), n > 0

@@ -265,7 +265,8 @@ func deferralHolds() Cond {
 
 // guardGauges adds to the rows of rs that read the scheduler gauges the
 // counter-evidence of frozen gauges and of a deferred queue, and lets the
-// queue rows explain admission rejections (a full queue rejects).
+// queue rows explain admission rejections (a full queue rejects) unless
+// nothing waits: then the rejections explain queue-sustained.
 func guardGauges(rs []Rule) {
 	for i := range rs {
 		r := &rs[i]
@@ -284,6 +285,17 @@ func guardGauges(rs []Rule) {
 				"the queue is mostly deferred requests or the backlog their release hands on (see admission-deferral): not capacity",
 				deferralHolds()})
 			r.Refines = append(r.Refines, AdmissionRejections)
+		}
+		if r.ID == QueueSustained {
+			// vLLM's --max-num-queued-reqs counts the running requests
+			// too (PR 49445): set near max_num_seqs it refuses the
+			// excess arrivals before any waits. The engines then run a
+			// full batch with no queue, and the overload reaches the
+			// clients as 503s: the admission limits are the story, the
+			// fuller batch their consequence.
+			r.ExplainedBy = append(r.ExplainedBy, Explained{By: AdmissionRejections,
+				When: allOf(atLeast(AdmissionRejectionShare, limErrorShare), below(WaitingMean, limQueueMin)),
+				Why:  "a material share of requests was refused at admission while almost nothing waited: the admission limits hold the excess arrivals out of the engines, so the overload reaches clients as HTTP 503s, not as a queue, and the admitted requests run in a fuller batch"})
 		}
 	}
 }

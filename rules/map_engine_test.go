@@ -190,6 +190,41 @@ func TestEngineRules(t *testing.T) {
 			supported: []rules.HypothesisID{rules.AdmissionRejections, rules.ServerErrors},
 		},
 		{
+			// --max-num-queued-reqs at max_num_seqs (it counts the
+			// running requests, vLLM PR 49445) and twice the arrivals:
+			// the engines run a full batch, nothing waits, 15% are
+			// refused. Queue-sustained reads the fuller batch; the
+			// rejections carry the story and explain it.
+			name: "rejections with a full batch and no queue",
+			facts: with(engineQuiet(healthy()),
+				rules.ArrivalRate, fact(20, 10),
+				rules.CompletionRate, fact(17, 10),
+				rules.RunningMean, fact(600, 120),
+				rules.RunningMax, fact(640, 180),
+				rules.TTFTP95, fact(1.45, 0.9),
+				rules.TTFTMean, fact(0.6, 0.35),
+				rules.TPOTP95, fact(0.126, 0.042),
+				rules.TPOTMean, fact(0.072, 0.024),
+				rules.ITLP95, fact(0.15, 0.05),
+				rules.E2EP95, fact(42, 14),
+				rules.E2EMean, fact(19, 6.5),
+				rules.WaitingMean, fact(0.2, 0.4),
+				rules.AdmissionRejectionShare, fact(0.15, 0),
+				rules.HTTP5xxShare, fact(0.15, 0)),
+			verdict:   rules.Verdict(rules.AdmissionRejections),
+			supported: []rules.HypothesisID{rules.AdmissionRejections, rules.QueueSustained},
+		},
+		{
+			// The same rejections from a queue that fills its limit: a
+			// full queue rejects, the queue is the story.
+			name: "rejections from a full queue",
+			facts: with(engineQuiet(queueSustained()),
+				rules.AdmissionRejectionShare, fact(0.15, 0),
+				rules.HTTP5xxShare, fact(0.15, 0)),
+			verdict:   rules.Verdict(rules.QueueSustained),
+			supported: []rules.HypothesisID{rules.AdmissionRejections, rules.QueueSustained},
+		},
+		{
 			// No http_* (the Rust frontend): the rejections alone make
 			// the reliability symptom present.
 			name: "admission rejections without HTTP metrics",

@@ -219,6 +219,23 @@ type EngineConfig struct {
 	// Drafting and verifying cost SpecCost decode-steps' worth per
 	// drafted token and sequence.
 	SpecTokens int
+	// MaxNumQueuedReqs is vLLM's --max-num-queued-reqs (PR 49445): the
+	// API server refuses a request with HTTP 503, before it reaches the
+	// engine, when the requests it has not finished (waiting, deferred
+	// and running alike: "in flight", not only queued) are already this
+	// many, and counts it in vllm:admission_rejections_total (PR 55812).
+	// The refused request counts in no other vLLM metric. Zero means no
+	// limit. vLLM counts the limit across a pod's data-parallel engines
+	// (PR 55124), which the simulator runs apart: it needs DataParallel 1
+	// and VersionV1.
+	MaxNumQueuedReqs int
+	// MaxNumQueuedTokens is vLLM's --max-num-queued-tokens (PR 49445):
+	// the API server refuses a request with HTTP 503 when the prompt
+	// tokens of its unfinished requests still in prefill (no output
+	// token yet, counted whole, cached prefix included) reach it; the
+	// request limit is checked first. Zero means no limit; it needs
+	// what MaxNumQueuedReqs needs.
+	MaxNumQueuedTokens int
 }
 
 // SpecCost is the cost of drafting and verifying one draft token of one
@@ -515,6 +532,11 @@ func (c Config) withDefaults() (Config, error) {
 		if err := e.validate(); err != nil {
 			return c, fmt.Errorf("fleetsim: pod %s: %w", p.Name, err)
 		}
+		if e.admissionLimited() && (p.DataParallel != 1 || p.Version != VersionV1) {
+			// vLLM counts the limits over the API server's engines
+			// (PR 55124) and has them from 0.31 on (V1 only).
+			return c, fmt.Errorf("fleetsim: pod %s: MaxNumQueuedReqs and MaxNumQueuedTokens need DataParallel 1 and VersionV1", p.Name)
+		}
 		p.Engine = &e
 		p.Restarts = append([]Restart(nil), p.Restarts...)
 		for j := range p.Restarts {
@@ -632,8 +654,16 @@ func (e EngineConfig) validate() error {
 		return errors.New("MaxNumSeqs, MaxNumBatchedTokens, BlockSize and MaxModelLen must be positive")
 	case e.DisableChunkedPrefill && e.MaxNumBatchedTokens < e.MaxModelLen:
 		return fmt.Errorf("without chunked prefill MaxNumBatchedTokens (%d) must be >= MaxModelLen (%d)", e.MaxNumBatchedTokens, e.MaxModelLen)
+	case e.MaxNumQueuedReqs < 0 || e.MaxNumQueuedTokens < 0:
+		return errors.New("MaxNumQueuedReqs and MaxNumQueuedTokens must not be negative")
 	case e.NumGPUBlocks*e.BlockSize < e.MaxModelLen:
 		return fmt.Errorf("%d KV blocks of %d tokens cannot hold one request of MaxModelLen %d", e.NumGPUBlocks, e.BlockSize, e.MaxModelLen)
 	}
 	return nil
+}
+
+// admissionLimited reports whether the API server refuses requests at
+// admission (MaxNumQueuedReqs or MaxNumQueuedTokens set).
+func (e EngineConfig) admissionLimited() bool {
+	return e.MaxNumQueuedReqs > 0 || e.MaxNumQueuedTokens > 0
 }

@@ -39,9 +39,12 @@
 //     included (Workload.ClientDeadline), counted as
 //     finished_reason="abort" or, with vLLM V1's current accounting
 //     ([AbandonUncounted]), nowhere but in the token counters and TTFT;
-//     prompts longer than max_model_len are rejected with HTTP 400, and
-//     a pod's API server may fail requests with HTTP 500
-//     ([ServerErrors]). Several restarts of one pod make a crash loop.
+//     prompts longer than max_model_len are rejected with HTTP 400, a
+//     pod's API server may fail requests with HTTP 500 ([ServerErrors])
+//     and refuses them with HTTP 503 at vLLM's admission limits
+//     (EngineConfig.MaxNumQueuedReqs, MaxNumQueuedTokens; counted in
+//     vllm:admission_rejections_total). Several restarts of one pod make
+//     a crash loop.
 //
 // Consecutive pure-decode steps are advanced in O(1) each (decodeRun); a
 // test checks that this gives byte-identical output to stepping one

@@ -130,6 +130,12 @@ type engine struct {
 	sleepFam   bool          // the fleet exports vllm:engine_sleep_state
 	deferred   []*seq        // requests held by a Deferral
 	specK      int32
+	// Admission limits (EngineConfig.MaxNumQueuedReqs, MaxNumQueuedTokens;
+	// 0 for none) and the prompt tokens of the unfinished requests with
+	// no output token yet, which the token limit reads.
+	maxQueuedReqs   int
+	maxQueuedTokens int64
+	prefillTokens   int64
 }
 
 func newEngine(cfg *EngineConfig, lay *layout, slow []slowWin, timeout float64, rng *rand.Rand, recs []Request, start float64) *engine {
@@ -152,6 +158,9 @@ func newEngine(cfg *EngineConfig, lay *layout, slow []slowWin, timeout float64, 
 		lastSnapT: start,
 		recs:      recs,
 		specK:     int32(cfg.SpecTokens),
+
+		maxQueuedReqs:   cfg.MaxNumQueuedReqs,
+		maxQueuedTokens: int64(cfg.MaxNumQueuedTokens),
 	}
 	e.st.specPerPos = make([]float64, cfg.SpecTokens)
 	return e
@@ -290,6 +299,13 @@ func (e *engine) enqueue(r *request, s *seq) {
 		rec.Finished = dur(r.engArr)
 		return
 	}
+	if reason, ok := e.refuse(); ok {
+		countAnswer(&e.st.http5xx, &e.st.first5xx, e.now)
+		e.st.refused[reason]++
+		rec.Status = StatusRefused
+		rec.Finished = dur(e.now)
+		return
+	}
 	rec.Queued = dur(r.engArr)
 	if r.prompt >= e.maxLen {
 		countAnswer(&e.st.http4xx, &e.st.first4xx, e.now)
@@ -299,7 +315,40 @@ func (e *engine) enqueue(r *request, s *seq) {
 	}
 	*s = seq{r: r, numTokens: r.prompt, firstSched: math.NaN(), firstTok: math.NaN()}
 	s.target = min(r.want, r.maxTokens, e.maxLen-r.prompt)
+	e.prefillTokens += int64(r.prompt)
 	e.push(s)
+}
+
+// Reasons of vllm:admission_rejections_total, indices of
+// engineStats.refused: the limit that refused the request.
+const (
+	refusedReqs = iota
+	refusedTokens
+)
+
+// admissionReasons are the reason label values of
+// vllm:admission_rejections_total, by refusal index. PR 55812 labels the
+// counter by the limit that fired (max_num_queued_reqs or
+// max_num_queued_tokens); its exact label values are not in a stored
+// release: these name the flags, as the PR's description does.
+var admissionReasons = [...]string{refusedReqs: "max_num_queued_reqs", refusedTokens: "max_num_queued_tokens"}
+
+// refuse reports whether the API server refuses a request arriving now at
+// admission, and which limit refuses it, as vLLM's
+// AsyncLLM.check_admission does (PR 49445) before the request is rendered
+// and reaches the engine (issue 58192): the request limit first, when
+// the unfinished requests (waiting, deferred and running: vLLM counts
+// every request its output processor holds) plus this one would exceed
+// it; then the token limit, when the prompt tokens of the unfinished
+// requests still in prefill have reached it.
+func (e *engine) refuse() (reason int, ok bool) {
+	if e.maxQueuedReqs > 0 && len(e.running)+e.waitingLen()+len(e.deferred)+1 > e.maxQueuedReqs {
+		return refusedReqs, true
+	}
+	if e.maxQueuedTokens > 0 && e.prefillTokens >= e.maxQueuedTokens {
+		return refusedTokens, true
+	}
+	return 0, false
 }
 
 // failed reports whether the API server answers r with HTTP 500
@@ -400,6 +449,9 @@ func (e *engine) nextExpiry() float64 {
 // abandon records that the client of s gave up now. Its blocks must be
 // free already (a waiting request holds none).
 func (e *engine) abandon(s *seq) {
+	if math.IsNaN(s.firstTok) {
+		e.prefillTokens -= int64(s.r.prompt)
+	}
 	if e.countAbort {
 		e.st.success[reasonAbort]++
 	}
@@ -587,6 +639,7 @@ func (e *engine) step() {
 		switch {
 		case s.generated == 0:
 			s.firstTok = end
+			e.prefillTokens -= int64(s.r.prompt)
 			e.st.observe(hTTFT, end-s.r.arrival)
 		case s.lastTok == e.prevEnd:
 			batched++

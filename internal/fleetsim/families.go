@@ -169,6 +169,7 @@ func (b *famBuilder) v1Families() {
 	b.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", func(s *engineSnap) float64 { return float64(s.waiting) })
 	b.waitingByReason()
 	b.sleepState()
+	b.admissionRejections()
 	if early {
 		b.gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", func(s *engineSnap) float64 { return s.kvUsage })
 		b.counter("vllm:gpu_prefix_cache_queries", "GPU prefix cache queries, in terms of number of queried tokens.", func(s *engineStats) float64 { return s.prefixQueries })

@@ -199,3 +199,20 @@ func (b *famBuilder) sleepState() {
 	}
 	b.add(f)
 }
+
+// admissionRejections adds vllm:admission_rejections_total (PR 55812:
+// label reason, no engine label; counted by the API server for the whole
+// pod) when the pod has an admission limit, one series per reason from
+// the start.
+func (b *famBuilder) admissionRejections() {
+	if !b.sc.pod.Engine.admissionLimited() {
+		return
+	}
+	f := family{name: "vllm:admission_rejections", typ: typeCounter, created: true,
+		help: "Number of admission attempts rejected by the admission limits (max_num_queued_reqs, max_num_queued_tokens)."}
+	for r, reason := range admissionReasons {
+		v := b.sum(func(s *engineStats) float64 { return s.refused[r] })
+		f.series = append(f.series, series{labels: []label{{"model_name", b.model}, {"reason", reason}}, value: v, created: b.created()})
+	}
+	b.add(f)
+}

@@ -37,9 +37,14 @@ const (
 	// StatusFailed: the API server answered HTTP 500 (PodConfig.ServerErrors)
 	// before the request reached the engine.
 	StatusFailed
+	// StatusRefused: the API server refused the request at admission
+	// with HTTP 503 (EngineConfig.MaxNumQueuedReqs, MaxNumQueuedTokens):
+	// it counts in vllm:admission_rejections_total and
+	// http_requests_total{status="5xx"}, in no other vLLM metric.
+	StatusRefused
 )
 
-var statusNames = [...]string{"in-flight", "finished", "aborted", "lost", "rejected", "failed"}
+var statusNames = [...]string{"in-flight", "finished", "aborted", "lost", "rejected", "failed", "refused"}
 
 // String returns the status in lower case, e.g. "finished".
 func (s Status) String() string { return enumString(s, "Status", statusNames[:]) }

@@ -270,6 +270,7 @@ func checkInvariants(t *testing.T, f *Fleet) {
 	type key struct{ pod, engine int }
 	ends := map[key][]float64{}
 	aborts := map[key][]float64{}
+	refusals := map[key][]float64{}
 	for _, r := range f.Requests {
 		k := key{r.Pod, r.Engine}
 		switch r.Status {
@@ -277,13 +278,14 @@ func checkInvariants(t *testing.T, f *Fleet) {
 			ends[k] = append(ends[k], r.Finished.Seconds())
 		case StatusAborted:
 			aborts[k] = append(aborts[k], r.Finished.Seconds())
+		case StatusRefused:
+			refusals[k] = append(refusals[k], r.Finished.Seconds())
 		}
 	}
-	for _, xs := range ends {
-		sort.Float64s(xs)
-	}
-	for _, xs := range aborts {
-		sort.Float64s(xs)
+	for _, m := range []map[key][]float64{ends, aborts, refusals} {
+		for _, xs := range m {
+			sort.Float64s(xs)
+		}
 	}
 	// count returns the number of sorted xs in (from, to], with a
 	// tolerance for the nanosecond rounding of Request times.
@@ -315,6 +317,14 @@ func checkInvariants(t *testing.T, f *Fleet) {
 				}
 				if float64(st.count(hTTFT)) < done || st.http2xx != done {
 					t.Fatalf("%s at %v: TTFT count %d, http 2xx %v, finished %v", p.Name, sc.Offset, st.count(hTTFT), st.http2xx, done)
+				}
+				// Arrivals are admitted after the scrape at the same engine
+				// instant: a refusal at sn.at comes after the snapshot.
+				if got, n := count(refusals[k], from, sn.at-1.1e-6), st.refused[refusedReqs]+st.refused[refusedTokens]; got != n {
+					t.Fatalf("%s engine %d at %v: %v requests refused at admission, counter says %v", p.Name, e, sc.Offset, got, n)
+				}
+				if lim := p.Engine.MaxNumQueuedReqs; lim > 0 && sn.running+sn.waiting > lim {
+					t.Fatalf("%s at %v: %d requests in flight over --max-num-queued-reqs %d", p.Name, sc.Offset, sn.running+sn.waiting, lim)
 				}
 				if sn.kvUsage < 0 || sn.kvUsage > 1 || sn.running > p.Engine.MaxNumSeqs {
 					t.Fatalf("%s at %v: KV usage %v, running %d", p.Name, sc.Offset, sn.kvUsage, sn.running)

@@ -353,6 +353,16 @@ func matrixCases() []MatrixCase {
 			},
 		},
 
+		{
+			Name: "admission-rejections", Expect: "admission-rejections", Symptom: SymptomE2E,
+			Description: "every pod runs with --max-num-queued-reqs equal to its --max-num-seqs (128: the max_num_seqs value reused as the in-flight cap, vLLM PR 55124), from a baseline at ~60% of capacity; at the change arrivals double: the requests in flight reach the cap, so the API server answers ~15% of requests 503 at admission (vllm:admission_rejections_total) while nothing waits; the admitted ones run in a fuller batch. The 503s are the incident (no severity: the latency the admission limit protects rises little)",
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
+				return Config{NumPods: pods, Engine: admissionLimitedEngine(), Workload: sp.phases(matrixPhase(pods, matrixPodRateBusy), func(p *Phase) {
+					p.Rate *= 2
+				})}
+			},
+		},
+
 		// Counter-cases.
 		{
 			Name: "healthy", Expect: "no-incident", Symptom: SymptomTTFT,
@@ -453,6 +463,15 @@ func matrixCases() []MatrixCase {
 			},
 		},
 		{
+			Name: "admission-limit-unreached", Expect: "no-incident", Symptom: SymptomTTFT,
+			Description: "every pod runs with the admission-rejections case's --max-num-queued-reqs (128); arrivals grow by 10% at the change, well inside capacity: the limit is never reached, nothing is refused",
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
+				return Config{NumPods: pods, Engine: admissionLimitedEngine(), Workload: sp.phases(matrixPhase(pods, matrixPodRate), func(p *Phase) {
+					p.Rate *= 1.1
+				})}
+			},
+		},
+		{
 			Name: "traffic-growth-10", Expect: "no-incident", Symptom: SymptomTTFT,
 			Description: "arrivals grow by 10% at the change, well inside capacity",
 			build: func(pods int, seed uint64, _ float64, sp span) Config {
@@ -482,6 +501,16 @@ func rollingRestart(pods int, seed uint64, name string, rename bool) Config {
 		c.Pods[i].Restarts = []Restart{r}
 	}
 	return c
+}
+
+// admissionLimitedEngine is the default engine with vLLM's
+// --max-num-queued-reqs (PR 49445) set to its --max-num-seqs: at most as
+// many requests in flight as can run, so the cap binds before a queue
+// forms.
+func admissionLimitedEngine() EngineConfig {
+	e := DefaultEngine
+	e.MaxNumQueuedReqs = e.MaxNumSeqs
+	return e
 }
 
 // dpPods is pods pods of 2 data-parallel engines each, every engine at
@@ -564,9 +593,10 @@ func (c Change) String() string {
 
 // GroundTruth measures the change of the fleet p95 of sym between the
 // requests arriving in [0, split) and in [split, Duration), from the
-// simulator's own request records. Lost (restart) and rejected requests
-// do not count; a request the run ended on counts at its elapsed time for
-// TTFT and E2E (it is at least that slow) and not at all for TPOT.
+// simulator's own request records. Lost (restart), rejected (HTTP 400)
+// and refused (HTTP 503 at admission) requests do not count; a request
+// the run ended on counts at its elapsed time for TTFT and E2E (it is at
+// least that slow) and not at all for TPOT.
 func (f *Fleet) GroundTruth(sym Symptom, split time.Duration) Change {
 	return f.GroundTruthSpan(sym, split, f.Config.Duration)
 }
@@ -580,7 +610,7 @@ func (f *Fleet) GroundTruthSpan(sym Symptom, split, until time.Duration) Change 
 	ch := Change{Symptom: sym}
 	for i := range f.Requests {
 		r := &f.Requests[i]
-		if r.Arrival < 0 || r.Arrival >= end || r.Status == StatusLost || r.Status == StatusRejected || r.Status == StatusAborted {
+		if r.Arrival < 0 || r.Arrival >= end || r.Status == StatusLost || r.Status == StatusRejected || r.Status == StatusRefused || r.Status == StatusAborted {
 			continue
 		}
 		v, censored := math.NaN(), false

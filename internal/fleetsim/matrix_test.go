@@ -244,6 +244,9 @@ func TestSeverityTable(t *testing.T) {
 		ch   Change
 		pre  [2]int  // preemptions before / after the incident start
 		kv   float64 // largest KV usage of an engine at a scrape
+		// requests arrived since the incident start, and those of them
+		// refused at admission (HTTP 503)
+		arrived, refused int
 	}
 	var cells []*cell
 	for _, c := range MatrixCases() {
@@ -282,12 +285,34 @@ func TestSeverityTable(t *testing.T) {
 			if r.Arrival >= 0 && r.Preemptions > 0 {
 				x.pre[min(1, int(r.Arrival/MatrixIncidentStart))] += r.Preemptions
 			}
+			if r.Arrival >= MatrixIncidentStart {
+				x.arrived++
+				if r.Status == StatusRefused {
+					x.refused++
+				}
+			}
 		}
 	})
 	for _, x := range cells {
 		name := fmt.Sprintf("%s/pods=%d/%s/seed=%d", x.c.Name, x.pods, x.sev, x.seed)
 		r := x.ch.Ratio()
-		t.Logf("%-48s knob %-7.4g %v preemptions %d/%d kv max %.2f", name, x.knob, x.ch, x.pre[0], x.pre[1], x.kv)
+		refused := float64(x.refused) / float64(x.arrived)
+		var ref string
+		if x.refused > 0 {
+			ref = fmt.Sprintf(" refused %.1f%%", 100*refused)
+		}
+		t.Logf("%-48s knob %-7.4g %v preemptions %d/%d kv max %.2f%s", name, x.knob, x.ch, x.pre[0], x.pre[1], x.kv, ref)
+		switch {
+		case x.c.Name == "admission-rejections" && !(refused >= 0.05):
+			t.Errorf("%s: %.1f%% of the incident's requests refused at admission, want a material share (>= 5%%)", name, 100*refused)
+		case x.c.Name != "admission-rejections" && x.refused > 0:
+			t.Errorf("%s: %d requests refused at admission, want none", name, x.refused)
+		}
+		if x.c.Name == "admission-rejections" {
+			// Its incident is the 503s; the admitted requests run in a
+			// fuller batch, slower by design (no severity).
+			continue
+		}
 		if !x.c.Incident() {
 			if r >= 1.2 || math.IsNaN(r) {
 				t.Errorf("%s: a case without knob (a counter-case, stale-gauges) moved its symptom: %v", name, x.ch)

@@ -104,11 +104,14 @@ type engineStats struct {
 	prefixQueries, prefixHits float64
 	success                   [3]float64 // stop, length, abort
 	http2xx, http4xx          float64
-	http5xx, first5xx         float64 // HTTP 500 answers; first one, NaN before
-	reqBytes, respBytes       float64
-	gpuBusy                   float64 // seconds
-	cpuSeconds                float64 // API server + engine CPU time
-	firstOK, first4xx         float64 // first HTTP 2xx / 4xx, NaN before
+	http5xx, first5xx         float64 // HTTP 500 and 503 answers; first one, NaN before
+	// refused counts the requests refused at admission (HTTP 503), by
+	// admissionReasons.
+	refused             [2]float64
+	reqBytes, respBytes float64
+	gpuBusy             float64 // seconds
+	cpuSeconds          float64 // API server + engine CPU time
+	firstOK, first4xx   float64 // first HTTP 2xx / 4xx, NaN before
 	// speculative decoding: drafts, draft tokens, accepted tokens, and
 	// accepted tokens by draft position
 	specDrafts, specDraftTok, specAccepted float64

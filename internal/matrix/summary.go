@@ -15,7 +15,7 @@ var verdictColumns = []string{
 	"queue-sustained", "queue-burst", "prefill-long-prompts", "prefix-cache-loss",
 	"decode-pressure", "kv-preemption", "outside-gpu", "replica-hotspot",
 	"engine-stall", "stale-gauges", "admission-deferral", "engine-imbalance",
-	"preemption-thrash", "spec-decode-acceptance",
+	"preemption-thrash", "spec-decode-acceptance", "admission-rejections",
 	"no-incident", "undetermined",
 }
 
@@ -27,6 +27,7 @@ var short = map[string]string{
 	"undetermined": "undet", "proxy-network": "proxy",
 	"engine-stall": "stall", "stale-gauges": "stale", "admission-deferral": "deferral",
 	"engine-imbalance": "imbalance", "preemption-thrash": "thrash", "spec-decode-acceptance": "spec",
+	"admission-rejections": "rejects",
 }
 
 func abbrev(v string) string {
