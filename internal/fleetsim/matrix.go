@@ -463,8 +463,8 @@ func matrixCases() []MatrixCase {
 			},
 		},
 		{
-			Name: "healthy-pd", Expect: "no-incident", Symptom: SymptomTTFT,
-			Description: "prefill/decode disaggregation: half the pods (at least one) prefill, the others decode, at the base load over a healthy KV link; nothing changes. The roles' load shares, TTFTs and request counts differ by role (each request is counted by both its pods): none of it is an incident",
+			Name: "healthy-pd", Expect: "no-incident", Symptom: SymptomTTFT, TSDB: true,
+			Description: "prefill/decode disaggregation: half the pods (at least one) prefill, the others decode, at the base load over a healthy KV link; nothing changes. The roles' load shares, TTFTs and request counts differ by role (each request is counted by both its pods): none of it is an incident. Read from a TSDB, whose series carry the role as the pod label llm_d_ai_role (pd-kv-transfer, read from dumps, has the roles told by the metrics' shape)",
 			build: func(pods int, seed uint64, _ float64, sp span) Config {
 				return pdPods(pods)
 			},
