@@ -119,11 +119,12 @@
 // Tensor parallelism, speculative decoding, LoRA, multi-modal inputs,
 // sampling with n > 1, CPU swap (V0), priority scheduling and KV
 // connectors other than the prefill/decode NIXL transfer are not
-// modelled. In prefill/decode disaggregation the prefill pod frees a
-// request's blocks as soon as it answers (vLLM keeps them until the
-// decode pod has read them or their lease expires), transfers never fail
-// and do not share the link's bandwidth, and the decode pod reads the
-// whole prompt (no local prefix-cache hit). Only shared prefixes declared by the
+// modelled. In prefill/decode disaggregation the prefill pod holds a
+// request's blocks for one transfer time after it answers (vLLM frees
+// them when the decode pod has read them, after its own queue, or when
+// their lease expires), transfers never fail and do not share the link's
+// bandwidth, and the decode pod reads the whole prompt (no local
+// prefix-cache hit). Only shared prefixes declared by the
 // workload are cached (vLLM also reuses a preempted request's own blocks;
 // here a preempted request recomputes everything but its shared prefix).
 // The data-parallel load balancer is round-robin rather than

@@ -141,6 +141,11 @@ type engine struct {
 	link    *KVLink
 	kvTok   float64
 	pulling []*seq
+	// holdLink is the KV link of a prefill pod (nil otherwise), whose
+	// finished requests keep their blocks in lingering until the decode
+	// pod has read them (at readyAt).
+	holdLink  *KVLink
+	lingering []*seq
 }
 
 func newEngine(cfg *EngineConfig, lay *layout, slow []slowWin, timeout float64, rng *rand.Rand, recs []Request, start float64) *engine {
@@ -588,6 +593,24 @@ func (e *engine) pulledKV() {
 	}
 }
 
+// freeRead releases the blocks of the finished requests of a prefill pod
+// whose KV the decode pod has read by now.
+func (e *engine) freeRead() {
+	if len(e.lingering) == 0 {
+		return
+	}
+	kept := e.lingering[:0]
+	for _, s := range e.lingering {
+		if s.readyAt <= e.now {
+			e.release(s)
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	clear(e.lingering[len(kept):])
+	e.lingering = kept
+}
+
 // nextPulled is the earliest time a KV read completes, +Inf for none.
 func (e *engine) nextPulled() float64 {
 	t := math.Inf(1)
@@ -822,7 +845,17 @@ func (e *engine) removeDone(t float64) {
 
 // finish records a completed request at t.
 func (e *engine) finish(s *seq, t float64) {
-	e.release(s)
+	if e.holdLink != nil {
+		// A prefill pod keeps the request's blocks until the decode pod
+		// has read them (the NIXL connector frees them on the decode
+		// pod's notification; vLLM's request_finished delays the free):
+		// here for one transfer over the link from now.
+		bytes := float64(ceilDiv(s.r.prompt, e.B)*e.B) * e.kvTok
+		s.readyAt = t + e.holdLink.transferTime(t, bytes)
+		e.lingering = append(e.lingering, s)
+	} else {
+		e.release(s)
+	}
 	r := s.r
 	reason, name := reasonStop, "stop"
 	// vLLM V1's check_stop tests the length limits before EOS.
@@ -905,6 +938,7 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 		e.massAbort()
 		e.undefer()
 		e.pulledKV()
+		e.freeRead()
 		for si < len(scrapes) && scrapes[si] <= e.now {
 			snaps = append(snaps, e.snapshot(scrapes[si]))
 			si++

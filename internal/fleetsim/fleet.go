@@ -421,8 +421,11 @@ func simulatePod(f *Fleet, i int, reqs []*request, rng *rand.Rand, noMacro bool,
 			})
 			erng := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
 			e := newEngine(pc.Engine, lay, slow, c.Workload.ClientTimeout.Seconds(), erng, recs, L.from)
-			if pc.Role == RoleDecode {
+			switch pc.Role {
+			case RoleDecode:
 				e.link, e.kvTok = &c.KVLink, pc.Engine.Memory.KVBytesPerToken
+			case RolePrefill:
+				e.holdLink, e.kvTok = &c.KVLink, pc.Engine.Memory.KVBytesPerToken
 			}
 			e.noMacro = noMacro
 			e.deadline = c.Workload.ClientDeadline.Seconds()
