@@ -597,18 +597,25 @@ func (c *factCtx) replicaShareMax(w evalWindow) rules.Fact {
 	if !c.sc.has(catalog.SignalRequestSuccess) {
 		return rules.MissingFact(c.missingSignal(catalog.SignalRequestSuccess))
 	}
-	type rv struct{ done, engines float64 }
+	type rv struct {
+		done, engines float64
+		role          pdRole
+	}
 	var vals []rv
 	total, engines := 0.0, 0.0
+	var roleTotal, roleEngines [3]float64
+	roles, pd := c.roleGroups(w)
 	for r := range c.sc.replicas {
 		inc, err := c.sc.replicaCounter(catalog.SignalRequestSuccess, r, w.w, nil)
 		if err != nil {
 			continue
 		}
 		e := float64(max(1, len(c.sc.engineValues(r))))
-		vals = append(vals, rv{inc.Value, e})
+		vals = append(vals, rv{inc.Value, e, roles[r]})
 		total += inc.Value
 		engines += e
+		roleTotal[roles[r]] += inc.Value
+		roleEngines[roles[r]] += e
 	}
 	if len(vals) < 2 {
 		return rules.MissingFact("fewer than two replicas with completions in the window")
@@ -618,11 +625,41 @@ func (c *factCtx) replicaShareMax(w evalWindow) rules.Fact {
 	}
 	top := 0.0
 	for _, v := range vals {
-		top = math.Max(top, (v.done/total)/(v.engines/engines))
+		if !(roleTotal[v.role] > 0) {
+			continue
+		}
+		top = math.Max(top, (v.done/roleTotal[v.role])/(v.engines/roleEngines[v.role]))
 	}
-	f := rules.Measured(top).WithSource(c.sc.source(catalog.SignalRequestSuccess) + " per replica, fair share by engine count")
+	src := c.sc.source(catalog.SignalRequestSuccess) + " per replica, fair share by engine count"
+	if pd {
+		src += roleNote
+	}
+	f := rules.Measured(top).WithSource(src)
 	f.Count = total
 	return f
+}
+
+// roleNote ends the source of a fact that compares each replica with the
+// replicas of its prefill/decode role.
+const roleNote = ", within each prefill/decode role"
+
+// roleGroups returns the prefill/decode role of every replica of the
+// scope over w (roleOf; roleNone for all in an aggregated fleet) and
+// whether any replica has one. Facts that compare a replica with the
+// others (its share of the load, its TTFT) compare it with the replicas
+// of its own role: a prefill instance serves the prompt of every request
+// it takes with one output token, a decode instance its whole output, so
+// their shares of the completions (each request completes on both) and
+// their TTFTs (the decode instance's starts after the prefill, vLLM
+// #29474) differ by role, not by health.
+func (c *factCtx) roleGroups(w evalWindow) ([]pdRole, bool) {
+	roles := make([]pdRole, len(c.sc.replicas))
+	pd := false
+	for r := range c.sc.replicas {
+		roles[r], _ = c.roleOf(r, w)
+		pd = pd || roles[r] != roleNone
+	}
+	return roles, pd
 }
 
 // engineValues returns the engine label values of replica r's completions.
@@ -662,7 +699,9 @@ func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
 		return rules.MissingFact("fleet TTFT p95 is not positive")
 	}
 	empty := fleet.Histogram.Scale(0)
-	worst, n := math.NaN(), 0
+	roles, pd := c.roleGroups(w)
+	hs := make([]*histogram.Histogram, len(c.sc.replicas))
+	var byRole [3][]histogram.Histogram
 	for r := range c.sc.replicas {
 		res := c.sc.replicaHist(catalog.SignalTTFT, r, w.w)
 		if res.err != nil || res.inc.Histogram.Total() < c.sc.set.Thresholds.MinSamples {
@@ -676,13 +715,43 @@ func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
 			}
 			h = m.Histogram
 		}
+		hs[r] = &h
+		byRole[roles[r]] = append(byRole[roles[r]], h)
+	}
+	// Each replica against the p95 of its role (the fleet's without
+	// roles).
+	var roleQ [3]float64
+	for k := range roleQ {
+		roleQ[k] = fq.Value
+		if pd && len(byRole[k]) > 0 {
+			m, err := histogram.Merge(byRole[k]...)
+			if err != nil {
+				return rules.MissingFact(err.Error())
+			}
+			roleQ[k] = m.Histogram.Quantile(0.95).Value
+		}
+	}
+	worst, n := math.NaN(), 0
+	for r, h := range hs {
+		if h == nil || !(roleQ[roles[r]] > 0) {
+			continue
+		}
 		n++
-		if q := h.Quantile(0.95).Value; !(q <= worst) {
+		q := h.Quantile(0.95).Value
+		if pd {
+			q /= roleQ[roles[r]]
+		}
+		if !(q <= worst) {
 			worst = q
 		}
 	}
 	if n < 2 {
 		return rules.MissingFact(fmt.Sprintf("fewer than two replicas with >= %g requests", c.sc.set.Thresholds.MinSamples))
+	}
+	if pd {
+		f := rules.Measured(worst).WithSource(c.sc.source(catalog.SignalTTFT) + " per replica over its role's p95" + roleNote)
+		f.Count = fq.Count
+		return f
 	}
 	f := rules.Measured(worst / fq.Value).WithSource(c.sc.source(catalog.SignalTTFT) + " per replica")
 	f.Count = fq.Count

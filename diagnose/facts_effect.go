@@ -752,7 +752,11 @@ func (c *factCtx) replicaLoadShareMax(w evalWindow) rules.Fact {
 			top, who = l.share, c.sc.replicas[l.r].t.Name
 		}
 	}
-	f := rules.Measured(top).WithSource(fmt.Sprintf("%s: arrivals (completions + growth of waiting and running) per replica, fair share by engine count", who))
+	src := fmt.Sprintf("%s: arrivals (completions + growth of waiting and running) per replica, fair share by engine count", who)
+	if _, pd := c.roleGroups(w); pd {
+		src += roleNote
+	}
+	f := rules.Measured(top).WithSource(src)
 	f.Count = total
 	return f
 }
@@ -773,6 +777,8 @@ func (c *factCtx) replicaLoads(w evalWindow) ([]replicaLoad, string) {
 	var vals []replicaLoad
 	var engs []float64
 	total, engines := 0.0, 0.0
+	var roleTotal, roleEngines [3]float64
+	roles, _ := c.roleGroups(w)
 	for r := range c.sc.replicas {
 		inc, err := c.sc.replicaCounter(catalog.SignalRequestSuccess, r, w.w, nil)
 		if err != nil {
@@ -799,6 +805,8 @@ func (c *factCtx) replicaLoads(w evalWindow) ([]replicaLoad, string) {
 		engs = append(engs, e)
 		total += math.Max(load, 0)
 		engines += e
+		roleTotal[roles[r]] += math.Max(load, 0)
+		roleEngines[roles[r]] += e
 	}
 	if len(vals) < 2 {
 		return nil, "fewer than two replicas in rotation (serving or holding requests) in the window"
@@ -806,8 +814,13 @@ func (c *factCtx) replicaLoads(w evalWindow) ([]replicaLoad, string) {
 	if !(total > 0) {
 		return nil, "no request arrived in the window"
 	}
+	// A replica's fair share is among the replicas of its prefill/decode
+	// role (roleGroups); without roles, among all.
 	for i := range vals {
-		vals[i].share = (vals[i].load / total) / (engs[i] / engines)
+		k := roles[vals[i].r]
+		if roleTotal[k] > 0 {
+			vals[i].share = (vals[i].load / roleTotal[k]) / (engs[i] / roleEngines[k])
+		}
 	}
 	return vals, ""
 }

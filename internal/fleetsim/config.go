@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -66,6 +67,70 @@ type Config struct {
 	// 0.30: preemptions of each finished request, buckets 1, 2, 3, 4, 5,
 	// 10, 20) on V1 pods.
 	RequestPreemptions bool
+	// KVLink is the network between prefill and decode pods; used only
+	// when pods have roles (PodConfig.Role).
+	KVLink KVLink
+}
+
+// Roles of prefill/decode disaggregation (PodConfig.Role), the values of
+// llm-d's pod label llm-d.ai/role.
+const (
+	RolePrefill = "prefill"
+	RoleDecode  = "decode"
+)
+
+// RoleLabel is the label the role of a pod reaches Prometheus under:
+// llm-d labels its model-server pods llm-d.ai/role=prefill|decode, and a
+// PodMonitor or scrape config that maps the pod labels
+// (__meta_kubernetes_pod_label_<name>, with every character a label name
+// cannot hold turned into "_") stores it as llm_d_ai_role.
+const RoleLabel = "llm_d_ai_role"
+
+// KVLink is the KV-cache transfer path of prefill/decode disaggregation
+// (vLLM's NIXL connector, vllm/distributed/kv_transfer/kv_connector/v1/
+// nixl): after a prefill pod has computed a request's prompt (it serves
+// the request with max_tokens=1), the decode pod reads the prompt's KV
+// blocks over the link, then decodes. One transfer of b bytes takes
+// Latency + b/Bandwidth.
+type KVLink struct {
+	// Bandwidth in bytes per second of one transfer; zero means 12.5e9
+	// (100 Gb/s RDMA).
+	Bandwidth float64
+	// Latency is the fixed cost of one transfer (handshake, RDMA post,
+	// notification); zero means 2 ms.
+	Latency time.Duration
+	// Degradations are periods in which the link is slower.
+	Degradations []KVLinkDegradation
+}
+
+// KVLinkDegradation divides the link's bandwidth by Factor (> 1: a
+// congested fabric, RDMA falling back to TCP) and adds Latency to every
+// transfer that starts in [From, To).
+type KVLinkDegradation struct {
+	From, To time.Duration
+	Factor   float64
+	Latency  time.Duration
+}
+
+// transferTime is how long a transfer of bytes starting at t (offset
+// seconds) takes.
+func (l *KVLink) transferTime(t, bytes float64) float64 {
+	bw, lat := l.Bandwidth, l.Latency.Seconds()
+	for _, d := range l.Degradations {
+		if t >= d.From.Seconds() && t < d.To.Seconds() {
+			if d.Factor > 0 {
+				bw /= d.Factor
+			}
+			lat += d.Latency.Seconds()
+		}
+	}
+	return lat + bytes/bw
+}
+
+// disaggregated reports whether the fleet's pods have prefill/decode
+// roles.
+func (c *Config) disaggregated() bool {
+	return slices.ContainsFunc(c.Pods, func(p PodConfig) bool { return p.Role != "" })
 }
 
 // PodConfig describes one replica (one Kubernetes pod running one vLLM API
@@ -105,6 +170,13 @@ type PodConfig struct {
 	Deferrals []Deferral
 	// Sleeps lists periods in which the pod's engines sleep (see Sleep).
 	Sleeps []Sleep
+	// Role is the pod's role in prefill/decode disaggregation: ""
+	// (aggregated, the default), RolePrefill or RoleDecode. When any pod
+	// has a role, every pod must have one, with at least one of each:
+	// every request is prefilled on a prefill pod, its KV sent over
+	// Config.KVLink, and decoded on a decode pod (see KVLink). Roles need
+	// VersionV1, whose pods then export the NIXL connector's families.
+	Role string
 }
 
 // AbandonAccounting is how a vLLM version accounts for a request whose
@@ -548,6 +620,9 @@ func (c Config) withDefaults() (Config, error) {
 			}
 		}
 	}
+	if err := c.checkRoles(); err != nil {
+		return c, err
+	}
 	if len(c.Workload.Phases) == 0 {
 		c.Workload.Phases = []Phase{DefaultPhase}
 	}
@@ -568,6 +643,41 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// checkRoles validates the pods' roles and fills KVLink's defaults when
+// the fleet is disaggregated.
+func (c *Config) checkRoles() error {
+	if !c.disaggregated() {
+		return nil
+	}
+	n := map[string]int{}
+	for _, p := range c.Pods {
+		switch p.Role {
+		case RolePrefill, RoleDecode:
+		default:
+			return fmt.Errorf("fleetsim: pod %s: role %q: with roles every pod is %q or %q", p.Name, p.Role, RolePrefill, RoleDecode)
+		}
+		if p.Version != VersionV1 {
+			return fmt.Errorf("fleetsim: pod %s: roles need VersionV1 (the NIXL connector's metrics)", p.Name)
+		}
+		n[p.Role]++
+	}
+	if n[RolePrefill] == 0 || n[RoleDecode] == 0 {
+		return errors.New("fleetsim: a disaggregated fleet needs at least one prefill and one decode pod")
+	}
+	l := &c.KVLink
+	if l.Bandwidth == 0 {
+		l.Bandwidth = 12.5e9
+	}
+	if l.Latency == 0 {
+		l.Latency = 2 * time.Millisecond
+	}
+	if l.Bandwidth < 0 || l.Latency < 0 {
+		return errors.New("fleetsim: KVLink: negative bandwidth or latency")
+	}
+	l.Degradations = slices.Clone(l.Degradations)
+	return nil
 }
 
 // withDefaults fills the zero fields of e from DefaultEngine.

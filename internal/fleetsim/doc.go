@@ -67,6 +67,16 @@
 // (engine="0", "1"). [Scrape.DCGM] renders the NVIDIA DCGM exporter's page
 // (utilisation in percent or as a ratio, see [GPUExporter]).
 //
+// Pods may take prefill/decode roles ([PodConfig.Role], llm-d's pod label
+// llm-d.ai/role, stored as the target label [RoleLabel]): every request
+// is then prefilled on a prefill pod (max_tokens=1), its prompt's KV read
+// by a decode pod over [Config.KVLink] (Latency + bytes / Bandwidth, with
+// [KVLinkDegradation]s) while it waits there with its blocks allocated,
+// then decoded. Both roles export the NIXL connector's families
+// (vllm:nixl_xfer_time_seconds, ...), the decode pods observe the
+// transfers, and each role's own TTFT histogram shows its leg only: the
+// decode pod's starts when the prefill leg has answered (vLLM #29474).
+//
 // [Fleet.WriteDumps] writes DIR/<pod>/<time>.prom (plus dcgm-<time>.prom)
 // or a flat layout, optionally gzipped; [Fleet.WriteFederate] writes
 // concatenated /federate responses; [Fleet.WriteOpenMetrics] writes one
@@ -110,8 +120,14 @@
 // # Simplifications
 //
 // Tensor parallelism, speculative decoding, LoRA, multi-modal inputs,
-// sampling with n > 1, CPU swap (V0), priority scheduling and the KV
-// connector are not modelled. Only shared prefixes declared by the
+// sampling with n > 1, CPU swap (V0), priority scheduling and KV
+// connectors other than the prefill/decode NIXL transfer are not
+// modelled. In prefill/decode disaggregation the prefill pod holds a
+// request's blocks for one transfer time after it answers (vLLM frees
+// them when the decode pod has read them, after its own queue, or when
+// their lease expires), transfers never fail and do not share the link's
+// bandwidth, and the decode pod reads the whole prompt (no local
+// prefix-cache hit). Only shared prefixes declared by the
 // workload are cached (vLLM also reuses a preempted request's own blocks;
 // here a preempted request recomputes everything but its shared prefix).
 // The data-parallel load balancer is round-robin rather than

@@ -34,6 +34,12 @@ type seq struct {
 	lastTok    float64
 	counted    bool // prompt tokens counted
 	done       bool
+	// remote: the prompt's KV is to be read from a prefill pod (the
+	// decode leg of a disaggregated request; cleared by a preemption,
+	// after which the engine recomputes it); pulled: its blocks are
+	// allocated and the read is under way or done, ready at readyAt.
+	remote, pulled bool
+	readyAt        float64
 }
 
 // costs is CostModel in seconds.
@@ -136,6 +142,16 @@ type engine struct {
 	maxQueuedReqs   int
 	maxQueuedTokens int64
 	prefillTokens   int64
+	// link is the KV link of a decode pod (nil otherwise); kvTok the KV
+	// bytes of one token; pulling the sequences whose KV is being read.
+	link    *KVLink
+	kvTok   float64
+	pulling []*seq
+	// holdLink is the KV link of a prefill pod (nil otherwise), whose
+	// finished requests keep their blocks in lingering until the decode
+	// pod has read them (at readyAt).
+	holdLink  *KVLink
+	lingering []*seq
 }
 
 func newEngine(cfg *EngineConfig, lay *layout, slow []slowWin, timeout float64, rng *rand.Rand, recs []Request, start float64) *engine {
@@ -275,6 +291,7 @@ func (e *engine) release(s *seq) {
 func (e *engine) preempt(s *seq) {
 	e.release(s)
 	s.computed = 0
+	s.remote = false
 	s.preempts++
 	e.st.preemptions++
 	e.front = append(e.front, s)
@@ -313,7 +330,7 @@ func (e *engine) enqueue(r *request, s *seq) {
 		rec.Finished = dur(r.engArr)
 		return
 	}
-	*s = seq{r: r, numTokens: r.prompt, firstSched: math.NaN(), firstTok: math.NaN()}
+	*s = seq{r: r, numTokens: r.prompt, firstSched: math.NaN(), firstTok: math.NaN(), remote: r.remote}
 	s.target = min(r.want, r.maxTokens, e.maxLen-r.prompt)
 	e.prefillTokens += int64(r.prompt)
 	e.push(s)
@@ -399,6 +416,7 @@ func (e *engine) expire() {
 		kept := e.front[:0]
 		for _, s := range e.front {
 			if s.r.arrival+e.deadline <= e.now {
+				e.release(s) // a decode leg whose KV arrived holds blocks
 				e.abandon(s)
 			} else {
 				kept = append(kept, s)
@@ -478,6 +496,12 @@ func (e *engine) admit(budget int32) int32 {
 		if w == nil {
 			break
 		}
+		if w.remote {
+			if !e.admitRemote(w, &budget) {
+				break
+			}
+			continue
+		}
 		var (
 			g           *group
 			hit, shared int32
@@ -553,6 +577,99 @@ func (e *engine) admit(budget int32) int32 {
 		budget -= n
 	}
 	return budget
+}
+
+// admitRemote admits the head of the queue, w, whose prompt KV lives on a
+// prefill pod, as vLLM's scheduler does with the NIXL connector
+// (vllm/v1/core/sched/scheduler.py, WAITING_FOR_REMOTE_KVS): the first
+// time, it allocates the prompt's blocks and starts the read, and the
+// request waits (it still counts in num_requests_waiting, and is not yet
+// scheduled: its queue time includes the transfer); once the KV has
+// arrived, it is scheduled with every prompt token but the last
+// computed, so that its first step computes one token and emits the
+// first. It reports false, changing nothing, when the blocks do not fit.
+func (e *engine) admitRemote(w *seq, budget *int32) bool {
+	if !w.pulled {
+		need := ceilDiv(w.numTokens, e.B)
+		if !e.alloc(need) {
+			return false
+		}
+		e.pop()
+		w.own, w.pulled = need, true
+		w.computed = w.numTokens - 1
+		// Whole blocks travel; one descriptor per block, layer and K/V
+		// plane (an 8B model's 32 layers: 64 per block).
+		bytes := float64(need*e.B) * e.kvTok
+		x := e.link.transferTime(e.now, bytes)
+		w.readyAt = e.now + x
+		desc := float64(need) * 64
+		e.st.observe(hNixlXfer, x)
+		e.st.observe(hNixlPost, 20e-6+0.05e-6*desc)
+		e.st.observe(hNixlBytes, bytes)
+		e.st.observe(hNixlDesc, desc)
+		e.pulling = append(e.pulling, w)
+		return true
+	}
+	e.pop()
+	w.remote = false
+	w.sched = w.numTokens - w.computed
+	if math.IsNaN(w.firstSched) {
+		w.firstSched = e.now
+	}
+	e.running = append(e.running, w)
+	e.sched = append(e.sched, w)
+	*budget -= w.sched
+	return true
+}
+
+// pulledKV moves the sequences whose KV has arrived by now to the head of
+// the waiting queue, soonest first.
+func (e *engine) pulledKV() {
+	if len(e.pulling) == 0 {
+		return
+	}
+	kept := e.pulling[:0]
+	var ready []*seq
+	for _, s := range e.pulling {
+		if s.readyAt <= e.now {
+			ready = append(ready, s)
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	clear(e.pulling[len(kept):])
+	e.pulling = kept
+	// e.front's last element is the head: push the latest first.
+	for i := len(ready) - 1; i >= 0; i-- {
+		e.front = append(e.front, ready[i])
+	}
+}
+
+// freeRead releases the blocks of the finished requests of a prefill pod
+// whose KV the decode pod has read by now.
+func (e *engine) freeRead() {
+	if len(e.lingering) == 0 {
+		return
+	}
+	kept := e.lingering[:0]
+	for _, s := range e.lingering {
+		if s.readyAt <= e.now {
+			e.release(s)
+		} else {
+			kept = append(kept, s)
+		}
+	}
+	clear(e.lingering[len(kept):])
+	e.lingering = kept
+}
+
+// nextPulled is the earliest time a KV read completes, +Inf for none.
+func (e *engine) nextPulled() float64 {
+	t := math.Inf(1)
+	for _, s := range e.pulling {
+		t = min(t, s.readyAt)
+	}
+	return t
 }
 
 // step runs one engine iteration: schedule, execute, emit tokens, finish.
@@ -781,7 +898,17 @@ func (e *engine) removeDone(t float64) {
 
 // finish records a completed request at t.
 func (e *engine) finish(s *seq, t float64) {
-	e.release(s)
+	if e.holdLink != nil {
+		// A prefill pod keeps the request's blocks until the decode pod
+		// has read them (the NIXL connector frees them on the decode
+		// pod's notification; vLLM's request_finished delays the free):
+		// here for one transfer over the link from now.
+		bytes := float64(ceilDiv(s.r.prompt, e.B)*e.B) * e.kvTok
+		s.readyAt = t + e.holdLink.transferTime(t, bytes)
+		e.lingering = append(e.lingering, s)
+	} else {
+		e.release(s)
+	}
 	r := s.r
 	reason, name := reasonStop, "stop"
 	// vLLM V1's check_stop tests the length limits before EOS.
@@ -840,7 +967,7 @@ func (e *engine) snapshot(t float64) (snap engineSnap) {
 		t:           t,
 		at:          e.now,
 		running:     len(e.running),
-		waiting:     e.waitingLen() + len(e.deferred),
+		waiting:     e.waitingLen() + len(e.deferred) + len(e.pulling),
 		deferred:    len(e.deferred),
 		byReason:    len(e.deferrals) > 0,
 		asleep:      asleepAt(e.sleeps, t),
@@ -863,6 +990,8 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 		e.expire()
 		e.massAbort()
 		e.undefer()
+		e.pulledKV()
+		e.freeRead()
 		for si < len(scrapes) && scrapes[si] <= e.now {
 			snaps = append(snaps, e.snapshot(scrapes[si]))
 			si++
@@ -885,7 +1014,7 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 			if e.freezeAt > e.now {
 				next = min(next, e.freezeAt)
 			}
-			next = min(next, e.nextUndefer())
+			next = min(next, e.nextUndefer(), e.nextPulled())
 			e.now = next
 			e.prevEnd = math.Inf(-1)
 			continue
@@ -903,6 +1032,7 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 		if e.freezeAt > e.now {
 			next = min(next, e.freezeAt)
 		}
+		next = min(next, e.nextPulled())
 		if to, ok := e.stallUntil(e.now); ok {
 			// The scheduler stands still: only arrivals and scrapes
 			// happen until the stall ends.
@@ -938,6 +1068,9 @@ func (e *engine) run(reqs []*request, scrapes []float64, end float64, left Statu
 		mark(s)
 	}
 	for _, s := range e.deferred {
+		mark(s)
+	}
+	for _, s := range e.pulling {
 		mark(s)
 	}
 	for _, r := range reqs[i:] {

@@ -206,6 +206,29 @@ func (b *famBuilder) v1Families() {
 	}
 	b.requestHists("Histogram of e2e request latency in seconds.")
 	b.cacheConfig()
+	b.nixlFamilies()
+}
+
+// nixlFamilies adds the NIXL KV connector's families on a pod with a
+// prefill/decode role, as NixlPromMetrics registers them
+// (vllm/distributed/kv_transfer/kv_connector/v1/nixl/stats.py @
+// bd33ba3ea6d0202d5d6fe7e21c9b1d36374fc638; labels model_name and engine,
+// every engine's series created at start-up, so that a prefill pod
+// exports them all with nothing observed): the decode pod, which reads
+// the KV, observes each transfer. The simulator's link never fails: the
+// failure and expiry counters stay at zero.
+func (b *famBuilder) nixlFamilies() {
+	if b.sc.pod.fleet.Config.Pods[b.sc.pod.Index].Role == "" {
+		return
+	}
+	b.hist("vllm:nixl_xfer_time_seconds", "Histogram of transfer duration for NIXL KV Cache transfers.", hNixlXfer)
+	b.hist("vllm:nixl_post_time_seconds", "Histogram of transfer post time for NIXL KV Cache transfers.", hNixlPost)
+	b.hist("vllm:nixl_bytes_transferred", "Histogram of bytes transferred per NIXL KV Cache transfers.", hNixlBytes)
+	b.hist("vllm:nixl_num_descriptors", "Histogram of number of descriptors per NIXL  KV Cache transfers.", hNixlDesc)
+	zero := func(*engineStats) float64 { return 0 }
+	b.counter("vllm:nixl_num_failed_transfers", "Number of failed NIXL KV Cache transfers.", zero)
+	b.counter("vllm:nixl_num_failed_notifications", "Number of failed NIXL KV Cache notifications.", zero)
+	b.counter("vllm:nixl_num_kv_expired_reqs", "Number of requests that had their KV expire. NOTE: This metric is tracked on the P instance.", zero)
 }
 
 // requestHists adds the per-request phase histograms.

@@ -68,10 +68,17 @@ func (e *engine) massAbort() {
 	clear(e.running)
 	e.running = e.running[:0]
 	for _, s := range e.front {
+		e.release(s) // a decode leg whose KV arrived holds blocks
 		e.abandon(s)
 	}
 	clear(e.front)
 	e.front = e.front[:0]
+	for _, s := range e.pulling {
+		e.release(s)
+		e.abandon(s)
+	}
+	clear(e.pulling)
+	e.pulling = e.pulling[:0]
 	for e.qh < len(e.queue) {
 		s := e.queue[e.qh]
 		e.popQueue()

@@ -66,6 +66,11 @@ type Request struct {
 	ID     int
 	Pod    int // index in Fleet.Pods, -1 if no pod was up
 	Engine int
+	// PrefillPod is, in a disaggregated fleet, the prefill pod that
+	// computed the prompt (Pod and Engine are then the decode pod's);
+	// -1 otherwise. The request's times are the user's: Arrival at the
+	// first pod, FirstToken and Finished on the decode pod.
+	PrefillPod int
 	// Arrival at the API server; Queued when it reached the engine.
 	Arrival, Queued time.Duration
 	// Scheduled is the first scheduling, FirstToken the first output
@@ -215,7 +220,7 @@ func run(cfg Config, noMacro bool) (*Fleet, error) {
 	for i := range reqs {
 		r := &reqs[i]
 		f.Requests[i] = Request{
-			ID: i, Pod: int(r.pod), Engine: int(r.engine),
+			ID: i, Pod: int(r.pod), Engine: int(r.engine), PrefillPod: -1,
 			Arrival: dur(r.arrival), Queued: NaNDuration,
 			Scheduled: NaNDuration, FirstToken: NaNDuration, Finished: NaNDuration,
 			PromptTokens: int(r.prompt), MaxTokens: int(r.maxTokens),
@@ -231,6 +236,10 @@ func run(cfg Config, noMacro bool) (*Fleet, error) {
 		}
 		perPod[r.pod] = append(perPod[r.pod], r)
 	}
+	if c.disaggregated() {
+		runDisaggregated(f, reqs, perPod, noMacro)
+		return f, nil
+	}
 	// Pods are independent once requests are routed: simulate them in
 	// parallel, each with its own generator drawn in pod order so that the
 	// result does not depend on scheduling.
@@ -243,15 +252,93 @@ func run(cfg Config, noMacro bool) (*Fleet, error) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			f.Pods[i] = simulatePod(f, i, perPod[i], prng, noMacro)
+			f.Pods[i] = simulatePod(f, i, perPod[i], prng, noMacro, f.Requests)
 		})
 	}
 	wg.Wait()
 	return f, nil
 }
 
-// simulatePod runs every process lifetime of pod i.
-func simulatePod(f *Fleet, i int, reqs []*request, rng *rand.Rand, noMacro bool) *Pod {
+// runDisaggregated simulates a fleet with prefill and decode pods: the
+// prefill pods first, each request's prefill leg asking for one token
+// (max_tokens=1, as llm-d's routing sidecar and vLLM's toy proxy send
+// it), then the decode pods, whose leg of each request arrives when its
+// prefill leg has finished and reads the prompt's KV over the KV link.
+// The ground truth of a request is the user's: its arrival, the decode
+// pod's first token and finish.
+func runDisaggregated(f *Fleet, reqs []request, perPod [][]*request, noMacro bool) {
+	c := &f.Config
+	rng := rand.New(rand.NewPCG(c.Seed, 0x5851f42d4c957f2d))
+	prngs := make([]*rand.Rand, len(c.Pods))
+	for i := range prngs {
+		prngs[i] = rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+	}
+	f.Pods = make([]*Pod, len(c.Pods))
+	// The prefill legs, with their own records.
+	pre := slices.Clone(f.Requests)
+	legs := make([]request, len(reqs))
+	for i := range reqs {
+		legs[i] = reqs[i]
+		legs[i].maxTokens = 1
+	}
+	perRole := func(role string, recs []Request) {
+		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+		var wg sync.WaitGroup
+		for i := range c.Pods {
+			if c.Pods[i].Role != role {
+				continue
+			}
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				f.Pods[i] = simulatePod(f, i, perPod[i], prngs[i], noMacro, recs)
+			})
+		}
+		wg.Wait()
+	}
+	for pi := range perPod {
+		for k, r := range perPod[pi] {
+			perPod[pi][k] = &legs[r.id]
+		}
+	}
+	perRole(RolePrefill, pre)
+	// The decode legs: sent once the prefill leg has answered.
+	perPod = make([][]*request, len(c.Pods))
+	dec := make([]request, len(reqs))
+	for i := range reqs {
+		r := &reqs[i]
+		p := &pre[i]
+		rec := &f.Requests[i]
+		rec.PrefillPod = int(r.pod)
+		if r.pod < 0 {
+			continue
+		}
+		rec.Pod, rec.Engine = int(r.dpod), int(r.deng)
+		if p.Status != StatusFinished || r.dpod < 0 {
+			// The prefill leg failed or never ended, or no decode pod
+			// was up: so did the request.
+			*rec = *p
+			rec.Pod, rec.Engine, rec.PrefillPod = int(r.dpod), int(r.deng), int(r.pod)
+			if p.Status == StatusFinished {
+				rec.Status, rec.FinishReason = StatusLost, ""
+				rec.FirstToken = NaNDuration
+			}
+			continue
+		}
+		d := *r
+		d.pod, d.engine = r.dpod, r.deng
+		d.arrival = p.Finished.Seconds()
+		d.group, d.prefixLen = -1, 0
+		d.remote = true
+		dec[i] = d
+		perPod[d.pod] = append(perPod[d.pod], &dec[i])
+	}
+	perRole(RoleDecode, f.Requests)
+}
+
+// simulatePod runs every process lifetime of pod i, writing the fate of
+// its requests into recs.
+func simulatePod(f *Fleet, i int, reqs []*request, rng *rand.Rand, noMacro bool, recs []Request) *Pod {
 	c := &f.Config
 	pc := &c.Pods[i]
 	p := &Pod{
@@ -338,7 +425,13 @@ func simulatePod(f *Fleet, i int, reqs []*request, rng *rand.Rand, noMacro bool)
 				return 0
 			})
 			erng := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
-			e := newEngine(pc.Engine, lay, slow, c.Workload.ClientTimeout.Seconds(), erng, f.Requests, L.from)
+			e := newEngine(pc.Engine, lay, slow, c.Workload.ClientTimeout.Seconds(), erng, recs, L.from)
+			switch pc.Role {
+			case RoleDecode:
+				e.link, e.kvTok = &c.KVLink, pc.Engine.Memory.KVBytesPerToken
+			case RolePrefill:
+				e.holdLink, e.kvTok = &c.KVLink, pc.Engine.Memory.KVBytesPerToken
+			}
 			e.noMacro = noMacro
 			e.deadline = c.Workload.ClientDeadline.Seconds()
 			e.countAbort = c.Workload.Abandon != AbandonUncounted

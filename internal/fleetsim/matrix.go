@@ -352,6 +352,16 @@ func matrixCases() []MatrixCase {
 				})}
 			},
 		},
+		{
+			Name: "pd-kv-transfer", Expect: "pd-kv-transfer", Symptom: SymptomTTFT,
+			Knob: "factor by which the KV link's bandwidth falls", KnobMin: 1, KnobMax: 200,
+			Description: "prefill/decode disaggregation (llm-d, vLLM's NIXL connector): half the pods (at least one) prefill, the others decode, at the base load; from the incident on the KV link between them loses bandwidth by the knob (a congested fabric, RDMA falling back to TCP): every transfer takes longer, the decode pods' and the users' TTFT rise, the pods' compute is unchanged",
+			build: func(pods int, seed uint64, k float64, sp span) Config {
+				c := pdPods(pods)
+				c.KVLink.Degradations = []KVLinkDegradation{{From: sp.start, To: sp.endOr(2 * MatrixDuration), Factor: k}}
+				return c
+			},
+		},
 
 		{
 			Name: "admission-rejections", Expect: "admission-rejections", Symptom: SymptomE2E,
@@ -472,6 +482,13 @@ func matrixCases() []MatrixCase {
 			},
 		},
 		{
+			Name: "healthy-pd", Expect: "no-incident", Symptom: SymptomTTFT, TSDB: true,
+			Description: "prefill/decode disaggregation: half the pods (at least one) prefill, the others decode, at the base load over a healthy KV link; nothing changes. The roles' load shares, TTFTs and request counts differ by role (each request is counted by both its pods): none of it is an incident. Read from a TSDB, whose series carry the role as the pod label llm_d_ai_role (pd-kv-transfer, read from dumps, has the roles told by the metrics' shape)",
+			build: func(pods int, seed uint64, _ float64, sp span) Config {
+				return pdPods(pods)
+			},
+		},
+		{
 			Name: "traffic-growth-10", Expect: "no-incident", Symptom: SymptomTTFT,
 			Description: "arrivals grow by 10% at the change, well inside capacity",
 			build: func(pods int, seed uint64, _ float64, sp span) Config {
@@ -519,6 +536,22 @@ func dpPods(pods int, perEngine float64) Config {
 	c := Config{Pods: make([]PodConfig, pods), Workload: Workload{Phases: []Phase{matrixPhase(pods, 2*perEngine)}}}
 	for i := range c.Pods {
 		c.Pods[i].DataParallel = 2
+	}
+	return c
+}
+
+// pdPods is a disaggregated fleet of pods pods: the first half (at least
+// one) prefill, the others decode, at the base load (matrixPodRate per
+// pod) over a default KV link.
+func pdPods(pods int) Config {
+	c := Config{Pods: make([]PodConfig, pods), Workload: Workload{Phases: []Phase{matrixPhase(pods, matrixPodRate)}}}
+	np := max(pods/2, 1)
+	for i := range c.Pods {
+		c.Pods[i].Role = RoleDecode
+		if i < np {
+			c.Pods[i].Role = RolePrefill
+		}
+		c.Pods[i].Name = fmt.Sprintf("vllm-%s-%d", c.Pods[i].Role, i)
 	}
 	return c
 }

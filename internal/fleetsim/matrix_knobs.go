@@ -123,4 +123,13 @@ var matrixKnobs = map[matrixKnobKey]float64{
 	{"spec-decode-acceptance", 16, "mild"}:     0.120312, // 1.30x 1.29x 1.29x
 	{"spec-decode-acceptance", 16, "moderate"}: 0.248438, // 1.68x 1.67x 1.67x
 	{"spec-decode-acceptance", 16, "severe"}:   0.498437, // 2.64x 2.61x 2.61x
+	{"pd-kv-transfer", 3, "mild"}:              8.88227,  // 1.36x 1.36x 1.22x
+	{"pd-kv-transfer", 3, "moderate"}:          17.7129,  // 1.76x 1.73x 1.57x
+	{"pd-kv-transfer", 3, "severe"}:            40.2559,  // 2.88x 2.79x 2.60x
+	{"pd-kv-transfer", 8, "mild"}:              4.49805,  // 1.33x 1.32x 1.33x
+	{"pd-kv-transfer", 8, "moderate"}:          7.60742,  // 1.64x 1.63x 1.64x
+	{"pd-kv-transfer", 8, "severe"}:            17.7129,  // 2.66x 2.61x 2.65x
+	{"pd-kv-transfer", 16, "mild"}:             3.7207,   // 1.29x 1.26x 1.28x
+	{"pd-kv-transfer", 16, "moderate"}:         7.60742,  // 1.70x 1.66x 1.68x
+	{"pd-kv-transfer", 16, "severe"}:           16.9355,  // 2.70x 2.63x 2.67x
 }

@@ -119,12 +119,16 @@ func writeDump(name string, data []byte, t time.Time, opts DumpOptions) (err err
 }
 
 // targetLabels returns the labels Prometheus attaches to the vLLM target
-// of the pod's process proc (job, instance, namespace, pod). DCGM series
+// of the pod's process proc (job, instance, namespace, pod, and the role
+// label RoleLabel of a pod with a prefill/decode role). DCGM series
 // keep their own pod attribution (honor_labels) and get job and instance
 // of the exporter.
 func (p *Pod) targetLabels(proc int, dcgm bool) []label {
 	if dcgm {
 		return []label{{"instance", p.GPUInstance}, {"job", "dcgm-exporter"}}
+	}
+	if role := p.fleet.Config.Pods[p.Index].Role; role != "" {
+		return []label{{"instance", p.Instances[proc]}, {"job", "vllm"}, {RoleLabel, role}, {"namespace", p.fleet.Config.Namespace}, {"pod", p.Names[proc]}}
 	}
 	return []label{{"instance", p.Instances[proc]}, {"job", "vllm"}, {"namespace", p.fleet.Config.Namespace}, {"pod", p.Names[proc]}}
 }

@@ -20,7 +20,24 @@ var (
 	bucketsPreempt = []float64{1, 2, 3, 4, 5, 10, 20}
 	bucketsHTTP    = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 7.5, 10, 30, 60}
 	bucketsHTTPFew = []float64{0.1, 0.5, 1}
+	// The NIXL connector's histograms (NixlPromMetrics in
+	// vllm/distributed/kv_transfer/kv_connector/v1/nixl/stats.py @
+	// bd33ba3ea6d0202d5d6fe7e21c9b1d36374fc638): the post time uses the
+	// whole list, the transfer time all but its first bound; bytes are
+	// 2^(10+i) for odd i from 1 to 23 (2 KiB to 8 GiB).
+	bucketsNixlPost  = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0}
+	bucketsNixlXfer  = bucketsNixlPost[1:]
+	bucketsNixlBytes = nixlBytesBuckets()
+	bucketsNixlDesc  = []float64{10, 20, 30, 50, 75, 100, 200, 400, 1000, 2000, 4000, 10000, 20000, 50000}
 )
+
+func nixlBytesBuckets() []float64 {
+	var b []float64
+	for i := 1; i < 25; i += 2 {
+		b = append(b, math.Ldexp(1, 10+i))
+	}
+	return b
+}
 
 // buckets125 returns vLLM's 1-2-5 token buckets up to maxModelLen
 // (TOK_125).
@@ -55,6 +72,12 @@ const (
 	hHTTPHighr
 	hHTTPDur
 	hPreempt // preemptions per finished request (vLLM 0.29 or 0.30 on)
+	// NIXL KV transfers of a decode pod, one observation per transfer:
+	// duration, RDMA post time, bytes and descriptors.
+	hNixlXfer
+	hNixlPost
+	hNixlBytes
+	hNixlDesc
 	numHists
 )
 
@@ -68,6 +91,7 @@ func newLayout(v Version, maxModelLen int) *layout {
 	l[hN] = bucketsN
 	l[hPreempt] = bucketsPreempt
 	l[hHTTPHighr], l[hHTTPDur] = bucketsHTTP, bucketsHTTPFew
+	l[hNixlXfer], l[hNixlPost], l[hNixlBytes], l[hNixlDesc] = bucketsNixlXfer, bucketsNixlPost, bucketsNixlBytes, bucketsNixlDesc
 	switch v {
 	case VersionV0:
 		l[hTTFT], l[hITL], l[hTPOT] = bucketsTTFTV0, bucketsTPOTV0, bucketsTPOTV0

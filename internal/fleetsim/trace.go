@@ -20,6 +20,11 @@ type request struct {
 	group     int64 // prefix group key, -1 for none
 	prefixLen int32
 	accept    float64 // speculative acceptance per draft token (Phase.SpecAccept)
+	// dpod and deng are the decode pod and engine of a disaggregated
+	// fleet (pod and engine are then the prefill ones); remote marks the
+	// decode leg, whose prompt KV comes over the KV link.
+	dpod, deng int16
+	remote     bool
 }
 
 // trace generates the request trace of c: Poisson arrivals per phase and
@@ -65,6 +70,14 @@ func trace(c *Config, warmup float64) []request {
 
 	zipfs := map[[2]float64]*rand.Zipf{}
 	rr := newRouter(c)
+	var rd *router
+	if c.disaggregated() {
+		// The prefill and decode legs are routed among the pods of
+		// their role (llm-d's scheduler picks one of each).
+		rr.allow = func(i int) bool { return c.Pods[i].Role == RolePrefill }
+		rd = newRouter(c)
+		rd.allow = func(i int) bool { return c.Pods[i].Role == RoleDecode }
+	}
 	reqs := make([]request, 0, len(times))
 	for _, t := range times {
 		pi := phaseAt(t)
@@ -103,6 +116,10 @@ func trace(c *Config, warmup float64) []request {
 			r.prompt += int32(ph.PrefixLen)
 		}
 		r.pod, r.engine = rr.route(t, ph)
+		r.dpod = -1
+		if rd != nil {
+			r.dpod, r.deng = rd.route(t, ph)
+		}
 		reqs = append(reqs, r)
 	}
 	return reqs
@@ -175,6 +192,7 @@ type router struct {
 	engNext []int
 	engCur  map[int][]float64 // per pod: smooth weighted round-robin state of an EngineSkew
 	windows [][][2]float64    // per pod: [from, to) restart downtimes
+	allow   func(int) bool    // the pods it routes to; nil for all
 }
 
 func newRouter(c *Config) *router {
@@ -208,7 +226,7 @@ func (r *router) route(t float64, ph *Phase) (int16, int16) {
 		if ph.Weights != nil {
 			w = ph.Weights[i]
 		}
-		if w <= 0 || !r.up(i, t) {
+		if w <= 0 || !r.up(i, t) || (r.allow != nil && !r.allow(i)) {
 			continue
 		}
 		r.current[i] += w
