@@ -535,6 +535,9 @@ func TestRayPrefixNeedsNoAlias(t *testing.T) {
 // numbers.
 func TestSelectionSameDiagnosis(t *testing.T) {
 	for _, spec := range fleetsim.Scenarios() {
+		if testing.Short() && !shortScenarios[spec.Name] {
+			continue
+		}
 		t.Run(spec.Name, func(t *testing.T) {
 			t.Parallel()
 			fleet := selectionFleet(t, spec)
