@@ -194,7 +194,7 @@ func Generate(opts Options) (RuleFile, error) {
 	g := &gen{opt: opts, names: nm, by: by, byReplica: by + ", " + opts.Replica,
 		w: dur(opts.RateWindow), short: dur(opts.ShortWindow), step: dur(opts.ShortWindow), scrape: dur(opts.ScrapeInterval),
 		off: " offset " + dur(opts.BaselineOffset), shortSeconds: opts.ShortWindow.Seconds()}
-	tr := &translator{th: opts.Thresholds, slo: opts.SLO, need: newNeed()}
+	tr := &translator{th: opts.Thresholds, slo: opts.SLO, need: newNeed(nm)}
 
 	var alerts []Rule
 	syms := map[rules.SymptomID]tri{}

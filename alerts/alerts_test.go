@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/rules"
 
 	"github.com/whyslow/whyslow/internal/golden"
@@ -50,7 +51,9 @@ func TestAlertsEveryFact(t *testing.T) {
 // TestAlertsUnknownFact: a fact the table does not know (a new hypothesis
 // in the map) makes its condition unknown, with a note, never an error.
 func TestAlertsUnknownFact(t *testing.T) {
-	tr := &translator{th: rules.DefaultThresholds, need: newNeed()}
+	nm, err := newNames(catalog.Default(), "")
+	require.NoError(t, err)
+	tr := &translator{th: rules.DefaultThresholds, need: newNeed(nm)}
 	r := tr.leaf([]rules.FactID{"brand_new_fact"}, true, "x > 1", "x <= 1")
 	assert.Equal(t, tri{}, r)
 	assert.Contains(t, tr.need.notExpressible["brand_new_fact"], "no PromQL expression")
@@ -70,8 +73,9 @@ func TestAlertsExcluded(t *testing.T) {
 	// replica-restarts needs restarts counted across scrapes
 	// (process_start_time_seconds changes), which PromQL cannot;
 	// engine-stall and stale-gauges need runs of scrapes per replica;
-	// admission-deferral and admission-rejections need signals the
-	// generator does not read yet; preemption-thrash weighs histogram
+	// admission-deferral needs a signal the generator does not read yet,
+	// admission-rejections one the default versions do not export (see
+	// TestAlertsAdmissionRejections); preemption-thrash weighs histogram
 	// buckets by their counts and pd-kv-transfer tells instance roles
 	// apart, which PromQL cannot; engine-imbalance compares engines
 	// beyond binomial noise.
@@ -380,4 +384,42 @@ func excludedIDs(rf RuleFile) map[string]bool {
 		out[n.ID] = true
 	}
 	return out
+}
+
+// TestAlertsAdmissionRejections: the rejection share is a ratio of
+// counter rates where the targeted vLLM exports
+// vllm:admission_rejections_total, and not expressible (with the reason)
+// where it does not.
+func TestAlertsAdmissionRejections(t *testing.T) {
+	opts := DefaultOptions
+	opts.VLLMVersion = "0.32.0"
+	rf, err := Generate(opts)
+	require.NoError(t, err)
+	var rec, alert string
+	for _, g := range rf.Groups {
+		for _, r := range g.Rules {
+			switch {
+			case r.Record == "whyslow:admission_rejection_share":
+				rec = r.Expr
+			case r.Alert == AlertName(string(rules.AdmissionRejections)):
+				alert = r.Expr
+			}
+		}
+	}
+	assert.Equal(t, "sum by (model_name) (rate(vllm:admission_rejections_total[5m])) / "+
+		"(sum by (model_name) (rate(vllm:admission_rejections_total[5m])) + sum by (model_name) (rate(vllm:request_success_total[5m])))", rec)
+	assert.Contains(t, alert, "whyslow:admission_rejection_share >= 0.01")
+	for _, n := range rf.Excluded {
+		assert.NotEqual(t, string(rules.AdmissionRejections), n.ID)
+	}
+
+	rf, err = Generate(DefaultOptions)
+	require.NoError(t, err)
+	var why string
+	for _, n := range rf.NotExpressible {
+		if n.ID == string(rules.AdmissionRejectionShare) {
+			why = n.Reason
+		}
+	}
+	assert.Contains(t, why, "reads signal admission_rejections, which the vLLM versions these rules are generated for do not export")
 }

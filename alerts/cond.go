@@ -42,10 +42,12 @@ type need struct {
 	// notExpressible lists the facts the map reads that PromQL cannot
 	// compute, with the reason.
 	notExpressible map[rules.FactID]string
+	// names are the metric names of the versions the rules target.
+	names names
 }
 
-func newNeed() *need {
-	return &need{fact: map[rules.FactID]bool{}, base: map[rules.FactID]bool{}, notExpressible: map[rules.FactID]string{}}
+func newNeed(nm names) *need {
+	return &need{fact: map[rules.FactID]bool{}, base: map[rules.FactID]bool{}, notExpressible: map[rules.FactID]string{}, names: nm}
 }
 
 func (n *need) use(id rules.FactID, baseline bool) {
@@ -63,6 +65,13 @@ func (n *need) use(id rules.FactID, baseline bool) {
 func (n *need) expressible(id rules.FactID) bool {
 	fe, ok := factTable[id]
 	if ok && fe.expr != nil {
+		for _, s := range fe.signals {
+			if len(n.names.of(s)) == 0 {
+				n.notExpressible[id] = fmt.Sprintf("%s reads signal %s, which the vLLM versions these rules are generated for do not export "+
+					"(generate them for a release that does: Options.VLLMVersion)", id, s)
+				return false
+			}
+		}
 		return true
 	}
 	if !ok {

@@ -18,6 +18,10 @@ type factExpr struct {
 	count func(g *gen, off string) string
 	// note says why the fact is not expressible in PromQL (expr nil).
 	note string
+	// signals are those expr reads that not every vLLM version exports:
+	// when one has no metric name for the versions the rules are
+	// generated for, the fact is not expressible there.
+	signals []catalog.SignalID
 	// record names the recording rule when it is not the fact id: a new
 	// measure of the fact gets a new name, so that an existing record
 	// keeps its meaning.
