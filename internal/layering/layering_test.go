@@ -178,6 +178,23 @@ func TestSimulatorLinksNoTSDB(t *testing.T) {
 	assert.Contains(t, linked(module+"/internal/fleetsim/simtsdb"), "github.com/prometheus/prometheus/tsdb")
 }
 
+// TestCommandLinksNoCloudSDK: the command reads TSDB directories with
+// Prometheus's block, chunk and WAL decoders, not its tsdb package, whose
+// configuration (prometheus/config, service discovery) links every cloud
+// and Kubernetes SDK.
+func TestCommandLinksNoCloudSDK(t *testing.T) {
+	exact := []string{"github.com/prometheus/prometheus/tsdb", "github.com/prometheus/prometheus/config"}
+	prefixes := []string{"github.com/prometheus/prometheus/discovery", "k8s.io", "cloud.google.com", "google.golang.org/api", "github.com/aws", "github.com/Azure"}
+	deps := list(t, true, module+"/cmd/whyslow", module+"/examples/...")
+	require.Contains(t, deps, "github.com/prometheus/prometheus/tsdb/wlog", "the command reads the WAL with Prometheus's own decoder")
+	for path := range deps {
+		assert.NotContains(t, exact, path)
+		for _, p := range prefixes {
+			assert.False(t, path == p || strings.HasPrefix(path, p+"/"), "the command links %s", path)
+		}
+	}
+}
+
 // TestPackageDocs: every package says its job in its doc comment.
 func TestPackageDocs(t *testing.T) {
 	for path, p := range list(t, false, module+"/...") {
