@@ -737,23 +737,18 @@ func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
 			continue
 		}
 		n++
-		q := h.Quantile(0.95).Value
-		if pd {
-			q /= roleQ[roles[r]]
-		}
-		if !(q <= worst) {
+		if q := h.Quantile(0.95).Value / roleQ[roles[r]]; !(q <= worst) {
 			worst = q
 		}
 	}
 	if n < 2 {
 		return rules.MissingFact(fmt.Sprintf("fewer than two replicas with >= %g requests", c.sc.set.Thresholds.MinSamples))
 	}
+	src := c.sc.source(catalog.SignalTTFT) + " per replica"
 	if pd {
-		f := rules.Measured(worst).WithSource(c.sc.source(catalog.SignalTTFT) + " per replica over its role's p95" + roleNote)
-		f.Count = fq.Count
-		return f
+		src += " over its role's p95" + roleNote
 	}
-	f := rules.Measured(worst / fq.Value).WithSource(c.sc.source(catalog.SignalTTFT) + " per replica")
+	f := rules.Measured(worst).WithSource(src)
 	f.Count = fq.Count
 	return f
 }

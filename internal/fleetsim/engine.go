@@ -354,12 +354,13 @@ var admissionReasons = [...]string{refusedReqs: "max_num_queued_reqs", refusedTo
 // admission, and which limit refuses it, as vLLM's
 // AsyncLLM.check_admission does (PR 49445) before the request is rendered
 // and reaches the engine (issue 58192): the request limit first, when
-// the unfinished requests (waiting, deferred and running: vLLM counts
-// every request its output processor holds) plus this one would exceed
+// the unfinished requests (waiting, deferred, reading their KV from a
+// prefill pod and running: vLLM counts every request its output
+// processor holds) plus this one would exceed
 // it; then the token limit, when the prompt tokens of the unfinished
 // requests still in prefill have reached it.
 func (e *engine) refuse() (reason int, ok bool) {
-	if e.maxQueuedReqs > 0 && len(e.running)+e.waitingLen()+len(e.deferred)+1 > e.maxQueuedReqs {
+	if e.maxQueuedReqs > 0 && len(e.running)+e.waitingLen()+len(e.deferred)+len(e.pulling)+1 > e.maxQueuedReqs {
 		return refusedReqs, true
 	}
 	if e.maxQueuedTokens > 0 && e.prefillTokens >= e.maxQueuedTokens {
