@@ -10,6 +10,7 @@ import (
 
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
+	"github.com/whyslow/whyslow/internal/matrix"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -52,6 +53,9 @@ func TestRollingRestart(t *testing.T) {
 		{"deployment/tsdb", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && tc.rename != tc.tsdb {
+				t.Skip("-short: the statefulset from dumps, the deployment from a TSDB")
+			}
 			f, err := fleetsim.Run(rollingRestart(tc.rename))
 			require.NoError(t, err)
 			lost := 0
@@ -65,7 +69,7 @@ func TestRollingRestart(t *testing.T) {
 			if tc.tsdb {
 				ev = readBack(t, func(dir string) error { return simtsdb.Write(f, dir, fleetsim.TSDBOptions{}) })
 			} else {
-				ev = readBack(t, func(dir string) error { return f.WriteDumps(dir, fleetsim.DumpOptions{}) })
+				ev = matrix.Evidence(f)
 			}
 			rep, table := diagnoseTable(t, ev)
 			assert.Equal(t, "no-incident", string(rep.Verdict), "%s", table)
@@ -119,7 +123,7 @@ func TestOutageLoadFactor(t *testing.T) {
 			}
 			f, err := fleetsim.Run(cfg)
 			require.NoError(t, err)
-			ev := readBack(t, func(dir string) error { return f.WriteDumps(dir, fleetsim.DumpOptions{}) })
+			ev := matrix.Evidence(f)
 			rep, table := diagnoseTable(t, ev)
 			assert.InDelta(t, tc.want, float64(rep.Facts[rules.OutageLoadFactor].Value), 1e-9, "%s", table)
 		})

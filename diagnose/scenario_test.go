@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -17,14 +16,16 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/matrix"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
-// simulate runs cfg, writes its dumps to a temporary directory and reads
-// them back through snapshot, as a user's evidence would be.
+// simulate runs cfg and reads its dumps through snapshot in memory
+// (matrix.Evidence: the evidence `whyslow diagnose DIR` reads from the
+// same dumps on disk, which TestFormatsSameDiagnosis reads from files).
 func simulate(t testing.TB, cfg fleetsim.Config) *snapshot.Evidence {
 	t.Helper()
 	_, ev := simulateFleet(t, cfg)
@@ -46,7 +47,7 @@ type scenarioEntry struct {
 }
 
 // scenarioReport returns the default diagnosis of the named scenario's
-// dumps, read back through snapshot (see simulate).
+// dumps, read through snapshot (see simulate).
 func scenarioReport(t testing.TB, spec fleetsim.ScenarioSpec) *report.Report {
 	t.Helper()
 	rep, err := scenarioDiagnosis(spec)
@@ -73,21 +74,7 @@ func scenarioDiagnosis(spec fleetsim.ScenarioSpec) (*report.Report, error) {
 			e.err = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "whyslow-scenario-")
-		if err != nil {
-			e.err = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		if e.err = fleet.WriteDumps(dir, fleetsim.DumpOptions{}); e.err != nil {
-			return
-		}
-		ev, err := snapshot.Read(context.Background(), []string{dir}, snapshot.Options{})
-		if err != nil {
-			e.err = err
-			return
-		}
-		e.rep, e.err = diagnose.Diagnose(ev, diagnose.Options{})
+		e.rep, e.err = diagnose.Diagnose(matrix.Evidence(fleet), diagnose.Options{})
 	})
 	return e.rep, e.err
 }
@@ -97,7 +84,7 @@ func simulateFleet(t testing.TB, cfg fleetsim.Config) (*fleetsim.Fleet, *snapsho
 	t.Helper()
 	fleet, err := fleetsim.Run(cfg)
 	require.NoError(t, err)
-	return fleet, readBack(t, func(dir string) error { return fleet.WriteDumps(dir, fleetsim.DumpOptions{}) })
+	return fleet, matrix.Evidence(fleet)
 }
 
 // readBack lets write fill a temporary directory (dumps, a TSDB) and reads

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // famType is the type of a metric family.
@@ -128,10 +129,21 @@ func twoDigits(n int) string {
 
 // escapeLabel escapes a label value for the text formats.
 func escapeLabel(v string) string {
-	if !strings.ContainsAny(v, "\\\"\n") {
+	if !needsEscape(v) {
 		return v
 	}
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(v)
+}
+
+// needsEscape reports whether v holds a backslash, a double quote or a
+// newline (strings.ContainsAny, without its set built on every call).
+func needsEscape(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c == '\\' || c == '"' || c == '\n' {
+			return true
+		}
+	}
+	return false
 }
 
 func escapeHelp(v string) string {
@@ -148,29 +160,32 @@ func appendLabels(b []byte, ls []label, le string) []byte {
 		return b
 	}
 	b = append(b, '{')
-	first := true
-	put := func(n, v string) {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = append(b, n...)
-		b = append(b, '=', '"')
-		b = append(b, escapeLabel(v)...)
-		b = append(b, '"')
-	}
+	n := 0
 	leDone := le == ""
 	for _, l := range ls {
 		if !leDone && l.name > "le" {
-			put("le", le)
+			b = appendLabel(b, n, "le", le)
+			n++
 			leDone = true
 		}
-		put(l.name, l.value)
+		b = appendLabel(b, n, l.name, l.value)
+		n++
 	}
 	if !leDone {
-		put("le", le)
+		b = appendLabel(b, n, "le", le)
 	}
 	return append(b, '}')
+}
+
+// appendLabel appends the i-th label pair of a label set: name="value".
+func appendLabel(b []byte, i int, name, value string) []byte {
+	if i > 0 {
+		b = append(b, ',')
+	}
+	b = append(b, name...)
+	b = append(b, '=', '"')
+	b = append(b, escapeLabel(value)...)
+	return append(b, '"')
 }
 
 func appendSample(b []byte, name, suffix string, ls []label, le string, v float64) []byte {
@@ -178,7 +193,13 @@ func appendSample(b []byte, name, suffix string, ls []label, le string, v float6
 	b = append(b, suffix...)
 	b = appendLabels(b, ls, le)
 	b = append(b, ' ')
-	b = append(b, formatFloat(v)...)
+	if v == math.Trunc(v) && v > -1e6 && v < 1e6 && (v != 0 || !math.Signbit(v)) {
+		// formatFloat's fast path, without its string.
+		b = strconv.AppendInt(b, int64(v), 10)
+		b = append(b, ".0"...)
+	} else {
+		b = append(b, formatFloat(v)...)
+	}
 	return append(b, '\n')
 }
 
@@ -251,10 +272,24 @@ func (s *series) eachBucket(fn func(le string, cum float64)) {
 		cum += c
 		le := "+Inf"
 		if k < len(s.bounds) {
-			le = formatFloat(s.bounds[k])
+			le = formatBound(s.bounds[k])
 		}
 		fn(le, float64(cum))
 	}
+}
+
+// bounds caches formatFloat of the bucket bounds: a few dozen values,
+// formatted on every scrape of every histogram series.
+var bounds sync.Map // float64 -> string
+
+// formatBound is formatFloat of a bucket bound.
+func formatBound(v float64) string {
+	if s, ok := bounds.Load(v); ok {
+		return s.(string)
+	}
+	s := formatFloat(v)
+	bounds.Store(v, s)
+	return s
 }
 
 // sampleFunc receives one sample: its full name, labels (sorted, le

@@ -112,6 +112,10 @@ func halves(f *Fleet) (b, i window) {
 // TestScenarios runs every named scenario, checks the physics invariants
 // and that the scenario shows its intended mechanism in the simulator's
 // ground truth.
+// shortScenarios are the scenarios TestScenarios checks under -short:
+// those diagnose's quick tier diagnoses.
+var shortScenarios = map[string]bool{"healthy": true, "burst": true, "hot-replica": true, "restart": true}
+
 func TestScenarios(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -222,6 +226,9 @@ func TestScenarios(t *testing.T) {
 	for k, tt := range tests {
 		require.Equal(t, names[k], tt.name)
 		t.Run(tt.name, func(t *testing.T) {
+			if testing.Short() && !shortScenarios[tt.name] {
+				t.Skip("-short checks the scenarios the quick tier diagnoses")
+			}
 			t.Parallel()
 			f, err := Run(Scenario(tt.name))
 			require.NoError(t, err)

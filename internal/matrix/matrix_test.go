@@ -49,11 +49,14 @@ func TestMatrix(t *testing.T) {
 	cells := Cells(!testing.Short())
 	seeds := fleetsim.MatrixSeeds
 	if testing.Short() {
-		// The quick tier: one seed and the smallest fleets (the cost of
-		// a cell grows with its pods); the axis sample adds other sizes.
+		// The quick tier: one seed, the smallest fleets (the cost of a
+		// cell grows with its pods) and, of the incidents, the moderate
+		// ones; the axis sample adds other sizes and severities.
 		seeds = seeds[:1]
 		smallest := slices.Min(fleetsim.MatrixSizes)
-		cells = slices.DeleteFunc(cells, func(c Cell) bool { return c.Pods != smallest })
+		cells = slices.DeleteFunc(cells, func(c Cell) bool {
+			return c.Pods != smallest || c.Incident() && c.Severity != "moderate"
+		})
 	}
 	switch *axes {
 	case "none":
@@ -64,10 +67,16 @@ func TestMatrix(t *testing.T) {
 		if n == 0 {
 			n = 12
 			if testing.Short() {
-				n = 6
+				n = 3
 			}
 		}
-		sample := Sample(AxisCells(fleetsim.MatrixSeeds), n, *axisSeed)
+		pool := AxisCells(fleetsim.MatrixSeeds)
+		if testing.Short() {
+			// The quick tier samples the axes whose cells cost no more
+			// than a default one: not 32 pods, not 5 s scrapes.
+			pool = slices.DeleteFunc(pool, func(c Cell) bool { return c.Axis == AxisPods32 || c.Axis == AxisScrape5s })
+		}
+		sample := Sample(pool, n, *axisSeed)
 		var names []string
 		for _, c := range sample {
 			names = append(names, c.Name())
