@@ -71,7 +71,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*report.Report, error) {
 		return rep, nil
 	}
 
-	top := &report.Report{SchemaVersion: report.SchemaVersion, Inputs: inputs, Facts: map[rules.FactID]report.FactValue{},
+	top := &report.Report{SchemaVersion: report.SchemaVersion, Inputs: inputs, Facts: rules.Facts{},
 		Signals: report.Signals{Fleet: []report.Signal{}, Replicas: map[string][]report.Signal{}}}
 	var values []string
 	for _, g := range groups {
@@ -375,7 +375,7 @@ func diagnoseScope(sc *scope) (*report.Report, error) {
 		Hypotheses:    result.Findings,
 		Notes:         result.Notes,
 		Candidates:    result.Candidates,
-		Facts:         factValues(facts),
+		Facts:         maps.Clone(facts),
 	}
 	if !base.ok {
 		rep.Windows.Baseline = report.WindowInfo{From: "none"}
@@ -408,28 +408,6 @@ func finishReport(rep *report.Report, set settings, ev *snapshot.Evidence) {
 	if rep.Inputs.Partial {
 		rep.Summary = "PARTIAL EVIDENCE (some input could not be read; see inputs): " + rep.Summary
 	}
-}
-
-// factValues converts facts for the report.
-func factValues(fs rules.Facts) map[rules.FactID]report.FactValue {
-	out := make(map[rules.FactID]report.FactValue, len(fs))
-	for id, f := range fs {
-		out[id] = report.FactValue{
-			Value: report.Float(f.Value), Lower: report.Float(f.Lower), Upper: report.Float(f.Upper), Count: report.Float(f.Count),
-			Baseline: report.Float(f.Baseline), BaselineLower: report.Float(f.BaselineLower), BaselineUpper: report.Float(f.BaselineUpper),
-			BaselineCount: report.Float(f.BaselineCount),
-			Window:        f.Window, BaselineWindow: f.BaselineWindow, Source: f.Source, Missing: f.Missing,
-			NoiseLower: report.Float(f.NoiseLower), NoiseUpper: report.Float(f.NoiseUpper),
-			Intervals: f.Intervals, BaselineIntervals: f.BaselineIntervals,
-		}
-		if f.SamplingKnown {
-			z := report.Float(f.SamplingZ)
-			v := out[id]
-			v.SamplingZ = &z
-			out[id] = v
-		}
-	}
-	return out
 }
 
 // summary is the report's one sentence.

@@ -1,7 +1,9 @@
 package diagnose_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -439,6 +441,17 @@ func TestLifetimeUnfinished(t *testing.T) {
 			assert.InDelta(t, tt.abandoned/(tt.s.finished+tt.abandoned), float64(share.Value), 1e-9)
 			rel := reportSymptom(rep, "reliability")
 			assert.Equal(t, tt.present, rel.Present, "%s", table)
+			// The report's JSON facts, read back, judge the same
+			// (Fact.Lifetime travels with them).
+			var b bytes.Buffer
+			require.NoError(t, rep.WriteJSON(&b))
+			var back report.Report
+			require.NoError(t, json.Unmarshal(b.Bytes(), &back))
+			again := rules.Evaluate(back.RuleFacts(), rules.SLO{}, rules.DefaultThresholds)
+			assert.Equal(t, rep.Verdict, again.Verdict)
+			for _, s := range again.Symptoms {
+				assert.Equal(t, reportSymptom(rep, string(s.ID)).Present, s.Present, "%s from the JSON facts", s.ID)
+			}
 			if tt.present {
 				assert.Contains(t, evidenceTexts(rel.Evidence), "abandon_share")
 				assert.Contains(t, evidenceTexts(rel.Evidence), "lifetime, since process start")

@@ -100,19 +100,6 @@ func renderFacts() rules.Facts {
 	}
 }
 
-// renderFactValues converts facts as Diagnose does.
-func renderFactValues(fs rules.Facts) map[rules.FactID]report.FactValue {
-	out := make(map[rules.FactID]report.FactValue, len(fs))
-	for id, f := range fs {
-		out[id] = report.FactValue{
-			Value: report.Float(f.Value), Lower: report.Float(f.Lower), Upper: report.Float(f.Upper), Count: report.Float(f.Count),
-			Baseline: report.Float(f.Baseline), BaselineCount: report.Float(f.BaselineCount),
-			Window: f.Window, BaselineWindow: f.BaselineWindow, Source: f.Source, Missing: f.Missing,
-		}
-	}
-	return out
-}
-
 // renderQs are p50, p95 and p99 with bounds and a count.
 func renderQs(n float64, v ...float64) []report.Quantile {
 	qs := []float64{0.5, 0.95, 0.99}
@@ -306,7 +293,7 @@ func renderReport() *report.Report {
 		Notes:      res.Notes,
 		Signals:    report.Signals{Fleet: renderFleetSignals(), Replicas: renderReplicaSignals()},
 		Timelines:  renderTimelines(),
-		Facts:      renderFactValues(facts),
+		Facts:      facts,
 		Inputs: report.Inputs{
 			Sources:  []string{"evidence/incident-2026-03-14/"},
 			Replicas: renderReplicas,
@@ -338,7 +325,7 @@ func renderSplitReport() *report.Report {
 	}
 	res := rules.Evaluate(facts, rules.SLO{}, rules.DefaultThresholds)
 	small.Verdict, small.Symptoms, small.Hypotheses, small.Notes = res.Verdict, res.Symptoms, res.Findings, res.Notes
-	small.Facts = renderFactValues(facts)
+	small.Facts = facts
 	small.Summary = fmt.Sprintf("%s: every symptom was evaluated and none is present", res.Verdict)
 	small.Timelines = nil
 	small.Signals = report.Signals{Fleet: renderFleetSignals()[:3]}

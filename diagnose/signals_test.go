@@ -127,7 +127,7 @@ func TestFactsFromHandBuiltEvidence(t *testing.T) {
 	ev := twoPodFleet(t)
 	rep, err := diagnose.Diagnose(ev, givenWindows())
 	require.NoError(t, err)
-	fact := func(id rules.FactID) report.FactValue {
+	fact := func(id rules.FactID) rules.Fact {
 		f, ok := rep.Facts[id]
 		require.True(t, ok, "fact %s not computed", id)
 		return f

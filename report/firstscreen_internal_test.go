@@ -20,13 +20,13 @@ func fleetOf(fleet float64, p95 ...float64) *Report {
 		return []Signal{{ID: string(catalog.SignalTTFT), Kind: "histogram", Unit: "s",
 			Incident: &Measure{Quantiles: []Quantile{{Q: 0.95, Value: Float(v), Count: 1000}}}}}
 	}
-	r := &Report{Signals: Signals{Fleet: sig(fleet), Replicas: map[string][]Signal{}}, Facts: map[rules.FactID]FactValue{}}
+	r := &Report{Signals: Signals{Fleet: sig(fleet), Replicas: map[string][]Signal{}}, Facts: rules.Facts{}}
 	worst := 0.0
 	for i, v := range p95 {
 		r.Signals.Replicas[fmt.Sprintf("vllm-%d", i)] = sig(v)
 		worst = max(worst, v)
 	}
-	r.Facts[rules.ReplicaTTFTRatio] = FactValue{Value: Float(worst / fleet)}
+	r.Facts[rules.ReplicaTTFTRatio] = rules.Measured(worst / fleet)
 	return r
 }
 
@@ -91,7 +91,7 @@ func TestOneScrapeFirstScreen(t *testing.T) {
 // The change point lists the largest step first, with the fact's values
 // for a series that is a fact when the windows come from it.
 func TestMovedSignalsOneNumber(t *testing.T) {
-	r := &Report{Facts: map[rules.FactID]FactValue{rules.TTFTP95: {Value: 18.8, Baseline: 0.203}}}
+	r := &Report{Facts: rules.Facts{rules.TTFTP95: rules.Measured(18.8).WithBaseline(0.203)}}
 	r.Windows.ChangePoint = &ChangePoint{Used: true, Signals: []ChangeSignal{
 		{Series: "tpot_p95", Unit: "s", Before: 0.0243, After: 0.0721, Score: 9},
 		{Series: "ttft_p95", Unit: "s", Before: 0.2, After: 25, Score: 3},

@@ -151,8 +151,8 @@ func (r *Report) movedSignals() []ChangeSignal {
 	}
 	out := slices.Clone(cp.Signals)
 	for i, c := range out {
-		if f, ok := r.Facts[rules.FactID(c.Series)]; ok && cp.Used && f.Missing == "" && finiteFloat(f.Value) && finiteFloat(f.Baseline) {
-			out[i].Before, out[i].After = f.Baseline, f.Value
+		if f, ok := r.Facts[rules.FactID(c.Series)]; ok && cp.Used && f.Missing == "" && finiteFloat(Float(f.Value)) && finiteFloat(Float(f.Baseline)) {
+			out[i].Before, out[i].After = Float(f.Baseline), Float(f.Value)
 		}
 	}
 	step := func(c ChangeSignal) float64 {

@@ -884,18 +884,18 @@ func balanceFacts(r *Report, th rules.Thresholds) []string {
 		{rules.ReplicaLoadShareMax, "largest share of arrivals", "the fair share (by engine count)"},
 	} {
 		f, ok := r.Facts[b.id]
-		if !ok || f.Missing != "" || !finiteFloat(f.Value) {
+		if !ok || f.Missing != "" || !finiteFloat(Float(f.Value)) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: %s %s, %s (hot spot at %gx; %s)", b.what, FormatMultiple(float64(f.Value)), b.of, verdict(float64(f.Value)), th.Hotspot, b.id))
+		out = append(out, fmt.Sprintf("%s: %s %s, %s (hot spot at %gx; %s)", b.what, FormatMultiple(f.Value), b.of, verdict(f.Value), th.Hotspot, b.id))
 	}
 	f, fok := r.Facts[rules.ReplicaTTFTRatio]
-	fok = fok && f.Missing == "" && finiteFloat(f.Value)
+	fok = fok && f.Missing == "" && finiteFloat(Float(f.Value))
 	if sp, ok := r.ttftSpread(); ok {
 		line := fmt.Sprintf("worst replica TTFT p95: %s %s, %s %s, %s (hot spot at %gx",
 			sp.Replica, FormatValue(sp.Worst, "s"), FormatMultiple(sp.Ratio()), othersMedian(sp), verdict(sp.Ratio()), th.Hotspot)
 		if fok {
-			line += fmt.Sprintf("; %s the fleet's, %s", FormatMultiple(float64(f.Value)), rules.ReplicaTTFTRatio)
+			line += fmt.Sprintf("; %s the fleet's, %s", FormatMultiple(f.Value), rules.ReplicaTTFTRatio)
 		}
 		return append(out, line+")")
 	}

@@ -203,7 +203,7 @@ func normalizedReport(r *Report) *Report {
 		c.Signals.Replicas = map[string][]Signal{}
 	}
 	if c.Facts == nil {
-		c.Facts = map[rules.FactID]FactValue{}
+		c.Facts = rules.Facts{}
 	}
 	if c.Settings.SLO == nil {
 		c.Settings.SLO = map[string]float64{}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"strings"
 	"time"
@@ -56,8 +57,9 @@ type Report struct {
 	// prefill and TPOT p95, waiting, running, KV usage, preemption rate,
 	// GPU utilisation.
 	Timelines []Timeline `json:"timelines,omitempty"`
-	// Facts are the inputs given to the decision map, by fact id.
-	Facts map[rules.FactID]FactValue `json:"facts"`
+	// Facts are the inputs given to the decision map, by fact id, as
+	// rules.Fact writes them in JSON.
+	Facts rules.Facts `json:"facts"`
 	// Inputs describe the evidence read.
 	Inputs Inputs `json:"inputs"`
 	// Dimensions says, for each of the article's dimensions to keep apart
@@ -232,60 +234,12 @@ func QuantileOf(e histogram.Estimate) Quantile {
 	return Quantile{Q: e.Q, Value: Float(e.Value), Lower: Float(e.Lower), Upper: Float(e.Upper), Count: Float(e.Count), Stable: e.Stable}
 }
 
-// FactValue is a decision-map input as it appears in the JSON report.
-type FactValue struct {
-	Value          Float  `json:"value"`
-	Lower          Float  `json:"lower"`
-	Upper          Float  `json:"upper"`
-	Count          Float  `json:"count"`
-	Baseline       Float  `json:"baseline"`
-	BaselineLower  Float  `json:"baseline_lower"`
-	BaselineUpper  Float  `json:"baseline_upper"`
-	BaselineCount  Float  `json:"baseline_count"`
-	Window         string `json:"window,omitempty"`
-	BaselineWindow string `json:"baseline_window,omitempty"`
-	Source         string `json:"source,omitempty"`
-	Missing        string `json:"missing,omitempty"`
-	// NoiseLower and NoiseUpper bound Value / Baseline by the variation
-	// between intervals; Intervals and BaselineIntervals count them (0:
-	// noise unknown). See rules.Fact.
-	NoiseLower        Float `json:"noise_lower"`
-	NoiseUpper        Float `json:"noise_upper"`
-	Intervals         int   `json:"intervals,omitempty"`
-	BaselineIntervals int   `json:"baseline_intervals,omitempty"`
-	// SamplingZ is rules.Fact.SamplingZ, absent when not measured.
-	SamplingZ *Float `json:"sampling_z,omitempty"`
-}
-
-// Fact converts the value back into the decision map's input.
-func (v FactValue) Fact() rules.Fact {
-	return rules.Fact{
-		Value: float64(v.Value), Lower: float64(v.Lower), Upper: float64(v.Upper), Count: float64(v.Count), Window: v.Window,
-		Baseline: float64(v.Baseline), BaselineLower: float64(v.BaselineLower), BaselineUpper: float64(v.BaselineUpper),
-		BaselineCount: float64(v.BaselineCount), BaselineWindow: v.BaselineWindow, Source: v.Source, Missing: v.Missing,
-		NoiseLower: float64(v.NoiseLower), NoiseUpper: float64(v.NoiseUpper), Intervals: v.Intervals, BaselineIntervals: v.BaselineIntervals,
-		SamplingZ: orNaN(v.SamplingZ), SamplingKnown: v.SamplingZ != nil,
-	}
-}
-
-// orNaN is *f, NaN for nil.
-func orNaN(f *Float) float64 {
-	if f == nil {
-		return math.NaN()
-	}
-	return float64(*f)
-}
-
 // RuleFacts returns the facts the report's verdict was judged on, as
 // rules.Facts: rules.Evaluate(r.RuleFacts(), slo, th) reproduces the
 // symptoms and hypotheses, and lets a notebook try other SLOs or
 // thresholds on the same evidence without reading it again.
 func (r *Report) RuleFacts() rules.Facts {
-	fs := make(rules.Facts, len(r.Facts))
-	for id, v := range r.Facts {
-		fs[id] = v.Fact()
-	}
-	return fs
+	return maps.Clone(r.Facts)
 }
 
 // Inputs describe the evidence behind a report.

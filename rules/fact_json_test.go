@@ -1,0 +1,79 @@
+package rules
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A fact reads back from its JSON as it was, unknown numbers included,
+// so that a report's facts re-evaluate to the report's verdict.
+func TestFactJSONRoundTrip(t *testing.T) {
+	quantile := Measured(2.5).WithBaseline(0.4).WithBounds(2, 3).WithCount(900, 1200).
+		WithNoise(3.1, 9.4, 30, 30).WithWindow("10:00-10:30Z (30m)", "09:30-10:00Z (30m)").WithSource("vllm:time_to_first_token_seconds")
+	quantile.BaselineLower, quantile.BaselineUpper = 0.3, 0.5
+	quantile.SamplingZ, quantile.SamplingKnown = 7.5, true
+	quantile.Unprecedented = 120
+	lifetime := Measured(0.25).WithCount(400, math.NaN())
+	lifetime.Lifetime = true
+	noneAbove := Measured(1.1).WithBaseline(1)
+	noneAbove.Unprecedented = 0
+	for _, tc := range []struct {
+		name string
+		fact Fact
+		want Fact // zero: fact
+	}{
+		{name: "quantile with every field", fact: quantile},
+		{name: "lifetime share", fact: lifetime},
+		{name: "missing", fact: MissingFact("no GPU exporter in the evidence")},
+		{name: "infinite upper bound", fact: Measured(4).WithBounds(2.5, math.Inf(1))},
+		// Unprecedented 0 (measured, none above) is written as absent:
+		// read back as not measured, which Effect treats alike.
+		{name: "none unprecedented", fact: noneAbove, want: Measured(1.1).WithBaseline(1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.fact)
+			require.NoError(t, err)
+			var got Fact
+			require.NoError(t, json.Unmarshal(b, &got))
+			want := tc.want
+			if want == (Fact{}) {
+				want = tc.fact
+			}
+			if math.IsInf(want.Upper, 1) {
+				// JSON has no +Inf: an unbounded upper bound reads as unknown.
+				want.Upper = math.NaN()
+			}
+			assert.Equal(t, factString(want), factString(got), "%s", b)
+		})
+	}
+}
+
+// factString prints every field of f, NaN included (which == and
+// assert.Equal do not compare).
+func factString(f Fact) string {
+	b, _ := json.Marshal(struct {
+		F  Fact
+		Z  Number
+		U  Number
+		SK bool
+	}{f, Number(f.SamplingZ), Number(f.Unprecedented), f.SamplingKnown})
+	return string(b) + " " + formatNaNs(f)
+}
+
+// formatNaNs lists which of f's numbers are NaN.
+func formatNaNs(f Fact) string {
+	s := ""
+	for _, v := range []float64{f.Value, f.Lower, f.Upper, f.Count, f.Baseline, f.BaselineLower, f.BaselineUpper,
+		f.BaselineCount, f.NoiseLower, f.NoiseUpper, f.SamplingZ, f.Unprecedented} {
+		if math.IsNaN(v) {
+			s += "N"
+		} else {
+			s += "."
+		}
+	}
+	return s
+}
