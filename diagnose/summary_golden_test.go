@@ -193,7 +193,7 @@ func checkReplicaClaims(t *testing.T, name string, rep *report.Report, text stri
 	hot := worstV/med >= th.Hotspot
 	assert.Equal(t, hot, strings.Contains(line[0], ", a hot spot ("), "%s: worst replica %.3gs vs the others' median %.3gs: %s", name, worstV, med, line[0])
 	assert.Equal(t, !hot, strings.Contains(line[0], ", balanced ("), "%s: %s", name, line[0])
-	assert.Contains(t, line[0], report.FormatMultiple(worstV/med), "%s: the ratio to the others' median", name)
+	assert.Contains(t, line[0], rules.FormatMultiple(worstV/med), "%s: the ratio to the others' median", name)
 }
 
 func mustQuantile(t *testing.T, rep *report.Report, replica string) float64 {
@@ -270,7 +270,7 @@ func checkMovedClaims(t *testing.T, name string, rep *report.Report, text, block
 		require.NoError(t, err)
 		order = append(order, m[1])
 		if f, ok := rep.Facts[rules.FactID(m[1])]; ok && f.Missing == "" && float64(f.Baseline) > 0 {
-			assert.Equal(t, report.FormatMultiple(float64(f.Value)/float64(f.Baseline)), m[2]+"x",
+			assert.Equal(t, rules.FormatMultiple(float64(f.Value)/float64(f.Baseline)), m[2]+"x",
 				"%s: %s moved by the ratio the fact says", name, m[1])
 		}
 		step := math.Abs(math.Log(r))

@@ -257,7 +257,7 @@ func movedText(sigs []ChangeSignal) string {
 	for i, c := range sigs {
 		p := fmt.Sprintf("%s %s -> %s", c.Series, FormatValue(float64(c.Before), c.Unit), FormatValue(float64(c.After), c.Unit))
 		if b := float64(c.Before); b > 0 {
-			p += " (" + FormatMultiple(float64(c.After)/b) + ")"
+			p += " (" + rules.FormatMultiple(float64(c.After)/b) + ")"
 		}
 		parts[i] = p
 	}
@@ -292,7 +292,7 @@ func layoutSymptoms(d *Document, r *Report) {
 			for _, e := range s.Evidence {
 				// A fact two checks both cite (tpot_mean: the tpot
 				// fallback and the lifecycle's decode route) is said once.
-				if p := proseNumbers(firstClause(e.Text)); !slices.Contains(parts, p) {
+				if p := firstClause(e.Text); !slices.Contains(parts, p) {
 					parts = append(parts, p)
 				}
 			}
@@ -398,7 +398,6 @@ func fmtEvidence(r *Report, e rules.Evidence, verbose bool) string {
 			extra = append(extra, e.Source)
 		}
 	} else {
-		text = proseNumbers(text)
 		// A per-replica fact's source names the replica: keep the name.
 		if name, _, ok := strings.Cut(e.Source, ": "); ok && slices.Contains(r.Inputs.Replicas, name) {
 			extra = append(extra, "replica "+name)
@@ -445,7 +444,7 @@ func ruledOutBy(f rules.Finding) string {
 			if len(parts) > 0 {
 				break
 			}
-			parts = append(parts, strings.TrimPrefix(proseNumbers(e.Text), "counter-evidence: "))
+			parts = append(parts, strings.TrimPrefix(e.Text, "counter-evidence: "))
 			continue
 		}
 		parts = append(parts, compactEvidence(e))
@@ -887,20 +886,20 @@ func balanceFacts(r *Report, th rules.Thresholds) []string {
 		if !ok || f.Missing != "" || !finiteFloat(Float(f.Value)) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: %s %s, %s (hot spot at %gx; %s)", b.what, FormatMultiple(f.Value), b.of, verdict(f.Value), th.Hotspot, b.id))
+		out = append(out, fmt.Sprintf("%s: %s %s, %s (hot spot at %gx; %s)", b.what, rules.FormatMultiple(f.Value), b.of, verdict(f.Value), th.Hotspot, b.id))
 	}
 	f, fok := r.Facts[rules.ReplicaTTFTRatio]
 	fok = fok && f.Missing == "" && finiteFloat(Float(f.Value))
 	if sp, ok := r.ttftSpread(); ok {
 		line := fmt.Sprintf("worst replica TTFT p95: %s %s, %s %s, %s (hot spot at %gx",
-			sp.Replica, FormatValue(sp.Worst, "s"), FormatMultiple(sp.Ratio()), othersMedian(sp), verdict(sp.Ratio()), th.Hotspot)
+			sp.Replica, FormatValue(sp.Worst, "s"), rules.FormatMultiple(sp.Ratio()), othersMedian(sp), verdict(sp.Ratio()), th.Hotspot)
 		if fok {
-			line += fmt.Sprintf("; %s the fleet's, %s", FormatMultiple(f.Value), rules.ReplicaTTFTRatio)
+			line += fmt.Sprintf("; %s the fleet's, %s", rules.FormatMultiple(f.Value), rules.ReplicaTTFTRatio)
 		}
 		return append(out, line+")")
 	}
 	if fok {
-		out = append(out, fmt.Sprintf("worst replica TTFT p95: %s the fleet's, %s (hot spot at %gx; %s)", FormatMultiple(float64(f.Value)), verdict(float64(f.Value)), th.Hotspot, rules.ReplicaTTFTRatio))
+		out = append(out, fmt.Sprintf("worst replica TTFT p95: %s the fleet's, %s (hot spot at %gx; %s)", rules.FormatMultiple(float64(f.Value)), verdict(float64(f.Value)), th.Hotspot, rules.ReplicaTTFTRatio))
 	}
 	return out
 }

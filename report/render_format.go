@@ -28,6 +28,10 @@ func rateUnit(u string) string { return string(rules.Unit(u).Rate()) }
 // three significant digits, no exponent from 100 on, NaN "n/a".
 func FormatNumber(v float64) string { return rules.FormatNumber(v) }
 
+// FormatInteger is rules.FormatInteger: a whole number with thousands
+// separators, "55,477".
+func FormatInteger(v float64) string { return rules.FormatInteger(v) }
+
 // fmtCount formats a sample count: "n=4000", or "n=?" when unknown.
 func fmtCount(c Float) string {
 	if !finiteFloat(c) {
@@ -35,7 +39,7 @@ func fmtCount(c Float) string {
 	}
 	v := math.Round(float64(c)*100) / 100
 	if v == math.Round(v) {
-		return "n=" + FormatInteger(v)
+		return "n=" + rules.FormatInteger(v)
 	}
 	return "n=" + FormatNumber(v)
 }
@@ -100,7 +104,7 @@ func fmtChange(c Float) string {
 	case math.IsInf(v, 1):
 		return "up from 0"
 	case v+1 >= 10:
-		return FormatMultiple(v + 1)
+		return rules.FormatMultiple(v + 1)
 	}
 	s := FormatNumber(100 * v)
 	if v > 0 {

@@ -154,32 +154,12 @@ func TestNumberFormatting(t *testing.T) {
 		got  string
 		want string
 	}{
-		{"integer", FormatInteger(55477), "55,477"},
-		{"integer small", FormatInteger(960), "960"},
-		{"integer million", FormatInteger(6.311235e+06), "6,311,235"},
-		{"integer negative", FormatInteger(-1200), "-1,200"},
-		{"integer rounds", FormatInteger(999.6), "1,000"},
-		{"integer NaN", FormatInteger(math.NaN()), "n/a"},
-		{"multiple small", FormatMultiple(2.4001), "2.4x"},
-		{"multiple under 10", FormatMultiple(9.87), "9.87x"},
-		{"multiple at 10", FormatMultiple(10.39), "10x"},
-		{"multiple large", FormatMultiple(23920.86), "23,921x"},
-		{"multiple NaN", FormatMultiple(math.NaN()), "n/ax"},
-		{"prose big", FormatProseNumber(6.311235e+06), "6,311,235"},
-		{"prose tiny", FormatProseNumber(1.234e-7), "0.000000123"},
-		{"prose plain", FormatProseNumber(0.0417), "0.0417"},
 		{"change", fmtChange(1.54), "+154%"},
 		{"change as multiple", fmtChange(124.47), "125x"},
 		{"change down", fmtChange(-0.032), "-3.2%"},
 		{"count", fmtCount(55477), "n=55,477"},
 		{"count of requests", fmtCountOf(55477, "requests"), "n=55,477 requests"},
 		{"count unknown", fmtCountOf(Float(math.NaN()), "scrapes"), "n=?"},
-		{"prose multiple", proseNumbers("waiting_mean 997 vs baseline 0.0417: 23920.86x, severe"), "waiting_mean 997 vs baseline 0.0417: 23,921x, severe"},
-		{"prose keeps small multiples", proseNumbers("ttft_p95 3.11s vs baseline 203ms: 15.34x; noise 9.06x-21.16x"), "ttft_p95 3.11s vs baseline 203ms: 15x; noise 9.06x-21x"},
-		{"prose e-notation", proseNumbers("over 6.311235e+06 requests"), "over 6,311,235 requests"},
-		{"prose long integer", proseNumbers("n=11897714 over 29/30 intervals"), "n=11,897,714 over 29/30 intervals"},
-		{"prose leaves times and versions", proseNumbers("at 10:30:00 on 2026-09-22, vLLM 0.10.2"), "at 10:30:00 on 2026-09-22, vLLM 0.10.2"},
-		{"prose leaves decimals", proseNumbers("0.123456 and 12345.5"), "0.123456 and 12345.5"},
 	} {
 		assert.Equal(t, tc.want, tc.got, tc.name)
 	}
@@ -194,12 +174,6 @@ func TestCountNoun(t *testing.T) {
 	} {
 		assert.Equal(t, want, countNoun(id), string(id))
 	}
-}
-
-func TestProseNumbersFourDigits(t *testing.T) {
-	assert.Equal(t, "prompt_tokens_p95 8,112 tokens vs baseline 2,716 tokens: 2.99x",
-		proseNumbers("prompt_tokens_p95 8112 tokens vs baseline 2716 tokens: 2.99x"))
-	assert.Equal(t, "since 2026-09-22 10:30:00Z, 1999/2000", proseNumbers("since 2026-09-22 10:30:00Z, 1999/2000"))
 }
 
 // The judgement's text and Markdown come from one document: the same

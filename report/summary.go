@@ -79,16 +79,16 @@ func (r *Report) NamedCulprit() *Culprit {
 		if !ok || !slices.Contains(r.Inputs.Replicas, name) {
 			continue
 		}
-		why := fmt.Sprintf("takes %s its fair share of arrivals", FormatMultiple(e.Value))
+		why := fmt.Sprintf("takes %s its fair share of arrivals", rules.FormatMultiple(e.Value))
 		if e.Fact == rules.ReplicaShareMax {
-			why = fmt.Sprintf("takes %s its fair share of completions", FormatMultiple(e.Value))
+			why = fmt.Sprintf("takes %s its fair share of completions", rules.FormatMultiple(e.Value))
 		}
 		share := Float(e.Value)
 		c := &Culprit{Kind: "replica", Name: name, Share: &share, Why: why}
 		if e.Fact == rules.ReplicaTTFTRatio {
-			c.Why = fmt.Sprintf("its TTFT p95 is %s the fleet's", FormatMultiple(e.Value))
+			c.Why = fmt.Sprintf("its TTFT p95 is %s the fleet's", rules.FormatMultiple(e.Value))
 			if sp, ok := r.ttftSpread(); ok && sp.Replica == name {
-				c.Why = fmt.Sprintf("its TTFT p95 %s is %s %s", FormatValue(sp.Worst, "s"), FormatMultiple(sp.Ratio()), othersMedian(sp))
+				c.Why = fmt.Sprintf("its TTFT p95 %s is %s %s", FormatValue(sp.Worst, "s"), rules.FormatMultiple(sp.Ratio()), othersMedian(sp))
 			}
 			c.Share = nil
 		}
@@ -109,7 +109,7 @@ const maxSummaryNumbers = 4
 // to its first clause, then the count with what it counts. The windows
 // are said once in the summary, the metrics once in the signal table.
 func compactEvidence(e rules.Evidence) string {
-	text := proseNumbers(firstClause(e.Text))
+	text := firstClause(e.Text)
 	if !math.IsNaN(e.Count) && e.Fact != "" {
 		text += " (" + fmtCountOf(Float(e.Count), countNoun(e.Fact)) + ")"
 	}
@@ -194,7 +194,7 @@ func windowsLine(r *Report) string {
 		}
 		s := name + " " + span
 		if wi.Scrapes > 0 {
-			n := FormatInteger(float64(wi.Scrapes)) + " scrapes"
+			n := rules.FormatInteger(float64(wi.Scrapes)) + " scrapes"
 			if wi.Scrapes == 1 {
 				n = "1 scrape"
 			}
@@ -231,7 +231,7 @@ func windowsLine(r *Report) string {
 // evidenceLine says what evidence the report read, in one line.
 func evidenceLine(r *Report) string {
 	in := r.Inputs
-	parts := []string{Plural(len(in.Replicas), "replica", "replicas"), strings.Replace(Plural(len(in.Sources), "source", "sources"), strconv.Itoa(len(in.Sources)), FormatInteger(float64(len(in.Sources))), 1)}
+	parts := []string{Plural(len(in.Replicas), "replica", "replicas"), strings.Replace(Plural(len(in.Sources), "source", "sources"), strconv.Itoa(len(in.Sources)), rules.FormatInteger(float64(len(in.Sources))), 1)}
 	for _, e := range in.Exporters {
 		parts = append(parts, e.String())
 	}
@@ -342,7 +342,7 @@ func noteItem(r *Report, n rules.Note) Item {
 	text := "note: replica-slower: one replica is slower under a fair share of the load"
 	if sp, ok := r.ttftSpread(); ok {
 		text = fmt.Sprintf("note: replica-slower: %s's TTFT p95 %s is %s %s under a fair share of the load",
-			sp.Replica, FormatValue(sp.Worst, "s"), FormatMultiple(sp.Ratio()), othersMedian(sp))
+			sp.Replica, FormatValue(sp.Worst, "s"), rules.FormatMultiple(sp.Ratio()), othersMedian(sp))
 	}
 	text += ": a local cause on that replica, not a hot spot"
 	if r.Windows.Incident.From == "lifetime" {
@@ -359,7 +359,7 @@ func noteItem(r *Report, n rules.Note) Item {
 func confidenceItem(r *Report, f rules.Finding) Item {
 	head := "confidence: " + string(f.Confidence) + ": "
 	if len(f.Rivals) == 0 {
-		return Item{Text: head + proseNumbers(f.ConfidenceReason)}
+		return Item{Text: head + f.ConfidenceReason}
 	}
 	lead := r.thresholds().Lead
 	tied := func(rv rules.Rival) bool { return math.Abs(f.Score-rv.Score) < lead-1e-9 }
@@ -379,7 +379,7 @@ func confidenceItem(r *Report, f rules.Finding) Item {
 		}
 		s := fmt.Sprintf("%s (score %.2f, %s)", rv.ID, rv.Score, how)
 		if e, ok := decisiveEvidence(r, f, g); ok {
-			s += ": " + proseNumbers(firstClause(e.Text))
+			s += ": " + firstClause(e.Text)
 		}
 		sub = append(sub, s)
 	}

@@ -205,7 +205,7 @@ func (e *env) fact(id FactID) (Fact, string) {
 		return f, why
 	}
 	if min := e.minSamples(id); !math.IsNaN(f.Count) && f.Count < min {
-		return f, fmt.Sprintf("only %g observations in the incident window, need >= %g", f.Count, min)
+		return f, fmt.Sprintf("only %s observations in the incident window, need >= %s", fmtNum(f.Count), fmtNum(min))
 	}
 	return f, ""
 }
@@ -216,7 +216,7 @@ func (e *env) baseline(id FactID, f Fact) string {
 		return "no baseline"
 	}
 	if min := e.minSamples(id); !math.IsNaN(f.BaselineCount) && f.BaselineCount < min {
-		return fmt.Sprintf("only %g observations in the baseline window, need >= %g", f.BaselineCount, min)
+		return fmt.Sprintf("only %s observations in the baseline window, need >= %s", fmtNum(f.BaselineCount), fmtNum(min))
 	}
 	return ""
 }

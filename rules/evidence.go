@@ -54,9 +54,9 @@ func (e Evidence) String() string {
 		extra = append(extra, fmt.Sprintf("in [%s, %s]", fmtValue(e.Fact, e.Lower), fmtValue(e.Fact, e.Upper)))
 	}
 	if !math.IsNaN(e.Count) {
-		c := fmt.Sprintf("n=%g", e.Count)
+		c := "n=" + ProseNumber(e.Count)
 		if !math.IsNaN(e.BaselineCount) {
-			c += fmt.Sprintf(" (baseline n=%g)", e.BaselineCount)
+			c += " (baseline n=" + ProseNumber(e.BaselineCount) + ")"
 		}
 		extra = append(extra, c)
 	}
@@ -97,14 +97,15 @@ func (e Evidence) MarshalJSON() ([]byte, error) {
 		Number(e.Count), Number(e.BaselineCount), e.Window, e.BaselineWindow, e.Source, e.Text, e.Effect})
 }
 
-// fmtValue formats a value in the unit of the fact (Unit.Format).
+// fmtValue formats a value in the unit of the fact for a sentence
+// (Unit.Prose).
 func fmtValue(id FactID, v float64) string {
 	info, _ := Info(id)
-	return info.Unit.Format(v)
+	return info.Unit.Prose(v)
 }
 
-// fmtNum is FormatNumber.
-func fmtNum(v float64) string { return FormatNumber(v) }
+// fmtNum is ProseNumber.
+func fmtNum(v float64) string { return ProseNumber(v) }
 
 func fmtRatio(r float64) string {
 	if math.IsInf(r, 1) {
@@ -113,7 +114,12 @@ func fmtRatio(r float64) string {
 	if math.IsInf(r, 0) || math.IsNaN(r) {
 		return fmt.Sprintf("%vx", r)
 	}
-	return fmt.Sprintf("%.2fx", r)
+	s := fmt.Sprintf("%.2f", r)
+	if len(strings.TrimLeft(s, "-")) >= len("10.00") {
+		// From 10x on a multiple is a whole number (FormatMultiple).
+		return FormatInteger(r) + "x"
+	}
+	return s + "x"
 }
 
 // fmtEst formats an estimate whose bucket has upper bound upper: a value

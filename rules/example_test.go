@@ -40,13 +40,13 @@ func ExampleEvaluate() {
 	// Output:
 	// verdict: prefill-long-prompts
 	//    ttft_p95 2.2s vs baseline 900ms: 2.44x, severe; noise unknown (up: >= 1.2x)
-	//    prompt_tokens_p95 6100 tokens vs baseline 2400 tokens: 2.54x, severe; noise unknown (rises: >= 1.2x)
+	//    prompt_tokens_p95 6,100 tokens vs baseline 2,400 tokens: 2.54x, severe; noise unknown (rises: >= 1.2x)
 	//    prefill_time_p95 1.9s vs baseline 640ms: 2.97x, severe; noise unknown (rises: >= 1.2x)
 	//   [holds] Is prompt tokens p50 unchanged while p95/p99 grew (a group of long requests)?
 	//   [holds] Does the prefill-time increase explain the TTFT increase?
 	//   [holds] Is TPOT stable (decode unaffected)?
 	// prefix-cache-loss contradicted
-	//    prompt_tokens_p95 6100 tokens vs baseline 2400 tokens: 2.54x, severe; noise unknown (changed: outside 1.2x)
+	//    prompt_tokens_p95 6,100 tokens vs baseline 2,400 tokens: 2.54x, severe; noise unknown (changed: outside 1.2x)
 }
 
 // High KV usage with no preemption and every SLO met is not an incident.

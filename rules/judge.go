@@ -514,7 +514,7 @@ func armStats(id FactID, runs []RunFacts, minSamples float64) ArmStats {
 		case math.IsInf(f.Value, 0):
 			a.Missing = append(a.Missing, fmt.Sprintf("run %s: value %v", r.Name, f.Value))
 		case isKnown && info.Kind == Quantile && !math.IsNaN(f.Count) && f.Count < minSamples:
-			a.Missing = append(a.Missing, fmt.Sprintf("run %s: %g observations, need >= %g", r.Name, f.Count, minSamples))
+			a.Missing = append(a.Missing, fmt.Sprintf("run %s: %s observations, need >= %s", r.Name, ProseNumber(f.Count), ProseNumber(minSamples)))
 		default:
 			a.Values[i] = f.Value
 			ok = append(ok, f.Value)

@@ -84,7 +84,7 @@ func (j Judgement) Tables() []JudgementTable {
 		wl := JudgementTable{Title: fmt.Sprintf("workload (median of runs, baseline vs treatment, tolerance %s)", pct(j.Workload[0].Tolerance)),
 			Head: []string{"workload", "baseline", "treatment", "change", "outcome"}, Right: []bool{false, true, true, true, false}}
 		for _, w := range j.Workload {
-			fv := func(v float64) string { return fmtValue(FactID(w.Name), v) }
+			fv := func(v float64) string { return fmtCell(FactID(w.Name), v) }
 			if w.Name == "duration" {
 				fv = func(v float64) string { return time.Duration(v * float64(time.Second)).String() }
 			}
@@ -108,7 +108,7 @@ func (j Judgement) Tables() []JudgementTable {
 			fmtChange(c.Change), directionCell(c), pCell(c)})
 		row := []string{string(c.Metric)}
 		for _, v := range append(append([]float64(nil), c.Baseline.Values...), c.Treatment.Values...) {
-			row = append(row, fmtValue(c.Metric, v))
+			row = append(row, fmtCell(c.Metric, v))
 		}
 		values.Rows = append(values.Rows, row)
 	}
@@ -140,17 +140,24 @@ func metricLabel(c Comparison) string {
 	return fmt.Sprintf("%s (%s)", c.Metric, c.Better)
 }
 
+// fmtCell formats a value in the unit of the fact for a table cell
+// (Unit.Format).
+func fmtCell(id FactID, v float64) string {
+	info, _ := Info(id)
+	return info.Unit.Format(v)
+}
+
 // armCell prints "median ±x% n=N" like benchstat, the range being the
 // runs' min and max.
 func armCell(id FactID, a ArmStats) string {
 	if a.N == 0 {
 		return "?"
 	}
-	s := fmtValue(id, a.Center)
+	s := fmtCell(id, a.Center)
 	if sp := a.Spread(); !math.IsNaN(sp) && !math.IsInf(sp, 0) {
 		s += fmt.Sprintf(" ±%.0f%%", 100*sp)
 	} else if a.Min != a.Max {
-		s += fmt.Sprintf(" [%s, %s]", fmtValue(id, a.Min), fmtValue(id, a.Max))
+		s += fmt.Sprintf(" [%s, %s]", fmtCell(id, a.Min), fmtCell(id, a.Max))
 	}
 	if a.N < len(a.Values) {
 		s += fmt.Sprintf(" (%d/%d runs)", a.N, len(a.Values))

@@ -31,7 +31,18 @@ const (
 // with a k, M or G suffix from 100 000 on; ratios as percentages; rates
 // per second; multiples with an x. NaN is "n/a", never zero; ±Inf is
 // "+Inf" or "-Inf". Numbers are FormatNumber's.
-func (u Unit) Format(v float64) string {
+func (u Unit) Format(v float64) string { return u.format(v, false) }
+
+// Prose is Format for running text: its numbers are ProseNumber's, and a
+// multiple is FormatMultiple's.
+func (u Unit) Prose(v float64) string { return u.format(v, true) }
+
+// format is Format, or Prose when prose is set.
+func (u Unit) format(v float64, prose bool) string {
+	num := FormatNumber
+	if prose {
+		num = ProseNumber
+	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return FormatNumber(v)
 	}
@@ -39,25 +50,28 @@ func (u Unit) Format(v float64) string {
 	case UnitSeconds, "seconds":
 		return formatSeconds(v)
 	case UnitTokens:
-		return FormatLarge(v) + " tokens"
+		return formatLarge(v, num) + " tokens"
 	case UnitRequests, "req":
-		return FormatLarge(v) + " req"
+		return formatLarge(v, num) + " req"
 	case UnitRatio:
-		return FormatNumber(100*v) + "%"
+		return num(100*v) + "%"
 	case UnitRequestsPerSec, "requests/s":
-		return FormatNumber(v) + " req/s"
+		return num(v) + " req/s"
 	case UnitTokensPerSecond:
-		return FormatNumber(v) + " tokens/s"
+		return num(v) + " tokens/s"
 	case UnitPerSecond, "count/s", "/s":
-		return FormatNumber(v) + "/s"
+		return num(v) + "/s"
 	case UnitPerHour:
-		return FormatNumber(v) + "/h"
+		return num(v) + "/h"
 	case UnitMultiple:
-		return FormatNumber(v) + "x"
+		if prose {
+			return FormatMultiple(v)
+		}
+		return num(v) + "x"
 	case UnitNone, UnitCount, "r":
-		return FormatLarge(v)
+		return formatLarge(v, num)
 	}
-	return FormatNumber(v) + " " + string(u)
+	return num(v) + " " + string(u)
 }
 
 // Rate is the unit of a per-second rate of a counter in unit u.
@@ -89,11 +103,14 @@ func formatSeconds(v float64) string {
 
 // FormatLarge formats a value with three significant digits and a k, M
 // or G suffix from 100 000 on: 13.3M.
-func FormatLarge(v float64) string {
+func FormatLarge(v float64) string { return formatLarge(v, FormatNumber) }
+
+// formatLarge is FormatLarge with the numbers below 100 000 written by num.
+func formatLarge(v float64, num func(float64) string) string {
 	a := math.Abs(v)
 	switch {
 	case math.IsNaN(v) || math.IsInf(v, 0) || a < 1e5:
-		return FormatNumber(v)
+		return num(v)
 	case a < 1e6:
 		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "k"
 	case a < 1e9:
