@@ -111,6 +111,12 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 	ref := report(dir)
 	got := report(url)
 	assert.Equal(t, spec.Expect, ref["verdict"])
+	// The server's read says what it cost, in a note of its own.
+	in := got["inputs"].(map[string]any)
+	notes, _ := in["notes"].([]any)
+	require.Len(t, notes, 1)
+	assert.Regexp(t, `^http://127\.0\.0\.1:\d+: read with \d+ queries and \d+ label lookups: \d+ HTTP requests, [0-9.]+ MB of responses received$`, notes[0])
+	delete(in, "notes")
 	assert.Equal(t, ref, got)
 }
 

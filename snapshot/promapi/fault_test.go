@@ -154,6 +154,44 @@ func TestReadFake(t *testing.T) {
 	assert.Equal(t, []string{srv.URL}, ev.Sources)
 }
 
+// The read says what it cost: the queries, lookups and HTTP requests the
+// server answered and the bytes it sent, as a note.
+func TestReadCostNote(t *testing.T) {
+	var requests, written atomic.Int64
+	fake := &fakeProm{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		fake.ServeHTTP(countingWriter{w, &written}, r)
+	}))
+	t.Cleanup(srv.Close)
+	ev := readWholeFleet(t, fastConfig, srv.URL)
+	var notes []string
+	for _, p := range ev.Problems {
+		if p.Severity == snapshot.SeverityInfo {
+			notes = append(notes, p.Err.Error())
+		}
+	}
+	require.Len(t, notes, 1)
+	// One family over 11 minutes in chunks of 4 (the first starts
+	// Overfetch early), for the batch of pods and the series without a
+	// pod; the metric names and the pods are listed first.
+	assert.Equal(t, fmt.Sprintf("read with 6 queries and 2 label lookups: 8 HTTP requests, %d bytes of responses received", written.Load()), notes[0])
+	assert.EqualValues(t, 8, requests.Load())
+	assert.Equal(t, "12.3 MB", byteSize(12_345_678))
+}
+
+// countingWriter counts the bytes of a response body.
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Int64
+}
+
+func (w countingWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.n.Add(int64(n))
+	return n, err
+}
+
 // Registered: snapshot.Read reads a URL with the Config of the context.
 func TestSnapshotReadURL(t *testing.T) {
 	srv := serve(t, nil)

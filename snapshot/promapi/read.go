@@ -299,7 +299,7 @@ func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 		return nil, err
 	}
 	ev := cols.Evidence() // scrapes at the samples' times (TimeFromTSDB)
-	ev.Problems = append(r.problem, ev.Problems...)
+	ev.Problems = append(append(r.problem, ev.Problems...), r.costNote())
 	if read == 0 && failed > 0 {
 		errs := make([]error, 0, len(ev.Problems))
 		for _, p := range ev.Problems {
@@ -310,6 +310,28 @@ func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 		return nil, fmt.Errorf("snapshot: server %s: nothing could be read: %w", r.red, errors.Join(errs...))
 	}
 	return ev, nil
+}
+
+// costNote says what the read cost the server: the queries made, the
+// HTTP requests sent (lookups and retries included) and the bytes of the
+// responses received (as the HTTP client hands them over, after
+// decompression), as a note (snapshot.SeverityInfo) that reports list
+// with the inputs.
+func (r *reader) costNote() snapshot.Problem {
+	r.mu.Lock()
+	queries, lookups := r.done, r.lookups
+	r.mu.Unlock()
+	return snapshot.Problem{Severity: snapshot.SeverityInfo, File: r.red, Offset: -1,
+		Err: fmt.Errorf("read with %d queries and %d label lookups: %d HTTP requests, %s of responses received",
+			queries, lookups, r.tr.requests.Load(), byteSize(r.tr.received.Load()))}
+}
+
+// byteSize writes n bytes for a note: "934 bytes", "12.3 MB".
+func byteSize(n int64) string {
+	if n < 1e6 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
 }
 
 // run makes the queries of units with r.cfg.Concurrency workers and sends

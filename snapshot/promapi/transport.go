@@ -57,6 +57,9 @@ type transport struct {
 	secret   []string // canonical names of headers that carry credentials
 	sec      *secrets
 	requests atomic.Int64
+	// received counts the bytes of response bodies read (after the HTTP
+	// client's decompression), error bodies included.
+	received atomic.Int64
 }
 
 // newTransport returns the transport for the server at u with the
@@ -166,7 +169,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.mu.Unlock()
 	}
 	if resp.StatusCode/100 != 2 {
-		resp.Body = &limitBody{rc: resp.Body, left: maxErrorBody, cut: true}
+		resp.Body = &limitBody{rc: resp.Body, left: maxErrorBody, cut: true, n: &t.received}
 		return resp, nil
 	}
 	if t.max > 0 && resp.ContentLength > t.max {
@@ -175,7 +178,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.setTooLarge()
 		return nil, fmt.Errorf("%w: %d bytes announced, more than Config.MaxResponseBytes (%d bytes)", errBodyTooLarge, resp.ContentLength, t.max)
 	}
-	resp.Body = &limitBody{rc: resp.Body, left: t.max, a: a, max: t.max}
+	resp.Body = &limitBody{rc: resp.Body, left: t.max, a: a, max: t.max, n: &t.received}
 	return resp, nil
 }
 
@@ -204,6 +207,7 @@ type limitBody struct {
 	max  int64
 	cut  bool
 	a    *attempt
+	n    *atomic.Int64 // counts the bytes read
 }
 
 func (b *limitBody) Read(p []byte) (int, error) {
@@ -217,6 +221,7 @@ func (b *limitBody) Read(p []byte) (int, error) {
 		p = p[:b.left+1] // one byte more tells a larger body
 	}
 	n, err := b.rc.Read(p)
+	b.n.Add(int64(n))
 	b.left -= int64(n)
 	if b.left < 0 {
 		if b.cut {
