@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -61,7 +63,40 @@ func BenchmarkServer(b *testing.B) {
 				runCommand(b, "diagnose", "--baseline", baseline, "--incident", incident, "--format", "json", src.path)
 			})
 		})
+		// The whole range, windows chosen by the diagnosis: what issue 34
+		// measures a pushdown against. A server's read reports the bytes
+		// of the responses it received (its note in inputs).
+		b.Run("diagnose-6h/"+src.name, func(b *testing.B) {
+			var received float64
+			measureRSS(b, pid, func(b *testing.B) {
+				out := runCommandOutput(b, "diagnose", "--range", rfc(end.Add(-span))+"/"+rfc(end), "--format", "json", src.path)
+				if m := receivedMB.FindSubmatch(out); m != nil {
+					received, _ = strconv.ParseFloat(string(m[1]), 64)
+				}
+			})
+			if src.name == "url" {
+				if received == 0 {
+					b.Fatal("no read-cost note in the report")
+				}
+				b.ReportMetric(received, "MB-received")
+			}
+		})
 	}
+}
+
+// receivedMB finds the megabytes a server read received in a report's
+// note.
+var receivedMB = regexp.MustCompile(`HTTP requests, ([0-9.]+) MB of responses received`)
+
+// runCommandOutput is runCommand, returning what the command wrote.
+func runCommandOutput(b *testing.B, args ...string) []byte {
+	b.Helper()
+	var stdout, stderr bytes.Buffer
+	e := &env{stdin: bytes.NewReader(nil), stdout: &stdout, stderr: &stderr}
+	if code := run(context.Background(), e, args); code != exitOK {
+		b.Fatalf("whyslow %v: exit %d: %s", args, code, stderr.String())
+	}
+	return stdout.Bytes()
 }
 
 // startBenchPrometheus serves a copy of dir (the fixture is never
