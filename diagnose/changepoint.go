@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/whyslow/whyslow/report"
+	"github.com/whyslow/whyslow/rules"
 )
 
 // Change-point search.
@@ -65,7 +66,7 @@ func movedSeries(series []cpSeries, k, minEach int) []report.ChangeSignal {
 		}
 		before, after := finiteValues(s.values[:k]), finiteValues(s.values[k:])
 		out = append(out, report.ChangeSignal{Series: s.name, Unit: s.unit,
-			Before: report.Float(stat.Mean(before, nil)), After: report.Float(stat.Mean(after, nil)), Score: d})
+			Before: rules.Number(stat.Mean(before, nil)), After: rules.Number(stat.Mean(after, nil)), Score: d})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
 	return out

@@ -13,6 +13,7 @@ import (
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/report"
+	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -137,7 +138,7 @@ func FleetQuantiles(ev *snapshot.Evidence, req QuantileRequest) (*report.Quantil
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("fleet merge: bucket layouts differ; bounds %v left out (not shared by every replica)", merged.Dropped))
 	}
 	rep.Fleet = estimates(merged.Histogram, qs)
-	rep.FleetMean = report.Float(merged.Histogram.Mean())
+	rep.FleetMean = rules.Number(merged.Histogram.Mean())
 	rep.Warnings = append(rep.Warnings, stabilityWarnings("fleet", rep.Fleet)...)
 	return rep, nil
 }

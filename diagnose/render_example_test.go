@@ -17,7 +17,7 @@ func exampleReport() *report.Report {
 	base := report.WindowInfo{Start: t0, End: t0.Add(30 * time.Minute), From: "given", Scrapes: 240}
 	inc := report.WindowInfo{Start: t0.Add(30 * time.Minute), End: t0.Add(time.Hour), From: "given", Scrapes: 240}
 	q := func(q, v, lo, hi, n float64) report.Quantile {
-		return report.Quantile{Q: q, Value: report.Float(v), Lower: report.Float(lo), Upper: report.Float(hi), Count: report.Float(n)}
+		return report.Quantile{Q: q, Value: rules.Number(v), Lower: rules.Number(lo), Upper: rules.Number(hi), Count: rules.Number(n)}
 	}
 	hist := func(id, unit string, b50, b95, i50, i95 report.Quantile) report.Signal {
 		return report.Signal{ID: id, Kind: "histogram", Unit: unit,

@@ -105,14 +105,14 @@ func renderQs(n float64, v ...float64) []report.Quantile {
 	qs := []float64{0.5, 0.95, 0.99}
 	out := make([]report.Quantile, len(qs))
 	for i, q := range qs {
-		out[i] = report.Quantile{Q: q, Value: report.Float(v[3*i]), Lower: report.Float(v[3*i+1]),
-			Upper: report.Float(v[3*i+2]), Count: report.Float(n), Stable: n >= 100}
+		out[i] = report.Quantile{Q: q, Value: rules.Number(v[3*i]), Lower: rules.Number(v[3*i+1]),
+			Upper: rules.Number(v[3*i+2]), Count: rules.Number(n), Stable: n >= 100}
 	}
 	return out
 }
 
 func renderNaNMeasure(w report.WindowInfo) *report.Measure {
-	n := report.Float(math.NaN())
+	n := rules.Number(math.NaN())
 	return &report.Measure{Window: w, Mean: n, Count: n, Rate: n, Min: n, Max: n, Last: n, Slope: n}
 }
 
@@ -121,7 +121,7 @@ func renderNaNMeasure(w report.WindowInfo) *report.Measure {
 func renderHist(id, metric, unit string, mean [2]float64, n [2]float64, base, inc []float64) report.Signal {
 	m := func(w report.WindowInfo, k int, qs []float64) *report.Measure {
 		x := renderNaNMeasure(w)
-		x.Quantiles, x.Mean, x.Count, x.Rate = renderQs(n[k], qs...), report.Float(mean[k]), report.Float(n[k]), report.Float(n[k]/1800)
+		x.Quantiles, x.Mean, x.Count, x.Rate = renderQs(n[k], qs...), rules.Number(mean[k]), rules.Number(n[k]), rules.Number(n[k]/1800)
 		return x
 	}
 	return report.Signal{ID: id, Kind: "histogram", Unit: unit, Metric: metric, Versions: renderVersions,
@@ -144,7 +144,7 @@ func renderQueueTime(n [2]float64) report.Signal {
 func renderCounter(id, metric, unit string, base, inc float64) report.Signal {
 	m := func(w report.WindowInfo, v float64) *report.Measure {
 		x := renderNaNMeasure(w)
-		x.Count, x.Rate = report.Float(v), report.Float(v/1800)
+		x.Count, x.Rate = rules.Number(v), rules.Number(v/1800)
 		return x
 	}
 	return report.Signal{ID: id, Kind: "counter", Unit: unit, Metric: metric, Versions: renderVersions,
@@ -154,8 +154,8 @@ func renderCounter(id, metric, unit string, base, inc float64) report.Signal {
 func renderGauge(id, metric, unit string, base, inc [4]float64) report.Signal {
 	m := func(w report.WindowInfo, v [4]float64) *report.Measure {
 		x := renderNaNMeasure(w)
-		x.Mean, x.Max, x.Slope, x.Count = report.Float(v[0]), report.Float(v[1]), report.Float(v[2]), report.Float(v[3])
-		x.Min, x.Last = 0, report.Float(v[0])
+		x.Mean, x.Max, x.Slope, x.Count = rules.Number(v[0]), rules.Number(v[1]), rules.Number(v[2]), rules.Number(v[3])
+		x.Min, x.Last = 0, rules.Number(v[0])
 		return x
 	}
 	return report.Signal{ID: id, Kind: "gauge", Unit: unit, Metric: metric, Versions: renderVersions,
@@ -165,11 +165,11 @@ func renderGauge(id, metric, unit string, base, inc [4]float64) report.Signal {
 func renderDerived(id, unit, source string, base, inc, n float64, rate bool) report.Signal {
 	m := func(w report.WindowInfo, v float64) *report.Measure {
 		x := renderNaNMeasure(w)
-		x.Count = report.Float(n)
+		x.Count = rules.Number(n)
 		if rate {
-			x.Rate = report.Float(v)
+			x.Rate = rules.Number(v)
 		} else {
-			x.Mean = report.Float(v)
+			x.Mean = rules.Number(v)
 		}
 		return x
 	}
@@ -239,7 +239,7 @@ func renderTimelines() []report.Timeline {
 		t := report.Timeline{Signal: signal, Stat: stat, Replica: replica, Step: step}
 		for i := range 60 {
 			end := renderT0.Add(time.Duration(i+1) * step)
-			t.Points = append(t.Points, report.Point{T: end, Value: report.Float(f(i, i >= 30)), Count: report.Float(count)})
+			t.Points = append(t.Points, report.Point{T: end, Value: rules.Number(f(i, i >= 30)), Count: rules.Number(count)})
 		}
 		return t
 	}
@@ -263,7 +263,7 @@ func renderTimelines() []report.Timeline {
 		mk("preemptions", "rate", "", 0, func(int, bool) float64 { return 0 }),
 	}
 	// One minute without observations: a gap in the plots, not a zero.
-	tls[0].Points[12].Value, tls[0].Points[12].Count = report.Float(math.NaN()), 0
+	tls[0].Points[12].Value, tls[0].Points[12].Count = rules.Number(math.NaN()), 0
 	for k, name := range renderReplicas {
 		off := float64(k) * 0.1
 		tls = append(tls,

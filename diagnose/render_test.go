@@ -234,7 +234,7 @@ func TestWriteJSONEmptyListsAreNotNull(t *testing.T) {
 
 func TestWriteJSONNonFinite(t *testing.T) {
 	rep := renderReport()
-	inf, nan := report.Float(math.Inf(1)), report.Float(math.NaN())
+	inf, nan := rules.Number(math.Inf(1)), rules.Number(math.NaN())
 	// p99 in the +Inf bucket: the upper bound is unbounded.
 	rep.Signals.Fleet[0].Incident.Quantiles[2].Upper = inf
 	rep.Signals.Fleet[0].Incident.Quantiles[2].Value = nan

@@ -29,7 +29,7 @@ func reportUnit(u string) string {
 }
 
 func nanMeasure(info report.WindowInfo) *report.Measure {
-	n := report.Float(math.NaN())
+	n := rules.Number(math.NaN())
 	return &report.Measure{Window: info, Mean: n, Count: n, Rate: n, Min: n, Max: n, Last: n, Slope: n}
 }
 
@@ -38,8 +38,8 @@ func nanMeasure(info report.WindowInfo) *report.Measure {
 // bound and whether it rests on lifetime counters.
 func increaseMeasure(w evalWindow, count, rate float64, resets int, lowerBound, lifetime bool) *report.Measure {
 	m := nanMeasure(w.info)
-	m.Count = report.Float(count)
-	m.Rate = report.Float(rate)
+	m.Count = rules.Number(count)
+	m.Rate = rules.Number(rate)
 	m.Resets = resets
 	m.LowerBound = lowerBound
 	m.Lifetime = lifetime || w.lifetime
@@ -52,7 +52,7 @@ func histMeasure(inc snapshot.HistogramIncrease, w evalWindow, qs []float64) *re
 	for _, q := range qs {
 		m.Quantiles = append(m.Quantiles, report.QuantileOf(h.Quantile(q)))
 	}
-	m.Mean = report.Float(h.Mean())
+	m.Mean = rules.Number(h.Mean())
 	return m
 }
 
@@ -62,7 +62,7 @@ func counterMeasure(inc snapshot.CounterIncrease, w evalWindow) *report.Measure 
 
 func gaugeMeasure(g snapshot.GaugeStats, w evalWindow) *report.Measure {
 	m := nanMeasure(w.info)
-	m.Mean, m.Count, m.Min, m.Max, m.Last, m.Slope = report.Float(g.Mean), report.Float(g.N), report.Float(g.Min), report.Float(g.Max), report.Float(g.Last), report.Float(g.Slope)
+	m.Mean, m.Count, m.Min, m.Max, m.Last, m.Slope = rules.Number(g.Mean), rules.Number(g.N), rules.Number(g.Min), rules.Number(g.Max), rules.Number(g.Last), rules.Number(g.Slope)
 	m.Lifetime = w.lifetime
 	return m
 }
@@ -302,13 +302,13 @@ func (sc *scope) derivedSignals(base, inc evalWindow) []report.Signal {
 				continue
 			}
 			m := nanMeasure(w.info)
-			m.Count = report.Float(fact.Count)
+			m.Count = rules.Number(fact.Count)
 			m.Lifetime = w.lifetime
 			switch field {
 			case "rate":
-				m.Rate = report.Float(fact.Value)
+				m.Rate = rules.Number(fact.Value)
 			default:
-				m.Mean = report.Float(fact.Value)
+				m.Mean = rules.Number(fact.Value)
 			}
 			ms[i] = m
 			if sig.Metric == "" {

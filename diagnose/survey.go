@@ -11,6 +11,7 @@ import (
 
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/report"
+	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -189,10 +190,10 @@ func (f *fleetLine) mergeHist(i int, inc snapshot.HistogramIncrease) {
 func histP95(t time.Time, inc snapshot.HistogramIncrease) report.Point {
 	n := inc.Histogram.Total()
 	if !(n > 0) {
-		return report.Point{T: t, Value: report.Float(math.NaN())}
+		return report.Point{T: t, Value: rules.Number(math.NaN())}
 	}
 	q := report.QuantileOf(inc.Histogram.Quantile(0.95))
-	q.Count = report.Float(n)
+	q.Count = rules.Number(n)
 	return report.QuantilePoint(t, q)
 }
 
@@ -245,7 +246,7 @@ func (l *lines) timelines(sc *scope) *timelines {
 					}
 				}
 			}
-			t.Points[i] = report.Point{T: w.End, Value: report.Float(v), Count: report.Float(n)}
+			t.Points[i] = report.Point{T: w.End, Value: rules.Number(v), Count: rules.Number(n)}
 		}
 		tl.list = append(tl.list, t)
 	}

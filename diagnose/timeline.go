@@ -7,6 +7,7 @@ import (
 
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/report"
+	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -129,9 +130,9 @@ func (sc *scope) addReplicas(tl *timelines, replicas []int) {
 			v, k := vals[si], spec.stride()
 			t := report.Timeline{Signal: string(spec.id), Stat: spec.stat, Replica: rp.t.Name, Step: tl.step, Points: make([]report.Point, len(tl.grid))}
 			for i, w := range tl.grid {
-				t.Points[i] = report.Point{T: w.End, Value: report.Float(v[k*i]), Count: report.Float(v[k*i+1])}
+				t.Points[i] = report.Point{T: w.End, Value: rules.Number(v[k*i]), Count: rules.Number(v[k*i+1])}
 				if k > 2 {
-					t.Points[i].Edge = report.Float(v[k*i+2])
+					t.Points[i].Edge = rules.Number(v[k*i+2])
 				}
 			}
 			list = append(list, t)

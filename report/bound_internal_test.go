@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/whyslow/whyslow/rules"
 )
 
 // A quantile in an edge bucket is a bound, in the tables and in the
 // timelines' points alike: one decision (QuantileBound), one number.
 func TestQuantileBound(t *testing.T) {
-	inf, nan := Float(math.Inf(1)), Float(math.NaN())
+	inf, nan := rules.Number(math.Inf(1)), rules.Number(math.NaN())
 	t0 := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name   string

@@ -5,6 +5,7 @@ import (
 
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/report"
+	"github.com/whyslow/whyslow/rules"
 )
 
 // The fleet's TTFT p95 over the incident and baseline windows, and one
@@ -14,7 +15,7 @@ import (
 func ExampleReport_Quantile() {
 	ttft := func(p95, n float64) []report.Signal {
 		return []report.Signal{{ID: string(catalog.SignalTTFT), Kind: "histogram", Unit: "s",
-			Incident: &report.Measure{Quantiles: []report.Quantile{{Q: 0.95, Value: report.Float(p95), Count: report.Float(n)}}}}}
+			Incident: &report.Measure{Quantiles: []report.Quantile{{Q: 0.95, Value: rules.Number(p95), Count: rules.Number(n)}}}}}
 	}
 	rep := &report.Report{Signals: report.Signals{
 		Fleet:    ttft(3.02, 57380),

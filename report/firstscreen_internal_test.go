@@ -18,7 +18,7 @@ import (
 func fleetOf(fleet float64, p95 ...float64) *Report {
 	sig := func(v float64) []Signal {
 		return []Signal{{ID: string(catalog.SignalTTFT), Kind: "histogram", Unit: "s",
-			Incident: &Measure{Quantiles: []Quantile{{Q: 0.95, Value: Float(v), Count: 1000}}}}}
+			Incident: &Measure{Quantiles: []Quantile{{Q: 0.95, Value: rules.Number(v), Count: 1000}}}}}
 	}
 	r := &Report{Signals: Signals{Fleet: sig(fleet), Replicas: map[string][]Signal{}}, Facts: rules.Facts{}}
 	worst := 0.0

@@ -151,8 +151,8 @@ func (r *Report) movedSignals() []ChangeSignal {
 	}
 	out := slices.Clone(cp.Signals)
 	for i, c := range out {
-		if f, ok := r.Facts[rules.FactID(c.Series)]; ok && cp.Used && f.Missing == "" && finiteFloat(Float(f.Value)) && finiteFloat(Float(f.Baseline)) {
-			out[i].Before, out[i].After = Float(f.Baseline), Float(f.Value)
+		if f, ok := r.Facts[rules.FactID(c.Series)]; ok && cp.Used && f.Missing == "" && finiteFloat(rules.Number(f.Value)) && finiteFloat(rules.Number(f.Baseline)) {
+			out[i].Before, out[i].After = rules.Number(f.Baseline), rules.Number(f.Value)
 		}
 	}
 	step := func(c ChangeSignal) float64 {

@@ -52,7 +52,7 @@ func countNoun(id rules.FactID) string {
 
 // fmtCountOf formats a count with what it counts: "n=55,477 requests",
 // "n=121 samples", or "n=?" when unknown.
-func fmtCountOf(c Float, noun string) string {
+func fmtCountOf(c rules.Number, noun string) string {
 	if !finiteFloat(c) {
 		return "n=?"
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/whyslow/whyslow/rules"
 )
 
 // QuantileReport holds fleet and per-replica quantiles of one histogram.
@@ -26,7 +28,7 @@ type QuantileReport struct {
 	// (buckets summed first, quantile taken after).
 	Fleet []Quantile `json:"fleet"`
 	// FleetMean is the fleet's sum/count over the window.
-	FleetMean Float `json:"fleet_mean"`
+	FleetMean rules.Number `json:"fleet_mean"`
 	// Replicas maps a replica name to its own quantiles.
 	Replicas map[string][]Quantile `json:"replicas"`
 	// Lifetime is true when some replica had a single scrape in the
@@ -73,7 +75,7 @@ func (r *QuantileReport) String() string {
 	marked := false
 	row := func(name string, qs []Quantile) {
 		cells := []string{name}
-		var n Float
+		var n rules.Number
 		for _, q := range qs {
 			cell := "n/a"
 			switch {

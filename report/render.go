@@ -369,9 +369,9 @@ func fmtEvidence(r *Report, e rules.Evidence, verbose bool) string {
 		extra = append(extra, fmt.Sprintf("in [%s, %s]", FormatValue(e.Lower, unit), FormatValue(e.Upper, unit)))
 	}
 	if !math.IsNaN(e.Count) {
-		c := fmtCountOf(Float(e.Count), countNoun(e.Fact))
+		c := fmtCountOf(rules.Number(e.Count), countNoun(e.Fact))
 		if !math.IsNaN(e.BaselineCount) {
-			c += " (baseline " + strings.TrimPrefix(fmtCountOf(Float(e.BaselineCount), ""), "n=") + ")"
+			c += " (baseline " + strings.TrimPrefix(fmtCountOf(rules.Number(e.BaselineCount), ""), "n=") + ")"
 		}
 		extra = append(extra, c)
 	}
@@ -883,13 +883,13 @@ func balanceFacts(r *Report, th rules.Thresholds) []string {
 		{rules.ReplicaLoadShareMax, "largest share of arrivals", "the fair share (by engine count)"},
 	} {
 		f, ok := r.Facts[b.id]
-		if !ok || f.Missing != "" || !finiteFloat(Float(f.Value)) {
+		if !ok || f.Missing != "" || !finiteFloat(rules.Number(f.Value)) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s: %s %s, %s (hot spot at %gx; %s)", b.what, rules.FormatMultiple(f.Value), b.of, verdict(f.Value), th.Hotspot, b.id))
 	}
 	f, fok := r.Facts[rules.ReplicaTTFTRatio]
-	fok = fok && f.Missing == "" && finiteFloat(Float(f.Value))
+	fok = fok && f.Missing == "" && finiteFloat(rules.Number(f.Value))
 	if sp, ok := r.ttftSpread(); ok {
 		line := fmt.Sprintf("worst replica TTFT p95: %s %s, %s %s, %s (hot spot at %gx",
 			sp.Replica, FormatValue(sp.Worst, "s"), rules.FormatMultiple(sp.Ratio()), othersMedian(sp), verdict(sp.Ratio()), th.Hotspot)

@@ -34,8 +34,8 @@ type CompareRow struct {
 	IncidentP95 Quantile `json:"incident_p95"`
 	// ChangeP50 and ChangeP95 are the relative changes,
 	// incident/baseline - 1 (1.54 = +154%); NaN when either is unknown.
-	ChangeP50 Float `json:"change_p50"`
-	ChangeP95 Float `json:"change_p95"`
+	ChangeP50 rules.Number `json:"change_p50"`
+	ChangeP95 rules.Number `json:"change_p95"`
 	// Moved is true when p50 or p95 left the steady band of the decision
 	// map: incident/baseline outside [1/Steady, Steady] of the report's
 	// thresholds (Report.Settings), with at least MinSamples observations
@@ -110,16 +110,18 @@ func quantileOrNaN(m *Measure, q float64) Quantile {
 	if x, ok := quantileOf(m, q); ok {
 		return x
 	}
-	n := Float(math.NaN())
+	n := rules.Number(math.NaN())
 	return Quantile{Q: q, Value: n, Lower: n, Upper: n, Count: n}
 }
 
 // relChange is incident/baseline - 1 as rules computes it (RelChange).
-func relChange(base, inc Float) Float { return Float(rules.RelChange(float64(base), float64(inc))) }
+func relChange(base, inc rules.Number) rules.Number {
+	return rules.Number(rules.RelChange(float64(base), float64(inc)))
+}
 
 // outsideSteady reports whether a relative change leaves the decision
 // map's steady band [1/steady, steady] (rules.OutsideSteady).
-func outsideSteady(change Float, steady float64) bool {
+func outsideSteady(change rules.Number, steady float64) bool {
 	return rules.OutsideSteady(float64(change), steady)
 }
 

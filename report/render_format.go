@@ -33,7 +33,7 @@ func FormatNumber(v float64) string { return rules.FormatNumber(v) }
 func FormatInteger(v float64) string { return rules.FormatInteger(v) }
 
 // fmtCount formats a sample count: "n=4000", or "n=?" when unknown.
-func fmtCount(c Float) string {
+func fmtCount(c rules.Number) string {
 	if !finiteFloat(c) {
 		return "n=?"
 	}
@@ -96,7 +96,7 @@ func edgeBucket(q Quantile) bool {
 
 // fmtChange formats a relative change: "+154%", "-3.2%", "n/a"; a change
 // to 10 times the baseline or more is written as the multiple, "125x".
-func fmtChange(c Float) string {
+func fmtChange(c rules.Number) string {
 	v := float64(c)
 	switch {
 	case math.IsNaN(v):
@@ -179,7 +179,7 @@ func fmtWindow(w WindowInfo) string {
 }
 
 // finiteFloat reports whether f is a finite number.
-func finiteFloat(f Float) bool {
+func finiteFloat(f rules.Number) bool {
 	v := float64(f)
 	return !math.IsNaN(v) && !math.IsInf(v, 0)
 }

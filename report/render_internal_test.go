@@ -59,19 +59,19 @@ func TestFmtWindow(t *testing.T) {
 
 func TestRelChange(t *testing.T) {
 	assert.InDelta(t, 1.5416, float64(relChange(2400, 6100)), 1e-3)
-	assert.Equal(t, Float(0), relChange(0, 0))
+	assert.Equal(t, rules.Number(0), relChange(0, 0))
 	assert.True(t, math.IsInf(float64(relChange(0, 3)), 1))
-	assert.True(t, math.IsNaN(float64(relChange(Float(math.NaN()), 3))))
+	assert.True(t, math.IsNaN(float64(relChange(rules.Number(math.NaN()), 3))))
 	assert.True(t, outsideSteady(relChange(0.64, 1.9), 1.2))
 	assert.False(t, outsideSteady(relChange(0.12, 0.13), 1.2))
 	assert.True(t, outsideSteady(relChange(1, 0.8), 1.2), "a fall counts too")
-	assert.False(t, outsideSteady(Float(math.NaN()), 1.2))
+	assert.False(t, outsideSteady(rules.Number(math.NaN()), 1.2))
 	// The table reads ±Inf as the judge does (it used to say NaN): a rise
 	// to +Inf has moved, a fall from 0 to 0 has not.
 	for _, c := range [][2]float64{{0, 0}, {1, math.Inf(1)}, {math.Inf(1), math.Inf(1)}, {0, -2}, {2, 1}} {
-		assert.Equal(t, rules.RelChange(c[0], c[1]), float64(relChange(Float(c[0]), Float(c[1]))), "%v", c)
+		assert.Equal(t, rules.RelChange(c[0], c[1]), float64(relChange(rules.Number(c[0]), rules.Number(c[1]))), "%v", c)
 	}
-	assert.True(t, outsideSteady(relChange(1, Float(math.Inf(1))), 1.2))
+	assert.True(t, outsideSteady(relChange(1, rules.Number(math.Inf(1))), 1.2))
 }
 
 func TestMarkdownEscaping(t *testing.T) {
@@ -125,7 +125,7 @@ func TestUnescapeHTML(t *testing.T) {
 // A quantile in the +Inf bucket is a lower bound, and says so wherever it
 // is printed.
 func TestOverflowQuantileSaysAtLeast(t *testing.T) {
-	q := Quantile{Q: 0.99, Value: 10000, Lower: 10000, Upper: Float(math.Inf(1)), Count: 28805}
+	q := Quantile{Q: 0.99, Value: 10000, Lower: 10000, Upper: rules.Number(math.Inf(1)), Count: 28805}
 	assert.Equal(t, ">= 10000 tokens", fmtQuantilePoint(q, "tokens"))
 	// The bounds say nothing more than ">= b": they are left out.
 	assert.Equal(t, ">= 10000 tokens", fmtQuantileValue(q, "tokens"))
@@ -159,7 +159,7 @@ func TestNumberFormatting(t *testing.T) {
 		{"change down", fmtChange(-0.032), "-3.2%"},
 		{"count", fmtCount(55477), "n=55,477"},
 		{"count of requests", fmtCountOf(55477, "requests"), "n=55,477 requests"},
-		{"count unknown", fmtCountOf(Float(math.NaN()), "scrapes"), "n=?"},
+		{"count unknown", fmtCountOf(rules.Number(math.NaN()), "scrapes"), "n=?"},
 	} {
 		assert.Equal(t, tc.want, tc.got, tc.name)
 	}
@@ -216,16 +216,16 @@ func TestPointJSON(t *testing.T) {
 	t0 := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
 	for _, p := range []Point{
 		{T: t0, Value: 0.25, Count: 12},
-		{T: t0.Add(1500 * time.Millisecond).In(time.FixedZone("X", 3600)), Value: Float(math.NaN()), Count: 0},
-		{T: time.Time{}, Value: Float(math.Inf(1)), Count: 1e-7},
+		{T: t0.Add(1500 * time.Millisecond).In(time.FixedZone("X", 3600)), Value: rules.Number(math.NaN()), Count: 0},
+		{T: time.Time{}, Value: rules.Number(math.Inf(1)), Count: 1e-7},
 		{T: t0.Add(time.Nanosecond), Value: 1e21, Count: -3},
 		{T: t0, Value: 0.285, Count: 40, Edge: 0.3},
 	} {
 		want, err := json.Marshal(struct {
-			T     time.Time `json:"t"`
-			Value Float     `json:"value"`
-			Count Float     `json:"count"`
-			Edge  Float     `json:"-"`
+			T     time.Time    `json:"t"`
+			Value rules.Number `json:"value"`
+			Count rules.Number `json:"count"`
+			Edge  rules.Number `json:"-"`
 		}(plain(p)))
 		require.NoError(t, err)
 		got, err := json.Marshal(p)
@@ -241,7 +241,7 @@ func TestPointJSON(t *testing.T) {
 func TestTimelineJSON(t *testing.T) {
 	type plain Timeline
 	t0 := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
-	pts := []Point{{T: t0, Value: 0.5, Count: 3}, {T: t0.Add(time.Minute), Value: Float(math.NaN()), Count: 0}}
+	pts := []Point{{T: t0, Value: 0.5, Count: 3}, {T: t0.Add(time.Minute), Value: rules.Number(math.NaN()), Count: 0}}
 	for _, tl := range []Timeline{
 		{Signal: "ttft", Stat: "p95", Step: time.Minute, Points: pts},
 		{Signal: "kv_usage", Stat: "mean", Replica: "vllm-<0>&\"x\"é", Step: 90 * time.Second, Points: pts[:1]},
@@ -268,7 +268,7 @@ func TestTimelineJSON(t *testing.T) {
 // strings that need escapes.
 func TestWriteJSONStreamsTimelines(t *testing.T) {
 	t0 := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
-	pts := []Point{{T: t0, Value: 0.5, Count: 3}, {T: t0.Add(time.Minute), Value: Float(math.NaN()), Count: 0}, {T: t0.Add(2 * time.Minute), Value: Float(math.Inf(1)), Count: 1}}
+	pts := []Point{{T: t0, Value: 0.5, Count: 3}, {T: t0.Add(time.Minute), Value: rules.Number(math.NaN()), Count: 0}, {T: t0.Add(2 * time.Minute), Value: rules.Number(math.Inf(1)), Count: 1}}
 	tls := []Timeline{
 		{Signal: "ttft", Stat: "p95", Step: time.Minute, Points: pts},
 		{Signal: "kv_usage", Stat: "mean", Replica: "vllm-<0>&\"x\"é\u2028", Step: 90 * time.Second, Points: pts[:1]},

@@ -146,8 +146,8 @@ type ChangeSignal struct {
 	Unit string `json:"unit"`
 	// Before and After are the series' means over the intervals before
 	// and after the change point.
-	Before Float `json:"before"`
-	After  Float `json:"after"`
+	Before rules.Number `json:"before"`
+	After  rules.Number `json:"after"`
 	// Score is the series' standardised shift (its term of the score).
 	Score float64 `json:"score"`
 }
@@ -194,20 +194,20 @@ type Measure struct {
 	// counts.
 	Quantiles []Quantile `json:"quantiles,omitempty"`
 	// Mean (histograms: sum/count; gauges: mean over scrapes).
-	Mean Float `json:"mean"`
+	Mean rules.Number `json:"mean"`
 	// Count is the number of observations (histograms: requests, or
 	// token gaps for the inter-token latency), the counter increase
 	// (counters) or the number of scrape instants the gauge was read at
 	// (gauges: per replica, that replica's scrapes; fleet-wide, the scrape
 	// times at which the replicas' values were summed).
-	Count Float `json:"count"`
+	Count rules.Number `json:"count"`
 	// Rate is the counter increase per second (counters), or NaN.
-	Rate Float `json:"rate"`
+	Rate rules.Number `json:"rate"`
 	// Min, Max, Last and Slope (per second) summarise gauges.
-	Min   Float `json:"min"`
-	Max   Float `json:"max"`
-	Last  Float `json:"last"`
-	Slope Float `json:"slope"`
+	Min   rules.Number `json:"min"`
+	Max   rules.Number `json:"max"`
+	Last  rules.Number `json:"last"`
+	Slope rules.Number `json:"slope"`
 	// Resets counts counter resets seen inside the window.
 	Resets int `json:"resets"`
 	// LowerBound is true when a reset between two edge scrapes makes the
@@ -221,17 +221,17 @@ type Measure struct {
 // Quantile is one quantile estimate in the JSON form docs/ids.md
 // documents: {q, value, lower, upper, count}; non-finite numbers are null.
 type Quantile struct {
-	Q      float64 `json:"q"`
-	Value  Float   `json:"value"`
-	Lower  Float   `json:"lower"`
-	Upper  Float   `json:"upper"`
-	Count  Float   `json:"count"`
-	Stable bool    `json:"stable"`
+	Q      float64      `json:"q"`
+	Value  rules.Number `json:"value"`
+	Lower  rules.Number `json:"lower"`
+	Upper  rules.Number `json:"upper"`
+	Count  rules.Number `json:"count"`
+	Stable bool         `json:"stable"`
 }
 
 // QuantileOf converts a histogram estimate.
 func QuantileOf(e histogram.Estimate) Quantile {
-	return Quantile{Q: e.Q, Value: Float(e.Value), Lower: Float(e.Lower), Upper: Float(e.Upper), Count: Float(e.Count), Stable: e.Stable}
+	return Quantile{Q: e.Q, Value: rules.Number(e.Value), Lower: rules.Number(e.Lower), Upper: rules.Number(e.Upper), Count: rules.Number(e.Count), Stable: e.Stable}
 }
 
 // RuleFacts returns the facts the report's verdict was judged on, as
@@ -294,10 +294,6 @@ type Dimension struct {
 	How string `json:"how"`
 }
 
-// Float is a float64 whose JSON form is null when it is NaN or ±Inf, since
-// JSON has no such numbers: rules.Number, the one such type.
-type Float = rules.Number
-
 // Timeline is one signal over time, on a regular grid of intervals.
 type Timeline struct {
 	// Signal is the signal id ("ttft", "waiting", ...).
@@ -317,15 +313,15 @@ type Timeline struct {
 // Point is one value of a Timeline: the value over the interval ending at
 // T, and the number of observations (or scrapes) behind it.
 type Point struct {
-	T     time.Time `json:"t"`
-	Value Float     `json:"value"`
-	Count Float     `json:"count"`
+	T     time.Time    `json:"t"`
+	Value rules.Number `json:"value"`
+	Count rules.Number `json:"count"`
 	// Edge is set on a quantile point whose quantile lies in an edge
 	// bucket of the histogram (see QuantileBound): the first bucket's
 	// upper edge b when it lies in [0, b], +Inf when it lies in the
 	// overflow bucket; zero otherwise and on gauges and rates. Bound reads
 	// it. The JSON form leaves it out.
-	Edge Float `json:"-"`
+	Edge rules.Number `json:"-"`
 }
 
 // QuantilePoint is the point of quantile q over the interval ending at t,
@@ -342,7 +338,7 @@ func QuantilePoint(t time.Time, q Quantile) Point {
 // quantile (QuantileBound): "<=" and the first bucket's upper edge, ">="
 // and the value (the overflow bucket's lower edge), or "" and the value.
 func (p Point) Bound() (op string, v float64) {
-	q := Quantile{Value: p.Value, Lower: Float(math.NaN()), Upper: p.Edge}
+	q := Quantile{Value: p.Value, Lower: rules.Number(math.NaN()), Upper: p.Edge}
 	switch e := float64(p.Edge); {
 	case math.IsInf(e, 1):
 		q.Lower = p.Value
@@ -451,7 +447,7 @@ func (t Timeline) appendJSON(b []byte) ([]byte, error) {
 		b = append(b, ']')
 	}
 	b = append(b, `,"step_seconds":`...)
-	b = Float(t.Step.Seconds()).AppendJSON(b) // finite: as a float64
+	b = rules.Number(t.Step.Seconds()).AppendJSON(b) // finite: as a float64
 	return append(b, '}'), nil
 }
 

@@ -24,7 +24,7 @@ type Culprit struct {
 	// Share is the replica's share of arrivals (or completions) over its
 	// fair share, as a multiple (2.4 = 2.4x its fair share); nil (null)
 	// when not known, as for a group.
-	Share *Float `json:"share"`
+	Share *rules.Number `json:"share"`
 	// Why says in one phrase what singles it out.
 	Why string `json:"why"`
 }
@@ -83,7 +83,7 @@ func (r *Report) NamedCulprit() *Culprit {
 		if e.Fact == rules.ReplicaShareMax {
 			why = fmt.Sprintf("takes %s its fair share of completions", rules.FormatMultiple(e.Value))
 		}
-		share := Float(e.Value)
+		share := rules.Number(e.Value)
 		c := &Culprit{Kind: "replica", Name: name, Share: &share, Why: why}
 		if e.Fact == rules.ReplicaTTFTRatio {
 			c.Why = fmt.Sprintf("its TTFT p95 is %s the fleet's", rules.FormatMultiple(e.Value))
@@ -111,7 +111,7 @@ const maxSummaryNumbers = 4
 func compactEvidence(e rules.Evidence) string {
 	text := firstClause(e.Text)
 	if !math.IsNaN(e.Count) && e.Fact != "" {
-		text += " (" + fmtCountOf(Float(e.Count), countNoun(e.Fact)) + ")"
+		text += " (" + fmtCountOf(rules.Number(e.Count), countNoun(e.Fact)) + ")"
 	}
 	return text
 }

@@ -10,7 +10,7 @@ import (
 
 // Number is a float64 whose JSON form is null when it is NaN (unknown) or
 // ±Inf, since JSON has no such numbers; null reads back as NaN. Findings,
-// judgements and reports (report.Float) all write numbers with it.
+// judgements and reports all write numbers with it.
 type Number float64
 
 // MarshalJSON writes n, or null when n is not finite.

@@ -30,6 +30,7 @@ import (
 	"github.com/whyslow/whyslow/examples/postmortem/evidence"
 	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/report"
+	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 )
 
@@ -124,5 +125,5 @@ func p95(qs []report.Quantile) report.Quantile {
 			return q
 		}
 	}
-	return report.Quantile{Q: 0.95, Value: report.Float(math.NaN())}
+	return report.Quantile{Q: 0.95, Value: rules.Number(math.NaN())}
 }

@@ -15,10 +15,10 @@ import (
 
 func TestSegmentsSplitAtGaps(t *testing.T) {
 	t0 := time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
-	nan := report.Float(math.NaN())
+	nan := rules.Number(math.NaN())
 	tl := &report.Timeline{Points: []report.Point{
 		{T: t0, Value: 1}, {T: t0.Add(time.Minute), Value: 2}, {T: t0.Add(2 * time.Minute), Value: nan},
-		{T: t0.Add(3 * time.Minute), Value: 4}, {T: t0.Add(4 * time.Minute), Value: report.Float(math.Inf(1))},
+		{T: t0.Add(3 * time.Minute), Value: 4}, {T: t0.Add(4 * time.Minute), Value: rules.Number(math.Inf(1))},
 	}}
 	segs := segments(tl, 1000).Runs
 	require.Len(t, segs, 2)
@@ -93,7 +93,7 @@ func TestPlotSLOAndCulprit(t *testing.T) {
 func minutes(t0 time.Time, n int, v func(i int) float64, e func(i int) float64) []report.Point {
 	var pts []report.Point
 	for i := range n {
-		pts = append(pts, report.Point{T: t0.Add(time.Duration(i+1) * time.Minute), Value: report.Float(v(i)), Count: 10, Edge: report.Float(e(i))})
+		pts = append(pts, report.Point{T: t0.Add(time.Duration(i+1) * time.Minute), Value: rules.Number(v(i)), Count: 10, Edge: rules.Number(e(i))})
 	}
 	return pts
 }
