@@ -31,7 +31,7 @@ func TestAlertsEveryFact(t *testing.T) {
 			continue
 		}
 		assert.True(t, (fe.expr != nil) != (fe.note != ""), "fact %s: want exactly one of expr and note", id)
-		if info, _ := rules.Info(id); fe.expr != nil && (info.Kind == rules.Quantile || info.Kind == rules.Mean) {
+		if info, _ := rules.Info(id); fe.expr != nil && (info.Kind == rules.KindQuantile || info.Kind == rules.KindMean) {
 			assert.NotNil(t, fe.count, "fact %s is a %v: its alerts need the observation count", id, info.Kind)
 		}
 	}

@@ -38,11 +38,11 @@ func countNoun(id rules.FactID) string {
 		return ""
 	}
 	switch info.Kind {
-	case rules.Quantile, rules.Mean:
+	case rules.KindQuantile, rules.KindMean:
 		return "requests"
-	case rules.Gauge:
+	case rules.KindGauge:
 		return "samples"
-	case rules.Rate:
+	case rules.KindRate:
 		if info.Unit == "ratio" || info.Unit == "s" {
 			return "requests"
 		}

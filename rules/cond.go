@@ -223,7 +223,7 @@ func (e *env) baseline(id FactID, f Fact) string {
 
 func (e *env) minSamples(id FactID) float64 {
 	info, ok := Info(id)
-	if !ok || (info.Kind != Quantile && info.Kind != Mean) {
+	if !ok || (info.Kind != KindQuantile && info.Kind != KindMean) {
 		return 0
 	}
 	if strings.HasSuffix(string(id), "_p99") {

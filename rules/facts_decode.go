@@ -82,19 +82,19 @@ const (
 
 // decodeCatalog documents the facts above.
 var decodeCatalog = []FactInfo{
-	{RepeatPreemptedShare, Rate, "ratio", Lower, "share of finished requests preempted twice or more"},
-	{RepeatPreemptionShare, Derived, "ratio", Lower, "share of preemptions on requests preempted twice or more (lower bound)"},
-	{PreemptedShare, Derived, "ratio", Lower, "share of finished requests preempted at least once (upper bound)"},
-	{PreemptedShareLower, Derived, "ratio", Lower, "share of finished requests certainly preempted at least once (lower bound)"},
-	{PreemptionsPerRequestMean, Mean, "count", Lower, "mean preemptions per finished request"},
-	{SpecAcceptanceRate, Rate, "ratio", Higher, "accepted / draft tokens of speculative decoding"},
-	{SpecAcceptanceLength, Rate, "x", Higher, "1 + accepted tokens / drafts: tokens per speculative step"},
-	{SpecPos0Acceptance, Rate, "ratio", Higher, "acceptance rate of the first draft position"},
-	{KVTransferTimeMean, Mean, "s", Lower, "mean NIXL KV transfer time"},
-	{KVTransferFailureShare, Rate, "ratio", Lower, "failed NIXL KV transfers / transfers"},
-	{PDDecodeReplicas, Derived, "count", "", "replicas acting as decode instances (P/D disaggregation)"},
-	{PDPrefillReplicas, Derived, "count", "", "replicas acting as prefill instances (P/D disaggregation)"},
-	{TTFTMeanDecodeRole, Mean, "s", Lower, "mean TTFT of the decode instances (under-reports: prefill excluded)"},
+	{RepeatPreemptedShare, KindRate, "ratio", Lower, "share of finished requests preempted twice or more"},
+	{RepeatPreemptionShare, KindDerived, "ratio", Lower, "share of preemptions on requests preempted twice or more (lower bound)"},
+	{PreemptedShare, KindDerived, "ratio", Lower, "share of finished requests preempted at least once (upper bound)"},
+	{PreemptedShareLower, KindDerived, "ratio", Lower, "share of finished requests certainly preempted at least once (lower bound)"},
+	{PreemptionsPerRequestMean, KindMean, "count", Lower, "mean preemptions per finished request"},
+	{SpecAcceptanceRate, KindRate, "ratio", Higher, "accepted / draft tokens of speculative decoding"},
+	{SpecAcceptanceLength, KindRate, "x", Higher, "1 + accepted tokens / drafts: tokens per speculative step"},
+	{SpecPos0Acceptance, KindRate, "ratio", Higher, "acceptance rate of the first draft position"},
+	{KVTransferTimeMean, KindMean, "s", Lower, "mean NIXL KV transfer time"},
+	{KVTransferFailureShare, KindRate, "ratio", Lower, "failed NIXL KV transfers / transfers"},
+	{PDDecodeReplicas, KindDerived, "count", "", "replicas acting as decode instances (P/D disaggregation)"},
+	{PDPrefillReplicas, KindDerived, "count", "", "replicas acting as prefill instances (P/D disaggregation)"},
+	{TTFTMeanDecodeRole, KindMean, "s", Lower, "mean TTFT of the decode instances (under-reports: prefill excluded)"},
 }
 
 func init() {

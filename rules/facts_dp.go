@@ -26,9 +26,9 @@ const (
 )
 
 var dpCatalog = []FactInfo{
-	{EngineLoadShareMax, Derived, "x", Lower, "largest data-parallel engine's arrivals share of its pod / fair share"},
-	{EngineInflightShareMax, Gauge, "x", Lower, "largest data-parallel engine's mean share of its pod's requests in flight / fair share"},
-	{EngineInflightShareLast, Gauge, "x", Lower, "largest data-parallel engine's share of its pod's requests in flight at the last scrape / fair share"},
+	{EngineLoadShareMax, KindDerived, "x", Lower, "largest data-parallel engine's arrivals share of its pod / fair share"},
+	{EngineInflightShareMax, KindGauge, "x", Lower, "largest data-parallel engine's mean share of its pod's requests in flight / fair share"},
+	{EngineInflightShareLast, KindGauge, "x", Lower, "largest data-parallel engine's share of its pod's requests in flight at the last scrape / fair share"},
 }
 
 func init() {

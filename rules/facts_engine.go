@@ -68,14 +68,14 @@ const (
 
 // engineFacts documents the facts of this file.
 var engineFacts = []FactInfo{
-	{StalledReplicas, Derived, "count", Lower, "replicas where requests wait and nothing progresses over several scrapes, gauges live"},
-	{FrozenGaugeReplicas, Derived, "count", Lower, "replicas whose gauges and counters did not move over several scrapes with requests shown in flight"},
-	{FrozenQuietReplicas, Derived, "count", Lower, "frozen-gauge replicas whose frontend request counter stayed flat (no client arrived)"},
-	{FrozenGaugeShare, Gauge, "ratio", Lower, "frozen-gauge replicas' share of the fleet's waiting + running"},
-	{StallSuspected, Gauge, "count", Lower, "replicas with waiting > 0 and running == 0 at the last scrape, counters flat"},
-	{DeferredShare, Gauge, "ratio", Lower, "share of waiting requests deferred (num_requests_waiting_by_reason)"},
-	{DeferralQueueShare, Gauge, "ratio", Lower, "share of waiting requests on replicas deferring at that scrape or the one before"},
-	{AdmissionRejectionShare, Rate, "ratio", Lower, "requests rejected at admission / (rejected + finished)"},
+	{StalledReplicas, KindDerived, "count", Lower, "replicas where requests wait and nothing progresses over several scrapes, gauges live"},
+	{FrozenGaugeReplicas, KindDerived, "count", Lower, "replicas whose gauges and counters did not move over several scrapes with requests shown in flight"},
+	{FrozenQuietReplicas, KindDerived, "count", Lower, "frozen-gauge replicas whose frontend request counter stayed flat (no client arrived)"},
+	{FrozenGaugeShare, KindGauge, "ratio", Lower, "frozen-gauge replicas' share of the fleet's waiting + running"},
+	{StallSuspected, KindGauge, "count", Lower, "replicas with waiting > 0 and running == 0 at the last scrape, counters flat"},
+	{DeferredShare, KindGauge, "ratio", Lower, "share of waiting requests deferred (num_requests_waiting_by_reason)"},
+	{DeferralQueueShare, KindGauge, "ratio", Lower, "share of waiting requests on replicas deferring at that scrape or the one before"},
+	{AdmissionRejectionShare, KindRate, "ratio", Lower, "requests rejected at admission / (rejected + finished)"},
 }
 
 func init() {

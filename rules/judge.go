@@ -513,7 +513,7 @@ func armStats(id FactID, runs []RunFacts, minSamples float64) ArmStats {
 			a.Missing = append(a.Missing, fmt.Sprintf("run %s: %s", r.Name, why))
 		case math.IsInf(f.Value, 0):
 			a.Missing = append(a.Missing, fmt.Sprintf("run %s: value %v", r.Name, f.Value))
-		case isKnown && info.Kind == Quantile && !math.IsNaN(f.Count) && f.Count < minSamples:
+		case isKnown && info.Kind == KindQuantile && !math.IsNaN(f.Count) && f.Count < minSamples:
 			a.Missing = append(a.Missing, fmt.Sprintf("run %s: %s observations, need >= %s", r.Name, ProseNumber(f.Count), ProseNumber(minSamples)))
 		default:
 			a.Values[i] = f.Value
