@@ -74,7 +74,29 @@ func (g *gen) rateSum(id catalog.SignalID, suffix, matcher, off string) string {
 }
 
 func (g *gen) rateSumBy(id catalog.SignalID, suffix, matcher, off, by string) string {
-	return fmt.Sprintf("sum by (%s) (%s)", by, g.rangeFn("rate", id, suffix, matcher, g.w, off))
+	r := g.rangeFn("rate", id, suffix, matcher, g.w, off)
+	if id == catalog.SignalHTTPRequests {
+		r = g.labelledByTarget(r, off)
+	}
+	return fmt.Sprintf("sum by (%s) (%s)", by, r)
+}
+
+// labelledByTarget gives the series of expr, which come from the vLLM
+// targets but do not carry the group labels (the API server's
+// http_requests_total has no model_name), the group labels of the vLLM
+// series of their target (the same instance and job), so that they
+// aggregate and match per model as the engine's series do.
+func (g *gen) labelledByTarget(expr, off string) string {
+	join := []string{"instance", "job"}
+	var left []string
+	for _, l := range g.opt.By {
+		if !slices.Contains(join, l) {
+			left = append(left, l)
+		}
+	}
+	return fmt.Sprintf("(%s) * on (%s) group_left (%s) group by (%s) (%s)",
+		expr, strings.Join(join, ", "), strings.Join(left, ", "), strings.Join(append(join, left...), ", "),
+		g.each(catalog.SignalRunning, func(n string) string { return n + off }))
 }
 
 func (g *gen) increaseSum(id catalog.SignalID, suffix, off string) string {

@@ -25,12 +25,16 @@ type alertCase struct {
 	// start and end of the incident (minutes), which is also the
 	// baseline offset: the first half is the baseline.
 	start, end int
+	// vllmVersion, when set, is the version the rules are generated for
+	// (Options.VLLMVersion): an alert on a metric the default versions do
+	// not export.
+	vllmVersion string
 }
 
 func alertCases() []alertCase {
 	var cs []alertCase
 	for _, s := range fleetsim.Scenarios() {
-		cs = append(cs, alertCase{s.Name, s.Config, s.Expect, int(fleetsim.IncidentStart / time.Minute), 60})
+		cs = append(cs, alertCase{s.Name, s.Config, s.Expect, int(fleetsim.IncidentStart / time.Minute), 60, ""})
 	}
 	// The matrix counter-cases the scenarios lack (40-minute runs).
 	for _, name := range []string{"mixed-versions-steady", "traffic-growth-10"} {
@@ -39,8 +43,16 @@ func alertCases() []alertCase {
 			panic("no matrix case " + name)
 		}
 		cs = append(cs, alertCase{"matrix/" + name, mc.Config(8, 1, 0), mc.Expect,
-			int(fleetsim.MatrixIncidentStart / time.Minute), int(fleetsim.MatrixDuration / time.Minute)})
+			int(fleetsim.MatrixIncidentStart / time.Minute), int(fleetsim.MatrixDuration / time.Minute), ""})
 	}
+	// Admission rejections, which only the rules for a vLLM that exports
+	// vllm:admission_rejections_total can see.
+	mc, ok := fleetsim.LookupMatrixCase("admission-rejections")
+	if !ok {
+		panic("no matrix case admission-rejections")
+	}
+	cs = append(cs, alertCase{"matrix/admission-rejections", mc.Config(8, 1, 0), mc.Expect,
+		int(fleetsim.MatrixIncidentStart / time.Minute), int(fleetsim.MatrixDuration / time.Minute), "0.32.0"})
 	return cs
 }
 
@@ -75,6 +87,7 @@ func TestAlertsScenarios(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			opts := scenarioOptions(c.start)
+			opts.VLLMVersion = c.vllmVersion
 			_, rf := writeRules(t, dir, opts)
 			f, err := fleetsim.Run(c.cfg)
 			require.NoError(t, err)
@@ -184,12 +197,16 @@ func TestAlertsScenarioCoverage(t *testing.T) {
 	rf, err := Generate(DefaultOptions)
 	require.NoError(t, err)
 	covered := map[string]bool{}
+	versioned := map[string]bool{} // covered by rules for another vLLM version
 	for _, c := range alertCases() {
 		covered[c.expect] = true
+		versioned[c.expect] = versioned[c.expect] || c.vllmVersion != ""
 	}
 	excluded := map[string]bool{}
 	for _, n := range rf.Excluded {
-		excluded[n.ID] = true
+		// Excluded by default, exercised with the version that exports
+		// what it reads.
+		excluded[n.ID] = !versioned[n.ID]
 	}
 	// Alerts generated but not yet exercised by a promtool scenario: the
 	// named fleetsim scenarios have no client deadlines or 5xx responses
