@@ -87,7 +87,13 @@ func (g *gen) rateSumBy(id catalog.SignalID, suffix, matcher, off, by string) st
 // series of their target (the same instance and job), so that they
 // aggregate and match per model as the engine's series do.
 func (g *gen) labelledByTarget(expr, off string) string {
-	join := []string{"instance", "job"}
+	return g.withGroupLabels(expr, []string{"instance", "job"}, off)
+}
+
+// withGroupLabels joins the series of expr on the labels join with the
+// vLLM series (num_requests_running, at offset off) that carry the same
+// values, and gives them those series' group labels (Options.By).
+func (g *gen) withGroupLabels(expr string, join []string, off string) string {
 	var left []string
 	for _, l := range g.opt.By {
 		if !slices.Contains(join, l) {
@@ -95,7 +101,7 @@ func (g *gen) labelledByTarget(expr, off string) string {
 		}
 	}
 	return fmt.Sprintf("(%s) * on (%s) group_left (%s) group by (%s) (%s)",
-		expr, strings.Join(join, ", "), strings.Join(left, ", "), strings.Join(append(join, left...), ", "),
+		expr, strings.Join(join, ", "), strings.Join(left, ", "), strings.Join(append(slices.Clone(join), left...), ", "),
 		g.each(catalog.SignalRunning, func(n string) string { return n + off }))
 }
 
@@ -178,19 +184,9 @@ func (g *gen) gpuPerReplica() string {
 			parts = append(parts, c.Metric)
 		}
 	}
-	src := strings.Join(parts, " or ")
 	// DCGM's pod attribution is namespace and pod, whatever the replica
 	// label of the vLLM targets is.
-	join := []string{"namespace", "pod"}
-	var left []string
-	for _, l := range g.opt.By {
-		if !slices.Contains(join, l) {
-			left = append(left, l)
-		}
-	}
-	return fmt.Sprintf("(%s) * on (namespace, pod) group_left (%s) group by (%s) (%s)",
-		src, strings.Join(left, ", "), strings.Join(append(join, left...), ", "),
-		g.each(catalog.SignalRunning, func(n string) string { return n }))
+	return g.withGroupLabels(strings.Join(parts, " or "), []string{"namespace", "pod"}, "")
 }
 
 // gpu is the mean GPU busy ratio per group at one instant.
