@@ -292,7 +292,7 @@ func layoutSymptoms(d *Document, r *Report) {
 			for _, e := range s.Evidence {
 				// A fact two checks both cite (tpot_mean: the tpot
 				// fallback and the lifecycle's decode route) is said once.
-				if p := firstClause(e.Text); !slices.Contains(parts, p) {
+				if p := leadClause(e); !slices.Contains(parts, p) {
 					parts = append(parts, p)
 				}
 			}

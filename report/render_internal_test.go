@@ -343,3 +343,15 @@ func TestSplitSummarySymptomsByGroup(t *testing.T) {
 	assert.Equal(t, "none", presentSymptoms(&Report{}))
 	assert.Equal(t, "ttft", presentSymptoms(&Report{Symptoms: []rules.Symptom{{ID: rules.SymptomTTFT, Present: true}}}))
 }
+
+// A change within sampling noise says so in its short form, where the
+// clause that explains it is cut off; any other change reads as before.
+func TestLeadClauseSamplingNoise(t *testing.T) {
+	text := "ttft_p95 450ms vs baseline 330ms: 1.36x; within sampling noise: z 1.5 (up: >= 1.2x)"
+	within := rules.Evidence{Fact: rules.TTFTP95, Text: text, Count: 120, Effect: &rules.Effect{Ratio: 1.36, WithinSampling: true, SamplingKnown: true, SamplingZ: 1.5}}
+	assert.Equal(t, "ttft_p95 450ms vs baseline 330ms: 1.36x, within sampling noise (n=120 requests)", compactEvidence(within))
+	beyond := within
+	beyond.Effect = &rules.Effect{Ratio: 1.36, Beyond: true}
+	beyond.Text = "ttft_p95 450ms vs baseline 330ms: 1.36x, moderate; beyond noise 1.2x-1.5x over 30/30 intervals"
+	assert.Equal(t, "ttft_p95 450ms vs baseline 330ms: 1.36x, moderate (n=120 requests)", compactEvidence(beyond))
+}

@@ -109,7 +109,7 @@ const maxSummaryNumbers = 4
 // to its first clause, then the count with what it counts. The windows
 // are said once in the summary, the metrics once in the signal table.
 func compactEvidence(e rules.Evidence) string {
-	text := firstClause(e.Text)
+	text := leadClause(e)
 	if !math.IsNaN(e.Count) && e.Fact != "" {
 		text += " (" + fmtCountOf(rules.Number(e.Count), countNoun(e.Fact)) + ")"
 	}
@@ -379,7 +379,7 @@ func confidenceItem(r *Report, f rules.Finding) Item {
 		}
 		s := fmt.Sprintf("%s (score %.2f, %s)", rv.ID, rv.Score, how)
 		if e, ok := decisiveEvidence(r, f, g); ok {
-			s += ": " + firstClause(e.Text)
+			s += ": " + leadClause(e)
 		}
 		sub = append(sub, s)
 	}
@@ -439,6 +439,18 @@ func firstCheck(f rules.Finding) (string, bool) {
 		return "[" + f.NextChecks[0].Outcome + "] " + f.NextChecks[0].Text, true
 	}
 	return "", false
+}
+
+// leadClause is an evidence item's sentence up to its first clause, which
+// holds the number and its change, and says so when the change lies
+// within sampling noise (Effect.WithinSampling: the clause cut off says
+// why a rise is not counted).
+func leadClause(e rules.Evidence) string {
+	s := firstClause(e.Text)
+	if e.Effect != nil && e.Effect.WithinSampling {
+		s += ", within sampling noise"
+	}
+	return s
 }
 
 // firstClause returns s up to its first "; " outside parentheses.
