@@ -1,9 +1,7 @@
 package diagnose_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -443,11 +441,7 @@ func TestLifetimeUnfinished(t *testing.T) {
 			assert.Equal(t, tt.present, rel.Present, "%s", table)
 			// The report's JSON facts, read back, judge the same
 			// (Fact.Lifetime travels with them).
-			var b bytes.Buffer
-			require.NoError(t, rep.WriteJSON(&b))
-			var back report.Report
-			require.NoError(t, json.Unmarshal(b.Bytes(), &back))
-			again := rules.Evaluate(back.RuleFacts(), rules.SLO{}, rules.DefaultThresholds)
+			again := rules.Evaluate(readBackJSON(t, rep).RuleFacts(), rules.SLO{}, rules.DefaultThresholds)
 			assert.Equal(t, rep.Verdict, again.Verdict)
 			for _, s := range again.Symptoms {
 				assert.Equal(t, reportSymptom(rep, string(s.ID)).Present, s.Present, "%s from the JSON facts", s.ID)

@@ -35,13 +35,21 @@ func TestRuleFactsReproduceVerdict(t *testing.T) {
 		assert.Equal(t, rep.Hypotheses[i].Status, res.Findings[i].Status)
 	}
 
+	back := readBackJSON(t, rep)
+	again := rules.Evaluate(back.RuleFacts(), rules.SLO{}, rules.DefaultThresholds)
+	assert.Equal(t, rep.Verdict, again.Verdict)
+	assert.Equal(t, rep.Facts[rules.TTFTP95].BaselineLower, back.Facts[rules.TTFTP95].BaselineLower)
+}
+
+// readBackJSON writes rep as JSON and reads it back, as a notebook reads
+// a saved report.
+func readBackJSON(t *testing.T, rep *report.Report) *report.Report {
+	t.Helper()
 	var b bytes.Buffer
 	require.NoError(t, rep.WriteJSON(&b))
 	var back report.Report
 	require.NoError(t, json.Unmarshal(b.Bytes(), &back))
-	again := rules.Evaluate(back.RuleFacts(), rules.SLO{}, rules.DefaultThresholds)
-	assert.Equal(t, rep.Verdict, again.Verdict)
-	assert.Equal(t, rep.Facts[rules.TTFTP95].BaselineLower, back.Facts[rules.TTFTP95].BaselineLower)
+	return &back
 }
 
 // A verdict on evidence that was not read whole says so first.

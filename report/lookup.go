@@ -151,7 +151,7 @@ func (r *Report) movedSignals() []ChangeSignal {
 	}
 	out := slices.Clone(cp.Signals)
 	for i, c := range out {
-		if f, ok := r.Facts[rules.FactID(c.Series)]; ok && cp.Used && f.Missing == "" && finiteFloat(rules.Number(f.Value)) && finiteFloat(rules.Number(f.Baseline)) {
+		if f, ok := r.Facts[rules.FactID(c.Series)]; ok && cp.Used && f.Missing == "" && finite(f.Value) && finite(f.Baseline) {
 			out[i].Before, out[i].After = rules.Number(f.Baseline), rules.Number(f.Value)
 		}
 	}

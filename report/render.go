@@ -883,13 +883,13 @@ func balanceFacts(r *Report, th rules.Thresholds) []string {
 		{rules.ReplicaLoadShareMax, "largest share of arrivals", "the fair share (by engine count)"},
 	} {
 		f, ok := r.Facts[b.id]
-		if !ok || f.Missing != "" || !finiteFloat(rules.Number(f.Value)) {
+		if !ok || f.Missing != "" || !finite(f.Value) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s: %s %s, %s (hot spot at %gx; %s)", b.what, rules.FormatMultiple(f.Value), b.of, verdict(f.Value), th.Hotspot, b.id))
 	}
 	f, fok := r.Facts[rules.ReplicaTTFTRatio]
-	fok = fok && f.Missing == "" && finiteFloat(rules.Number(f.Value))
+	fok = fok && f.Missing == "" && finite(f.Value)
 	if sp, ok := r.ttftSpread(); ok {
 		line := fmt.Sprintf("worst replica TTFT p95: %s %s, %s %s, %s (hot spot at %gx",
 			sp.Replica, FormatValue(sp.Worst, "s"), rules.FormatMultiple(sp.Ratio()), othersMedian(sp), verdict(sp.Ratio()), th.Hotspot)
@@ -899,7 +899,7 @@ func balanceFacts(r *Report, th rules.Thresholds) []string {
 		return append(out, line+")")
 	}
 	if fok {
-		out = append(out, fmt.Sprintf("worst replica TTFT p95: %s the fleet's, %s (hot spot at %gx; %s)", rules.FormatMultiple(float64(f.Value)), verdict(float64(f.Value)), th.Hotspot, rules.ReplicaTTFTRatio))
+		out = append(out, fmt.Sprintf("worst replica TTFT p95: %s the fleet's, %s (hot spot at %gx; %s)", rules.FormatMultiple(f.Value), verdict(f.Value), th.Hotspot, rules.ReplicaTTFTRatio))
 	}
 	return out
 }

@@ -179,10 +179,10 @@ func fmtWindow(w WindowInfo) string {
 }
 
 // finiteFloat reports whether f is a finite number.
-func finiteFloat(f rules.Number) bool {
-	v := float64(f)
-	return !math.IsNaN(v) && !math.IsInf(v, 0)
-}
+func finiteFloat(f rules.Number) bool { return finite(float64(f)) }
+
+// finite reports whether v is neither NaN nor ±Inf.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // GroupLabel names a group selector (Report.Group): "model_name=llama", or "all".
 func GroupLabel(sel map[string]string) string {

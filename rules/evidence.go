@@ -114,12 +114,12 @@ func fmtRatio(r float64) string {
 	if math.IsInf(r, 0) || math.IsNaN(r) {
 		return fmt.Sprintf("%vx", r)
 	}
-	s := fmt.Sprintf("%.2f", r)
-	if len(strings.TrimLeft(s, "-")) >= len("10.00") {
-		// From 10x on a multiple is a whole number (FormatMultiple).
+	if math.Abs(math.Round(r*100)) >= 1000 {
+		// From 10x on (as two decimals would print it) a multiple is a
+		// whole number, as FormatMultiple writes it.
 		return FormatInteger(r) + "x"
 	}
-	return s + "x"
+	return fmt.Sprintf("%.2fx", r)
 }
 
 // fmtEst formats an estimate whose bucket has upper bound upper: a value

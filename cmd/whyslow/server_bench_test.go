@@ -72,6 +72,9 @@ func BenchmarkServer(b *testing.B) {
 				out := runCommandOutput(b, "diagnose", "--range", rfc(end.Add(-span))+"/"+rfc(end), "--format", "json", src.path)
 				if m := receivedMB.FindSubmatch(out); m != nil {
 					received, _ = strconv.ParseFloat(string(m[1]), 64)
+					if string(m[2]) == "bytes" {
+						received /= 1e6
+					}
 				}
 			})
 			if src.name == "url" {
@@ -84,9 +87,9 @@ func BenchmarkServer(b *testing.B) {
 	}
 }
 
-// receivedMB finds the megabytes a server read received in a report's
-// note.
-var receivedMB = regexp.MustCompile(`HTTP requests, ([0-9.]+) MB of responses received`)
+// receivedMB finds what a server read received in a report's note: a
+// number and its unit, MB or bytes.
+var receivedMB = regexp.MustCompile(`HTTP requests, ([0-9.]+) (MB|bytes) of responses received`)
 
 // runCommandOutput is runCommand, returning what the command wrote.
 func runCommandOutput(b *testing.B, args ...string) []byte {

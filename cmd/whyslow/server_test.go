@@ -115,7 +115,7 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 	in := got["inputs"].(map[string]any)
 	notes, _ := in["notes"].([]any)
 	require.Len(t, notes, 1)
-	assert.Regexp(t, `^http://127\.0\.0\.1:\d+: read with \d+ queries and \d+ label lookups: \d+ HTTP requests, [0-9.]+ MB of responses received$`, notes[0])
+	assert.Regexp(t, `^http://127\.0\.0\.1:\d+: read with \d+ queries and \d+ label lookups: \d+ HTTP requests, ([0-9]+ bytes|[0-9.]+ MB) of responses received$`, notes[0])
 	delete(in, "notes")
 	assert.Equal(t, ref, got)
 }

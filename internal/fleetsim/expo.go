@@ -278,17 +278,17 @@ func (s *series) eachBucket(fn func(le string, cum float64)) {
 	}
 }
 
-// bounds caches formatFloat of the bucket bounds: a few dozen values,
+// boundText caches formatFloat of the bucket bounds: a few dozen values,
 // formatted on every scrape of every histogram series.
-var bounds sync.Map // float64 -> string
+var boundText sync.Map // float64 -> string
 
 // formatBound is formatFloat of a bucket bound.
 func formatBound(v float64) string {
-	if s, ok := bounds.Load(v); ok {
+	if s, ok := boundText.Load(v); ok {
 		return s.(string)
 	}
 	s := formatFloat(v)
-	bounds.Store(v, s)
+	boundText.Store(v, s)
 	return s
 }
 
