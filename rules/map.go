@@ -38,6 +38,9 @@ func bursty() Cond {
 	)
 }
 
+// preemptionSpikes is why preemptions explain a queue that spikes.
+const preemptionSpikes = "arrivals did not burst (steady around their trend at the scrape interval) while requests were preempted: the queue spikes while preempted prefills recompute"
+
 // accumulates holds when the waiting queue builds steadily: its slope
 // says it grows and its shape says it stays (most of its mass never
 // drained within the window), not spikes that drain between bursts.
@@ -191,6 +194,15 @@ func Map() []Rule {
 			},
 			// A burst fills the batch: decode slows while it drains.
 			Refines: []HypothesisID{DecodePressure, ClientAbandonment},
+			// A preempted prefill holds the batch while it recomputes:
+			// the queue spikes and drains with arrivals that never
+			// burst. Arrivals seen steady around their trend at the
+			// scrape interval (dispersion under the burst line) leave
+			// the spikes to the preemptions.
+			ExplainedBy: []Explained{
+				{By: PreemptionThrash, When: below(ArrivalDispersionDetrended, limDispersionDetrended), Why: preemptionSpikes},
+				{By: KVPreemption, When: below(ArrivalDispersionDetrended, limDispersionDetrended), Why: preemptionSpikes},
+			},
 		},
 		{
 			ID:       PrefillLongPrompts,

@@ -20,6 +20,17 @@ func thrash() rules.Facts {
 	)
 }
 
+// thrashSpikes is thrash whose backlog spikes and drains, with arrivals
+// dispersed around their trend by dispersion (baseline 0.45).
+func thrashSpikes(dispersion float64) rules.Facts {
+	return with(thrash(),
+		rules.BacklogSpike, fact(2.4, 1.28),
+		rules.WaitingSlope, fact(-0.02, 0),
+		rules.WaitingDrainedShare, fact(1, 1),
+		rules.ArrivalDispersionDetrended, fact(dispersion, 0.45),
+	)
+}
+
 // specDrop is decodePressure at steady demand whose drafts are accepted
 // far less often.
 func specDrop() rules.Facts {
@@ -56,6 +67,16 @@ func TestDecodeRules(t *testing.T) {
 			map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.Supported, rules.KVPreemption: rules.Supported}},
 		{"preemptions spread once over many requests", with(thrash(), rules.RepeatPreemptionShare, fact(0.2, 0).WithBounds(0.2, 0.3)),
 			rules.Verdict(rules.KVPreemption), map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.Contradicted}},
+		// The matrix's preemption-thrash fleet (3 pods, seed 1001): while
+		// preempted prefills recompute the backlog spikes and drains, with
+		// arrivals as steady around their trend as in the baseline: the
+		// spikes are the thrash's, not bursts of arrivals.
+		{"thrash: the queue spikes with steady arrivals", thrashSpikes(0.6), rules.Verdict(rules.PreemptionThrash),
+			map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.Supported, rules.QueueBurst: rules.Supported}},
+		// The same spikes with arrivals that did burst: the map cannot tell
+		// which one queued the requests.
+		{"thrash and arrival bursts", thrashSpikes(24), rules.Undetermined,
+			map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.Supported, rules.QueueBurst: rules.Supported}},
 		{"no per-request preemption histogram (before vLLM 0.30)", kvPreemption(), rules.Verdict(rules.KVPreemption),
 			map[rules.HypothesisID]rules.Status{rules.PreemptionThrash: rules.NotEvaluable}},
 		{"many requests preempted, some repeatedly", with(thrash(), rules.PreemptedShare, fact(0.3, 0).WithBounds(0.25, 0.3), rules.PreemptedShareLower, fact(0.25, 0)),

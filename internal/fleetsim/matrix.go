@@ -159,6 +159,9 @@ const (
 	matrixPodRate     = 4.0 // ~42% of capacity, as the scenarios
 	matrixPodRateHot  = 5.5 // ~58%: replicas at 2x their share then near saturation
 	matrixPodRateBusy = 5.7 // ~60%: +60% arrivals then saturate the fleet
+	// matrixPodRateThrash (~34%) leaves room for the long prompts'
+	// prefills: their thrash, not a queue of everyone, is the incident.
+	matrixPodRateThrash = 3.2
 )
 
 // matrixPhase is the default chat mix at perPod requests/s on every pod.
@@ -362,7 +365,6 @@ func matrixCases() []MatrixCase {
 				return c
 			},
 		},
-
 		{
 			Name: "admission-rejections", Expect: "admission-rejections", Symptom: SymptomE2E,
 			Description: "every pod runs with --max-num-queued-reqs equal to its --max-num-seqs (128: the max_num_seqs value reused as the in-flight cap, vLLM PR 55124), from a baseline at ~60% of capacity; at the change arrivals double: the requests in flight reach the cap, so the API server answers ~15% of requests 503 at admission (vllm:admission_rejections_total) while nothing waits; the admitted ones run in a fuller batch. The 503s are the incident (no severity: the latency the admission limit protects rises little)",
@@ -370,6 +372,21 @@ func matrixCases() []MatrixCase {
 				return Config{NumPods: pods, Engine: admissionLimitedEngine(), Workload: sp.phases(matrixPhase(pods, matrixPodRateBusy), func(p *Phase) {
 					p.Rate *= 2
 				})}
+			},
+		},
+		{
+			Name: "preemption-thrash", Expect: "preemption-thrash", Symptom: SymptomE2E,
+			Knob: "share of ~14k-token prompts", KnobMin: 0, KnobMax: 0.08,
+			// Thrash feeds on itself (a readmitted prefill holds the
+			// blocks another needs): seeds of one knob land 1.1x and 1.6x
+			// apart.
+			GradedByTruth: true,
+			Description:   "a small KV pool (gpu_memory_utilization 0.58) at ~34% of capacity; from the incident on a share of prompts (the knob) become ~14k-token documents (sigma 0.2) whose chunked prefills are admitted, preempted and readmitted again and again (vLLM #18115, #21809, #37307); the fleet exports vllm:request_num_preemptions (vLLM >= 0.30)",
+			build: func(pods int, seed uint64, k float64, sp span) Config {
+				return Config{NumPods: pods, RequestPreemptions: true, Engine: DefaultEngine.WithGPUMemoryUtilization(0.58),
+					Workload: sp.phases(matrixPhase(pods, matrixPodRateThrash), func(p *Phase) {
+						p.Prompt.TailWeight, p.Prompt.TailMedian, p.Prompt.TailSigma = k, 14000, 0.2
+					})}
 			},
 		},
 

@@ -15,10 +15,10 @@ var matrixKnobs = map[matrixKnobKey]float64{
 	{"queue-sustained", 16, "mild"}:            1.53,
 	{"queue-sustained", 16, "moderate"}:        1.612,
 	{"queue-sustained", 16, "severe"}:          1.62988,
-	{"queue-ramp", 3, "mild"}:                  1.6416,  // 1.26x 1.28x 1.33x
+	{"queue-ramp", 3, "mild"}:                  1.6416,
 	{"queue-ramp", 3, "moderate"}:              1.70656, // 1.39x 1.41x 1.99x
 	{"queue-ramp", 3, "severe"}:                1.75879, // 2.49x 3.31x 9.01x
-	{"queue-ramp", 8, "mild"}:                  1.6709,  // 1.27x 1.38x 1.25x
+	{"queue-ramp", 8, "mild"}:                  1.6709,
 	{"queue-ramp", 8, "moderate"}:              1.70656, // 1.44x 1.91x 1.50x
 	{"queue-ramp", 8, "severe"}:                1.74121, // 2.53x 7.67x 3.73x
 	{"queue-ramp", 16, "mild"}:                 1.67676, // 1.27x 1.32x 1.27x
@@ -123,13 +123,22 @@ var matrixKnobs = map[matrixKnobKey]float64{
 	{"spec-decode-acceptance", 16, "mild"}:     0.120312, // 1.30x 1.29x 1.29x
 	{"spec-decode-acceptance", 16, "moderate"}: 0.248438, // 1.68x 1.67x 1.67x
 	{"spec-decode-acceptance", 16, "severe"}:   0.498437, // 2.64x 2.61x 2.61x
-	{"pd-kv-transfer", 3, "mild"}:              8.88227,  // 1.36x 1.36x 1.22x
-	{"pd-kv-transfer", 3, "moderate"}:          17.7129,  // 1.76x 1.73x 1.57x
-	{"pd-kv-transfer", 3, "severe"}:            40.2559,  // 2.88x 2.79x 2.60x
-	{"pd-kv-transfer", 8, "mild"}:              4.49805,  // 1.33x 1.32x 1.33x
-	{"pd-kv-transfer", 8, "moderate"}:          7.60742,  // 1.64x 1.63x 1.64x
-	{"pd-kv-transfer", 8, "severe"}:            17.7129,  // 2.66x 2.61x 2.65x
-	{"pd-kv-transfer", 16, "mild"}:             3.7207,   // 1.29x 1.26x 1.28x
-	{"pd-kv-transfer", 16, "moderate"}:         7.60742,  // 1.70x 1.66x 1.68x
-	{"pd-kv-transfer", 16, "severe"}:           16.9355,  // 2.70x 2.63x 2.67x
+	{"pd-kv-transfer", 3, "mild"}:              8.88227,
+	{"pd-kv-transfer", 3, "moderate"}:          17.7129,
+	{"pd-kv-transfer", 3, "severe"}:            40.2559,
+	{"pd-kv-transfer", 8, "mild"}:              4.49805,
+	{"pd-kv-transfer", 8, "moderate"}:          7.60742,
+	{"pd-kv-transfer", 8, "severe"}:            17.7129,
+	{"pd-kv-transfer", 16, "mild"}:             3.7207,
+	{"pd-kv-transfer", 16, "moderate"}:         7.60742,
+	{"pd-kv-transfer", 16, "severe"}:           16.9355,
+	{"preemption-thrash", 3, "mild"}:           0.0431406, // 2.15x 1.32x 18.88x
+	{"preemption-thrash", 3, "moderate"}:       0.0442188, // 12.54x 10.73x 22.01x
+	{"preemption-thrash", 3, "severe"}:         0.0442188, // 12.54x 10.73x 22.01x
+	{"preemption-thrash", 8, "mild"}:           0.0292187, // 2.12x 1.27x 1.34x
+	{"preemption-thrash", 8, "moderate"}:       0.0360938, // 6.43x 1.65x 14.76x
+	{"preemption-thrash", 8, "severe"}:         0.0374941, // 6.43x 14.94x 13.65x
+	{"preemption-thrash", 16, "mild"}:          0.0332812, // 1.32x 1.34x 13.76x
+	{"preemption-thrash", 16, "moderate"}:      0.0339062, // 1.47x 2.31x 13.86x
+	{"preemption-thrash", 16, "severe"}:        0.0368613, // 5.45x 7.42x 16.41x
 }

@@ -52,10 +52,12 @@ import (
 type Cell struct {
 	// Case is the fleetsim matrix case (fleetsim.MatrixCases).
 	Case string
-	// Expect is the verdict the cell must produce.
-	Expect string
-	Pods   int
-	Seed   uint64
+	// Expect is the verdict the cell must produce; Also, when set, a
+	// second verdict its simulated physics calls for as rightly (see
+	// physicsExpect).
+	Expect, Also string
+	Pods         int
+	Seed         uint64
 	// Severity is "mild", "moderate" or "severe" for incidents, empty for
 	// counter-cases.
 	Severity string
@@ -249,8 +251,8 @@ func RunCell(c Cell) Result {
 	}
 	start, end := c.Variant.Span()
 	r.Truth = f.GroundTruthSpan(mc.Symptom, start, end)
-	if expect, why := physicsExpect(c, f, start, end); expect != "" {
-		r.Expect, r.ExpectWhy = expect, why
+	if expect, also, why := physicsExpect(c, f, start, end); expect != "" {
+		r.Expect, r.Also, r.ExpectWhy = expect, also, why
 	}
 	r.Grade = grade(c, r.Truth)
 	ev := Evidence(f)
@@ -281,36 +283,96 @@ func RunCell(c Cell) Result {
 }
 
 // physicsExpect returns the verdict a cell's simulated physics calls for
-// when it is not its case's: a kv-preemption cell (a small KV pool, prompts
-// longer by the knob) whose requests that ended in the incident span were
-// preempted fewer times than rules.DefaultThresholds.PreemptionShare per
-// finished request (the map's "material", measured as vLLM counts it:
-// preemptions over completions) never ran short of KV blocks: its
-// incident is the longer prompts' prefill cost (prefill-long-prompts).
-// "" keeps the case's.
-func physicsExpect(c Cell, f *fleetsim.Fleet, start, end time.Duration) (expect, why string) {
-	if c.Case != string(rules.KVPreemption) || !c.Incident() {
-		return "", ""
+// when it is not its case's, from the engines' true counters over the
+// incident span, as vLLM counts preemptions (over finished requests: the
+// map's PreemptionShare), and from the requests they fell on:
+//
+//   - a kv-preemption or preemption-thrash cell (a small KV pool, prompts
+//     longer by the knob) preempted fewer times than
+//     rules.DefaultThresholds.PreemptionShare per finished request never
+//     ran short of KV blocks for long: its incident is the longer
+//     prompts' prefill cost (prefill-long-prompts). When the preemptions
+//     of some diagnose.DefaultMinWindow of the span (the shortest
+//     incident a diagnosis isolates) were material all the same, the
+//     case's own verdict is right too (also): the physics lies on both
+//     sides of the map's line, by the window;
+//   - a preemption-thrash cell whose requests preempted twice or more
+//     carry less than rules.DefaultThresholds.Explains of its
+//     preemptions spread them over many requests, about once each: that
+//     is the pool short for everyone (kv-preemption), not a thrash.
+//
+// expect "" keeps the case's.
+func physicsExpect(c Cell, f *fleetsim.Fleet, start, end time.Duration) (expect, also, why string) {
+	thrash := c.Case == string(rules.PreemptionThrash)
+	if (c.Case != string(rules.KVPreemption) && !thrash) || !c.Incident() {
+		return "", "", ""
 	}
-	done, preemptions := 0, 0
+	preemptions, done := enginePreemptions(f, start, end)
+	if done == 0 {
+		return "", "", ""
+	}
+	th := rules.DefaultThresholds
+	share := preemptions / done
+	if share < th.PreemptionShare {
+		why = fmt.Sprintf("the simulation preempted %.0f times for %.0f finished requests (%.2f%%, under %g%%): the KV cache never ran short for long, the longer prompts' prefill is the incident",
+			preemptions, done, 100*share, 100*th.PreemptionShare)
+		for a := start; a+diagnose.DefaultMinWindow <= end; a += time.Minute {
+			p, d := enginePreemptions(f, a, a+diagnose.DefaultMinWindow)
+			if d > 0 && p/d >= th.PreemptionShare {
+				also = c.Case
+				why += fmt.Sprintf("; from %v to %v it preempted %.0f times for %.0f (%.2f%%): %s is right too", a, a+diagnose.DefaultMinWindow, p, d, 100*p/d, c.Case)
+				break
+			}
+		}
+		return string(rules.PrefillLongPrompts), also, why
+	}
+	// Which requests the preemptions fell on: every request in the
+	// engines during the span, those the run ended on included (a
+	// thrashing request may never finish).
+	all, repeated := 0, 0
 	for _, q := range f.Requests {
-		if q.Finished == fleetsim.NaNDuration || q.Finished < start || q.Finished >= end {
+		if q.Arrival >= end || (q.Finished != fleetsim.NaNDuration && q.Finished < start) {
 			continue
 		}
-		preemptions += q.Preemptions
-		if q.Status == fleetsim.StatusFinished {
-			done++
+		all += q.Preemptions
+		if q.Preemptions >= 2 {
+			repeated += q.Preemptions
 		}
 	}
-	if done == 0 {
-		return "", ""
+	if rs := float64(repeated) / float64(max(all, 1)); thrash && rs < th.Explains {
+		return string(rules.KVPreemption), "", fmt.Sprintf("requests preempted twice or more carry %.0f%% of the %d preemptions of the requests in the engines (under %g%%): they are spread over many requests, the pool is short for everyone",
+			100*rs, all, 100*th.Explains)
 	}
-	share := float64(preemptions) / float64(done)
-	if share >= rules.DefaultThresholds.PreemptionShare {
-		return "", ""
+	return "", "", ""
+}
+
+// enginePreemptions returns the preemptions and the finished requests
+// that the engines counted (their true counters, as vllm:num_preemptions
+// and vllm:request_success count them) between the first scrape at or
+// after start and the last at or before end of each pod; a pod that
+// restarted in between counts from its last process's first scrape.
+func enginePreemptions(f *fleetsim.Fleet, start, end time.Duration) (preemptions, finished float64) {
+	for _, p := range f.Pods {
+		var first, last *fleetsim.Scrape
+		for _, sc := range p.Scrapes {
+			if sc.Offset < start || sc.Offset > end {
+				continue
+			}
+			if first == nil || first.ProcessStart() != sc.ProcessStart() {
+				first = sc
+			}
+			last = sc
+		}
+		if first == nil {
+			continue
+		}
+		for i := range min(len(first.Engines), len(last.Engines)) {
+			a, b := first.Engines[i], last.Engines[i]
+			preemptions += b.Preemptions - a.Preemptions
+			finished += b.Finished - a.Finished
+		}
 	}
-	return string(rules.PrefillLongPrompts), fmt.Sprintf("the simulation preempted %d times for %d finished requests (%.2f%%, under %g%%): the KV cache never ran short, the longer prompts' prefill is the incident",
-		preemptions, done, 100*share, 100*rules.DefaultThresholds.PreemptionShare)
+	return preemptions, finished
 }
 
 // grade is the severity the pass rule holds c to: its Severity, or for an
@@ -330,7 +392,7 @@ func grade(c Cell, truth fleetsim.Change) string {
 // classify compares a verdict with the cell's expectation.
 func classify(c Cell, verdict string) Outcome {
 	switch {
-	case verdict == c.Expect:
+	case verdict == c.Expect || (c.Also != "" && verdict == c.Also):
 		return Right
 	case verdict == string(rules.Undetermined):
 		return Undetermined

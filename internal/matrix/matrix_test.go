@@ -98,6 +98,9 @@ func TestMatrix(t *testing.T) {
 		finished++
 		if testing.Verbose() {
 			t.Logf("[%d/%d %3.0fs] %-44s %-13s verdict %s (%.2fx)", finished, len(cells), time.Since(t0).Seconds(), r.Name(), r.Outcome, r.Verdict, r.Truth.Ratio())
+			if r.ExpectWhy != "" {
+				t.Logf("    expected %s (also %q): %s", r.Expect, r.Also, r.ExpectWhy)
+			}
 		}
 	})
 	t.Logf("%d cells in %v on %d workers\n\n%s", len(cells), time.Since(t0).Round(time.Second), n, Summary(results))
