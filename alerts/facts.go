@@ -121,6 +121,8 @@ var factTable = map[rules.FactID]factExpr{
 	rules.KVFullSharePreempting:    {note: "kv_full_share_preempting counts the scrapes at the KV ceiling of the replicas that preempted, which a rate over a sliding window cannot single out"},
 	rules.TTFTP95WithoutHot:        {note: "ttft_p95_without_hot leaves out the replicas whose share of the arrivals is hot in the incident window, a choice made across windows"},
 	rules.TTFTMeanWithoutHot:       {note: "ttft_mean_without_hot leaves out the replicas whose share of the arrivals is hot in the incident window, a choice made across windows"},
+	rules.TPOTP95WithoutHot:        {note: "tpot_p95_without_hot leaves out the replicas whose share of the arrivals is hot in the incident window, a choice made across windows"},
+	rules.TPOTMeanWithoutHot:       {note: "tpot_mean_without_hot leaves out the replicas whose share of the arrivals is hot in the incident window, a choice made across windows"},
 	rules.HTTP5xxShareMax:          {note: "http_5xx_share_max is per replica with the replica named; the fleet http_5xx_share carries the alert"},
 	rules.PromptTokenRate: {expr: func(g *gen, off string) string {
 		return g.rateSum(catalog.SignalPromptTokensTotal, "", "", off)

@@ -15,7 +15,8 @@ import (
 // This file measures the facts that judge a cause where it acts rather
 // than over the whole fleet: the KV cache of the replicas that preempted
 // (kv_usage_preempting, kv_full_share_preempting) and the fleet without
-// its hot replicas (ttft_p95_without_hot, ttft_mean_without_hot).
+// its hot replicas (ttft_p95_without_hot, ttft_mean_without_hot,
+// tpot_p95_without_hot, tpot_mean_without_hot).
 
 // kvJobs adds the facts of this file to js.
 func (c *factCtx) kvJobs(js *factJobs) {
@@ -24,8 +25,10 @@ func (c *factCtx) kvJobs(js *factJobs) {
 	}
 	both(rules.KVUsagePreempting, func(w evalWindow) rules.Fact { return c.kvPreempting(w, false) })
 	both(rules.KVFullSharePreempting, func(w evalWindow) rules.Fact { return c.kvPreempting(w, true) })
-	js.add(rules.TTFTP95WithoutHot, func() rules.Fact { return c.withoutHot(false) })
-	js.add(rules.TTFTMeanWithoutHot, func() rules.Fact { return c.withoutHot(true) })
+	js.add(rules.TTFTP95WithoutHot, func() rules.Fact { return c.withoutHot(catalog.SignalTTFT, false) })
+	js.add(rules.TTFTMeanWithoutHot, func() rules.Fact { return c.withoutHot(catalog.SignalTTFT, true) })
+	js.add(rules.TPOTP95WithoutHot, func() rules.Fact { return c.withoutHot(catalog.SignalTPOT, false) })
+	js.add(rules.TPOTMeanWithoutHot, func() rules.Fact { return c.withoutHot(catalog.SignalTPOT, true) })
 }
 
 // kvPreempting is the KV usage of the replicas that preempted within w:
@@ -158,12 +161,20 @@ func (c *factCtx) hotReplicas() (hot, measured []int, why string) {
 	return hot, measured, ""
 }
 
-// withoutHot is the fleet TTFT p95 (or mean) of the replicas that are not
-// hot in the incident window, in both windows: their histograms merged as
-// the fleet's are.
-func (c *factCtx) withoutHot(mean bool) rules.Fact {
-	if !c.sc.has(catalog.SignalTTFT) {
-		return rules.MissingFact(c.missingSignal(catalog.SignalTTFT))
+// withoutHot is a fleet measure of the replicas that are not hot in the
+// incident window, in both windows: the TTFT or TPOT p95 of their
+// histograms merged as the fleet's are, or (mean) the mean TTFT of the
+// merged histogram, or the mean time per output token from their decode
+// time and generation token sums (as tpot_mean).
+func (c *factCtx) withoutHot(sig catalog.SignalID, mean bool) rules.Fact {
+	need := []catalog.SignalID{sig}
+	if sig == catalog.SignalTPOT && mean {
+		need = []catalog.SignalID{catalog.SignalDecodeTime, catalog.SignalGenerationTokens}
+	}
+	for _, id := range need {
+		if !c.sc.has(id) {
+			return rules.MissingFact(c.missingSignal(id))
+		}
 	}
 	hot, measured, why := c.hotReplicas()
 	if why != "" {
@@ -178,27 +189,52 @@ func (c *factCtx) withoutHot(mean bool) rules.Fact {
 	if len(rest) == 0 {
 		return rules.MissingFact("every replica is hot: no rest of the fleet to compare")
 	}
-	one := func(w evalWindow) (rules.Fact, string) {
+	// merged is the histogram of id over the rest in w.
+	merged := func(id catalog.SignalID, w evalWindow) (histogram.Histogram, string) {
 		var hs []histogram.Histogram
 		for _, r := range rest {
-			res := c.sc.replicaHist(catalog.SignalTTFT, r, w.w)
+			res := c.sc.replicaHist(id, r, w.w)
 			if res.err == nil && res.inc.Histogram.Total() > 0 {
 				hs = append(hs, res.inc.Histogram)
 			}
 		}
 		if len(hs) == 0 {
-			return rules.Fact{}, "no TTFT observation outside the hot replicas"
+			return histogram.Histogram{}, fmt.Sprintf("no %s observation outside the hot replicas", id)
 		}
 		m, err := histogram.Merge(hs...)
 		if err != nil {
-			return rules.Fact{}, err.Error()
+			return histogram.Histogram{}, err.Error()
 		}
-		if mean {
-			f := rules.Measured(m.Histogram.Mean())
-			f.Count = m.Histogram.Count
+		return m.Histogram, ""
+	}
+	one := func(w evalWindow) (rules.Fact, string) {
+		if sig == catalog.SignalTPOT && mean {
+			dec, why := merged(catalog.SignalDecodeTime, w)
+			if why != "" {
+				return rules.Fact{}, why
+			}
+			gen, why := merged(catalog.SignalGenerationTokens, w)
+			if why != "" {
+				return rules.Fact{}, why
+			}
+			v := catalog.MeanTPOTFromSums(dec.Sum, gen.Sum, gen.Total())
+			if math.IsNaN(v) {
+				return rules.Fact{}, "no output token decoded outside the hot replicas (or _sum missing)"
+			}
+			f := rules.Measured(v)
+			f.Count = gen.Total()
 			return f, ""
 		}
-		e := m.Histogram.Quantile(0.95)
+		h, why := merged(sig, w)
+		if why != "" {
+			return rules.Fact{}, why
+		}
+		if mean {
+			f := rules.Measured(h.Mean())
+			f.Count = h.Count
+			return f, ""
+		}
+		e := h.Quantile(0.95)
 		f := rules.Measured(e.Value).WithBounds(e.Lower, e.Upper)
 		f.Count = e.Count
 		return f, ""
@@ -212,7 +248,11 @@ func (c *factCtx) withoutHot(mean bool) rules.Fact {
 	for _, r := range hot {
 		names = append(names, c.sc.replicas[r].t.Name)
 	}
-	out.Source = fmt.Sprintf("%s of the %d replicas other than %s", c.sc.source(catalog.SignalTTFT), len(rest), strings.Join(names, ", "))
+	src := c.sc.source(sig)
+	if sig == catalog.SignalTPOT && mean {
+		src = catalog.TPOTFallback
+	}
+	out.Source = fmt.Sprintf("%s of the %d replicas other than %s", src, len(rest), strings.Join(names, ", "))
 	if c.base.ok {
 		if b, why := one(c.base); why == "" {
 			out.Baseline, out.BaselineLower, out.BaselineUpper, out.BaselineCount = b.Value, b.Lower, b.Upper, b.Count

@@ -385,6 +385,14 @@ const (
 	// replicas as ttft_p95_without_hot: it decides where the p95 sits in
 	// one coarse bucket.
 	TTFTMeanWithoutHot FactID = "ttft_mean_without_hot"
+	// TPOTP95WithoutHot is the fleet TPOT p95 (s) of the same replicas as
+	// ttft_p95_without_hot: where only the decode side moved (a decode
+	// hot spot of a prefill/decode fleet), it decides whether the hot
+	// spot explains the fleet's change.
+	TPOTP95WithoutHot FactID = "tpot_p95_without_hot"
+	// TPOTMeanWithoutHot is tpot_mean (decode time per output token,
+	// from sums) of the same replicas as ttft_p95_without_hot.
+	TPOTMeanWithoutHot FactID = "tpot_mean_without_hot"
 )
 
 // Kind says how a fact was measured; it decides the sample-count checks.
@@ -499,6 +507,8 @@ var catalog = []FactInfo{
 	{TTFTP99, KindQuantile, "s", Lower, "time to first token p99"},
 	{TTFTP95WithoutHot, KindQuantile, "s", Lower, "fleet TTFT p95 without the hot replicas"},
 	{TTFTMeanWithoutHot, KindMean, "s", Lower, "mean TTFT of the fleet without the hot replicas"},
+	{TPOTP95WithoutHot, KindQuantile, "s", Lower, "fleet TPOT p95 without the hot replicas"},
+	{TPOTMeanWithoutHot, KindMean, "s", Lower, "mean time per output token of the fleet without the hot replicas"},
 	{WaitingBurst, KindDerived, "x", "", "peak short-interval arrivals (or waiting) / window mean"},
 	{WaitingBusyShare, KindGauge, "ratio", "", "share of scrapes with requests waiting"},
 	{WaitingMax, KindGauge, "requests", "", "maximum waiting requests"},

@@ -612,8 +612,10 @@ func Map() []Rule {
 				WarmUp: 5 * minute,
 			},
 			// The hot replica's queue is the fleet's queue; its batch is
-			// the fleet's slowest decode.
-			Refines: []HypothesisID{QueueSustained, QueueBurst, DecodePressure},
+			// the fleet's slowest decode; its KV cache, filled by more
+			// than its share of the requests, is where they are
+			// preempted.
+			Refines: []HypothesisID{QueueSustained, QueueBurst, DecodePressure, KVPreemption},
 			// A hot spot is the fleet's cause only when the fleet without
 			// it barely moved; when the rest moved too, a cause that
 			// reaches every replica explains the fleet, and the hot spot
@@ -913,11 +915,19 @@ func queueGrew() Cond {
 }
 
 // restMoved holds when the fleet without its hot replicas carries at
-// least Explains of the fleet's TTFT rise, by the p95 or by the exact
-// mean (a fleet mean is the replicas' means weighted by their requests:
+// least Explains of the fleet's rise, by the p95 or by the exact mean (a
+// fleet mean is the replicas' means weighted by their requests:
 // a hot spot alone moves it through the hot replicas only).
+//
+// It is judged on the symptom the fleet shows: TTFT, or TPOT where only
+// the decode side moved (a decode replica hot in a prefill/decode fleet
+// slows its own tokens, not the first ones). A TTFT that did not move
+// materially says nothing about where a rise lies.
 func restMoved() Cond {
-	return anyOf(explainsRise(TTFTP95WithoutHot, TTFTP95, limExplains), explainsRise(TTFTMeanWithoutHot, TTFTMean, limExplains))
+	decodeOnly := allOf(symptom(SymptomTPOT), noSymptom(SymptomTTFT))
+	return anyOf(
+		allOf(not(decodeOnly), anyOf(explainsRise(TTFTP95WithoutHot, TTFTP95, limExplains), explainsRise(TTFTMeanWithoutHot, TTFTMean, limExplains))),
+		allOf(symptom(SymptomTPOT), anyOf(explainsRise(TPOTP95WithoutHot, TPOTP95, limExplains), explainsRise(TPOTMeanWithoutHot, TPOTMean, limExplains))))
 }
 
 // fleetWide is replica-hotspot's ExplainedBy: every hypothesis whose cause
@@ -927,7 +937,7 @@ func fleetWide() []Explained {
 	var xs []Explained
 	for _, id := range []HypothesisID{QueueSustained, QueueBurst, PrefillLongPrompts, PrefixCacheLoss, DecodePressure, KVPreemption, OutsideGPU} {
 		xs = append(xs, Explained{By: id, When: restMoved(),
-			Why: "the fleet without the hot replicas carries most of the fleet's TTFT rise: the hot spot does not explain the fleet's change and is secondary"})
+			Why: "the fleet without the hot replicas carries most of the fleet's rise (of TTFT, or of TPOT where only the decode side moved): the hot spot does not explain the fleet's change and is secondary"})
 	}
 	return xs
 }

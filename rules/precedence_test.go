@@ -194,6 +194,11 @@ func TestHotspotExplainsTheFleet(t *testing.T) {
 		{"only the mean says the rest moved", compound(fact(0.95, 0.9), fact(0.7, 0.35)), rules.Verdict(rules.PrefillLongPrompts), rules.ReplicaHotspot},
 		{"hot spot alone: the rest is flat", with(hotspot(), rules.TTFTP95WithoutHot, fact(0.9, 0.9), rules.TTFTMeanWithoutHot, fact(0.35, 0.35)), rules.Verdict(rules.ReplicaHotspot), rules.QueueSustained},
 		{"hot spot without the new facts", hotspot(), rules.Verdict(rules.ReplicaHotspot), rules.QueueSustained},
+		// A decode pod hot in a prefill/decode fleet: only the decode side
+		// moved, and the first tokens' small rise, which the rest shares,
+		// says nothing. The rest's TPOT decides.
+		{"decode hot spot: the rest's tokens are on time", decodeHot(fact(0.042, 0.042), fact(0.024, 0.024)), rules.Verdict(rules.ReplicaHotspot), rules.DecodePressure},
+		{"decode load everywhere, one pod hotter", decodeHot(fact(0.085, 0.042), fact(0.047, 0.024)), rules.Verdict(rules.DecodePressure), rules.ReplicaHotspot},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -204,6 +209,17 @@ func TestHotspotExplainsTheFleet(t *testing.T) {
 			assert.Equal(t, rules.Supported, r.Findings[1].Status)
 		})
 	}
+}
+
+// decodeHot is decode pressure whose load sits on one replica, with the
+// TPOT p95 and mean of the rest of the fleet given: TTFT moved a little,
+// and the rest carries that little.
+func decodeHot(rest, restMean rules.Fact) rules.Facts {
+	return with(decodePressure(),
+		rules.ReplicaLoadShareMax, fact(2, 1), rules.ReplicaShareMax, fact(2, 1),
+		rules.TTFTP95, fact(1.0, 0.9), rules.TTFTMean, fact(0.38, 0.35),
+		rules.TTFTP95WithoutHot, fact(1.0, 0.9), rules.TTFTMeanWithoutHot, fact(0.38, 0.35),
+		rules.TPOTP95WithoutHot, rest, rules.TPOTMeanWithoutHot, restMean)
 }
 
 // Prefix caching stores a shared prefix once: when reuse is lost the

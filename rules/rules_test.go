@@ -585,7 +585,7 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.AbandonedPromptTokens, rules.AbandonedByTokens, rules.AbandonedAfterFirstToken, rules.AbandonedRequests,
 		rules.QueueUnservedMin, rules.GatewayUnserved, rules.Restarts, rules.RestartsReplicaMax, rules.RestartsPerHourMax,
 		rules.RequestsLost, rules.OOMKills, rules.FBRiseRestarts,
-		rules.KVUsagePreempting, rules.KVFullSharePreempting, rules.TTFTP95WithoutHot, rules.TTFTMeanWithoutHot,
+		rules.KVUsagePreempting, rules.KVFullSharePreempting, rules.TTFTP95WithoutHot, rules.TTFTMeanWithoutHot, rules.TPOTP95WithoutHot, rules.TPOTMeanWithoutHot,
 		rules.StalledReplicas, rules.FrozenGaugeReplicas, rules.FrozenQuietReplicas, rules.FrozenGaugeShare,
 		rules.StallSuspected, rules.DeferredShare, rules.AdmissionRejectionShare,
 		rules.RepeatPreemptedShare, rules.RepeatPreemptionShare, rules.PreemptedShare, rules.PreemptedShareLower, rules.PreemptionsPerRequestMean, rules.SpecAcceptanceRate,

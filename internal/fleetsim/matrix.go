@@ -366,6 +366,35 @@ func matrixCases() []MatrixCase {
 			},
 		},
 		{
+			Name: "pd-decode-hotspot", Expect: "replica-hotspot", Symptom: SymptomE2E,
+			Knob: "routing weight of the hot decode pod (the other decode pods 1)", KnobMin: 1, KnobMax: 8,
+			// Near the hot pod's saturation a queue forms or not by seed
+			// (8 pods: 1.4x to 1.9x at one knob); on 3 pods the hot pod
+			// takes at most twice its share, short of severe.
+			GradedByTruth: true,
+			Description:   "prefill/decode disaggregation at ~58% of capacity: half the pods (at least one) prefill, the others decode; from the incident on the scheduler sends one seeded decode pod the knob times the share of each other decode pod (a stale endpoint list, a prefix-aware scorer stuck on one pod): its batch grows and its tokens slow, the users' TPOT rises while the first tokens, prefilled elsewhere, barely move",
+			build: func(pods int, seed uint64, k float64, sp span) Config {
+				c := pdPods(pods)
+				c.Workload.Phases[0] = matrixPhase(pods, matrixPodRateHot)
+				var decode []int
+				for i, p := range c.Pods {
+					if p.Role == RoleDecode {
+						decode = append(decode, i)
+					}
+				}
+				hot := decode[caseRNG("pd-decode-hotspot", seed).IntN(len(decode))]
+				c.Workload = sp.phases(c.Workload.Phases[0], func(p *Phase) {
+					p.Weights = make([]float64, len(c.Pods))
+					for i := range p.Weights {
+						p.Weights[i] = 1
+					}
+					p.Weights[hot] = k
+				})
+				return c
+			},
+		},
+
+		{
 			Name: "admission-rejections", Expect: "admission-rejections", Symptom: SymptomE2E,
 			Description: "every pod runs with --max-num-queued-reqs equal to its --max-num-seqs (128: the max_num_seqs value reused as the in-flight cap, vLLM PR 55124), from a baseline at ~60% of capacity; at the change arrivals double: the requests in flight reach the cap, so the API server answers ~15% of requests 503 at admission (vllm:admission_rejections_total) while nothing waits; the admitted ones run in a fuller batch. The 503s are the incident (no severity: the latency the admission limit protects rises little)",
 			build: func(pods int, seed uint64, _ float64, sp span) Config {

@@ -132,7 +132,16 @@ var matrixKnobs = map[matrixKnobKey]float64{
 	{"pd-kv-transfer", 16, "mild"}:             3.7207,
 	{"pd-kv-transfer", 16, "moderate"}:         7.60742,
 	{"pd-kv-transfer", 16, "severe"}:           16.9355,
-	{"preemption-thrash", 3, "mild"}:           0.0431406, // 2.15x 1.32x 18.88x
+	{"pd-decode-hotspot", 3, "mild"}:           3.10715,   // 1.28x 1.26x 1.28x
+	{"pd-decode-hotspot", 3, "moderate"}:       5.1593,    // 1.48x 1.48x 1.50x
+	{"pd-decode-hotspot", 3, "severe"}:         7.99881,   // 1.69x 1.68x 1.70x
+	{"pd-decode-hotspot", 8, "mild"}:           1.82922,   // 1.27x 1.33x 1.35x
+	{"pd-decode-hotspot", 8, "moderate"}:       1.96392,   // 1.51x 1.93x 3.63x
+	{"pd-decode-hotspot", 8, "severe"}:         2.05273,   // 3.15x 4.44x 5.98x
+	{"pd-decode-hotspot", 16, "mild"}:          1.6908,    // 1.33x 1.57x 2.40x
+	{"pd-decode-hotspot", 16, "moderate"}:      1.71848,   // 2.09x 2.21x 2.59x
+	{"pd-decode-hotspot", 16, "severe"}:        1.75195,   // 3.48x 4.25x 2.73x
+	{"preemption-thrash", 3, "mild"}:           0.039709,  // 1.29x 1.27x 11.93x
 	{"preemption-thrash", 3, "moderate"}:       0.0442188, // 12.54x 10.73x 22.01x
 	{"preemption-thrash", 3, "severe"}:         0.0442188, // 12.54x 10.73x 22.01x
 	{"preemption-thrash", 8, "mild"}:           0.0292187, // 2.12x 1.27x 1.34x

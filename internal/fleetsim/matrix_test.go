@@ -216,15 +216,18 @@ func TestCalibrate(t *testing.T) {
 
 // margin is how deep inside the severity band the least central seed lies,
 // in log ratio (negative when a seed is out); severe counts from 2x and
-// saturates at 2.6x, and so does every grade of a case graded by its
-// truth from its band's lower end (a seed above the band is fine there).
+// saturates at 2.6x; a milder grade of a case graded by its truth counts
+// from its band's lower end and saturates 5% above it (a seed above the
+// band is fine there, the knob nearest the bisection's wins).
 func margin(sev string, graded bool, chs []Change) float64 {
 	lo, hi := SeverityBand(sev)
 	m := math.Inf(1)
 	for _, ch := range chs {
 		r := math.Log(ch.Ratio())
 		d := r - math.Log(lo)
-		if sev == "severe" || graded {
+		if graded && sev != "severe" {
+			d = min(d, math.Log(1.05))
+		} else if sev == "severe" || graded {
 			d = min(d, math.Log(1.3))
 		} else {
 			d = min(d, math.Log(hi)-r)
