@@ -484,14 +484,14 @@ func commonWarnings(ev *snapshot.Evidence, res catalog.Resolution) []report.Warn
 		if p.Severity == snapshot.SeverityInfo {
 			continue // a note of Inputs, not a warning
 		}
-		out = append(out, report.Warning{Kind: report.WarnReading, Severity: p.Severity.String(), Text: "reading: " + p.Error()})
+		out = append(out, report.Warning{Kind: report.WarnReading, Severity: p.Severity.String(), Text: "reading: " + p.Error(), Err: p})
 	}
 	for _, w := range res.Warnings {
-		out = append(out, report.Warning{Kind: report.WarnCatalog, Severity: report.SeverityWarning, Text: w.Error()})
+		out = append(out, report.Warning{Kind: report.WarnCatalog, Severity: report.SeverityWarning, Text: w.Error(), Err: w})
 	}
 	for _, t := range res.Targets {
 		for _, w := range t.Warnings {
-			out = append(out, report.Warning{Kind: report.WarnCatalog, Severity: report.SeverityWarning, Text: w.Error()})
+			out = append(out, report.Warning{Kind: report.WarnCatalog, Severity: report.SeverityWarning, Text: w.Error(), Err: w})
 		}
 	}
 	return out

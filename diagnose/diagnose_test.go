@@ -1,6 +1,7 @@
 package diagnose_test
 
 import (
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -98,8 +99,20 @@ func TestWarningsAreTyped(t *testing.T) {
 		assert.Contains(t, []string{report.SeverityError, report.SeverityWarning}, w.Severity)
 	}
 	require.GreaterOrEqual(t, len(rep.WarningDetails), 2)
-	assert.Equal(t, report.Warning{Kind: report.WarnReading, Severity: report.SeverityError, Text: rep.Warnings[0]}, rep.WarningDetails[0])
+	assert.Equal(t, report.Warning{Kind: report.WarnReading, Severity: report.SeverityError, Text: rep.Warnings[0], Err: ev.Problems[len(ev.Problems)-2]}, rep.WarningDetails[0])
 	assert.Contains(t, rep.Warnings[0], "pod-c.prom")
 	assert.Equal(t, report.SeverityWarning, rep.WarningDetails[1].Severity)
 	assert.Equal(t, report.WarnReading, rep.WarningDetails[1].Kind)
+	// A warning is the error it reports: errors.Is finds its sentinel,
+	// errors.As its snapshot.Problem; the JSON is as before.
+	assert.ErrorIs(t, rep.WarningDetails[0], snapshot.ErrTruncated)
+	assert.ErrorIs(t, rep.WarningDetails[1], snapshot.ErrNoTime)
+	assert.NotErrorIs(t, rep.WarningDetails[1], snapshot.ErrTruncated)
+	var p snapshot.Problem
+	require.ErrorAs(t, rep.WarningDetails[1], &p)
+	assert.Equal(t, "pod-a.prom", p.File)
+	assert.Equal(t, rep.WarningDetails[1].Text, rep.WarningDetails[1].Error())
+	b, err := json.Marshal(rep.WarningDetails[0])
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"kind": "reading", "severity": "error", "text": "reading: pod-c.prom: truncated input"}`, string(b))
 }

@@ -1,6 +1,11 @@
 package report
 
-// Warning is one non-fatal problem of a report, typed.
+// Warning is one non-fatal problem of a report, typed. It is an error
+// whose Unwrap is the problem it reports, where one is known: a reading
+// warning unwraps to its snapshot.Problem, a catalog warning to the
+// resolution's error, so that errors.Is finds their sentinels
+// (snapshot.ErrTimeOutlier, catalog.ErrVersionSkew, ...) as
+// util/annotations lets PromQL's callers find theirs.
 type Warning struct {
 	// Kind says where it comes from: one of the Warn* kinds.
 	Kind string `json:"kind"`
@@ -10,7 +15,17 @@ type Warning struct {
 	Severity string `json:"severity"`
 	// Text is the warning as Report.Warnings prints it.
 	Text string `json:"text"`
+	// Err is the problem the warning reports, when it is an error of
+	// the reading or of the resolution; nil for the diagnosis' own
+	// warnings and for a report read back from JSON.
+	Err error `json:"-"`
 }
+
+// Error returns the warning's text.
+func (w Warning) Error() string { return w.Text }
+
+// Unwrap returns the problem the warning reports, or nil.
+func (w Warning) Unwrap() error { return w.Err }
 
 // Kinds of Warning.
 const (
