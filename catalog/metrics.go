@@ -93,3 +93,23 @@ func (c Catalog) expandMetrics(base []string) []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// NonNegativeMetrics lists the metrics of the catalog's gauges that count
+// something (requests, tokens, a ratio of used capacity): a negative
+// sample of one is impossible, and a reader given them in
+// snapshot.Options.NonNegative leaves it out with a problem.
+func (c Catalog) NonNegativeMetrics() []string {
+	var names []string
+	for _, s := range c.Signals() {
+		if s.Kind != KindGauge {
+			continue
+		}
+		switch s.Unit {
+		case UnitRequests, UnitTokens, UnitRatio, UnitCount:
+			for _, cand := range s.Candidates {
+				names = append(names, cand.Metric)
+			}
+		}
+	}
+	return names
+}

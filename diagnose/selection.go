@@ -18,9 +18,10 @@ const ReadMargin = time.Minute
 const processStart = "process_start_time_seconds"
 
 // Selection returns what a diagnosis under o needs from the evidence, as
-// the selection fields of snapshot.Options (Metrics, Start, End; the
-// caller sets the others): a reader that honours them reads less and the
-// diagnosis is the same.
+// the selection fields of snapshot.Options (Metrics, Start, End, and
+// NonNegative: the catalog's counting gauges, whose negative samples are
+// impossible; the caller sets the others): a reader that honours them
+// reads less and the diagnosis is the same.
 //
 // Metrics are the catalog's EvidenceMetrics (o.Catalog, or the default).
 // The range is the whole evidence, unless both o.Baseline and o.Incident
@@ -39,7 +40,7 @@ func (o Options) Selection() snapshot.Options {
 	if o.Catalog != nil {
 		cat = *o.Catalog
 	}
-	sel := snapshot.Options{Metrics: cat.EvidenceMetrics()}
+	sel := snapshot.Options{Metrics: cat.EvidenceMetrics(), NonNegative: cat.NonNegativeMetrics()}
 	if base := o.baselineRead(); !base.IsZero() && !o.Incident.IsZero() {
 		sel.Start, sel.End = readRange(base, o.Incident)
 	}
@@ -81,7 +82,7 @@ func (r QuantileRequest) Selection() snapshot.Options {
 	if r.Catalog != nil {
 		cat = *r.Catalog
 	}
-	var sel snapshot.Options
+	sel := snapshot.Options{NonNegative: cat.NonNegativeMetrics()}
 	if names, err := histogramNames(&cat, r.Metric); err == nil {
 		// The re-exported names (ray_vllm:, kserve_vllm:), which
 		// FleetQuantiles resolves when the evidence has them.

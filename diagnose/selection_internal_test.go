@@ -35,6 +35,10 @@ func TestReadRanges(t *testing.T) {
 	sel = Options{Incident: w(0, time.Hour), MaxWindow: -1}.Selection()
 	assert.True(t, sel.Start.IsZero() && sel.End.IsZero())
 	assert.NotEmpty(t, sel.Metrics)
+	// The library reads as the command does: a negative queue length is
+	// impossible, and the reader leaves it out with a problem.
+	assert.Contains(t, sel.NonNegative, "vllm:num_requests_waiting")
+	assert.NotContains(t, sel.NonNegative, "vllm:time_to_first_token_seconds", "histograms are checked as histograms")
 
 	q := QuantileRequest{Metric: "ttft", Window: w(0, 30*time.Minute)}.Selection()
 	assert.Contains(t, q.Metrics, "vllm:time_to_first_token_seconds")
@@ -45,4 +49,5 @@ func TestReadRanges(t *testing.T) {
 	q = QuantileRequest{Metric: "vllm:e2e_request_latency_seconds_bucket"}.Selection()
 	assert.Equal(t, []string{"vllm:e2e_request_latency_seconds", "process_start_time_seconds"}, q.Metrics)
 	assert.True(t, q.Start.IsZero())
+	assert.Contains(t, q.NonNegative, "vllm:kv_cache_usage_perc")
 }

@@ -179,7 +179,12 @@ func (f *inputFlags) readEach(ctx context.Context, e *env, paths []string, opts 
 	opts.Limits.MaxSeriesPerScrape = f.maxSamples
 	opts.FollowLinks = f.follow
 	if cat, err := f.catalog(); err == nil {
-		opts.NonNegative = append(opts.NonNegative, nonNegativeMetrics(cat)...)
+		// A diagnosis' selection lists them already (its Selection).
+		for _, m := range cat.NonNegativeMetrics() {
+			if !slices.Contains(opts.NonNegative, m) {
+				opts.NonNegative = append(opts.NonNegative, m)
+			}
+		}
 	}
 	opts.KeepTimeOutliers = f.keepTimes
 	opts.KeepCutFiles = f.keepCut
@@ -410,25 +415,6 @@ func quoteControl(name string) string {
 		return strconv.Quote(name)
 	}
 	return name
-}
-
-// nonNegativeMetrics lists the metrics of the catalog's gauges that
-// count something (requests, tokens, a ratio of used capacity): a
-// negative sample of one is impossible, and the reader leaves it out.
-func nonNegativeMetrics(cat *catalog.Catalog) []string {
-	var names []string
-	for _, s := range cat.Signals() {
-		if s.Kind != catalog.KindGauge {
-			continue
-		}
-		switch s.Unit {
-		case catalog.UnitRequests, catalog.UnitTokens, catalog.UnitRatio, catalog.UnitCount:
-			for _, c := range s.Candidates {
-				names = append(names, c.Metric)
-			}
-		}
-	}
-	return names
 }
 
 // limitHint says what raises the limit a problem hit, naming the flag
