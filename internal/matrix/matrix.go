@@ -358,7 +358,7 @@ func enginePreemptions(f *fleetsim.Fleet, start, end time.Duration) (preemptions
 			if sc.Offset < start || sc.Offset > end {
 				continue
 			}
-			if first == nil || first.ProcessStart() != sc.ProcessStart() {
+			if first == nil || !first.ProcessStart().Equal(sc.ProcessStart()) {
 				first = sc
 			}
 			last = sc
