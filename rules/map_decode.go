@@ -1,5 +1,7 @@
 package rules
 
+import "slices"
+
 // Rows of the decision map for incidents the article's table does not
 // name but today's vLLM tells apart: the same requests
 // preempted again and again, speculative decoding that stops paying off,
@@ -17,10 +19,31 @@ const (
 	PDKVTransfer HypothesisID = "pd-kv-transfer"
 )
 
-// withDecodeRules returns rs with the rows of this file appended.
+// transfersFail holds when a material share of the KV transfers failed,
+// more than in the baseline, while the decode instances' first tokens
+// grew later.
+func transfersFail() Cond {
+	return allOf(atLeast(KVTransferFailureShare, limErrorShare), rises(KVTransferFailureShare), rises(TTFTMeanDecodeRole))
+}
+
+// withDecodeRules returns rs with the rows of this file appended, and
+// failing KV transfers as what explains the consequences of their
+// recompute (recomputeReaders).
 func withDecodeRules(rs []Rule) []Rule {
+	for i := range rs {
+		if slices.Contains(recomputeReaders, rs[i].ID) {
+			rs[i].ExplainedBy = append(rs[i].ExplainedBy, Explained{By: PDKVTransfer, When: transfersFail(),
+				Why: "KV transfers failed and the decode instances computed those prompts themselves: their prefills miss the prefix cache, share the batch with decoding and fill it"})
+		}
+	}
 	return append(rs, decodeRules()...)
 }
+
+// recomputeReaders are the hypotheses whose evidence a decode instance
+// that recomputes the prompts of failed KV transfers produces: prefix
+// reuse lost (its prefills query its own cache and miss), decode steps
+// that carry prefills, a fuller batch and KV pool, a queue behind them.
+var recomputeReaders = []HypothesisID{PrefixCacheLoss, DecodePressure, KVPreemption, QueueSustained, PrefillLongPrompts}
 
 // decodeRules returns the rows of this file.
 func decodeRules() []Rule {
@@ -161,19 +184,26 @@ func decodeRules() []Rule {
 		{
 			ID:       PDKVTransfer,
 			Title:    "KV transfer between prefill and decode instances slows the first token",
-			Observed: "P/D disaggregation + TTFT up + NIXL transfer time up",
+			Observed: "P/D disaggregation + TTFT up + NIXL transfer time up, or transfers failing",
 			Source:   "sections 3, 6 (TTFT phases); vLLM #29474",
 			Explains: []SymptomID{SymptomTTFT, SymptomTail, SymptomReliability},
 			Support: []Cond{
 				symptom(SymptomTTFT, SymptomTail),
 				above(PDDecodeReplicas, limAny),
-				rises(KVTransferTimeMean),
-				// The transfer is a phase of the decode instances' TTFT:
-				// its rise carries much of theirs (or the fleet's).
-				anyOf(explainsRise(KVTransferTimeMean, TTFTMeanDecodeRole, limExplains), explainsRise(KVTransferTimeMean, TTFTMean, limExplains)),
+				anyOf(
+					// The transfer is a phase of the decode instances'
+					// TTFT: its rise carries much of theirs (or the
+					// fleet's).
+					allOf(rises(KVTransferTimeMean),
+						anyOf(explainsRise(KVTransferTimeMean, TTFTMeanDecodeRole, limExplains), explainsRise(KVTransferTimeMean, TTFTMean, limExplains))),
+					// Or transfers fail: the decode instance finds the
+					// blocks invalid when the read ends and computes the
+					// prompt itself (vLLM's KV load failure recovery), so
+					// its first tokens wait for a second prefill.
+					transfersFail()),
 			},
 			Counter: []Counter{
-				{"KV transfer time steady", steady(KVTransferTimeMean)},
+				{"KV transfer time steady and transfers do not fail", allOf(steady(KVTransferTimeMean), below(KVTransferFailureShare, limErrorShare))},
 			},
 			Checks: []Check{
 				auto("Do KV transfers fail (the decode instance recomputes or fails the request)?", atLeast(KVTransferFailureShare, limErrorShare)),
@@ -188,6 +218,7 @@ func decodeRules() []Rule {
 			},
 			RootCause: []string{
 				"compare the transfer time per byte (vllm:nixl_bytes_transferred) before and after: slower links or more bytes?",
+				"where transfers fail, find which prefill/decode pairs fail (vllm:nixl_num_failed_transfers per decode instance) and the error in their logs",
 				"check the NIXL/UCX transport in the decode instances' logs (RDMA disabled, TCP fallback)",
 			},
 			Prevention: []string{

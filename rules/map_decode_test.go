@@ -111,6 +111,25 @@ func TestDecodeRules(t *testing.T) {
 		{"P/D healthy: transfers steady", with(pdTransfer(), rules.TTFTP95, fact(0.9, 0.9), rules.TTFTP99, fact(1.4, 1.4),
 			rules.TTFTMean, fact(0.35, 0.35), rules.KVTransferTimeMean, fact(0.05, 0.05), rules.TTFTMeanDecodeRole, fact(0.15, 0.15)),
 			rules.NoIncident, map[rules.HypothesisID]rules.Status{rules.PDKVTransfer: rules.Contradicted}},
+		// A fifth of the reads fail and are recomputed on the decode
+		// instances (the matrix's pd-kv-transfer-failures): the transfers
+		// that succeed take as long as before.
+		{"P/D: transfers fail, the decode instances recompute", with(pdTransfer(), rules.KVTransferTimeMean, fact(0.05, 0.05), rules.KVTransferFailureShare, fact(0.2, 0)),
+			rules.Verdict(rules.PDKVTransfer), map[rules.HypothesisID]rules.Status{rules.PDKVTransfer: rules.Supported}},
+		// The decode instances' recompute queries their own prefix cache
+		// and misses: the lost reuse is the failures' consequence.
+		{"P/D: failed transfers recomputed, prefix reuse lost with them", with(prefixLoss(),
+			rules.PDDecodeReplicas, fact(2, 2), rules.PDPrefillReplicas, fact(2, 2),
+			rules.KVTransferTimeMean, fact(0.05, 0.05), rules.TTFTMeanDecodeRole, fact(0.6, 0.15),
+			rules.KVTransferFailureShare, fact(0.4, 0)),
+			rules.Verdict(rules.PDKVTransfer), map[rules.HypothesisID]rules.Status{rules.PDKVTransfer: rules.Supported, rules.PrefixCacheLoss: rules.Supported}},
+		{"P/D: prefix reuse lost, transfers fine", with(prefixLoss(),
+			rules.PDDecodeReplicas, fact(2, 2), rules.PDPrefillReplicas, fact(2, 2),
+			rules.KVTransferTimeMean, fact(0.05, 0.05), rules.TTFTMeanDecodeRole, fact(0.6, 0.15),
+			rules.KVTransferFailureShare, fact(0, 0)),
+			rules.Verdict(rules.PrefixCacheLoss), map[rules.HypothesisID]rules.Status{rules.PDKVTransfer: rules.Contradicted}},
+		{"P/D: transfers steady, failures not counted", without(with(pdTransfer(), rules.KVTransferTimeMean, fact(0.05, 0.05)), rules.KVTransferFailureShare),
+			"", map[rules.HypothesisID]rules.Status{rules.PDKVTransfer: rules.NotEvaluable}},
 		{"P/D: longer prompts move more KV", with(pdTransfer(), rules.PromptTokensP95, fact(4800, 2400), rules.PrefillTimeP95, fact(1.3, 0.64)),
 			rules.Verdict(rules.PrefillLongPrompts), map[rules.HypothesisID]rules.Status{rules.PDKVTransfer: rules.Supported}},
 		{"aggregated fleet: no decode role", without(pdTransfer(), rules.PDDecodeReplicas, rules.KVTransferTimeMean, rules.TTFTMeanDecodeRole),

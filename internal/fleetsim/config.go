@@ -101,6 +101,31 @@ type KVLink struct {
 	Latency time.Duration
 	// Degradations are periods in which the link is slower.
 	Degradations []KVLinkDegradation
+	// Failures are periods in which transfers fail.
+	Failures []KVLinkFailure
+}
+
+// KVLinkFailure makes each transfer that starts in [From, To) fail with
+// probability Share (a flapping NIC, a UCX timeout): the decode pod finds
+// the blocks invalid when the read ends, counts a failed transfer
+// (vllm:nixl_num_failed_transfers) and, as vLLM's KV load failure
+// recovery does, reschedules the request to compute its whole prompt
+// itself. A failed transfer is not observed by the transfer histograms.
+type KVLinkFailure struct {
+	From, To time.Duration
+	Share    float64
+}
+
+// failShare is the probability that a transfer starting at t (offset
+// seconds) fails.
+func (l *KVLink) failShare(t float64) float64 {
+	p := 0.0
+	for _, f := range l.Failures {
+		if t >= f.From.Seconds() && t < f.To.Seconds() {
+			p = max(p, f.Share)
+		}
+	}
+	return p
 }
 
 // KVLinkDegradation divides the link's bandwidth by Factor (> 1: a

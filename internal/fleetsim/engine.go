@@ -40,6 +40,9 @@ type seq struct {
 	// allocated and the read is under way or done, ready at readyAt.
 	remote, pulled bool
 	readyAt        float64
+	// lost: the read under way fails (KVLink.Failures); the request is
+	// then recomputed here.
+	lost bool
 }
 
 // costs is CostModel in seconds.
@@ -603,11 +606,17 @@ func (e *engine) admitRemote(w *seq, budget *int32) bool {
 		bytes := float64(need*e.B) * e.kvTok
 		x := e.link.transferTime(e.now, bytes)
 		w.readyAt = e.now + x
-		desc := float64(need) * 64
-		e.st.observe(hNixlXfer, x)
-		e.st.observe(hNixlPost, 20e-6+0.05e-6*desc)
-		e.st.observe(hNixlBytes, bytes)
-		e.st.observe(hNixlDesc, desc)
+		// Only links with failures draw: a fleet without them keeps its
+		// random sequence.
+		if p := e.link.failShare(e.now); p > 0 && e.rng.Float64() < p {
+			w.lost = true
+		} else {
+			desc := float64(need) * 64
+			e.st.observe(hNixlXfer, x)
+			e.st.observe(hNixlPost, 20e-6+0.05e-6*desc)
+			e.st.observe(hNixlBytes, bytes)
+			e.st.observe(hNixlDesc, desc)
+		}
 		e.pulling = append(e.pulling, w)
 		return true
 	}
@@ -633,6 +642,13 @@ func (e *engine) pulledKV() {
 	var ready []*seq
 	for _, s := range e.pulling {
 		if s.readyAt <= e.now {
+			if s.lost {
+				// The blocks read are invalid: the request computes its
+				// prompt here, from the head of the queue.
+				e.release(s)
+				s.computed, s.remote, s.pulled, s.lost = 0, false, false, false
+				e.st.nixlFailed++
+			}
 			ready = append(ready, s)
 		} else {
 			kept = append(kept, s)

@@ -215,8 +215,8 @@ func (b *famBuilder) v1Families() {
 // bd33ba3ea6d0202d5d6fe7e21c9b1d36374fc638; labels model_name and engine,
 // every engine's series created at start-up, so that a prefill pod
 // exports them all with nothing observed): the decode pod, which reads
-// the KV, observes each transfer. The simulator's link never fails: the
-// failure and expiry counters stay at zero.
+// the KV, observes each transfer and counts the failed ones
+// (KVLinkFailure); notifications never fail and KV never expires here.
 func (b *famBuilder) nixlFamilies() {
 	if b.sc.pod.fleet.Config.Pods[b.sc.pod.Index].Role == "" {
 		return
@@ -226,7 +226,7 @@ func (b *famBuilder) nixlFamilies() {
 	b.hist("vllm:nixl_bytes_transferred", "Histogram of bytes transferred per NIXL KV Cache transfers.", hNixlBytes)
 	b.hist("vllm:nixl_num_descriptors", "Histogram of number of descriptors per NIXL  KV Cache transfers.", hNixlDesc)
 	zero := func(*engineStats) float64 { return 0 }
-	b.counter("vllm:nixl_num_failed_transfers", "Number of failed NIXL KV Cache transfers.", zero)
+	b.counter("vllm:nixl_num_failed_transfers", "Number of failed NIXL KV Cache transfers.", func(st *engineStats) float64 { return st.nixlFailed })
 	b.counter("vllm:nixl_num_failed_notifications", "Number of failed NIXL KV Cache notifications.", zero)
 	b.counter("vllm:nixl_num_kv_expired_reqs", "Number of requests that had their KV expire. NOTE: This metric is tracked on the P instance.", zero)
 }

@@ -366,6 +366,19 @@ func matrixCases() []MatrixCase {
 			},
 		},
 		{
+			Name: "pd-kv-transfer-failures", Expect: "pd-kv-transfer", Symptom: SymptomTTFT,
+			Knob: "share of the KV transfers that fail", KnobMin: 0, KnobMax: 1,
+			// A recomputed prompt costs one prefill: the TTFT p95 grows
+			// by under 2x even when every read fails (3 pods: 1.3-1.6x).
+			GradedByTruth: true,
+			Description:   "prefill/decode disaggregation at the base load: half the pods (at least one) prefill, the others decode; from the incident on the knob's share of KV reads fail (a flapping NIC, a UCX timeout): the decode pod finds the blocks invalid when the read ends, counts vllm:nixl_num_failed_transfers and computes the whole prompt itself (vLLM's KV load failure recovery), so its first tokens wait for a second prefill while the transfers that succeed take as long as before",
+			build: func(pods int, seed uint64, k float64, sp span) Config {
+				c := pdPods(pods)
+				c.KVLink.Failures = []KVLinkFailure{{From: sp.start, To: sp.endOr(2 * MatrixDuration), Share: k}}
+				return c
+			},
+		},
+		{
 			Name: "pd-decode-hotspot", Expect: "replica-hotspot", Symptom: SymptomE2E,
 			Knob: "routing weight of the hot decode pod (the other decode pods 1)", KnobMin: 1, KnobMax: 8,
 			// Near the hot pod's saturation a queue forms or not by seed

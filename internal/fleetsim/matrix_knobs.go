@@ -6,148 +6,157 @@ package fleetsim
 // fleet size and severity, the knob value whose ground-truth change lands
 // in the middle of the severity band (TestSeverityTable checks it).
 var matrixKnobs = map[matrixKnobKey]float64{
-	{"queue-sustained", 3, "mild"}:             1.407,
-	{"queue-sustained", 3, "moderate"}:         1.577,
-	{"queue-sustained", 3, "severe"}:           1.60645,
-	{"queue-sustained", 8, "mild"}:             1.495,
-	{"queue-sustained", 8, "moderate"}:         1.589,
-	{"queue-sustained", 8, "severe"}:           1.61816,
-	{"queue-sustained", 16, "mild"}:            1.53,
-	{"queue-sustained", 16, "moderate"}:        1.612,
-	{"queue-sustained", 16, "severe"}:          1.62988,
-	{"queue-ramp", 3, "mild"}:                  1.6416,
-	{"queue-ramp", 3, "moderate"}:              1.70656, // 1.39x 1.41x 1.99x
-	{"queue-ramp", 3, "severe"}:                1.75879, // 2.49x 3.31x 9.01x
-	{"queue-ramp", 8, "mild"}:                  1.6709,
-	{"queue-ramp", 8, "moderate"}:              1.70656, // 1.44x 1.91x 1.50x
-	{"queue-ramp", 8, "severe"}:                1.74121, // 2.53x 7.67x 3.73x
-	{"queue-ramp", 16, "mild"}:                 1.67676, // 1.27x 1.32x 1.27x
-	{"queue-ramp", 16, "moderate"}:             1.71777, // 1.62x 1.99x 1.62x
-	{"queue-ramp", 16, "severe"}:               1.74121, // 2.96x 5.09x 2.93x
-	{"queue-burst", 3, "mild"}:                 1.602,
-	{"queue-burst", 3, "moderate"}:             2.148,
-	{"queue-burst", 3, "severe"}:               2.61719,
-	{"queue-burst", 8, "mild"}:                 1.836,
-	{"queue-burst", 8, "moderate"}:             2.305,
-	{"queue-burst", 8, "severe"}:               2.77344,
-	{"queue-burst", 16, "mild"}:                1.914,
-	{"queue-burst", 16, "moderate"}:            2.383,
-	{"queue-burst", 16, "severe"}:              2.77344,
-	{"prefill-long-prompts", 3, "mild"}:        0.01953,
-	{"prefill-long-prompts", 3, "moderate"}:    0.03672,
-	{"prefill-long-prompts", 3, "severe"}:      0.0867188,
-	{"prefill-long-prompts", 8, "mild"}:        0.02422,
-	{"prefill-long-prompts", 8, "moderate"}:    0.04297,
-	{"prefill-long-prompts", 8, "severe"}:      0.0960938,
-	{"prefill-long-prompts", 16, "mild"}:       0.02422,
-	{"prefill-long-prompts", 16, "moderate"}:   0.04297,
-	{"prefill-long-prompts", 16, "severe"}:     0.0929688,
-	{"prefix-cache-loss", 3, "mild"}:           0.07617,
-	{"prefix-cache-loss", 3, "moderate"}:       0.2793,
-	{"prefix-cache-loss", 3, "severe"}:         0.658203,
-	{"prefix-cache-loss", 8, "mild"}:           0.07227,
-	{"prefix-cache-loss", 8, "moderate"}:       0.3691,
-	{"prefix-cache-loss", 8, "severe"}:         0.802734,
-	{"prefix-cache-loss", 16, "mild"}:          0.07227,
-	{"prefix-cache-loss", 16, "moderate"}:      0.4043,
-	{"prefix-cache-loss", 16, "severe"}:        0.822266,
-	{"decode-pressure", 3, "mild"}:             1.752,
-	{"decode-pressure", 3, "moderate"}:         2.326,
-	{"decode-pressure", 3, "severe"}:           3.14648,
-	{"decode-pressure", 8, "mild"}:             1.779,
-	{"decode-pressure", 8, "moderate"}:         2.354,
-	{"decode-pressure", 8, "severe"}:           3.17383,
-	{"decode-pressure", 16, "mild"}:            1.752,
-	{"decode-pressure", 16, "moderate"}:        2.326,
-	{"decode-pressure", 16, "severe"}:          3.11914,
-	{"kv-preemption", 3, "mild"}:               1.615,
-	{"kv-preemption", 3, "moderate"}:           1.826,
-	{"kv-preemption", 3, "severe"}:             1.97852,
-	{"kv-preemption", 8, "mild"}:               1.662,
-	{"kv-preemption", 8, "moderate"}:           1.896,
-	{"kv-preemption", 8, "severe"}:             2.01367,
-	{"kv-preemption", 16, "mild"}:              1.627,
-	{"kv-preemption", 16, "moderate"}:          1.838,
-	{"kv-preemption", 16, "severe"}:            1.95508,
-	{"outside-gpu", 3, "mild"}:                 5.703,
-	{"outside-gpu", 3, "moderate"}:             7.891,
-	{"outside-gpu", 3, "severe"}:               9.29688,
-	{"outside-gpu", 8, "mild"}:                 6.016,
-	{"outside-gpu", 8, "moderate"}:             8.359,
-	{"outside-gpu", 8, "severe"}:               9.60938,
-	{"outside-gpu", 16, "mild"}:                6.016,
-	{"outside-gpu", 16, "moderate"}:            8.359,
-	{"outside-gpu", 16, "severe"}:              9.45312,
-	{"replica-hotspot", 3, "mild"}:             1.99023,
-	{"replica-hotspot", 3, "moderate"}:         2.23142,
-	{"replica-hotspot", 3, "severe"}:           2.49768,
-	{"replica-hotspot", 8, "mild"}:             2.08398,
-	{"replica-hotspot", 8, "moderate"}:         2.17093, // 1.56x 1.81x 1.75x
-	{"replica-hotspot", 8, "severe"}:           2.24805,
-	{"replica-hotspot", 16, "mild"}:            2.10742,
-	{"replica-hotspot", 16, "moderate"}:        2.18114, // 1.80x 1.60x 1.50x
-	{"replica-hotspot", 16, "severe"}:          2.22461,
-	{"engine-stall", 3, "mild"}:                1.17188,
-	{"engine-stall", 3, "moderate"}:            1.60938,
-	{"engine-stall", 3, "severe"}:              1.82812,
-	{"engine-stall", 8, "mild"}:                1.54688,
-	{"engine-stall", 8, "moderate"}:            2.14062,
-	{"engine-stall", 8, "severe"}:              2.39062,
-	{"engine-stall", 16, "mild"}:               1.57812,
-	{"engine-stall", 16, "moderate"}:           2.17188,
-	{"engine-stall", 16, "severe"}:             2.42188,
-	{"admission-deferral", 3, "mild"}:          17.8711, // 1.32x 1.34x 1.26x
-	{"admission-deferral", 3, "moderate"}:      24.3164, // 1.65x 1.81x 1.61x
-	{"admission-deferral", 3, "severe"}:        27.2461, // 2.61x 8.79x 8.19x
-	{"admission-deferral", 8, "mild"}:          24.3164, // 1.30x 1.29x 1.33x
-	{"admission-deferral", 8, "moderate"}:      31.3477, // 1.66x 1.55x 1.86x
-	{"admission-deferral", 8, "severe"}:        36.6211, // 12.17x 2.51x 22.22x
-	{"admission-deferral", 16, "mild"}:         23.7305, // 1.30x 1.27x 1.30x
-	{"admission-deferral", 16, "moderate"}:     30.7617, // 1.68x 1.61x 1.69x
-	{"admission-deferral", 16, "severe"}:       34.2773, // 2.98x 2.49x 2.83x
-	{"engine-imbalance", 3, "mild"}:            4.86277,
-	{"engine-imbalance", 3, "moderate"}:        5.28169,
-	{"engine-imbalance", 3, "severe"}:          6.42898,
-	{"engine-imbalance", 8, "mild"}:            5.34133,
-	{"engine-imbalance", 8, "moderate"}:        5.68813,
-	{"engine-imbalance", 8, "severe"}:          6.04883,
-	{"engine-imbalance", 16, "mild"}:           5.37917,
-	{"engine-imbalance", 16, "moderate"}:       5.79102,
-	{"engine-imbalance", 16, "severe"}:         6.13477,
-	{"spec-decode-acceptance", 3, "mild"}:      0.126562, // 1.29x 1.31x 1.28x
-	{"spec-decode-acceptance", 3, "moderate"}:  0.260938, // 1.67x 1.69x 1.66x
-	{"spec-decode-acceptance", 3, "severe"}:    0.520313, // 2.63x 2.67x 2.60x
-	{"spec-decode-acceptance", 8, "mild"}:      0.126562, // 1.30x 1.29x 1.30x
-	{"spec-decode-acceptance", 8, "moderate"}:  0.254687, // 1.69x 1.67x 1.67x
-	{"spec-decode-acceptance", 8, "severe"}:    0.507812, // 2.64x 2.60x 2.62x
-	{"spec-decode-acceptance", 16, "mild"}:     0.120312, // 1.30x 1.29x 1.29x
-	{"spec-decode-acceptance", 16, "moderate"}: 0.248438, // 1.68x 1.67x 1.67x
-	{"spec-decode-acceptance", 16, "severe"}:   0.498437, // 2.64x 2.61x 2.61x
-	{"pd-kv-transfer", 3, "mild"}:              8.88227,
-	{"pd-kv-transfer", 3, "moderate"}:          17.7129,
-	{"pd-kv-transfer", 3, "severe"}:            40.2559,
-	{"pd-kv-transfer", 8, "mild"}:              4.49805,
-	{"pd-kv-transfer", 8, "moderate"}:          7.60742,
-	{"pd-kv-transfer", 8, "severe"}:            17.7129,
-	{"pd-kv-transfer", 16, "mild"}:             3.7207,
-	{"pd-kv-transfer", 16, "moderate"}:         7.60742,
-	{"pd-kv-transfer", 16, "severe"}:           16.9355,
-	{"pd-decode-hotspot", 3, "mild"}:           3.10715,   // 1.28x 1.26x 1.28x
-	{"pd-decode-hotspot", 3, "moderate"}:       5.1593,    // 1.48x 1.48x 1.50x
-	{"pd-decode-hotspot", 3, "severe"}:         7.99881,   // 1.69x 1.68x 1.70x
-	{"pd-decode-hotspot", 8, "mild"}:           1.82922,   // 1.27x 1.33x 1.35x
-	{"pd-decode-hotspot", 8, "moderate"}:       1.96392,   // 1.51x 1.93x 3.63x
-	{"pd-decode-hotspot", 8, "severe"}:         2.05273,   // 3.15x 4.44x 5.98x
-	{"pd-decode-hotspot", 16, "mild"}:          1.6908,    // 1.33x 1.57x 2.40x
-	{"pd-decode-hotspot", 16, "moderate"}:      1.71848,   // 2.09x 2.21x 2.59x
-	{"pd-decode-hotspot", 16, "severe"}:        1.75195,   // 3.48x 4.25x 2.73x
-	{"preemption-thrash", 3, "mild"}:           0.039709,  // 1.29x 1.27x 11.93x
-	{"preemption-thrash", 3, "moderate"}:       0.0442188, // 12.54x 10.73x 22.01x
-	{"preemption-thrash", 3, "severe"}:         0.0442188, // 12.54x 10.73x 22.01x
-	{"preemption-thrash", 8, "mild"}:           0.0292187, // 2.12x 1.27x 1.34x
-	{"preemption-thrash", 8, "moderate"}:       0.0360938, // 6.43x 1.65x 14.76x
-	{"preemption-thrash", 8, "severe"}:         0.0374941, // 6.43x 14.94x 13.65x
-	{"preemption-thrash", 16, "mild"}:          0.0332812, // 1.32x 1.34x 13.76x
-	{"preemption-thrash", 16, "moderate"}:      0.0339062, // 1.47x 2.31x 13.86x
-	{"preemption-thrash", 16, "severe"}:        0.0368613, // 5.45x 7.42x 16.41x
+	{"queue-sustained", 3, "mild"}:              1.407,
+	{"queue-sustained", 3, "moderate"}:          1.577,
+	{"queue-sustained", 3, "severe"}:            1.60645,
+	{"queue-sustained", 8, "mild"}:              1.495,
+	{"queue-sustained", 8, "moderate"}:          1.589,
+	{"queue-sustained", 8, "severe"}:            1.61816,
+	{"queue-sustained", 16, "mild"}:             1.53,
+	{"queue-sustained", 16, "moderate"}:         1.612,
+	{"queue-sustained", 16, "severe"}:           1.62988,
+	{"queue-ramp", 3, "mild"}:                   1.6416,
+	{"queue-ramp", 3, "moderate"}:               1.70656, // 1.39x 1.41x 1.99x
+	{"queue-ramp", 3, "severe"}:                 1.75879, // 2.49x 3.31x 9.01x
+	{"queue-ramp", 8, "mild"}:                   1.6709,
+	{"queue-ramp", 8, "moderate"}:               1.70656, // 1.44x 1.91x 1.50x
+	{"queue-ramp", 8, "severe"}:                 1.74121, // 2.53x 7.67x 3.73x
+	{"queue-ramp", 16, "mild"}:                  1.67676, // 1.27x 1.32x 1.27x
+	{"queue-ramp", 16, "moderate"}:              1.71777, // 1.62x 1.99x 1.62x
+	{"queue-ramp", 16, "severe"}:                1.74121, // 2.96x 5.09x 2.93x
+	{"queue-burst", 3, "mild"}:                  1.602,
+	{"queue-burst", 3, "moderate"}:              2.148,
+	{"queue-burst", 3, "severe"}:                2.61719,
+	{"queue-burst", 8, "mild"}:                  1.836,
+	{"queue-burst", 8, "moderate"}:              2.305,
+	{"queue-burst", 8, "severe"}:                2.77344,
+	{"queue-burst", 16, "mild"}:                 1.914,
+	{"queue-burst", 16, "moderate"}:             2.383,
+	{"queue-burst", 16, "severe"}:               2.77344,
+	{"prefill-long-prompts", 3, "mild"}:         0.01953,
+	{"prefill-long-prompts", 3, "moderate"}:     0.03672,
+	{"prefill-long-prompts", 3, "severe"}:       0.0867188,
+	{"prefill-long-prompts", 8, "mild"}:         0.02422,
+	{"prefill-long-prompts", 8, "moderate"}:     0.04297,
+	{"prefill-long-prompts", 8, "severe"}:       0.0960938,
+	{"prefill-long-prompts", 16, "mild"}:        0.02422,
+	{"prefill-long-prompts", 16, "moderate"}:    0.04297,
+	{"prefill-long-prompts", 16, "severe"}:      0.0929688,
+	{"prefix-cache-loss", 3, "mild"}:            0.07617,
+	{"prefix-cache-loss", 3, "moderate"}:        0.2793,
+	{"prefix-cache-loss", 3, "severe"}:          0.658203,
+	{"prefix-cache-loss", 8, "mild"}:            0.07227,
+	{"prefix-cache-loss", 8, "moderate"}:        0.3691,
+	{"prefix-cache-loss", 8, "severe"}:          0.802734,
+	{"prefix-cache-loss", 16, "mild"}:           0.07227,
+	{"prefix-cache-loss", 16, "moderate"}:       0.4043,
+	{"prefix-cache-loss", 16, "severe"}:         0.822266,
+	{"decode-pressure", 3, "mild"}:              1.752,
+	{"decode-pressure", 3, "moderate"}:          2.326,
+	{"decode-pressure", 3, "severe"}:            3.14648,
+	{"decode-pressure", 8, "mild"}:              1.779,
+	{"decode-pressure", 8, "moderate"}:          2.354,
+	{"decode-pressure", 8, "severe"}:            3.17383,
+	{"decode-pressure", 16, "mild"}:             1.752,
+	{"decode-pressure", 16, "moderate"}:         2.326,
+	{"decode-pressure", 16, "severe"}:           3.11914,
+	{"kv-preemption", 3, "mild"}:                1.615,
+	{"kv-preemption", 3, "moderate"}:            1.826,
+	{"kv-preemption", 3, "severe"}:              1.97852,
+	{"kv-preemption", 8, "mild"}:                1.662,
+	{"kv-preemption", 8, "moderate"}:            1.896,
+	{"kv-preemption", 8, "severe"}:              2.01367,
+	{"kv-preemption", 16, "mild"}:               1.627,
+	{"kv-preemption", 16, "moderate"}:           1.838,
+	{"kv-preemption", 16, "severe"}:             1.95508,
+	{"outside-gpu", 3, "mild"}:                  5.703,
+	{"outside-gpu", 3, "moderate"}:              7.891,
+	{"outside-gpu", 3, "severe"}:                9.29688,
+	{"outside-gpu", 8, "mild"}:                  6.016,
+	{"outside-gpu", 8, "moderate"}:              8.359,
+	{"outside-gpu", 8, "severe"}:                9.60938,
+	{"outside-gpu", 16, "mild"}:                 6.016,
+	{"outside-gpu", 16, "moderate"}:             8.359,
+	{"outside-gpu", 16, "severe"}:               9.45312,
+	{"replica-hotspot", 3, "mild"}:              1.99023,
+	{"replica-hotspot", 3, "moderate"}:          2.23142,
+	{"replica-hotspot", 3, "severe"}:            2.49768,
+	{"replica-hotspot", 8, "mild"}:              2.08398,
+	{"replica-hotspot", 8, "moderate"}:          2.17093, // 1.56x 1.81x 1.75x
+	{"replica-hotspot", 8, "severe"}:            2.24805,
+	{"replica-hotspot", 16, "mild"}:             2.10742,
+	{"replica-hotspot", 16, "moderate"}:         2.18114, // 1.80x 1.60x 1.50x
+	{"replica-hotspot", 16, "severe"}:           2.22461,
+	{"engine-stall", 3, "mild"}:                 1.17188,
+	{"engine-stall", 3, "moderate"}:             1.60938,
+	{"engine-stall", 3, "severe"}:               1.82812,
+	{"engine-stall", 8, "mild"}:                 1.54688,
+	{"engine-stall", 8, "moderate"}:             2.14062,
+	{"engine-stall", 8, "severe"}:               2.39062,
+	{"engine-stall", 16, "mild"}:                1.57812,
+	{"engine-stall", 16, "moderate"}:            2.17188,
+	{"engine-stall", 16, "severe"}:              2.42188,
+	{"admission-deferral", 3, "mild"}:           17.8711, // 1.32x 1.34x 1.26x
+	{"admission-deferral", 3, "moderate"}:       24.3164, // 1.65x 1.81x 1.61x
+	{"admission-deferral", 3, "severe"}:         27.2461, // 2.61x 8.79x 8.19x
+	{"admission-deferral", 8, "mild"}:           24.3164, // 1.30x 1.29x 1.33x
+	{"admission-deferral", 8, "moderate"}:       31.3477, // 1.66x 1.55x 1.86x
+	{"admission-deferral", 8, "severe"}:         36.6211, // 12.17x 2.51x 22.22x
+	{"admission-deferral", 16, "mild"}:          23.7305, // 1.30x 1.27x 1.30x
+	{"admission-deferral", 16, "moderate"}:      30.7617, // 1.68x 1.61x 1.69x
+	{"admission-deferral", 16, "severe"}:        34.2773, // 2.98x 2.49x 2.83x
+	{"engine-imbalance", 3, "mild"}:             4.86277,
+	{"engine-imbalance", 3, "moderate"}:         5.28169,
+	{"engine-imbalance", 3, "severe"}:           6.42898,
+	{"engine-imbalance", 8, "mild"}:             5.34133,
+	{"engine-imbalance", 8, "moderate"}:         5.68813,
+	{"engine-imbalance", 8, "severe"}:           6.04883,
+	{"engine-imbalance", 16, "mild"}:            5.37917,
+	{"engine-imbalance", 16, "moderate"}:        5.79102,
+	{"engine-imbalance", 16, "severe"}:          6.13477,
+	{"spec-decode-acceptance", 3, "mild"}:       0.126562, // 1.29x 1.31x 1.28x
+	{"spec-decode-acceptance", 3, "moderate"}:   0.260938, // 1.67x 1.69x 1.66x
+	{"spec-decode-acceptance", 3, "severe"}:     0.520313, // 2.63x 2.67x 2.60x
+	{"spec-decode-acceptance", 8, "mild"}:       0.126562, // 1.30x 1.29x 1.30x
+	{"spec-decode-acceptance", 8, "moderate"}:   0.254687, // 1.69x 1.67x 1.67x
+	{"spec-decode-acceptance", 8, "severe"}:     0.507812, // 2.64x 2.60x 2.62x
+	{"spec-decode-acceptance", 16, "mild"}:      0.120312, // 1.30x 1.29x 1.29x
+	{"spec-decode-acceptance", 16, "moderate"}:  0.248438, // 1.68x 1.67x 1.67x
+	{"spec-decode-acceptance", 16, "severe"}:    0.498437, // 2.64x 2.61x 2.61x
+	{"pd-kv-transfer", 3, "mild"}:               8.88227,
+	{"pd-kv-transfer", 3, "moderate"}:           17.7129,
+	{"pd-kv-transfer", 3, "severe"}:             40.2559,
+	{"pd-kv-transfer", 8, "mild"}:               4.49805,
+	{"pd-kv-transfer", 8, "moderate"}:           7.60742,
+	{"pd-kv-transfer", 8, "severe"}:             17.7129,
+	{"pd-kv-transfer", 16, "mild"}:              3.7207,
+	{"pd-kv-transfer", 16, "moderate"}:          7.60742,
+	{"pd-kv-transfer", 16, "severe"}:            16.9355,
+	{"pd-kv-transfer-failures", 3, "mild"}:      0.818359, // 1.39x 1.42x 1.26x
+	{"pd-kv-transfer-failures", 3, "moderate"}:  0.999606, // 1.47x 1.50x 1.34x
+	{"pd-kv-transfer-failures", 3, "severe"}:    0.999606, // 1.47x 1.50x 1.34x
+	{"pd-kv-transfer-failures", 8, "mild"}:      0.220703, // 1.28x 1.28x 1.27x
+	{"pd-kv-transfer-failures", 8, "moderate"}:  0.403101, // 1.49x 1.49x 1.49x
+	{"pd-kv-transfer-failures", 8, "severe"}:    0.998047, // 2.49x 2.45x 3.49x
+	{"pd-kv-transfer-failures", 16, "mild"}:     0.210205, // 1.30x 1.26x 1.29x
+	{"pd-kv-transfer-failures", 16, "moderate"}: 0.38562,  // 1.51x 1.48x 1.49x
+	{"pd-kv-transfer-failures", 16, "severe"}:   0.998047, // 2.62x 2.51x 2.40x
+	{"pd-decode-hotspot", 3, "mild"}:            3.10715,
+	{"pd-decode-hotspot", 3, "moderate"}:        5.1593,
+	{"pd-decode-hotspot", 3, "severe"}:          7.99881,
+	{"pd-decode-hotspot", 8, "mild"}:            1.82922,
+	{"pd-decode-hotspot", 8, "moderate"}:        1.96392,
+	{"pd-decode-hotspot", 8, "severe"}:          2.05273,
+	{"pd-decode-hotspot", 16, "mild"}:           1.6908,
+	{"pd-decode-hotspot", 16, "moderate"}:       1.71848,
+	{"pd-decode-hotspot", 16, "severe"}:         1.75195,
+	{"preemption-thrash", 3, "mild"}:            0.039709,
+	{"preemption-thrash", 3, "moderate"}:        0.0442188, // 12.54x 10.73x 22.01x
+	{"preemption-thrash", 3, "severe"}:          0.0442188, // 12.54x 10.73x 22.01x
+	{"preemption-thrash", 8, "mild"}:            0.0292187, // 2.12x 1.27x 1.34x
+	{"preemption-thrash", 8, "moderate"}:        0.0360938, // 6.43x 1.65x 14.76x
+	{"preemption-thrash", 8, "severe"}:          0.0374941, // 6.43x 14.94x 13.65x
+	{"preemption-thrash", 16, "mild"}:           0.0332812, // 1.32x 1.34x 13.76x
+	{"preemption-thrash", 16, "moderate"}:       0.0339062, // 1.47x 2.31x 13.86x
+	{"preemption-thrash", 16, "severe"}:         0.0368613, // 5.45x 7.42x 16.41x
 }

@@ -137,6 +137,36 @@ func TestDisaggregatedLinkDegradation(t *testing.T) {
 	assert.InDelta(t, 0.014, kv(slow)-kv(base), 0.005, "prefill KV usage held for the reads")
 }
 
+// TestDisaggregatedTransferFailures: from minute 6 half the KV reads
+// fail; the decode pods count them (vllm:nixl_num_failed_transfers), do
+// not observe them in the transfer histogram, and compute those prompts
+// themselves, so their first tokens come later. Before minute 6 nothing
+// changes, and a link without failures draws no random number: its fleet
+// is the one it always was.
+func TestDisaggregatedTransferFailures(t *testing.T) {
+	base, err := Run(pdConfig(1))
+	require.NoError(t, err)
+	c := pdConfig(1)
+	c.KVLink.Failures = []KVLinkFailure{{From: 6 * time.Minute, To: time.Hour, Share: 0.5}}
+	fail, err := Run(c)
+	require.NoError(t, err)
+	mid := len(base.Pods[1].Scrapes) / 2
+	end := len(base.Pods[1].Scrapes) - 1
+	for _, pi := range []int{1, 2} {
+		bp, fp := base.Pods[pi], fail.Pods[pi]
+		assert.Zero(t, bp.Scrapes[end].snaps[0].st.nixlFailed, "no failure on a healthy link")
+		assert.Zero(t, fp.Scrapes[mid-1].snaps[0].st.nixlFailed, "no failure before minute 6")
+		failed := fp.Scrapes[end].snaps[0].st.nixlFailed - fp.Scrapes[mid+1].snaps[0].st.nixlFailed
+		ok, _ := histDelta(fp, hNixlXfer, mid+1, end)
+		assert.InDelta(t, 0.5, failed/(failed+ok), 0.05, "share of the reads that failed on %s", fp.Name)
+		bn, bs := histDelta(bp, hTTFT, mid+1, end)
+		fn, fs := histDelta(fp, hTTFT, mid+1, end)
+		assert.Greater(t, fs/fn, 1.2*bs/bn, "decode TTFT on %s: the failed reads' prompts are computed there", fp.Name)
+		assert.Equal(t, bp.Scrapes[mid-1].snaps[0].st.counts, fp.Scrapes[mid-1].snaps[0].st.counts, "the same fleet before the failures")
+	}
+	assert.Regexp(t, `vllm:nixl_num_failed_transfers_total\{[^}]*\} [1-9]`, string(fail.Pods[1].Scrapes[end].VLLM()))
+}
+
 func TestRoleConfigErrors(t *testing.T) {
 	for name, pods := range map[string][]PodConfig{
 		"mixed":        {{Role: RolePrefill}, {Role: RoleDecode}, {}},

@@ -125,6 +125,7 @@ type engineStats struct {
 
 	promptTokens, genTokens   float64
 	preemptions               float64
+	nixlFailed                float64 // failed KV reads (KVLinkFailure)
 	prefixQueries, prefixHits float64
 	success                   [3]float64 // stop, length, abort
 	http2xx, http4xx          float64
