@@ -20,10 +20,10 @@ const (
 )
 
 // transfersFail holds when a material share of the KV transfers failed,
-// more than in the baseline, while the decode instances' first tokens
-// grew later.
+// more than in the baseline, while the first tokens grew later (the
+// decode instances', or the fleet's where they are not told apart).
 func transfersFail() Cond {
-	return allOf(atLeast(KVTransferFailureShare, limErrorShare), rises(KVTransferFailureShare), rises(TTFTMeanDecodeRole))
+	return allOf(atLeast(KVTransferFailureShare, limErrorShare), rises(KVTransferFailureShare), anyOf(rises(TTFTMeanDecodeRole), rises(TTFTMean)))
 }
 
 // withDecodeRules returns rs with the rows of this file appended, and
