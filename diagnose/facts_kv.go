@@ -167,8 +167,9 @@ func (c *factCtx) hotReplicas() (hot, measured []int, why string) {
 // merged histogram, or the mean time per output token from their decode
 // time and generation token sums (as tpot_mean).
 func (c *factCtx) withoutHot(sig catalog.SignalID, mean bool) rules.Fact {
+	fromSums := sig == catalog.SignalTPOT && mean // as tpotMean: no TPOT histogram's mean
 	need := []catalog.SignalID{sig}
-	if sig == catalog.SignalTPOT && mean {
+	if fromSums {
 		need = []catalog.SignalID{catalog.SignalDecodeTime, catalog.SignalGenerationTokens}
 	}
 	for _, id := range need {
@@ -208,7 +209,7 @@ func (c *factCtx) withoutHot(sig catalog.SignalID, mean bool) rules.Fact {
 		return m.Histogram, ""
 	}
 	one := func(w evalWindow) (rules.Fact, string) {
-		if sig == catalog.SignalTPOT && mean {
+		if fromSums {
 			dec, why := merged(catalog.SignalDecodeTime, w)
 			if why != "" {
 				return rules.Fact{}, why
@@ -249,7 +250,7 @@ func (c *factCtx) withoutHot(sig catalog.SignalID, mean bool) rules.Fact {
 		names = append(names, c.sc.replicas[r].t.Name)
 	}
 	src := c.sc.source(sig)
-	if sig == catalog.SignalTPOT && mean {
+	if fromSums {
 		src = catalog.TPOTFallback
 	}
 	out.Source = fmt.Sprintf("%s of the %d replicas other than %s", src, len(rest), strings.Join(names, ", "))

@@ -227,7 +227,7 @@ func margin(sev string, graded bool, chs []Change) float64 {
 		d := r - math.Log(lo)
 		if graded && sev != "severe" {
 			d = min(d, math.Log(1.05))
-		} else if sev == "severe" || graded {
+		} else if sev == "severe" {
 			d = min(d, math.Log(1.3))
 		} else {
 			d = min(d, math.Log(hi)-r)
