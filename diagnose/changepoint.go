@@ -18,7 +18,9 @@ import (
 // The search proposes when the incident started, from per-interval fleet
 // series on the timeline grid: every symptom signal the evidence has —
 // the TTFT, TPOT, ITL and E2E p95 of each interval (the observations made
-// in it, buckets merged across replicas) — and the mean number of waiting
+// in it, buckets merged across replicas), the exact TTFT and ITL means of
+// the same merged increases (_sum/_count: a p95 inside one wide bucket
+// moves less than the latencies did) — and the mean number of waiting
 // requests (fleet sum). A step in any one of them is enough (a fleet
 // whose TPOT alone stepped up is found), and the report says which
 // series moved (report.ChangePoint.Signals). For every split of the grid that
@@ -29,10 +31,17 @@ import (
 //
 // (Cohen's d; the pooled deviation is that of the two sides around their
 // own means, so a step is not diluted by its own size), and sums d over the
-// series. A series counts only when its shift is material: at least
-// cpMinRelShift of the larger side's mean and at least its absolute floor
-// (cpMinShiftTTFT, cpMinShiftWaiting), so that noise around a flat level,
-// however small its deviation, proposes nothing. Each d is capped at
+// series. A series counts only when its shift is material: the higher
+// side's mean at least Thresholds.Rise times the lower side's for an exact
+// mean, the line the symptoms are judged with, and cpQuantileRatio for a
+// quantile (noise around a flat level, however small its deviation,
+// proposes nothing), and at least the series' absolute
+// floor (cpMinShiftTTFT, ...) unless its own d reaches
+// ChangePointThreshold: a small shift adds nothing to the noise of the
+// other series, but a fast model's TTFT that steps by 1.25x and stands
+// out from its own noise is found. The waiting series' floor,
+// cpMinShiftWaiting, is physical and never waived: a queue under one
+// request is none. Each d is capped at
 // cpMaxD, which a noiseless step would otherwise make infinite. The split
 // with the largest sum is proposed when the sum reaches
 // ChangePointThreshold; ties go to the earliest split. Because the largest
@@ -47,8 +56,13 @@ const (
 	// at which the search proposes a change point.
 	ChangePointThreshold = 2.0
 
-	cpMaxD            = 10
-	cpMinRelShift     = 0.2
+	cpMaxD = 10
+	// cpQuantileRatio is the material line of a quantile series: the
+	// higher side's mean a quarter above the lower's (a fifth of the
+	// higher), beyond the rise line, because interpolation inside a
+	// coarse bucket moves a quantile by itself. An exact mean's line is
+	// the rise line.
+	cpQuantileRatio   = 1.25
 	cpMinShiftTTFT    = 0.05  // seconds
 	cpMinShiftWaiting = 1     // requests
 	cpMinShiftTPOT    = 0.005 // seconds per token (TPOT, ITL)
@@ -78,6 +92,49 @@ type cpSeries struct {
 	unit     string    // "s" or "requests"
 	values   []float64 // per interval; NaN = unknown
 	minShift float64   // absolute floor of a material shift
+	// hardFloor marks a floor that is physical (a queue under one
+	// request is none), never waived for a shift that stands out.
+	hardFloor bool
+	// counts are the observations behind each value (nil: not counted),
+	// and minCount the fewest a side of a shift under the floor must
+	// hold (Thresholds.MinSamplesTail: a window the tail can be judged
+	// in).
+	counts   []float64
+	minCount float64
+	// exact marks an exact mean, searched for its precision: it counts
+	// only where each side holds minCount observations, whatever its
+	// shift (the mean of a few requests is one slow request's).
+	exact bool
+	// minRatio is the least ratio of the higher side's mean to the
+	// lower's that is material (Thresholds.Rise).
+	minRatio float64
+}
+
+// score is the standardised shift d between side means a and b of s
+// (pooled: the pooled standard deviation; fewest: the observations of
+// the side that holds fewer), capped at cpMaxD, or 0 when the shift is
+// not material: zero, the higher mean under s.minRatio times the lower,
+// or under the floor s.minShift unless d alone reaches
+// ChangePointThreshold and each side holds s.minCount observations (a
+// small shift adds nothing to other series' noise, but one that stands
+// out from its own noise, measured on enough requests, is found); never
+// under a hard floor, and never for an exact mean with fewer than
+// s.minCount observations on a side.
+func (s cpSeries) score(a, b, pooled, fewest float64) float64 {
+	shift := math.Abs(a - b)
+	hi, lo := math.Max(math.Abs(a), math.Abs(b)), math.Min(math.Abs(a), math.Abs(b))
+	if shift == 0 || hi < s.minRatio*lo {
+		return 0
+	}
+	d := float64(cpMaxD)
+	if pooled > 0 {
+		d = math.Min(shift/pooled, cpMaxD)
+	}
+	few := s.minCount > 0 && !(fewest >= s.minCount)
+	if s.exact && few || shift < s.minShift && (s.hardFloor || d < ChangePointThreshold || few) {
+		return 0
+	}
+	return d
 }
 
 // findChangePoint returns the proposed split: the index k of the first
@@ -126,8 +183,8 @@ func findChangePoint(series []cpSeries, minEach int) (k int, score float64, ok b
 // that shifts materially at k leaves its own past: the median of the
 // minEach values from t on, and the value at t itself, lie beyond the
 // mean of the values before t by more than the larger of 3 standard
-// deviations, the series' floor and
-// cpMinRelShift of that mean, in the direction of the shift at k. It
+// deviations, the series' floor and 1 - 1/minRatio of that mean (a
+// fifth for a quantile), in the direction of the shift at k. It
 // returns k when no earlier split qualifies.
 func onset(series []cpSeries, k, minEach int) int {
 	for t := minEach; t < k; t++ {
@@ -147,7 +204,7 @@ func onset(series []cpSeries, k, minEach int) int {
 			if len(past) < 2 {
 				sd = 0
 			}
-			margin := math.Max(3*sd, math.Max(s.minShift, cpMinRelShift*math.Abs(mu)))
+			margin := math.Max(3*sd, math.Max(s.minShift, (1-1/s.minRatio)*math.Abs(mu)))
 			sorted := append([]float64(nil), next...)
 			sort.Float64s(sorted)
 			med := stat.Quantile(0.5, stat.Empirical, sorted, nil)
@@ -179,17 +236,8 @@ func shiftScore(s cpSeries, split, minEach int) float64 {
 	if len(after) < 2 {
 		va = 0
 	}
-	shift := math.Abs(ma - mb)
-	level := math.Max(math.Abs(ma), math.Abs(mb))
-	if shift < s.minShift || shift < cpMinRelShift*level || shift == 0 {
-		return 0
-	}
 	nb, na := float64(len(before)), float64(len(after))
-	pooled := math.Sqrt(((nb-1)*vb + (na-1)*va) / (nb + na - 2))
-	if !(pooled > 0) {
-		return cpMaxD
-	}
-	return math.Min(shift/pooled, cpMaxD)
+	return s.score(ma, mb, math.Sqrt(((nb-1)*vb+(na-1)*va)/(nb+na-2)), s.fewest(split))
 }
 
 func finiteValues(xs []float64) []float64 {
@@ -204,17 +252,18 @@ func finiteValues(xs []float64) []float64 {
 
 // changePointMethod describes the search for a report, naming the
 // series searched.
-func changePointMethod(step, minWindow time.Duration, series []cpSeries) string {
+func changePointMethod(step, minWindow time.Duration, series []cpSeries, rise float64) string {
 	names := make([]string, len(series))
 	for i, s := range series {
 		names[i] = s.name
 	}
 	return fmt.Sprintf("split maximising the sum of standardised shifts |mean after - mean before| / pooled sd "+
 		"of the fleet series %s per %v interval, at least %v each side "+
-		"(a series counts when it shifts by >= %.0f%% and >= %gs TTFT, %gs TPOT/ITL, %gs E2E or %g waiting; each term capped at %d); "+
+		"(a series counts when one side's mean is >= %sx the other's for a quantile or waiting, >= %sx for a mean, "+
+		"and it moves by >= %g waiting, or by >= %gs TTFT, %gs TPOT/ITL or %gs E2E unless its own shift scores >= %g; each term capped at %d); "+
 		"proposed when the score is >= %g",
-		strings.Join(names, ", "), report.FormatDuration(step), report.FormatDuration(minWindow), cpMinRelShift*100, cpMinShiftTTFT, cpMinShiftTPOT, cpMinShiftE2E,
-		float64(cpMinShiftWaiting), cpMaxD, ChangePointThreshold)
+		strings.Join(names, ", "), report.FormatDuration(step), report.FormatDuration(minWindow), rules.FormatNumber(cpQuantileRatio), rules.FormatNumber(rise),
+		float64(cpMinShiftWaiting), cpMinShiftTTFT, cpMinShiftTPOT, cpMinShiftE2E, ChangePointThreshold, cpMaxD, ChangePointThreshold)
 }
 
 // findSegment returns the intervals [a, b) of an incident that ended
@@ -234,7 +283,7 @@ func findSegment(series []cpSeries, minEach int) (a, b int, score float64, ok bo
 	minEach = max(minEach, 1)
 	sums := make([]prefixSums, len(series))
 	for i, s := range series {
-		sums[i] = newPrefixSums(s.values)
+		sums[i] = newPrefixSums(s.values, s.counts)
 	}
 	a, b = -1, -1
 	for lo := minEach; lo+minEach <= n-minEach; lo++ {
@@ -257,20 +306,43 @@ func findSegment(series []cpSeries, minEach int) (a, b int, score float64, ok bo
 }
 
 // prefixSums holds the running count, sum and sum of squares of a
-// series' finite values: prefixSums.at(i) covers values[:i].
-type prefixSums struct{ n, s, s2 []float64 }
+// series' finite values, and the running sum of their observations
+// (obs): index i covers values[:i].
+type prefixSums struct{ n, s, s2, obs []float64 }
 
-func newPrefixSums(v []float64) prefixSums {
-	p := prefixSums{make([]float64, len(v)+1), make([]float64, len(v)+1), make([]float64, len(v)+1)}
+func newPrefixSums(v, counts []float64) prefixSums {
+	p := prefixSums{make([]float64, len(v)+1), make([]float64, len(v)+1), make([]float64, len(v)+1), make([]float64, len(v)+1)}
 	for i, x := range v {
-		p.n[i+1], p.s[i+1], p.s2[i+1] = p.n[i], p.s[i], p.s2[i]
+		p.n[i+1], p.s[i+1], p.s2[i+1], p.obs[i+1] = p.n[i], p.s[i], p.s2[i], p.obs[i]
 		if !math.IsNaN(x) && !math.IsInf(x, 0) {
 			p.n[i+1]++
 			p.s[i+1] += x
 			p.s2[i+1] += x * x
+			if i < len(counts) && counts[i] > 0 {
+				p.obs[i+1] += counts[i]
+			}
 		}
 	}
 	return p
+}
+
+// fewest returns the observations of the side of split that holds
+// fewer (NaN when s is not counted).
+func (s cpSeries) fewest(split int) float64 {
+	if s.counts == nil {
+		return math.NaN()
+	}
+	var before, after float64
+	for i, x := range s.values[:min(len(s.values), len(s.counts))] {
+		if c := s.counts[i]; c > 0 && !math.IsNaN(x) && !math.IsInf(x, 0) {
+			if i < split {
+				before += c
+			} else {
+				after += c
+			}
+		}
+	}
+	return math.Min(before, after)
 }
 
 // segmentShift is shiftScore of the values in [lo, hi) against the
@@ -286,14 +358,10 @@ func (p prefixSums) segmentShift(s cpSeries, lo, hi, minEach int) (float64, bool
 	mi, mo := si/ni, so/no
 	// Sums of squared deviations about each side's own mean.
 	ssi, sso := math.Max(0, s2i-ni*mi*mi), math.Max(0, s2o-no*mo*mo)
-	shift := math.Abs(mi - mo)
-	level := math.Max(math.Abs(mi), math.Abs(mo))
-	if shift < s.minShift || shift < cpMinRelShift*level || shift == 0 {
-		return 0, false
+	fewest := math.NaN()
+	if s.counts != nil {
+		oi := p.obs[hi] - p.obs[lo]
+		fewest = math.Min(oi, p.obs[end]-oi)
 	}
-	pooled := math.Sqrt((ssi + sso) / (ni + no - 2))
-	if !(pooled > 0) {
-		return cpMaxD, mi > mo
-	}
-	return math.Min(shift/pooled, cpMaxD), mi > mo
+	return s.score(mi, mo, math.Sqrt((ssi+sso)/(ni+no-2)), fewest), mi > mo
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/rules"
 )
 
 // noisy returns n values level(i) * (1 + rel*N(0,1)), seeded.
@@ -33,6 +35,9 @@ func stepLevel(at int, before, after float64) func(int) float64 {
 	}
 }
 
+// testRise is the default rise line the search takes its material shift from.
+var testRise = rules.DefaultThresholds.Rise
+
 func TestFindChangePoint(t *testing.T) {
 	const n, minEach = 60, 5
 	ramp := func(at int, before, slope float64) func(int) float64 {
@@ -54,6 +59,12 @@ func TestFindChangePoint(t *testing.T) {
 		{name: "flat noisy", ttft: noisy(1, n, 0.08, flatLevel(0.3)), waiting: noisy(2, n, 0.5, flatLevel(0.2))},
 		{name: "constant", ttft: noisy(1, n, 0, flatLevel(0.3)), waiting: noisy(2, n, 0, flatLevel(0))},
 		{name: "tiny relative shift", ttft: noisy(3, n, 0.01, stepLevel(30, 0.30, 0.33)), waiting: noisy(4, n, 0, flatLevel(0))},
+		// A shift at the rise line (1.2x) under the TTFT floor counts when
+		// it stands out from its own noise: a fast model's TTFT that steps
+		// 1.22x is found; 1.15x is not, nor 1.22x within noisier intervals.
+		{name: "fast TTFT steps 1.22x", ttft: noisy(15, n, 0.02, stepLevel(30, 0.070, 0.0854)), waiting: noisy(16, n, 0, flatLevel(0)), wantOK: true, wantK: 30, slack: 1},
+		{name: "fast TTFT steps 1.15x", ttft: noisy(17, n, 0.02, stepLevel(30, 0.070, 0.0805)), waiting: noisy(18, n, 0, flatLevel(0))},
+		{name: "fast TTFT steps 1.22x in noise", ttft: noisy(19, n, 0.3, stepLevel(30, 0.070, 0.0854)), waiting: noisy(20, n, 0, flatLevel(0))},
 		{name: "ttft step", ttft: noisy(5, n, 0.08, stepLevel(30, 0.3, 1.2)), waiting: noisy(6, n, 0.5, flatLevel(0.2)), wantOK: true, wantK: 30, slack: 1},
 		{name: "both step", ttft: noisy(7, n, 0.08, stepLevel(20, 0.3, 2)), waiting: noisy(8, n, 0.1, stepLevel(20, 0.5, 40)), wantOK: true, wantK: 20, slack: 1},
 		{name: "waiting ramp", ttft: noisy(9, n, 0.05, ramp(30, 0.3, 0.5)), waiting: noisy(10, n, 0.05, ramp(30, 1, 300)), wantOK: true, wantK: 30, slack: 1},
@@ -66,8 +77,8 @@ func TestFindChangePoint(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ttft, waiting := slices.Clone(tt.ttft), slices.Clone(tt.waiting)
 			series := []cpSeries{
-				{name: "ttft", values: ttft, minShift: cpMinShiftTTFT},
-				{name: "waiting", values: waiting, minShift: cpMinShiftWaiting},
+				{name: "ttft", values: ttft, minShift: cpMinShiftTTFT, minRatio: testRise},
+				{name: "waiting", values: waiting, minShift: cpMinShiftWaiting, minRatio: testRise, hardFloor: true},
 			}
 			k, score, ok := findChangePoint(series, minEach)
 			assert.Equal(t, tt.ttft, ttft, "input modified")
@@ -95,13 +106,13 @@ func TestFindChangePointUnknownIntervals(t *testing.T) {
 	for i := 0; i < len(ttft); i += 3 {
 		ttft[i] = math.NaN() // intervals in which no request finished
 	}
-	k, score, ok := findChangePoint([]cpSeries{{values: ttft, minShift: cpMinShiftTTFT}}, 5)
+	k, score, ok := findChangePoint([]cpSeries{{values: ttft, minShift: cpMinShiftTTFT, minRatio: testRise}}, 5)
 	require.True(t, ok, "score %.2f", score)
 	assert.InDelta(t, 20, k, 1)
 }
 
 func TestFindChangePointTooShort(t *testing.T) {
-	_, _, ok := findChangePoint([]cpSeries{{values: []float64{1, 2, 3}, minShift: 0}}, 5)
+	_, _, ok := findChangePoint([]cpSeries{{values: []float64{1, 2, 3}, minShift: 0, minRatio: testRise}}, 5)
 	assert.False(t, ok)
 	_, _, ok = findChangePoint(nil, 5)
 	assert.False(t, ok)
@@ -115,9 +126,9 @@ func TestFindChangePointTPOTOnly(t *testing.T) {
 	ttft := noisy(22, n, 0.05, flatLevel(0.2))
 	waiting := noisy(23, n, 0, flatLevel(0))
 	series := []cpSeries{
-		{name: "ttft_p95", unit: "s", values: ttft, minShift: cpMinShiftTTFT},
-		{name: "tpot_p95", unit: "s", values: tpot, minShift: cpMinShiftTPOT},
-		{name: "waiting", unit: "requests", values: waiting, minShift: cpMinShiftWaiting},
+		{name: "ttft_p95", unit: "s", values: ttft, minShift: cpMinShiftTTFT, minRatio: testRise},
+		{name: "tpot_p95", unit: "s", values: tpot, minShift: cpMinShiftTPOT, minRatio: testRise},
+		{name: "waiting", unit: "requests", values: waiting, minShift: cpMinShiftWaiting, minRatio: testRise, hardFloor: true},
 	}
 	k, score, ok := findChangePoint(series, minEach)
 	require.True(t, ok, "score %.2f", score)
@@ -160,7 +171,7 @@ func TestFindSegment(t *testing.T) {
 		{name: "step to the end", ttft: noisy(5, n, 0.08, stepLevel(20, 0.3, 0.9)), splitFirst: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			series := []cpSeries{{name: "ttft", values: tc.ttft, minShift: cpMinShiftTTFT}}
+			series := []cpSeries{{name: "ttft", values: tc.ttft, minShift: cpMinShiftTTFT, minRatio: testRise}}
 			a, b, score, ok := findSegment(series, minEach)
 			if tc.splitFirst {
 				_, split, splitOK := findChangePoint(series, minEach)
@@ -174,5 +185,55 @@ func TestFindSegment(t *testing.T) {
 				assert.InDelta(t, tc.b, b, 1)
 			}
 		})
+	}
+}
+
+// A shift under the floor that stands out from its own noise is found
+// only where each side holds the requests a tail needs: the means of a
+// few requests per interval step by chance.
+func TestChangePointSmallShiftNeedsRequests(t *testing.T) {
+	const n, minEach = 40, 5
+	ttft := noisy(31, n, 0.02, stepLevel(20, 0.070, 0.0854))
+	for _, tc := range []struct {
+		name     string
+		perSlice float64
+		wantOK   bool
+	}{
+		{"thousands of requests per interval", 2000, true},
+		{"three requests per interval", 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			counts := make([]float64, n)
+			for i := range counts {
+				counts[i] = tc.perSlice
+			}
+			s := cpSeries{name: "ttft_mean", values: ttft, minShift: cpMinShiftTTFT, minRatio: testRise,
+				counts: counts, minCount: rules.DefaultThresholds.MinSamplesTail}
+			_, score, ok := findChangePoint([]cpSeries{s}, minEach)
+			assert.Equal(t, tc.wantOK, ok, "score %.2f", score)
+			_, _, _, segOK := findSegment([]cpSeries{s}, minEach)
+			assert.False(t, segOK && !tc.wantOK, "the segment search waives the floor on a few requests")
+		})
+	}
+}
+
+// An exact mean counts only where each side holds the requests a tail
+// needs, whatever its shift: the mean of a few requests is one slow
+// request's.
+func TestChangePointExactMeanNeedsRequests(t *testing.T) {
+	const n, minEach = 40, 5
+	ttft := noisy(41, n, 0.05, stepLevel(20, 0.07, 0.2))
+	for _, tc := range []struct {
+		perSlice float64
+		wantOK   bool
+	}{{2000, true}, {3, false}} {
+		counts := make([]float64, n)
+		for i := range counts {
+			counts[i] = tc.perSlice
+		}
+		s := cpSeries{name: "ttft_mean", values: ttft, minShift: cpMinShiftTTFT, minRatio: testRise,
+			counts: counts, minCount: rules.DefaultThresholds.MinSamplesTail, exact: true}
+		_, score, ok := findChangePoint([]cpSeries{s}, minEach)
+		assert.Equal(t, tc.wantOK, ok, "%g per interval: score %.2f", tc.perSlice, score)
 	}
 }

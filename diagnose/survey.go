@@ -216,7 +216,7 @@ func (sc *scope) gaugeAggregation(id catalog.SignalID) snapshot.Aggregation {
 // together and, unlike it, does not depend on how their scrapes are
 // staggered; counter points the summed increase per second.
 func (l *lines) timelines(sc *scope) *timelines {
-	tl := &timelines{step: l.step, grid: l.grid, replicas: l.replicas, members: l.members}
+	tl := &timelines{step: l.step, grid: l.grid, replicas: l.replicas, members: l.members, means: map[catalog.SignalID][]float64{}}
 	for si, spec := range timelineSpecs {
 		f := &l.fleet[si]
 		if !f.has {
@@ -224,13 +224,23 @@ func (l *lines) timelines(sc *scope) *timelines {
 		}
 		agg := sc.gaugeAggregation(spec.id)
 		t := report.Timeline{Signal: string(spec.id), Stat: spec.stat, Step: l.step, Points: make([]report.Point, len(l.grid))}
+		var means []float64
+		if spec.stat == "p95" {
+			means = make([]float64, len(l.grid))
+		}
 		for i, w := range l.grid {
 			v, n := math.NaN(), 0.0
+			if means != nil {
+				means[i] = math.NaN()
+			}
 			if l.fresh[i] {
 				switch spec.stat {
 				case "p95":
 					if h := f.hist[i]; h != nil {
 						t.Points[i] = histP95(w.End, *h)
+						if h.Histogram.Count > 0 {
+							means[i] = h.Histogram.Mean()
+						}
 						continue
 					}
 				case "mean":
@@ -249,6 +259,9 @@ func (l *lines) timelines(sc *scope) *timelines {
 			t.Points[i] = report.Point{T: w.End, Value: rules.Number(v), Count: rules.Number(n)}
 		}
 		tl.list = append(tl.list, t)
+		if means != nil {
+			tl.means[spec.id] = means
+		}
 	}
 	return tl
 }

@@ -51,6 +51,10 @@ type timelines struct {
 	replicas map[string][][]float64
 	// members is when the serving replicas joined, left or were away.
 	members []membership
+	// means holds, per histogram signal of the fleet's timelines, the
+	// exact mean (_sum/_count) of each interval's merged increase (NaN
+	// where unknown): what a quantile inside one wide bucket hides.
+	means map[catalog.SignalID][]float64
 }
 
 // fleet returns the fleet timeline of signal id, or nil.
@@ -64,6 +68,18 @@ func (tl *timelines) fleet(id catalog.SignalID) *report.Timeline {
 		}
 	}
 	return nil
+}
+
+// timelineCounts returns the point counts of t (nil for a nil t).
+func timelineCounts(t *report.Timeline) []float64 {
+	if t == nil {
+		return nil
+	}
+	out := make([]float64, len(t.Points))
+	for i, p := range t.Points {
+		out[i] = float64(p.Count)
+	}
+	return out
 }
 
 // timelineValues returns the point values of t (nil for a nil t).

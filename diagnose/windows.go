@@ -298,7 +298,7 @@ func (sc *scope) searchChangePoint(st scrapeStats, tl *timelines) *report.Change
 	cp := &report.ChangePoint{
 		Time:    tl.grid[k-1].End,
 		Score:   score,
-		Method:  changePointMethod(tl.step, sc.set.MinWindow, series),
+		Method:  changePointMethod(tl.step, sc.set.MinWindow, series, sc.set.Thresholds.Rise),
 		Signals: movedSeries(series, k, minEach),
 	}
 	if !ok {
@@ -312,6 +312,7 @@ func (sc *scope) searchChangePoint(st scrapeStats, tl *timelines) *report.Change
 // the fleet's symptom timelines the evidence has.
 func (sc *scope) changePointSeries(tl *timelines) []cpSeries {
 	var series []cpSeries
+	rise, minCount := sc.set.Thresholds.Rise, sc.set.Thresholds.MinSamplesTail
 	for _, c := range []struct {
 		name     string
 		id       catalog.SignalID
@@ -325,7 +326,23 @@ func (sc *scope) changePointSeries(tl *timelines) []cpSeries {
 		{"waiting", catalog.SignalWaiting, "requests", cpMinShiftWaiting},
 	} {
 		if t := tl.fleet(c.id); t != nil {
-			series = append(series, cpSeries{name: c.name, unit: c.unit, values: timelineValues(t), minShift: c.minShift})
+			s := cpSeries{name: c.name, unit: c.unit, values: timelineValues(t), minShift: c.minShift, minRatio: cpQuantileRatio,
+				hardFloor: c.id == catalog.SignalWaiting}
+			if t.Stat == "p95" {
+				s.counts, s.minCount = timelineCounts(t), minCount
+			}
+			series = append(series, s)
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		id       catalog.SignalID
+		minShift float64
+	}{{"ttft_mean", catalog.SignalTTFT, cpMinShiftTTFT}, {"itl_mean", catalog.SignalITL, cpMinShiftTPOT}} {
+		if m := tl.means[c.id]; m != nil {
+			// The mean's observations are its quantile timeline's.
+			series = append(series, cpSeries{name: c.name, unit: "s", values: m, minShift: c.minShift, minRatio: rise,
+				counts: timelineCounts(tl.fleet(c.id)), minCount: minCount, exact: true})
 		}
 	}
 	return series
@@ -366,7 +383,7 @@ func (sc *scope) searchSegment(st scrapeStats, tl *timelines, cp *report.ChangeP
 	return &report.ChangePoint{
 		Time:    tl.grid[a-1].End,
 		Score:   score,
-		Method:  changePointMethod(tl.step, sc.set.MinWindow, series) + "; the segment that differs most from the intervals outside it",
+		Method:  changePointMethod(tl.step, sc.set.MinWindow, series, sc.set.Thresholds.Rise) + "; the segment that differs most from the intervals outside it",
 		Signals: movedSeries(inside, a, minEach),
 		Used:    true,
 	}, tl.grid[b-1].End

@@ -133,11 +133,6 @@ var knownMisses = map[string]struct {
 	verdict rules.Verdict
 	reason  string
 }{
-	// The incident's true TTFT p95 rose 1.63x, but inside vLLM's
-	// 100-250 ms bucket the exported p95 moves 1.16x and the exact mean
-	// 1.25x, under the change-point search's material shift (20% of the
-	// higher level): no window isolates the incident, the halves split it.
-	"prefill-long-prompts/8/moderate/1002/off-centre-9m0s-21m19s": {rules.NoIncident, "a 1.63x rise that the exported buckets show as 1.16x (p95) and 1.25x (mean): no change point, no segment"},
 	// 2 pods at 0.05 req/s: 86 requests in the incident window, too few
 	// for a p99, so the tail symptom cannot be judged and no-incident
 	// (every symptom evaluated and absent) is not reached.
