@@ -327,7 +327,7 @@ type measured struct {
 	tl        *timelines
 	base, inc evalWindow
 	cp        *report.ChangePoint
-	warns     []string
+	warns     []report.Warning
 	facts     rules.Facts
 }
 
@@ -381,10 +381,12 @@ func diagnoseScope(sc *scope) (*report.Report, error) {
 		rep.Windows.Baseline = report.WindowInfo{From: "none"}
 	}
 	rep.Signals = sc.signals(base, inc)
-	rep.AddWarnings(report.WarnWindow, report.SeverityWarning, warns...)
-	rep.AddWarnings(report.WarnSignal, report.SeverityWarning, sc.scopeWarnings(base, inc, rep)...)
-	rep.AddWarnings(report.WarnSignal, report.SeverityWarning, pdWarnings(facts)...)
-	rep.AddWarnings(report.WarnRules, report.SeverityWarning, result.Warnings...)
+	for _, w := range slices.Concat(warns, sc.scopeWarnings(base, inc, rep), pdWarnings(facts)) {
+		rep.AddWarning(w)
+	}
+	for _, w := range result.Warnings {
+		rep.AddWarning(report.Warning{Kind: report.WarnRules, Severity: report.SeverityWarning, Text: w.Error(), Err: w})
+	}
 	rep.Summary = summary(rep, result, facts)
 	if tl != nil {
 		sc.addReplicas(tl, sc.standoutReplicas(rep))

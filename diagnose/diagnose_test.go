@@ -2,6 +2,8 @@ package diagnose_test
 
 import (
 	"encoding/json"
+	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -115,4 +117,35 @@ func TestWarningsAreTyped(t *testing.T) {
 	b, err := json.Marshal(rep.WarningDetails[0])
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"kind": "reading", "severity": "error", "text": "reading: pod-c.prom: truncated input"}`, string(b))
+}
+
+// The diagnosis' own warnings unwrap to its sentinels, and the rules'
+// to theirs: every entry of WarningDetails has an Err.
+func TestOwnWarningsUnwrap(t *testing.T) {
+	ev := twoPodFleet(t)
+	for _, tc := range []struct {
+		name string
+		opts diagnose.Options
+		want []error
+	}{
+		{"halves", diagnose.Options{}, []error{diagnose.ErrNoChangePoint}},
+		{"clipped", diagnose.Options{
+			Baseline: snapshot.Window{Start: t0.Add(-time.Hour), End: t0.Add(time.Minute)},
+			Incident: snapshot.Window{Start: t0.Add(time.Minute), End: t0.Add(time.Hour)},
+		}, []error{diagnose.ErrWindowClipped}},
+		{"no baseline", diagnose.Options{Incident: snapshot.Window{Start: t0, End: t0.Add(2 * time.Minute)}},
+			[]error{diagnose.ErrNoBaseline, rules.ErrNotEvaluable}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := diagnose.Diagnose(ev, tc.opts)
+			require.NoError(t, err)
+			for _, w := range rep.WarningDetails {
+				assert.NotNil(t, w.Err, "%s warning without a sentinel: %s", w.Kind, w.Text)
+			}
+			for _, want := range tc.want {
+				assert.True(t, slices.ContainsFunc(rep.WarningDetails, func(w report.Warning) bool { return errors.Is(w, want) }),
+					"no warning unwraps to %v in %q", want, rep.Warnings)
+			}
+		})
+	}
 }

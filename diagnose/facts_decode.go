@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 )
 
@@ -338,7 +339,7 @@ func (c *factCtx) ttftMeanDecodeRole(w evalWindow) rules.Fact {
 }
 
 // pdWarnings are the caveats of a scope with prefill/decode roles.
-func pdWarnings(fs rules.Facts) []string {
+func pdWarnings(fs rules.Facts) []report.Warning {
 	d := fs[rules.PDDecodeReplicas]
 	if !d.Known() || !(d.Value > 0) {
 		return nil
@@ -348,9 +349,8 @@ func pdWarnings(fs rules.Facts) []string {
 	if p.Known() {
 		np = p.Value
 	}
-	w := fmt.Sprintf("prefill/decode disaggregation: %g decode and %g prefill instance(s) (%s): ", d.Value, np, d.Source) +
-		"the fleet's TTFT and ITL histograms mix both roles; TTFT measured on a decode instance starts after the prefill instance's work " +
-		"and under-reports the user's TTFT (vLLM #29474): read the router's or gateway's TTFT for the whole; " +
-		"the KV transfer is a phase of the decode instances' TTFT (kv_transfer_time_mean, ttft_mean_decode_role)"
-	return []string{w}
+	return []report.Warning{warnf(report.WarnSignal, ErrMixedRoles, "prefill/decode disaggregation: %g decode and %g prefill instance(s) (%s): "+
+		"the fleet's TTFT and ITL histograms mix both roles; TTFT measured on a decode instance starts after the prefill instance's work "+
+		"and under-reports the user's TTFT (vLLM #29474): read the router's or gateway's TTFT for the whole; "+
+		"the KV transfer is a phase of the decode instances' TTFT (kv_transfer_time_mean, ttft_mean_decode_role)", d.Value, np, d.Source)}
 }

@@ -304,7 +304,7 @@ func renderReport() *report.Report {
 			{Name: "workload type", Supported: false, How: "vLLM's metrics carry no workload label; when a gateway adds one (chat, RAG, agent), split by it with Options.By"},
 			{Name: "streaming vs not", Supported: false, How: "not visible: vLLM's metrics do not tell streamed from non-streamed requests"},
 		},
-		Warnings: append([]string{"vllm-1: process_start_time_seconds takes 2 values: the process restarted"}, res.Warnings...),
+		Warnings: append([]string{"vllm-1: process_start_time_seconds takes 2 values: the process restarted"}, warningTexts(res.Warnings)...),
 		Group:    map[string]string{"model_name": "llama-3-70b"},
 	}
 	return rep
@@ -339,4 +339,13 @@ func renderSplitReport() *report.Report {
 		Dimensions:    llama.Dimensions[:1],
 		Groups:        []*report.Report{llama, small},
 	}
+}
+
+// warningTexts returns the texts of an evaluation's warnings.
+func warningTexts(ws []rules.Warning) []string {
+	var out []string
+	for _, w := range ws {
+		out = append(out, w.Text)
+	}
+	return out
 }

@@ -346,8 +346,8 @@ func (sc *scope) processStarts(r int) int {
 
 // scopeWarnings are the warnings of one scope: restarts, low counts of the
 // main signal, missing baseline.
-func (sc *scope) scopeWarnings(base, inc evalWindow, rep *report.Report) []string {
-	var out []string
+func (sc *scope) scopeWarnings(base, inc evalWindow, rep *report.Report) []report.Warning {
+	var out []report.Warning
 	for r, rp := range sc.replicas {
 		for i, w := range []evalWindow{base, inc} {
 			if !w.ok || w.lifetime {
@@ -362,7 +362,7 @@ func (sc *scope) scopeWarnings(base, inc evalWindow, rep *report.Report) []strin
 				resets = res.inc.Resets
 			}
 			if resets > 0 {
-				out = append(out, fmt.Sprintf("counter reset: %s restarted inside the %s window; its counts there are lower bounds", rp.t.Name, windowRole(i)))
+				out = append(out, warnf(report.WarnSignal, ErrRestart, "counter reset: %s restarted inside the %s window; its counts there are lower bounds", rp.t.Name, windowRole(i)))
 			}
 		}
 		starts := sc.processStarts(r)
@@ -370,11 +370,11 @@ func (sc *scope) scopeWarnings(base, inc evalWindow, rep *report.Report) []strin
 			starts = sv.starts[rp.t.Name] // over the whole history, not the windows
 		}
 		if starts > 1 {
-			out = append(out, fmt.Sprintf("%s: process_start_time_seconds takes %d values: the process restarted", rp.t.Name, starts))
+			out = append(out, warnf(report.WarnSignal, ErrRestart, "%s: process_start_time_seconds takes %d values: the process restarted", rp.t.Name, starts))
 		}
 	}
 	if f, ok := rep.Facts[rules.TTFTP95]; ok && f.Missing == "" && float64(f.Count) < sc.set.Thresholds.MinSamples {
-		out = append(out, fmt.Sprintf("low sample count: %g requests in the incident window (the decision map needs >= %g)", float64(f.Count), sc.set.Thresholds.MinSamples))
+		out = append(out, warnf(report.WarnSignal, ErrLowCount, "low sample count: %g requests in the incident window (the decision map needs >= %g)", float64(f.Count), sc.set.Thresholds.MinSamples))
 	}
 	return out
 }

@@ -154,20 +154,20 @@ func (st scrapeStats) window(w snapshot.Window, from string) evalWindow {
 // to it, each with a warning naming the scrape. A window wholly outside
 // the evidence is left as given (nothing in it can be evaluated, and the
 // signals say so). Scrapes at the Unix epoch (no time known) clip nothing.
-func (st scrapeStats) clip(name string, w snapshot.Window) (snapshot.Window, []string) {
+func (st scrapeStats) clip(name string, w snapshot.Window) (snapshot.Window, []report.Warning) {
 	first, last := knownTime(st.first), knownTime(st.last)
 	if first.IsZero() || last.IsZero() || !w.End.After(first) || !w.Start.Before(last) {
 		return w, nil
 	}
-	var warns []string
+	var warns []report.Warning
 	const layout = "2006-01-02 15:04:05Z"
 	if !w.Start.IsZero() && w.Start.Before(first) {
-		warns = append(warns, fmt.Sprintf("%s window starts at %s, before the first scrape (%s): clipped to start there",
+		warns = append(warns, warnf(report.WarnWindow, ErrWindowClipped, "%s window starts at %s, before the first scrape (%s): clipped to start there",
 			name, w.Start.UTC().Format(layout), first.UTC().Format(layout)))
 		w.Start = first
 	}
 	if w.End.After(last) {
-		warns = append(warns, fmt.Sprintf("%s window ends at %s, after the last scrape (%s): clipped to end there",
+		warns = append(warns, warnf(report.WarnWindow, ErrWindowClipped, "%s window ends at %s, after the last scrape (%s): clipped to end there",
 			name, w.End.UTC().Format(layout), last.UTC().Format(layout)))
 		w.End = last
 	}
@@ -196,7 +196,7 @@ func (st scrapeStats) clip(name string, w snapshot.Window) (snapshot.Window, []s
 //     search proposes no point, or one where the symptoms fell back, a
 //     segment whose intervals differ from the others is the incident and
 //     the window before it the baseline.
-func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWindow, cp *report.ChangePoint, warns []string) {
+func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWindow, cp *report.ChangePoint, warns []report.Warning) {
 	o := sc.set.Options
 	switch {
 	case !o.Incident.IsZero():
@@ -215,7 +215,7 @@ func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWin
 			}
 			base = st.window(snapshot.Window{Start: from, End: o.Incident.Start}, "preceding")
 		default:
-			warns = append(warns, "no baseline: the incident window starts at the first scrape; symptoms are judged against SLO targets only")
+			warns = append(warns, warnf(report.WarnWindow, ErrNoBaseline, "no baseline: the incident window starts at the first scrape; symptoms are judged against SLO targets only"))
 		}
 		if tl != nil {
 			cp = sc.searchChangePoint(st, tl)
@@ -224,14 +224,14 @@ func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWin
 
 	case st.maxPerTarget <= 1:
 		inc = evalWindow{ok: true, lifetime: true, info: report.WindowInfo{End: knownTime(st.last), From: "lifetime", Scrapes: len(st.times)}}
-		warns = append(warns, "lifetime, not windowed: one scrape per replica, so every value is since the process started; there is no baseline, and symptoms are judged against SLO targets only")
+		warns = append(warns, warnf(report.WarnWindow, ErrLifetimeWindow, "lifetime, not windowed: one scrape per replica, so every value is since the process started; there is no baseline, and symptoms are judged against SLO targets only"))
 		return base, inc, nil, warns
 
 	case st.maxPerTarget == 2:
 		inc = st.window(snapshot.Window{Start: st.firstEach, End: st.lastEach}, "whole")
 		base = evalWindow{w: snapshot.Window{End: st.firstEach}, ok: true, lifetime: true,
 			info: report.WindowInfo{End: st.firstEach, From: "lifetime", Scrapes: st.count(time.Time{}, st.firstEach)}}
-		warns = append(warns, "two scrapes per replica: the incident is the interval between them and the baseline is the lifetime before the first (since each process started), which may include warm-up and older incidents")
+		warns = append(warns, warnf(report.WarnWindow, ErrLifetimeWindow, "two scrapes per replica: the incident is the interval between them and the baseline is the lifetime before the first (since each process started), which may include warm-up and older incidents"))
 		return base, inc, nil, warns
 	}
 
@@ -244,7 +244,7 @@ func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWin
 		}
 		base = st.window(b, "change-point")
 		inc = st.window(i, "change-point")
-		warns = append(warns, fmt.Sprintf("the symptoms rose at %s and fell back at %s: the incident is the window between, and the baseline precedes it",
+		warns = append(warns, warnf(report.WarnWindow, ErrIncidentEnded, "the symptoms rose at %s and fell back at %s: the incident is the window between, and the baseline precedes it",
 			onset.Time.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339)))
 		return base, inc, onset, warns
 	}
@@ -261,7 +261,7 @@ func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWin
 	if b.Start.After(st.first) || i.End.Before(st.last) {
 		halves = fmt.Sprintf("the %v either side of the middle of the evidence (Options.MaxWindow)", i.Duration())
 	}
-	warns = append(warns, "no change point found: the windows are "+halves+"; give Options.Incident and Options.Baseline to compare chosen windows")
+	warns = append(warns, warnf(report.WarnWindow, ErrNoChangePoint, "no change point found: the windows are %s; give Options.Incident and Options.Baseline to compare chosen windows", halves))
 	return base, inc, cp, warns
 }
 

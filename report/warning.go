@@ -1,9 +1,10 @@
 package report
 
 // Warning is one non-fatal problem of a report, typed. It is an error
-// whose Unwrap is the problem it reports, where one is known: a reading
-// warning unwraps to its snapshot.Problem, a catalog warning to the
-// resolution's error, so that errors.Is finds their sentinels
+// whose Unwrap is the problem it reports: a reading warning unwraps to
+// its snapshot.Problem, a catalog warning to the resolution's error, the
+// diagnosis' own to diagnose's sentinels (diagnose.ErrNoChangePoint, ...)
+// and the rules' to theirs, so that errors.Is finds them
 // (snapshot.ErrTimeOutlier, catalog.ErrVersionSkew, ...) as
 // util/annotations lets PromQL's callers find theirs.
 type Warning struct {
@@ -15,9 +16,9 @@ type Warning struct {
 	Severity string `json:"severity"`
 	// Text is the warning as Report.Warnings prints it.
 	Text string `json:"text"`
-	// Err is the problem the warning reports, when it is an error of
-	// the reading or of the resolution; nil for the diagnosis' own
-	// warnings and for a report read back from JSON.
+	// Err is the problem the warning reports: a snapshot.Problem, a
+	// resolution's error, a diagnose or rules sentinel (a rules.Warning);
+	// nil for a report read back from JSON.
 	Err error `json:"-"`
 }
 
@@ -51,15 +52,6 @@ const (
 	// SeverityWarning: the result stands, with a caveat.
 	SeverityWarning = "warning"
 )
-
-// AddWarnings appends texts, of one kind and severity, to r.Warnings and
-// r.WarningDetails alike.
-func (r *Report) AddWarnings(kind, severity string, texts ...string) {
-	for _, t := range texts {
-		r.Warnings = append(r.Warnings, t)
-		r.WarningDetails = append(r.WarningDetails, Warning{Kind: kind, Severity: severity, Text: t})
-	}
-}
 
 // AddWarning appends w to r.WarningDetails and its text to r.Warnings.
 func (r *Report) AddWarning(w Warning) {

@@ -257,9 +257,9 @@ type Result struct {
 	// Undetermined (a weak lead, or two unrelated causes close together),
 	// best first; empty otherwise.
 	Candidates []HypothesisID `json:"candidates,omitempty"`
-	// Warnings are non-fatal problems: unknown fact ids, symptoms that
-	// could not be evaluated.
-	Warnings []string `json:"warnings,omitempty"`
+	// Warnings are non-fatal problems: unknown fact ids (ErrUnusedFact),
+	// symptoms that could not be evaluated (ErrNotEvaluable).
+	Warnings []Warning `json:"warnings,omitempty"`
 }
 
 // Evaluate judges the symptoms, evaluates every rule of the map against
@@ -281,7 +281,7 @@ func Evaluate(f Facts, slo SLO, th Thresholds) Result {
 
 	for _, id := range f.Sorted() {
 		if _, ok := Info(id); !ok {
-			res.Warnings = append(res.Warnings, "fact "+string(id)+" is not used by any rule")
+			res.Warnings = append(res.Warnings, Warning{ErrUnusedFact, "fact " + string(id) + " is not used by any rule"})
 		}
 	}
 
@@ -305,7 +305,7 @@ func Evaluate(f Facts, slo SLO, th Thresholds) Result {
 		present = present || s.Present
 		if !s.Evaluable {
 			allKnown = false
-			res.Warnings = append(res.Warnings, "symptom "+string(s.ID)+" cannot be evaluated: "+missingText(s.Missing))
+			res.Warnings = append(res.Warnings, Warning{ErrNotEvaluable, "symptom " + string(s.ID) + " cannot be evaluated: " + missingText(s.Missing)})
 		}
 	}
 	if e.e2e().route == routeWorkload {

@@ -396,7 +396,11 @@ func TestVerdict(t *testing.T) {
 			r := rules.Evaluate(tt.facts, tt.slo, rules.DefaultThresholds)
 			assert.Equal(t, tt.verdict, r.Verdict, "%s", r)
 			if tt.warning != "" {
-				assert.Contains(t, strings.Join(r.Warnings, "\n"), tt.warning)
+				var texts []string
+				for _, w := range r.Warnings {
+					texts = append(texts, w.Error())
+				}
+				assert.Contains(t, strings.Join(texts, "\n"), tt.warning)
 			}
 			if r.Verdict == rules.NoIncident {
 				for _, s := range r.Symptoms {
@@ -543,7 +547,16 @@ func TestDeterministic(t *testing.T) {
 
 func TestUnknownFactWarns(t *testing.T) {
 	r := rules.Evaluate(with(healthy(), rules.FactID("ttft_p90"), fact(1, 1)), rules.SLO{}, rules.DefaultThresholds)
-	assert.Contains(t, r.Warnings, "fact ttft_p90 is not used by any rule")
+	require.Contains(t, r.Warnings, rules.Warning{Kind: rules.ErrUnusedFact, Text: "fact ttft_p90 is not used by any rule"})
+	for _, w := range r.Warnings {
+		if w.Text == "fact ttft_p90 is not used by any rule" {
+			assert.ErrorIs(t, w, rules.ErrUnusedFact)
+			assert.NotErrorIs(t, w, rules.ErrNotEvaluable)
+		}
+	}
+	b, err := json.Marshal(r.Warnings)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"fact ttft_p90 is not used by any rule"`, "a warning is its text in JSON")
 }
 
 func TestResultJSON(t *testing.T) {
