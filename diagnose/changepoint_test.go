@@ -189,51 +189,36 @@ func TestFindSegment(t *testing.T) {
 }
 
 // A shift under the floor that stands out from its own noise is found
-// only where each side holds the requests a tail needs: the means of a
-// few requests per interval step by chance.
-func TestChangePointSmallShiftNeedsRequests(t *testing.T) {
+// only where each side holds the requests a tail needs, and an exact mean
+// counts only there whatever its shift: the means of a few requests per
+// interval step by chance (one slow request's).
+func TestChangePointNeedsRequests(t *testing.T) {
 	const n, minEach = 40, 5
-	ttft := noisy(31, n, 0.02, stepLevel(20, 0.070, 0.0854))
+	small := noisy(31, n, 0.02, stepLevel(20, 0.070, 0.0854)) // under the 50 ms floor
+	large := noisy(41, n, 0.05, stepLevel(20, 0.07, 0.2))     // over it
 	for _, tc := range []struct {
 		name     string
+		values   []float64
+		exact    bool
 		perSlice float64
 		wantOK   bool
 	}{
-		{"thousands of requests per interval", 2000, true},
-		{"three requests per interval", 3, false},
+		{"small shift, thousands of requests per interval", small, false, 2000, true},
+		{"small shift, three requests per interval", small, false, 3, false},
+		{"exact mean, thousands of requests per interval", large, true, 2000, true},
+		{"exact mean, three requests per interval", large, true, 3, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			counts := make([]float64, n)
 			for i := range counts {
 				counts[i] = tc.perSlice
 			}
-			s := cpSeries{name: "ttft_mean", values: ttft, minShift: cpMinShiftTTFT, minRatio: testRise,
-				counts: counts, minCount: rules.DefaultThresholds.MinSamplesTail}
+			s := cpSeries{name: "ttft_mean", values: tc.values, minShift: cpMinShiftTTFT, minRatio: testRise,
+				counts: counts, minCount: rules.DefaultThresholds.MinSamplesTail, exact: tc.exact}
 			_, score, ok := findChangePoint([]cpSeries{s}, minEach)
 			assert.Equal(t, tc.wantOK, ok, "score %.2f", score)
 			_, _, _, segOK := findSegment([]cpSeries{s}, minEach)
-			assert.False(t, segOK && !tc.wantOK, "the segment search waives the floor on a few requests")
+			assert.False(t, segOK && !tc.wantOK, "the segment search counts a series on a few requests")
 		})
-	}
-}
-
-// An exact mean counts only where each side holds the requests a tail
-// needs, whatever its shift: the mean of a few requests is one slow
-// request's.
-func TestChangePointExactMeanNeedsRequests(t *testing.T) {
-	const n, minEach = 40, 5
-	ttft := noisy(41, n, 0.05, stepLevel(20, 0.07, 0.2))
-	for _, tc := range []struct {
-		perSlice float64
-		wantOK   bool
-	}{{2000, true}, {3, false}} {
-		counts := make([]float64, n)
-		for i := range counts {
-			counts[i] = tc.perSlice
-		}
-		s := cpSeries{name: "ttft_mean", values: ttft, minShift: cpMinShiftTTFT, minRatio: testRise,
-			counts: counts, minCount: rules.DefaultThresholds.MinSamplesTail, exact: true}
-		_, score, ok := findChangePoint([]cpSeries{s}, minEach)
-		assert.Equal(t, tc.wantOK, ok, "%g per interval: score %.2f", tc.perSlice, score)
 	}
 }

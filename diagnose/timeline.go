@@ -70,28 +70,17 @@ func (tl *timelines) fleet(id catalog.SignalID) *report.Timeline {
 	return nil
 }
 
-// timelineCounts returns the point counts of t (nil for a nil t).
-func timelineCounts(t *report.Timeline) []float64 {
+// timelinePoints returns the point values and counts of t (nil for a
+// nil t).
+func timelinePoints(t *report.Timeline) (values, counts []float64) {
 	if t == nil {
-		return nil
+		return nil, nil
 	}
-	out := make([]float64, len(t.Points))
+	values, counts = make([]float64, len(t.Points)), make([]float64, len(t.Points))
 	for i, p := range t.Points {
-		out[i] = float64(p.Count)
+		values[i], counts[i] = float64(p.Value), float64(p.Count)
 	}
-	return out
-}
-
-// timelineValues returns the point values of t (nil for a nil t).
-func timelineValues(t *report.Timeline) []float64 {
-	if t == nil {
-		return nil
-	}
-	out := make([]float64, len(t.Points))
-	for i, p := range t.Points {
-		out[i] = float64(p.Value)
-	}
-	return out
+	return values, counts
 }
 
 // MaxReplicaTimelines bounds the per-replica timelines of a report: a

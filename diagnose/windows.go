@@ -326,10 +326,11 @@ func (sc *scope) changePointSeries(tl *timelines) []cpSeries {
 		{"waiting", catalog.SignalWaiting, "requests", cpMinShiftWaiting},
 	} {
 		if t := tl.fleet(c.id); t != nil {
-			s := cpSeries{name: c.name, unit: c.unit, values: timelineValues(t), minShift: c.minShift, minRatio: cpQuantileRatio,
+			values, counts := timelinePoints(t)
+			s := cpSeries{name: c.name, unit: c.unit, values: values, minShift: c.minShift, minRatio: cpQuantileRatio,
 				hardFloor: c.id == catalog.SignalWaiting}
 			if t.Stat == "p95" {
-				s.counts, s.minCount = timelineCounts(t), minCount
+				s.counts, s.minCount = counts, minCount
 			}
 			series = append(series, s)
 		}
@@ -341,8 +342,9 @@ func (sc *scope) changePointSeries(tl *timelines) []cpSeries {
 	}{{"ttft_mean", catalog.SignalTTFT, cpMinShiftTTFT}, {"itl_mean", catalog.SignalITL, cpMinShiftTPOT}} {
 		if m := tl.means[c.id]; m != nil {
 			// The mean's observations are its quantile timeline's.
+			_, counts := timelinePoints(tl.fleet(c.id))
 			series = append(series, cpSeries{name: c.name, unit: "s", values: m, minShift: c.minShift, minRatio: rise,
-				counts: timelineCounts(tl.fleet(c.id)), minCount: minCount, exact: true})
+				counts: counts, minCount: minCount, exact: true})
 		}
 	}
 	return series
