@@ -873,10 +873,6 @@ func (c *factCtx) strengthJobs(js *factJobs) {
 	both(rules.OccupancySeen, c.occupancySeen)
 }
 
-// FactIDOf converts a string to a fact id (for tools that read fact ids
-// from text).
-func FactIDOf(s string) rules.FactID { return rules.FactID(s) }
-
 // occupancySeen is the fleet's requests in the engines at the scrapes
 // (waiting + running, their mean over w) divided by the requests in flight
 // that the counters imply over w by Little's law: the time the requests

@@ -101,11 +101,9 @@ func formatSeconds(v float64) string {
 	return time.Duration(v * float64(time.Second)).Round(time.Second).String()
 }
 
-// FormatLarge formats a value with three significant digits and a k, M
-// or G suffix from 100 000 on: 13.3M.
-func FormatLarge(v float64) string { return formatLarge(v, FormatNumber) }
-
-// formatLarge is FormatLarge with the numbers below 100 000 written by num.
+// formatLarge formats a value with three significant digits and a k, M
+// or G suffix from 100 000 on (13.3M), the numbers below 100 000 written
+// by num.
 func formatLarge(v float64, num func(float64) string) string {
 	a := math.Abs(v)
 	switch {

@@ -188,18 +188,6 @@ func (a *Columns) Series(src string, lset labels.Labels) *Column {
 // added to r are kept as usual.
 func (r *Column) KeepLabels() { r.labelsOnly = true }
 
-// Len returns the number of float samples held.
-func (r *Column) Len() int { return len(r.t) }
-
-// Grow makes room for n more float samples (series scraped together
-// have the same count: sizing for the previous one avoids regrowing).
-func (r *Column) Grow(n int) {
-	if r.nh == nil {
-		r.t = slices.Grow(r.t, n)
-		r.v = slices.Grow(r.v, n)
-	}
-}
-
 // Append adds a float sample (AppendFloats of one).
 func (r *Column) Append(t int64, v float64) {
 	r.AppendFloats([]int64{t}, []float64{v}, nil, 1)

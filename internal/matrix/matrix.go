@@ -432,14 +432,10 @@ func confidence(v any) string {
 	return strings.TrimSpace(string(raw))
 }
 
-// Run runs the cells on workers goroutines (GOMAXPROCS when <= 0), the
-// largest fleets first, and returns the results in the order of cells.
-func Run(cells []Cell, workers int) []Result {
-	return RunEach(cells, workers, nil)
-}
-
-// RunEach is Run calling done, if not nil, with each result as soon as
-// its cell finishes (from one goroutine at a time).
+// RunEach runs the cells on workers goroutines (GOMAXPROCS when <= 0),
+// the largest fleets first, calling done, if not nil, with each result as
+// soon as its cell finishes (from one goroutine at a time), and returns
+// the results in the order of cells.
 func RunEach(cells []Cell, workers int, done func(Result)) []Result {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
