@@ -252,7 +252,7 @@ func finiteValues(xs []float64) []float64 {
 
 // changePointMethod describes the search for a report, naming the
 // series searched.
-func changePointMethod(step, minWindow time.Duration, series []cpSeries, rise float64) string {
+func changePointMethod(step, minWindow time.Duration, series []cpSeries, rise, minCount float64) string {
 	names := make([]string, len(series))
 	for i, s := range series {
 		names[i] = s.name
@@ -260,10 +260,11 @@ func changePointMethod(step, minWindow time.Duration, series []cpSeries, rise fl
 	return fmt.Sprintf("split maximising the sum of standardised shifts |mean after - mean before| / pooled sd "+
 		"of the fleet series %s per %v interval, at least %v each side "+
 		"(a series counts when one side's mean is >= %sx the other's for a quantile or waiting, >= %sx for a mean, "+
-		"and it moves by >= %g waiting, or by >= %gs TTFT, %gs TPOT/ITL or %gs E2E unless its own shift scores >= %g; each term capped at %d); "+
+		"and it moves by >= %g waiting, or by >= %gs TTFT, %gs TPOT/ITL or %gs E2E unless its own shift scores >= %g on sides of >= %g requests, "+
+		"on which alone a mean counts; each term capped at %d); "+
 		"proposed when the score is >= %g",
 		strings.Join(names, ", "), report.FormatDuration(step), report.FormatDuration(minWindow), rules.FormatNumber(cpQuantileRatio), rules.FormatNumber(rise),
-		float64(cpMinShiftWaiting), cpMinShiftTTFT, cpMinShiftTPOT, cpMinShiftE2E, ChangePointThreshold, cpMaxD, ChangePointThreshold)
+		float64(cpMinShiftWaiting), cpMinShiftTTFT, cpMinShiftTPOT, cpMinShiftE2E, ChangePointThreshold, minCount, cpMaxD, ChangePointThreshold)
 }
 
 // findSegment returns the intervals [a, b) of an incident that ended

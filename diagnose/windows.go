@@ -298,7 +298,7 @@ func (sc *scope) searchChangePoint(st scrapeStats, tl *timelines) *report.Change
 	cp := &report.ChangePoint{
 		Time:    tl.grid[k-1].End,
 		Score:   score,
-		Method:  changePointMethod(tl.step, sc.set.MinWindow, series, sc.set.Thresholds.Rise),
+		Method:  changePointMethod(tl.step, sc.set.MinWindow, series, sc.set.Thresholds.Rise, sc.set.Thresholds.MinSamplesTail),
 		Signals: movedSeries(series, k, minEach),
 	}
 	if !ok {
@@ -385,7 +385,7 @@ func (sc *scope) searchSegment(st scrapeStats, tl *timelines, cp *report.ChangeP
 	return &report.ChangePoint{
 		Time:    tl.grid[a-1].End,
 		Score:   score,
-		Method:  changePointMethod(tl.step, sc.set.MinWindow, series, sc.set.Thresholds.Rise) + "; the segment that differs most from the intervals outside it",
+		Method:  changePointMethod(tl.step, sc.set.MinWindow, series, sc.set.Thresholds.Rise, sc.set.Thresholds.MinSamplesTail) + "; the segment that differs most from the intervals outside it",
 		Signals: movedSeries(inside, a, minEach),
 		Used:    true,
 	}, tl.grid[b-1].End

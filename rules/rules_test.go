@@ -547,7 +547,7 @@ func TestDeterministic(t *testing.T) {
 
 func TestUnknownFactWarns(t *testing.T) {
 	r := rules.Evaluate(with(healthy(), rules.FactID("ttft_p90"), fact(1, 1)), rules.SLO{}, rules.DefaultThresholds)
-	require.Contains(t, r.Warnings, rules.Warning{Kind: rules.ErrUnusedFact, Text: "fact ttft_p90 is not used by any rule"})
+	require.Contains(t, r.Warnings, rules.Warning{Err: rules.ErrUnusedFact, Text: "fact ttft_p90 is not used by any rule"})
 	for _, w := range r.Warnings {
 		if w.Text == "fact ttft_p90 is not used by any rule" {
 			assert.ErrorIs(t, w, rules.ErrUnusedFact)

@@ -18,19 +18,19 @@ var (
 // message is its text and whose Unwrap is its sentinel (ErrUnusedFact,
 // ErrNotEvaluable). It is a JSON string, its text.
 type Warning struct {
-	Kind error  // the sentinel
+	Err  error  // the sentinel
 	Text string // the warning as printed
 }
 
 func (w Warning) Error() string { return w.Text }
 
 // Unwrap returns the warning's sentinel.
-func (w Warning) Unwrap() error { return w.Kind }
+func (w Warning) Unwrap() error { return w.Err }
 
 // MarshalJSON writes the warning's text.
 func (w Warning) MarshalJSON() ([]byte, error) { return json.Marshal(w.Text) }
 
-// UnmarshalJSON reads a warning's text; its Kind is unknown (nil).
+// UnmarshalJSON reads a warning's text; its Err is unknown (nil).
 func (w *Warning) UnmarshalJSON(b []byte) error {
 	*w = Warning{}
 	return json.Unmarshal(b, &w.Text)
