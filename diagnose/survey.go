@@ -40,6 +40,12 @@ type lines struct {
 	replicas map[string][][]float64
 	// members holds the membership of every serving replica added.
 	members []membership
+	// hist says which timelines add measures: all (nil), or those whose
+	// stat is p95 (true) or not (false), for a pushdown survey.
+	hist *bool
+	// edges holds, for a pushdown survey, each replica's fresh edges
+	// (scope.edgesFresh).
+	edges map[string][]bool
 }
 
 // fleetLine is the fleet aggregate of one timeline signal per interval.
@@ -81,8 +87,22 @@ func newLines(grid []snapshot.Window, step time.Duration) *lines {
 // was scraped in the lookback (freshIntervals; elsewhere none of its
 // series can stand for the interval's end), records its values and adds
 // them to the fleet's.
-func (l *lines) add(sc *scope, r int) {
+func (l *lines) add(sc *scope, r int) { l.addOnly(sc, r, nil) }
+
+// addOnly is add on the intervals only marks (nil: all), of the
+// timelines l.hist chooses. A replica added twice, its histograms apart
+// (a pushdown survey's sample reads), keeps the values of both.
+func (l *lines) addOnly(sc *scope, r int, only []bool) {
 	fresh := sc.freshIntervals(r, l.grid)
+	if only != nil {
+		for i := range fresh {
+			fresh[i] = fresh[i] && only[i]
+		}
+	}
+	name := sc.replicas[r].t.Name
+	if l.edges != nil && only == nil {
+		l.edges[name] = sc.edgesFresh(r, l.grid)
+	}
 	// Only the intervals the replica was scraped for are evaluated (the
 	// others cannot be, and the grid of windows given apart spans hours
 	// never read): idx maps the sub-grid back.
@@ -95,9 +115,12 @@ func (l *lines) add(sc *scope, r int) {
 			sub = append(sub, l.grid[i])
 		}
 	}
-	vals := make([][]float64, len(timelineSpecs))
+	vals := l.replicas[name]
+	if vals == nil {
+		vals = make([][]float64, len(timelineSpecs))
+	}
 	for si, spec := range timelineSpecs {
-		if !sc.match(r, spec.id).Found() {
+		if !sc.match(r, spec.id).Found() || (l.hist != nil && *l.hist != (spec.stat == "p95")) {
 			continue
 		}
 		f := &l.fleet[si]
@@ -156,8 +179,8 @@ func (l *lines) add(sc *scope, r int) {
 			}
 		}
 	}
-	l.replicas[sc.replicas[r].t.Name] = vals
-	if !isCompanion(sc.replicas[r].res) {
+	l.replicas[name] = vals
+	if only == nil && !isCompanion(sc.replicas[r].res) {
 		l.members = append(l.members, sc.membership(r))
 	}
 }
@@ -305,8 +328,11 @@ type Surveyor struct {
 	// out (see skippable).
 	skip map[string][]string
 	// candidates are the metrics of the surveyed signals' candidates
-	// (catalog.Catalog.SignalMetrics), for LabelsOnlyFor.
-	candidates []string
+	// (catalog.Catalog.SignalMetrics), for LabelsOnlyFor; histCandidates
+	// those of the p95 timelines, which a pushdown survey lists.
+	candidates, histCandidates []string
+	// push is set by PushDown.
+	push *pushdown
 }
 
 // surveyed are the signals whose samples a survey measures: the
@@ -330,7 +356,13 @@ func NewSurveyor(opts Options) (*Surveyor, error) {
 	if !opts.Incident.IsZero() {
 		return nil, errors.New("diagnose: a survey chooses the windows: Options.Baseline and Options.Incident must be zero")
 	}
-	s := &Surveyor{set: set, candidates: set.catalog.SignalMetrics(surveyed...)}
+	var hist []catalog.SignalID
+	for _, spec := range timelineSpecs {
+		if spec.stat == "p95" {
+			hist = append(hist, spec.id)
+		}
+	}
+	s := &Surveyor{set: set, candidates: set.catalog.SignalMetrics(surveyed...), histCandidates: set.catalog.SignalMetrics(hist...)}
 	if set.Model != "" {
 		s.base = map[string]string{"model_name": set.Model}
 	}
@@ -341,6 +373,9 @@ func NewSurveyor(opts Options) (*Surveyor, error) {
 // times (8 bytes a scrape), not its samples.
 func (s *Surveyor) Add(t *snapshot.Target) error {
 	t = t.JoinAddresses()
+	if s.push.rawPass() {
+		return s.addSamples(t)
+	}
 	if s.pass > 0 {
 		if s.next >= len(s.targets) || s.targets[s.next].Name != t.Name {
 			return fmt.Errorf("diagnose: survey pass %d: target %q is not the one of the first pass at that place", s.pass+1, t.Name)
@@ -352,7 +387,7 @@ func (s *Surveyor) Add(t *snapshot.Target) error {
 		s.res = append(s.res, s.set.catalog.ResolveTarget(st))
 	}
 	tr := s.set.catalog.ResolveTarget(t)
-	if (s.relisting || !s.relist) && listedMatch(&tr) {
+	if (s.relisting || !s.relist) && listedMatch(&tr, s.push != nil) {
 		if s.relisting {
 			return fmt.Errorf("diagnose: survey pass %d: target %q has a family the survey measures without samples: read the targets again, with LabelsOnlyFor", s.pass+1, t.Name)
 		}
@@ -388,9 +423,40 @@ func (s *Surveyor) Add(t *snapshot.Target) error {
 			return nil
 		}
 		s.grid, s.step = timelineGrid(st.first, st.last, st.interval, s.set.TimelineStep)
-		s.lines, s.planned = newLines(s.grid, s.step), true
+		s.lines, s.planned = s.newLines(s.grid, s.step), true
 	}
 	s.lines.add(sc, 0)
+	return nil
+}
+
+// newLines returns the lines of a survey on grid: for a pushdown survey,
+// without the histograms, recording the replicas' fresh edges.
+func (s *Surveyor) newLines(grid []snapshot.Window, step time.Duration) *lines {
+	l := newLines(grid, step)
+	if s.push != nil {
+		no := false
+		l.hist, l.edges = &no, map[string][]bool{}
+		s.push = &pushdown{engine: s.push.engine}
+	}
+	return l
+}
+
+// addSamples adds a target of a pushdown survey's SampleReads: its
+// histograms on the intervals read from its samples.
+func (s *Surveyor) addSamples(t *snapshot.Target) error {
+	if !s.push.pending[t.Name] {
+		return fmt.Errorf("diagnose: survey: target %q is not one SampleReads asked for, or was added twice", t.Name)
+	}
+	delete(s.push.pending, t.Name)
+	tr := s.set.catalog.ResolveTarget(t)
+	sc := newScope(s.set, s.base, []replica{{t: t, res: &tr}})
+	if len(servingReplicas(sc.replicas, s.base)) == 0 {
+		return nil
+	}
+	yes, no := true, false
+	s.lines.hist = &yes
+	s.lines.addOnly(sc, 0, s.push.own[t.Name])
+	s.lines.hist = &no
 	return nil
 }
 
@@ -403,6 +469,9 @@ func (s *Surveyor) Add(t *snapshot.Target) error {
 // of them.
 func (s *Surveyor) LabelsOnly() []string {
 	measured := s.candidates
+	if s.push != nil {
+		measured = slices.DeleteFunc(slices.Clone(measured), func(m string) bool { return slices.Contains(s.histCandidates, m) })
+	}
 	var out []string
 	for _, m := range s.set.catalog.EvidenceMetrics() {
 		if !slices.Contains(measured, m) {
@@ -441,6 +510,9 @@ func (s *Surveyor) LabelsOnlyFor(sketch *snapshot.Target) []string {
 	}
 	var out []string
 	for _, m := range s.candidates {
+		if s.push != nil && slices.Contains(s.histCandidates, m) {
+			continue // in LabelsOnly
+		}
 		if !measured[m] && !measured[snapshot.FamilyBaseName(m)] {
 			out = append(out, m)
 		}
@@ -450,9 +522,13 @@ func (s *Surveyor) LabelsOnlyFor(sketch *snapshot.Target) []string {
 
 // listedMatch reports whether a signal a survey measures matches, in tr,
 // a family without any sample: one listed by its labels alone (a family
-// read with samples has some, or it is not in the evidence).
-func listedMatch(tr *catalog.TargetResolution) bool {
+// read with samples has some, or it is not in the evidence). A pushdown
+// survey lists its histograms so (pushed).
+func listedMatch(tr *catalog.TargetResolution, pushed bool) bool {
 	for _, id := range surveyed {
+		if pushed && pushedSignal(id) {
+			continue
+		}
 		m, ok := tr.Match(id)
 		if !ok || !m.Found() {
 			continue
@@ -568,9 +644,25 @@ func (s *Surveyor) Survey() (sv *Survey, again bool, err error) {
 				return nil, false, fmt.Errorf("diagnose: survey pass %d: the grid moved again", s.pass+1)
 			}
 			s.grid, s.step, s.planned, s.missed = grid, step, true, false
-			s.lines = newLines(grid, step)
+			s.lines = s.newLines(grid, step)
 			s.pass, s.next, s.relisting = s.pass+1, 0, s.relist
 			return nil, true, nil
+		}
+		if s.push != nil && !s.push.fetched {
+			if !s.push.planned {
+				more, err := s.planPush(sc)
+				if err != nil {
+					return nil, false, err
+				}
+				if more {
+					return nil, true, nil // SampleReads
+				}
+			} else if n := len(s.push.pending); n > 0 {
+				return nil, false, fmt.Errorf("diagnose: survey: %d targets of SampleReads not added", n)
+			}
+			if err := s.fetchPush(sc); err != nil {
+				return nil, false, err
+			}
 		}
 		tl = s.lines.timelines(sc)
 	} else if relist {
@@ -578,7 +670,11 @@ func (s *Surveyor) Survey() (sv *Survey, again bool, err error) {
 		s.pass, s.next, s.relisting = s.pass+1, 0, true
 		return nil, true, nil
 	}
-	return &Survey{set: s.set, group: groups[0].sel, st: st, tl: tl, targets: s.targets, starts: s.starts, skip: s.skip, passes: s.pass + 1}, false, nil
+	sv = &Survey{set: s.set, group: groups[0].sel, st: st, tl: tl, targets: s.targets, starts: s.starts, skip: s.skip, passes: s.pass + 1}
+	if s.push != nil && s.lines != nil {
+		sv.push, sv.edges = s.push, s.lines.edges
+	}
+	return sv, false, nil
 }
 
 // stripSamples returns a copy of t with its labels and none of its
@@ -609,6 +705,10 @@ type Survey struct {
 	starts  map[string]int     // distinct process start times per target (see scopeWarnings)
 	skip    map[string][]string
 	passes  int
+	// push and edges are a pushdown survey's engine state and replicas'
+	// fresh edges (Surveyor.PushDown), for the replicas' timelines.
+	push  *pushdown
+	edges map[string][]bool
 }
 
 // SkipFor is for snapshot.TargetSelection.Skip of the read of the windows
@@ -760,9 +860,10 @@ func completeSeries[S any](have, whole []S, key func(S) string) []S {
 	return out
 }
 
-// clone returns a copy of tl whose list can be rewritten.
+// clone returns a copy of tl whose list and replicas can be rewritten.
 func (tl *timelines) clone() *timelines {
 	c := *tl
 	c.list = slices.Clone(tl.list)
+	c.replicas = maps.Clone(tl.replicas)
 	return &c
 }

@@ -116,6 +116,7 @@ func (sc *scope) addReplicas(tl *timelines, replicas []int) {
 	if tl == nil || len(replicas) == 0 {
 		return
 	}
+	sc.fillReplicas(tl, replicas)
 	sel := map[int]bool{}
 	for _, r := range replicas {
 		sel[r] = true

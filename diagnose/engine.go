@@ -1,0 +1,375 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// An Engine computes histogram increases where the evidence is kept (a
+// Prometheus-compatible server), so that a survey (Surveyor.PushDown)
+// reads sums instead of every replica's buckets. Its answers must be
+// those of the samples: the increase of a series over a window is its
+// value at the window's end minus its value at the start, each the last
+// sample at or before the edge within snapshot.Lookback (what
+// "x - x offset d" gives); a series without both edges is left out.
+type Engine interface {
+	// HistogramIncreases returns, per window of q.Grid, the increase of
+	// the histogram family q.Metric over the series of q.Targets that
+	// carry q.Match's labels: summed over the targets (one row), or per
+	// target in q.Targets' order when q.Each is set. An entry is nil
+	// where no series has both edges. Bounds are the series' le values,
+	// unscaled; Count and Sum are NaN where _count or _sum is missing.
+	HistogramIncreases(q HistogramQuery) ([][]*histogram.Histogram, error)
+	// Resets returns the names of the targets of q.Targets on which a
+	// series of q.Metric's _count matching q.Match went down (a counter
+	// reset) between the start of q.Grid's first window, less
+	// snapshot.Lookback, and the end of its last.
+	Resets(q HistogramQuery) ([]string, error)
+}
+
+// HistogramQuery is one question to an Engine.
+type HistogramQuery struct {
+	// Metric is the histogram's family name (without _bucket).
+	Metric string
+	// Match are labels every series must carry (the scope's model).
+	Match map[string]string
+	// Targets are the targets whose series are read (labels only is
+	// enough: the engine uses Name and NameFrom).
+	Targets []*snapshot.Target
+	// Each asks for one row per target instead of their sum.
+	Each bool
+	// Grid are adjacent windows of one length.
+	Grid []snapshot.Window
+}
+
+// pushdown is the state of a Surveyor whose histogram timelines an Engine
+// computes (Surveyor.PushDown).
+//
+// A replica's increase over an interval comes from the engine when the
+// replica was scraped within snapshot.Lookback of both edges and did not
+// restart: then the engine's "x - x offset d" is the replica's exact
+// increase (snapshot's edge rule). The other intervals at whose end it
+// was scraped (its first, after a gap) are read from its samples
+// (SampleReads), and so is the whole history of a replica that restarted
+// (process_start_time_seconds took several values, or the engine saw a
+// counter reset): the engine cannot correct a reset.
+type pushdown struct {
+	engine Engine
+	// planned is set once the sample reads are chosen; fetched once the
+	// engine's sums are merged.
+	planned, fetched bool
+	// own maps a replica to the intervals read from its samples; whole
+	// lists the replicas read so over their whole history.
+	own   map[string][]bool
+	whole map[string]bool
+	// pending are the replicas of the sample reads not yet added.
+	pending map[string]bool
+	reads   []SampleRead
+}
+
+// A SampleRead is a read a pushdown survey needs of the samples
+// themselves: Metrics of Targets over Window (its start widened by
+// snapshot.Lookback for the edge samples).
+type SampleRead struct {
+	Targets []*snapshot.Target
+	Metrics []string
+	Window  snapshot.Window
+}
+
+// PushDown makes the survey take the fleet's histogram timelines (TTFT,
+// TPOT, ITL, E2E and the phases) from e instead of merging every
+// replica's buckets; it must be called before the first Add. The read
+// that feeds the Surveyor then lists the histograms by their labels
+// (LabelsOnly says so), and Survey asks, through again and SampleReads,
+// for the few samples the engine cannot stand for. The survey is the one
+// of a whole read, but for the order in which floating-point sums of
+// _sum are added. Diagnose with the survey asks e for the per-replica
+// timelines the report shows.
+func (s *Surveyor) PushDown(e Engine) {
+	s.push = &pushdown{engine: e}
+}
+
+// SampleReads returns the reads a pushdown survey asks for when Survey
+// says again after the targets were added: read them and add each target
+// read, in any order, then call Survey again. Nil otherwise.
+func (s *Surveyor) SampleReads() []SampleRead {
+	if s.push == nil || !s.push.planned || s.push.fetched || len(s.push.pending) == 0 {
+		return nil
+	}
+	return s.push.reads
+}
+
+// rawPass reports whether the survey awaits the targets of its
+// SampleReads.
+func (p *pushdown) rawPass() bool { return p != nil && p.planned && len(p.pending) > 0 }
+
+// planPush chooses the sample reads: the replicas' intervals without a
+// fresh start edge, and the whole history of those that restarted.
+// It reports whether there is any.
+func (s *Surveyor) planPush(sc *scope) (bool, error) {
+	p := s.push
+	p.planned = true
+	p.own, p.whole, p.pending = map[string][]bool{}, map[string]bool{}, map[string]bool{}
+	var metrics []string
+	bySignal := map[catalog.SignalID]bool{}
+	for _, spec := range timelineSpecs {
+		if spec.stat == "p95" {
+			bySignal[spec.id] = true
+		}
+	}
+	// Restarts the process start times show; then the engine's resets.
+	for r, rp := range sc.replicas {
+		if s.starts[rp.t.Name] > 1 {
+			p.whole[rp.t.Name] = true
+		}
+		for _, spec := range timelineSpecs {
+			if m := sc.match(r, spec.id); spec.stat == "p95" && m.Found() && !slices.Contains(metrics, m.Family.Name) {
+				metrics = append(metrics, m.Family.Name)
+			}
+		}
+	}
+	for _, q := range s.pushQueries(sc, false) {
+		names, err := p.engine.Resets(q)
+		if err != nil {
+			return false, fmt.Errorf("diagnose: engine: resets of %s: %w", q.Metric, err)
+		}
+		for _, n := range names {
+			p.whole[n] = true
+		}
+	}
+	byWindow := map[snapshot.Window][]*snapshot.Target{}
+	var order []snapshot.Window
+	for r, rp := range sc.replicas {
+		name := rp.t.Name
+		edges := s.lines.edges[name]
+		if edges == nil || !s.hasHist(sc, r) {
+			continue
+		}
+		own := make([]bool, len(s.grid))
+		first, last := -1, -1
+		for i := range s.grid {
+			if edges[i+1] && (p.whole[name] || !edges[i]) {
+				own[i] = true
+				if first < 0 {
+					first = i
+				}
+				last = i
+			}
+		}
+		if first < 0 {
+			continue
+		}
+		p.own[name] = own
+		p.pending[name] = true
+		w := snapshot.Window{Start: s.grid[first].Start, End: s.grid[last].End}
+		if byWindow[w] == nil {
+			order = append(order, w)
+		}
+		byWindow[w] = append(byWindow[w], rp.t)
+	}
+	for _, w := range order {
+		p.reads = append(p.reads, SampleRead{Targets: byWindow[w], Metrics: metrics, Window: w})
+	}
+	return len(p.pending) > 0, nil
+}
+
+// hasHist reports whether replica r of sc carries a p95 timeline signal.
+func (s *Surveyor) hasHist(sc *scope, r int) bool {
+	for _, spec := range timelineSpecs {
+		if spec.stat == "p95" && sc.match(r, spec.id).Found() {
+			return true
+		}
+	}
+	return false
+}
+
+// pushQueries returns the engine's questions for the fleet's histogram
+// timelines: per family name a p95 signal matches, the serving replicas
+// that carry it, less those read whole when fleet is set; the signal
+// each answers and its scale are in sig and scale.
+func (s *Surveyor) pushQueries(sc *scope, fleet bool) []HistogramQuery {
+	var out []HistogramQuery
+	for _, q := range s.pushPlan(sc, fleet) {
+		out = append(out, q.q)
+	}
+	return out
+}
+
+// pushQuery is one engine question and what its answer stands for.
+type pushQuery struct {
+	q     HistogramQuery
+	spec  int     // the timelineSpecs index
+	scale float64 // candidate's bound scale
+}
+
+// pushPlan lists the engine's questions for the fleet's histogram
+// timelines (see pushQueries), per p95 signal and family name in replica
+// order.
+func (s *Surveyor) pushPlan(sc *scope, fleet bool) []pushQuery {
+	var out []pushQuery
+	for si, spec := range timelineSpecs {
+		if spec.stat != "p95" {
+			continue
+		}
+		byName := map[string]int{}
+		for r, rp := range sc.replicas {
+			if isCompanion(rp.res) || (fleet && s.push.whole[rp.t.Name]) {
+				continue
+			}
+			m := sc.match(r, spec.id)
+			if !m.Found() {
+				continue
+			}
+			k, ok := byName[m.Family.Name]
+			if !ok {
+				k = len(out)
+				byName[m.Family.Name] = k
+				out = append(out, pushQuery{spec: si, scale: m.Candidate.ScaleFor(math.NaN()),
+					q: HistogramQuery{Metric: m.Family.Name, Match: sc.selector(m.Family), Grid: s.grid}})
+			}
+			out[k].q.Targets = append(out[k].q.Targets, rp.t)
+		}
+	}
+	return out
+}
+
+// fetchPush merges the engine's sums into the fleet's histogram lines.
+func (s *Surveyor) fetchPush(sc *scope) error {
+	for _, pq := range s.pushPlan(sc, true) {
+		rows, err := s.push.engine.HistogramIncreases(pq.q)
+		if err != nil {
+			return fmt.Errorf("diagnose: engine: increases of %s: %w", pq.q.Metric, err)
+		}
+		if len(rows) != 1 || len(rows[0]) != len(s.grid) {
+			return fmt.Errorf("diagnose: engine: increases of %s: %d rows, want 1 of %d windows", pq.q.Metric, len(rows), len(s.grid))
+		}
+		f := &s.lines.fleet[pq.spec]
+		f.has = true
+		for i, h := range rows[0] {
+			if h == nil {
+				continue
+			}
+			f.mergeHist(i, engineIncrease(s.grid[i], *h, pq.scale))
+		}
+	}
+	s.push.fetched = true
+	return nil
+}
+
+// engineIncrease is an engine's histogram over w as a window's increase,
+// its bounds scaled.
+func engineIncrease(w snapshot.Window, h histogram.Histogram, scale float64) snapshot.HistogramIncrease {
+	if scale != 1 {
+		h = scaleBounds(h, scale)
+	}
+	return snapshot.HistogramIncrease{Window: w, From: w.Start, To: w.End, Histogram: h, Series: 1}
+}
+
+// edgesFresh reports, for each edge of grid (the windows' starts, then
+// the last end), whether replica r was scraped within snapshot.Lookback
+// at or before it.
+func (sc *scope) edgesFresh(r int, grid []snapshot.Window) []bool {
+	ends := make([]snapshot.Window, 0, len(grid)+1)
+	ends = append(ends, snapshot.Window{End: grid[0].Start})
+	ends = append(ends, grid...)
+	return sc.freshIntervals(r, ends)
+}
+
+// fillReplicas asks the survey's engine for the histogram timelines of
+// the replicas shown (idx into sc.replicas) whose values the survey left
+// to it: the intervals with both edges fresh; the others keep the
+// values read from the samples. A failed question leaves the replica's
+// timeline as it was.
+func (sc *scope) fillReplicas(tl *timelines, idx []int) {
+	sv := sc.set.Survey
+	if sv == nil || sv.push == nil || tl == nil {
+		return
+	}
+	for si, spec := range timelineSpecs {
+		if spec.stat != "p95" {
+			continue
+		}
+		type ask struct {
+			q     HistogramQuery
+			scale float64
+			names []string
+		}
+		asks := map[string]*ask{}
+		var order []string
+		for _, r := range idx {
+			name := sc.replicas[r].t.Name
+			m := sc.match(r, spec.id)
+			if !m.Found() || sv.push.whole[name] || sv.edges[name] == nil {
+				continue
+			}
+			a := asks[m.Family.Name]
+			if a == nil {
+				a = &ask{scale: m.Candidate.ScaleFor(math.NaN()), q: HistogramQuery{Metric: m.Family.Name, Match: sc.selector(m.Family), Grid: tl.grid, Each: true}}
+				asks[m.Family.Name] = a
+				order = append(order, m.Family.Name)
+			}
+			a.q.Targets = append(a.q.Targets, sc.replicas[r].t)
+			a.names = append(a.names, name)
+		}
+		for _, fam := range order {
+			a := asks[fam]
+			rows, err := sv.push.engine.HistogramIncreases(a.q)
+			if err != nil || len(rows) != len(a.names) {
+				continue
+			}
+			for k, name := range a.names {
+				tl.setReplica(name, si, spec, rows[k], sv.edges[name], a.scale)
+			}
+		}
+	}
+}
+
+// setReplica writes the p95 points of replica name's signal si from an
+// engine's row into tl.replicas (a copy: the survey's own stay as they
+// are), on the intervals with both edges fresh.
+func (tl *timelines) setReplica(name string, si int, spec timelineSpec, row []*histogram.Histogram, edges []bool, scale float64) {
+	if len(row) != len(tl.grid) {
+		return
+	}
+	vals := slices.Clone(tl.replicas[name])
+	if vals == nil {
+		vals = make([][]float64, len(timelineSpecs))
+	}
+	stride := spec.stride()
+	v := slices.Clone(vals[si])
+	if v == nil {
+		v = make([]float64, stride*len(tl.grid))
+		for i := range tl.grid {
+			v[stride*i] = math.NaN()
+		}
+	}
+	for i, h := range row {
+		if h == nil || !edges[i] || !edges[i+1] {
+			continue
+		}
+		p := histP95(time.Time{}, engineIncrease(tl.grid[i], *h, scale))
+		v[stride*i], v[stride*i+1], v[stride*i+2] = float64(p.Value), float64(p.Count), float64(p.Edge)
+	}
+	vals[si] = v
+	if tl.replicas == nil {
+		tl.replicas = map[string][][]float64{}
+	}
+	tl.replicas[name] = vals
+}
+
+// pushedSignal reports whether a pushdown survey takes signal id's
+// timeline from its engine: the p95 timelines.
+func pushedSignal(id catalog.SignalID) bool {
+	for _, spec := range timelineSpecs {
+		if spec.id == id {
+			return spec.stat == "p95"
+		}
+	}
+	return false
+}
