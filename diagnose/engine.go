@@ -11,43 +11,6 @@ import (
 	"github.com/whyslow/whyslow/snapshot"
 )
 
-// An Engine computes histogram increases where the evidence is kept (a
-// Prometheus-compatible server), so that a survey (Surveyor.PushDown)
-// reads sums instead of every replica's buckets. Its answers must be
-// those of the samples: the increase of a series over a window is its
-// value at the window's end minus its value at the start, each the last
-// sample at or before the edge within snapshot.Lookback (what
-// "x - x offset d" gives); a series without both edges is left out.
-type Engine interface {
-	// HistogramIncreases returns, per window of q.Grid, the increase of
-	// the histogram family q.Metric over the series of q.Targets that
-	// carry q.Match's labels: summed over the targets (one row), or per
-	// target in q.Targets' order when q.Each is set. An entry is nil
-	// where no series has both edges. Bounds are the series' le values,
-	// unscaled; Count and Sum are NaN where _count or _sum is missing.
-	HistogramIncreases(q HistogramQuery) ([][]*histogram.Histogram, error)
-	// Resets returns the names of the targets of q.Targets on which a
-	// series of q.Metric's _count matching q.Match went down (a counter
-	// reset) between the start of q.Grid's first window, less
-	// snapshot.Lookback, and the end of its last.
-	Resets(q HistogramQuery) ([]string, error)
-}
-
-// HistogramQuery is one question to an Engine.
-type HistogramQuery struct {
-	// Metric is the histogram's family name (without _bucket).
-	Metric string
-	// Match are labels every series must carry (the scope's model).
-	Match map[string]string
-	// Targets are the targets whose series are read (labels only is
-	// enough: the engine uses Name and NameFrom).
-	Targets []*snapshot.Target
-	// Each asks for one row per target instead of their sum.
-	Each bool
-	// Grid are adjacent windows of one length.
-	Grid []snapshot.Window
-}
-
 // pushdown is the state of a Surveyor whose histogram timelines an Engine
 // computes (Surveyor.PushDown).
 //
@@ -60,7 +23,7 @@ type HistogramQuery struct {
 // (process_start_time_seconds took several values, or the engine saw a
 // counter reset): the engine cannot correct a reset.
 type pushdown struct {
-	engine Engine
+	engine snapshot.Engine
 	// planned is set once the sample reads are chosen; fetched once the
 	// engine's sums are merged.
 	planned, fetched bool
@@ -91,7 +54,7 @@ type SampleRead struct {
 // of a whole read, but for the order in which floating-point sums of
 // _sum are added. Diagnose with the survey asks e for the per-replica
 // timelines the report shows.
-func (s *Surveyor) PushDown(e Engine) {
+func (s *Surveyor) PushDown(e snapshot.Engine) {
 	s.push = &pushdown{engine: e}
 }
 
@@ -193,8 +156,8 @@ func (s *Surveyor) hasHist(sc *scope, r int) bool {
 // timelines: per family name a p95 signal matches, the serving replicas
 // that carry it, less those read whole when fleet is set; the signal
 // each answers and its scale are in sig and scale.
-func (s *Surveyor) pushQueries(sc *scope, fleet bool) []HistogramQuery {
-	var out []HistogramQuery
+func (s *Surveyor) pushQueries(sc *scope, fleet bool) []snapshot.HistogramQuery {
+	var out []snapshot.HistogramQuery
 	for _, q := range s.pushPlan(sc, fleet) {
 		out = append(out, q.q)
 	}
@@ -203,7 +166,7 @@ func (s *Surveyor) pushQueries(sc *scope, fleet bool) []HistogramQuery {
 
 // pushQuery is one engine question and what its answer stands for.
 type pushQuery struct {
-	q     HistogramQuery
+	q     snapshot.HistogramQuery
 	spec  int     // the timelineSpecs index
 	scale float64 // candidate's bound scale
 }
@@ -231,7 +194,7 @@ func (s *Surveyor) pushPlan(sc *scope, fleet bool) []pushQuery {
 				k = len(out)
 				byName[m.Family.Name] = k
 				out = append(out, pushQuery{spec: si, scale: m.Candidate.ScaleFor(math.NaN()),
-					q: HistogramQuery{Metric: m.Family.Name, Match: sc.selector(m.Family), Grid: s.grid}})
+					q: snapshot.HistogramQuery{Metric: m.Family.Name, Match: sc.selector(m.Family), Grid: s.grid}})
 			}
 			out[k].q.Targets = append(out[k].q.Targets, rp.t)
 		}
@@ -296,7 +259,7 @@ func (sc *scope) fillReplicas(tl *timelines, idx []int) {
 			continue
 		}
 		type ask struct {
-			q     HistogramQuery
+			q     snapshot.HistogramQuery
 			scale float64
 			names []string
 		}
@@ -310,7 +273,7 @@ func (sc *scope) fillReplicas(tl *timelines, idx []int) {
 			}
 			a := asks[m.Family.Name]
 			if a == nil {
-				a = &ask{scale: m.Candidate.ScaleFor(math.NaN()), q: HistogramQuery{Metric: m.Family.Name, Match: sc.selector(m.Family), Grid: tl.grid, Each: true}}
+				a = &ask{scale: m.Candidate.ScaleFor(math.NaN()), q: snapshot.HistogramQuery{Metric: m.Family.Name, Match: sc.selector(m.Family), Grid: tl.grid, Each: true}}
 				asks[m.Family.Name] = a
 				order = append(order, m.Family.Name)
 			}

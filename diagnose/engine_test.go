@@ -52,7 +52,7 @@ func matches(h *snapshot.HistogramSeries, match map[string]string) bool {
 	return true
 }
 
-func (e *sampleEngine) HistogramIncreases(q diagnose.HistogramQuery) ([][]*histogram.Histogram, error) {
+func (e *sampleEngine) HistogramIncreases(q snapshot.HistogramQuery) ([][]*histogram.Histogram, error) {
 	e.questions++
 	rows := 1
 	if q.Each {
@@ -97,7 +97,7 @@ func (e *sampleEngine) HistogramIncreases(q diagnose.HistogramQuery) ([][]*histo
 	return out, nil
 }
 
-func (e *sampleEngine) Resets(q diagnose.HistogramQuery) ([]string, error) {
+func (e *sampleEngine) Resets(q snapshot.HistogramQuery) ([]string, error) {
 	e.questions++
 	from := q.Grid[0].Start.Add(-snapshot.Lookback).UnixMilli()
 	to := q.Grid[len(q.Grid)-1].End.UnixMilli()

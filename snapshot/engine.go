@@ -1,0 +1,41 @@
+package snapshot
+
+import "github.com/whyslow/whyslow/histogram"
+
+// An Engine computes histogram increases where the evidence is kept (a
+// Prometheus-compatible server), so that a survey of a long history
+// (diagnose.Surveyor.PushDown) reads sums instead of every replica's
+// buckets. Its answers must be those of the samples: the increase of a
+// series over a window is its value at the window's end minus its value
+// at the start, each the last sample at or before the edge within
+// Lookback (what "x - x offset d" gives); a series without both edges is
+// left out.
+type Engine interface {
+	// HistogramIncreases returns, per window of q.Grid, the increase of
+	// the histogram family q.Metric over the series of q.Targets that
+	// carry q.Match's labels: summed over the targets (one row), or per
+	// target in q.Targets' order when q.Each is set. An entry is nil
+	// where no series has both edges. Bounds are the series' le values,
+	// unscaled; Count and Sum are NaN where _count or _sum is missing.
+	HistogramIncreases(q HistogramQuery) ([][]*histogram.Histogram, error)
+	// Resets returns the names of the targets of q.Targets on which a
+	// series of q.Metric's _count matching q.Match went down (a counter
+	// reset) between the start of q.Grid's first window, less
+	// Lookback, and the end of its last.
+	Resets(q HistogramQuery) ([]string, error)
+}
+
+// HistogramQuery is one question to an Engine.
+type HistogramQuery struct {
+	// Metric is the histogram's family name (without _bucket).
+	Metric string
+	// Match are labels every series must carry (the scope's model).
+	Match map[string]string
+	// Targets are the targets whose series are read (labels only is
+	// enough: the engine uses Name and NameFrom).
+	Targets []*Target
+	// Each asks for one row per target instead of their sum.
+	Each bool
+	// Grid are adjacent windows of one length.
+	Grid []Window
+}
