@@ -19,6 +19,7 @@ import (
 	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/promapi"
 )
 
 const diagnoseExamples = `  whyslow diagnose ./evidence/
@@ -38,6 +39,7 @@ type diagnoseFlags struct {
 	format             string
 	verbose, wide      bool
 	maxWindow          time.Duration
+	pushdown           bool
 }
 
 func (f *diagnoseFlags) register(fsName string, e *env, synopsis, examples string, formats string) *flagSet {
@@ -55,6 +57,7 @@ func (f *diagnoseFlags) register(fsName string, e *env, synopsis, examples strin
 		fs.BoolVar(&f.verbose, "verbose", false, "print every hypothesis in full and every evidence line with its source metric (text, markdown, html)")
 	}
 	fs.BoolVar(&f.wide, "wide", false, "do not fit text tables to 120 columns (one row per line, however wide)")
+	fs.BoolVar(&f.pushdown, "pushdown", true, "server URL without --incident: let the server sum the histograms of the timelines the change point is searched in (PromQL), and read samples over the chosen windows only; false reads every pod's samples over the whole range")
 	return fs
 }
 
@@ -181,9 +184,12 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 		return err
 	}
 	var ev *snapshot.Evidence
-	if opts.Incident.IsZero() && snapshot.Streams(paths) {
+	switch {
+	case opts.Incident.IsZero() && snapshot.Streams(paths):
 		ev, opts, err = f.readSurveyed(ctx, e, paths, opts, trim)
-	} else {
+	case opts.Incident.IsZero() && f.pushdown && len(paths) == 1 && promapi.IsURL(paths[0]):
+		ev, opts, err = f.readPushdown(ctx, e, paths, opts, trim)
+	default:
 		ev, err = f.readRanges(ctx, e, paths, opts.Selection(), opts.ReadRanges(), trim)
 	}
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/whyslow/whyslow/catalog"
@@ -164,7 +163,7 @@ func (f *inputFlags) readEach(ctx context.Context, e *env, paths []string, opts 
 		if err != nil {
 			return nil, usagef("--match %q: %v", f.match, err)
 		}
-		opts.Matchers = append([]*labels.Matcher(nil), ms...)
+		opts.Matchers = append(slices.Clone(opts.Matchers), ms...)
 	}
 	if f.maxBytes != "" {
 		n, err := parseSize(f.maxBytes)

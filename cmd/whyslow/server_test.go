@@ -96,8 +96,9 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 		start = fleetsim.DefaultStart
 	}
 	rng := start.UTC().Format(time.RFC3339) + "/2h"
-	report := func(path string) map[string]any {
-		code, out, errs := whyslow(t, "", "diagnose", "--format", "json", "--range", rng, path)
+	report := func(path string, flags ...string) map[string]any {
+		args := append([]string{"diagnose", "--format", "json", "--range", rng}, flags...)
+		code, out, errs := whyslow(t, "", append(args, path)...)
 		require.Equal(t, exitOK, code, errs)
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(out), &m))
@@ -108,16 +109,35 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 		assert.Equal(t, []any{path}, sources)
 		return m
 	}
+	const size = `([0-9]+ bytes|[0-9.]+ MB)`
+	read := `^http://127\.0\.0\.1:\d+: read with \d+ queries and \d+ label lookups: \d+ HTTP requests, ` + size + ` of responses received$`
+	summed := `^http://127\.0\.0\.1:\d+: aggregated in the server with \d+ queries: \d+ HTTP requests, ` + size + ` of responses received$`
+	// notes checks that the server's reads say what they cost, in notes
+	// of their own (one for the raw pull; for a pushdown, the survey's
+	// reads, the windows' and the aggregation in the server), and drops
+	// them.
+	notes := func(m map[string]any, pushdown bool) {
+		in := m["inputs"].(map[string]any)
+		notes, _ := in["notes"].([]any)
+		delete(in, "notes")
+		if !pushdown {
+			require.Len(t, notes, 1)
+			assert.Regexp(t, read, notes[0])
+			return
+		}
+		require.GreaterOrEqual(t, len(notes), 3)
+		for _, n := range notes[:len(notes)-1] {
+			assert.Regexp(t, read, n)
+		}
+		assert.Regexp(t, summed, notes[len(notes)-1])
+	}
 	ref := report(dir)
-	got := report(url)
 	assert.Equal(t, spec.Expect, ref["verdict"])
-	// The server's read says what it cost, in a note of its own.
-	in := got["inputs"].(map[string]any)
-	notes, _ := in["notes"].([]any)
-	require.Len(t, notes, 1)
-	assert.Regexp(t, `^http://127\.0\.0\.1:\d+: read with \d+ queries and \d+ label lookups: \d+ HTTP requests, ([0-9]+ bytes|[0-9.]+ MB) of responses received$`, notes[0])
-	delete(in, "notes")
-	assert.Equal(t, ref, got)
+	for _, pushdown := range []bool{true, false} {
+		got := report(url, fmt.Sprintf("--pushdown=%v", pushdown))
+		notes(got, pushdown)
+		assert.Equal(t, ref, got, "--pushdown=%v", pushdown)
+	}
 }
 
 // The command's side of the server guards: --server-deadline ends a read

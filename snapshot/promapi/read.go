@@ -238,9 +238,16 @@ func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 	if err != nil {
 		return nil, err
 	}
+	cols := snapshot.NewColumns(r.red, r.builderOptions())
 	var units []unit
 	step := r.cfg.MaxRange.Milliseconds()
 	for _, f := range families {
+		if slices.Contains(r.opts.LabelsOnly, f.name) {
+			if err := r.listSeries(ctx, cols, f, label, targets, qfrom); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		for _, batch := range batches(targets, r.cfg.TargetsPerQuery) {
 			for from := qfrom; from < r.end; from += step {
 				units = append(units, unit{family: f.name, names: f.names, label: label, targets: batch, from: from, to: min(from+step, r.end)})
@@ -252,7 +259,6 @@ func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 	r.mu.Unlock()
 	r.report(0)
 
-	cols := snapshot.NewColumns(r.red, r.builderOptions())
 	results := make(chan result, r.cfg.Concurrency)
 	go r.run(ctx, units, results)
 
@@ -310,6 +316,40 @@ func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 		return nil, fmt.Errorf("snapshot: server %s: nothing could be read: %w", r.red, errors.Join(errs...))
 	}
 	return ev, nil
+}
+
+// listSeries lists the series of family f by their labels, without
+// samples (Options.LabelsOnly), with /api/v1/series per batch of targets
+// of TargetsPerQuery x 10.
+func (r *reader) listSeries(ctx context.Context, cols *snapshot.Columns, f family, label string, targets []string, qfrom int64) error {
+	for _, batch := range batches(targets, r.cfg.TargetsPerQuery*10) {
+		u := unit{family: f.name, names: f.names, label: label, targets: batch}
+		sel := r.selector(u)
+		var sets []model.LabelSet
+		err := r.retry(ctx, "series "+sel, func(ctx context.Context) (v1.Warnings, error) {
+			var w v1.Warnings
+			var err error
+			sets, w, _, err = r.api.Series(ctx, []string{sel}, time.UnixMilli(qfrom), time.UnixMilli(r.end))
+			return w, err
+		})
+		if err != nil {
+			return fmt.Errorf("snapshot: server %s: listing %s: %w", r.red, u.what(), err)
+		}
+		r.mu.Lock()
+		r.lookups++
+		r.mu.Unlock()
+		for _, ls := range sets {
+			b := labels.NewScratchBuilder(len(ls))
+			for k, v := range ls {
+				b.Add(string(k), string(v))
+			}
+			b.Sort()
+			if c := cols.Series(r.red, b.Labels()); c != nil {
+				c.KeepLabels()
+			}
+		}
+	}
+	return nil
 }
 
 // costNote says what the read cost the server: the queries made, the
