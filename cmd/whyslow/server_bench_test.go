@@ -63,27 +63,38 @@ func BenchmarkServer(b *testing.B) {
 				runCommand(b, "diagnose", "--baseline", baseline, "--incident", incident, "--format", "json", src.path)
 			})
 		})
-		// The whole range, windows chosen by the diagnosis: what issue 34
-		// measures a pushdown against. A server's read reports the bytes
-		// of the responses it received (its note in inputs).
-		b.Run("diagnose-6h/"+src.name, func(b *testing.B) {
-			var received float64
-			measureRSS(b, pid, func(b *testing.B) {
-				out := runCommandOutput(b, "diagnose", "--range", rfc(end.Add(-span))+"/"+rfc(end), "--format", "json", src.path)
-				if m := receivedMB.FindSubmatch(out); m != nil {
-					received, _ = strconv.ParseFloat(string(m[1]), 64)
-					if string(m[2]) == "bytes" {
-						received /= 1e6
+		// The whole range, windows chosen by the diagnosis: a server's
+		// read aggregated in the server (--pushdown, the default) and
+		// pulled raw, side by side with the directory. A server's reads
+		// report the bytes of the responses received (notes in inputs).
+		for _, push := range []bool{true, false} {
+			name := "diagnose-6h/" + src.name
+			if src.name == "url" && !push {
+				name = "diagnose-6h/url-raw"
+			} else if !push {
+				continue
+			}
+			b.Run(name, func(b *testing.B) {
+				var received float64
+				measureRSS(b, pid, func(b *testing.B) {
+					out := runCommandOutput(b, "diagnose", "--range", rfc(end.Add(-span))+"/"+rfc(end), "--format", "json", fmt.Sprintf("--pushdown=%v", push), src.path)
+					received = 0
+					for _, m := range receivedMB.FindAllSubmatch(out, -1) {
+						v, _ := strconv.ParseFloat(string(m[1]), 64)
+						if string(m[2]) == "bytes" {
+							v /= 1e6
+						}
+						received += v
 					}
+				})
+				if src.name == "url" {
+					if received == 0 {
+						b.Fatal("no read-cost note in the report")
+					}
+					b.ReportMetric(received, "MB-received")
 				}
 			})
-			if src.name == "url" {
-				if received == 0 {
-					b.Fatal("no read-cost note in the report")
-				}
-				b.ReportMetric(received, "MB-received")
-			}
-		})
+		}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
+	"github.com/whyslow/whyslow/internal/jsondiff"
 	"github.com/whyslow/whyslow/internal/promserver"
 )
 
@@ -80,63 +81,84 @@ func TestServerURL(t *testing.T) {
 }
 
 // TestDiagnoseURLAsTSDB runs "whyslow diagnose URL" against a real
-// Prometheus serving a copy of a fleetsim TSDB and "whyslow diagnose DIR"
-// on the directory: the JSON reports are the same but for their sources.
-// The command reads only the catalog's metrics from the server, the whole
-// directory from disk. Without prometheus the test skips, and fails in CI.
+// Prometheus serving a copy of a fleetsim TSDB, and a VictoriaMetrics the
+// fleet is imported into, and "whyslow diagnose DIR" on the directory:
+// the JSON reports are the same but for their sources and the notes of
+// what the server's reads cost, with the server summing the histograms
+// (--pushdown, the default) and without. Prometheus's reports are equal
+// to the bit; VictoriaMetrics keeps about 12 significant digits of a
+// float, so its numbers agree to 1e-9 relative. The restart fleet takes
+// the survey's sample reads (a pod that restarted is read whole). The
+// command reads only the catalog's metrics from the server, the whole
+// directory from disk. Without the servers the test skips, and fails in
+// CI.
 func TestDiagnoseURLAsTSDB(t *testing.T) {
 	promserver.Binary(t, "prometheus") // skip before simulating
-	spec, fleet := promserver.Fleet(t, "kv-preemption")
-	dir := filepath.Join(t.TempDir(), "tsdb")
-	require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
-	url := promserver.Prometheus(t, dir)
-
-	start := fleet.Config.Start
-	if start.IsZero() {
-		start = fleetsim.DefaultStart
-	}
-	rng := start.UTC().Format(time.RFC3339) + "/2h"
-	report := func(path string, flags ...string) map[string]any {
-		args := append([]string{"diagnose", "--format", "json", "--range", rng}, flags...)
-		code, out, errs := whyslow(t, "", append(args, path)...)
-		require.Equal(t, exitOK, code, errs)
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(out), &m))
-		in, _ := m["inputs"].(map[string]any)
-		require.NotNil(t, in)
-		sources := in["sources"]
-		delete(in, "sources")
-		assert.Equal(t, []any{path}, sources)
-		return m
-	}
-	const size = `([0-9]+ bytes|[0-9.]+ MB)`
-	read := `^http://127\.0\.0\.1:\d+: read with \d+ queries and \d+ label lookups: \d+ HTTP requests, ` + size + ` of responses received$`
-	summed := `^http://127\.0\.0\.1:\d+: aggregated in the server with \d+ queries: \d+ HTTP requests, ` + size + ` of responses received$`
-	// notes checks that the server's reads say what they cost, in notes
-	// of their own (one for the raw pull; for a pushdown, the survey's
-	// reads, the windows' and the aggregation in the server), and drops
-	// them.
-	notes := func(m map[string]any, pushdown bool) {
-		in := m["inputs"].(map[string]any)
-		notes, _ := in["notes"].([]any)
-		delete(in, "notes")
-		if !pushdown {
-			require.Len(t, notes, 1)
-			assert.Regexp(t, read, notes[0])
-			return
-		}
-		require.GreaterOrEqual(t, len(notes), 3)
-		for _, n := range notes[:len(notes)-1] {
-			assert.Regexp(t, read, n)
-		}
-		assert.Regexp(t, summed, notes[len(notes)-1])
-	}
-	ref := report(dir)
-	assert.Equal(t, spec.Expect, ref["verdict"])
-	for _, pushdown := range []bool{true, false} {
-		got := report(url, fmt.Sprintf("--pushdown=%v", pushdown))
-		notes(got, pushdown)
-		assert.Equal(t, ref, got, "--pushdown=%v", pushdown)
+	for _, tc := range []struct{ scenario, server string }{
+		{"kv-preemption", "prometheus"},
+		{"restart", "prometheus"},
+		{"kv-preemption", "victoria-metrics"},
+	} {
+		t.Run(tc.scenario+"/"+tc.server, func(t *testing.T) {
+			spec, fleet := promserver.Fleet(t, tc.scenario)
+			dir := filepath.Join(t.TempDir(), "tsdb")
+			require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+			var url string
+			equal := func(a, b any) bool { return a == b }
+			if tc.server == "prometheus" {
+				url = promserver.Prometheus(t, dir)
+			} else {
+				url = promserver.VictoriaMetrics(t, fleet)
+				equal = jsondiff.NearlyEqual
+			}
+			start := fleet.Config.Start
+			if start.IsZero() {
+				start = fleetsim.DefaultStart
+			}
+			rng := start.UTC().Format(time.RFC3339) + "/2h"
+			report := func(path string, flags ...string) map[string]any {
+				args := append([]string{"diagnose", "--format", "json", "--range", rng}, flags...)
+				code, out, errs := whyslow(t, "", append(args, path)...)
+				require.Equal(t, exitOK, code, errs)
+				var m map[string]any
+				require.NoError(t, json.Unmarshal([]byte(out), &m))
+				in, _ := m["inputs"].(map[string]any)
+				require.NotNil(t, in)
+				sources := in["sources"]
+				delete(in, "sources")
+				assert.Equal(t, []any{path}, sources)
+				return m
+			}
+			const size = `([0-9]+ bytes|[0-9.]+ MB)`
+			read := `^http://127\.0\.0\.1:\d+: read with \d+ queries and \d+ label lookups: \d+ HTTP requests, ` + size + ` of responses received$`
+			summed := `^http://127\.0\.0\.1:\d+: aggregated in the server with \d+ queries: \d+ HTTP requests, ` + size + ` of responses received$`
+			// notes checks that the server's reads say what they cost, in
+			// notes of their own (one for the raw pull; for a pushdown,
+			// the survey's reads, the windows' and the sums in the
+			// server, last), and drops them.
+			notes := func(m map[string]any, pushdown bool) {
+				in := m["inputs"].(map[string]any)
+				notes, _ := in["notes"].([]any)
+				delete(in, "notes")
+				if !pushdown {
+					require.Len(t, notes, 1)
+					assert.Regexp(t, read, notes[0])
+					return
+				}
+				require.GreaterOrEqual(t, len(notes), 3)
+				for _, n := range notes[:len(notes)-1] {
+					assert.Regexp(t, read, n)
+				}
+				assert.Regexp(t, summed, notes[len(notes)-1])
+			}
+			ref := report(dir)
+			assert.Equal(t, spec.Expect, ref["verdict"])
+			for _, pushdown := range []bool{true, false} {
+				got := report(url, fmt.Sprintf("--pushdown=%v", pushdown))
+				notes(got, pushdown)
+				assert.Empty(t, jsondiff.Diff(ref, got, equal), "--pushdown=%v: report differences (directory, server)", pushdown)
+			}
+		})
 	}
 }
 

@@ -1,16 +1,10 @@
 package promapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"math"
-	"net/http"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,69 +22,6 @@ import (
 	"github.com/whyslow/whyslow/snapshot/promapi"
 	_ "github.com/whyslow/whyslow/snapshot/tsdb"
 )
-
-// startVictoriaMetrics imports the fleet as text exposition with
-// timestamps and checks that no row was ignored.
-func startVictoriaMetrics(t *testing.T, fleet *fleetsim.Fleet) string {
-	bin := promserver.Binary(t, "victoria-metrics")
-	addr := promserver.FreeAddr(t)
-	promserver.Start(t, "http://"+addr+"/health", bin,
-		"-storageDataPath="+filepath.Join(t.TempDir(), "vm"), "-retentionPeriod=100y", "-httpListenAddr="+addr,
-		"-search.disableCache") // backfilled data: no response cache
-	base := "http://" + addr
-	var buf bytes.Buffer
-	require.NoError(t, fleet.WriteFederate(&buf))
-	want := federateSeries(buf.String())
-	resp, err := http.Post(base+"/api/v1/import/prometheus", "text/plain", &buf)
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Less(t, resp.StatusCode, 300, "import: %s", body)
-	resp, err = http.Get(base + "/internal/force_flush")
-	require.NoError(t, err)
-	resp.Body.Close()
-	// New series become searchable some time after the flush, the later
-	// the busier the machine: wait until every one is (the count may
-	// exceed the dump's, as a series is counted once a day).
-	deadline := time.Now().Add(60 * time.Second)
-	for n := -1; n < want; time.Sleep(200 * time.Millisecond) {
-		require.True(t, time.Now().Before(deadline), "VictoriaMetrics holds %d of the %d series imported", n, want)
-		resp, err = http.Get(base + "/api/v1/series/count")
-		require.NoError(t, err)
-		var count struct{ Data []int }
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&count))
-		resp.Body.Close()
-		if len(count.Data) == 1 {
-			n = count.Data[0]
-		}
-	}
-	resp, err = http.Get(base + "/metrics")
-	require.NoError(t, err)
-	body, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	ignored := regexp.MustCompile(`(?m)^vm_rows_ignored_total\{[^}]*\} (\S+)$`).FindAllSubmatch(body, -1)
-	require.NotEmpty(t, ignored, "vm_rows_ignored_total is exposed")
-	for _, m := range ignored {
-		assert.Equal(t, "0", string(m[1]), "rows ignored by VictoriaMetrics: %s", m[0])
-	}
-	return base
-}
-
-// federateSeries counts the distinct series of a federate dump, whose
-// sample lines end in a value and a timestamp.
-func federateSeries(dump string) int {
-	seen := map[string]bool{}
-	for _, line := range strings.Split(dump, "\n") {
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		for range 2 {
-			line = line[:max(strings.LastIndexByte(line, ' '), 0)]
-		}
-		seen[line] = true
-	}
-	return len(seen)
-}
 
 // span returns the first and last scrape time of the fleet.
 func span(fleet *fleetsim.Fleet) (first, last time.Time) {
@@ -131,7 +62,7 @@ func TestServersDiagnoseAsTSDB(t *testing.T) {
 				start func(*testing.T) string // skips, or fails under CI, the test it is given
 			}{
 				{"prometheus", func(t *testing.T) string { return promserver.Prometheus(t, dir) }},
-				{"victoria-metrics", func(t *testing.T) string { return startVictoriaMetrics(t, fleet) }},
+				{"victoria-metrics", func(t *testing.T) string { return promserver.VictoriaMetrics(t, fleet) }},
 			}
 			for _, srv := range servers {
 				t.Run(srv.name, func(t *testing.T) {
@@ -154,7 +85,7 @@ func TestServersDiagnoseAsTSDB(t *testing.T) {
 							assert.Equal(t, spec.Expect, string(refRep.Verdict), "the reference diagnosis")
 						}
 						assert.Equal(t, refRep.Verdict, gotRep.Verdict)
-						diffs := jsondiff.Diff(reportJSON(t, refRep), reportJSON(t, gotRep), nearlyEqual)
+						diffs := jsondiff.Diff(reportJSON(t, refRep), reportJSON(t, gotRep), jsondiff.NearlyEqual)
 						assert.Empty(t, diffs, "range %d: report differences (path: TSDB, server):\n%s", i, strings.Join(diffs, "\n"))
 						assert.Equal(t, []string{url}, gotRep.Inputs.Sources)
 					}
@@ -186,37 +117,4 @@ func reportJSON(t *testing.T, r *report.Report) any {
 		}
 	}
 	return v
-}
-
-// nearlyEqual compares two JSON values; numbers are equal within 1e-9
-// relative (VictoriaMetrics keeps about 12 significant digits of floats),
-// and so are texts that differ only in such numbers.
-func nearlyEqual(a, b any) bool {
-	switch x := a.(type) {
-	case float64:
-		y, ok := b.(float64)
-		return ok && math.Abs(x-y) <= 1e-9*math.Max(math.Abs(x), math.Abs(y))
-	case string:
-		y, ok := b.(string)
-		return ok && (x == y || numericText(x, y))
-	}
-	return a == b
-}
-
-// numericText reports whether two texts differ only in numbers that agree
-// to 1e-9 relative ("p95 0.41999999999 s" and "p95 0.42 s").
-func numericText(a, b string) bool {
-	num := regexp.MustCompile(`-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?`)
-	if num.ReplaceAllString(a, "#") != num.ReplaceAllString(b, "#") {
-		return false
-	}
-	na, nb := num.FindAllString(a, -1), num.FindAllString(b, -1)
-	for i := range na {
-		x, _ := strconv.ParseFloat(na[i], 64)
-		y, _ := strconv.ParseFloat(nb[i], 64)
-		if math.Abs(x-y) > 1e-9*math.Max(math.Abs(x), math.Abs(y)) {
-			return false
-		}
-	}
-	return true
 }
