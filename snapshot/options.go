@@ -41,6 +41,9 @@ type Options struct {
 	// may list with their labels and none of their samples, where it can
 	// tell from its index that leaving the samples out changes nothing
 	// else: ReadEach of a TSDB (its blocks and head; see tsdb.ReadEach).
+	// A server's read (package promapi) cannot tell, and lists them
+	// always: there a target's Scrapes are the times of the other
+	// families' samples.
 	// Their families then come with Series and Histograms that hold no
 	// samples (as Family.WithoutSamples leaves them), and the rest of the
 	// Evidence (the targets, their Scrapes, the other families, a

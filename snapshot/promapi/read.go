@@ -32,7 +32,9 @@ import (
 // What is read: the families of opts.Metrics (each name, and the _bucket,
 // _sum and _count series of a histogram of that name), or, when it is
 // empty, every metric name the server holds for opts.Matchers (narrowed by
-// c.KeepName); only series matching opts.Matchers. An open opts.End is
+// c.KeepName); only series matching opts.Matchers. The families of
+// opts.LabelsOnly are listed by their labels (/api/v1/series), without
+// samples. An open opts.End is
 // now; an open opts.Start is c.DefaultRange before the end, with a
 // warning saying so.
 //
