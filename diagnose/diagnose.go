@@ -53,13 +53,15 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*report.Report, error) {
 		return nil, err
 	}
 	common := commonWarnings(ev, res)
-	inputs := makeInputs(ev, res)
 
 	if len(groups) == 1 {
 		rep, err := diagnoseScope(newScope(set, groups[0].sel, groups[0].reps))
 		if err != nil {
 			return nil, err
 		}
+		// The inputs are written after the diagnosis: a note may count
+		// what the diagnosis asked a source for (snapshot.Engine).
+		inputs := makeInputs(ev, res)
 		rep.Group = groups[0].sel
 		rep.Inputs = inputs
 		if groups[0].sel != nil {
@@ -71,6 +73,7 @@ func Diagnose(ev *snapshot.Evidence, opts Options) (*report.Report, error) {
 		return rep, nil
 	}
 
+	inputs := makeInputs(ev, res)
 	top := &report.Report{SchemaVersion: report.SchemaVersion, Inputs: inputs, Facts: rules.Facts{},
 		Signals: report.Signals{Fleet: []report.Signal{}, Replicas: map[string][]report.Signal{}}}
 	var values []string

@@ -65,14 +65,22 @@ func (c Config) Engine(ctx context.Context, address string, opts snapshot.Option
 
 // Cost says what the engine's questions cost the server, as a note for
 // the report's inputs: the queries, the HTTP requests and the bytes of
-// the responses.
+// the responses. Its text is written when it is read, so that a note
+// taken before a diagnosis that asks the engine more (the replicas'
+// timelines) counts those too.
 func (e *Engine) Cost() snapshot.Problem {
-	e.mu.Lock()
-	n := e.queries
-	e.mu.Unlock()
-	return snapshot.Problem{Severity: snapshot.SeverityInfo, File: e.r.red, Offset: -1,
-		Err: fmt.Errorf("aggregated in the server with %d queries: %d HTTP requests, %s of responses received",
-			n, e.r.tr.requests.Load(), byteSize(e.r.tr.received.Load()))}
+	return snapshot.Problem{Severity: snapshot.SeverityInfo, File: e.r.red, Offset: -1, Err: engineCost{e}}
+}
+
+// engineCost is the error of Cost's note.
+type engineCost struct{ e *Engine }
+
+func (c engineCost) Error() string {
+	c.e.mu.Lock()
+	n := c.e.queries
+	c.e.mu.Unlock()
+	return fmt.Sprintf("aggregated in the server with %d queries: %d HTTP requests, %s of responses received",
+		n, c.e.r.tr.requests.Load(), byteSize(c.e.r.tr.received.Load()))
 }
 
 // batch is targets asked for in one query: the label they are named by
