@@ -241,12 +241,12 @@ func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 		return nil, err
 	}
 	cols := snapshot.NewColumns(r.red, r.builderOptions())
-	var units []unit
+	var units, listed []unit
 	step := r.cfg.MaxRange.Milliseconds()
 	for _, f := range families {
 		if slices.Contains(r.opts.LabelsOnly, f.name) {
-			if err := r.listSeries(ctx, cols, f, label, targets, qfrom); err != nil {
-				return nil, err
+			for _, batch := range batches(targets, r.cfg.TargetsPerQuery*10) {
+				listed = append(listed, unit{family: f.name, names: f.names, label: label, targets: batch})
 			}
 			continue
 		}
@@ -255,6 +255,9 @@ func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 				units = append(units, unit{family: f.name, names: f.names, label: label, targets: batch, from: from, to: min(from+step, r.end)})
 			}
 		}
+	}
+	if err := r.listSeries(ctx, cols, listed, qfrom); err != nil {
+		return nil, err
 	}
 	r.mu.Lock()
 	r.total = len(units)
@@ -320,27 +323,39 @@ func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 	return ev, nil
 }
 
-// listSeries lists the series of family f by their labels, without
-// samples (Options.LabelsOnly), with /api/v1/series per batch of targets
-// of TargetsPerQuery x 10.
-func (r *reader) listSeries(ctx context.Context, cols *snapshot.Columns, f family, label string, targets []string, qfrom int64) error {
-	for _, batch := range batches(targets, r.cfg.TargetsPerQuery*10) {
-		u := unit{family: f.name, names: f.names, label: label, targets: batch}
-		sel := r.selector(u)
-		var sets []model.LabelSet
-		err := r.retry(ctx, "series "+sel, func(ctx context.Context) (v1.Warnings, error) {
-			var w v1.Warnings
-			var err error
-			sets, w, _, err = r.api.Series(ctx, []string{sel}, time.UnixMilli(qfrom), time.UnixMilli(r.end))
-			return w, err
-		})
-		if err != nil {
-			return fmt.Errorf("snapshot: server %s: listing %s: %w", r.red, u.what(), err)
+// listSeries lists the series of the units by their labels, without
+// samples (Options.LabelsOnly), with /api/v1/series, Concurrency at a
+// time, and adds them to cols in the units' order.
+func (r *reader) listSeries(ctx context.Context, cols *snapshot.Columns, units []unit, qfrom int64) error {
+	sets := make([][]model.LabelSet, len(units))
+	errs := make([]error, len(units))
+	sem := make(chan struct{}, r.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i, u := range units {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			sel := r.selector(u)
+			errs[i] = r.retry(ctx, "series "+sel, func(ctx context.Context) (v1.Warnings, error) {
+				var w v1.Warnings
+				var err error
+				sets[i], w, _, err = r.api.Series(ctx, []string{sel}, time.UnixMilli(qfrom), time.UnixMilli(r.end))
+				return w, err
+			})
+			if errs[i] == nil {
+				r.mu.Lock()
+				r.lookups++
+				r.mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for i, u := range units {
+		if errs[i] != nil {
+			return fmt.Errorf("snapshot: server %s: listing %s: %w", r.red, u.what(), errs[i])
 		}
-		r.mu.Lock()
-		r.lookups++
-		r.mu.Unlock()
-		for _, ls := range sets {
+		for _, ls := range sets[i] {
 			b := labels.NewScratchBuilder(len(ls))
 			for k, v := range ls {
 				b.Add(string(k), string(v))
