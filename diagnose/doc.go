@@ -44,6 +44,13 @@
 // windows' read leaves out what the survey listed and no signal matches
 // (Survey.SkipFor), whose labels the survey holds.
 //
+// Where the evidence is kept in a server, a Surveyor can take the
+// histogram timelines from it (Surveyor.PushDown with a snapshot.Engine,
+// such as promapi's): the server sums each interval's increase over the
+// replicas scraped at both of its edges, the Surveyor asks for the
+// samples of the others (SampleReads), and the survey is the one of a
+// whole read. The command does this for a server URL.
+//
 // The change-point search works on per-interval fleet TTFT p95 (the
 // observations made in each interval, buckets merged across replicas) and
 // fleet waiting requests. For every split that leaves Options.MinWindow on
