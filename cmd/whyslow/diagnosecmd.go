@@ -424,12 +424,20 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 			sv = nil
 		}
 	}
+	sel.Revisit = nil
+	return f.readWindows(ctx, e, paths, sel, opts, sv, problems, trim)
+}
+
+// readWindows reads the windows survey sv chose (the whole range under
+// sel when it chose none: lifetime values) and returns their evidence,
+// with problems (what the survey's reads found, outside the windows too)
+// added to its own, and opts with the survey set.
+func (f *diagnoseFlags) readWindows(ctx context.Context, e *env, paths []string, sel snapshot.Options, opts diagnose.Options, sv *diagnose.Survey, problems []snapshot.Problem, trim func(*snapshot.Target) *snapshot.Target) (*snapshot.Evidence, diagnose.Options, error) {
 	ranges := sv.ReadRanges()
 	if len(ranges) == 0 {
 		ev, err := f.readRanges(ctx, e, paths, sel, nil, trim)
 		return ev, opts, err
 	}
-	sel.Revisit = nil
 	// The windows are read without the families that the survey read by
 	// their labels and the diagnosis does not measure (the older names
 	// of a signal, _created): Diagnose takes their labels from the survey.
@@ -443,8 +451,6 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 	if err != nil {
 		return nil, opts, err
 	}
-	// The survey read the whole history: what it found wrong outside the
-	// windows belongs in the report too.
 	seen := map[string]bool{}
 	for _, p := range ev.Problems {
 		seen[p.Error()] = true

@@ -133,6 +133,28 @@ func outside(ev *snapshot.Evidence, start, end time.Time) bool {
 	return (!end.IsZero() && end.Before(first)) || start.After(last)
 }
 
+// narrow sets on opts what --match and --max-bytes ask for.
+func (f *inputFlags) narrow(opts *snapshot.Options) error {
+	if f.match != "" {
+		ms, err := parser.NewParser(parser.Options{}).ParseMetricSelector(f.match)
+		if err != nil {
+			return usagef("--match %q: %v", f.match, err)
+		}
+		opts.Matchers = append(slices.Clone(opts.Matchers), ms...)
+	}
+	if f.maxBytes != "" {
+		n, err := parseSize(f.maxBytes)
+		if err != nil {
+			return usagef("--max-bytes %q: %v", f.maxBytes, err)
+		}
+		opts.Limits.MaxBytesPerScrape = n
+		if n > snapshot.DefaultLimits.MaxBytesPerFile {
+			opts.Limits.MaxBytesPerFile = n
+		}
+	}
+	return nil
+}
+
 // errMatchedNothing is readEach's error, with a visitor, when the
 // selection matched nothing: the caller reads whole with readEvidence,
 // which says why.
@@ -158,22 +180,8 @@ func (f *inputFlags) readEach(ctx context.Context, e *env, paths []string, opts 
 	if err := f.checkOutput(paths); err != nil {
 		return nil, err
 	}
-	if f.match != "" {
-		ms, err := parser.NewParser(parser.Options{}).ParseMetricSelector(f.match)
-		if err != nil {
-			return nil, usagef("--match %q: %v", f.match, err)
-		}
-		opts.Matchers = append(slices.Clone(opts.Matchers), ms...)
-	}
-	if f.maxBytes != "" {
-		n, err := parseSize(f.maxBytes)
-		if err != nil {
-			return nil, usagef("--max-bytes %q: %v", f.maxBytes, err)
-		}
-		opts.Limits.MaxBytesPerScrape = n
-		if n > snapshot.DefaultLimits.MaxBytesPerFile {
-			opts.Limits.MaxBytesPerFile = n
-		}
+	if err := f.narrow(&opts); err != nil {
+		return nil, err
 	}
 	opts.Limits.MaxSeriesPerScrape = f.maxSamples
 	opts.FollowLinks = f.follow

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/snapshot"
@@ -82,32 +81,7 @@ func (f *diagnoseFlags) readPushdown(ctx context.Context, e *env, paths []string
 			sv = nil
 		}
 	}
-	ranges := sv.ReadRanges()
-	if len(ranges) == 0 {
-		ev, err := f.readRanges(ctx, e, paths, sel, nil, trim)
-		return ev, opts, err
-	}
-	if len(ranges) == 1 {
-		sel.Start, sel.End = ranges[0].Start, ranges[0].End
-	}
-	ev, err := f.readRanges(ctx, e, paths, sel, ranges, trim)
-	if err != nil {
-		return nil, opts, err
-	}
-	// What the survey found wrong outside the windows, and what each
-	// read cost, belong in the report too.
-	seen := map[string]bool{}
-	for _, p := range ev.Problems {
-		seen[p.Error()] = true
-	}
-	for _, p := range append(problems, eng.Cost()) {
-		if !seen[p.Error()] {
-			seen[p.Error()] = true
-			ev.Problems = append(ev.Problems, p)
-		}
-	}
-	opts.Survey = sv
-	return ev, opts, nil
+	return f.readWindows(ctx, e, paths, sel, opts, sv, append(problems, eng.Cost()), trim)
 }
 
 // engine returns the server's promapi.Engine under the flags: the
@@ -117,19 +91,8 @@ func (f *inputFlags) engine(ctx context.Context, path string, sel snapshot.Optio
 	if err != nil {
 		return nil, err
 	}
-	if f.match != "" {
-		ms, err := parser.NewParser(parser.Options{}).ParseMetricSelector(f.match)
-		if err != nil {
-			return nil, usagef("--match %q: %v", f.match, err)
-		}
-		sel.Matchers = append(slices.Clone(sel.Matchers), ms...)
-	}
-	if f.maxBytes != "" {
-		n, err := parseSize(f.maxBytes)
-		if err != nil {
-			return nil, usagef("--max-bytes %q: %v", f.maxBytes, err)
-		}
-		sel.Limits.MaxBytesPerScrape = n
+	if err := f.narrow(&sel); err != nil {
+		return nil, err
 	}
 	return promapi.ConfigFrom(ctx).Engine(ctx, path, sel)
 }
