@@ -2,6 +2,7 @@ package promapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -33,7 +34,8 @@ import (
 // and the same on Prometheus, Thanos, Mimir and VictoriaMetrics: none of
 // them extrapolates it, as increase() would. Resets are found with
 // resets() over the grid. Targets are asked for in batches of
-// TargetsPerQuery x 10, and a batch's answers are added up.
+// TargetsPerQuery x 10, halved while the server refuses a query as too
+// large, and the batches' answers are added up.
 //
 // An Engine is safe for concurrent use; it counts its queries and the
 // bytes received (Cost).
@@ -163,7 +165,9 @@ func (e *Engine) HistogramIncreases(q snapshot.HistogramQuery) ([][]*histogram.H
 		acc[i] = make([]*histogram.Histogram, len(q.Grid))
 	}
 	off := model.Duration(step).String()
-	for _, b := range bs {
+	for len(bs) > 0 {
+		b := bs[0]
+		bs = bs[1:]
 		by := "le"
 		if q.Each {
 			by += ", " + b.label
@@ -185,10 +189,11 @@ func (e *Engine) HistogramIncreases(q snapshot.HistogramQuery) ([][]*histogram.H
 			}()
 		}
 		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				return nil, err
-			}
+		if halves, err := splitOnTooLarge(b, errs[:]...); err != nil {
+			return nil, err
+		} else if halves != nil {
+			bs = append(halves, bs...)
+			continue
 		}
 		row := func(m model.Metric) int {
 			if !q.Each {
@@ -284,11 +289,16 @@ func (e *Engine) Resets(q snapshot.HistogramQuery) ([]string, error) {
 	end := q.Grid[len(q.Grid)-1].End
 	rng := model.Duration(end.Sub(q.Grid[0].Start) + snapshot.Lookback).String()
 	var out []string
-	for _, b := range bs {
+	for len(bs) > 0 {
+		b := bs[0]
+		bs = bs[1:]
 		expr := fmt.Sprintf("sum by (%s) (resets(%s[%s])) > 0", b.label, e.selector(q.Metric+"_count", q, b), rng)
 		v, err := e.query(expr, end)
-		if err != nil {
+		if halves, err := splitOnTooLarge(b, err); err != nil {
 			return nil, err
+		} else if halves != nil {
+			bs = append(halves, bs...)
+			continue
 		}
 		for _, s := range v {
 			if name := string(s.Metric[model.LabelName(b.label)]); slices.Contains(b.values, name) {
@@ -298,6 +308,30 @@ func (e *Engine) Resets(q snapshot.HistogramQuery) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// splitOnTooLarge returns the first of errs, or, when it is a server's
+// refusal of a query too large (HTTP 422, a response over
+// MaxResponseBytes) and b has several targets, b in halves to ask for
+// instead. One target too large is ErrTooLarge.
+func splitOnTooLarge(b batch, errs ...error) ([]batch, error) {
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, errSplit) {
+			return nil, err
+		}
+		if len(b.values) < 2 {
+			return nil, fmt.Errorf("%w: %s %s: %w", ErrTooLarge, b.label, b.values[0], err)
+		}
+		h := len(b.values) / 2
+		return []batch{
+			{label: b.label, values: b.values[:h], index: b.index[:h]},
+			{label: b.label, values: b.values[h:], index: b.index[h:]},
+		}, nil
+	}
+	return nil, nil
 }
 
 // queryRange runs a range query with the reader's retries.
