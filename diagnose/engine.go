@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -53,9 +54,13 @@ type SampleRead struct {
 // for the few samples the engine cannot stand for. The survey is the one
 // of a whole read, but for the order in which floating-point sums of
 // _sum are added. Diagnose with the survey asks e for the per-replica
-// timelines the report shows.
-func (s *Surveyor) PushDown(e snapshot.Engine) {
+// timelines the report shows. PushDown after Add is an error.
+func (s *Surveyor) PushDown(e snapshot.Engine) error {
+	if len(s.targets) > 0 {
+		return errors.New("diagnose: Surveyor.PushDown after Add")
+	}
 	s.push = &pushdown{engine: e}
+	return nil
 }
 
 // SampleReads returns the reads a pushdown survey asks for when Survey

@@ -196,7 +196,7 @@ func TestPushDownSurvey(t *testing.T) {
 			eng := &sampleEngine{ev: tc.ev}
 			s, err := diagnose.NewSurveyor(diagnose.Options{})
 			require.NoError(t, err)
-			s.PushDown(eng)
+			require.NoError(t, s.PushDown(eng))
 			var sv *diagnose.Survey
 			var whole []string
 			for pass := 1; sv == nil; pass++ {

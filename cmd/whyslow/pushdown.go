@@ -34,7 +34,9 @@ func (f *diagnoseFlags) readPushdown(ctx context.Context, e *env, paths []string
 	if err != nil {
 		return nil, opts, err
 	}
-	s.PushDown(eng)
+	if err := s.PushDown(eng); err != nil {
+		return nil, opts, err
+	}
 	surveySel := sel
 	surveySel.LabelsOnly = s.LabelsOnly()
 	sev, err := f.readEvidence(ctx, e, paths, surveySel)
