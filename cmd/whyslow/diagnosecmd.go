@@ -188,6 +188,7 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	case opts.Incident.IsZero() && snapshot.Streams(paths):
 		ev, opts, err = f.readSurveyed(ctx, e, paths, opts, trim)
 	case opts.Incident.IsZero() && f.pushdown && len(paths) == 1 && promapi.IsURL(paths[0]):
+		defer lowerGC(serverReadGOGC)()
 		ev, opts, err = f.readPushdown(ctx, e, paths, opts, trim)
 	default:
 		ev, err = f.readRanges(ctx, e, paths, opts.Selection(), opts.ReadRanges(), trim)

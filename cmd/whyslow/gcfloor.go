@@ -72,3 +72,24 @@ func raiseGCFloor(floor uint64, most int, poll time.Duration) (stop func()) {
 		debug.SetGCPercent(prev)
 	}
 }
+
+// A server's answers are JSON decoded into short-lived values, several
+// times the size of the samples kept, and the diagnosis of the windows
+// read allocates as much again: while the command diagnoses a server
+// with --pushdown, a collection starts when the heap grows by half
+// (serverReadGOGC) rather than doubles, which lowers the peak at about
+// the same time (the server answers slower than the collector works;
+// figures in snapshot/tsdb/TSDB_BENCHMARKS.md).
+const serverReadGOGC = 50
+
+// lowerGC sets GOGC to percent until the returned stop is called, which
+// restores the default (100). It does nothing where GOGC is set
+// otherwise (by the environment or a caller).
+func lowerGC(percent int) (stop func()) {
+	prev := debug.SetGCPercent(percent)
+	if prev != 100 {
+		debug.SetGCPercent(prev)
+		return func() {}
+	}
+	return func() { debug.SetGCPercent(prev) }
+}
