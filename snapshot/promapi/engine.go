@@ -1,6 +1,7 @@
 package promapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -345,7 +346,7 @@ func (e *Engine) queryRange(expr string, start, end time.Time, step time.Duratio
 	})
 	e.count()
 	if err != nil {
-		return nil, err
+		return nil, e.wrap(err)
 	}
 	m, ok := val.(model.Matrix)
 	if !ok {
@@ -365,13 +366,22 @@ func (e *Engine) query(expr string, t time.Time) (model.Vector, error) {
 	})
 	e.count()
 	if err != nil {
-		return nil, err
+		return nil, e.wrap(err)
 	}
 	v, ok := val.(model.Vector)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s: the server answered a %s, not an instant vector", ErrServer, expr, typeName(val))
 	}
 	return v, nil
+}
+
+// wrap names the server in an error of a query: a fatal one (a 4xx, a
+// certificate) names it already.
+func (e *Engine) wrap(err error) error {
+	if f := e.r.fatalErr(); f != nil || errors.Is(err, errSplit) {
+		return cmp.Or(f, err)
+	}
+	return fmt.Errorf("snapshot: server %s: %w", e.r.red, err)
 }
 
 func (e *Engine) count() {

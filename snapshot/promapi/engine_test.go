@@ -147,3 +147,21 @@ func TestEngine(t *testing.T) {
 		})
 	}
 }
+
+// TestEngineErrorNamesServer checks that a query that keeps failing is an
+// error naming the server, its address without credentials.
+func TestEngineErrorNamesServer(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "overloaded", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(ts.Close)
+	addr := strings.Replace(ts.URL, "http://", "http://reader:pw@", 1)
+	eng, err := promapi.Config{Retries: -1}.Engine(context.Background(), addr, snapshot.Options{})
+	require.NoError(t, err)
+	start := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
+	_, err = eng.HistogramIncreases(snapshot.HistogramQuery{Metric: "m", Targets: []*snapshot.Target{{Name: "a", NameFrom: "pod"}},
+		Grid: snapshot.Grid(snapshot.Window{Start: start, End: start.Add(2 * time.Minute)}, time.Minute)})
+	require.ErrorIs(t, err, promapi.ErrServer)
+	assert.Contains(t, err.Error(), "snapshot: server http://xxxxx@127.0.0.1:")
+	assert.NotContains(t, err.Error(), "pw")
+}
