@@ -83,6 +83,20 @@ func (f *diagnoseFlags) readPushdown(ctx context.Context, e *env, paths []string
 			sv = nil
 		}
 	}
+	// The windows are read without the families that the survey listed by
+	// their labels and no signal matches on any target (a signal's older
+	// names, the info and parameter histograms): Diagnose takes their
+	// labels from the survey, as after a TSDB's survey (Survey.SkipFor).
+	skip := map[string]int{}
+	for _, t := range sev.Targets {
+		for _, name := range sv.SkipFor(t) {
+			skip[name]++
+		}
+	}
+	sel.Metrics = slices.DeleteFunc(slices.Clone(sel.Metrics), func(m string) bool {
+		n := max(skip[m], skip[snapshot.FamilyBaseName(m)])
+		return n > 0 && n == len(sev.Targets)
+	})
 	return f.readWindows(ctx, e, paths, sel, opts, sv, append(problems, eng.Cost()), trim)
 }
 

@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -165,117 +165,291 @@ func (e *Engine) HistogramIncreases(q snapshot.HistogramQuery) ([][]*histogram.H
 	for i := range acc {
 		acc[i] = make([]*histogram.Histogram, len(q.Grid))
 	}
-	off := model.Duration(step).String()
 	for len(bs) > 0 {
 		b := bs[0]
 		bs = bs[1:]
-		by := "le"
-		if q.Each {
-			by += ", " + b.label
-		}
-		var parts [3]model.Matrix
-		var errs [3]error
-		var wg sync.WaitGroup
-		for k, suffix := range []string{"_bucket", "_sum", "_count"} {
-			sel := e.selector(q.Metric+suffix, q, b)
-			grp := by
-			if suffix != "_bucket" {
-				grp = strings.TrimPrefix(strings.TrimPrefix(by, "le"), ", ")
-			}
-			expr := fmt.Sprintf("sum by (%s) (%s - %s offset %s)", grp, sel, sel, off)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				parts[k], errs[k] = e.queryRange(expr, q.Grid[0].End, q.Grid[len(q.Grid)-1].End, step)
-			}()
-		}
-		wg.Wait()
-		if halves, err := splitOnTooLarge(b, errs[:]...); err != nil {
+		inc, err := e.batchIncreases(q, b, step)
+		if halves, err := splitOnTooLarge(b, err); err != nil {
 			return nil, err
 		} else if halves != nil {
 			bs = append(halves, bs...)
 			continue
 		}
-		row := func(m model.Metric) int {
-			if !q.Each {
-				return 0
+		for k, row := range inc {
+			r := 0
+			if q.Each {
+				r = b.index[k]
 			}
-			v := string(m[model.LabelName(b.label)])
-			if k := slices.Index(b.values, v); k >= 0 {
-				return b.index[k]
-			}
-			return -1
-		}
-		at := func(ts model.Time) int {
-			d := ts.Time().Sub(q.Grid[0].End)
-			if d < 0 || d%step != 0 {
-				return -1
-			}
-			if i := int(d / step); i < len(q.Grid) {
-				return i
-			}
-			return -1
-		}
-		// The buckets: counts per row, interval and bound.
-		type key struct{ row, i int }
-		counts := map[key]map[float64]float64{}
-		for _, ss := range parts[0] {
-			r := row(ss.Metric)
-			le, err := strconv.ParseFloat(string(ss.Metric["le"]), 64)
-			if r < 0 || err != nil {
-				continue
-			}
-			for _, sp := range ss.Values {
-				if i := at(sp.Timestamp); i >= 0 {
-					k := key{r, i}
-					if counts[k] == nil {
-						counts[k] = map[float64]float64{}
-					}
-					counts[k][le] += float64(sp.Value)
-				}
-			}
-		}
-		for k, byLe := range counts {
-			bounds := make([]float64, 0, len(byLe))
-			for le := range byLe {
-				bounds = append(bounds, le)
-			}
-			slices.Sort(bounds)
-			h := acc[k.row][k.i]
-			if h == nil {
-				h = &histogram.Histogram{Bounds: bounds, Counts: make([]float64, len(bounds)), Count: math.NaN(), Sum: math.NaN()}
-				acc[k.row][k.i] = h
-			} else if !slices.Equal(h.Bounds, bounds) {
-				return nil, fmt.Errorf("promapi: engine: %s: the batches' bucket layouts differ", q.Metric)
-			}
-			for j, le := range bounds {
-				h.Counts[j] += byLe[le]
-			}
-		}
-		for k, m := range []model.Matrix{parts[1], parts[2]} {
-			for _, ss := range m {
-				r := row(ss.Metric)
-				if r < 0 {
-					continue
-				}
-				for _, sp := range ss.Values {
-					i := at(sp.Timestamp)
-					if i < 0 || acc[r][i] == nil {
-						continue
-					}
-					p := &acc[r][i].Sum
-					if k == 1 {
-						p = &acc[r][i].Count
-					}
-					if math.IsNaN(*p) {
-						*p = 0
-					}
-					*p += float64(sp.Value)
+			for i, h := range row {
+				if err := addInto(&acc[r][i], h); err != nil {
+					return nil, fmt.Errorf("promapi: engine: %s: %w", q.Metric, err)
 				}
 			}
 		}
 	}
 	return acc, nil
+}
+
+// maxExact is how many intervals of a batch batchIncreases asks for one
+// by one before it asks for all of them in one range query.
+const maxExact = 16
+
+// batchIncreases returns the increases of q's histogram over the targets
+// of batch b, per interval of q.Grid: one row, or one per target of b
+// when q.Each is set. It asks for the sums of the bucket and _count
+// series at every edge of the grid (cheap for the server: an
+// aggregation, no matching of series), and for the intervals at whose
+// edges the set of series differs (a pod that appeared, left or missed a
+// scrape: "count(C unless C offset STEP)"), whose difference of sums
+// would count a series on one side only, for "sum(X - X offset STEP)"
+// there, which leaves such a series out.
+func (e *Engine) batchIncreases(q snapshot.HistogramQuery, b batch, step time.Duration) ([][]*histogram.Histogram, error) {
+	n := len(q.Grid)
+	by, grp := "le", ""
+	if q.Each {
+		by, grp = "le, "+b.label, b.label
+	}
+	rows := 1
+	if q.Each {
+		rows = len(b.values)
+	}
+	row := func(m model.Metric) int {
+		if !q.Each {
+			return 0
+		}
+		return slices.Index(b.values, string(m[model.LabelName(b.label)]))
+	}
+	first, last := q.Grid[0].Start, q.Grid[n-1].End
+	index := func(origin time.Time, size int) func(model.Time) int {
+		return func(ts model.Time) int {
+			d := ts.Time().Sub(origin)
+			if d < 0 || d%step != 0 || int(d/step) >= size {
+				return -1
+			}
+			return int(d / step)
+		}
+	}
+	sel := func(suffix string) string { return e.selector(q.Metric+suffix, q, b) }
+	off := model.Duration(step).String()
+	count := sel("_count")
+	// The counts are integers, which add exactly in any order; the sums
+	// of observed values are not, and a difference of two fleet totals
+	// loses what the series' own differences keep: _sum is asked for as
+	// those.
+	exprs := []string{
+		fmt.Sprintf("sum by (%s) (%s)", by, sel("_bucket")),
+		fmt.Sprintf("sum by (%s) (%s - %s offset %s)", grp, sel("_sum"), sel("_sum"), off),
+		fmt.Sprintf("sum by (%s) (%s)", grp, count),
+		fmt.Sprintf("count by (%s) (%s unless %s offset %s) or count by (%s) (%s offset %s unless %s)", grp, count, count, off, grp, count, off, count),
+	}
+	var res [4]model.Matrix
+	var errs [4]error
+	var wg sync.WaitGroup
+	for k, expr := range exprs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if k == 0 || k == 2 {
+				res[k], errs[k] = e.queryRange(expr, first, last, step) // at the edges
+			} else {
+				res[k], errs[k] = e.queryRange(expr, q.Grid[0].End, last, step) // at the windows' ends
+			}
+		}()
+	}
+	wg.Wait()
+	if err := cmp.Or(errs[:]...); err != nil {
+		return nil, err
+	}
+	edges, err := assemble(res[0], nil, res[2], row, index(first, n+1), rows, n+1)
+	if err != nil {
+		return nil, err
+	}
+	sums, err := assemble(nil, res[1], nil, row, index(q.Grid[0].End, n), rows, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]*histogram.Histogram, rows)
+	changed := make([][]bool, rows)
+	for r := range out {
+		out[r] = make([]*histogram.Histogram, n)
+		changed[r] = make([]bool, n)
+	}
+	var exact []int // the intervals where some row's series changed
+	at := index(q.Grid[0].End, n)
+	for _, ss := range res[3] {
+		r := row(ss.Metric)
+		if r < 0 {
+			continue
+		}
+		for _, sp := range ss.Values {
+			if i := at(sp.Timestamp); i >= 0 {
+				changed[r][i] = true
+				if !slices.Contains(exact, i) {
+					exact = append(exact, i)
+				}
+			}
+		}
+	}
+	for r := range out {
+		for i := range n {
+			if changed[r][i] {
+				continue
+			}
+			if out[r][i] = diff(edges[r][i+1], edges[r][i]); out[r][i] != nil {
+				out[r][i].Sum = math.NaN()
+				if h := sums[r][i]; h != nil {
+					out[r][i].Sum = h.Sum
+				}
+			}
+		}
+	}
+	if len(exact) == 0 {
+		return out, nil
+	}
+	// The intervals whose series changed, from the differences per series.
+	diffExprs := []string{
+		fmt.Sprintf("sum by (%s) (%s - %s offset %s)", by, sel("_bucket"), sel("_bucket"), off),
+		fmt.Sprintf("sum by (%s) (%s - %s offset %s)", grp, sel("_sum"), sel("_sum"), off),
+		fmt.Sprintf("sum by (%s) (%s - %s offset %s)", grp, count, count, off),
+	}
+	slices.Sort(exact)
+	spans := [][2]int{{exact[0], exact[len(exact)-1]}} // one range query over all of them
+	if len(exact) <= maxExact {
+		spans = spans[:0]
+		for _, i := range exact {
+			spans = append(spans, [2]int{i, i})
+		}
+	}
+	for _, sp := range spans {
+		var parts [3]model.Matrix
+		for k, expr := range diffExprs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				parts[k], errs[k] = e.queryRange(expr, q.Grid[sp[0]].End, q.Grid[sp[1]].End, step)
+			}()
+		}
+		wg.Wait()
+		if err := cmp.Or(errs[:3]...); err != nil {
+			return nil, err
+		}
+		incs, err := assemble(parts[0], parts[1], parts[2], row, index(q.Grid[sp[0]].End, sp[1]-sp[0]+1), rows, sp[1]-sp[0]+1)
+		if err != nil {
+			return nil, err
+		}
+		for r := range out {
+			for k, h := range incs[r] {
+				if i := sp[0] + k; changed[r][i] {
+					out[r][i] = h
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// assemble builds histograms from the answers of the bucket, _sum and
+// _count queries: per row (row of a series' labels; -1 drops it) and
+// point (index of its time; -1 drops it), nil where no bucket answered.
+// Count and Sum are NaN where _count or _sum did not answer. Without
+// buckets (nil), it holds the values of _sum and _count alone.
+func assemble(buckets, sums, counts model.Matrix, row func(model.Metric) int, index func(model.Time) int, rows, points int) ([][]*histogram.Histogram, error) {
+	type key struct{ r, i int }
+	byLe := map[key]map[float64]float64{}
+	for _, ss := range buckets {
+		r := row(ss.Metric)
+		le, err := strconv.ParseFloat(string(ss.Metric["le"]), 64)
+		if r < 0 || err != nil {
+			continue
+		}
+		for _, sp := range ss.Values {
+			if i := index(sp.Timestamp); i >= 0 {
+				k := key{r, i}
+				if byLe[k] == nil {
+					byLe[k] = map[float64]float64{}
+				}
+				byLe[k][le] += float64(sp.Value)
+			}
+		}
+	}
+	out := make([][]*histogram.Histogram, rows)
+	for r := range out {
+		out[r] = make([]*histogram.Histogram, points)
+	}
+	for k, m := range byLe {
+		bounds := slices.Sorted(maps.Keys(m))
+		h := &histogram.Histogram{Bounds: bounds, Counts: make([]float64, len(bounds)), Count: math.NaN(), Sum: math.NaN()}
+		for j, le := range bounds {
+			h.Counts[j] = m[le]
+		}
+		out[k.r][k.i] = h
+	}
+	for k, m := range []model.Matrix{sums, counts} {
+		for _, ss := range m {
+			r := row(ss.Metric)
+			if r < 0 {
+				continue
+			}
+			for _, sp := range ss.Values {
+				i := index(sp.Timestamp)
+				if i >= 0 && out[r][i] == nil && buckets == nil {
+					out[r][i] = &histogram.Histogram{Count: math.NaN(), Sum: math.NaN()} // a value alone
+				}
+				if i < 0 || out[r][i] == nil {
+					continue
+				}
+				p := &out[r][i].Sum
+				if k == 1 {
+					p = &out[r][i].Count
+				}
+				if math.IsNaN(*p) {
+					*p = 0
+				}
+				*p += float64(sp.Value)
+			}
+		}
+	}
+	return out, nil
+}
+
+// diff is the histogram of the observations between two cumulative
+// ones, b before a; nil when either is missing or their bounds differ.
+func diff(a, b *histogram.Histogram) *histogram.Histogram {
+	if a == nil || b == nil || !slices.Equal(a.Bounds, b.Bounds) {
+		return nil
+	}
+	d := &histogram.Histogram{Bounds: a.Bounds, Counts: make([]float64, len(a.Counts)), Count: a.Count - b.Count, Sum: a.Sum - b.Sum}
+	for j := range a.Counts {
+		d.Counts[j] = a.Counts[j] - b.Counts[j]
+	}
+	return d
+}
+
+// addInto adds h to *acc (a batch's increase to the batches' before).
+func addInto(acc **histogram.Histogram, h *histogram.Histogram) error {
+	if h == nil {
+		return nil
+	}
+	if *acc == nil {
+		c := *h
+		c.Counts = slices.Clone(h.Counts)
+		*acc = &c
+		return nil
+	}
+	a := *acc
+	if !slices.Equal(a.Bounds, h.Bounds) {
+		return errors.New("the batches' bucket layouts differ")
+	}
+	for j := range a.Counts {
+		a.Counts[j] += h.Counts[j]
+	}
+	for _, p := range [][2]*float64{{&a.Count, &h.Count}, {&a.Sum, &h.Sum}} {
+		if math.IsNaN(*p[0]) {
+			*p[0] = 0
+		}
+		*p[0] += *p[1]
+	}
+	return nil
 }
 
 // Resets implements snapshot.Engine.

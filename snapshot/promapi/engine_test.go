@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,14 +17,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/snapshot"
 	"github.com/whyslow/whyslow/snapshot/promapi"
 )
 
-// engineServer answers an Engine's queries for pods a and b: per pod and
-// minute, 1 observation at or below 0.1 and 2 above (sum 5); a query for
-// more than one pod is refused as too large when refuse is set. It
-// records the queries.
+// engineServer answers an Engine's queries as PromQL would on two pods:
+// pod a scraped at every minute from start, pod b from start+1m; each
+// holds, at minute k, cumulative counts of k observations at or below
+// 0.1 and 3k in all, summing 5k. A query for more than one pod is
+// refused as too large when refuse is set. It records the queries.
 type engineServer struct {
 	refuse  bool
 	mu      sync.Mutex
@@ -31,6 +35,7 @@ type engineServer struct {
 
 func (s *engineServer) handler(start time.Time) http.HandlerFunc {
 	pods := regexp.MustCompile(`pod=~?"([^"]*)"`)
+	from := map[string]int{"a": 0, "b": 1} // the minute each pod appears
 	return func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		q := r.Form.Get("query")
@@ -42,55 +47,80 @@ func (s *engineServer) handler(start time.Time) http.HandlerFunc {
 			http.Error(w, "no pod matcher", http.StatusBadRequest)
 			return
 		}
-		n := len(strings.Split(m[1], "|"))
-		if s.refuse && n > 1 {
+		names := strings.Split(m[1], "|")
+		if s.refuse && len(names) > 1 {
 			w.WriteHeader(http.StatusUnprocessableEntity)
 			fmt.Fprint(w, `{"status":"error","errorType":"execution","error":"query processing would load too many samples into memory"}`)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		minute := func(v string) int {
+			f, _ := strconv.ParseFloat(v, 64)
+			return int((int64(f) - start.Unix()) / 60)
+		}
 		if r.URL.Path == "/api/v1/query" { // resets: pod b reset
-			if strings.Contains(m[1], "b") {
+			if slices.Contains(names, "b") {
 				fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"pod":"b"},"value":[0,"1"]}]}}`)
 				return
 			}
 			fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
 			return
 		}
-		// Two points: the ends of the grid's first and third windows.
-		vals := func(v float64) string {
-			return fmt.Sprintf(`[[%d,"%g"],[%d,"%g"]]`, start.Add(time.Minute).Unix(), v, start.Add(3*time.Minute).Unix(), v)
+		each := strings.Contains(q, ", pod)") || strings.Contains(q, "by (pod)")
+		value := map[string]float64{"0.1": 1, "+Inf": 3, "": 3}
+		if strings.Contains(q, "_sum") {
+			value[""] = 5
 		}
-		each := strings.Contains(q, "by (le, pod)") || strings.Contains(q, "by (pod)")
+		les := []string{""}
+		if strings.Contains(q, "by (le") {
+			les = []string{"0.1", "+Inf"}
+		}
 		var series []string
-		add := func(le string, perPod float64) {
-			for _, p := range strings.Split(m[1], "|") {
-				labels := map[string]string{}
-				if le != "" {
-					labels["le"] = le
+		for _, le := range les {
+			points := map[string][]string{} // by pod ("" for the sum)
+			for k := minute(r.Form.Get("start")); k <= minute(r.Form.Get("end")); k++ {
+				total, any := 0.0, false
+				for _, p := range names {
+					var v float64
+					switch {
+					case strings.Contains(q, "unless"): // a series on one side only
+						if (k >= from[p]) == (k-1 >= from[p]) {
+							continue
+						}
+						v = 1
+					case strings.Contains(q, " offset 1m)"): // the difference per series
+						if k-1 < from[p] {
+							continue
+						}
+						v = value[le]
+					default: // the cumulative value
+						if k < from[p] {
+							continue
+						}
+						v = float64(k) * value[le]
+					}
+					key := ""
+					if each {
+						key = p
+						points[key] = append(points[key], fmt.Sprintf(`[%d,"%g"]`, start.Add(time.Duration(k)*time.Minute).Unix(), v))
+						continue
+					}
+					total, any = total+v, true
 				}
-				if each {
-					labels["pod"] = p
+				if any {
+					points[""] = append(points[""], fmt.Sprintf(`[%d,"%g"]`, start.Add(time.Duration(k)*time.Minute).Unix(), total))
 				}
-				var kv []string
-				for k, v := range labels {
-					kv = append(kv, fmt.Sprintf("%q:%q", k, v))
-				}
-				if !each {
-					series = append(series, fmt.Sprintf(`{"metric":{%s},"values":%s}`, strings.Join(kv, ","), vals(perPod*float64(n))))
-					break
-				}
-				series = append(series, fmt.Sprintf(`{"metric":{%s},"values":%s}`, strings.Join(kv, ","), vals(perPod)))
 			}
-		}
-		switch {
-		case strings.Contains(q, "_bucket"):
-			add("0.1", 1)
-			add("+Inf", 3)
-		case strings.Contains(q, "_sum"):
-			add("", 5)
-		default:
-			add("", 3)
+			for key, pts := range points {
+				var kv []string
+				if le != "" {
+					kv = append(kv, fmt.Sprintf(`"le":%q`, le))
+				}
+				if key != "" {
+					kv = append(kv, fmt.Sprintf(`"pod":%q`, key))
+				}
+				series = append(series, fmt.Sprintf(`{"metric":{%s},"values":[%s]}`, strings.Join(kv, ","), strings.Join(pts, ",")))
+			}
 		}
 		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[%s]}}`, strings.Join(series, ","))
 	}
@@ -117,20 +147,18 @@ func TestEngine(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, rows, 1)
 			require.Len(t, rows[0], 3)
-			assert.Nil(t, rows[0][1], "no answer at the second window's end")
-			for _, i := range []int{0, 2} {
-				h := rows[0][i]
-				require.NotNil(t, h)
-				assert.Equal(t, []float64{0.1, math.Inf(1)}, h.Bounds)
-				assert.Equal(t, []float64{2, 6}, h.Counts)
-				assert.Equal(t, 6.0, h.Count)
-				assert.Equal(t, 10.0, h.Sum)
+			want := func(pods float64) *histogram.Histogram {
+				return &histogram.Histogram{Bounds: []float64{0.1, math.Inf(1)}, Counts: []float64{pods, 3 * pods}, Count: 3 * pods, Sum: 5 * pods}
 			}
+			// The first minute: b has no sample at its start and is left
+			// out (asked for as differences per series).
+			assert.Equal(t, []*histogram.Histogram{want(1), want(2), want(2)}, rows[0])
 			q.Each = true
 			rows, err = eng.HistogramIncreases(q)
 			require.NoError(t, err)
 			require.Len(t, rows, 2)
-			assert.Equal(t, []float64{1, 3}, rows[1][2].Counts)
+			assert.Equal(t, []*histogram.Histogram{want(1), want(1), want(1)}, rows[0])
+			assert.Equal(t, []*histogram.Histogram{nil, want(1), want(1)}, rows[1])
 
 			names, err := eng.Resets(q)
 			require.NoError(t, err)
@@ -138,7 +166,11 @@ func TestEngine(t *testing.T) {
 
 			srv.mu.Lock()
 			defer srv.mu.Unlock()
-			assert.Contains(t, srv.queries, `sum by (le) ({__name__="vllm:time_to_first_token_seconds_bucket",model_name="m",pod=~"a|b"} - {__name__="vllm:time_to_first_token_seconds_bucket",model_name="m",pod=~"a|b"} offset 1m)`)
+			if !refuse {
+				assert.Contains(t, srv.queries, `sum by (le) ({__name__="vllm:time_to_first_token_seconds_bucket",model_name="m",pod=~"a|b"})`)
+				assert.Contains(t, srv.queries, `count by () ({__name__="vllm:time_to_first_token_seconds_count",model_name="m",pod=~"a|b"} unless {__name__="vllm:time_to_first_token_seconds_count",model_name="m",pod=~"a|b"} offset 1m) or count by () ({__name__="vllm:time_to_first_token_seconds_count",model_name="m",pod=~"a|b"} offset 1m unless {__name__="vllm:time_to_first_token_seconds_count",model_name="m",pod=~"a|b"})`)
+				assert.Contains(t, srv.queries, `sum by (le) ({__name__="vllm:time_to_first_token_seconds_bucket",model_name="m",pod=~"a|b"} - {__name__="vllm:time_to_first_token_seconds_bucket",model_name="m",pod=~"a|b"} offset 1m)`)
+			}
 			assert.Contains(t, srv.queries, `sum by (pod) (resets({__name__="vllm:time_to_first_token_seconds_count",model_name="m",pod=~"a|b"}[8m])) > 0`)
 			if refuse {
 				assert.Contains(t, srv.queries, `sum by (le) ({__name__="vllm:time_to_first_token_seconds_bucket",model_name="m",pod="b"} - {__name__="vllm:time_to_first_token_seconds_bucket",model_name="m",pod="b"} offset 1m)`)
