@@ -91,10 +91,19 @@ func (s *Surveyor) planPush(sc *scope) (bool, error) {
 			bySignal[spec.id] = true
 		}
 	}
-	// Restarts the process start times show; then the engine's resets.
+	// Restarts the process start times show, and bucket layouts that
+	// changed or differ between a replica's series (the server would add
+	// counts of different buckets); then the engine's resets.
 	for r, rp := range sc.replicas {
 		if s.starts[rp.t.Name] > 1 {
 			p.whole[rp.t.Name] = true
+		}
+		for _, spec := range timelineSpecs {
+			if m := sc.match(r, spec.id); spec.stat == "p95" && m.Found() {
+				if _, ok := layoutOf(m.Family, sc.selector(m.Family)); !ok {
+					p.whole[rp.t.Name] = true
+				}
+			}
 		}
 		for _, spec := range timelineSpecs {
 			if m := sc.match(r, spec.id); spec.stat == "p95" && m.Found() && !slices.Contains(metrics, m.Family.Name) {
@@ -158,9 +167,7 @@ func (s *Surveyor) hasHist(sc *scope, r int) bool {
 }
 
 // pushQueries returns the engine's questions for the fleet's histogram
-// timelines: per family name a p95 signal matches, the serving replicas
-// that carry it, less those read whole when fleet is set; the signal
-// each answers and its scale are in sig and scale.
+// timelines (pushPlan's), less those read whole when fleet is set.
 func (s *Surveyor) pushQueries(sc *scope, fleet bool) []snapshot.HistogramQuery {
 	var out []snapshot.HistogramQuery
 	for _, q := range s.pushPlan(sc, fleet) {
@@ -177,15 +184,16 @@ type pushQuery struct {
 }
 
 // pushPlan lists the engine's questions for the fleet's histogram
-// timelines (see pushQueries), per p95 signal and family name in replica
-// order.
+// timelines (see pushQueries), per p95 signal, family name and bucket
+// layout in replica order: replicas whose buckets differ are summed
+// apart and merged as whyslow merges them (on the bounds they share).
 func (s *Surveyor) pushPlan(sc *scope, fleet bool) []pushQuery {
 	var out []pushQuery
 	for si, spec := range timelineSpecs {
 		if spec.stat != "p95" {
 			continue
 		}
-		byName := map[string]int{}
+		byName := map[string]int{} // by family name and bucket layout
 		for r, rp := range sc.replicas {
 			if isCompanion(rp.res) || (fleet && s.push.whole[rp.t.Name]) {
 				continue
@@ -194,10 +202,12 @@ func (s *Surveyor) pushPlan(sc *scope, fleet bool) []pushQuery {
 			if !m.Found() {
 				continue
 			}
-			k, ok := byName[m.Family.Name]
+			layout, _ := layoutOf(m.Family, sc.selector(m.Family))
+			key := m.Family.Name + "\xff" + layout
+			k, ok := byName[key]
 			if !ok {
 				k = len(out)
-				byName[m.Family.Name] = k
+				byName[key] = k
 				out = append(out, pushQuery{spec: si, scale: m.Candidate.ScaleFor(math.NaN()),
 					q: snapshot.HistogramQuery{Metric: m.Family.Name, Match: sc.selector(m.Family), Grid: s.grid}})
 			}
@@ -340,4 +350,23 @@ func pushedSignal(id catalog.SignalID) bool {
 		}
 	}
 	return false
+}
+
+// layoutOf returns the bucket layout of the series of fam that carry
+// sel's labels, as a key, and whether there is one: false when they have
+// several (a layout changed, or series differ).
+func layoutOf(fam *snapshot.Family, sel map[string]string) (string, bool) {
+	var key string
+	n := 0
+	for _, h := range fam.Histograms {
+		if !matchesSel(h.Labels.Get, sel) {
+			continue
+		}
+		k := fmt.Sprint(h.Bounds)
+		if n > 0 && k != key {
+			return "", false
+		}
+		key, n = k, n+1
+	}
+	return key, true
 }

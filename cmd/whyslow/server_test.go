@@ -88,7 +88,9 @@ func TestServerURL(t *testing.T) {
 // (--pushdown, the default) and without. Prometheus's reports are equal
 // to the bit; VictoriaMetrics keeps about 12 significant digits of a
 // float, so its numbers agree to 1e-9 relative. The restart fleet takes
-// the survey's sample reads (a pod that restarted is read whole). The
+// the survey's sample reads (a pod that restarted is read whole); the
+// mixed-versions fleet's pods name a signal differently (one question to
+// the server per name). The
 // command reads only the catalog's metrics from the server, the whole
 // directory from disk. Without the servers the test skips, and fails in
 // CI.
@@ -97,7 +99,11 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 	for _, tc := range []struct{ scenario, server string }{
 		{"kv-preemption", "prometheus"},
 		{"restart", "prometheus"},
+		{"mixed-versions", "prometheus"},
+		{"healthy", "prometheus"},
 		{"kv-preemption", "victoria-metrics"},
+		{"restart", "victoria-metrics"},
+		{"mixed-versions", "victoria-metrics"},
 	} {
 		t.Run(tc.scenario+"/"+tc.server, func(t *testing.T) {
 			spec, fleet := promserver.Fleet(t, tc.scenario)
