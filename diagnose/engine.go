@@ -15,25 +15,29 @@ import (
 // pushdown is the state of a Surveyor whose histogram timelines an Engine
 // computes (Surveyor.PushDown).
 //
-// A replica's increase over an interval comes from the engine when the
-// replica was scraped within snapshot.Lookback of both edges and did not
-// restart: then the engine's "x - x offset d" is the replica's exact
-// increase (snapshot's edge rule). The other intervals at whose end it
-// was scraped (its first, after a gap) are read from its samples
-// (SampleReads), and so is the whole history of a replica that restarted
-// (process_start_time_seconds took several values, or the engine saw a
-// counter reset): the engine cannot correct a reset.
+// A replica's increase over an interval comes from the engine where the
+// engine sees all of its series at both edges (Engine.Presence) and the
+// replica did not restart: then the engine's difference of edge values is
+// the replica's exact increase (snapshot's edge rule). The other
+// intervals at whose end it was scraped (its first, those after a gap or
+// a staleness marker) are read from its samples (SampleReads), and so is
+// the whole history of a replica that restarted (process_start_time_seconds
+// took several values, or the engine saw a counter reset), whose bucket
+// layout changed, or that the engine sees where whyslow does not: the
+// engine cannot correct those.
 type pushdown struct {
 	engine snapshot.Engine
 	// planned is set once the sample reads are chosen; fetched once the
 	// engine's sums are merged.
 	planned, fetched bool
 	// own maps a replica to the intervals read from its samples; whole
-	// lists the replicas read so over their whole history.
-	own   map[string][]bool
-	whole map[string]bool
-	// pending are the replicas of the sample reads not yet added.
-	pending map[string]bool
+	// lists the replicas read so over their whole history; both maps a
+	// replica to the intervals the engine sums it over (all its series
+	// standing at both edges, as the engine sees them).
+	own, both map[string][]bool
+	whole     map[string]bool
+	// pending are the targets of the sample reads not yet added.
+	pending map[pendingKey]bool
 	reads   []SampleRead
 }
 
@@ -64,8 +68,9 @@ func (s *Surveyor) PushDown(e snapshot.Engine) error {
 }
 
 // SampleReads returns the reads a pushdown survey asks for when Survey
-// says again after the targets were added: read them and add each target
-// read, in any order, then call Survey again. Nil otherwise.
+// says again after the targets were added: read them, add each of their
+// targets with AddSamples, in any order, then call Survey again. Nil
+// otherwise.
 func (s *Surveyor) SampleReads() []SampleRead {
 	if s.push == nil || !s.push.planned || s.push.fetched || len(s.push.pending) == 0 {
 		return nil
@@ -83,7 +88,7 @@ func (p *pushdown) rawPass() bool { return p != nil && p.planned && len(p.pendin
 func (s *Surveyor) planPush(sc *scope) (bool, error) {
 	p := s.push
 	p.planned = true
-	p.own, p.whole, p.pending = map[string][]bool{}, map[string]bool{}, map[string]bool{}
+	p.own, p.whole, p.pending = map[string][]bool{}, map[string]bool{}, map[pendingKey]bool{}
 	var metrics []string
 	bySignal := map[catalog.SignalID]bool{}
 	for _, spec := range timelineSpecs {
@@ -120,6 +125,55 @@ func (s *Surveyor) planPush(sc *scope) (bool, error) {
 			p.whole[n] = true
 		}
 	}
+	// The engine's view of each replica's series at the edges: it sums a
+	// replica over an interval where all of its series stand at both
+	// edges. A replica it sees only in part at an edge, or at both edges
+	// of an interval whyslow does not evaluate (no scrape within
+	// snapshot.Lookback of its end), is read whole: the sums would count
+	// it where whyslow does not.
+	at := map[string][]bool{}
+	for _, q := range s.pushQueries(sc, false) {
+		pres, err := p.engine.Presence(q)
+		if err != nil {
+			return false, fmt.Errorf("diagnose: engine: presence of %s: %w", q.Metric, err)
+		}
+		if len(pres) != len(q.Targets) {
+			return false, fmt.Errorf("diagnose: engine: presence of %s: %d rows for %d targets", q.Metric, len(pres), len(q.Targets))
+		}
+		for k, t := range q.Targets {
+			counts := pres[k]
+			if len(counts) != len(s.grid)+1 {
+				return false, fmt.Errorf("diagnose: engine: presence of %s: %d edges, want %d", q.Metric, len(counts), len(s.grid)+1)
+			}
+			most := slices.Max(counts)
+			a := at[t.Name]
+			if a == nil {
+				a = make([]bool, len(counts))
+				for e := range a {
+					a[e] = true
+				}
+				at[t.Name] = a
+			}
+			for e, c := range counts {
+				if c > 0 && c < most {
+					p.whole[t.Name] = true
+				}
+				a[e] = a[e] && c > 0 && c == most
+			}
+		}
+	}
+	p.both = map[string][]bool{}
+	for name, a := range at {
+		edges := s.lines.edges[name]
+		both := make([]bool, len(s.grid))
+		for i := range both {
+			both[i] = a[i] && a[i+1]
+			if both[i] && (edges == nil || !edges[i+1]) {
+				p.whole[name] = true
+			}
+		}
+		p.both[name] = both
+	}
 	byWindow := map[snapshot.Window][]*snapshot.Target{}
 	var order []snapshot.Window
 	for r, rp := range sc.replicas {
@@ -129,31 +183,74 @@ func (s *Surveyor) planPush(sc *scope) (bool, error) {
 			continue
 		}
 		own := make([]bool, len(s.grid))
-		first, last := -1, -1
+		var runs [][2]int // runs of own intervals, those less than maxGap apart joined
 		for i := range s.grid {
-			if edges[i+1] && (p.whole[name] || !edges[i]) {
-				own[i] = true
-				if first < 0 {
-					first = i
-				}
-				last = i
+			if !edges[i+1] || !(p.whole[name] || p.both[name] == nil || !p.both[name][i]) {
+				continue
+			}
+			own[i] = true
+			if n := len(runs); n > 0 && i-runs[n-1][1] <= maxGap {
+				runs[n-1][1] = i
+			} else {
+				runs = append(runs, [2]int{i, i})
 			}
 		}
-		if first < 0 {
+		if len(runs) == 0 {
 			continue
 		}
 		p.own[name] = own
-		p.pending[name] = true
-		w := snapshot.Window{Start: s.grid[first].Start, End: s.grid[last].End}
-		if byWindow[w] == nil {
-			order = append(order, w)
+		for _, run := range runs {
+			w := snapshot.Window{Start: s.grid[run[0]].Start, End: s.grid[run[1]].End}
+			if byWindow[w] == nil {
+				order = append(order, w)
+			}
+			byWindow[w] = append(byWindow[w], rp.t)
+			p.pending[pendingKey{name, w}] = true
 		}
-		byWindow[w] = append(byWindow[w], rp.t)
 	}
+	slices.SortFunc(order, func(a, b snapshot.Window) int { return a.Start.Compare(b.Start) })
 	for _, w := range order {
 		p.reads = append(p.reads, SampleRead{Targets: byWindow[w], Metrics: metrics, Window: w})
 	}
 	return len(p.pending) > 0, nil
+}
+
+// maxGap is how many intervals apart a replica's intervals read from its
+// samples may lie and still be read at once (one read, not two).
+const maxGap = 3
+
+// pendingKey names a target of a SampleRead.
+type pendingKey struct {
+	name string
+	w    snapshot.Window
+}
+
+// AddSamples adds a target read for r, one of SampleReads: its
+// histograms on the intervals of r.Window the survey reads from its
+// samples.
+func (s *Surveyor) AddSamples(r SampleRead, t *snapshot.Target) error {
+	t = t.JoinAddresses()
+	k := pendingKey{t.Name, r.Window}
+	if !s.push.rawPass() || !s.push.pending[k] {
+		return fmt.Errorf("diagnose: survey: target %q is not one of the sample read over %v still to add", t.Name, r.Window)
+	}
+	delete(s.push.pending, k)
+	tr := s.set.catalog.ResolveTarget(t)
+	sc := newScope(s.set, s.base, []replica{{t: t, res: &tr}})
+	if len(servingReplicas(sc.replicas, s.base)) == 0 {
+		return nil
+	}
+	only := slices.Clone(s.push.own[t.Name])
+	for i, w := range s.grid {
+		if w.Start.Before(r.Window.Start) || w.End.After(r.Window.End) {
+			only[i] = false
+		}
+	}
+	yes, no := true, false
+	s.lines.hist = &yes
+	s.lines.addOnly(sc, 0, only)
+	s.lines.hist = &no
+	return nil
 }
 
 // hasHist reports whether replica r of sc carries a p95 timeline signal.
@@ -261,8 +358,8 @@ func (sc *scope) edgesFresh(r int, grid []snapshot.Window) []bool {
 
 // fillReplicas asks the survey's engine for the histogram timelines of
 // the replicas shown (idx into sc.replicas) whose values the survey left
-// to it: the intervals with both edges fresh; the others keep the
-// values read from the samples. A failed question leaves the replica's
+// to it: the intervals it sums them over; the others keep the values
+// read from the samples. A failed question leaves the replica's
 // timeline as it was.
 func (sc *scope) fillReplicas(tl *timelines, idx []int) {
 	sv := sc.set.Survey
@@ -283,7 +380,7 @@ func (sc *scope) fillReplicas(tl *timelines, idx []int) {
 		for _, r := range idx {
 			name := sc.replicas[r].t.Name
 			m := sc.match(r, spec.id)
-			if !m.Found() || sv.push.whole[name] || sv.edges[name] == nil {
+			if !m.Found() || sv.push.whole[name] || sv.push.both[name] == nil {
 				continue
 			}
 			a := asks[m.Family.Name]
@@ -302,7 +399,7 @@ func (sc *scope) fillReplicas(tl *timelines, idx []int) {
 				continue
 			}
 			for k, name := range a.names {
-				tl.setReplica(name, si, spec, rows[k], sv.edges[name], a.scale)
+				tl.setReplica(name, si, spec, rows[k], sv.push.both[name], a.scale)
 			}
 		}
 	}
@@ -310,8 +407,8 @@ func (sc *scope) fillReplicas(tl *timelines, idx []int) {
 
 // setReplica writes the p95 points of replica name's signal si from an
 // engine's row into tl.replicas (a copy: the survey's own stay as they
-// are), on the intervals with both edges fresh.
-func (tl *timelines) setReplica(name string, si int, spec timelineSpec, row []*histogram.Histogram, edges []bool, scale float64) {
+// are), on the intervals the engine sums the replica over (both).
+func (tl *timelines) setReplica(name string, si int, spec timelineSpec, row []*histogram.Histogram, both []bool, scale float64) {
 	if len(row) != len(tl.grid) {
 		return
 	}
@@ -328,7 +425,7 @@ func (tl *timelines) setReplica(name string, si int, spec timelineSpec, row []*h
 		}
 	}
 	for i, h := range row {
-		if h == nil || !edges[i] || !edges[i+1] {
+		if h == nil || !both[i] {
 			continue
 		}
 		p := histP95(time.Time{}, engineIncrease(tl.grid[i], *h, scale))

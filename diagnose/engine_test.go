@@ -22,6 +22,18 @@ import (
 type sampleEngine struct {
 	ev        *snapshot.Evidence
 	questions int
+	// stale holds, by target, when a staleness marker hides its series
+	// from then on (its samples ended before).
+	stale map[string]time.Time
+}
+
+// sample returns the index of the sample of target name's series ts
+// standing for time t, as the engine sees it, or -1.
+func (e *sampleEngine) sample(name string, ts []int64, t time.Time) int {
+	if m, ok := e.stale[name]; ok && !t.Before(m) {
+		return -1
+	}
+	return at(ts, t)
 }
 
 func (e *sampleEngine) target(name string) *snapshot.Target {
@@ -76,7 +88,7 @@ func (e *sampleEngine) HistogramIncreases(q snapshot.HistogramQuery) ([][]*histo
 				continue
 			}
 			for i, w := range q.Grid {
-				a, b := at(h.T, w.Start), at(h.T, w.End)
+				a, b := e.sample(tg.Name, h.T, w.Start), e.sample(tg.Name, h.T, w.End)
 				if a < 0 || b < 0 {
 					continue
 				}
@@ -91,6 +103,33 @@ func (e *sampleEngine) HistogramIncreases(q snapshot.HistogramQuery) ([][]*histo
 				}
 				d.Count += h.Count[b] - h.Count[a]
 				d.Sum += h.Sum[b] - h.Sum[a]
+			}
+		}
+	}
+	return out, nil
+}
+
+func (e *sampleEngine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
+	e.questions++
+	out := make([][]int, len(q.Targets))
+	edges := []time.Time{q.Grid[0].Start}
+	for _, w := range q.Grid {
+		edges = append(edges, w.End)
+	}
+	for k, tg := range q.Targets {
+		out[k] = make([]int, len(edges))
+		fam := e.target(tg.Name).Families[q.Metric]
+		if fam == nil {
+			continue
+		}
+		for _, h := range fam.Histograms {
+			if !matches(h, q.Match) {
+				continue
+			}
+			for i, t := range edges {
+				if e.sample(tg.Name, h.T, t) >= 0 {
+					out[k][i]++
+				}
 			}
 		}
 	}
@@ -137,6 +176,43 @@ func withoutHistograms(tg *snapshot.Target) *snapshot.Target {
 	return &out
 }
 
+// earlyEnd returns a copy of tg without its samples and scrapes after
+// cut: a replica that stopped before the others.
+func earlyEnd(tg *snapshot.Target, cut time.Time) *snapshot.Target {
+	ms := cut.UnixMilli()
+	out := *tg
+	out.Scrapes = nil
+	for _, s := range tg.Scrapes {
+		if !s.Time.After(cut) {
+			out.Scrapes = append(out.Scrapes, s)
+		}
+	}
+	out.Families = map[string]*snapshot.Family{}
+	for name, f := range tg.Families {
+		g := *f
+		g.Series = nil
+		for _, s := range f.Series {
+			c := *s
+			j, _ := slices.BinarySearch(c.T, ms+1)
+			c.T, c.V = c.T[:j], c.V[:j]
+			if c.StartT != nil {
+				c.StartT = c.StartT[:j]
+			}
+			g.Series = append(g.Series, &c)
+		}
+		g.Histograms = nil
+		for _, h := range f.Histograms {
+			c := *h
+			j, _ := slices.BinarySearch(c.T, ms+1)
+			n := len(c.Bounds)
+			c.T, c.Counts, c.Sum, c.Count = c.T[:j], c.Counts[:j*n], c.Sum[:j], c.Count[:j]
+			g.Histograms = append(g.Histograms, &c)
+		}
+		out.Families[name] = &g
+	}
+	return &out
+}
+
 // resetAt returns tg with its histograms' counters restarted at cut: the
 // counts from then on lose what they held at cut (a process restart that
 // process_start_time_seconds does not show).
@@ -169,8 +245,10 @@ func resetAt(tg *snapshot.Target, cut time.Time) *snapshot.Target {
 // engine sums (Surveyor.PushDown), fed targets without their histograms'
 // samples and then the sample reads it asks for, gives the report of the
 // whole evidence: when every replica is scraped over the same minutes,
-// when one starts late (its first interval is read from its samples), and
-// when one's counters reset without a new process start (read whole).
+// when one starts late (its first interval is read from its samples),
+// when one's counters reset without a new process start (read whole),
+// and when one ends and the engine stops seeing it before whyslow does
+// (a staleness marker: its last intervals are read from its samples).
 func TestPushDownSurvey(t *testing.T) {
 	ev := simulatePods(t, "kv-preemption", 3)
 	require.Len(t, ev.Targets, 3)
@@ -179,21 +257,28 @@ func TestPushDownSurvey(t *testing.T) {
 	late.Targets = append([]*snapshot.Target{lateStart(ev.Targets[0], first.Add(7*time.Minute+20*time.Second))}, ev.Targets[1:]...)
 	reset := *ev
 	reset.Targets = append(slices.Clone(ev.Targets[:2]), resetAt(ev.Targets[2], first.Add(31*time.Minute+10*time.Second)))
+	// A replica that stops mid-minute, with a staleness marker a scrape
+	// later: whyslow stands for it up to 5 minutes on, the engine not.
+	stop := first.Add(24*time.Minute + 40*time.Second)
+	ended := *ev
+	ended.Targets = append(slices.Clone(ev.Targets[:2]), earlyEnd(ev.Targets[2], stop))
 
 	for _, tc := range []struct {
 		name  string
 		ev    *snapshot.Evidence
+		stale map[string]time.Time
 		whole string // the target read over the whole history
 	}{
-		{"same minutes", ev, ""},
-		{"first replica starts late", &late, ""},
-		{"a counter reset", &reset, ev.Targets[2].Name},
+		{"same minutes", ev, nil, ""},
+		{"first replica starts late", &late, nil, ""},
+		{"a counter reset", &reset, nil, ev.Targets[2].Name},
+		{"a replica ends, marked stale", &ended, map[string]time.Time{ev.Targets[2].Name: stop.Add(15 * time.Second)}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ref, err := diagnose.Diagnose(tc.ev, diagnose.Options{})
 			require.NoError(t, err)
 
-			eng := &sampleEngine{ev: tc.ev}
+			eng := &sampleEngine{ev: tc.ev, stale: tc.stale}
 			s, err := diagnose.NewSurveyor(diagnose.Options{})
 			require.NoError(t, err)
 			require.NoError(t, s.PushDown(eng))
@@ -207,7 +292,7 @@ func TestPushDownSurvey(t *testing.T) {
 							if r.Window.End.Sub(r.Window.Start) > 20*time.Minute {
 								whole = append(whole, tg.Name)
 							}
-							require.NoError(t, s.Add(cutHistograms(tc.ev, tg.Name, r.Window)))
+							require.NoError(t, s.AddSamples(r, cutHistograms(tc.ev, tg.Name, r.Window)))
 						}
 					}
 				} else {

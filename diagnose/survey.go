@@ -126,11 +126,14 @@ func (l *lines) addOnly(sc *scope, r int, only []bool) {
 		f := &l.fleet[si]
 		f.has = true
 		stride := spec.stride()
-		v := make([]float64, stride*len(l.grid))
-		for i := range l.grid {
-			v[stride*i] = math.NaN()
+		v := vals[si] // a replica's earlier sample read keeps its intervals
+		if v == nil {
+			v = make([]float64, stride*len(l.grid))
+			for i := range l.grid {
+				v[stride*i] = math.NaN()
+			}
+			vals[si] = v
 		}
-		vals[si] = v
 		switch spec.stat {
 		case "p95":
 			// Each interval's increase is folded into the fleet's as it
@@ -374,7 +377,7 @@ func NewSurveyor(opts Options) (*Surveyor, error) {
 func (s *Surveyor) Add(t *snapshot.Target) error {
 	t = t.JoinAddresses()
 	if s.push.rawPass() {
-		return s.addSamples(t)
+		return fmt.Errorf("diagnose: survey: target %q: the survey awaits its SampleReads (AddSamples)", t.Name)
 	}
 	if s.pass > 0 {
 		if s.next >= len(s.targets) || s.targets[s.next].Name != t.Name {
@@ -439,25 +442,6 @@ func (s *Surveyor) newLines(grid []snapshot.Window, step time.Duration) *lines {
 		s.push = &pushdown{engine: s.push.engine}
 	}
 	return l
-}
-
-// addSamples adds a target of a pushdown survey's SampleReads: its
-// histograms on the intervals read from its samples.
-func (s *Surveyor) addSamples(t *snapshot.Target) error {
-	if !s.push.pending[t.Name] {
-		return fmt.Errorf("diagnose: survey: target %q is not one SampleReads asked for, or was added twice", t.Name)
-	}
-	delete(s.push.pending, t.Name)
-	tr := s.set.catalog.ResolveTarget(t)
-	sc := newScope(s.set, s.base, []replica{{t: t, res: &tr}})
-	if len(servingReplicas(sc.replicas, s.base)) == 0 {
-		return nil
-	}
-	yes, no := true, false
-	s.lines.hist = &yes
-	s.lines.addOnly(sc, 0, s.push.own[t.Name])
-	s.lines.hist = &no
-	return nil
 }
 
 // LabelsOnly returns the metrics of Options.Selection whose samples a
@@ -672,7 +656,7 @@ func (s *Surveyor) Survey() (sv *Survey, again bool, err error) {
 	}
 	sv = &Survey{set: s.set, group: groups[0].sel, st: st, tl: tl, targets: s.targets, starts: s.starts, skip: s.skip, passes: s.pass + 1}
 	if s.push != nil && s.lines != nil {
-		sv.push, sv.edges = s.push, s.lines.edges
+		sv.push = s.push
 	}
 	return sv, false, nil
 }
@@ -705,10 +689,9 @@ type Survey struct {
 	starts  map[string]int     // distinct process start times per target (see scopeWarnings)
 	skip    map[string][]string
 	passes  int
-	// push and edges are a pushdown survey's engine state and replicas'
-	// fresh edges (Surveyor.PushDown), for the replicas' timelines.
-	push  *pushdown
-	edges map[string][]bool
+	// push is a pushdown survey's engine state (Surveyor.PushDown), for
+	// the replicas' timelines.
+	push *pushdown
 }
 
 // SkipFor is for snapshot.TargetSelection.Skip of the read of the windows

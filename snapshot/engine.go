@@ -23,6 +23,12 @@ type Engine interface {
 	// reset) between the start of q.Grid's first window, less
 	// Lookback, and the end of its last.
 	Resets(q HistogramQuery) ([]string, error)
+	// Presence returns, per target of q.Targets and edge of q.Grid (the
+	// windows' starts, then the last end), how many series of q.Metric's
+	// _count matching q.Match have a sample standing for the edge, as the
+	// engine sees it: within its lookback, and not after a staleness
+	// marker.
+	Presence(q HistogramQuery) ([][]int, error)
 }
 
 // HistogramQuery is one question to an Engine.

@@ -58,7 +58,7 @@ func (f *diagnoseFlags) readPushdown(ctx context.Context, e *env, paths []string
 				problems = append(problems, rev.Problems...)
 				for _, t := range rev.Targets {
 					if slices.ContainsFunc(r.Targets, func(x *snapshot.Target) bool { return x.Name == t.Name }) {
-						if err := s.Add(t); err != nil {
+						if err := s.AddSamples(r, t); err != nil {
 							return nil, opts, err
 						}
 					}

@@ -509,6 +509,48 @@ func splitOnTooLarge(b batch, errs ...error) ([]batch, error) {
 	return nil, nil
 }
 
+// Presence implements snapshot.Engine: "count by (pod) (M_count{SEL})"
+// at the grid's edges.
+func (e *Engine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
+	if len(q.Grid) == 0 {
+		return nil, nil
+	}
+	step := q.Grid[0].End.Sub(q.Grid[0].Start)
+	first := q.Grid[0].Start
+	out := make([][]int, len(q.Targets))
+	for i := range out {
+		out[i] = make([]int, len(q.Grid)+1)
+	}
+	bs, err := e.batches(q)
+	if err != nil {
+		return nil, err
+	}
+	for len(bs) > 0 {
+		b := bs[0]
+		bs = bs[1:]
+		m, err := e.queryRange(fmt.Sprintf("count by (%s) (%s)", b.label, e.selector(q.Metric+"_count", q, b)), first, q.Grid[len(q.Grid)-1].End, step)
+		if halves, err := splitOnTooLarge(b, err); err != nil {
+			return nil, err
+		} else if halves != nil {
+			bs = append(halves, bs...)
+			continue
+		}
+		for _, ss := range m {
+			k := slices.Index(b.values, string(ss.Metric[model.LabelName(b.label)]))
+			if k < 0 {
+				continue
+			}
+			for _, sp := range ss.Values {
+				d := sp.Timestamp.Time().Sub(first)
+				if d >= 0 && d%step == 0 && int(d/step) <= len(q.Grid) {
+					out[b.index[k]][d/step] = int(sp.Value)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
 // queryRange runs a range query with the reader's retries.
 func (e *Engine) queryRange(expr string, start, end time.Time, step time.Duration) (model.Matrix, error) {
 	var val model.Value

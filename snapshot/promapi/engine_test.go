@@ -83,6 +83,11 @@ func (s *engineServer) handler(start time.Time) http.HandlerFunc {
 				for _, p := range names {
 					var v float64
 					switch {
+					case strings.HasPrefix(q, "count by (pod) ({"): // presence
+						if k < from[p] {
+							continue
+						}
+						v = 1
 					case strings.Contains(q, "unless"): // a series on one side only
 						if (k >= from[p]) == (k-1 >= from[p]) {
 							continue
@@ -159,6 +164,10 @@ func TestEngine(t *testing.T) {
 			require.Len(t, rows, 2)
 			assert.Equal(t, []*histogram.Histogram{want(1), want(1), want(1)}, rows[0])
 			assert.Equal(t, []*histogram.Histogram{nil, want(1), want(1)}, rows[1])
+
+			pres, err := eng.Presence(q)
+			require.NoError(t, err)
+			assert.Equal(t, [][]int{{1, 1, 1, 1}, {0, 1, 1, 1}}, pres)
 
 			names, err := eng.Resets(q)
 			require.NoError(t, err)
