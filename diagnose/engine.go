@@ -116,12 +116,26 @@ func (s *Surveyor) planPush(sc *scope) (bool, error) {
 			}
 		}
 	}
-	for _, q := range s.pushQueries(sc, false) {
-		names, err := p.engine.Resets(q)
-		if err != nil {
+	// The questions of every family go to the engine at once (its
+	// queries are small), their answers are taken in order.
+	qs := s.pushQueries(sc, false)
+	resets, presence := make([][]string, len(qs)), make([][][]int, len(qs))
+	errs := make([]error, 2*len(qs))
+	tasks := make([]func(), 0, 2*len(qs))
+	for k, q := range qs {
+		tasks = append(tasks,
+			func() { resets[k], errs[2*k] = p.engine.Resets(q) },
+			func() { presence[k], errs[2*k+1] = p.engine.Presence(q) })
+	}
+	runParallel(tasks)
+	for k, q := range qs {
+		if err := errs[2*k]; err != nil {
 			return false, fmt.Errorf("diagnose: engine: resets of %s: %w", q.Metric, err)
 		}
-		for _, n := range names {
+		if err := errs[2*k+1]; err != nil {
+			return false, fmt.Errorf("diagnose: engine: presence of %s: %w", q.Metric, err)
+		}
+		for _, n := range resets[k] {
 			p.whole[n] = true
 		}
 	}
@@ -132,11 +146,8 @@ func (s *Surveyor) planPush(sc *scope) (bool, error) {
 	// snapshot.Lookback of its end), is read whole: the sums would count
 	// it where whyslow does not.
 	at := map[string][]bool{}
-	for _, q := range s.pushQueries(sc, false) {
-		pres, err := p.engine.Presence(q)
-		if err != nil {
-			return false, fmt.Errorf("diagnose: engine: presence of %s: %w", q.Metric, err)
-		}
+	for k, q := range qs {
+		pres := presence[k]
 		if len(pres) != len(q.Targets) {
 			return false, fmt.Errorf("diagnose: engine: presence of %s: %d rows for %d targets", q.Metric, len(pres), len(q.Targets))
 		}
@@ -316,8 +327,16 @@ func (s *Surveyor) pushPlan(sc *scope, fleet bool) []pushQuery {
 
 // fetchPush merges the engine's sums into the fleet's histogram lines.
 func (s *Surveyor) fetchPush(sc *scope) error {
-	for _, pq := range s.pushPlan(sc, true) {
-		rows, err := s.push.engine.HistogramIncreases(pq.q)
+	plan := s.pushPlan(sc, true)
+	answers := make([][][]*histogram.Histogram, len(plan))
+	errs := make([]error, len(plan))
+	tasks := make([]func(), len(plan))
+	for k, pq := range plan {
+		tasks[k] = func() { answers[k], errs[k] = s.push.engine.HistogramIncreases(pq.q) }
+	}
+	runParallel(tasks)
+	for k, pq := range plan {
+		rows, err := answers[k], errs[k]
 		if err != nil {
 			return fmt.Errorf("diagnose: engine: increases of %s: %w", pq.q.Metric, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 // without both is left out. It counts the questions.
 type sampleEngine struct {
 	ev        *snapshot.Evidence
-	questions int
+	questions atomic.Int64
 	// stale holds, by target, when a staleness marker hides its series
 	// from then on (its samples ended before).
 	stale map[string]time.Time
@@ -65,7 +66,7 @@ func matches(h *snapshot.HistogramSeries, match map[string]string) bool {
 }
 
 func (e *sampleEngine) HistogramIncreases(q snapshot.HistogramQuery) ([][]*histogram.Histogram, error) {
-	e.questions++
+	e.questions.Add(1)
 	rows := 1
 	if q.Each {
 		rows = len(q.Targets)
@@ -110,7 +111,7 @@ func (e *sampleEngine) HistogramIncreases(q snapshot.HistogramQuery) ([][]*histo
 }
 
 func (e *sampleEngine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
-	e.questions++
+	e.questions.Add(1)
 	out := make([][]int, len(q.Targets))
 	edges := []time.Time{q.Grid[0].Start}
 	for _, w := range q.Grid {
@@ -137,7 +138,7 @@ func (e *sampleEngine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
 }
 
 func (e *sampleEngine) Resets(q snapshot.HistogramQuery) ([]string, error) {
-	e.questions++
+	e.questions.Add(1)
 	from := q.Grid[0].Start.Add(-snapshot.Lookback).UnixMilli()
 	to := q.Grid[len(q.Grid)-1].End.UnixMilli()
 	var out []string
@@ -310,7 +311,7 @@ func TestPushDownSurvey(t *testing.T) {
 			} else {
 				assert.Empty(t, whole)
 			}
-			assert.Positive(t, eng.questions)
+			assert.Positive(t, eng.questions.Load())
 			got, err := diagnose.Diagnose(tc.ev, diagnose.Options{Survey: sv})
 			require.NoError(t, err)
 			assert.Equal(t, reportJSON(t, ref, false), reportJSON(t, got, false))
