@@ -82,20 +82,15 @@ func (s *Surveyor) SampleReads() []SampleRead {
 // SampleReads.
 func (p *pushdown) rawPass() bool { return p != nil && p.planned && len(p.pending) > 0 }
 
-// planPush chooses the sample reads: the replicas' intervals without a
-// fresh start edge, and the whole history of those that restarted.
+// planPush chooses what the engine sums and what is read from the
+// samples (see pushdown), asking the engine for resets and presence, and
+// lists the sample reads, one per run of a replica's intervals read so.
 // It reports whether there is any.
 func (s *Surveyor) planPush(sc *scope) (bool, error) {
 	p := s.push
 	p.planned = true
 	p.own, p.whole, p.pending = map[string][]bool{}, map[string]bool{}, map[pendingKey]bool{}
 	var metrics []string
-	bySignal := map[catalog.SignalID]bool{}
-	for _, spec := range timelineSpecs {
-		if spec.stat == "p95" {
-			bySignal[spec.id] = true
-		}
-	}
 	// Restarts the process start times show, and bucket layouts that
 	// changed or differ between a replica's series (the server would add
 	// counts of different buckets); then the engine's resets.
@@ -385,41 +380,49 @@ func (sc *scope) fillReplicas(tl *timelines, idx []int) {
 	if sv == nil || sv.push == nil || tl == nil {
 		return
 	}
+	// The questions of every signal and family go to the engine at once;
+	// their answers are written in order.
+	type ask struct {
+		si    int
+		q     snapshot.HistogramQuery
+		scale float64
+		names []string
+		rows  [][]*histogram.Histogram
+		err   error
+	}
+	var asks []*ask
 	for si, spec := range timelineSpecs {
 		if spec.stat != "p95" {
 			continue
 		}
-		type ask struct {
-			q     snapshot.HistogramQuery
-			scale float64
-			names []string
-		}
-		asks := map[string]*ask{}
-		var order []string
+		byFamily := map[string]*ask{}
 		for _, r := range idx {
 			name := sc.replicas[r].t.Name
 			m := sc.match(r, spec.id)
 			if !m.Found() || sv.push.whole[name] || sv.push.both[name] == nil {
 				continue
 			}
-			a := asks[m.Family.Name]
+			a := byFamily[m.Family.Name]
 			if a == nil {
-				a = &ask{scale: m.Candidate.ScaleFor(math.NaN()), q: snapshot.HistogramQuery{Metric: m.Family.Name, Match: sc.selector(m.Family), Grid: tl.grid, Each: true}}
-				asks[m.Family.Name] = a
-				order = append(order, m.Family.Name)
+				a = &ask{si: si, scale: m.Candidate.ScaleFor(math.NaN()), q: snapshot.HistogramQuery{Metric: m.Family.Name, Match: sc.selector(m.Family), Grid: tl.grid, Each: true}}
+				byFamily[m.Family.Name] = a
+				asks = append(asks, a)
 			}
 			a.q.Targets = append(a.q.Targets, sc.replicas[r].t)
 			a.names = append(a.names, name)
 		}
-		for _, fam := range order {
-			a := asks[fam]
-			rows, err := sv.push.engine.HistogramIncreases(a.q)
-			if err != nil || len(rows) != len(a.names) {
-				continue
-			}
-			for k, name := range a.names {
-				tl.setReplica(name, si, spec, rows[k], sv.push.both[name], a.scale)
-			}
+	}
+	tasks := make([]func(), len(asks))
+	for k, a := range asks {
+		tasks[k] = func() { a.rows, a.err = sv.push.engine.HistogramIncreases(a.q) }
+	}
+	runParallel(tasks)
+	for _, a := range asks {
+		if a.err != nil || len(a.rows) != len(a.names) {
+			continue
+		}
+		for k, name := range a.names {
+			tl.setReplica(name, a.si, timelineSpecs[a.si], a.rows[k], sv.push.both[name], a.scale)
 		}
 	}
 }
