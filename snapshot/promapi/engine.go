@@ -153,10 +153,6 @@ func (e *Engine) HistogramIncreases(q snapshot.HistogramQuery) ([][]*histogram.H
 			return nil, fmt.Errorf("promapi: engine: the grid's windows are not adjacent and of one length")
 		}
 	}
-	bs, err := e.batches(q)
-	if err != nil {
-		return nil, err
-	}
 	rows := 1
 	if q.Each {
 		rows = len(q.Targets)
@@ -165,15 +161,10 @@ func (e *Engine) HistogramIncreases(q snapshot.HistogramQuery) ([][]*histogram.H
 	for i := range acc {
 		acc[i] = make([]*histogram.Histogram, len(q.Grid))
 	}
-	for len(bs) > 0 {
-		b := bs[0]
-		bs = bs[1:]
+	err := e.eachBatch(q, func(b batch) error {
 		inc, err := e.batchIncreases(q, b, step)
-		if halves, err := splitOnTooLarge(b, err); err != nil {
-			return nil, err
-		} else if halves != nil {
-			bs = append(halves, bs...)
-			continue
+		if err != nil {
+			return err
 		}
 		for k, row := range inc {
 			r := 0
@@ -182,10 +173,14 @@ func (e *Engine) HistogramIncreases(q snapshot.HistogramQuery) ([][]*histogram.H
 			}
 			for i, h := range row {
 				if err := addInto(&acc[r][i], h); err != nil {
-					return nil, fmt.Errorf("promapi: engine: %s: %w", q.Metric, err)
+					return fmt.Errorf("promapi: engine: %s: %w", q.Metric, err)
 				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return acc, nil
 }
@@ -457,56 +452,27 @@ func (e *Engine) Resets(q snapshot.HistogramQuery) ([]string, error) {
 	if len(q.Grid) == 0 {
 		return nil, nil
 	}
-	bs, err := e.batches(q)
-	if err != nil {
-		return nil, err
-	}
 	end := q.Grid[len(q.Grid)-1].End
 	rng := model.Duration(end.Sub(q.Grid[0].Start) + snapshot.Lookback).String()
 	var out []string
-	for len(bs) > 0 {
-		b := bs[0]
-		bs = bs[1:]
+	err := e.eachBatch(q, func(b batch) error {
 		expr := fmt.Sprintf("sum by (%s) (resets(%s[%s])) > 0", b.label, e.selector(q.Metric+"_count", q, b), rng)
 		v, err := e.query(expr, end)
-		if halves, err := splitOnTooLarge(b, err); err != nil {
-			return nil, err
-		} else if halves != nil {
-			bs = append(halves, bs...)
-			continue
+		if err != nil {
+			return err
 		}
 		for _, s := range v {
 			if name := string(s.Metric[model.LabelName(b.label)]); slices.Contains(b.values, name) {
 				out = append(out, name)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(out)
 	return out, nil
-}
-
-// splitOnTooLarge returns the first of errs, or, when it is a server's
-// refusal of a query too large (HTTP 422, a response over
-// MaxResponseBytes) and b has several targets, b in halves to ask for
-// instead. One target too large is ErrTooLarge.
-func splitOnTooLarge(b batch, errs ...error) ([]batch, error) {
-	for _, err := range errs {
-		if err == nil {
-			continue
-		}
-		if !errors.Is(err, errSplit) {
-			return nil, err
-		}
-		if len(b.values) < 2 {
-			return nil, fmt.Errorf("%w: %s %s: %w", ErrTooLarge, b.label, b.values[0], err)
-		}
-		h := len(b.values) / 2
-		return []batch{
-			{label: b.label, values: b.values[:h], index: b.index[:h]},
-			{label: b.label, values: b.values[h:], index: b.index[h:]},
-		}, nil
-	}
-	return nil, nil
 }
 
 // Presence implements snapshot.Engine: "count by (pod) (M_count{SEL})"
@@ -521,19 +487,10 @@ func (e *Engine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
 	for i := range out {
 		out[i] = make([]int, len(q.Grid)+1)
 	}
-	bs, err := e.batches(q)
-	if err != nil {
-		return nil, err
-	}
-	for len(bs) > 0 {
-		b := bs[0]
-		bs = bs[1:]
+	err := e.eachBatch(q, func(b batch) error {
 		m, err := e.queryRange(fmt.Sprintf("count by (%s) (%s)", b.label, e.selector(q.Metric+"_count", q, b)), first, q.Grid[len(q.Grid)-1].End, step)
-		if halves, err := splitOnTooLarge(b, err); err != nil {
-			return nil, err
-		} else if halves != nil {
-			bs = append(halves, bs...)
-			continue
+		if err != nil {
+			return err
 		}
 		for _, ss := range m {
 			k := slices.Index(b.values, string(ss.Metric[model.LabelName(b.label)]))
@@ -547,8 +504,43 @@ func (e *Engine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
 				}
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// eachBatch calls fn with each batch of q's targets (batches), and with
+// the halves of a batch whose query the server refused as too large
+// (HTTP 422, a response over MaxResponseBytes), down to one target: one
+// target too large is ErrTooLarge. fn must keep nothing of a batch it
+// fails.
+func (e *Engine) eachBatch(q snapshot.HistogramQuery, fn func(batch) error) error {
+	bs, err := e.batches(q)
+	if err != nil {
+		return err
+	}
+	for len(bs) > 0 {
+		b := bs[0]
+		bs = bs[1:]
+		err := fn(b)
+		switch {
+		case err == nil:
+		case !errors.Is(err, errSplit):
+			return err
+		case len(b.values) < 2:
+			return fmt.Errorf("%w: %s %s: %w", ErrTooLarge, b.label, b.values[0], err)
+		default:
+			h := len(b.values) / 2
+			bs = append([]batch{
+				{label: b.label, values: b.values[:h], index: b.index[:h]},
+				{label: b.label, values: b.values[h:], index: b.index[h:]},
+			}, bs...)
+		}
+	}
+	return nil
 }
 
 // queryRange runs a range query with the reader's retries.
