@@ -37,13 +37,20 @@ func (e *sampleEngine) sample(name string, ts []int64, t time.Time) int {
 	return at(ts, t)
 }
 
-func (e *sampleEngine) target(name string) *snapshot.Target {
+// series returns the histogram series of q.Metric on target name that
+// carry q.Match's labels.
+func (e *sampleEngine) series(name string, q snapshot.HistogramQuery) []*snapshot.HistogramSeries {
+	var out []*snapshot.HistogramSeries
 	for _, t := range e.ev.Targets {
-		if t.Name == name {
-			return t
+		if fam := t.Families[q.Metric]; t.Name == name && fam != nil {
+			for _, h := range fam.Histograms {
+				if matches(h, q.Match) {
+					out = append(out, h)
+				}
+			}
 		}
 	}
-	return nil
+	return out
 }
 
 // at returns the index of the sample of ts standing for time t, or -1.
@@ -80,14 +87,7 @@ func (e *sampleEngine) HistogramIncreases(q snapshot.HistogramQuery) ([][]*histo
 		if q.Each {
 			row = out[k]
 		}
-		fam := e.target(tg.Name).Families[q.Metric]
-		if fam == nil {
-			continue
-		}
-		for _, h := range fam.Histograms {
-			if !matches(h, q.Match) {
-				continue
-			}
+		for _, h := range e.series(tg.Name, q) {
 			for i, w := range q.Grid {
 				a, b := e.sample(tg.Name, h.T, w.Start), e.sample(tg.Name, h.T, w.End)
 				if a < 0 || b < 0 {
@@ -119,14 +119,7 @@ func (e *sampleEngine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
 	}
 	for k, tg := range q.Targets {
 		out[k] = make([]int, len(edges))
-		fam := e.target(tg.Name).Families[q.Metric]
-		if fam == nil {
-			continue
-		}
-		for _, h := range fam.Histograms {
-			if !matches(h, q.Match) {
-				continue
-			}
+		for _, h := range e.series(tg.Name, q) {
 			for i, t := range edges {
 				if e.sample(tg.Name, h.T, t) >= 0 {
 					out[k][i]++
@@ -143,11 +136,7 @@ func (e *sampleEngine) Resets(q snapshot.HistogramQuery) ([]string, error) {
 	to := q.Grid[len(q.Grid)-1].End.UnixMilli()
 	var out []string
 	for _, tg := range q.Targets {
-		fam := e.target(tg.Name).Families[q.Metric]
-		if fam == nil {
-			continue
-		}
-		for _, h := range fam.Histograms {
+		for _, h := range e.series(tg.Name, q) {
 			prev := math.NaN()
 			for i, t := range h.T {
 				if t < from || t > to {
@@ -180,38 +169,7 @@ func withoutHistograms(tg *snapshot.Target) *snapshot.Target {
 // earlyEnd returns a copy of tg without its samples and scrapes after
 // cut: a replica that stopped before the others.
 func earlyEnd(tg *snapshot.Target, cut time.Time) *snapshot.Target {
-	ms := cut.UnixMilli()
-	out := *tg
-	out.Scrapes = nil
-	for _, s := range tg.Scrapes {
-		if !s.Time.After(cut) {
-			out.Scrapes = append(out.Scrapes, s)
-		}
-	}
-	out.Families = map[string]*snapshot.Family{}
-	for name, f := range tg.Families {
-		g := *f
-		g.Series = nil
-		for _, s := range f.Series {
-			c := *s
-			j, _ := slices.BinarySearch(c.T, ms+1)
-			c.T, c.V = c.T[:j], c.V[:j]
-			if c.StartT != nil {
-				c.StartT = c.StartT[:j]
-			}
-			g.Series = append(g.Series, &c)
-		}
-		g.Histograms = nil
-		for _, h := range f.Histograms {
-			c := *h
-			j, _ := slices.BinarySearch(c.T, ms+1)
-			n := len(c.Bounds)
-			c.T, c.Counts, c.Sum, c.Count = c.T[:j], c.Counts[:j*n], c.Sum[:j], c.Count[:j]
-			g.Histograms = append(g.Histograms, &c)
-		}
-		out.Families[name] = &g
-	}
-	return &out
+	return within(tg, time.Time{}, cut, nil)
 }
 
 // resetAt returns tg with its histograms' counters restarted at cut: the
@@ -324,35 +282,9 @@ func TestPushDownSurvey(t *testing.T) {
 // SampleRead reads.
 func cutHistograms(ev *snapshot.Evidence, name string, w snapshot.Window) *snapshot.Target {
 	for _, tg := range ev.Targets {
-		if tg.Name != name {
-			continue
+		if tg.Name == name {
+			return within(tg, w.Start.Add(-snapshot.Lookback), w.End, func(f *snapshot.Family) bool { return len(f.Histograms) > 0 })
 		}
-		from, to := w.Start.Add(-snapshot.Lookback).UnixMilli(), w.End.UnixMilli()
-		out := *tg
-		out.Families = map[string]*snapshot.Family{}
-		for fname, f := range tg.Families {
-			if len(f.Histograms) == 0 {
-				continue
-			}
-			g := *f
-			g.Histograms = nil
-			for _, h := range f.Histograms {
-				c := *h
-				i, _ := slices.BinarySearch(c.T, from)
-				j, _ := slices.BinarySearch(c.T, to+1)
-				n := len(c.Bounds)
-				c.T, c.Counts, c.Sum, c.Count = c.T[i:j], c.Counts[i*n:j*n], c.Sum[i:j], c.Count[i:j]
-				g.Histograms = append(g.Histograms, &c)
-			}
-			out.Families[fname] = &g
-		}
-		out.Scrapes = nil
-		for _, sc := range tg.Scrapes {
-			if ms := sc.Time.UnixMilli(); ms >= from && ms <= to {
-				out.Scrapes = append(out.Scrapes, sc)
-			}
-		}
-		return &out
 	}
 	return nil
 }

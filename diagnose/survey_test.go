@@ -40,33 +40,47 @@ func survey(t *testing.T, ev *snapshot.Evidence, opts diagnose.Options) (*diagno
 // lateStart returns a copy of tg whose samples and scrapes before cut are
 // gone: a replica that started later than the others.
 func lateStart(tg *snapshot.Target, cut time.Time) *snapshot.Target {
-	ms := cut.UnixMilli()
+	return within(tg, cut, time.Unix(1<<40, 0), nil)
+}
+
+// within returns a copy of tg with the samples and scrapes in [from, to]
+// only, and only the families keep keeps (nil: all).
+func within(tg *snapshot.Target, from, to time.Time, keep func(*snapshot.Family) bool) *snapshot.Target {
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	span := func(ts []int64) (int, int) {
+		i, _ := slices.BinarySearch(ts, lo)
+		j, _ := slices.BinarySearch(ts, hi+1)
+		return i, max(i, j)
+	}
 	out := *tg
 	out.Scrapes = nil
 	for _, s := range tg.Scrapes {
-		if !s.Time.Before(cut) {
+		if !s.Time.Before(from) && !s.Time.After(to) {
 			out.Scrapes = append(out.Scrapes, s)
 		}
 	}
 	out.Families = map[string]*snapshot.Family{}
 	for name, f := range tg.Families {
+		if keep != nil && !keep(f) {
+			continue
+		}
 		g := *f
 		g.Series = nil
 		for _, s := range f.Series {
 			c := *s
-			i, _ := slices.BinarySearch(c.T, ms)
-			c.T, c.V = c.T[i:], c.V[i:]
+			i, j := span(c.T)
+			c.T, c.V = c.T[i:j], c.V[i:j]
 			if c.StartT != nil {
-				c.StartT = c.StartT[i:]
+				c.StartT = c.StartT[i:j]
 			}
 			g.Series = append(g.Series, &c)
 		}
 		g.Histograms = nil
 		for _, h := range f.Histograms {
 			c := *h
-			i, _ := slices.BinarySearch(c.T, ms)
+			i, j := span(c.T)
 			n := len(c.Bounds)
-			c.T, c.Counts, c.Sum, c.Count = c.T[i:], c.Counts[i*n:], c.Sum[i:], c.Count[i:]
+			c.T, c.Counts, c.Sum, c.Count = c.T[i:j], c.Counts[i*n:j*n], c.Sum[i:j], c.Count[i:j]
 			g.Histograms = append(g.Histograms, &c)
 		}
 		out.Families[name] = &g
