@@ -124,7 +124,7 @@ func (f *diagnoseFlags) readSamples(ctx context.Context, e *env, paths []string,
 		byLabel[t.NameFrom] = append(byLabel[t.NameFrom], regexp.QuoteMeta(t.Name))
 	}
 	if len(byLabel) != 1 {
-		return nil, fmt.Errorf("diagnose: the targets of a sample read are named by %d labels", len(byLabel))
+		return nil, fmt.Errorf("%s: the targets of a sample read over %v are named by %d labels, not one", shownPaths(paths), r.Window, len(byLabel))
 	}
 	for label, names := range byLabel {
 		m, err := labels.NewMatcher(labels.MatchRegexp, label, strings.Join(names, "|"))

@@ -57,6 +57,7 @@ func (c Config) Engine(ctx context.Context, address string, opts snapshot.Option
 	if err != nil || u.Host == "" {
 		return nil, errorf(address, "not a server address")
 	}
+	// A reader's range is not an engine's: each question carries its grid.
 	opts.Start, opts.End = time.Unix(0, 0), time.Unix(0, 0)
 	r, err := newReader(c, address, Redact(address), opts, lim)
 	if err != nil {
