@@ -26,6 +26,7 @@ type serverFlags struct {
 	concurrency       int
 	timeout           time.Duration
 	deadline          time.Duration
+	remoteRead        bool
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -38,6 +39,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.tlsInsecure, "tls-insecure-skip-verify", false, "server URL: do not verify the server's certificate")
 	fs.IntVar(&f.concurrency, "server-concurrency", promapi.DefaultConfig.Concurrency, "server URL: at most `N` queries in flight")
 	fs.DurationVar(&f.timeout, "server-timeout", promapi.DefaultConfig.Timeout, "server URL: give up on one query after `DURATION` (it is retried)")
+	fs.BoolVar(&f.remoteRead, "remote-read", true, "server URL: read raw samples by the remote read protocol (/api/v1/read) where the server serves it; false reads them by query only")
 	fs.DurationVar(&f.deadline, "server-deadline", promapi.DefaultConfig.Deadline, "server URL: give up on reading the server after `DURATION`, retries included")
 }
 
@@ -68,7 +70,7 @@ func (f *serverFlags) apply(ctx context.Context, paths []string, opts *snapshot.
 	if f.deadline <= 0 {
 		return ctx, usagef("--server-deadline %s: want a positive duration", f.deadline)
 	}
-	cfg := promapi.Config{Concurrency: f.concurrency, Timeout: f.timeout, Deadline: f.deadline}
+	cfg := promapi.Config{Concurrency: f.concurrency, Timeout: f.timeout, Deadline: f.deadline, QueryOnly: !f.remoteRead}
 	h := config.HTTPClientConfig{BearerTokenFile: f.bearerTokenFile, FollowRedirects: true, EnableHTTP2: true}
 	if f.basicAuthUser != "" || f.basicAuthPassFile != "" {
 		if f.basicAuthUser == "" {

@@ -136,7 +136,13 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 				return m
 			}
 			const size = `([0-9]+ bytes|[0-9.]+ MB)`
-			read := `^http://127\.0\.0\.1:\d+: read with \d+ queries and \d+ label lookups: \d+ HTTP requests, ` + size + ` of responses received$`
+			// Prometheus serves remote read; VictoriaMetrics does not, and
+			// says so.
+			how := `; samples by remote read \(/api/v1/read\)`
+			if tc.server != "prometheus" {
+				how = `; samples by /api/v1/query: HTTP 400 at /api/v1/read: .*unsupported path requested.*`
+			}
+			read := `^http://127\.0\.0\.1:\d+: read with \d+ queries and \d+ label lookups: \d+ HTTP requests, ` + size + ` of responses received` + how + `$`
 			summed := `^http://127\.0\.0\.1:\d+: aggregated in the server with [1-9]\d* queries: \d+ HTTP requests, ` + size + ` of responses received$`
 			// notes checks that the server's reads say what they cost, in
 			// notes of their own (one for the raw pull; for a pushdown,

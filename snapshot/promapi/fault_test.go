@@ -174,9 +174,12 @@ func TestReadCostNote(t *testing.T) {
 	require.Len(t, notes, 1)
 	// One family over 11 minutes in chunks of 4 (the first starts
 	// Overfetch early), for the batch of pods and the series without a
-	// pod; the metric names and the pods are listed first.
-	assert.Equal(t, fmt.Sprintf("read with 6 queries and 2 label lookups: 8 HTTP requests, %d bytes of responses received", written.Load()), notes[0])
-	assert.EqualValues(t, 8, requests.Load())
+	// pod; the metric names and the pods are listed first. The fake
+	// serves neither remote read nor its configuration: the first read
+	// asks for both (404), then the rest are queries.
+	assert.Equal(t, fmt.Sprintf("read with 6 queries and 2 label lookups: 10 HTTP requests, %d bytes of responses received"+
+		"; samples by /api/v1/query: HTTP 404 at /api/v1/read: 404 page not found", written.Load()), notes[0])
+	assert.EqualValues(t, 10, requests.Load())
 	assert.Equal(t, "12.3 MB", byteSize(12_345_678))
 }
 

@@ -103,6 +103,17 @@ type Config struct {
 	// split, like a sample-limit error; a body announced larger is not
 	// downloaded. The body of an error response is read up to 64 KiB.
 	MaxResponseBytes int64
+	// QueryOnly reads samples with range-vector queries (/api/v1/query)
+	// only. By default a read asks for them by the remote read protocol
+	// first (/api/v1/read, streamed XOR chunks), which Prometheus, Mimir
+	// and Cortex serve at a fraction of a query's cost, and reads by
+	// query, for the rest of the read, from a server that does not serve
+	// it (an error status 400, 404, 405, 406, 415 or 501, or an answer not
+	// in protocol buffers: VictoriaMetrics, Thanos Query) or whose
+	// configuration gives external labels (Prometheus adds them to the
+	// series it sends by remote read, not to query results). Both give
+	// the same samples; the read's cost note says which was used.
+	QueryOnly bool
 	// KeepName, when non-nil and Options.Metrics is empty, chooses which
 	// metric names on the server are read (nil reads all of them).
 	KeepName func(name string) bool

@@ -40,9 +40,10 @@ import (
 //
 // How: the metric names and the pods (else instances) are listed first
 // (/api/v1/label/.../values); then each family is read in chunks of at
-// most c.MaxRange and batches of c.TargetsPerQuery pods with one
-// range-vector selector each ({__name__=~"...",pod=~"..."}[RANGE] at the
-// chunk's end), c.Concurrency at a time. Chunks are half-open (start,
+// most c.MaxRange and batches of c.TargetsPerQuery pods, c.Concurrency at
+// a time, by remote read where the server serves it (see
+// Config.QueryOnly), else with one range-vector selector each
+// ({__name__=~"...",pod=~"..."}[RANGE] at the chunk's end). Chunks are half-open (start,
 // end], so a sample on a chunk edge is read once whatever the server's
 // edge rule; the first chunk starts c.Overfetch early, and samples outside
 // [opts.Start, opts.End] are dropped, as the TSDB reader drops them.
@@ -90,7 +91,9 @@ type reader struct {
 	opts    snapshot.Options
 	lim     snapshot.Limits
 	api     v1.API
+	client  api.Client // for what v1.API does not ask (remote read)
 	tr      *transport
+	remote  remoteState
 	start   int64 // ms, inclusive
 	end     int64 // ms, inclusive
 	problem []snapshot.Problem
@@ -122,7 +125,8 @@ func newReader(c Config, address, red string, opts snapshot.Options, lim snapsho
 	if err != nil {
 		return nil, errorf(address, "not a server address")
 	}
-	r := &reader{cfg: c, red: red, opts: opts, lim: lim, api: v1.NewAPI(bodyClient{Client: cl, hc: hc}), tr: tr, progress: opts.Progress}
+	client := bodyClient{Client: cl, hc: hc}
+	r := &reader{cfg: c, red: red, opts: opts, lim: lim, api: v1.NewAPI(client), client: client, tr: tr, progress: opts.Progress}
 	end := opts.End
 	if end.IsZero() {
 		end = c.Now()
@@ -243,17 +247,25 @@ func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 	cols := snapshot.NewColumns(r.red, r.builderOptions())
 	var units, listed []unit
 	step := r.cfg.MaxRange.Milliseconds()
+	var only []family // listed by their labels, listFamilies at a time
 	for _, f := range families {
 		if slices.Contains(r.opts.LabelsOnly, f.name) {
-			for _, batch := range batches(targets, r.cfg.TargetsPerQuery*10) {
-				listed = append(listed, unit{family: f.name, names: f.names, label: label, targets: batch})
-			}
+			only = append(only, f)
 			continue
 		}
 		for _, batch := range batches(targets, r.cfg.TargetsPerQuery) {
 			for from := qfrom; from < r.end; from += step {
 				units = append(units, unit{family: f.name, names: f.names, label: label, targets: batch, from: from, to: min(from+step, r.end)})
 			}
+		}
+	}
+	for fs := range slices.Chunk(only, listFamilies) {
+		var names, fams []string
+		for _, f := range fs {
+			names, fams = append(names, f.names...), append(fams, f.name)
+		}
+		for _, batch := range batches(targets, r.cfg.TargetsPerQuery*10) {
+			listed = append(listed, unit{family: strings.Join(fams, ", "), names: names, label: label, targets: batch})
 		}
 	}
 	if err := r.listSeries(ctx, cols, listed, qfrom); err != nil {
@@ -351,6 +363,10 @@ func (r *reader) listSeries(ctx context.Context, cols *snapshot.Columns, units [
 		}()
 	}
 	wg.Wait()
+	// The series are added family by family (in name order), each in
+	// the order of the units, as a listing per family would add them.
+	byFamily := map[string][]labels.Labels{}
+	var order []string
 	for i, u := range units {
 		if errs[i] != nil {
 			return fmt.Errorf("snapshot: server %s: listing %s: %w", r.red, u.what(), errs[i])
@@ -361,13 +377,28 @@ func (r *reader) listSeries(ctx context.Context, cols *snapshot.Columns, units [
 				b.Add(string(k), string(v))
 			}
 			b.Sort()
-			if c := cols.Series(r.red, b.Labels()); c != nil {
+			lset := b.Labels()
+			f := snapshot.FamilyBaseName(lset.Get(model.MetricNameLabel))
+			if _, ok := byFamily[f]; !ok {
+				order = append(order, f)
+			}
+			byFamily[f] = append(byFamily[f], lset)
+		}
+	}
+	slices.Sort(order)
+	for _, f := range order {
+		for _, lset := range byFamily[f] {
+			if c := cols.Series(r.red, lset); c != nil {
 				c.KeepLabels()
 			}
 		}
 	}
 	return nil
 }
+
+// listFamilies is how many families one listing of series by their
+// labels (/api/v1/series) asks for.
+const listFamilies = 16
 
 // costNote says what the read cost the server: the queries made, the
 // HTTP requests sent (lookups and retries included) and the bytes of the
@@ -379,8 +410,8 @@ func (r *reader) costNote() snapshot.Problem {
 	queries, lookups := r.done, r.lookups
 	r.mu.Unlock()
 	return snapshot.Problem{Severity: snapshot.SeverityInfo, File: r.red, Offset: -1,
-		Err: fmt.Errorf("read with %d queries and %d label lookups: %d HTTP requests, %s of responses received",
-			queries, lookups, r.tr.requests.Load(), byteSize(r.tr.received.Load()))}
+		Err: fmt.Errorf("read with %d queries and %d label lookups: %d HTTP requests, %s of responses received%s",
+			queries, lookups, r.tr.requests.Load(), byteSize(r.tr.received.Load()), r.remote.note(queries))}
 }
 
 // byteSize writes n bytes for a note: "934 bytes", "12.3 MB".
@@ -655,6 +686,20 @@ type series struct {
 	v    []float64
 }
 
+func (s *series) add(t int64, v float64) { s.t, s.v = append(s.t, t), append(s.v, v) }
+
+// keep keeps the samples in [lo, hi] but staleness markers.
+func (s *series) keep(lo, hi int64) {
+	n := 0
+	for i, t := range s.t {
+		if t >= lo && t <= hi && !value.IsStaleNaN(s.v[i]) {
+			s.t[n], s.v[n] = t, s.v[i]
+			n++
+		}
+	}
+	s.t, s.v = s.t[:n], s.v[:n]
+}
+
 // errSplit: the query was too large for the server; split it.
 var errSplit = errors.New("too large")
 
@@ -665,8 +710,19 @@ type splitError struct{ why string }
 func (e *splitError) Error() string        { return e.why }
 func (e *splitError) Is(target error) bool { return target == errSplit }
 
-// do runs one unit's query.
+// do reads one unit: by remote read while the server serves it (see
+// Config.QueryOnly), else by query.
 func (r *reader) do(ctx context.Context, u unit) result {
+	if !r.cfg.QueryOnly {
+		if res, ok := r.doRemote(ctx, u); ok {
+			return res
+		}
+	}
+	return r.doQuery(ctx, u)
+}
+
+// doQuery reads one unit with a range-vector query.
+func (r *reader) doQuery(ctx context.Context, u unit) result {
 	q, ts := r.query(u)
 	var val model.Value
 	var warns v1.Warnings
@@ -676,13 +732,7 @@ func (r *reader) do(ctx context.Context, u unit) result {
 		return warns, err
 	})
 	if errors.Is(err, errSplit) {
-		if s := split(u, r.cfg.MinRange.Milliseconds()); s != nil {
-			return result{unit: u, split: s}
-		}
-		ferr := fmt.Errorf("snapshot: server %s: %w: /api/v1/query %s at %s is still too large for %s over %s, the smallest query made: %w",
-			r.red, ErrTooLarge, q, ts.UTC().Format(time.RFC3339), u.what(), model.Duration(time.Duration(u.to-u.from)*time.Millisecond), err)
-		r.setFatal(ferr)
-		return result{unit: u, err: ferr}
+		return r.splitOrFail(u, fmt.Sprintf("/api/v1/query %s at %s", q, ts.UTC().Format(time.RFC3339)), err)
 	}
 	if err != nil {
 		return result{unit: u, err: err}
@@ -707,13 +757,9 @@ func (r *reader) do(ctx context.Context, u unit) result {
 		}
 		var s series
 		for _, sp := range ss.Values {
-			t, v := int64(sp.Timestamp), float64(sp.Value)
-			if t < lo || t > hi || value.IsStaleNaN(v) {
-				continue
-			}
-			s.t, s.v = append(s.t, t), append(s.v, v)
+			s.add(int64(sp.Timestamp), float64(sp.Value))
 		}
-		if len(s.t) == 0 {
+		if s.keep(lo, hi); len(s.t) == 0 {
 			continue
 		}
 		b := labels.NewScratchBuilder(len(ss.Metric))
@@ -730,6 +776,22 @@ func (r *reader) do(ctx context.Context, u unit) result {
 	}
 	return res
 }
+
+// splitOrFail is the result of u, which the server refused as too large
+// (err, made as what says): its halves, or, when it cannot be split,
+// ErrTooLarge, which stops the read.
+func (r *reader) splitOrFail(u unit, what string, err error) result {
+	if s := split(u, r.cfg.MinRange.Milliseconds()); s != nil {
+		return result{unit: u, split: s}
+	}
+	ferr := fmt.Errorf("snapshot: server %s: %w: %s is still too large for %s over %s, the smallest query made: %w",
+		r.red, ErrTooLarge, what, u.what(), model.Duration(time.Duration(u.to-u.from)*time.Millisecond), err)
+	r.setFatal(ferr)
+	return result{unit: u, err: ferr}
+}
+
+// msTime formats a time in ms for a message.
+func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
 
 // what names the series u selects, for a message.
 func (u unit) what() string {

@@ -1,0 +1,278 @@
+package promapi
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/model/value"
+	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// remoteRead is a hook that serves /api/v1/read as Prometheus does, from
+// fakeProm's fleet: each pod's series in streamed XOR chunks of 16
+// samples, a series' chunks over two frames, a staleness marker after
+// the last sample. It counts the reads in reads and fails the test on a
+// query (/api/v1/query), which a read by remote read makes none of.
+func remoteRead(t *testing.T, reads *atomic.Int64, config string) hook {
+	return func(w http.ResponseWriter, r *http.Request, _ int64) bool {
+		switch r.URL.Path {
+		case "/api/v1/query":
+			t.Errorf("a query was made: %s", r.Form.Get("query"))
+		case "/api/v1/status/config":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"status":"success","data":{"yaml":%q}}`, config)
+			return true
+		case "/api/v1/read":
+			reads.Add(1)
+			q := readRequest(t, r).Queries[0]
+			w.Header().Set("Content-Type", "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse")
+			for _, pod := range []string{"a", "b"} {
+				if !matches(q.Matchers, map[string]string{"__name__": "vllm:num_requests_waiting", "pod": pod}) {
+					continue
+				}
+				lbls := []prompb.Label{{Name: "__name__", Value: "vllm:num_requests_waiting"}, {Name: "pod", Value: pod}}
+				var chunks []prompb.Chunk
+				c := chunkenc.NewXORChunk()
+				app, err := c.Appender()
+				require.NoError(t, err)
+				for k := 0; k <= 41; k++ {
+					ts := t0.Add(time.Duration(k) * 15 * time.Second).UnixMilli()
+					v := float64(k)
+					if k == 41 {
+						v = math.Float64frombits(value.StaleNaN)
+					}
+					app.Append(0, ts, v)
+					if c.NumSamples() == 16 || k == 41 {
+						chunks = append(chunks, prompb.Chunk{Type: prompb.Chunk_XOR, Data: c.Bytes()})
+						c = chunkenc.NewXORChunk()
+						app, _ = c.Appender()
+					}
+				}
+				// Prometheus sends whole chunks that overlap the range:
+				// the reader trims them.
+				writeFrame(t, w, prompb.ChunkedSeries{Labels: lbls, Chunks: chunks[:1]})
+				writeFrame(t, w, prompb.ChunkedSeries{Labels: lbls, Chunks: chunks[1:]})
+			}
+			return true
+		}
+		return false
+	}
+}
+
+func readRequest(t *testing.T, r *http.Request) *prompb.ReadRequest {
+	b, err := io.ReadAll(r.Body)
+	require.NoError(t, err)
+	raw, err := snappy.Decode(nil, b)
+	require.NoError(t, err)
+	var req prompb.ReadRequest
+	require.NoError(t, req.Unmarshal(raw))
+	require.Len(t, req.Queries, 1)
+	return &req
+}
+
+// matches reports whether the matchers select a series of labels ls (=
+// and =~ only, as the reader sends).
+func matches(ms []*prompb.LabelMatcher, ls map[string]string) bool {
+	for _, m := range ms {
+		switch m.Type {
+		case prompb.LabelMatcher_EQ:
+			if ls[m.Name] != m.Value {
+				return false
+			}
+		case prompb.LabelMatcher_RE:
+			if !regexp.MustCompile("^(?:" + m.Value + ")$").MatchString(ls[m.Name]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func writeFrame(t *testing.T, w io.Writer, s prompb.ChunkedSeries) {
+	msg, err := (&prompb.ChunkedReadResponse{ChunkedSeries: []*prompb.ChunkedSeries{&s}}).Marshal()
+	require.NoError(t, err)
+	head := binary.AppendUvarint(nil, uint64(len(msg)))
+	head = binary.BigEndian.AppendUint32(head, crc32.Checksum(msg, crc32.MakeTable(crc32.Castagnoli)))
+	_, err = w.Write(append(head, msg...))
+	require.NoError(t, err)
+}
+
+// A server that serves remote read is read by it: the same samples as
+// by query (requireFleet), staleness markers and samples outside the
+// range left out, no query made, and the cost note says so.
+func TestRemoteRead(t *testing.T) {
+	var reads atomic.Int64
+	srv := serve(t, remoteRead(t, &reads, "global:\n  scrape_interval: 15s\n"))
+	ev := readWholeFleet(t, fastConfig, srv.URL)
+	assert.EqualValues(t, 6, reads.Load())
+	assert.Contains(t, costNote(t, ev), "; samples by remote read (/api/v1/read)")
+}
+
+// The reader falls back to queries, for the whole read, where remote
+// read is not served or would not give the series as queries do; the
+// cost note says why.
+func TestRemoteReadFallback(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		config string
+		read   func(w http.ResponseWriter)
+		why    string
+	}{
+		{name: "not found", why: "HTTP 404 at /api/v1/read: 404 page not found"},
+		{name: "VictoriaMetrics", why: `HTTP 400 at /api/v1/read: unsupported path requested: "/api/v1/read"`,
+			read: func(w http.ResponseWriter) {
+				http.Error(w, `unsupported path requested: "/api/v1/read"`, http.StatusBadRequest)
+			}},
+		{name: "a page", why: `/api/v1/read answered "text/html", not protocol buffers`,
+			read: func(w http.ResponseWriter) {
+				w.Header().Set("Content-Type", "text/html")
+				fmt.Fprint(w, "<html>login</html>")
+			}},
+		{name: "external labels", config: "global:\n  external_labels:\n    cluster: eu\n",
+			why: "the server has 1 external labels, which it adds to every remote-read series"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reads, queries atomic.Int64
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request, _ int64) bool {
+				switch r.URL.Path {
+				case "/api/v1/query":
+					queries.Add(1)
+				case "/api/v1/status/config":
+					if tc.config == "" {
+						return false // 404
+					}
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprintf(w, `{"status":"success","data":{"yaml":%q}}`, tc.config)
+					return true
+				case "/api/v1/read":
+					reads.Add(1)
+					if tc.read == nil {
+						return false
+					}
+					tc.read(w)
+					return true
+				}
+				return false
+			})
+			ev := readWholeFleet(t, fastConfig, srv.URL)
+			assert.LessOrEqual(t, reads.Load(), int64(1), "only the first read asks for remote read")
+			assert.EqualValues(t, 6, queries.Load())
+			assert.True(t, strings.HasSuffix(costNote(t, ev), "; samples by /api/v1/query: "+tc.why), costNote(t, ev))
+		})
+	}
+}
+
+// QueryOnly never asks for remote read.
+func TestQueryOnly(t *testing.T) {
+	var reads atomic.Int64
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request, _ int64) bool {
+		if r.URL.Path == "/api/v1/read" || r.URL.Path == "/api/v1/status/config" {
+			reads.Add(1)
+		}
+		return false
+	})
+	cfg := fastConfig
+	cfg.QueryOnly = true
+	ev := readWholeFleet(t, cfg, srv.URL)
+	assert.Zero(t, reads.Load())
+	assert.NotContains(t, costNote(t, ev), "samples by")
+}
+
+// A remote read is retried and split as a query is: a 503 is asked
+// again, a 422 in halves (pods first).
+func TestRemoteReadRetryAndSplit(t *testing.T) {
+	var reads, failed atomic.Int64
+	serveRead := remoteRead(t, &reads, "")
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int64) bool {
+		if r.URL.Path != "/api/v1/read" {
+			return serveRead(w, r, n)
+		}
+		if k := failed.Add(1); k <= 2 {
+			if k == 1 {
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+			} else {
+				http.Error(w, "too many samples", http.StatusUnprocessableEntity)
+			}
+			return true
+		}
+		return serveRead(w, r, n)
+	})
+	ev := readWholeFleet(t, fastConfig, srv.URL)
+	assert.Contains(t, costNote(t, ev), "; samples by remote read (/api/v1/read)")
+}
+
+// A body that is not the protocol's stops the read with an error naming
+// the server, the read and where in the body.
+func TestRemoteReadCorrupt(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request, _ int64) bool {
+		if r.URL.Path != "/api/v1/read" {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse")
+		w.Write([]byte{3, 0, 0, 0, 0, 1, 2, 3}) // a frame whose checksum is wrong
+		return true
+	})
+	_, err := fastConfig.Read(context.Background(), srv.URL, window())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "snapshot: server "+srv.URL)
+	assert.Contains(t, err.Error(), "remote read (/api/v1/read) of {")
+	assert.Contains(t, err.Error(), "byte 0: frame checksum mismatch")
+}
+
+func costNote(t *testing.T, ev *snapshot.Evidence) string {
+	t.Helper()
+	for _, p := range ev.Problems {
+		if p.Severity == snapshot.SeverityInfo {
+			return p.Err.Error()
+		}
+	}
+	t.Fatal("no cost note")
+	return ""
+}
+
+// FuzzChunkedSeries: any body is read or refused with an error, never a
+// panic. The fuzzer's message is framed with its true length and
+// checksum (frame), or given as the whole body.
+func FuzzChunkedSeries(f *testing.F) {
+	c := chunkenc.NewXORChunk()
+	app, _ := c.Appender()
+	app.Append(0, 1000, 1)
+	app.Append(0, 2000, 2)
+	msg, _ := (&prompb.ChunkedReadResponse{ChunkedSeries: []*prompb.ChunkedSeries{{
+		Labels: []prompb.Label{{Name: "__name__", Value: "x"}},
+		Chunks: []prompb.Chunk{{Type: prompb.Chunk_XOR, Data: c.Bytes()}, {Type: prompb.Chunk_HISTOGRAM, Data: []byte{0}}},
+	}}}).Marshal()
+	f.Add(msg, true)
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, false)
+	r := &reader{red: "http://x"}
+	f.Fuzz(func(t *testing.T, msg []byte, frame bool) {
+		body := msg
+		if frame {
+			body = binary.AppendUvarint(nil, uint64(len(msg)))
+			body = binary.BigEndian.AppendUint32(body, crc32.Checksum(msg, crc32.MakeTable(crc32.Castagnoli)))
+			body = append(body, msg...)
+		}
+		series, _, err := r.chunkedSeries(body, 0, math.MaxInt64, unit{family: "x"})
+		if err == nil {
+			for _, s := range series {
+				assert.Equal(t, len(s.t), len(s.v))
+			}
+		}
+	})
+}
