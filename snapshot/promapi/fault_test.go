@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -80,6 +81,10 @@ func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			at = sec
 		}
 		q := r.Form.Get("query")
+		name := "vllm:num_requests_waiting"
+		if m := regexp.MustCompile(`__name__="([^"]+)"`).FindStringSubmatch(q); m != nil {
+			name = m[1]
+		}
 		i := strings.LastIndex(q, "[")
 		d, _ := time.ParseDuration(strings.TrimSuffix(q[i+1:], "]"))
 		var res []map[string]any
@@ -96,7 +101,7 @@ func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				vals = append(vals, []any{float64(ts.Unix()), fmt.Sprint(k)})
 			}
 			if len(vals) > 0 {
-				res = append(res, map[string]any{"metric": map[string]string{"__name__": "vllm:num_requests_waiting", "pod": pod}, "values": vals})
+				res = append(res, map[string]any{"metric": map[string]string{"__name__": name, "pod": pod}, "values": vals})
 			}
 		}
 		b, _ := json.Marshal(map[string]any{"status": "success", "data": map[string]any{"resultType": "matrix", "result": res}})

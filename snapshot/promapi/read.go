@@ -149,10 +149,40 @@ func newReader(c Config, address, red string, opts snapshot.Options, lim snapsho
 type unit struct {
 	family  string
 	names   []string
+	// parts are the families of a unit that reads several at once (by
+	// remote read; a query reads one family, see do), family their names
+	// joined.
+	parts   []family
 	label   string   // "pod", "instance" or ""
 	targets []string // values of label; [""] selects series without it
 	from    int64
 	to      int64
+}
+
+// joined is the unit of the families fs read at once.
+func joined(fs []family, label string) unit {
+	if len(fs) == 1 {
+		return unit{family: fs[0].name, names: fs[0].names, label: label}
+	}
+	u := unit{label: label, parts: fs}
+	var names []string
+	for _, f := range fs {
+		u.names, names = append(u.names, f.names...), append(names, f.name)
+	}
+	u.family = strings.Join(names, ", ")
+	return u
+}
+
+// families are the names of u's families.
+func (u unit) families() []string {
+	if len(u.parts) == 0 {
+		return []string{u.family}
+	}
+	out := make([]string, len(u.parts))
+	for i, f := range u.parts {
+		out[i] = f.name
+	}
+	return out
 }
 
 // selector returns the PromQL selector of u, without range.
@@ -247,25 +277,40 @@ func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 	cols := snapshot.NewColumns(r.red, r.builderOptions())
 	var units, listed []unit
 	step := r.cfg.MaxRange.Milliseconds()
-	var only []family // listed by their labels, listFamilies at a time
+	var only, sampled []family // only: listed by their labels, listFamilies at a time
 	for _, f := range families {
 		if slices.Contains(r.opts.LabelsOnly, f.name) {
 			only = append(only, f)
+		} else {
+			sampled = append(sampled, f)
+		}
+	}
+	// A remote read asks for every family at once, a query for one
+	// (see do).
+	each := [][]family{sampled}
+	if r.cfg.QueryOnly {
+		each = nil
+		for _, f := range sampled {
+			each = append(each, []family{f})
+		}
+	}
+	for _, fs := range each {
+		if len(fs) == 0 {
 			continue
 		}
+		u := joined(fs, label)
 		for _, batch := range batches(targets, r.cfg.TargetsPerQuery) {
 			for from := qfrom; from < r.end; from += step {
-				units = append(units, unit{family: f.name, names: f.names, label: label, targets: batch, from: from, to: min(from+step, r.end)})
+				u.targets, u.from, u.to = batch, from, min(from+step, r.end)
+				units = append(units, u)
 			}
 		}
 	}
 	for fs := range slices.Chunk(only, listFamilies) {
-		var names, fams []string
-		for _, f := range fs {
-			names, fams = append(names, f.names...), append(fams, f.name)
-		}
+		u := joined(fs, label)
 		for _, batch := range batches(targets, r.cfg.TargetsPerQuery*10) {
-			listed = append(listed, unit{family: strings.Join(fams, ", "), names: names, label: label, targets: batch})
+			u.targets = batch
+			listed = append(listed, u)
 		}
 	}
 	if err := r.listSeries(ctx, cols, listed, qfrom); err != nil {
@@ -291,7 +336,9 @@ func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 		r.report(done)
 		if res.err != nil {
 			failed++
-			r.problem = append(r.problem, snapshot.Problem{Severity: snapshot.SeverityError, File: r.red, Offset: -1, Family: res.unit.family, Err: res.err})
+			for _, f := range res.unit.families() {
+				r.problem = append(r.problem, snapshot.Problem{Severity: snapshot.SeverityError, File: r.red, Offset: -1, Family: f, Err: res.err})
+			}
 			continue
 		}
 		read++
@@ -718,6 +765,14 @@ func (r *reader) do(ctx context.Context, u unit) result {
 			return res
 		}
 	}
+	if len(u.parts) > 1 { // a query reads one family
+		out := make([]unit, len(u.parts))
+		for i, f := range u.parts {
+			out[i] = u
+			out[i].family, out[i].names, out[i].parts = f.name, f.names, nil
+		}
+		return result{unit: u, split: out}
+	}
 	return r.doQuery(ctx, u)
 }
 
@@ -806,13 +861,21 @@ func (u unit) what() string {
 	return fmt.Sprintf("%d %ss of %s", len(u.targets), u.label, u.family)
 }
 
-// split halves u: its targets first, then its time range, into halves no
-// shorter than minRange ms; nil when u cannot be split.
+// split halves u: its targets first, then its families, then its time
+// range, into halves no shorter than minRange ms; nil when u cannot be
+// split.
 func split(u unit, minRange int64) []unit {
 	if len(u.targets) > 1 {
 		a, b := u, u
 		h := len(u.targets) / 2
 		a.targets, b.targets = u.targets[:h], u.targets[h:]
+		return []unit{a, b}
+	}
+	if len(u.parts) > 1 {
+		h := len(u.parts) / 2
+		a, b := joined(u.parts[:h], u.label), joined(u.parts[h:], u.label)
+		a.targets, a.from, a.to = u.targets, u.from, u.to
+		b.targets, b.from, b.to = u.targets, u.from, u.to
 		return []unit{a, b}
 	}
 	if u.to-u.from >= 2*max(minRange, 1) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"mime"
 	"net/http"
 	"slices"
@@ -222,9 +223,9 @@ func (r *reader) readRemote(ctx context.Context, u unit) (res result, notServed 
 		case resp.StatusCode/100 != 2:
 			return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
 		case ct == "application/x-streamed-protobuf":
-			res.series, res.problems, err = r.chunkedSeries(b, lo, hi, u)
+			res.series, res.problems, err = r.chunkedSeries(b, lo, hi)
 		case ct == "application/x-protobuf":
-			res.series, res.problems, err = r.sampleSeries(b, lo, hi, u)
+			res.series, res.problems, err = r.sampleSeries(b, lo, hi)
 		default:
 			notServed = fmt.Errorf("%w: /api/v1/read answered %q, not protocol buffers", errNotServed, ct)
 			return nil, nil
@@ -262,10 +263,10 @@ func servesNot(status int) bool {
 // length, a big-endian CRC-32 (Castagnoli) of the message and a
 // prompb.ChunkedReadResponse holding whole series or a part of one (a
 // series' chunks may span frames, and end before the next series).
-func (r *reader) chunkedSeries(body []byte, lo, hi int64, u unit) ([]series, []snapshot.Problem, error) {
+func (r *reader) chunkedSeries(body []byte, lo, hi int64) ([]series, []snapshot.Problem, error) {
 	table := crc32.MakeTable(crc32.Castagnoli)
 	var out []series
-	native := 0
+	native := map[string]int{} // native histogram samples dropped, by family
 	var it chunkenc.Iterator
 	var floats []chunkenc.Chunk
 	var resp prompb.ChunkedReadResponse
@@ -311,7 +312,7 @@ func (r *reader) chunkedSeries(body []byte, lo, hi int64, u unit) ([]series, []s
 					return nil, nil, fmt.Errorf("series %s: %w", lset, err)
 				}
 				if enc != chunkenc.EncXOR {
-					native += ch.NumSamples()
+					native[snapshot.FamilyBaseName(lset.Get(model.MetricNameLabel))] += ch.NumSamples()
 					continue
 				}
 				// A sample takes at least one bit: a header claiming
@@ -330,12 +331,12 @@ func (r *reader) chunkedSeries(body []byte, lo, hi int64, u unit) ([]series, []s
 			}
 		}
 	}
-	return r.kept(out, native, lo, hi, u)
+	return r.kept(out, native, lo, hi)
 }
 
 // sampleSeries reads a SAMPLES body: a snappy-compressed
 // prompb.ReadResponse.
-func (r *reader) sampleSeries(body []byte, lo, hi int64, u unit) ([]series, []snapshot.Problem, error) {
+func (r *reader) sampleSeries(body []byte, lo, hi int64) ([]series, []snapshot.Problem, error) {
 	raw, err := snappy.Decode(nil, body)
 	if err != nil {
 		return nil, nil, err
@@ -345,32 +346,34 @@ func (r *reader) sampleSeries(body []byte, lo, hi int64, u unit) ([]series, []sn
 		return nil, nil, err
 	}
 	var out []series
-	native := 0
+	native := map[string]int{}
 	for _, qr := range resp.Results {
 		for _, ts := range qr.Timeseries {
 			s := series{lset: protoLabels(ts.Labels)}
 			for _, sp := range ts.Samples {
 				s.add(sp.Timestamp, sp.Value)
 			}
-			native += len(ts.Histograms)
+			if len(ts.Histograms) > 0 {
+				native[snapshot.FamilyBaseName(s.lset.Get(model.MetricNameLabel))] += len(ts.Histograms)
+			}
 			out = append(out, s)
 		}
 	}
-	return r.kept(out, native, lo, hi, u)
+	return r.kept(out, native, lo, hi)
 }
 
 // kept keeps of out the samples in [lo, hi] but staleness markers, and
-// the series with a name and samples left; native histogram samples
-// dropped are a problem, as doQuery says them.
-func (r *reader) kept(out []series, native int, lo, hi int64, u unit) ([]series, []snapshot.Problem, error) {
+// the series with a name and samples left; the native histogram samples
+// dropped, by family, are problems, as doQuery says them.
+func (r *reader) kept(out []series, native map[string]int, lo, hi int64) ([]series, []snapshot.Problem, error) {
 	for i := range out {
 		out[i].keep(lo, hi)
 	}
 	out = slices.DeleteFunc(out, func(s series) bool { return len(s.t) == 0 || s.lset.Get(model.MetricNameLabel) == "" })
 	var problems []snapshot.Problem
-	if native > 0 {
-		problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityError, File: r.red, Offset: -1, Family: u.family,
-			Err: fmt.Errorf("%w: %d samples of %s dropped", ErrNativeHistogram, native, r.selector(u))})
+	for _, f := range slices.Sorted(maps.Keys(native)) {
+		problems = append(problems, snapshot.Problem{Severity: snapshot.SeverityError, File: r.red, Offset: -1, Family: f,
+			Err: fmt.Errorf("%w: %d samples of %s dropped", ErrNativeHistogram, native[f], f)})
 	}
 	return out, problems, nil
 }

@@ -29,9 +29,16 @@ import (
 // samples, a series' chunks over two frames, a staleness marker after
 // the last sample. It counts the reads in reads and fails the test on a
 // query (/api/v1/query), which a read by remote read makes none of.
-func remoteRead(t *testing.T, reads *atomic.Int64, config string) hook {
+func remoteRead(t *testing.T, reads *atomic.Int64, config string, names ...string) hook {
+	if len(names) == 0 {
+		names = []string{"vllm:num_requests_waiting"}
+	}
 	return func(w http.ResponseWriter, r *http.Request, _ int64) bool {
 		switch r.URL.Path {
+		case "/api/v1/label/__name__/values":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"status":"success","data":["%s"]}`, strings.Join(names, `","`))
+			return true
 		case "/api/v1/query":
 			t.Errorf("a query was made: %s", r.Form.Get("query"))
 		case "/api/v1/status/config":
@@ -42,32 +49,34 @@ func remoteRead(t *testing.T, reads *atomic.Int64, config string) hook {
 			reads.Add(1)
 			q := readRequest(t, r).Queries[0]
 			w.Header().Set("Content-Type", "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse")
-			for _, pod := range []string{"a", "b"} {
-				if !matches(q.Matchers, map[string]string{"__name__": "vllm:num_requests_waiting", "pod": pod}) {
-					continue
-				}
-				lbls := []prompb.Label{{Name: "__name__", Value: "vllm:num_requests_waiting"}, {Name: "pod", Value: pod}}
-				var chunks []prompb.Chunk
-				c := chunkenc.NewXORChunk()
-				app, err := c.Appender()
-				require.NoError(t, err)
-				for k := 0; k <= 41; k++ {
-					ts := t0.Add(time.Duration(k) * 15 * time.Second).UnixMilli()
-					v := float64(k)
-					if k == 41 {
-						v = math.Float64frombits(value.StaleNaN)
+			for _, name := range names {
+				for _, pod := range []string{"a", "b"} {
+					if !matches(q.Matchers, map[string]string{"__name__": name, "pod": pod}) {
+						continue
 					}
-					app.Append(0, ts, v)
-					if c.NumSamples() == 16 || k == 41 {
-						chunks = append(chunks, prompb.Chunk{Type: prompb.Chunk_XOR, Data: c.Bytes()})
-						c = chunkenc.NewXORChunk()
-						app, _ = c.Appender()
+					lbls := []prompb.Label{{Name: "__name__", Value: name}, {Name: "pod", Value: pod}}
+					var chunks []prompb.Chunk
+					c := chunkenc.NewXORChunk()
+					app, err := c.Appender()
+					require.NoError(t, err)
+					for k := 0; k <= 41; k++ {
+						ts := t0.Add(time.Duration(k) * 15 * time.Second).UnixMilli()
+						v := float64(k)
+						if k == 41 {
+							v = math.Float64frombits(value.StaleNaN)
+						}
+						app.Append(0, ts, v)
+						if c.NumSamples() == 16 || k == 41 {
+							chunks = append(chunks, prompb.Chunk{Type: prompb.Chunk_XOR, Data: c.Bytes()})
+							c = chunkenc.NewXORChunk()
+							app, _ = c.Appender()
+						}
 					}
+					// Prometheus sends whole chunks that overlap the range:
+					// the reader trims them.
+					writeFrame(t, w, prompb.ChunkedSeries{Labels: lbls, Chunks: chunks[:1]})
+					writeFrame(t, w, prompb.ChunkedSeries{Labels: lbls, Chunks: chunks[1:]})
 				}
-				// Prometheus sends whole chunks that overlap the range:
-				// the reader trims them.
-				writeFrame(t, w, prompb.ChunkedSeries{Labels: lbls, Chunks: chunks[:1]})
-				writeFrame(t, w, prompb.ChunkedSeries{Labels: lbls, Chunks: chunks[1:]})
 			}
 			return true
 		}
@@ -122,6 +131,49 @@ func TestRemoteRead(t *testing.T) {
 	ev := readWholeFleet(t, fastConfig, srv.URL)
 	assert.EqualValues(t, 6, reads.Load())
 	assert.Contains(t, costNote(t, ev), "; samples by remote read (/api/v1/read)")
+}
+
+// A remote read asks for every family at once; where the server does
+// not serve it, each family is queried apart.
+func TestRemoteReadFamilies(t *testing.T) {
+	names := []string{"vllm:num_requests_running", "vllm:num_requests_waiting"}
+	check := func(t *testing.T, ev *snapshot.Evidence) {
+		require.Len(t, ev.Targets, 2)
+		for _, tg := range ev.Targets {
+			for _, name := range names {
+				f := tg.Family(name)
+				require.NotNil(t, f, "%s %s", tg.Name, name)
+				require.Len(t, f.Series, 1)
+				assert.Len(t, f.Series[0].T, 41, "%s %s", tg.Name, name)
+			}
+		}
+	}
+	t.Run("remote read", func(t *testing.T) {
+		var reads atomic.Int64
+		srv := serve(t, remoteRead(t, &reads, "", names...))
+		ev, err := fastConfig.Read(context.Background(), srv.URL, window())
+		require.NoError(t, err)
+		check(t, ev)
+		assert.EqualValues(t, 6, reads.Load(), "both families in each read")
+	})
+	t.Run("by query", func(t *testing.T) {
+		var queries atomic.Int64
+		srv := serve(t, func(w http.ResponseWriter, r *http.Request, _ int64) bool {
+			switch r.URL.Path {
+			case "/api/v1/label/__name__/values":
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"status":"success","data":["%s"]}`, strings.Join(names, `","`))
+				return true
+			case "/api/v1/query":
+				queries.Add(1)
+			}
+			return false
+		})
+		ev, err := fastConfig.Read(context.Background(), srv.URL, window())
+		require.NoError(t, err)
+		check(t, ev)
+		assert.EqualValues(t, 12, queries.Load(), "one family a query")
+	})
 }
 
 // The reader falls back to queries, for the whole read, where remote
@@ -268,7 +320,7 @@ func FuzzChunkedSeries(f *testing.F) {
 			body = binary.BigEndian.AppendUint32(body, crc32.Checksum(msg, crc32.MakeTable(crc32.Castagnoli)))
 			body = append(body, msg...)
 		}
-		series, _, err := r.chunkedSeries(body, 0, math.MaxInt64, unit{family: "x"})
+		series, _, err := r.chunkedSeries(body, 0, math.MaxInt64)
 		if err == nil {
 			for _, s := range series {
 				assert.Equal(t, len(s.t), len(s.v))
