@@ -42,6 +42,12 @@ const (
 // when that variable is set (and kept there, for runs of the built binary
 // under /usr/bin/time), else in a temporary directory.
 func scaleFixture(b *testing.B, span time.Duration) (dir string, end time.Time) {
+	return fleetFixture(b, scalePods, span)
+}
+
+// fleetFixture is scaleFixture for a fleet of pods pods, kept in
+// $WHYSLOW_SCALE_BENCH_DIR/<pods>x<span> when pods is not scalePods.
+func fleetFixture(b *testing.B, pods int, span time.Duration) (dir string, end time.Time) {
 	b.Helper()
 	spec, ok := fleetsim.LookupScenario("healthy")
 	if !ok {
@@ -56,6 +62,9 @@ func scaleFixture(b *testing.B, span time.Duration) (dir string, end time.Time) 
 	end = start.Add(span)
 	if root := os.Getenv("WHYSLOW_SCALE_BENCH_DIR"); root != "" {
 		dir = filepath.Join(root, fmt.Sprintf("%dh", int(span.Hours())))
+		if pods != scalePods {
+			dir = filepath.Join(root, fmt.Sprintf("%dx%dh", pods, int(span.Hours())))
+		}
 		if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
 			return dir, end
 		}
@@ -78,7 +87,7 @@ func scaleFixture(b *testing.B, span time.Duration) (dir string, end time.Time) 
 		b.Fatal(err)
 	}
 	fleet = nil
-	series, samples := replicateTSDB(b, src, dir, start, end)
+	series, samples := replicateTSDB(b, src, dir, pods, start, end)
 	if err := os.RemoveAll(src); err != nil {
 		b.Fatal(err)
 	}
@@ -88,14 +97,14 @@ func scaleFixture(b *testing.B, span time.Duration) (dir string, end time.Time) 
 		}
 		// The marker is no block: the reader ignores plain files.
 	}
-	b.Logf("fixture %s: %d pods x %v, %d series, %d samples, built in %v", dir, scalePods, span, series, samples, time.Since(t0).Round(time.Second))
+	b.Logf("fixture %s: %d pods x %v, %d series, %d samples, built in %v", dir, pods, span, series, samples, time.Since(t0).Round(time.Second))
 	return dir, end
 }
 
 // replicateTSDB copies every series of the TSDB src into 2 h blocks under
-// dst, once per replica: pod p of scalePods takes the series of simulated
-// pod p % scaleSimPods, with its pod and instance labels renamed.
-func replicateTSDB(b *testing.B, src, dst string, start, end time.Time) (series, samples int) {
+// dst, once per replica: pod p of pods takes the series of simulated pod
+// p % scaleSimPods, with its pod and instance labels renamed.
+func replicateTSDB(b *testing.B, src, dst string, pods int, start, end time.Time) (series, samples int) {
 	b.Helper()
 	ctx := context.Background()
 	logger := slog.New(slog.DiscardHandler)
@@ -135,18 +144,18 @@ func replicateTSDB(b *testing.B, src, dst string, start, end time.Time) (series,
 	}
 	// Series by simulated pod.
 	byPod := map[string][]int{}
-	var pods []string
+	var simPods []string
 	for i, c := range cols {
 		p := c.ls.Get("pod")
 		if _, ok := byPod[p]; !ok {
-			pods = append(pods, p)
+			simPods = append(simPods, p)
 		}
 		byPod[p] = append(byPod[p], i)
 	}
 	var lsets []labels.Labels
 	var srcOf []int
-	for p := range scalePods {
-		simPod := pods[p%len(pods)]
+	for p := range pods {
+		simPod := simPods[p%len(simPods)]
 		name := fmt.Sprintf("vllm-%03d", p)
 		for _, i := range byPod[simPod] {
 			bl := labels.NewBuilder(cols[i].ls)

@@ -134,8 +134,11 @@ func startBenchPrometheus(b *testing.B, bin, dir string) (string, int) {
 	addr := l.Addr().String()
 	l.Close()
 	var log bytes.Buffer
+	// --storage.tsdb.max-block-duration=2h: the fixture's 2 h blocks are
+	// not compacted into larger ones while the command is measured on the
+	// same cores.
 	cmd := exec.Command(bin, "--config.file="+conf, "--storage.tsdb.path="+data,
-		"--storage.tsdb.retention.time=100y", "--web.listen-address="+addr)
+		"--storage.tsdb.retention.time=100y", "--storage.tsdb.max-block-duration=2h", "--web.listen-address="+addr)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -221,4 +224,68 @@ func procMB(pid int, field string) float64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkServerFleet runs diagnose over the whole range of a larger
+// fleet served by a local Prometheus, windows chosen by the diagnosis
+// (--pushdown, the default): $WHYSLOW_SERVER_FLEET pods x span, e.g.
+// "1000x24h" (fleetFixture: the 8 pods of fleetsim's healthy scenario,
+// 15 s scrapes, replicated). Skipped without the variable: the 1,000-pod
+// x 24 h fleet is 2.3 billion samples, some 5 GB of blocks built in tens
+// of minutes, copied once for the server. It reports the command's peak
+// RSS and the bytes it received, and, as "raw-MB", what reading every
+// pod's samples over the range receives (--pushdown=false), measured by
+// the command itself on groups of rawGroup pods (--match), one after
+// the other: one process cannot hold the whole fleet's samples.
+func BenchmarkServerFleet(b *testing.B) {
+	spec := os.Getenv("WHYSLOW_SERVER_FLEET")
+	if spec == "" {
+		b.Skip("WHYSLOW_SERVER_FLEET (e.g. 1000x24h) not set")
+	}
+	ps, sp, ok := strings.Cut(spec, "x")
+	pods, err := strconv.Atoi(ps)
+	span, err2 := time.ParseDuration(sp)
+	if !ok || err != nil || err2 != nil || pods < 1 {
+		b.Fatalf("WHYSLOW_SERVER_FLEET=%q: want PODSxSPAN, e.g. 1000x24h", spec)
+	}
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		b.Fatalf("prometheus not installed: %v", err)
+	}
+	dir, end := fleetFixture(b, pods, span)
+	url, promPID := startBenchPrometheus(b, bin, dir)
+	rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	rng := rfc(end.Add(-span)) + "/" + rfc(end)
+	received := func(out []byte) (mb float64) {
+		for _, m := range receivedMB.FindAllSubmatch(out, -1) {
+			v, _ := strconv.ParseFloat(string(m[1]), 64)
+			if string(m[2]) == "bytes" {
+				v /= 1e6
+			}
+			mb += v
+		}
+		return mb
+	}
+	b.Run(fmt.Sprintf("diagnose-%s/url", sp), func(b *testing.B) {
+		var got float64
+		measureRSS(b, promPID, func(b *testing.B) {
+			got = received(runCommandOutput(b, "diagnose", "--range", rng, "--format", "json", url))
+		})
+		b.ReportMetric(got, "MB-received")
+		if os.Getenv("WHYSLOW_SERVER_FLEET_RAW") == "" {
+			return
+		}
+		const rawGroup = 50
+		raw := 0.0
+		for g := 0; g < pods; g += rawGroup {
+			var names []string
+			for p := g; p < min(g+rawGroup, pods); p++ {
+				names = append(names, fmt.Sprintf("vllm-%03d", p))
+			}
+			out := runCommandOutput(b, "diagnose", "--range", rng, "--format", "json", "--pushdown=false",
+				"--match", `{pod=~"`+strings.Join(names, "|")+`"}`, url)
+			raw += received(out)
+		}
+		b.ReportMetric(raw, "raw-MB")
+	})
 }
