@@ -36,8 +36,7 @@ func remoteRead(t *testing.T, reads *atomic.Int64, config string, names ...strin
 	return func(w http.ResponseWriter, r *http.Request, _ int64) bool {
 		switch r.URL.Path {
 		case "/api/v1/label/__name__/values":
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"status":"success","data":["%s"]}`, strings.Join(names, `","`))
+			serveNames(w, names)
 			return true
 		case "/api/v1/query":
 			t.Errorf("a query was made: %s", r.Form.Get("query"))
@@ -82,6 +81,12 @@ func remoteRead(t *testing.T, reads *atomic.Int64, config string, names ...strin
 		}
 		return false
 	}
+}
+
+// serveNames answers a listing of metric names with names.
+func serveNames(w http.ResponseWriter, names []string) {
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"status":"success","data":["%s"]}`, strings.Join(names, `","`))
 }
 
 func readRequest(t *testing.T, r *http.Request) *prompb.ReadRequest {
@@ -161,8 +166,7 @@ func TestRemoteReadFamilies(t *testing.T) {
 		srv := serve(t, func(w http.ResponseWriter, r *http.Request, _ int64) bool {
 			switch r.URL.Path {
 			case "/api/v1/label/__name__/values":
-				w.Header().Set("Content-Type", "application/json")
-				fmt.Fprintf(w, `{"status":"success","data":["%s"]}`, strings.Join(names, `","`))
+				serveNames(w, names)
 				return true
 			case "/api/v1/query":
 				queries.Add(1)
