@@ -144,11 +144,12 @@ func newReader(c Config, address, red string, opts snapshot.Options, lim snapsho
 	return r, nil
 }
 
-// unit is one query: the sample names of one family, a batch of target
-// label values (nil: no split), over the half-open range (from, to] in ms.
+// unit is one query: the sample names of one family (or of several, see
+// parts), a batch of target label values (nil: no split), over the
+// half-open range (from, to] in ms.
 type unit struct {
-	family  string
-	names   []string
+	family string
+	names  []string
 	// parts are the families of a unit that reads several at once (by
 	// remote read; a query reads one family, see do), family their names
 	// joined.
