@@ -108,8 +108,9 @@ type Config struct {
 	// first (/api/v1/read, streamed XOR chunks), which Prometheus, Mimir
 	// and Cortex serve at a fraction of a query's cost, and reads by
 	// query, for the rest of the read, from a server that does not serve
-	// it (an error status 400, 404, 405, 406, 415 or 501, or an answer not
-	// in protocol buffers: VictoriaMetrics, Thanos Query) or whose
+	// it (an error status 400, 404, 405, 406, 415 or 501, to the first
+	// read any 4xx but 413, 422 and 429, or an answer not in protocol
+	// buffers: VictoriaMetrics, Thanos Query, a proxy) or whose
 	// configuration gives external labels (Prometheus adds them to the
 	// series it sends by remote read, not to query results). Both give
 	// the same samples; the read's cost note says which was used.

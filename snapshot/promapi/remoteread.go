@@ -129,7 +129,7 @@ func (r *reader) doRemote(ctx context.Context, u unit) (result, bool) {
 			return result{}, false
 		}
 	}
-	res, notServed := r.readRemote(ctx, u)
+	res, notServed := r.readRemote(ctx, u, probe)
 	if probe {
 		switch {
 		case notServed != nil:
@@ -184,7 +184,7 @@ func (r *reader) externalLabels(ctx context.Context) string {
 // selector with their samples in (u.from, u.to] within the read's range,
 // as streamed XOR chunks, or as samples from a server that sends only
 // those. notServed (errNotServed) says that u must be read by query.
-func (r *reader) readRemote(ctx context.Context, u unit) (res result, notServed error) {
+func (r *reader) readRemote(ctx context.Context, u unit, probe bool) (res result, notServed error) {
 	lo, hi := max(u.from+1, r.start), min(u.to, r.end)
 	what := fmt.Sprintf("remote read (/api/v1/read) of %s over [%s, %s]", r.selector(u), msTime(lo), msTime(hi))
 	q := &prompb.Query{StartTimestampMs: lo, EndTimestampMs: hi}
@@ -217,7 +217,7 @@ func (r *reader) readRemote(ctx context.Context, u unit) (res result, notServed 
 		}
 		ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 		switch {
-		case resp.StatusCode/100 != 2 && servesNot(resp.StatusCode):
+		case resp.StatusCode/100 != 2 && servesNot(resp.StatusCode, probe):
 			notServed = fmt.Errorf("%w: HTTP %d at /api/v1/read: %s", errNotServed, resp.StatusCode, r.tr.sec.line(string(b)))
 			return nil, nil
 		case resp.StatusCode/100 != 2:
@@ -249,14 +249,19 @@ func (r *reader) readRemote(ctx context.Context, u unit) (res result, notServed 
 // servesNot says whether an error status of /api/v1/read means that the
 // server does not serve remote read: no such path (404, 405, 501), or a
 // request it cannot take (400: VictoriaMetrics' "unsupported path", 406,
-// 415). A query then reads the unit, and says why if it too fails.
-func servesNot(status int) bool {
+// 415); on the first read (probe), any 4xx but a request too large (413,
+// 422) or too many (429): a proxy in front of the server may refuse the
+// path (401, 403) and let queries through. A query then reads the unit,
+// and says why if it too fails.
+func servesNot(status int, probe bool) bool {
 	switch status {
 	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotAcceptable,
 		http.StatusUnsupportedMediaType, http.StatusNotImplemented:
 		return true
+	case http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity, http.StatusTooManyRequests:
+		return false
 	}
-	return false
+	return probe && status/100 == 4
 }
 
 // chunkedSeries reads a STREAMED_XOR_CHUNKS body: frames of a uvarint

@@ -195,6 +195,10 @@ func TestRemoteReadFallback(t *testing.T) {
 			read: func(w http.ResponseWriter) {
 				http.Error(w, `unsupported path requested: "/api/v1/read"`, http.StatusBadRequest)
 			}},
+		{name: "a proxy", why: "HTTP 403 at /api/v1/read: only queries here",
+			read: func(w http.ResponseWriter) {
+				http.Error(w, "only queries here", http.StatusForbidden)
+			}},
 		{name: "a page", why: `/api/v1/read answered "text/html", not protocol buffers`,
 			read: func(w http.ResponseWriter) {
 				w.Header().Set("Content-Type", "text/html")
