@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/golang/snappy"
+	"github.com/prometheus/common/config"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -236,6 +239,27 @@ func TestRemoteReadFallback(t *testing.T) {
 			assert.True(t, strings.HasSuffix(costNote(t, ev), "; samples by /api/v1/query: "+tc.why), costNote(t, ev))
 		})
 	}
+}
+
+// A remote read carries the read's credentials and tenant, as a query
+// does.
+func TestRemoteReadCredentials(t *testing.T) {
+	var reads atomic.Int64
+	serveRead := remoteRead(t, &reads, "")
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int64) bool {
+		if r.Header.Get("Authorization") != "Bearer right" || r.Header.Get("X-Scope-OrgID") != "tenant-1" {
+			http.Error(w, "invalid token", http.StatusUnauthorized)
+			return true
+		}
+		return serveRead(w, r, n)
+	})
+	tok := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tok, []byte("right\n"), 0o600))
+	cfg := fastConfig
+	cfg.HTTP = config.HTTPClientConfig{BearerTokenFile: tok, HTTPHeaders: &config.Headers{Headers: map[string]config.Header{"X-Scope-OrgID": {Values: []string{"tenant-1"}}}}}
+	ev := readWholeFleet(t, cfg, srv.URL)
+	assert.EqualValues(t, 6, reads.Load())
+	assert.Contains(t, costNote(t, ev), "; samples by remote read (/api/v1/read)")
 }
 
 // QueryOnly never asks for remote read.
