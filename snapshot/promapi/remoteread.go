@@ -27,12 +27,10 @@ import (
 
 // The remote read protocol (POST /api/v1/read, a snappy-compressed
 // prompb.ReadRequest) hands over a series' samples as the TSDB stores
-// them, XOR-encoded chunks of about 1.3 bytes a sample, where a query's
-// JSON spends about 21; a server that serves it (Prometheus, Mimir,
-// Cortex) answers the same question some ten times faster, for a fifth
-// of the bytes. Where it is not served (VictoriaMetrics answers 400,
-// Thanos Query 404), the reader falls back to queries for the rest of
-// the read.
+// them, XOR-encoded chunks: far fewer bytes than a query's JSON, and
+// cheaper for both sides (figures in docs/inputs.md). Where it is not
+// served (VictoriaMetrics answers 400, Thanos Query 404), the reader
+// falls back to queries for the rest of the read.
 
 // remoteState is what a reader knows of the server's remote read
 // endpoint. The first read through it decides (probes); reads made
