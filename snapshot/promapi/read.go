@@ -186,15 +186,18 @@ func (u unit) families() []string {
 	return out
 }
 
-// selector returns the PromQL selector of u, without range.
-func (r *reader) selector(u unit) string {
+// matchers select u's series.
+func (r *reader) matchers(u unit) []*labels.Matcher {
 	ms := []*labels.Matcher{nameMatcher(u.names)}
 	ms = append(ms, r.opts.Matchers...)
 	if u.label != "" {
 		ms = append(ms, valuesMatcher(u.label, u.targets))
 	}
-	return matchersString(ms)
+	return ms
 }
+
+// selector returns the PromQL selector of u, without range.
+func (r *reader) selector(u unit) string { return matchersString(r.matchers(u)) }
 
 func nameMatcher(names []string) *labels.Matcher {
 	if len(names) == 1 {
@@ -286,20 +289,10 @@ func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 			sampled = append(sampled, f)
 		}
 	}
-	// A remote read asks for every family at once, a query for one
-	// (see do).
-	each := [][]family{sampled}
-	if r.cfg.QueryOnly {
-		each = nil
-		for _, f := range sampled {
-			each = append(each, []family{f})
-		}
-	}
-	for _, fs := range each {
-		if len(fs) == 0 {
-			continue
-		}
-		u := joined(fs, label)
+	// One unit reads every family of a batch and chunk: a remote read
+	// at once, queries one family each (see do).
+	if len(sampled) > 0 {
+		u := joined(sampled, label)
 		for _, batch := range batches(targets, r.cfg.TargetsPerQuery) {
 			for from := qfrom; from < r.end; from += step {
 				u.targets, u.from, u.to = batch, from, min(from+step, r.end)
@@ -411,10 +404,6 @@ func (r *reader) listSeries(ctx context.Context, cols *snapshot.Columns, units [
 		}()
 	}
 	wg.Wait()
-	// The series are added family by family (in name order), each in
-	// the order of the units, as a listing per family would add them.
-	byFamily := map[string][]labels.Labels{}
-	var order []string
 	for i, u := range units {
 		if errs[i] != nil {
 			return fmt.Errorf("snapshot: server %s: listing %s: %w", r.red, u.what(), errs[i])
@@ -425,18 +414,7 @@ func (r *reader) listSeries(ctx context.Context, cols *snapshot.Columns, units [
 				b.Add(string(k), string(v))
 			}
 			b.Sort()
-			lset := b.Labels()
-			f := snapshot.FamilyBaseName(lset.Get(model.MetricNameLabel))
-			if _, ok := byFamily[f]; !ok {
-				order = append(order, f)
-			}
-			byFamily[f] = append(byFamily[f], lset)
-		}
-	}
-	slices.Sort(order)
-	for _, f := range order {
-		for _, lset := range byFamily[f] {
-			if c := cols.Series(r.red, lset); c != nil {
+			if c := cols.Series(r.red, b.Labels()); c != nil {
 				c.KeepLabels()
 			}
 		}

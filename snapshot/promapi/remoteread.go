@@ -110,10 +110,6 @@ func (s *remoteState) note(units int) string {
 	return ""
 }
 
-// errNotServed: the server does not serve remote read (or not as
-// whyslow can read it); the unit is read by query instead.
-var errNotServed = errors.New("remote read not served")
-
 // doRemote reads u by remote read, the first read deciding whether the
 // server serves it (the probe); false when u must be read by query.
 func (r *reader) doRemote(ctx context.Context, u unit) (result, bool) {
@@ -130,15 +126,15 @@ func (r *reader) doRemote(ctx context.Context, u unit) (result, bool) {
 	res, notServed := r.readRemote(ctx, u, probe)
 	if probe {
 		switch {
-		case notServed != nil:
-			r.remote.done(remoteOff, strings.TrimPrefix(notServed.Error(), errNotServed.Error()+": "))
+		case notServed != "":
+			r.remote.done(remoteOff, notServed)
 		case res.err != nil && res.split == nil:
 			r.remote.done(remoteUnknown, "") // failed on its own account: the next read probes again
 		default:
 			r.remote.done(remoteOn, "")
 		}
 	}
-	if notServed != nil {
+	if notServed != "" {
 		return result{}, false
 	}
 	if res.err == nil && res.split == nil {
@@ -157,12 +153,13 @@ func (r *reader) externalLabels(ctx context.Context) string {
 	info := &attempt{}
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, attemptKey{}, info), r.cfg.Timeout)
 	defer cancel()
+	const unread = "its configuration (/api/v1/status/config), which says whether it adds external labels to remote-read series, could not be read: "
 	cfg, err := r.api.Config(ctx)
 	if status, _, _, _ := info.get(); status == http.StatusNotFound {
 		return ""
 	}
 	if err != nil {
-		return "its configuration (/api/v1/status/config), which says whether it adds external labels to remote-read series, could not be read: " + r.serverMessage(err)
+		return unread + r.serverMessage(err)
 	}
 	var c struct {
 		Global struct {
@@ -170,7 +167,7 @@ func (r *reader) externalLabels(ctx context.Context) string {
 		} `yaml:"global"`
 	}
 	if err := yaml.Unmarshal([]byte(cfg.YAML), &c); err != nil {
-		return "its configuration (/api/v1/status/config), which says whether it adds external labels to remote-read series, could not be read: " + r.tr.sec.line(err.Error())
+		return unread + r.tr.sec.line(err.Error())
 	}
 	if n := len(c.Global.ExternalLabels); n > 0 {
 		return fmt.Sprintf("the server has %d external labels, which it adds to every remote-read series", n)
@@ -181,23 +178,20 @@ func (r *reader) externalLabels(ctx context.Context) string {
 // readRemote reads u with one remote read request: the series of u's
 // selector with their samples in (u.from, u.to] within the read's range,
 // as streamed XOR chunks, or as samples from a server that sends only
-// those. notServed (errNotServed) says that u must be read by query.
-func (r *reader) readRemote(ctx context.Context, u unit, probe bool) (res result, notServed error) {
+// those. notServed, when not "", says why u must be read by query: the
+// server does not serve remote read, or not as whyslow can read it.
+func (r *reader) readRemote(ctx context.Context, u unit, probe bool) (res result, notServed string) {
 	lo, hi := max(u.from+1, r.start), min(u.to, r.end)
 	what := fmt.Sprintf("remote read (/api/v1/read) of %s over [%s, %s]", r.selector(u), msTime(lo), msTime(hi))
 	q := &prompb.Query{StartTimestampMs: lo, EndTimestampMs: hi}
-	ms := append([]*labels.Matcher{nameMatcher(u.names)}, r.opts.Matchers...)
-	if u.label != "" {
-		ms = append(ms, valuesMatcher(u.label, u.targets))
-	}
-	for _, m := range ms {
+	for _, m := range r.matchers(u) {
 		q.Matchers = append(q.Matchers, &prompb.LabelMatcher{Type: prompb.LabelMatcher_Type(m.Type), Name: m.Name, Value: m.Value})
 	}
 	req := &prompb.ReadRequest{Queries: []*prompb.Query{q},
 		AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_STREAMED_XOR_CHUNKS, prompb.ReadRequest_SAMPLES}}
 	data, err := req.Marshal()
 	if err != nil {
-		return result{unit: u, err: err}, nil
+		return result{unit: u, err: err}, ""
 	}
 	body := snappy.Encode(nil, data)
 	res = result{unit: u}
@@ -216,7 +210,7 @@ func (r *reader) readRemote(ctx context.Context, u unit, probe bool) (res result
 		ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 		switch {
 		case resp.StatusCode/100 != 2 && servesNot(resp.StatusCode, probe):
-			notServed = fmt.Errorf("%w: HTTP %d at /api/v1/read: %s", errNotServed, resp.StatusCode, r.tr.sec.line(string(b)))
+			notServed = fmt.Sprintf("HTTP %d at /api/v1/read: %s", resp.StatusCode, r.tr.sec.line(string(b)))
 			return nil, nil
 		case resp.StatusCode/100 != 2:
 			return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
@@ -225,23 +219,20 @@ func (r *reader) readRemote(ctx context.Context, u unit, probe bool) (res result
 		case ct == "application/x-protobuf":
 			res.series, res.problems, err = r.sampleSeries(b, lo, hi)
 		default:
-			notServed = fmt.Errorf("%w: /api/v1/read answered %q, not protocol buffers", errNotServed, ct)
+			notServed = fmt.Sprintf("/api/v1/read answered %q, not protocol buffers", ct)
 			return nil, nil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrServer, what, err)
-		}
-		return nil, nil
+		return nil, err // retry names the server and the read
 	})
 	switch {
-	case notServed != nil:
+	case notServed != "":
 		return result{}, notServed
 	case errors.Is(err, errSplit):
-		return r.splitOrFail(u, what, err), nil
+		return r.splitOrFail(u, what, err), ""
 	case err != nil:
-		return result{unit: u, err: err}, nil
+		return result{unit: u, err: err}, ""
 	}
-	return res, nil
+	return res, ""
 }
 
 // servesNot says whether an error status of /api/v1/read means that the
