@@ -78,14 +78,7 @@ func BenchmarkServer(b *testing.B) {
 				var received float64
 				measureRSS(b, pid, func(b *testing.B) {
 					out := runCommandOutput(b, "diagnose", "--range", rfc(end.Add(-span))+"/"+rfc(end), "--format", "json", fmt.Sprintf("--pushdown=%v", push), src.path)
-					received = 0
-					for _, m := range receivedMB.FindAllSubmatch(out, -1) {
-						v, _ := strconv.ParseFloat(string(m[1]), 64)
-						if string(m[2]) == "bytes" {
-							v /= 1e6
-						}
-						received += v
-					}
+					received = receivedIn(out)
 				})
 				if src.name == "url" {
 					if received == 0 {
@@ -101,6 +94,19 @@ func BenchmarkServer(b *testing.B) {
 // receivedMB finds what a server read received in a report's note: a
 // number and its unit, MB or bytes.
 var receivedMB = regexp.MustCompile(`HTTP requests, ([0-9.]+) (MB|bytes) of responses received`)
+
+// receivedIn is what the server reads of a report received, in MB: the
+// sum over its notes.
+func receivedIn(report []byte) (mb float64) {
+	for _, m := range receivedMB.FindAllSubmatch(report, -1) {
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		if string(m[2]) == "bytes" {
+			v /= 1e6
+		}
+		mb += v
+	}
+	return mb
+}
 
 // runCommandOutput is runCommand, returning what the command wrote.
 func runCommandOutput(b *testing.B, args ...string) []byte {
@@ -233,10 +239,12 @@ func procMB(pid int, field string) float64 {
 // 15 s scrapes, replicated). Skipped without the variable: the 1,000-pod
 // x 24 h fleet is 2.3 billion samples, some 5 GB of blocks built in tens
 // of minutes, copied once for the server. It reports the command's peak
-// RSS and the bytes it received, and, as "raw-MB", what reading every
-// pod's samples over the range receives (--pushdown=false), measured by
-// the command itself on groups of rawGroup pods (--match), one after
-// the other: one process cannot hold the whole fleet's samples.
+// RSS and the bytes it received. With $WHYSLOW_SERVER_FLEET_RAW set it
+// also reports, as "raw-MB", what reading every pod's samples over the
+// range receives (--pushdown=false; by query when the variable is
+// "query", else by remote read), measured by the command itself on
+// groups of rawGroup pods (--match), one after the other: one process
+// cannot hold the whole fleet's samples.
 func BenchmarkServerFleet(b *testing.B) {
 	spec := os.Getenv("WHYSLOW_SERVER_FLEET")
 	if spec == "" {
@@ -256,23 +264,14 @@ func BenchmarkServerFleet(b *testing.B) {
 	url, promPID := startBenchPrometheus(b, bin, dir)
 	rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	rng := rfc(end.Add(-span)) + "/" + rfc(end)
-	received := func(out []byte) (mb float64) {
-		for _, m := range receivedMB.FindAllSubmatch(out, -1) {
-			v, _ := strconv.ParseFloat(string(m[1]), 64)
-			if string(m[2]) == "bytes" {
-				v /= 1e6
-			}
-			mb += v
-		}
-		return mb
-	}
 	b.Run(fmt.Sprintf("diagnose-%s/url", sp), func(b *testing.B) {
 		var got float64
 		measureRSS(b, promPID, func(b *testing.B) {
-			got = received(runCommandOutput(b, "diagnose", "--range", rng, "--format", "json", url))
+			got = receivedIn(runCommandOutput(b, "diagnose", "--range", rng, "--format", "json", url))
 		})
 		b.ReportMetric(got, "MB-received")
-		if os.Getenv("WHYSLOW_SERVER_FLEET_RAW") == "" {
+		rawBy := os.Getenv("WHYSLOW_SERVER_FLEET_RAW")
+		if rawBy == "" {
 			return
 		}
 		const rawGroup = 50
@@ -283,8 +282,8 @@ func BenchmarkServerFleet(b *testing.B) {
 				names = append(names, fmt.Sprintf("vllm-%03d", p))
 			}
 			out := runCommandOutput(b, "diagnose", "--range", rng, "--format", "json", "--pushdown=false",
-				"--match", `{pod=~"`+strings.Join(names, "|")+`"}`, url)
-			raw += received(out)
+				fmt.Sprintf("--remote-read=%v", rawBy != "query"), "--match", `{pod=~"`+strings.Join(names, "|")+`"}`, url)
+			raw += receivedIn(out)
 		}
 		b.ReportMetric(raw, "raw-MB")
 	})
