@@ -259,7 +259,7 @@ func Generate(opts Options) (RuleFile, error) {
 	order := append([]rules.FactID(nil), tr.need.order...)
 	for _, id := range order {
 		fe := factTable[id]
-		rec = append(rec, Rule{Record: factName(id), Expr: fe.expr(g, "")})
+		rec = append(rec, Rule{Record: RecordName(id), Expr: fe.expr(g, "")})
 		if fe.legacy != nil {
 			rec = append(rec, Rule{Record: legacyName(id), Expr: fe.legacy(g, "")})
 		}

@@ -14,15 +14,21 @@ import (
 // that never selects anything (the condition can never be known so).
 type tri struct{ holds, fails string }
 
-// Recording-rule names of a fact: the fact id, or the record of its
-// current measure (factExpr.record).
-func factName(id rules.FactID) string {
+// RecordName is the name of the recording rule Generate writes for fact
+// id's current measure: "whyslow:" and the fact id, or the name of a newer
+// measure of the fact (whyslow:waiting_mean_raw for waiting_mean), so that
+// a record never changes its meaning. The names are a public contract:
+// whyslow diagnose reads some of them from a server (README, "Reading
+// from a server").
+func RecordName(id rules.FactID) string {
 	if r := factTable[id].record; r != "" {
 		return "whyslow:" + r
 	}
 	return "whyslow:" + string(id)
 }
-func baseName(id rules.FactID) string { return factName(id) + ":baseline" }
+
+// Recording-rule names of a fact's baseline, legacy measure and counts.
+func baseName(id rules.FactID) string { return RecordName(id) + ":baseline" }
 func legacyName(id rules.FactID) string {
 	if r := factTable[id].legacyRecord; r != "" {
 		return "whyslow:" + r
@@ -173,7 +179,7 @@ func (t *translator) leaf(ids []rules.FactID, base bool, holds, fails string) tr
 func (t *translator) cond(c rules.Cond) tri {
 	lim, _ := c.Limit(t.th)
 	f, o := c.Fact(), c.Other()
-	F, B := factName(f), baseName(f)
+	F, B := RecordName(f), baseName(f)
 	L := num(lim)
 	switch c.Kind() {
 	case rules.CondRises, rules.CondFlat:
@@ -218,18 +224,18 @@ func (t *translator) cond(c rules.Cond) tri {
 	case rules.CondAbsBelow:
 		return t.leaf([]rules.FactID{f}, false, fmt.Sprintf("abs(%s) < %s", F, L), fmt.Sprintf("abs(%s) >= %s", F, L))
 	case rules.CondRatioAtLeast:
-		O := factName(o)
+		O := RecordName(o)
 		return t.leaf([]rules.FactID{f, o}, false,
 			fmt.Sprintf("%s >= %s * %s and %s > 0", F, L, O, F),
 			fmt.Sprintf("%s < %s * %s or %s <= 0", F, L, O, F))
 	case rules.CondDeltaShare:
-		O, OB := factName(o), baseName(o)
+		O, OB := RecordName(o), baseName(o)
 		d, dO := fmt.Sprintf("(%s - %s)", F, B), fmt.Sprintf("(%s - %s)", O, OB)
 		return t.leaf([]rules.FactID{f, o}, true,
 			fmt.Sprintf("%s >= %s * %s and %s > 0", d, L, dO, dO),
 			fmt.Sprintf("%s < %s * %s or %s <= 0", d, L, dO, dO))
 	case rules.CondGrowsNoMore:
-		O, OB := factName(o), baseName(o)
+		O, OB := RecordName(o), baseName(o)
 		return t.leaf([]rules.FactID{f, o}, true,
 			fmt.Sprintf("%s / %s <= %s * %s / %s and %s > 0 and %s > 0", F, B, L, O, OB, B, OB),
 			fmt.Sprintf("%s / %s > %s * %s / %s and %s > 0 and %s > 0", F, B, L, O, OB, B, OB))

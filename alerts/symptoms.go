@@ -10,7 +10,7 @@ import (
 
 // rises is rules' "fact >= Rise x baseline" (the map's rises()).
 func (t *translator) rises(id rules.FactID) tri {
-	F, B, L := factName(id), baseName(id), num(t.th.Rise)
+	F, B, L := RecordName(id), baseName(id), num(t.th.Rise)
 	return t.leaf([]rules.FactID{id}, true,
 		fmt.Sprintf("%s >= %s * %s and %s > 0", F, L, B, F),
 		fmt.Sprintf("%s < %s * %s or %s <= 0", F, L, B, F))
@@ -20,7 +20,7 @@ func (t *translator) rises(id rules.FactID) tri {
 // (rules.Symptoms).
 func (t *translator) up(id rules.FactID, target float64) tri {
 	if target > 0 {
-		F := factName(id)
+		F := RecordName(id)
 		return t.leaf([]rules.FactID{id}, false, fmt.Sprintf("%s > %g", F, target), fmt.Sprintf("%s <= %g", F, target))
 	}
 	return t.rises(id)
@@ -47,7 +47,7 @@ func (t *translator) tailOnly(p99, p50 rules.FactID, target float64) tri {
 	if hi.holds == "" {
 		return hi
 	}
-	shape := fmt.Sprintf("(%s / %s) / (%s / %s)", factName(p99), baseName(p99), factName(p50), baseName(p50))
+	shape := fmt.Sprintf("(%s / %s) / (%s / %s)", RecordName(p99), baseName(p99), RecordName(p50), baseName(p50))
 	t.need.use(p99, true)
 	wide := fmt.Sprintf("%s >= %g", shape, t.th.TailShape)
 	narrow := fmt.Sprintf("%s < %g", shape, t.th.TailShape)
@@ -60,7 +60,7 @@ func (t *translator) tailOnly(p99, p50 rules.FactID, target float64) tri {
 // share is a failure share at or above its limit and, with a baseline,
 // at or above Rise x baseline.
 func (t *translator) share(id rules.FactID, target float64) tri {
-	F, B, R := factName(id), baseName(id), num(t.th.Rise)
+	F, B, R := RecordName(id), baseName(id), num(t.th.Rise)
 	return t.leaf([]rules.FactID{id}, true,
 		unless(fmt.Sprintf("%s >= %g", F, target), fmt.Sprintf("%s < %s * %s", F, R, B)),
 		fmt.Sprintf("%s < %g or %s < %s * %s", F, target, F, R, B))
