@@ -598,3 +598,69 @@ func (e *Engine) count() {
 	e.queries++
 	e.mu.Unlock()
 }
+
+// A Timeline is one series of a Timelines answer: its labels, and its
+// value at the end of each window of the grid (NaN where it has none).
+type Timeline struct {
+	Labels labels.Labels
+	Values []float64
+}
+
+// maxPoints is the most points a range query of Timelines asks for: under
+// the 11,000 points a series that Prometheus answers.
+const maxPoints = 10000
+
+// Timelines evaluates expr at the end of each window of grid, whose
+// windows must follow one another with one length (snapshot.Grid's), by
+// range queries split by time where one would pass maxPoints, and returns
+// one Timeline per series of the answers, in the order of their labels.
+// A sample at a time that is no window's end is an error (ErrServer).
+func (e *Engine) Timelines(expr string, grid []snapshot.Window) ([]Timeline, error) {
+	if len(grid) == 0 {
+		return nil, nil
+	}
+	step := grid[0].Duration()
+	for i, w := range grid {
+		if w.Duration() != step || step <= 0 || i > 0 && !w.Start.Equal(grid[i-1].End) {
+			return nil, fmt.Errorf("promapi: Timelines: window %d (%v) breaks the grid of %v", i, w, step)
+		}
+	}
+	first := grid[0].End
+	byLabels := map[string]*Timeline{}
+	for lo := 0; lo < len(grid); lo += maxPoints {
+		hi := min(lo+maxPoints, len(grid)) - 1
+		m, err := e.queryRange(expr, grid[lo].End, grid[hi].End, step)
+		if err != nil {
+			return nil, err
+		}
+		for _, ss := range m {
+			tl := byLabels[ss.Metric.String()]
+			if tl == nil {
+				b := labels.NewScratchBuilder(len(ss.Metric))
+				for k, v := range ss.Metric {
+					b.Add(string(k), string(v))
+				}
+				b.Sort()
+				tl = &Timeline{Labels: b.Labels(), Values: make([]float64, len(grid))}
+				for i := range tl.Values {
+					tl.Values[i] = math.NaN()
+				}
+				byLabels[ss.Metric.String()] = tl
+			}
+			for _, p := range ss.Values {
+				d := p.Timestamp.Time().Sub(first)
+				i := int(d / step)
+				if d%step != 0 || i < lo || i > hi {
+					return nil, fmt.Errorf("%w: %s: a sample at %s, which is no interval's end", ErrServer, expr, msTime(int64(p.Timestamp)))
+				}
+				tl.Values[i] = float64(p.Value)
+			}
+		}
+	}
+	out := make([]Timeline, 0, len(byLabels))
+	for _, tl := range byLabels {
+		out = append(out, *tl)
+	}
+	slices.SortFunc(out, func(a, b Timeline) int { return labels.Compare(a.Labels, b.Labels) })
+	return out, nil
+}

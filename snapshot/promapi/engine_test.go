@@ -206,3 +206,73 @@ func TestEngineErrorNamesServer(t *testing.T) {
 	assert.Contains(t, err.Error(), "snapshot: server http://xxxxx@127.0.0.1:")
 	assert.NotContains(t, err.Error(), "pw")
 }
+
+// TestTimelines evaluates an expression on a grid longer than one range
+// query may be: the answers of the two queries are placed at their
+// windows, a series missing an interval has NaN there, series come in
+// the order of their labels, and a sample off the grid or a grid of
+// uneven windows is an error.
+func TestTimelines(t *testing.T) {
+	start := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
+	grid := snapshot.Grid(snapshot.Window{Start: start, End: start.Add(10005 * time.Minute)}, time.Minute)
+	var mu sync.Mutex
+	var ranges [][2]int64
+	off := false
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		assert.Equal(t, "/api/v1/query_range", r.URL.Path)
+		assert.Equal(t, "avg_over_time(whyslow:ttft_p95[1m])", r.FormValue("query"))
+		from, _ := strconv.ParseFloat(r.FormValue("start"), 64)
+		to, _ := strconv.ParseFloat(r.FormValue("end"), 64)
+		mu.Lock()
+		ranges = append(ranges, [2]int64{int64(from), int64(to)})
+		offGrid := off
+		mu.Unlock()
+		var a, b []string
+		for ts := int64(from); ts <= int64(to); ts += 60 {
+			k := (ts - start.Unix()) / 60 // the window ending at ts is k-1
+			a = append(a, fmt.Sprintf(`[%d,"%d"]`, ts, k))
+			if k%2 == 0 {
+				b = append(b, fmt.Sprintf(`[%d,"%d"]`, ts, -k))
+			}
+		}
+		if offGrid {
+			a = append(a, fmt.Sprintf(`[%d,"1"]`, int64(to)+30))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[`+
+			`{"metric":{"model_name":"z"},"values":[%s]},{"metric":{"model_name":"a"},"values":[%s]}]}}`,
+			strings.Join(a, ","), strings.Join(b, ","))
+	}))
+	t.Cleanup(ts.Close)
+	eng, err := promapi.Config{}.Engine(context.Background(), ts.URL, snapshot.Options{})
+	require.NoError(t, err)
+
+	tls, err := eng.Timelines("avg_over_time(whyslow:ttft_p95[1m])", grid)
+	require.NoError(t, err)
+	require.Len(t, ranges, 2)
+	assert.Equal(t, [2]int64{grid[0].End.Unix(), grid[9999].End.Unix()}, ranges[0])
+	assert.Equal(t, [2]int64{grid[10000].End.Unix(), grid[10004].End.Unix()}, ranges[1])
+	require.Len(t, tls, 2)
+	assert.Equal(t, `{model_name="a"}`, tls[0].Labels.String())
+	assert.Equal(t, `{model_name="z"}`, tls[1].Labels.String())
+	for i := range grid {
+		k := float64(i + 1)
+		assert.Equal(t, k, tls[1].Values[i], "window %d", i)
+		if i%2 == 1 {
+			assert.Equal(t, -k, tls[0].Values[i], "window %d", i)
+		} else {
+			assert.True(t, math.IsNaN(tls[0].Values[i]), "window %d", i)
+		}
+	}
+
+	mu.Lock()
+	off = true
+	mu.Unlock()
+	_, err = eng.Timelines("avg_over_time(whyslow:ttft_p95[1m])", grid[:10])
+	require.ErrorIs(t, err, promapi.ErrServer)
+	assert.ErrorContains(t, err, "no interval's end")
+
+	uneven := append(slices.Clone(grid[:3]), snapshot.Window{Start: grid[3].Start, End: grid[3].End.Add(time.Second)})
+	_, err = eng.Timelines("x", uneven)
+	assert.ErrorContains(t, err, "window 3")
+}
