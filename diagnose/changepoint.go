@@ -3,14 +3,17 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // Change-point search.
@@ -44,7 +47,9 @@ import (
 // request is none. Each d is capped at
 // cpMaxD, which a noiseless step would otherwise make infinite. The split
 // with the largest sum is proposed when the sum reaches
-// ChangePointThreshold; ties go to the earliest split. Because the largest
+// ChangePointThreshold; among splits whose sums tie (near a large step,
+// where several are capped), the one whose shifts are largest before the
+// cap, then the earliest. Because the largest
 // shift of a ramp (a queue that accumulates) lies in its middle, the
 // proposed split is then moved back to the onset of the change (see
 // onset): the earliest split after which a shifting series leaves its own
@@ -84,6 +89,113 @@ func movedSeries(series []cpSeries, k, minEach int) []report.ChangeSignal {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Score > out[j].Score })
 	return out
+}
+
+// cpSpec is how the search treats one fleet series: its name in
+// reports, the signal, the unit, the floor of a material shift, and
+// whether it is the exact mean of the signal's observations (else its
+// p95, or the mean number of waiting requests).
+type cpSpec struct {
+	name     string
+	id       catalog.SignalID
+	unit     string
+	minShift float64
+	mean     bool
+}
+
+// cpSpecs are the fleet series the search reads, in the order it reads
+// them.
+var cpSpecs = []cpSpec{
+	{"ttft_p95", catalog.SignalTTFT, "s", cpMinShiftTTFT, false},
+	{"tpot_p95", catalog.SignalTPOT, "s", cpMinShiftTPOT, false},
+	{"itl_p95", catalog.SignalITL, "s", cpMinShiftTPOT, false},
+	{"e2e_p95", catalog.SignalE2E, "s", cpMinShiftE2E, false},
+	{"waiting", catalog.SignalWaiting, "requests", cpMinShiftWaiting, false},
+	{"ttft_mean", catalog.SignalTTFT, "s", cpMinShiftTTFT, true},
+	{"itl_mean", catalog.SignalITL, "s", cpMinShiftTPOT, true},
+}
+
+// series is the search's input series of values; counted says that the
+// observations behind them count, and counts holds them (nil: none
+// known, so that a side never holds enough).
+func (c cpSpec) series(values []float64, counted bool, counts []float64, th rules.Thresholds) cpSeries {
+	s := cpSeries{name: c.name, unit: c.unit, values: values, minShift: c.minShift, minRatio: cpQuantileRatio,
+		hardFloor: c.id == catalog.SignalWaiting}
+	if c.mean {
+		s.minRatio, s.exact = th.Rise, true
+	}
+	if counted {
+		s.counts, s.minCount = counts, th.MinSamplesTail
+	}
+	return s
+}
+
+// A FleetSeries is a fleet symptom series read from elsewhere than the
+// evidence (a server's recording rules), for LocateChange. Name is one of
+// the change-point search's series (ttft_p95, tpot_p95, itl_p95,
+// e2e_p95, waiting, ttft_mean, itl_mean), optionally followed by labels
+// in braces (ttft_p95{model_name="m"}); Values holds one value per
+// interval of the grid, NaN where unknown.
+type FleetSeries struct {
+	Name   string
+	Values []float64
+}
+
+// LocateChange searches fleet series on grid (intervals of one step, in
+// order) for the onset of an incident, as Diagnose searches its own
+// timelines, with the Thresholds and MinWindow of opts; no requests are
+// counted. It returns the best single split when a series rose there,
+// else the onset of the segment that differs most from the intervals
+// outside it (an incident that ended) where a series rose at its start,
+// each with Used set; nil otherwise, and when neither reaches
+// ChangePointThreshold. An unknown series name, or a
+// series whose length is not the grid's, is an error.
+func LocateChange(grid []snapshot.Window, series []FleetSeries, opts Options) (*report.ChangePoint, error) {
+	set, err := opts.settings()
+	if err != nil {
+		return nil, err
+	}
+	var cps []cpSeries
+	for _, fs := range series {
+		base, _, _ := strings.Cut(fs.Name, "{")
+		i := slices.IndexFunc(cpSpecs, func(c cpSpec) bool { return c.name == base })
+		if i < 0 {
+			return nil, fmt.Errorf("diagnose: LocateChange: series %q is none of the change-point search's", fs.Name)
+		}
+		if len(fs.Values) != len(grid) {
+			return nil, fmt.Errorf("diagnose: LocateChange: series %q has %d values for %d intervals", fs.Name, len(fs.Values), len(grid))
+		}
+		s := cpSpecs[i].series(fs.Values, false, nil, set.Thresholds)
+		s.name = fs.Name
+		cps = append(cps, s)
+	}
+	if len(grid) < 3 || len(cps) == 0 {
+		return nil, nil
+	}
+	step := grid[0].Duration()
+	minEach := int((set.MinWindow + step - 1) / step)
+	method := changePointMethod(step, set.MinWindow, cps, set.Thresholds.Rise, set.Thresholds.MinSamplesTail) + "; requests not counted"
+	if k, score, ok := findChangePoint(cps, minEach); ok && k > 0 && k < len(grid) {
+		moved := movedSeries(cps, k, minEach)
+		if slices.ContainsFunc(moved, func(s report.ChangeSignal) bool { return s.After > s.Before }) {
+			return &report.ChangePoint{Time: grid[k-1].End, Score: score, Method: method, Signals: moved, Used: true}, nil
+		}
+	}
+	a, b, score, ok := findSegment(cps, minEach)
+	if !ok {
+		return nil, nil
+	}
+	inside := make([]cpSeries, len(cps))
+	for i, s := range cps {
+		inside[i] = s
+		inside[i].values = s.values[:b]
+	}
+	moved := movedSeries(inside, a, minEach)
+	if len(moved) == 0 {
+		return nil, nil // nothing rose at the segment's start: it began before the grid
+	}
+	return &report.ChangePoint{Time: grid[a-1].End, Score: score, Method: method + "; the segment that differs most from the intervals outside it",
+		Signals: moved, Used: true}, nil
 }
 
 // cpSeries is one input series of the change-point search.
@@ -150,14 +262,22 @@ func findChangePoint(series []cpSeries, minEach int) (k int, score float64, ok b
 	if minEach < 1 {
 		minEach = 1
 	}
-	best, bestK := 0.0, -1
+	best, bestRaw, bestK := 0.0, 0.0, -1
 	for split := minEach; split <= n-minEach; split++ {
-		sum := 0.0
+		sum, raw := 0.0, 0.0
 		for _, s := range series {
-			sum += shiftScore(s, split, minEach)
+			d := shiftScore(s, split, minEach)
+			sum += d
+			if d == cpMaxD {
+				// Capped: the shift itself tells the splits near a
+				// large step apart (+Inf for a noiseless one).
+				a, b, pooled, _ := sideMeans(s, split, minEach)
+				d = math.Abs(a-b) / pooled
+			}
+			raw += d
 		}
-		if bestK < 0 || sum > best {
-			best, bestK = sum, split
+		if bestK < 0 || sum > best || sum == best && raw > bestRaw {
+			best, bestRaw, bestK = sum, raw, split
 		}
 	}
 	if bestK < 0 {
@@ -220,24 +340,35 @@ func onset(series []cpSeries, k, minEach int) int {
 // shiftScore is the capped standardised shift of s at split, or 0 when the
 // shift is not material or a side has fewer than minEach known values.
 func shiftScore(s cpSeries, split, minEach int) float64 {
-	before := finiteValues(s.values[:min(split, len(s.values))])
-	var after []float64
-	if split < len(s.values) {
-		after = finiteValues(s.values[split:])
-	}
-	if len(before) < minEach || len(after) < minEach || len(before)+len(after) < 3 {
+	after, before, pooled, ok := sideMeans(s, split, minEach)
+	if !ok {
 		return 0
 	}
-	mb, vb := stat.MeanVariance(before, nil)
-	ma, va := stat.MeanVariance(after, nil)
-	if len(before) < 2 {
+	return s.score(after, before, pooled, s.fewest(split))
+}
+
+// sideMeans returns the means of s's known values after and before split
+// and their pooled standard deviation; ok is false when a side has fewer
+// than minEach known values, or both fewer than 3.
+func sideMeans(s cpSeries, split, minEach int) (after, before, pooled float64, ok bool) {
+	bv := finiteValues(s.values[:min(split, len(s.values))])
+	var av []float64
+	if split < len(s.values) {
+		av = finiteValues(s.values[split:])
+	}
+	if len(bv) < minEach || len(av) < minEach || len(bv)+len(av) < 3 {
+		return 0, 0, 0, false
+	}
+	mb, vb := stat.MeanVariance(bv, nil)
+	ma, va := stat.MeanVariance(av, nil)
+	if len(bv) < 2 {
 		vb = 0
 	}
-	if len(after) < 2 {
+	if len(av) < 2 {
 		va = 0
 	}
-	nb, na := float64(len(before)), float64(len(after))
-	return s.score(ma, mb, math.Sqrt(((nb-1)*vb+(na-1)*va)/(nb+na-2)), s.fewest(split))
+	nb, na := float64(len(bv)), float64(len(av))
+	return ma, mb, math.Sqrt(((nb-1)*vb + (na-1)*va) / (nb + na - 2)), true
 }
 
 func finiteValues(xs []float64) []float64 {
@@ -272,8 +403,8 @@ func changePointMethod(step, minWindow time.Duration, series []cpSeries, rise, m
 // least minEach intervals before and after them, the one whose intervals
 // differ most from those outside it (shiftScore of inside against
 // outside, summed over the series), every material shift upward (the
-// symptoms worse inside). ok is false when no range reaches
-// ChangePointThreshold. A single split (findChangePoint) cannot see such
+// symptoms worse inside), ties broken as findChangePoint breaks them.
+// ok is false when no range reaches ChangePointThreshold. A single split (findChangePoint) cannot see such
 // an incident: either side of it holds part of the incident and part of
 // the healthy time.
 func findSegment(series []cpSeries, minEach int) (a, b int, score float64, ok bool) {
@@ -287,19 +418,20 @@ func findSegment(series []cpSeries, minEach int) (a, b int, score float64, ok bo
 		sums[i] = newPrefixSums(s.values, s.counts)
 	}
 	a, b = -1, -1
+	bestRaw := 0.0
 	for lo := minEach; lo+minEach <= n-minEach; lo++ {
 		for hi := lo + minEach; hi <= n-minEach; hi++ {
-			sum := 0.0
+			sum, raw := 0.0, 0.0
 			for i, s := range series {
-				d, up := sums[i].segmentShift(s, lo, hi, minEach)
+				d, r, up := sums[i].segmentShift(s, lo, hi, minEach)
 				if d > 0 && !up {
 					sum = math.Inf(-1)
 					break
 				}
-				sum += d
+				sum, raw = sum+d, raw+r
 			}
-			if sum > score {
-				a, b, score = lo, hi, sum
+			if sum > score || sum == score && a >= 0 && raw > bestRaw {
+				a, b, score, bestRaw = lo, hi, sum, raw
 			}
 		}
 	}
@@ -347,14 +479,15 @@ func (s cpSeries) fewest(split int) float64 {
 }
 
 // segmentShift is shiftScore of the values in [lo, hi) against the
-// others, and whether the inside's mean is the higher.
-func (p prefixSums) segmentShift(s cpSeries, lo, hi, minEach int) (float64, bool) {
+// others, the shift before the cap where it is capped (as findChangePoint
+// breaks ties), and whether the inside's mean is the higher.
+func (p prefixSums) segmentShift(s cpSeries, lo, hi, minEach int) (d, raw float64, up bool) {
 	end := len(p.n) - 1
 	lo, hi = min(lo, end), min(hi, end)
 	ni, si, s2i := p.n[hi]-p.n[lo], p.s[hi]-p.s[lo], p.s2[hi]-p.s2[lo]
 	no, so, s2o := p.n[end]-ni, p.s[end]-si, p.s2[end]-s2i
 	if ni < float64(minEach) || no < float64(minEach) || ni+no < 3 {
-		return 0, false
+		return 0, 0, false
 	}
 	mi, mo := si/ni, so/no
 	// Sums of squared deviations about each side's own mean.
@@ -364,5 +497,11 @@ func (p prefixSums) segmentShift(s cpSeries, lo, hi, minEach int) (float64, bool
 		oi := p.obs[hi] - p.obs[lo]
 		fewest = math.Min(oi, p.obs[end]-oi)
 	}
-	return s.score(mi, mo, math.Sqrt((ssi+sso)/(ni+no-2)), fewest), mi > mo
+	pooled := math.Sqrt((ssi + sso) / (ni + no - 2))
+	d = s.score(mi, mo, pooled, fewest)
+	raw = d
+	if d == cpMaxD {
+		raw = math.Abs(mi-mo) / pooled
+	}
+	return d, raw, mi > mo
 }

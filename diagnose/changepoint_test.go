@@ -4,12 +4,15 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/rules"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // noisy returns n values level(i) * (1 + rel*N(0,1)), seeded.
@@ -221,4 +224,73 @@ func TestChangePointNeedsRequests(t *testing.T) {
 			assert.False(t, segOK && !tc.wantOK, "the segment search counts a series on a few requests")
 		})
 	}
+}
+
+// TestLocateChange searches series given on a grid, as a server's
+// recording rules give them: a step up is found at its onset, an
+// incident that ended at the start of its segment, a flat or falling
+// series proposes nothing, and malformed input is an error. A large step
+// and a segment are found where they are, though every split near them
+// scores the capped shift.
+func TestLocateChange(t *testing.T) {
+	start := time.Date(2026, 9, 22, 0, 0, 0, 0, time.UTC)
+	grid := snapshot.Grid(snapshot.Window{Start: start, End: start.Add(12 * time.Hour)}, time.Minute)
+	n := len(grid)
+	at := func(i int) time.Time { return grid[i-1].End }
+	for _, tc := range []struct {
+		name    string
+		series  []FleetSeries
+		want    time.Time // zero: nothing proposed
+		segment bool
+		moved   string
+	}{
+		{name: "ttft step", series: []FleetSeries{
+			{Name: "ttft_p95", Values: noisy(1, n, 0.05, stepLevel(400, 0.2, 0.6))},
+			{Name: "waiting", Values: noisy(2, n, 0.05, flatLevel(0.5))},
+		}, want: at(400), moved: "ttft_p95"},
+		{name: "labelled series", series: []FleetSeries{
+			{Name: `tpot_p95{model_name="a"}`, Values: noisy(3, n, 0.05, flatLevel(0.03))},
+			{Name: `waiting{model_name="b"}`, Values: noisy(4, n, 0.1, stepLevel(200, 2, 20))},
+		}, want: at(200), moved: `waiting{model_name="b"}`},
+		{name: "ended", series: []FleetSeries{
+			{Name: "ttft_p95", Values: noisy(5, n, 0.05, func(i int) float64 {
+				if i >= 300 && i < 360 {
+					return 1.5
+				}
+				return 0.2
+			})},
+		}, want: at(300), segment: true, moved: "ttft_p95"},
+		{name: "flat", series: []FleetSeries{
+			{Name: "ttft_p95", Values: noisy(6, n, 0.05, flatLevel(0.2))},
+			{Name: "ttft_mean", Values: noisy(7, n, 0.05, flatLevel(0.1))},
+		}},
+		{name: "recovery only", series: []FleetSeries{
+			{Name: "ttft_p95", Values: noisy(8, n, 0.05, stepLevel(500, 1.5, 0.2))},
+		}},
+		{name: "no series"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cp, err := LocateChange(grid, tc.series, Options{})
+			require.NoError(t, err)
+			if tc.want.IsZero() {
+				assert.Nil(t, cp)
+				return
+			}
+			require.NotNil(t, cp)
+			assert.Equal(t, tc.want, cp.Time)
+			assert.True(t, cp.Used)
+			assert.GreaterOrEqual(t, cp.Score, ChangePointThreshold)
+			assert.Equal(t, tc.segment, strings.HasSuffix(cp.Method, "the segment that differs most from the intervals outside it"))
+			assert.Contains(t, cp.Method, "; requests not counted")
+			require.NotEmpty(t, cp.Signals)
+			assert.Equal(t, tc.moved, cp.Signals[0].Series)
+		})
+	}
+
+	_, err := LocateChange(grid, []FleetSeries{{Name: "gpu_util", Values: make([]float64, n)}}, Options{})
+	assert.ErrorContains(t, err, `series "gpu_util" is none of the change-point search's`)
+	_, err = LocateChange(grid, []FleetSeries{{Name: "ttft_p95", Values: make([]float64, 3)}}, Options{})
+	assert.ErrorContains(t, err, `series "ttft_p95" has 3 values for 720 intervals`)
+	_, err = LocateChange(grid, nil, Options{MinWindow: -time.Minute})
+	assert.Error(t, err)
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -309,42 +308,23 @@ func (sc *scope) searchChangePoint(st scrapeStats, tl *timelines) *report.Change
 }
 
 // changePointSeries returns the input series of the change-point search:
-// the fleet's symptom timelines the evidence has.
+// the fleet's symptom timelines the evidence has, in cpSpecs' order.
 func (sc *scope) changePointSeries(tl *timelines) []cpSeries {
 	var series []cpSeries
-	rise, minCount := sc.set.Thresholds.Rise, sc.set.Thresholds.MinSamplesTail
-	for _, c := range []struct {
-		name     string
-		id       catalog.SignalID
-		unit     string
-		minShift float64
-	}{
-		{"ttft_p95", catalog.SignalTTFT, "s", cpMinShiftTTFT},
-		{"tpot_p95", catalog.SignalTPOT, "s", cpMinShiftTPOT},
-		{"itl_p95", catalog.SignalITL, "s", cpMinShiftTPOT},
-		{"e2e_p95", catalog.SignalE2E, "s", cpMinShiftE2E},
-		{"waiting", catalog.SignalWaiting, "requests", cpMinShiftWaiting},
-	} {
-		if t := tl.fleet(c.id); t != nil {
-			values, counts := timelinePoints(t)
-			s := cpSeries{name: c.name, unit: c.unit, values: values, minShift: c.minShift, minRatio: cpQuantileRatio,
-				hardFloor: c.id == catalog.SignalWaiting}
-			if t.Stat == "p95" {
-				s.counts, s.minCount = counts, minCount
+	for _, c := range cpSpecs {
+		if c.mean {
+			if m := tl.means[c.id]; m != nil {
+				// The mean's observations are its quantile timeline's.
+				_, counts := timelinePoints(tl.fleet(c.id))
+				series = append(series, c.series(m, true, counts, sc.set.Thresholds))
 			}
-			series = append(series, s)
-		}
-	}
-	for _, c := range []struct {
-		name     string
-		id       catalog.SignalID
-		minShift float64
-	}{{"ttft_mean", catalog.SignalTTFT, cpMinShiftTTFT}, {"itl_mean", catalog.SignalITL, cpMinShiftTPOT}} {
-		if m := tl.means[c.id]; m != nil {
-			// The mean's observations are its quantile timeline's.
-			_, counts := timelinePoints(tl.fleet(c.id))
-			series = append(series, cpSeries{name: c.name, unit: "s", values: m, minShift: c.minShift, minRatio: rise,
-				counts: counts, minCount: minCount, exact: true})
+		} else if t := tl.fleet(c.id); t != nil {
+			values, counts := timelinePoints(t)
+			p95 := t.Stat == "p95"
+			if !p95 {
+				counts = nil
+			}
+			series = append(series, c.series(values, p95, counts, sc.set.Thresholds))
 		}
 	}
 	return series
