@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/snapshot"
 	"github.com/whyslow/whyslow/snapshot/promapi"
@@ -37,13 +38,27 @@ func (f *diagnoseFlags) readPushdown(ctx context.Context, e *env, paths []string
 	if err := s.PushDown(eng); err != nil {
 		return nil, opts, err
 	}
+	var problems []snapshot.Problem
+	if rng, err := parseWindow(f.server.readRange); err == nil && f.records && !rng.IsZero() {
+		cat := catalog.Default()
+		if opts.Catalog != nil {
+			cat = *opts.Catalog
+		}
+		w, note := recordsRange(eng, promapi.Redact(paths[0]), rng, opts, f.match != "" || len(sel.Matchers) > 0, cat.SignalMetrics(catalog.SignalWaiting))
+		if note != nil {
+			problems = append(problems, *note)
+		}
+		if !w.IsZero() {
+			sel.Start, sel.End = w.Start, w.End
+		}
+	}
 	surveySel := sel
 	surveySel.LabelsOnly = s.LabelsOnly()
 	sev, err := f.readEvidence(ctx, e, paths, surveySel)
 	if err != nil {
 		return nil, opts, err
 	}
-	problems := sev.Problems
+	problems = append(problems, sev.Problems...)
 	var sv *diagnose.Survey
 	for pass := 1; sv == nil; pass++ {
 		if pass > 5 {

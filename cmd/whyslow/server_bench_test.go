@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -119,14 +120,29 @@ func runCommandOutput(b *testing.B, args ...string) []byte {
 	return stdout.Bytes()
 }
 
-// startBenchPrometheus serves a copy of dir (the fixture is never
-// written) and returns its URL and PID; the process is killed by its PID
-// when the benchmark ends.
-func startBenchPrometheus(b *testing.B, bin, dir string) (string, int) {
+// startBenchPrometheus serves a copy of the blocks of dirs (the fixtures
+// are never written) and returns its URL and PID; the process is killed
+// by its PID when the benchmark ends. Blocks of several dirs that overlap
+// in time are compacted by Prometheus as it starts: it returns once the
+// blocks loaded stop changing, so that the compaction is not measured.
+func startBenchPrometheus(b *testing.B, bin string, dirs ...string) (string, int) {
 	b.Helper()
 	data := filepath.Join(b.TempDir(), "data")
-	if err := os.CopyFS(data, os.DirFS(dir)); err != nil {
+	if err := os.CopyFS(data, os.DirFS(dirs[0])); err != nil {
 		b.Fatal(err)
+	}
+	for _, dir := range dirs[1:] { // their blocks
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				if err := os.CopyFS(filepath.Join(data, e.Name()), os.DirFS(filepath.Join(dir, e.Name()))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
 	}
 	_ = os.Remove(filepath.Join(data, "complete"))
 	conf := filepath.Join(b.TempDir(), "prometheus.yml")
@@ -169,8 +185,47 @@ func startBenchPrometheus(b *testing.B, bin, dir string) (string, int) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	if len(dirs) > 1 {
+		waitCompacted(b, "http://"+addr)
+	}
 	b.Logf("prometheus pid %d on %s, ready with VmRSS %.0f MB", pid, addr, procMB(pid, "VmRSS"))
 	return "http://" + addr, pid
+}
+
+// waitCompacted waits until the Prometheus at url has loaded the same
+// number of blocks for 30 s (prometheus_tsdb_blocks_loaded), at most 30
+// minutes.
+func waitCompacted(b *testing.B, url string) {
+	b.Helper()
+	loaded := func() string {
+		resp, err := http.Get(url + "/metrics")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "prometheus_tsdb_blocks_loaded ") {
+				return line
+			}
+		}
+		return ""
+	}
+	last, same := loaded(), 0
+	for deadline := time.Now().Add(30 * time.Minute); same < 6; {
+		if time.Now().After(deadline) {
+			b.Fatalf("prometheus still compacting after 30 minutes (%s)", last)
+		}
+		time.Sleep(5 * time.Second)
+		if now := loaded(); now == last {
+			same++
+		} else {
+			last, same = now, 0
+		}
+	}
 }
 
 // measureRSS is measure with the peak RSS of this process and, when pid
@@ -244,7 +299,11 @@ func procMB(pid int, field string) float64 {
 // range receives (--pushdown=false; by query when the variable is
 // "query", else by remote read), measured by the command itself on
 // groups of rawGroup pods (--match), one after the other: one process
-// cannot hold the whole fleet's samples.
+// cannot hold the whole fleet's samples. With
+// $WHYSLOW_SERVER_FLEET_RECORDS set it then serves the fleet with the
+// recording rules the diagnosis reads (--records; backfilled once with
+// promtool, kept beside the fixture) and runs url-records: the change
+// point found in the records, the 6 h around it surveyed.
 func BenchmarkServerFleet(b *testing.B) {
 	spec := os.Getenv("WHYSLOW_SERVER_FLEET")
 	if spec == "" {
@@ -286,5 +345,34 @@ func BenchmarkServerFleet(b *testing.B) {
 			raw += receivedIn(out)
 		}
 		b.ReportMetric(raw, "raw-MB")
+	})
+	if os.Getenv("WHYSLOW_SERVER_FLEET_RECORDS") == "" {
+		return
+	}
+	// The recording rules whyslow diagnose reads (changeRecords),
+	// backfilled once by promtool from the server and kept beside the
+	// fixture.
+	recs := dir + "-records"
+	if _, err := os.Stat(filepath.Join(recs, "complete")); err != nil {
+		t0 := time.Now()
+		blocks := backfillRecords(b, url, end.Add(-span), end)
+		if err := os.RemoveAll(recs); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.CopyFS(recs, os.DirFS(blocks)); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(recs, "complete"), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("records backfilled in %v", time.Since(t0).Round(time.Second))
+	}
+	url, promPID = startBenchPrometheus(b, bin, dir, recs)
+	b.Run(fmt.Sprintf("diagnose-%s/url-records", sp), func(b *testing.B) {
+		var got float64
+		measureRSS(b, promPID, func(b *testing.B) {
+			got = receivedIn(runCommandOutput(b, "diagnose", "--range", rng, "--format", "json", url))
+		})
+		b.ReportMetric(got, "MB-received")
 	})
 }
