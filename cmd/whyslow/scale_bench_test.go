@@ -42,12 +42,15 @@ const (
 // when that variable is set (and kept there, for runs of the built binary
 // under /usr/bin/time), else in a temporary directory.
 func scaleFixture(b *testing.B, span time.Duration) (dir string, end time.Time) {
-	return fleetFixture(b, scalePods, span)
+	return fleetFixture(b, scalePods, span, 0)
 }
 
 // fleetFixture is scaleFixture for a fleet of pods pods, kept in
-// $WHYSLOW_SCALE_BENCH_DIR/<pods>x<span> when pods is not scalePods.
-func fleetFixture(b *testing.B, pods int, span time.Duration) (dir string, end time.Time) {
+// $WHYSLOW_SCALE_BENCH_DIR/<pods>x<span> when pods is not scalePods. With
+// overloadAt > 0 the load rises to that of fleetsim's sustained-overload
+// scenario at overloadAt for two hours (kept in
+// <pods>x<span>-overload-<overloadAt>).
+func fleetFixture(b *testing.B, pods int, span, overloadAt time.Duration) (dir string, end time.Time) {
 	b.Helper()
 	spec, ok := fleetsim.LookupScenario("healthy")
 	if !ok {
@@ -55,15 +58,29 @@ func fleetFixture(b *testing.B, pods int, span time.Duration) (dir string, end t
 	}
 	cfg := spec.Config
 	cfg.Duration = span
+	name := fmt.Sprintf("%dx%dh", pods, int(span.Hours()))
+	if overloadAt > 0 {
+		over, ok := fleetsim.LookupScenario("sustained-overload")
+		if !ok || len(over.Config.Workload.Phases) != 2 {
+			b.Fatal("no sustained-overload scenario of two phases")
+		}
+		base, inc := over.Config.Workload.Phases[0], over.Config.Workload.Phases[1]
+		inc.Start = overloadAt
+		after := base
+		after.Start = overloadAt + 2*time.Hour
+		cfg.Workload = over.Config.Workload
+		cfg.Workload.Phases = []fleetsim.Phase{base, inc, after}
+		name += "-overload-" + overloadAt.String()
+	}
 	start := cfg.Start
 	if start.IsZero() {
 		start = fleetsim.DefaultStart
 	}
 	end = start.Add(span)
 	if root := os.Getenv("WHYSLOW_SCALE_BENCH_DIR"); root != "" {
-		dir = filepath.Join(root, fmt.Sprintf("%dh", int(span.Hours())))
-		if pods != scalePods {
-			dir = filepath.Join(root, fmt.Sprintf("%dx%dh", pods, int(span.Hours())))
+		dir = filepath.Join(root, name)
+		if pods == scalePods && overloadAt == 0 {
+			dir = filepath.Join(root, fmt.Sprintf("%dh", int(span.Hours())))
 		}
 		if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
 			return dir, end

@@ -290,7 +290,8 @@ func procMB(pid int, field string) float64 {
 // BenchmarkServerFleet runs diagnose over the whole range of a larger
 // fleet served by a local Prometheus, windows chosen by the diagnosis
 // (--pushdown, the default): $WHYSLOW_SERVER_FLEET pods x span, e.g.
-// "1000x24h" (fleetFixture: the 8 pods of fleetsim's healthy scenario,
+// "1000x24h", or "100x168h@120h" for two hours of overload from 120 h on
+// (fleetFixture: the 8 pods of fleetsim's healthy scenario,
 // 15 s scrapes, replicated). Skipped without the variable: the 1,000-pod
 // x 24 h fleet is 2.3 billion samples, some 5 GB of blocks built in tens
 // of minutes, copied once for the server. It reports the command's peak
@@ -309,17 +310,23 @@ func BenchmarkServerFleet(b *testing.B) {
 	if spec == "" {
 		b.Skip("WHYSLOW_SERVER_FLEET (e.g. 1000x24h) not set")
 	}
-	ps, sp, ok := strings.Cut(spec, "x")
+	fleet, over, _ := strings.Cut(spec, "@")
+	ps, sp, ok := strings.Cut(fleet, "x")
 	pods, err := strconv.Atoi(ps)
 	span, err2 := time.ParseDuration(sp)
-	if !ok || err != nil || err2 != nil || pods < 1 {
-		b.Fatalf("WHYSLOW_SERVER_FLEET=%q: want PODSxSPAN, e.g. 1000x24h", spec)
+	var overloadAt time.Duration
+	var err3 error
+	if over != "" {
+		overloadAt, err3 = time.ParseDuration(over)
+	}
+	if !ok || err != nil || err2 != nil || err3 != nil || pods < 1 || overloadAt < 0 {
+		b.Fatalf("WHYSLOW_SERVER_FLEET=%q: want PODSxSPAN[@OVERLOAD], e.g. 1000x24h or 100x168h@120h", spec)
 	}
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		b.Fatalf("prometheus not installed: %v", err)
 	}
-	dir, end := fleetFixture(b, pods, span)
+	dir, end := fleetFixture(b, pods, span, overloadAt)
 	url, promPID := startBenchPrometheus(b, bin, dir)
 	rfc := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	rng := rfc(end.Add(-span)) + "/" + rfc(end)
