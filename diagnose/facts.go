@@ -770,10 +770,7 @@ func (c *factCtx) burst(w evalWindow) rules.Fact {
 	}
 	var rates []float64
 	totalA, totalT := 0.0, 0.0
-	for _, g := range snapshot.Grid(c.clip(w.w), step) {
-		if g.Duration() < step {
-			continue
-		}
+	for _, g := range c.scrapeIntervals(w.w) {
 		if a, secs, ok := c.arrivalsIn(g); ok {
 			rates = append(rates, a/secs)
 			totalA += a

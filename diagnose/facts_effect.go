@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -524,10 +525,7 @@ func (c *factCtx) dispersionPiece(w snapshot.Window) ([]float64, bool) {
 		return nil, false
 	}
 	var s, s2, n float64
-	for _, g := range snapshot.Grid(c.clip(w), step) {
-		if g.Duration() < step {
-			continue
-		}
+	for _, g := range c.scrapeIntervals(w) {
 		if a, _, ok := c.arrivalsIn(g); ok {
 			s, s2, n = s+a, s2+a*a, n+1
 		}
@@ -552,10 +550,7 @@ func (c *factCtx) arrivalTrend(w snapshot.Window) trendResiduals {
 	return c.trends.get([2]int64{w.Start.UnixNano(), w.End.UnixNano()}, func() trendResiduals {
 		step := c.st.interval
 		var t, v []float64
-		for _, g := range snapshot.Grid(c.clip(w), step) {
-			if g.Duration() < step {
-				continue
-			}
+		for _, g := range c.scrapeIntervals(w) {
 			if a, _, ok := c.arrivalsIn(g); ok {
 				t, v = append(t, float64(g.End.UnixMilli())/1e3), append(v, a)
 			}
@@ -613,15 +608,7 @@ func (c *factCtx) waitingDrainedShare(w evalWindow) rules.Fact {
 	if step <= 0 {
 		return rules.MissingFact("unknown scrape interval")
 	}
-	var v []float64
-	for _, g := range snapshot.Grid(c.clip(w.w), step) {
-		if g.Duration() < step {
-			continue
-		}
-		if gs, err := s.Gauge(g); err == nil && gs.N > 0 && !math.IsNaN(gs.Mean) {
-			v = append(v, gs.Mean)
-		}
-	}
+	v := c.intervalMeans(s, w.w)
 	if len(v) < 8 {
 		return rules.MissingFact(fmt.Sprintf("fewer than 8 scrape intervals of waiting requests (%v each)", step))
 	}
@@ -645,15 +632,7 @@ func (c *factCtx) backlogSpike(w evalWindow) rules.Fact {
 	if step <= 0 {
 		return rules.MissingFact("unknown scrape interval")
 	}
-	var v []float64
-	for _, g := range snapshot.Grid(c.clip(w.w), step) {
-		if g.Duration() < step {
-			continue
-		}
-		if gs, err := bl.Gauge(g); err == nil && gs.N > 0 && !math.IsNaN(gs.Mean) {
-			v = append(v, gs.Mean)
-		}
-	}
+	v := c.intervalMeans(bl, w.w)
 	level := localLevel(v, trendSide(step))
 	peak, n := math.NaN(), 0
 	for i, l := range level {
@@ -993,4 +972,27 @@ func (c *factCtx) inRotation(r int, w snapshot.Window) bool {
 	}
 	inc, err := c.sc.replicaCounter(catalog.SignalRequestSuccess, r, w, nil)
 	return err == nil && inc.Value > 0
+}
+
+// scrapeIntervals are the whole scrape intervals of w clipped to the
+// evidence (a shorter last one left out); none when the scrape interval
+// is unknown.
+func (c *factCtx) scrapeIntervals(w snapshot.Window) []snapshot.Window {
+	step := c.st.interval
+	if step <= 0 {
+		return nil
+	}
+	return slices.DeleteFunc(snapshot.Grid(c.clip(w), step), func(g snapshot.Window) bool { return g.Duration() < step })
+}
+
+// intervalMeans are the means of s over the scrape intervals of w
+// (scrapeIntervals) that hold a sample.
+func (c *factCtx) intervalMeans(s *snapshot.Series, w snapshot.Window) []float64 {
+	var v []float64
+	for _, g := range c.scrapeIntervals(w) {
+		if gs, err := s.Gauge(g); err == nil && gs.N > 0 && !math.IsNaN(gs.Mean) {
+			v = append(v, gs.Mean)
+		}
+	}
+	return v
 }
