@@ -181,21 +181,35 @@ func LocateChange(grid []snapshot.Window, series []FleetSeries, opts Options) (*
 			return &report.ChangePoint{Time: grid[k-1].End, Score: score, Method: method, Signals: moved, Used: true}, nil
 		}
 	}
-	a, b, score, ok := findSegment(cps, minEach)
+	a, _, score, moved, ok := segmentChange(cps, minEach)
 	if !ok {
 		return nil, nil
 	}
-	inside := make([]cpSeries, len(cps))
-	for i, s := range cps {
+	return &report.ChangePoint{Time: grid[a-1].End, Score: score, Method: method + segmentMethod, Signals: moved, Used: true}, nil
+}
+
+// segmentMethod ends the method of a change point that starts a segment.
+const segmentMethod = "; the segment that differs most from the intervals outside it"
+
+// segmentChange is the segment [a, b) of findSegment with the series that
+// moved at its start (movedSeries over the values up to b). ok is false
+// when there is no segment, or when none of them rose at a: the segment
+// began before the intervals did, and its start is no onset.
+func segmentChange(series []cpSeries, minEach int) (a, b int, score float64, moved []report.ChangeSignal, ok bool) {
+	a, b, score, ok = findSegment(series, minEach)
+	if !ok {
+		return 0, 0, 0, nil, false
+	}
+	inside := make([]cpSeries, len(series))
+	for i, s := range series {
 		inside[i] = s
-		inside[i].values = s.values[:b]
+		inside[i].values = s.values[:min(b, len(s.values))]
 	}
-	moved := movedSeries(inside, a, minEach)
-	if len(moved) == 0 {
-		return nil, nil // nothing rose at the segment's start: it began before the grid
+	moved = movedSeries(inside, a, minEach)
+	if !slices.ContainsFunc(moved, func(s report.ChangeSignal) bool { return s.After > s.Before }) {
+		return 0, 0, 0, nil, false
 	}
-	return &report.ChangePoint{Time: grid[a-1].End, Score: score, Method: method + "; the segment that differs most from the intervals outside it",
-		Signals: moved, Used: true}, nil
+	return a, b, score, moved, true
 }
 
 // cpSeries is one input series of the change-point search.

@@ -335,8 +335,9 @@ func (sc *scope) changePointSeries(tl *timelines) []cpSeries {
 // proposes the point where every series that moved fell (the symptoms
 // went back down: the incident ended there). It returns the change point
 // of the segment's onset (Used, with the series that rose there) and its
-// end; nil otherwise, whenever the symptoms rose at cp, and when the
-// fleet's membership changed around the segment (membershipChanged).
+// end; nil otherwise, whenever the symptoms rose at cp, when nothing
+// rose at the segment's start (segmentChange), and when the fleet's
+// membership changed around the segment (membershipChanged).
 func (sc *scope) searchSegment(st scrapeStats, tl *timelines, cp *report.ChangePoint) (*report.ChangePoint, time.Time) {
 	if tl == nil || len(tl.grid) < 3 || !sc.set.Incident.IsZero() {
 		return nil, time.Time{}
@@ -346,7 +347,7 @@ func (sc *scope) searchSegment(st scrapeStats, tl *timelines, cp *report.ChangeP
 	if cp != nil && cp.Used && slices.ContainsFunc(cp.Signals, func(s report.ChangeSignal) bool { return !(s.After < s.Before) }) {
 		return nil, time.Time{} // the symptoms rose at cp: the incident began there
 	}
-	a, b, score, ok := findSegment(series, minEach)
+	a, b, score, moved, ok := segmentChange(series, minEach)
 	if !ok {
 		return nil, time.Time{}
 	}
@@ -357,16 +358,11 @@ func (sc *scope) searchSegment(st scrapeStats, tl *timelines, cp *report.ChangeP
 		// is one); the single split judges the evidence.
 		return nil, time.Time{}
 	}
-	inside := make([]cpSeries, len(series))
-	for i, s := range series {
-		inside[i] = s
-		inside[i].values = s.values[:min(b, len(s.values))]
-	}
 	return &report.ChangePoint{
 		Time:    tl.grid[a-1].End,
 		Score:   score,
-		Method:  changePointMethod(tl.step, sc.set.MinWindow, series, sc.set.Thresholds.Rise, sc.set.Thresholds.MinSamplesTail) + "; the segment that differs most from the intervals outside it",
-		Signals: movedSeries(inside, a, minEach),
+		Method:  changePointMethod(tl.step, sc.set.MinWindow, series, sc.set.Thresholds.Rise, sc.set.Thresholds.MinSamplesTail) + segmentMethod,
+		Signals: moved,
 		Used:    true,
 	}, tl.grid[b-1].End
 }
