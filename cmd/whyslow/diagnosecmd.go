@@ -189,9 +189,6 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	switch {
 	case opts.Incident.IsZero() && snapshot.Streams(paths):
 		ev, opts, err = f.readSurveyed(ctx, e, paths, opts, trim)
-	case opts.Incident.IsZero() && f.pushdown && len(paths) == 1 && promapi.IsURL(paths[0]):
-		defer lowerGC(serverReadGOGC)()
-		ev, opts, err = f.readPushdown(ctx, e, paths, opts, trim)
 	default:
 		ev, err = f.readRanges(ctx, e, paths, opts.Selection(), opts.ReadRanges(), trim)
 	}
@@ -369,65 +366,146 @@ func parseThresholds(s string) (rules.Thresholds, error) {
 }
 
 // readSurveyed reads a history for a diagnosis that chooses its own
-// windows, in two steps whose memory does not grow with the history: a
-// survey (diagnose.Surveyor) of the targets read one at a time, which
-// keeps per target and timeline interval a few numbers; then a read of
-// only the windows the survey chose. It returns the evidence of the
-// windows and opts with the survey set, which Diagnose turns into the
-// report of a whole read. Evidence that splits into groups (several
-// models, --by) is read whole.
+// windows, from a source that streams (snapshot.Streams: a TSDB, a
+// server), in two steps whose memory does not grow with the history: a
+// survey (diagnose.Surveyor) of the targets read one at a time (a
+// server's, a batch of pods at a time), which keeps per target and
+// timeline interval a few numbers; then a read of only the windows the
+// survey chose. It returns the evidence of the windows and opts with the
+// survey set, which Diagnose turns into the report of a whole read.
+// Evidence that splits into groups (several models, --by) is read whole.
+//
+// From a server with --pushdown, the server sums the survey's histogram
+// timelines (diagnose.Surveyor.PushDown; the gauges, counters and process
+// start times of every pod, and the labels of every series, are read as
+// they are), the survey asks for the few samples the sums cannot stand
+// for (a pod's first interval, a pod that restarted: SampleReads), and
+// over a long range the recording rules choose where to survey
+// (--records).
 func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string, opts diagnose.Options, trim func(*snapshot.Target) *snapshot.Target) (*snapshot.Evidence, diagnose.Options, error) {
-	// The survey and the windows' read allocate much and hold little (see
-	// surveyHeapFloor): fewer collections while they run.
-	defer raiseGCFloor(surveyHeapFloor, surveyMaxGOGC, gcPoll)()
-	s, err := diagnose.NewSurveyor(opts)
+	sel := opts.Selection()
+	var eng *promapi.Engine
+	var problems []snapshot.Problem
+	if f.pushdown && promapi.IsURL(paths[0]) {
+		defer lowerGC(serverReadGOGC)()
+		var err error
+		if eng, err = f.engine(ctx, paths[0], sel); err != nil {
+			return nil, opts, err
+		}
+		if w, note := f.surveyRange(eng, paths[0], opts, sel); !w.IsZero() || note != nil {
+			if note != nil {
+				problems = append(problems, *note)
+			}
+			if !w.IsZero() {
+				sel.Start, sel.End = w.Start, w.End
+			}
+		}
+	} else {
+		// The survey and the windows' read allocate much and hold little
+		// (see surveyHeapFloor): fewer collections while they run.
+		defer raiseGCFloor(surveyHeapFloor, surveyMaxGOGC, gcPoll)()
+	}
+	newSurveyor := func() (*diagnose.Surveyor, error) {
+		s, err := diagnose.NewSurveyor(opts)
+		if err == nil && eng != nil {
+			err = s.PushDown(eng)
+		}
+		return s, err
+	}
+	s, err := newSurveyor()
 	if err != nil {
 		return nil, opts, err
 	}
-	sel := opts.Selection()
-	// A history over 6 h is surveyed as read, and its scrape times checked
-	// at the end (snapshot.Options.Revisit): only where a scrape must be
-	// left out does the survey start over.
-	sel.Revisit = func() error {
-		s, err = diagnose.NewSurveyor(opts)
-		return err
-	}
-	var sv *diagnose.Survey
-	var problems []snapshot.Problem
 	// The survey measures the timeline families and lists the others by
 	// their labels: a TSDB's blocks are not decoded for them, nor, target
 	// by target, for the candidates of a timeline signal that the catalog
 	// does not match there (s is the Surveyor of the read under way).
+	var names []string // the targets of the survey's read
 	surveySel := sel
 	surveySel.LabelsOnly = s.LabelsOnly()
 	surveySel.ForTarget = func(sketch *snapshot.Target) snapshot.TargetSelection {
 		return snapshot.TargetSelection{LabelsOnly: s.LabelsOnlyFor(sketch)}
 	}
-	for sv == nil {
-		ev, err := f.readEach(ctx, e, paths, surveySel, func(t *snapshot.Target) error { return s.Add(t) })
-		if errors.Is(err, errMatchedNothing) {
-			// The selection matched nothing: the whole read says why
-			// (where the evidence lies, what it holds).
-			ev, err := f.readEvidence(ctx, e, paths, sel)
-			return ev, opts, err
+	// A history over 6 h is surveyed as read, and its scrape times checked
+	// at the end (snapshot.Options.Revisit): only where a scrape must be
+	// left out does the survey start over.
+	surveySel.Revisit = func() error {
+		names = nil
+		s, err = newSurveyor()
+		return err
+	}
+	surveyed := false // the problems of the survey's read are kept (a later pass reads them again)
+	var sv *diagnose.Survey
+	for pass := 1; sv == nil; pass++ {
+		if pass > 5 {
+			return nil, opts, errors.New("diagnose: the survey asked for a sixth pass")
 		}
-		if err != nil {
-			return nil, opts, err
+		if reads := s.SampleReads(); reads != nil {
+			for _, r := range reads {
+				rev, err := f.readSamples(ctx, e, paths, sel, r)
+				if err != nil {
+					return nil, opts, err
+				}
+				problems = append(problems, rev.Problems...)
+				for _, t := range rev.Targets {
+					if slices.ContainsFunc(r.Targets, func(x *snapshot.Target) bool { return x.Name == t.Name }) {
+						if err := s.AddSamples(r, t); err != nil {
+							return nil, opts, err
+						}
+					}
+				}
+			}
+		} else {
+			names = nil
+			ev, err := f.readEach(ctx, e, paths, surveySel, func(t *snapshot.Target) error {
+				names = append(names, t.Name)
+				return s.Add(t)
+			})
+			if errors.Is(err, errMatchedNothing) {
+				// The selection matched nothing: the whole read says why
+				// (where the evidence lies, what it holds).
+				ev, err := f.readEvidence(ctx, e, paths, sel)
+				return ev, opts, err
+			}
+			if err != nil {
+				return nil, opts, err
+			}
+			if !surveyed {
+				surveyed = true
+				problems = append(problems, ev.Problems...)
+			}
 		}
-		problems = ev.Problems
 		var again bool
 		sv, again, err = s.Survey()
 		switch {
 		case errors.Is(err, diagnose.ErrSurveyGroups):
 			ev, err := f.readRanges(ctx, e, paths, sel, nil, trim)
 			return ev, opts, err
+		case err != nil && eng != nil:
+			return nil, opts, fmt.Errorf("%w (--pushdown=false reads every pod's samples instead)", err)
 		case err != nil:
 			return nil, opts, err
 		case again:
 			sv = nil
 		}
 	}
-	sel.Revisit = nil
+	if eng != nil {
+		// The windows are read without the families that the survey
+		// listed by their labels and no signal matches on any target (a
+		// signal's older names, the info and parameter histograms):
+		// Diagnose takes their labels from the survey (Survey.SkipFor).
+		skip := map[string]int{}
+		for _, name := range names {
+			for _, m := range sv.SkipFor(&snapshot.Target{Name: name}) {
+				skip[m]++
+			}
+		}
+		sel.Metrics = slices.DeleteFunc(slices.Clone(sel.Metrics), func(m string) bool {
+			n := max(skip[m], skip[snapshot.FamilyBaseName(m)])
+			return n > 0 && n == len(names)
+		})
+		problems = append(problems, eng.Cost())
+	}
 	return f.readWindows(ctx, e, paths, sel, opts, sv, problems, trim)
 }
 

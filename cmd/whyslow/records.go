@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/whyslow/whyslow/alerts"
+	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
 	wsreport "github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
@@ -46,6 +47,21 @@ var (
 
 // recordsIntervals is about how many intervals the records are read in.
 const recordsIntervals = 720
+
+// surveyRange is the range --records chooses to survey on the server
+// of eng (at path) under --range, or zero for the whole range, with its
+// note (nil when the recording rules were not consulted).
+func (f *diagnoseFlags) surveyRange(eng *promapi.Engine, path string, opts diagnose.Options, sel snapshot.Options) (snapshot.Window, *snapshot.Problem) {
+	rng, err := parseWindow(f.server.readRange)
+	if err != nil || !f.records || rng.IsZero() {
+		return snapshot.Window{}, nil
+	}
+	cat := catalog.Default()
+	if opts.Catalog != nil {
+		cat = *opts.Catalog
+	}
+	return recordsRange(eng, promapi.Redact(path), rng, opts, f.match != "" || len(sel.Matchers) > 0, cat.SignalMetrics(catalog.SignalWaiting))
+}
 
 // recordsRange searches the range rng of a server (eng) for its change
 // point in the whyslow:* recording rules (the series of opts.Model when

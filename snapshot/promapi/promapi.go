@@ -32,7 +32,7 @@ var (
 )
 
 func init() {
-	snapshot.RegisterSource(snapshot.Source{Name: "promapi", Match: IsURL, Read: Read, Redact: Redact})
+	snapshot.RegisterSource(snapshot.Source{Name: "promapi", Match: IsURL, Read: Read, ReadEach: ReadEach, Redact: Redact})
 }
 
 // IsURL reports whether path is an http:// or https:// address: a

@@ -102,7 +102,8 @@ type reader struct {
 	done     int
 	total    int
 	failed   int
-	lookups  int // label value lookups done
+	lookups  int   // label value lookups done
+	pending  []int // per batch, the queries not yet answered (ReadEach)
 	fatal    error
 	cancel   context.CancelFunc
 	progress func(snapshot.Progress)
@@ -158,6 +159,7 @@ type unit struct {
 	targets []string // values of label; [""] selects series without it
 	from    int64
 	to      int64
+	batch   int // index of the plan's batch of targets
 }
 
 // joined is the unit of the families fs read at once.
@@ -238,10 +240,15 @@ var errDeadlineCause = errors.New("Config.Deadline passed")
 
 // read runs the whole plan within r.cfg.Deadline.
 func (r *reader) read(parent context.Context) (*snapshot.Evidence, error) {
+	return r.within(parent, r.readPlan)
+}
+
+// within runs read under r.cfg.Deadline.
+func (r *reader) within(parent context.Context, read func(context.Context) (*snapshot.Evidence, error)) (*snapshot.Evidence, error) {
 	begin := time.Now()
 	ctx, cancel := context.WithTimeoutCause(parent, r.cfg.Deadline, errDeadlineCause)
 	defer cancel()
-	ev, err := r.readPlan(ctx)
+	ev, err := read(ctx)
 	if err != nil && r.fatalErr() == nil && parent.Err() == nil && context.Cause(ctx) == errDeadlineCause {
 		return nil, r.deadlineError(time.Since(begin))
 	}
@@ -263,23 +270,34 @@ func (r *reader) deadlineError(elapsed time.Duration) error {
 		r.red, ErrDeadline, r.cfg.Deadline, elapsed.Round(time.Millisecond), r.tr.requests.Load(), did)
 }
 
-// readPlan lists what to read, then reads it.
-func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	r.cancel = cancel
-	qfrom := r.start - r.cfg.Overfetch.Milliseconds()
+// plan is what a read asks for: the label the series are batched by
+// (pod, else instance; "" for none), its values in batches, the units
+// of samples (batch-major: every chunk of a batch, then the next batch)
+// and the units of series listed by their labels.
+type plan struct {
+	label   string
+	names   []string // the sample names read
+	batches [][]string
+	units   []unit
+	listed  []unit
+}
 
+// plan lists the metric names and the targets, and makes the units that
+// read them; listedPer is how many batches' targets one listing covers.
+func (r *reader) plan(ctx context.Context, listedPer int) (plan, error) {
+	qfrom := r.start - r.cfg.Overfetch.Milliseconds()
 	families, err := r.families(ctx, qfrom)
 	if err != nil {
-		return nil, err
+		return plan{}, err
 	}
 	label, targets, err := r.targets(ctx, families, qfrom)
 	if err != nil {
-		return nil, err
+		return plan{}, err
 	}
-	cols := snapshot.NewColumns(r.red, r.builderOptions())
-	var units, listed []unit
+	p := plan{label: label, batches: batches(targets, r.cfg.TargetsPerQuery)}
+	for _, f := range families {
+		p.names = append(p.names, f.names...)
+	}
 	step := r.cfg.MaxRange.Milliseconds()
 	var only, sampled []family // only: listed by their labels, listFamilies at a time
 	for _, f := range families {
@@ -293,68 +311,47 @@ func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 	// at once, queries one family each (see do).
 	if len(sampled) > 0 {
 		u := joined(sampled, label)
-		for _, batch := range batches(targets, r.cfg.TargetsPerQuery) {
+		for i, batch := range p.batches {
 			for from := qfrom; from < r.end; from += step {
-				u.targets, u.from, u.to = batch, from, min(from+step, r.end)
-				units = append(units, u)
+				u.targets, u.from, u.to, u.batch = batch, from, min(from+step, r.end), i
+				p.units = append(p.units, u)
 			}
 		}
 	}
 	for fs := range slices.Chunk(only, listFamilies) {
 		u := joined(fs, label)
-		for _, batch := range batches(targets, r.cfg.TargetsPerQuery*10) {
+		for _, batch := range batches(targets, r.cfg.TargetsPerQuery*listedPer) {
 			u.targets = batch
-			listed = append(listed, u)
+			p.listed = append(p.listed, u)
 		}
 	}
-	if err := r.listSeries(ctx, cols, listed, qfrom); err != nil {
+	return p, nil
+}
+
+// readPlan lists what to read, then reads it.
+func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.cancel = cancel
+	p, err := r.plan(ctx, 10)
+	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	r.total = len(units)
-	r.mu.Unlock()
-	r.report(0)
-
-	results := make(chan result, r.cfg.Concurrency)
-	go r.run(ctx, units, results)
-
+	cols := snapshot.NewColumns(r.red, r.builderOptions())
+	sets, err := r.listSeries(ctx, p.listed)
+	if err != nil {
+		return nil, err
+	}
+	for _, ss := range sets {
+		addListed(cols, r.red, ss)
+	}
 	read, failed := 0, 0
-	for res := range results {
-		r.mu.Lock()
-		r.done++
-		done := r.done
-		if res.err != nil {
-			r.failed++
-		}
-		r.mu.Unlock()
-		r.report(done)
-		if res.err != nil {
-			failed++
-			for _, f := range res.unit.families() {
-				r.problem = append(r.problem, snapshot.Problem{Severity: snapshot.SeverityError, File: r.red, Offset: -1, Family: f, Err: res.err})
-			}
+	for res := range r.launch(ctx, p.units) {
+		if !r.take(res, &read, &failed) {
 			continue
 		}
-		read++
-		r.problem = append(r.problem, res.problems...)
-		var like *snapshot.Column // series of one answer share their times where they can
-		for _, s := range res.series {
-			c := cols.Series(r.red, s.lset)
-			if c == nil {
-				continue // a limit forbids the series: the problem is recorded
-			}
-			if len(s.t) > 0 {
-				c.AppendFloats(s.t, s.v, like, len(s.t))
-				like = c
-			}
-		}
-		if err := cols.Charge(r.red); err != nil {
-			// The samples kept exceed Limits.MaxMemory: stop asking.
-			r.setFatal(fmt.Errorf("snapshot: server %s: %w", r.red, err))
-		} else if cols.Full() {
-			r.setFatal(fmt.Errorf("snapshot: server %s: %w", r.red, &snapshot.LimitError{Limit: "Limits.MaxTotalBytes", Max: r.lim.MaxTotalBytes,
-				Msg: fmt.Sprintf("samples read from the server exceed %d bytes", r.lim.MaxTotalBytes)}))
-		}
+		r.add(cols, res)
+		r.charge(cols, 0)
 	}
 	if err := r.fatalErr(); err != nil {
 		return nil, err
@@ -364,22 +361,95 @@ func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
 	}
 	ev := cols.Evidence() // scrapes at the samples' times (TimeFromTSDB)
 	ev.Problems = append(append(r.problem, ev.Problems...), r.costNote())
-	if read == 0 && failed > 0 {
-		errs := make([]error, 0, len(ev.Problems))
-		for _, p := range ev.Problems {
-			if p.Severity == snapshot.SeverityError {
-				errs = append(errs, p)
-			}
-		}
-		return nil, fmt.Errorf("snapshot: server %s: nothing could be read: %w", r.red, errors.Join(errs...))
+	if err := r.nothingRead(read, failed, ev.Problems); err != nil {
+		return nil, err
 	}
 	return ev, nil
 }
 
+// launch makes the queries of units, Concurrency at a time (see run),
+// and returns their results as they come.
+func (r *reader) launch(ctx context.Context, units []unit) <-chan result {
+	r.mu.Lock()
+	r.total = len(units)
+	r.mu.Unlock()
+	r.report(0)
+	results := make(chan result, r.cfg.Concurrency)
+	go r.run(ctx, units, results)
+	return results
+}
+
+// take counts the result res (read or failed, and the progress) and
+// records its problems; it reports whether res holds series to add.
+func (r *reader) take(res result, read, failed *int) bool {
+	r.mu.Lock()
+	r.done++
+	done := r.done
+	if res.err != nil {
+		r.failed++
+	}
+	r.mu.Unlock()
+	r.report(done)
+	if res.err != nil {
+		*failed++
+		for _, f := range res.unit.families() {
+			r.problem = append(r.problem, snapshot.Problem{Severity: snapshot.SeverityError, File: r.red, Offset: -1, Family: f, Err: res.err})
+		}
+		return false
+	}
+	*read++
+	r.problem = append(r.problem, res.problems...)
+	return true
+}
+
+// add appends the series of res to cols.
+func (r *reader) add(cols *snapshot.Columns, res result) {
+	var like *snapshot.Column // series of one answer share their times where they can
+	for _, s := range res.series {
+		c := cols.Series(r.red, s.lset)
+		if c == nil {
+			continue // a limit forbids the series: the problem is recorded
+		}
+		if len(s.t) > 0 {
+			c.AppendFloats(s.t, s.v, like, len(s.t))
+			like = c
+		}
+	}
+}
+
+// charge charges the samples of cols against Options.Memory and, with
+// the bytes of the batches read before (earlier), Limits.MaxTotalBytes;
+// past either, the read stops with the limit's error.
+func (r *reader) charge(cols *snapshot.Columns, earlier int64) {
+	if err := cols.Charge(r.red); err != nil {
+		// The samples kept exceed Limits.MaxMemory: stop asking.
+		r.setFatal(fmt.Errorf("snapshot: server %s: %w", r.red, err))
+	} else if cols.Full() || earlier+cols.Bytes() > r.lim.MaxTotalBytes {
+		r.setFatal(fmt.Errorf("snapshot: server %s: %w", r.red, &snapshot.LimitError{Limit: "Limits.MaxTotalBytes", Max: r.lim.MaxTotalBytes,
+			Msg: fmt.Sprintf("samples read from the server exceed %d bytes", r.lim.MaxTotalBytes)}))
+	}
+}
+
+// nothingRead is the error of a read none of whose queries succeeded
+// while some failed, joining the error problems; nil otherwise.
+func (r *reader) nothingRead(read, failed int, problems []snapshot.Problem) error {
+	if read > 0 || failed == 0 {
+		return nil
+	}
+	errs := make([]error, 0, len(problems))
+	for _, p := range problems {
+		if p.Severity == snapshot.SeverityError {
+			errs = append(errs, p)
+		}
+	}
+	return fmt.Errorf("snapshot: server %s: nothing could be read: %w", r.red, errors.Join(errs...))
+}
+
 // listSeries lists the series of the units by their labels, without
 // samples (Options.LabelsOnly), with /api/v1/series, Concurrency at a
-// time, and adds them to cols in the units' order.
-func (r *reader) listSeries(ctx context.Context, cols *snapshot.Columns, units []unit, qfrom int64) error {
+// time, and returns them in the units' order.
+func (r *reader) listSeries(ctx context.Context, units []unit) ([][]model.LabelSet, error) {
+	qfrom := r.start - r.cfg.Overfetch.Milliseconds()
 	sets := make([][]model.LabelSet, len(units))
 	errs := make([]error, len(units))
 	sem := make(chan struct{}, r.cfg.Concurrency)
@@ -406,20 +476,30 @@ func (r *reader) listSeries(ctx context.Context, cols *snapshot.Columns, units [
 	wg.Wait()
 	for i, u := range units {
 		if errs[i] != nil {
-			return fmt.Errorf("snapshot: server %s: listing %s: %w", r.red, u.what(), errs[i])
-		}
-		for _, ls := range sets[i] {
-			b := labels.NewScratchBuilder(len(ls))
-			for k, v := range ls {
-				b.Add(string(k), string(v))
-			}
-			b.Sort()
-			if c := cols.Series(r.red, b.Labels()); c != nil {
-				c.KeepLabels()
-			}
+			return nil, fmt.Errorf("snapshot: server %s: listing %s: %w", r.red, u.what(), errs[i])
 		}
 	}
-	return nil
+	return sets, nil
+}
+
+// addListed adds the series listed by their labels (ls) to cols, without
+// samples.
+func addListed(cols *snapshot.Columns, src string, ls []model.LabelSet) {
+	for _, l := range ls {
+		if c := cols.Series(src, labelsOf(l)); c != nil {
+			c.KeepLabels()
+		}
+	}
+}
+
+// labelsOf converts a label set to sorted labels.
+func labelsOf(ls model.LabelSet) labels.Labels {
+	b := labels.NewScratchBuilder(len(ls))
+	for k, v := range ls {
+		b.Add(string(k), string(v))
+	}
+	b.Sort()
+	return b.Labels()
 }
 
 // listFamilies is how many families one listing of series by their
@@ -473,6 +553,9 @@ func (r *reader) run(ctx context.Context, units []unit, results chan<- result) {
 				if res.split != nil {
 					r.mu.Lock()
 					r.total += len(res.split) - 1
+					if r.pending != nil {
+						r.pending[u.batch] += len(res.split) - 1
+					}
 					r.mu.Unlock()
 					q.finish(res.split)
 					continue
@@ -853,8 +936,8 @@ func split(u unit, minRange int64) []unit {
 	if len(u.parts) > 1 {
 		h := len(u.parts) / 2
 		a, b := joined(u.parts[:h], u.label), joined(u.parts[h:], u.label)
-		a.targets, a.from, a.to = u.targets, u.from, u.to
-		b.targets, b.from, b.to = u.targets, u.from, u.to
+		a.targets, a.from, a.to, a.batch = u.targets, u.from, u.to, u.batch
+		b.targets, b.from, b.to, b.batch = u.targets, u.from, u.to, u.batch
 		return []unit{a, b}
 	}
 	if u.to-u.from >= 2*max(minRange, 1) {

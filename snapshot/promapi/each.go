@@ -1,0 +1,292 @@
+package promapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/whyslow/whyslow/snapshot"
+)
+
+// ReadEach reads the server at address with the Config carried by ctx,
+// handing the targets over one at a time; it is the Source.ReadEach of
+// the source registered for http(s):// paths (callers use
+// snapshot.ReadEach). See Config.ReadEach.
+func ReadEach(ctx context.Context, address string, opts snapshot.Options, span func(minT, maxT int64) error, visit func(*snapshot.Target) error) (*snapshot.Evidence, error) {
+	return ConfigFrom(ctx).ReadEach(ctx, address, opts, span, visit)
+}
+
+// ReadEach reads the server at address as Read does, but hands the
+// targets to visit one at a time, in name order, each equal to the
+// target of that name in Read's Evidence, and returns the rest of that
+// Evidence (Sources and Problems, no Targets).
+//
+// The queries are Read's: batches of Config.TargetsPerQuery pods (else
+// instances), Concurrency at a time. A batch's targets are built and
+// visited once all of its queries are answered, while the next batches'
+// queries run, so that memory grows with a few batches' samples, not
+// the fleet's. opts.Memory is charged while a batch is held and released
+// after its visit; Limits.MaxTotalBytes counts every batch.
+//
+// A target whose series would fall in several batches cannot be built
+// batch by batch: where a series names its target by exported_pod (a GPU
+// exporter's), where opts.TargetName renames targets, or where series
+// without the batching label name a target that a pod names too, the
+// server is read whole, as Read reads it, and the targets are handed
+// over from that Evidence.
+//
+// span is called once, before the first visit, with the bounds of the
+// range read. An error returned by span or visit stops the read and is
+// returned as is.
+func (c Config) ReadEach(ctx context.Context, address string, opts snapshot.Options, span func(minT, maxT int64) error, visit func(*snapshot.Target) error) (*snapshot.Evidence, error) {
+	lim := opts.Limits.WithDefaults()
+	if opts.Memory == nil {
+		opts.Memory = snapshot.NewMemoryBudget(lim.MaxMemory)
+	}
+	c = c.withDefaults(lim)
+	red := Redact(address)
+	u, err := url.Parse(address)
+	if err != nil || u.Host == "" {
+		return nil, errorf(address, "not a server address")
+	}
+	r, err := newReader(c, address, red, opts, lim)
+	if err != nil {
+		return nil, err
+	}
+	var stopped error // what span or visit returned
+	ev, err := r.within(ctx, func(ctx context.Context) (*snapshot.Evidence, error) {
+		ev, err := r.readBatches(ctx, span, visit)
+		if err != nil && errors.Is(err, errCaller) {
+			stopped = errors.Unwrap(err)
+		}
+		return ev, err
+	})
+	switch {
+	case stopped != nil:
+		return nil, stopped
+	case !errors.Is(err, errWhole):
+		return ev, err
+	}
+	r.problem, r.pending = nil, nil
+	ev, err = r.read(ctx)
+	if ev == nil {
+		return nil, err
+	}
+	targets := ev.Targets
+	ev.Targets = nil
+	if err := span(r.start, r.end); err != nil {
+		return nil, err
+	}
+	for i, t := range targets {
+		targets[i] = nil
+		if err := visit(t); err != nil {
+			return nil, err
+		}
+	}
+	return ev, err
+}
+
+// errWhole: the targets cannot be built batch by batch (see
+// Config.ReadEach); the server is read whole instead.
+var errWhole = errors.New("the targets cannot be read batch by batch")
+
+// errCaller wraps what span or visit returned.
+var errCaller = errors.New("stopped by the caller")
+
+// readBatches is ReadEach batch by batch; errWhole when it cannot be.
+func (r *reader) readBatches(ctx context.Context, span func(minT, maxT int64) error, visit func(*snapshot.Target) error) (*snapshot.Evidence, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r.cancel = cancel
+	if r.opts.TargetName != nil {
+		return nil, errWhole
+	}
+	p, err := r.plan(ctx, 10)
+	if err != nil {
+		return nil, err
+	}
+	qfrom := r.start - r.cfg.Overfetch.Milliseconds()
+	exported, err := r.labelValues(ctx, "exported_pod", matchersString(append([]*labels.Matcher{nameMatcher(p.names)}, r.opts.Matchers...)), qfrom)
+	if err != nil {
+		return nil, err
+	}
+	if len(exported) > 0 {
+		return nil, errWhole
+	}
+
+	// Which batch a target label value is in; series without the label
+	// are in the batch [""], which is read first and held (its targets
+	// are named otherwise and go between the others by name).
+	nb := len(p.batches)
+	batchOf := map[string]int{}
+	empty := -1
+	for i, b := range p.batches {
+		for _, v := range b {
+			batchOf[v] = i
+		}
+		if len(b) == 1 && b[0] == "" && p.label != "" {
+			empty = i
+		}
+	}
+	order := make([]int, 0, nb)
+	if empty >= 0 {
+		order = append(order, empty)
+	}
+	for i := range nb {
+		if i != empty {
+			order = append(order, i)
+		}
+	}
+	units := make([]unit, 0, len(p.units))
+	r.pending = make([]int, nb)
+	for _, b := range order {
+		for _, u := range p.units {
+			if u.batch == b {
+				units = append(units, u)
+				r.pending[b]++
+			}
+		}
+	}
+
+	// The series listed by their labels wait, by batch, for their
+	// batch's first answer.
+	sets, err := r.listSeries(ctx, p.listed)
+	if err != nil {
+		return nil, err
+	}
+	listed := make([][]model.LabelSet, nb)
+	for _, ss := range sets {
+		for _, ls := range ss {
+			if b, ok := batchOf[string(ls[model.LabelName(p.label)])]; ok {
+				listed[b] = append(listed[b], ls)
+			} // else a label value that appeared after the targets were listed
+		}
+	}
+	sets = nil
+	cols := make([]*snapshot.Columns, nb)
+	colsOf := func(b int) *snapshot.Columns {
+		if cols[b] == nil {
+			cols[b] = snapshot.NewColumns(r.red, r.builderOptions())
+			addListed(cols[b], r.red, listed[b])
+			listed[b] = nil
+		}
+		return cols[b]
+	}
+
+	var problems []snapshot.Problem
+	seen := map[string]bool{}
+	var held []*snapshot.Target // the targets of the batch [""]
+	var readBytes int64
+	next, spanned := 0, false
+	hand := func(t *snapshot.Target) error {
+		if !spanned {
+			spanned = true
+			if err := span(r.start, r.end); err != nil {
+				return fmt.Errorf("%w: %w", errCaller, err)
+			}
+		}
+		if err := visit(t); err != nil {
+			return fmt.Errorf("%w: %w", errCaller, err)
+		}
+		return nil
+	}
+	// flush builds and visits the batches, in order, whose queries are
+	// all answered.
+	flush := func() error {
+		for next < len(order) {
+			b := order[next]
+			r.mu.Lock()
+			left := r.pending[b]
+			r.mu.Unlock()
+			if left > 0 {
+				return nil
+			}
+			next++
+			c := colsOf(b)
+			cols[b] = nil
+			ev := c.Evidence()
+			for _, pr := range ev.Problems {
+				if k := pr.String(); !seen[k] {
+					seen[k] = true
+					problems = append(problems, pr)
+				}
+			}
+			if b == empty {
+				c.Release()
+				held = ev.Targets
+				for _, t := range held {
+					if _, ok := batchOf[t.Name]; ok && t.Name != "" {
+						return errWhole
+					}
+				}
+				continue
+			}
+			for _, t := range ev.Targets {
+				for len(held) > 0 && held[0].Name < t.Name {
+					if err := hand(held[0]); err != nil {
+						return err
+					}
+					held = held[1:]
+				}
+				if err := hand(t); err != nil {
+					return err
+				}
+			}
+			c.Release()
+		}
+		return nil
+	}
+
+	read, failed := 0, 0
+	for res := range r.launch(ctx, units) {
+		ok := r.take(res, &read, &failed)
+		r.mu.Lock()
+		r.pending[res.unit.batch]--
+		r.mu.Unlock()
+		if ok {
+			c := colsOf(res.unit.batch)
+			before := c.Bytes()
+			r.add(c, res)
+			readBytes += c.Bytes() - before
+			r.charge(c, readBytes-c.Bytes())
+		}
+		if r.fatalErr() != nil {
+			break
+		}
+		if err := flush(); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.fatalErr(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	if next < len(order) {
+		return nil, fmt.Errorf("snapshot: server %s: %d batches of targets left unanswered", r.red, len(order)-next)
+	}
+	for _, t := range held {
+		if err := hand(t); err != nil {
+			return nil, err
+		}
+	}
+	ev := &snapshot.Evidence{Sources: []string{r.red}}
+	ev.Problems = append(append(r.problem, problems...), r.costNote())
+	if err := r.nothingRead(read, failed, ev.Problems); err != nil {
+		return nil, err
+	}
+	if !spanned {
+		if err := span(r.start, r.end); err != nil {
+			return nil, fmt.Errorf("%w: %w", errCaller, err)
+		}
+	}
+	return ev, nil
+}
