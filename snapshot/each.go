@@ -22,7 +22,8 @@ import (
 // the targets were visited), the memory budget exceeded, ctx done.
 //
 // Only a single path read by a Source that streams (Source.ReadEach: a
-// TSDB directory once snapshot/tsdb is imported) is read target by
+// TSDB directory once snapshot/tsdb is imported, a server URL once
+// snapshot/promapi is, a batch of pods at a time) is read target by
 // target; then the Limits.MaxMemory budget is charged while a target is
 // held and released after its visit, so that a fleet larger than the
 // budget is read when each target fits, and Limits.MaxTotalBytes bounds
@@ -253,9 +254,10 @@ func (r *eachRead) readTimes(ctx context.Context, path string, src *Source) (*Ev
 
 // Streams reports whether ReadEach reads paths one target at a time (a
 // single path read by a Source that streams, such as a TSDB directory once
-// snapshot/tsdb is imported), rather than whole with Read. A caller that
-// reads the evidence twice (a survey, then some windows) pays for a
-// second whole read when it does not.
+// snapshot/tsdb is imported or a server URL once snapshot/promapi is),
+// rather than whole with Read. A caller that reads the evidence twice (a
+// survey, then some windows) pays for a second whole read when it does
+// not.
 func Streams(paths []string) bool {
 	if len(paths) != 1 || paths[0] == "-" {
 		return false

@@ -15,7 +15,8 @@
 // chunk, /api/v1/query) each, so that whyslow computes increases and
 // fleet quantiles exactly as from a TSDB directory. Servers return no
 // metric types: the samples are classified by name and labels as
-// snapshot classifies a /federate dump.
+// snapshot classifies a /federate dump. ReadEach (snapshot.ReadEach of a
+// URL) hands the targets over a batch of pods at a time.
 //
 // Config.Engine is the other way in: a snapshot.Engine whose histogram
 // increases the server sums (PromQL aggregations with whyslow's edge
