@@ -361,6 +361,8 @@ func (a *Columns) evidence() *Evidence {
 			if t == nil {
 				t = &tgt{from: from}
 				targets[name] = t
+			} else if fromRank(from) < fromRank(t.from) {
+				t.from = from // as the Builder names a target of several sources
 			}
 			t.raws = append(t.raws, r)
 		}

@@ -72,3 +72,24 @@ func TestColumnAppendFloatsUnordered(t *testing.T) {
 	c.AppendFloats(nil, nil, b, 4) // nothing to add
 	assert.Equal(t, []int64{10, 10}, c.t)
 }
+
+// TestColumnsNameFromRanked checks that a target named by several labels
+// (a pod label on some series, instance on others) says the most specific
+// one, whatever the order the series are held in, as the Builder does.
+func TestColumnsNameFromRanked(t *testing.T) {
+	for range 20 {
+		cols := NewColumns("src", Options{})
+		for i, ls := range []labels.Labels{
+			labels.FromStrings("__name__", "a", "instance", "p"),
+			labels.FromStrings("__name__", "b", "pod", "p"),
+			labels.FromStrings("__name__", "c", "instance", "p"),
+			labels.FromStrings("__name__", "d", "instance", "q"),
+		} {
+			cols.Series("src", ls).AppendFloats([]int64{10}, []float64{float64(i)}, nil, 1)
+		}
+		ev := cols.Evidence()
+		require.Len(t, ev.Targets, 2)
+		assert.Equal(t, "pod", ev.Target("p").NameFrom)
+		assert.Equal(t, "instance", ev.Target("q").NameFrom)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
@@ -118,39 +119,40 @@ func (r *reader) readBatches(ctx context.Context, span func(minT, maxT int64) er
 		return nil, errWhole
 	}
 
-	// Which batch a target label value is in; series without the label
-	// are in the batch [""], which is read first and held (its targets
-	// are named otherwise and go between the others by name).
-	nb := len(p.batches)
-	batchOf := map[string]int{}
+	// The batches are read in order, the batch [""] of the series
+	// without the label first: its targets are named otherwise, are held,
+	// and go between the others by name. A unit's batch is its place in
+	// that order, and only the queries of the batch awaited and of the
+	// next few start (queue.allow): the answers of later batches are held
+	// until their turn.
+	var perm []int // a place -> the plan's batch there
 	empty := -1
 	for i, b := range p.batches {
-		for _, v := range b {
-			batchOf[v] = i
-		}
-		if len(b) == 1 && b[0] == "" && p.label != "" {
-			empty = i
-		}
-	}
-	order := make([]int, 0, nb)
-	if empty >= 0 {
-		order = append(order, empty)
-	}
-	for i := range nb {
-		if i != empty {
-			order = append(order, i)
+		if p.label != "" && len(b) == 1 && b[0] == "" {
+			perm, empty = append([]int{i}, perm...), 0
+		} else {
+			perm = append(perm, i)
 		}
 	}
-	units := make([]unit, 0, len(p.units))
+	nb := len(perm)
+	place := make([]int, nb) // the plan's batch -> its place
+	batchOf := map[string]int{}
+	for k, i := range perm {
+		place[i] = k
+		for _, v := range p.batches[i] {
+			batchOf[v] = k
+		}
+	}
 	r.pending = make([]int, nb)
-	for _, b := range order {
-		for _, u := range p.units {
-			if u.batch == b {
-				units = append(units, u)
-				r.pending[b]++
-			}
-		}
+	units := make([]unit, len(p.units))
+	for i, u := range p.units {
+		u.batch = place[u.batch]
+		units[i] = u
+		r.pending[u.batch]++
 	}
+	slices.SortStableFunc(units, func(a, b unit) int { return a.batch - b.batch })
+	perBatch := len(units)/max(nb, 1) + 1
+	ahead := (r.cfg.Concurrency + perBatch - 1) / perBatch // batches beyond the awaited one whose queries may run
 
 	// The series listed by their labels wait, by batch, for their
 	// batch's first answer.
@@ -197,8 +199,9 @@ func (r *reader) readBatches(ctx context.Context, span func(minT, maxT int64) er
 	// flush builds and visits the batches, in order, whose queries are
 	// all answered.
 	flush := func() error {
-		for next < len(order) {
-			b := order[next]
+		defer func() { r.queue.allow(next + ahead) }()
+		for next < nb {
+			b := next
 			r.mu.Lock()
 			left := r.pending[b]
 			r.mu.Unlock()
@@ -242,7 +245,11 @@ func (r *reader) readBatches(ctx context.Context, span func(minT, maxT int64) er
 	}
 
 	read, failed := 0, 0
-	for res := range r.launch(ctx, units) {
+	results := r.launch(ctx, units)
+	if err := flush(); err != nil { // batches without queries
+		return nil, err
+	}
+	for res := range results {
 		ok := r.take(res, &read, &failed)
 		r.mu.Lock()
 		r.pending[res.unit.batch]--
@@ -270,8 +277,8 @@ func (r *reader) readBatches(ctx context.Context, span func(minT, maxT int64) er
 	if err := flush(); err != nil {
 		return nil, err
 	}
-	if next < len(order) {
-		return nil, fmt.Errorf("snapshot: server %s: %d batches of targets left unanswered", r.red, len(order)-next)
+	if next < nb {
+		return nil, fmt.Errorf("snapshot: server %s: %d batches of targets left unanswered", r.red, nb-next)
 	}
 	for _, t := range held {
 		if err := hand(t); err != nil {

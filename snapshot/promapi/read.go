@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -102,8 +103,9 @@ type reader struct {
 	done     int
 	total    int
 	failed   int
-	lookups  int   // label value lookups done
-	pending  []int // per batch, the queries not yet answered (ReadEach)
+	lookups  int    // label value lookups done
+	pending  []int  // per batch, the queries not yet answered (ReadEach)
+	queue    *queue // the queries of the read under way
 	fatal    error
 	cancel   context.CancelFunc
 	progress func(snapshot.Progress)
@@ -375,7 +377,9 @@ func (r *reader) launch(ctx context.Context, units []unit) <-chan result {
 	r.mu.Unlock()
 	r.report(0)
 	results := make(chan result, r.cfg.Concurrency)
-	go r.run(ctx, units, results)
+	q := newQueue(units)
+	r.queue = q
+	go r.run(ctx, q, results)
 	return results
 }
 
@@ -533,10 +537,7 @@ func byteSize(n int64) string {
 // query split are made before the queries not yet made (depth first), so
 // that a query that cannot be made small enough is found after a few
 // splits, not after every other query has been split too.
-func (r *reader) run(ctx context.Context, units []unit, results chan<- result) {
-	q := &queue{}
-	q.cond = sync.NewCond(&q.mu)
-	q.push(units)
+func (r *reader) run(ctx context.Context, q *queue, results chan<- result) {
 	stop := context.AfterFunc(ctx, q.close)
 	defer stop()
 	var wg sync.WaitGroup
@@ -575,12 +576,33 @@ func (r *reader) run(ctx context.Context, units []unit, results chan<- result) {
 }
 
 // queue is the stack of queries to make: the last pushed is made first.
+// Units are pushed in the order of their batches, and a query's halves
+// are in its batch, so the top is always of the earliest batch left.
 type queue struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	stack  []unit
 	busy   int // queries being made
 	closed bool
+	// limit is the last batch whose queries may start (ReadEach, which
+	// holds the batches answered until their turn comes).
+	limit int
+}
+
+// newQueue returns a queue of units, all of which may start.
+func newQueue(units []unit) *queue {
+	q := &queue{limit: math.MaxInt}
+	q.cond = sync.NewCond(&q.mu)
+	q.push(units)
+	return q
+}
+
+// allow lets the queries of the batches up to last start.
+func (q *queue) allow(last int) {
+	q.mu.Lock()
+	q.limit = last
+	q.mu.Unlock()
+	q.cond.Broadcast()
 }
 
 // push puts us on top of the stack, us[0] on the very top. The caller
@@ -599,7 +621,7 @@ func (q *queue) push(us []unit) {
 func (q *queue) pop() (unit, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for len(q.stack) == 0 && q.busy > 0 && !q.closed {
+	for !q.closed && (len(q.stack) == 0 && q.busy > 0 || len(q.stack) > 0 && q.stack[len(q.stack)-1].batch > q.limit) {
 		q.cond.Wait()
 	}
 	if q.closed || len(q.stack) == 0 {
