@@ -186,6 +186,11 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 		return err
 	}
 	var ev *snapshot.Evidence
+	if opts.Incident.IsZero() && f.pushdown && len(paths) == 1 && promapi.IsURL(paths[0]) {
+		// The server's answers are garbage soon (see serverReadGOGC),
+		// the diagnosis's too.
+		defer lowerGC(serverReadGOGC)()
+	}
 	switch {
 	case opts.Incident.IsZero() && snapshot.Streams(paths):
 		ev, opts, err = f.readSurveyed(ctx, e, paths, opts, trim)
@@ -387,7 +392,6 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 	var eng *promapi.Engine
 	var problems []snapshot.Problem
 	if f.pushdown && promapi.IsURL(paths[0]) {
-		defer lowerGC(serverReadGOGC)()
 		var err error
 		if eng, err = f.engine(ctx, paths[0], sel); err != nil {
 			return nil, opts, err
