@@ -93,7 +93,9 @@ func TestServerURL(t *testing.T) {
 // the server per name). The
 // command reads only the catalog's metrics from the server, the whole
 // directory from disk. Without the servers the test skips, and fails in
-// CI.
+// CI. Where WHYSLOW_THANOS names a thanos binary (promserver.Thanos),
+// the Prometheus is also read through a Thanos sidecar and Thanos Query,
+// which serves no remote read (samples by query).
 func TestDiagnoseURLAsTSDB(t *testing.T) {
 	promserver.Binary(t, "prometheus") // skip before simulating
 	for _, tc := range []struct{ scenario, server string }{
@@ -104,6 +106,8 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 		{"kv-preemption", "victoria-metrics"},
 		{"restart", "victoria-metrics"},
 		{"mixed-versions", "victoria-metrics"},
+		{"kv-preemption", "thanos"},
+		{"restart", "thanos"},
 	} {
 		t.Run(tc.scenario+"/"+tc.server, func(t *testing.T) {
 			spec, fleet := promserver.Fleet(t, tc.scenario)
@@ -111,9 +115,12 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 			require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
 			var url string
 			equal := func(a, b any) bool { return a == b }
-			if tc.server == "prometheus" {
+			switch tc.server {
+			case "prometheus":
 				url = promserver.Prometheus(t, dir)
-			} else {
+			case "thanos":
+				url = promserver.Thanos(t, dir)
+			default:
 				url = promserver.VictoriaMetrics(t, fleet)
 				equal = jsondiff.NearlyEqual
 			}
@@ -139,8 +146,11 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 			// Prometheus serves remote read; VictoriaMetrics does not, and
 			// says so.
 			how := `; samples by remote read \(/api/v1/read\)`
-			if tc.server != "prometheus" {
+			switch tc.server {
+			case "victoria-metrics":
 				how = `; samples by /api/v1/query: HTTP 400 at /api/v1/read: .*unsupported path requested.*`
+			case "thanos":
+				how = `; samples by /api/v1/query: HTTP 404 at /api/v1/read.*`
 			}
 			read := `^http://127\.0\.0\.1:\d+: read with \d+ queries and \d+ label lookups: \d+ HTTP requests, ` + size + ` of responses received` + how + `$`
 			summed := `^http://127\.0\.0\.1:\d+: aggregated in the server with [1-9]\d* queries: \d+ HTTP requests, ` + size + ` of responses received$`

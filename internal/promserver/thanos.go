@@ -1,0 +1,71 @@
+package promserver
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// ThanosEnv names the environment variable that gives the path of a
+// thanos binary. Debian packages no Thanos, so CI does not install one:
+// the tests that need it run where it is set and skip elsewhere, CI
+// included.
+const ThanosEnv = "WHYSLOW_THANOS"
+
+// Thanos serves a copy of the TSDB directory dir the way a Thanos
+// deployment does: a Prometheus (with the external label replica="a",
+// which a sidecar requires), a Thanos sidecar in front of it, and a
+// Thanos Query over the sidecar that deduplicates on replica (so that
+// its answers carry no external label). It returns the base URL of the
+// Thanos Query.
+func Thanos(t testing.TB, dir string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the tests that run thanos are in the full tier")
+	}
+	bin := os.Getenv(ThanosEnv)
+	if bin == "" {
+		t.Skipf("%s is not set to a thanos binary (Debian packages none; go build ./cmd/thanos of github.com/thanos-io/thanos)", ThanosEnv)
+	}
+	prom := Binary(t, "prometheus")
+	data := filepath.Join(t.TempDir(), "data")
+	require.NoError(t, os.CopyFS(data, os.DirFS(dir)))
+	cfg := filepath.Join(t.TempDir(), "prometheus.yml")
+	require.NoError(t, os.WriteFile(cfg, []byte("global:\n  external_labels:\n    replica: a\nscrape_configs: []\n"), 0o644))
+	promAddr := FreeAddr(t)
+	Start(t, "http://"+promAddr+"/-/ready", prom,
+		"--config.file="+cfg, "--storage.tsdb.path="+data, "--storage.tsdb.retention.time=100y",
+		"--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h",
+		"--web.listen-address="+promAddr)
+	sideGRPC, sideHTTP := FreeAddr(t), FreeAddr(t)
+	Start(t, "http://"+sideHTTP+"/-/ready", bin, "sidecar",
+		"--prometheus.url=http://"+promAddr, "--tsdb.path="+data,
+		"--grpc-address="+sideGRPC, "--http-address="+sideHTTP)
+	queryGRPC, queryHTTP := FreeAddr(t), FreeAddr(t)
+	Start(t, "http://"+queryHTTP+"/-/ready", bin, "query",
+		"--endpoint="+sideGRPC, "--query.replica-label=replica",
+		"--grpc-address="+queryGRPC, "--http-address="+queryHTTP)
+	// The query learns of the sidecar a few seconds after it is ready.
+	url := "http://" + queryHTTP
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		resp, err := http.Get(url + "/api/v1/label/__name__/values")
+		if err == nil {
+			var v struct{ Data []string }
+			err = json.NewDecoder(resp.Body).Decode(&v)
+			resp.Body.Close()
+			if err == nil && len(v.Data) > 0 {
+				return url
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thanos query at %s lists no metric after 90s: %v", url, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
