@@ -58,35 +58,16 @@ func (c Config) ReadEach(ctx context.Context, address string, opts snapshot.Opti
 	if err != nil {
 		return nil, err
 	}
-	var stopped error // what span or visit returned
 	ev, err := r.within(ctx, func(ctx context.Context) (*snapshot.Evidence, error) {
-		ev, err := r.readBatches(ctx, span, visit)
-		if err != nil && errors.Is(err, errCaller) {
-			stopped = errors.Unwrap(err)
+		ev, err := r.readGroups(ctx, false, span, visit)
+		if errors.Is(err, errWhole) {
+			r.problem, r.pending = nil, nil
+			ev, err = r.readGroups(ctx, true, span, visit)
 		}
 		return ev, err
 	})
-	switch {
-	case stopped != nil:
-		return nil, stopped
-	case !errors.Is(err, errWhole):
-		return ev, err
-	}
-	r.problem, r.pending = nil, nil
-	ev, err = r.read(ctx)
-	if ev == nil {
-		return nil, err
-	}
-	targets := ev.Targets
-	ev.Targets = nil
-	if err := span(r.start, r.end); err != nil {
-		return nil, err
-	}
-	for i, t := range targets {
-		targets[i] = nil
-		if err := visit(t); err != nil {
-			return nil, err
-		}
+	if ce, ok := errors.AsType[callerError](err); ok {
+		return nil, ce.err
 	}
 	return ev, err
 }
@@ -95,28 +76,36 @@ func (c Config) ReadEach(ctx context.Context, address string, opts snapshot.Opti
 // Config.ReadEach); the server is read whole instead.
 var errWhole = errors.New("the targets cannot be read batch by batch")
 
-// errCaller wraps what span or visit returned.
-var errCaller = errors.New("stopped by the caller")
+// callerError is what span or visit returned.
+type callerError struct{ err error }
 
-// readBatches is ReadEach batch by batch; errWhole when it cannot be.
-func (r *reader) readBatches(ctx context.Context, span func(minT, maxT int64) error, visit func(*snapshot.Target) error) (*snapshot.Evidence, error) {
+func (e callerError) Error() string { return e.err.Error() }
+func (e callerError) Unwrap() error { return e.err }
+
+// readGroups reads the server and builds its targets in groups: one
+// (whole: the Evidence Read returns, its targets handed to visit when it
+// is not nil), or one per batch of the plan, each visited once its
+// queries are answered (errWhole when a target could span batches).
+func (r *reader) readGroups(ctx context.Context, whole bool, span func(minT, maxT int64) error, visit func(*snapshot.Target) error) (*snapshot.Evidence, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r.cancel = cancel
-	if r.opts.TargetName != nil {
+	if !whole && r.opts.TargetName != nil {
 		return nil, errWhole
 	}
 	p, err := r.plan(ctx, 10)
 	if err != nil {
 		return nil, err
 	}
-	qfrom := r.start - r.cfg.Overfetch.Milliseconds()
-	exported, err := r.labelValues(ctx, "exported_pod", matchersString(append([]*labels.Matcher{nameMatcher(p.names)}, r.opts.Matchers...)), qfrom)
-	if err != nil {
-		return nil, err
-	}
-	if len(exported) > 0 {
-		return nil, errWhole
+	if !whole {
+		qfrom := r.start - r.cfg.Overfetch.Milliseconds()
+		exported, err := r.labelValues(ctx, "exported_pod", matchersString(append([]*labels.Matcher{nameMatcher(p.names)}, r.opts.Matchers...)), qfrom)
+		if err != nil {
+			return nil, err
+		}
+		if len(exported) > 0 {
+			return nil, errWhole
+		}
 	}
 
 	// The batches are read in order, the batch [""] of the series
@@ -128,14 +117,17 @@ func (r *reader) readBatches(ctx context.Context, span func(minT, maxT int64) er
 	var perm []int // a place -> the plan's batch there
 	empty := -1
 	for i, b := range p.batches {
-		if p.label != "" && len(b) == 1 && b[0] == "" {
+		if !whole && p.label != "" && len(b) == 1 && b[0] == "" {
 			perm, empty = append([]int{i}, perm...), 0
 		} else {
 			perm = append(perm, i)
 		}
 	}
+	if whole {
+		perm = perm[:1] // every batch in the first group
+	}
 	nb := len(perm)
-	place := make([]int, nb) // the plan's batch -> its place
+	place := make([]int, len(p.batches)) // the plan's batch -> its place (group)
 	batchOf := map[string]int{}
 	for k, i := range perm {
 		place[i] = k
@@ -163,7 +155,7 @@ func (r *reader) readBatches(ctx context.Context, span func(minT, maxT int64) er
 	listed := make([][]model.LabelSet, nb)
 	for _, ss := range sets {
 		for _, ls := range ss {
-			if b, ok := batchOf[string(ls[model.LabelName(p.label)])]; ok {
+			if b, ok := batchOf[string(ls[model.LabelName(p.label)])]; ok || whole {
 				listed[b] = append(listed[b], ls)
 			} // else a label value that appeared after the targets were listed
 		}
@@ -179,20 +171,25 @@ func (r *reader) readBatches(ctx context.Context, span func(minT, maxT int64) er
 		return cols[b]
 	}
 
+	out := &snapshot.Evidence{Sources: []string{r.red}}
 	var problems []snapshot.Problem
 	seen := map[string]bool{}
 	var held []*snapshot.Target // the targets of the batch [""]
 	var readBytes int64
 	next, spanned := 0, false
 	hand := func(t *snapshot.Target) error {
+		if visit == nil {
+			out.Targets = append(out.Targets, t)
+			return nil
+		}
 		if !spanned {
 			spanned = true
 			if err := span(r.start, r.end); err != nil {
-				return fmt.Errorf("%w: %w", errCaller, err)
+				return callerError{err}
 			}
 		}
 		if err := visit(t); err != nil {
-			return fmt.Errorf("%w: %w", errCaller, err)
+			return callerError{err}
 		}
 		return nil
 	}
@@ -211,9 +208,10 @@ func (r *reader) readBatches(ctx context.Context, span func(minT, maxT int64) er
 			next++
 			c := colsOf(b)
 			cols[b] = nil
-			ev := c.Evidence()
+			ev := c.Evidence() // scrapes at the samples' times (TimeFromTSDB)
 			for _, pr := range ev.Problems {
-				if k := pr.String(); !seen[k] {
+				// Each batch's: a problem of a family, once.
+				if k := pr.String(); whole || !seen[k] {
 					seen[k] = true
 					problems = append(problems, pr)
 				}
@@ -239,7 +237,9 @@ func (r *reader) readBatches(ctx context.Context, span func(minT, maxT int64) er
 					return err
 				}
 			}
-			c.Release()
+			if visit != nil {
+				c.Release() // the Evidence returned by Read holds it
+			}
 		}
 		return nil
 	}
@@ -285,15 +285,14 @@ func (r *reader) readBatches(ctx context.Context, span func(minT, maxT int64) er
 			return nil, err
 		}
 	}
-	ev := &snapshot.Evidence{Sources: []string{r.red}}
-	ev.Problems = append(append(r.problem, problems...), r.costNote())
-	if err := r.nothingRead(read, failed, ev.Problems); err != nil {
+	out.Problems = append(append(r.problem, problems...), r.costNote())
+	if err := r.nothingRead(read, failed, out.Problems); err != nil {
 		return nil, err
 	}
-	if !spanned {
+	if visit != nil && !spanned {
 		if err := span(r.start, r.end); err != nil {
-			return nil, fmt.Errorf("%w: %w", errCaller, err)
+			return nil, callerError{err}
 		}
 	}
-	return ev, nil
+	return out, nil
 }

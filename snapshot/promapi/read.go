@@ -240,9 +240,9 @@ func (r *reader) query(u unit) (string, time.Time) {
 // Config.Deadline passed.
 var errDeadlineCause = errors.New("Config.Deadline passed")
 
-// read runs the whole plan within r.cfg.Deadline.
+// read reads the server whole within r.cfg.Deadline.
 func (r *reader) read(parent context.Context) (*snapshot.Evidence, error) {
-	return r.within(parent, r.readPlan)
+	return r.within(parent, func(ctx context.Context) (*snapshot.Evidence, error) { return r.readGroups(ctx, true, nil, nil) })
 }
 
 // within runs read under r.cfg.Deadline.
@@ -328,45 +328,6 @@ func (r *reader) plan(ctx context.Context, listedPer int) (plan, error) {
 		}
 	}
 	return p, nil
-}
-
-// readPlan lists what to read, then reads it.
-func (r *reader) readPlan(ctx context.Context) (*snapshot.Evidence, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	r.cancel = cancel
-	p, err := r.plan(ctx, 10)
-	if err != nil {
-		return nil, err
-	}
-	cols := snapshot.NewColumns(r.red, r.builderOptions())
-	sets, err := r.listSeries(ctx, p.listed)
-	if err != nil {
-		return nil, err
-	}
-	for _, ss := range sets {
-		addListed(cols, r.red, ss)
-	}
-	read, failed := 0, 0
-	for res := range r.launch(ctx, p.units) {
-		if !r.take(res, &read, &failed) {
-			continue
-		}
-		r.add(cols, res)
-		r.charge(cols, 0)
-	}
-	if err := r.fatalErr(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	ev := cols.Evidence() // scrapes at the samples' times (TimeFromTSDB)
-	ev.Problems = append(append(r.problem, ev.Problems...), r.costNote())
-	if err := r.nothingRead(read, failed, ev.Problems); err != nil {
-		return nil, err
-	}
-	return ev, nil
 }
 
 // launch makes the queries of units, Concurrency at a time (see run),
