@@ -85,16 +85,24 @@ func Start(t testing.TB, ready string, bin string, args ...string) {
 // binary and returns its base URL.
 func Prometheus(t testing.TB, dir string) string {
 	t.Helper()
+	addr, _ := prometheus(t, dir, "scrape_configs: []\n")
+	return "http://" + addr
+}
+
+// prometheus serves a copy of dir with the configuration config and the
+// extra flags, and returns its address and data directory.
+func prometheus(t testing.TB, dir, config string, flags ...string) (addr, data string) {
+	t.Helper()
 	bin := Binary(t, "prometheus")
-	data := filepath.Join(t.TempDir(), "data")
+	data = filepath.Join(t.TempDir(), "data")
 	require.NoError(t, os.CopyFS(data, os.DirFS(dir)))
 	cfg := filepath.Join(t.TempDir(), "prometheus.yml")
-	require.NoError(t, os.WriteFile(cfg, []byte("scrape_configs: []\n"), 0o644))
-	addr := FreeAddr(t)
-	Start(t, "http://"+addr+"/-/ready", bin,
-		"--config.file="+cfg, "--storage.tsdb.path="+data, "--storage.tsdb.retention.time=100y",
-		"--web.listen-address="+addr)
-	return "http://" + addr
+	require.NoError(t, os.WriteFile(cfg, []byte(config), 0o644))
+	addr = FreeAddr(t)
+	Start(t, "http://"+addr+"/-/ready", bin, append([]string{
+		"--config.file=" + cfg, "--storage.tsdb.path=" + data, "--storage.tsdb.retention.time=100y",
+		"--web.listen-address=" + addr}, flags...)...)
+	return addr, data
 }
 
 // Fleet simulates a small fleet of a scenario: three pods, with the load

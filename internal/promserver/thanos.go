@@ -4,11 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
 // ThanosEnv names the environment variable that gives the path of a
@@ -32,16 +29,8 @@ func Thanos(t testing.TB, dir string) string {
 	if bin == "" {
 		t.Skipf("%s is not set to a thanos binary (Debian packages none; go build ./cmd/thanos of github.com/thanos-io/thanos)", ThanosEnv)
 	}
-	prom := Binary(t, "prometheus")
-	data := filepath.Join(t.TempDir(), "data")
-	require.NoError(t, os.CopyFS(data, os.DirFS(dir)))
-	cfg := filepath.Join(t.TempDir(), "prometheus.yml")
-	require.NoError(t, os.WriteFile(cfg, []byte("global:\n  external_labels:\n    replica: a\nscrape_configs: []\n"), 0o644))
-	promAddr := FreeAddr(t)
-	Start(t, "http://"+promAddr+"/-/ready", prom,
-		"--config.file="+cfg, "--storage.tsdb.path="+data, "--storage.tsdb.retention.time=100y",
-		"--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h",
-		"--web.listen-address="+promAddr)
+	promAddr, data := prometheus(t, dir, "global:\n  external_labels:\n    replica: a\nscrape_configs: []\n",
+		"--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h")
 	sideGRPC, sideHTTP := FreeAddr(t), FreeAddr(t)
 	Start(t, "http://"+sideHTTP+"/-/ready", bin, "sidecar",
 		"--prometheus.url=http://"+promAddr, "--tsdb.path="+data,

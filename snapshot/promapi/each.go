@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 
 	"github.com/prometheus/common/model"
@@ -44,24 +43,15 @@ func ReadEach(ctx context.Context, address string, opts snapshot.Options, span f
 // range read. An error returned by span or visit stops the read and is
 // returned as is.
 func (c Config) ReadEach(ctx context.Context, address string, opts snapshot.Options, span func(minT, maxT int64) error, visit func(*snapshot.Target) error) (*snapshot.Evidence, error) {
-	lim := opts.Limits.WithDefaults()
-	if opts.Memory == nil {
-		opts.Memory = snapshot.NewMemoryBudget(lim.MaxMemory)
-	}
-	c = c.withDefaults(lim)
-	red := Redact(address)
-	u, err := url.Parse(address)
-	if err != nil || u.Host == "" {
-		return nil, errorf(address, "not a server address")
-	}
-	r, err := newReader(c, address, red, opts, lim)
+	r, err := c.reader(address, opts)
 	if err != nil {
 		return nil, err
 	}
+	kept := len(r.problem) // the reader's own (an open start)
 	ev, err := r.within(ctx, func(ctx context.Context) (*snapshot.Evidence, error) {
 		ev, err := r.readGroups(ctx, false, span, visit)
 		if errors.Is(err, errWhole) {
-			r.problem, r.pending = nil, nil
+			r.problem, r.pending = r.problem[:kept], nil
 			ev, err = r.readGroups(ctx, true, span, visit)
 		}
 		return ev, err

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -51,15 +50,9 @@ type Engine struct {
 // Engine returns the Engine of the server at address, under the
 // Matchers and Limits of opts (Start and End are not used).
 func (c Config) Engine(ctx context.Context, address string, opts snapshot.Options) (*Engine, error) {
-	lim := opts.Limits.WithDefaults()
-	c = c.withDefaults(lim)
-	u, err := url.Parse(address)
-	if err != nil || u.Host == "" {
-		return nil, errorf(address, "not a server address")
-	}
 	// A reader's range is not an engine's: each question carries its grid.
 	opts.Start, opts.End = time.Unix(0, 0), time.Unix(0, 0)
-	r, err := newReader(c, address, Redact(address), opts, lim)
+	r, err := c.reader(address, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -68,17 +68,7 @@ import (
 // (ErrNativeHistogram). The address appears redacted (see Redact) in
 // Evidence.Sources, problems and errors.
 func (c Config) Read(ctx context.Context, address string, opts snapshot.Options) (*snapshot.Evidence, error) {
-	lim := opts.Limits.WithDefaults()
-	if opts.Memory == nil {
-		opts.Memory = snapshot.NewMemoryBudget(lim.MaxMemory)
-	}
-	c = c.withDefaults(lim)
-	red := Redact(address)
-	u, err := url.Parse(address)
-	if err != nil || u.Host == "" {
-		return nil, errorf(address, "not a server address")
-	}
-	r, err := newReader(c, address, red, opts, lim)
+	r, err := c.reader(address, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -111,13 +101,22 @@ type reader struct {
 	progress func(snapshot.Progress)
 }
 
-func newReader(c Config, address, red string, opts snapshot.Options, lim snapshot.Limits) (*reader, error) {
+// reader returns the reader of the server at address under c's
+// settings (defaults for its zero fields) and opts (a memory budget of
+// Limits.MaxMemory when it has none).
+func (c Config) reader(address string, opts snapshot.Options) (*reader, error) {
+	lim := opts.Limits.WithDefaults()
+	if opts.Memory == nil {
+		opts.Memory = snapshot.NewMemoryBudget(lim.MaxMemory)
+	}
+	c = c.withDefaults(lim)
+	red := Redact(address)
+	u, err := url.Parse(address)
+	if err != nil || u.Host == "" {
+		return nil, errorf(address, "not a server address")
+	}
 	if err := c.HTTP.Validate(); err != nil {
 		return nil, errorf(address, "%v", err)
-	}
-	u, err := url.Parse(address)
-	if err != nil {
-		return nil, errorf(address, "not a server address")
 	}
 	tr, err := newTransport(c.HTTP, u, c.MaxResponseBytes)
 	if err != nil {
