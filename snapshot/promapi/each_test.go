@@ -99,6 +99,9 @@ func TestReadEachAsRead(t *testing.T) {
 	withLabelsOnly.LabelsOnly = []string{"vllm:e2e_request_latency_seconds"}
 	renamed := rng
 	renamed.TargetName = func(_, name string) string { return "replica-" + name }
+	open := renamed // read whole, with the warning of an open start
+	open.Start = time.Time{}
+	open.End = rng.End.Add(time.Hour)
 	for _, tc := range []struct {
 		name    string
 		url     string
@@ -112,6 +115,7 @@ func TestReadEachAsRead(t *testing.T) {
 		{"exported_pod", fixture(exporter), rng, false, 7},
 		{"a name shared", fixture(shared), rng, false, 7},
 		{"renamed", fixture(), renamed, false, 7},
+		{"renamed, open start", fixture(), open, false, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := promapi.Config{TargetsPerQuery: 2, MaxRange: 25 * time.Minute}
@@ -128,7 +132,9 @@ func TestReadEachAsRead(t *testing.T) {
 			ev, err := cfg.ReadEach(ctx, tc.url, tc.opts, func(minT, maxT int64) error {
 				spans++
 				assert.Empty(t, got, "span before the first visit")
-				assert.LessOrEqual(t, minT, tc.opts.Start.UnixMilli())
+				if !tc.opts.Start.IsZero() {
+					assert.LessOrEqual(t, minT, tc.opts.Start.UnixMilli())
+				}
 				assert.GreaterOrEqual(t, maxT, tc.opts.End.UnixMilli())
 				return nil
 			}, func(tg *snapshot.Target) error {
