@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -95,7 +96,9 @@ func TestServerURL(t *testing.T) {
 // directory from disk. Without the servers the test skips, and fails in
 // CI. Where WHYSLOW_THANOS names a thanos binary (promserver.Thanos),
 // the Prometheus is also read through a Thanos sidecar and Thanos Query,
-// which serves no remote read (samples by query).
+// which serves no remote read (samples by query); where WHYSLOW_MIMIR
+// names a mimir binary (promserver.Mimir), the blocks are served by a
+// monolithic Mimir's store-gateway (its own query engine; remote read).
 func TestDiagnoseURLAsTSDB(t *testing.T) {
 	promserver.Binary(t, "prometheus") // skip before simulating
 	for _, tc := range []struct{ scenario, server string }{
@@ -108,6 +111,8 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 		{"mixed-versions", "victoria-metrics"},
 		{"kv-preemption", "thanos"},
 		{"restart", "thanos"},
+		{"kv-preemption", "mimir"},
+		{"restart", "mimir"},
 	} {
 		t.Run(tc.scenario+"/"+tc.server, func(t *testing.T) {
 			spec, fleet := promserver.Fleet(t, tc.scenario)
@@ -120,6 +125,9 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 				url = promserver.Prometheus(t, dir)
 			case "thanos":
 				url = promserver.Thanos(t, dir)
+			case "mimir":
+				start := cmp.Or(fleet.Config.Start, fleetsim.DefaultStart)
+				url = promserver.Mimir(t, dir, start, start.Add(2*time.Hour))
 			default:
 				url = promserver.VictoriaMetrics(t, fleet)
 				equal = jsondiff.NearlyEqual
@@ -152,8 +160,8 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 			case "thanos":
 				how = `; samples by /api/v1/query: HTTP 404 at /api/v1/read.*`
 			}
-			read := `^http://127\.0\.0\.1:\d+: read with \d+ queries and \d+ label lookups: \d+ HTTP requests, ` + size + ` of responses received` + how + `$`
-			summed := `^http://127\.0\.0\.1:\d+: aggregated in the server with [1-9]\d* queries: \d+ HTTP requests, ` + size + ` of responses received$`
+			read := `^http://127\.0\.0\.1:\d+(/prometheus)?: read with \d+ queries and \d+ label lookups: \d+ HTTP requests, ` + size + ` of responses received` + how + `$`
+			summed := `^http://127\.0\.0\.1:\d+(/prometheus)?: aggregated in the server with [1-9]\d* queries: \d+ HTTP requests, ` + size + ` of responses received$`
 			// notes checks that the server's reads say what they cost, in
 			// notes of their own (for the raw pull, the survey's read and
 			// the windows'; for a pushdown, the survey's reads, the
