@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/whyslow/whyslow/internal/promserver"
 )
 
 // BenchmarkServer runs the command's own code path (run, as main calls
@@ -33,8 +35,12 @@ import (
 // after resetting it through /proc/self/clear_refs; the test binary's own
 // baseline included) and, for the server runs, the peak RSS of the
 // Prometheus process during the op ("prom-RSS-MB", its VmHWM reset the same
-// way). Without prometheus on PATH the benchmark skips. See
-// snapshot/tsdb/TSDB_BENCHMARKS.md for figures.
+// way). Without prometheus on PATH the benchmark skips. Where
+// WHYSLOW_THANOS and WHYSLOW_MIMIR name their binaries, the same
+// questions are also asked of a Thanos Query over a sidecar ("thanos")
+// and of a monolithic Mimir serving the blocks ("mimir"; neither
+// server's RSS is measured). See snapshot/tsdb/TSDB_BENCHMARKS.md for
+// figures.
 func BenchmarkServer(b *testing.B) {
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -49,11 +55,22 @@ func BenchmarkServer(b *testing.B) {
 	incident := rfc(end.Add(-time.Hour)) + "/" + rfc(end)
 	baseline := rfc(end.Add(-2*time.Hour)) + "/" + rfc(end.Add(-time.Hour))
 
-	for _, src := range []struct{ name, path string }{{"url", url}, {"dir", dir}} {
+	type source struct{ name, path string }
+	sources := []source{{"url", url}}
+	// Thanos Query over a sidecar, and Mimir's store-gateway, where their
+	// binaries are given (promserver.ThanosEnv, promserver.MimirEnv).
+	if os.Getenv(promserver.ThanosEnv) != "" {
+		sources = append(sources, source{"thanos", promserver.Thanos(b, dir)})
+	}
+	if os.Getenv(promserver.MimirEnv) != "" {
+		sources = append(sources, source{"mimir", promserver.Mimir(b, dir, end.Add(-span), end)})
+	}
+	for _, src := range append(sources, source{"dir", dir}) {
 		pid := 0
 		if src.name == "url" {
 			pid = promPID
 		}
+		server := src.name != "dir"
 		b.Run("quantile-1h/"+src.name, func(b *testing.B) {
 			measureRSS(b, pid, func(b *testing.B) {
 				runCommand(b, "quantile", "--metric", ttft, "--q", "0.5,0.95,0.99", "--window", incident, "--format", "json", src.path)
@@ -70,8 +87,8 @@ func BenchmarkServer(b *testing.B) {
 		// report the bytes of the responses received (notes in inputs).
 		for _, push := range []bool{true, false} {
 			name := "diagnose-6h/" + src.name
-			if src.name == "url" && !push {
-				name = "diagnose-6h/url-raw"
+			if server && !push {
+				name += "-raw"
 			} else if !push {
 				continue
 			}
@@ -81,7 +98,7 @@ func BenchmarkServer(b *testing.B) {
 					out := runCommandOutput(b, "diagnose", "--range", rfc(end.Add(-span))+"/"+rfc(end), "--format", "json", fmt.Sprintf("--pushdown=%v", push), src.path)
 					received = receivedIn(out)
 				})
-				if src.name == "url" {
+				if server {
 					if received == 0 {
 						b.Fatal("no read-cost note in the report")
 					}
