@@ -59,7 +59,7 @@ func (f *diagnoseFlags) register(fsName string, e *env, synopsis, examples strin
 	}
 	fs.BoolVar(&f.wide, "wide", false, "do not fit text tables to 120 columns (one row per line, however wide)")
 	fs.BoolVar(&f.records, "records", true, "server URL with --pushdown and a --range over 6h: search the range for the change point in the whyslow:* recording rules of whyslow alerts where the server holds them, and survey the 3h either side of it only; false surveys the whole range")
-	fs.BoolVar(&f.pushdown, "pushdown", true, "server URL without --incident: let the server sum the histograms of the timelines the change point is searched in (PromQL), and read samples over the chosen windows only; false reads every pod's samples over the whole range")
+	fs.BoolVar(&f.pushdown, "pushdown", true, "server URL without --incident: let the server sum the histograms of the timelines the change point is searched in (PromQL), and read samples over the chosen windows only; false reads every pod's samples of the timelines over the whole range, a batch of pods at a time, then the windows'")
 	return fs
 }
 
