@@ -64,7 +64,9 @@ func backfillRecords(t testing.TB, url string, start, end time.Time) string {
 // the whole range is surveyed, and a note says why. The test shortens
 // what "around" means (recordsAround) to fit a simulated fleet's hour,
 // keeping it longer than Options.MaxWindow by more than the records'
-// onset may lag the samples', as it is by default.
+// onset may lag the samples', as it is by default. Where WHYSLOW_MIMIR
+// names a mimir binary, two fleets are also read through Mimir, with the
+// same records' note, verdict, hypotheses and windows.
 func TestDiagnoseByRecords(t *testing.T) {
 	promserver.Binary(t, "prometheus") // skip before simulating
 	promserver.Binary(t, "promtool")
@@ -157,6 +159,17 @@ func TestDiagnoseByRecords(t *testing.T) {
 				one, oneNote := report(recorded, "--model", model)
 				assert.Equal(t, note, oneNote)
 				assert.Equal(t, windows(whole), windows(one))
+			}
+
+			if os.Getenv(promserver.MimirEnv) != "" && (tc.scenario == "kv-preemption" || tc.scenario == "healthy") {
+				// The same blocks, records included, served by Mimir's
+				// store-gateway and read by its own query engine.
+				mimir := promserver.Mimir(t, dir, start, start.Add(2*time.Hour))
+				fromMimir, mnote := report(mimir)
+				assert.Equal(t, strings.SplitN(note, ": records: ", 2)[1], strings.SplitN(mnote, ": records: ", 2)[1], "the records' note through Mimir")
+				assert.Equal(t, got["verdict"], fromMimir["verdict"])
+				assert.Equal(t, hypotheses(got), hypotheses(fromMimir))
+				assert.Equal(t, windows(got), windows(fromMimir))
 			}
 
 			// A server without the records: the whole range, and a note
