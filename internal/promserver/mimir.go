@@ -1,10 +1,7 @@
 package promserver
 
 import (
-	"encoding/json"
-	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -29,13 +26,7 @@ const MimirEnv = "WHYSLOW_MIMIR"
 // Prometheus API (.../prometheus).
 func Mimir(t testing.TB, dir string, from, to time.Time) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: the tests that run mimir are in the full tier")
-	}
-	bin := os.Getenv(MimirEnv)
-	if bin == "" {
-		t.Skipf("%s is not set to a mimir binary (Debian packages none; go build ./cmd/mimir of github.com/grafana/mimir)", MimirEnv)
-	}
+	bin := optionalBinary(t, MimirEnv, "mimir", "go build ./cmd/mimir of github.com/grafana/mimir")
 	work := t.TempDir()
 	bucket := filepath.Join(work, "bucket")
 	ents, err := os.ReadDir(dir)
@@ -70,25 +61,7 @@ func Mimir(t testing.TB, dir string, from, to time.Time) string {
 	}
 	Start(t, "http://"+httpAddr+"/ready", bin, args...)
 	base := "http://" + httpAddr + "/prometheus"
-	q := url.Values{"start": {strconv.FormatInt(from.Unix(), 10)}, "end": {strconv.FormatInt(to.Unix(), 10)}}
-	deadline := time.Now().Add(3 * time.Minute)
-	client := &http.Client{Timeout: 10 * time.Second}
-	for {
-		resp, err := client.Get(base + "/api/v1/label/__name__/values?" + q.Encode())
-		if err == nil {
-			var v struct{ Data []string }
-			err = json.NewDecoder(resp.Body).Decode(&v)
-			resp.Body.Close()
-			if err == nil && len(v.Data) > 0 {
-				return base
-			}
-			if err == nil {
-				err = fmt.Errorf("HTTP %d, no metric yet", resp.StatusCode)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mimir at %s lists no metric after 3 min: %v", base, err)
-		}
-		time.Sleep(time.Second)
-	}
+	// The store-gateway serves the blocks some seconds after it is ready.
+	waitForMetrics(t, base, url.Values{"start": {strconv.FormatInt(from.Unix(), 10)}, "end": {strconv.FormatInt(to.Unix(), 10)}}, 3*time.Minute)
+	return base
 }

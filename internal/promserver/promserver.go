@@ -8,8 +8,11 @@ package promserver
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +41,49 @@ func Binary(t testing.TB, name string) string {
 		t.Skipf("%s not installed: %v", name, err)
 	}
 	return p
+}
+
+// optionalBinary returns the path the environment variable env gives of
+// a server binary that Debian does not package, so that CI has none: the
+// test skips where env is not set (CI included) and with -short. build
+// says how to build one.
+func optionalBinary(t testing.TB, env, name, build string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: the tests that run %s are in the full tier", name)
+	}
+	bin := os.Getenv(env)
+	if bin == "" {
+		t.Skipf("%s is not set to a %s binary (Debian packages none; %s)", env, name, build)
+	}
+	return bin
+}
+
+// waitForMetrics waits until the Prometheus API at base lists a metric
+// name (/api/v1/label/__name__/values with the parameters q), for at
+// most wait, polling each second; it fails the test after that.
+func waitForMetrics(t testing.TB, base string, q url.Values, wait time.Duration) {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
+	deadline := time.Now().Add(wait)
+	for {
+		resp, err := client.Get(base + "/api/v1/label/__name__/values?" + q.Encode())
+		if err == nil {
+			var v struct{ Data []string }
+			err = json.NewDecoder(resp.Body).Decode(&v)
+			resp.Body.Close()
+			if err == nil && len(v.Data) > 0 {
+				return
+			}
+			if err == nil {
+				err = fmt.Errorf("HTTP %d, no metric yet", resp.StatusCode)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s lists no metric after %v: %v", base, wait, err)
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // FreeAddr returns a free 127.0.0.1 address.

@@ -1,9 +1,6 @@
 package promserver
 
 import (
-	"encoding/json"
-	"net/http"
-	"os"
 	"testing"
 	"time"
 )
@@ -22,13 +19,7 @@ const ThanosEnv = "WHYSLOW_THANOS"
 // Thanos Query.
 func Thanos(t testing.TB, dir string) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: the tests that run thanos are in the full tier")
-	}
-	bin := os.Getenv(ThanosEnv)
-	if bin == "" {
-		t.Skipf("%s is not set to a thanos binary (Debian packages none; go build ./cmd/thanos of github.com/thanos-io/thanos)", ThanosEnv)
-	}
+	bin := optionalBinary(t, ThanosEnv, "thanos", "go build ./cmd/thanos of github.com/thanos-io/thanos")
 	promAddr, data := prometheus(t, dir, "global:\n  external_labels:\n    replica: a\nscrape_configs: []\n",
 		"--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h")
 	sideGRPC, sideHTTP := FreeAddr(t), FreeAddr(t)
@@ -40,21 +31,7 @@ func Thanos(t testing.TB, dir string) string {
 		"--endpoint="+sideGRPC, "--query.replica-label=replica",
 		"--grpc-address="+queryGRPC, "--http-address="+queryHTTP)
 	// The query learns of the sidecar a few seconds after it is ready.
-	url := "http://" + queryHTTP
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		resp, err := http.Get(url + "/api/v1/label/__name__/values")
-		if err == nil {
-			var v struct{ Data []string }
-			err = json.NewDecoder(resp.Body).Decode(&v)
-			resp.Body.Close()
-			if err == nil && len(v.Data) > 0 {
-				return url
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("thanos query at %s lists no metric after 90s: %v", url, err)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	base := "http://" + queryHTTP
+	waitForMetrics(t, base, nil, 90*time.Second)
+	return base
 }
