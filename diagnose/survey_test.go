@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -188,25 +187,15 @@ func TestMaxWindowBoundsChosenWindows(t *testing.T) {
 	require.Error(t, err, "a MaxWindow shorter than MinWindow")
 }
 
-// sketchOf returns the sketch of tg that a TSDB reader shows
-// Options.LabelsOnlyFor: one series per sample name, with its le or
-// quantile label.
+// sketchOf returns tg as a TSDB reader shows it to Options.ForTarget
+// before it reads a sample: its families, their series listed by labels,
+// without samples.
 func sketchOf(tg *snapshot.Target) *snapshot.Target {
-	var lsets []labels.Labels
-	for _, f := range tg.Families {
-		if len(f.Histograms) > 0 {
-			lsets = append(lsets, labels.FromStrings("__name__", f.Name+"_bucket", "le", "+Inf"),
-				labels.FromStrings("__name__", f.Name+"_sum"), labels.FromStrings("__name__", f.Name+"_count"))
-		}
-		for _, s := range f.Series {
-			kv := []string{"__name__", s.Name}
-			if s.Labels.Has("quantile") {
-				kv = append(kv, "quantile", "0.5")
-			}
-			lsets = append(lsets, labels.FromStrings(kv...))
-		}
+	sk := &snapshot.Target{Name: tg.Name, NameFrom: tg.NameFrom, Families: map[string]*snapshot.Family{}}
+	for name, f := range tg.Families {
+		sk.Families[name] = f.WithoutSamples()
 	}
-	return snapshot.Sketch(tg.Name, lsets)
+	return sk
 }
 
 // TestSurveyorLabelsOnlyFor checks, on a pod of each vLLM generation,

@@ -239,25 +239,10 @@ func (b *Builder) target(name, from string) *targetB {
 			hists:   map[*ident]*histB{},
 		}
 		b.targets[name] = tb
-	} else if fromRank(from) < fromRank(tb.from) {
+	} else if NameFromRank(from) < NameFromRank(tb.from) {
 		tb.from = from
 	}
 	return tb
-}
-
-// fromRank orders the sources of target names, most specific first.
-func fromRank(from string) int {
-	switch from {
-	case "override":
-		return 0
-	case "pod":
-		return 1
-	case "instance":
-		return 2
-	case "tsdb":
-		return 3
-	}
-	return 4
 }
 
 // family returns the family of id in tb, creating it, and reconciles

@@ -1,4 +1,4 @@
-package snapshot
+package snapshot_test
 
 import (
 	"math"
@@ -9,13 +9,16 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/internal/store"
 )
 
 // fuzzColumns builds, from data, the Columns of a small TSDB read: pods
 // with a gauge, a counter and a classic histogram whose buckets come and
 // go (layout changes), the series added in an order unrelated to labels.
-func fuzzColumns(data []byte) *Columns {
-	a := NewColumns("db", Options{})
+func fuzzColumns(data []byte) *store.Columns {
+	a := store.NewColumns("db", snapshot.Options{})
 	les := []string{"0.5", "1", "2.5", "+Inf"}
 	pods := int(data[0]%3) + 1
 	rows := data[1:]
@@ -55,18 +58,17 @@ func FuzzBuilderTakesColumnsWhole(f *testing.F) {
 			return
 		}
 		whole := fuzzColumns(data).Evidence()
-		require.True(t, canonical(whole, nil))
-		b := NewBuilder(Options{})
-		b.adopt = true
+		require.True(t, snapshot.Canonical(whole, nil))
+		b := snapshot.NewBuilder(snapshot.Options{})
+		b.SetAdopt(true)
 		b.AddEvidence(whole)
-		require.NotNil(t, b.whole, "taken whole")
+		require.True(t, b.TookWhole(), "taken whole")
 		got := b.Evidence()
 
 		e := fuzzColumns(data).Evidence()
-		m := NewBuilder(Options{})
-		m.adopt = true
-		m.sources, m.problems = append(m.sources, e.Sources...), append(m.problems, e.Problems...)
-		m.addTargets(e.Targets)
+		m := snapshot.NewBuilder(snapshot.Options{})
+		m.SetAdopt(true)
+		m.AddTargets(e)
 		want := m.Evidence()
 		require.Equal(t, want, got)
 	})
@@ -76,12 +78,12 @@ func FuzzBuilderTakesColumnsWhole(f *testing.F) {
 // whole before joining it, as if both had been merged target by target.
 func TestBuilderMergesWholeFirst(t *testing.T) {
 	data := []byte{1, 0xff, 0x0f, 0x00}
-	b := NewBuilder(Options{})
-	b.adopt = true
+	b := snapshot.NewBuilder(snapshot.Options{})
+	b.SetAdopt(true)
 	b.AddEvidence(fuzzColumns(data).Evidence())
-	b.adopt = false
-	b.AddEvidence(&Evidence{Sources: []string{"more"}, Targets: []*Target{{Name: "p0", Families: map[string]*Family{
-		"x": {Name: "x", Series: []*Series{{Name: "x", Labels: labels.FromStrings("pod", "p0"), T: []int64{1}, V: []float64{1}}}},
+	b.SetAdopt(false)
+	b.AddEvidence(&snapshot.Evidence{Sources: []string{"more"}, Targets: []*snapshot.Target{{Name: "p0", Families: map[string]*snapshot.Family{
+		"x": {Name: "x", Series: []*snapshot.Series{{Name: "x", Labels: labels.FromStrings("pod", "p0"), T: []int64{1}, V: []float64{1}}}},
 	}}}})
 	got := b.Evidence()
 	require.Len(t, got.Targets, 2)
@@ -93,61 +95,61 @@ func TestBuilderMergesWholeFirst(t *testing.T) {
 // TestCanonical lists evidence that Builder.Evidence would change, which
 // is then merged target by target.
 func TestCanonical(t *testing.T) {
-	series := func(name string, ts ...int64) *Series {
-		return &Series{Name: name, Labels: labels.FromStrings("pod", "p"), T: ts, V: make([]float64, len(ts))}
+	series := func(name string, ts ...int64) *snapshot.Series {
+		return &snapshot.Series{Name: name, Labels: labels.FromStrings("pod", "p"), T: ts, V: make([]float64, len(ts))}
 	}
-	target := func(name string, fams ...*Family) *Target {
-		tg := &Target{Name: name, Families: map[string]*Family{}}
+	target := func(name string, fams ...*snapshot.Family) *snapshot.Target {
+		tg := &snapshot.Target{Name: name, Families: map[string]*snapshot.Family{}}
 		for _, f := range fams {
 			tg.Families[f.Name] = f
 		}
 		return tg
 	}
 	inf := math.Inf(1)
-	hist := func(ts int64, bounds ...float64) *HistogramSeries {
-		return &HistogramSeries{Labels: labels.FromStrings("pod", "p"), Bounds: bounds, T: []int64{ts},
+	hist := func(ts int64, bounds ...float64) *snapshot.HistogramSeries {
+		return &snapshot.HistogramSeries{Labels: labels.FromStrings("pod", "p"), Bounds: bounds, T: []int64{ts},
 			Counts: make([]float64, len(bounds)), Sum: []float64{0}, Count: []float64{0}}
 	}
 	for name, tc := range map[string]struct {
-		e    *Evidence
+		e    *snapshot.Evidence
 		want bool
 	}{
-		"ok":                   {&Evidence{Targets: []*Target{target("a", &Family{Name: "g", Series: []*Series{series("g", 1, 2)}}), target("b")}}, true},
-		"targets out of order": {&Evidence{Targets: []*Target{target("b"), target("a")}}, false},
-		"targets repeated":     {&Evidence{Targets: []*Target{target("a"), target("a")}}, false},
-		"empty series":         {&Evidence{Targets: []*Target{target("a", &Family{Name: "g", Series: []*Series{series("g")}})}}, false},
-		"times repeated":       {&Evidence{Targets: []*Target{target("a", &Family{Name: "g", Series: []*Series{series("g", 2, 2)}})}}, false},
-		"series out of order": {&Evidence{Targets: []*Target{target("a", &Family{Name: "g",
-			Series: []*Series{series("g_b", 1), series("g_a", 1)}})}}, false},
-		"family under another name": {&Evidence{Targets: []*Target{{Name: "a", Families: map[string]*Family{"x": {Name: "g"}}}}}, false},
-		"label __name__": {&Evidence{Targets: []*Target{target("a", &Family{Name: "g",
-			Series: []*Series{{Name: "g", Labels: labels.FromStrings("__name__", "g"), T: []int64{1}, V: []float64{1}}}})}}, false},
-		"scrapes out of order": {&Evidence{Targets: []*Target{{Name: "a", Families: map[string]*Family{},
-			Scrapes: []Scrape{{Time: time.UnixMilli(2).UTC()}, {Time: time.UnixMilli(1).UTC()}}}}}, false},
-		"scrape not UTC": {&Evidence{Targets: []*Target{{Name: "a", Families: map[string]*Family{},
-			Scrapes: []Scrape{{Time: time.UnixMilli(2)}}}}}, time.Local == time.UTC},
-		"scrape with a monotonic reading": {&Evidence{Targets: []*Target{{Name: "a", Families: map[string]*Family{},
-			Scrapes: []Scrape{{Time: time.Now()}}}}}, false},
-		"scrape within a millisecond": {&Evidence{Targets: []*Target{{Name: "a", Families: map[string]*Family{},
-			Scrapes: []Scrape{{Time: time.UnixMilli(2).Add(time.Microsecond).UTC()}}}}}, false},
-		"layout change": {&Evidence{Targets: []*Target{target("a", &Family{Name: "h",
-			Histograms: []*HistogramSeries{hist(1, 1, inf), hist(2, 2, inf)}})}}, true},
-		"same layout split": {&Evidence{Targets: []*Target{target("a", &Family{Name: "h",
-			Histograms: []*HistogramSeries{hist(1, 1, inf), hist(2, 1, inf)}})}}, false},
-		"layouts overlap": {&Evidence{Targets: []*Target{target("a", &Family{Name: "h",
-			Histograms: []*HistogramSeries{hist(2, 1, inf), hist(2, 2, inf)}})}}, false},
+		"ok":                   {&snapshot.Evidence{Targets: []*snapshot.Target{target("a", &snapshot.Family{Name: "g", Series: []*snapshot.Series{series("g", 1, 2)}}), target("b")}}, true},
+		"targets out of order": {&snapshot.Evidence{Targets: []*snapshot.Target{target("b"), target("a")}}, false},
+		"targets repeated":     {&snapshot.Evidence{Targets: []*snapshot.Target{target("a"), target("a")}}, false},
+		"empty series":         {&snapshot.Evidence{Targets: []*snapshot.Target{target("a", &snapshot.Family{Name: "g", Series: []*snapshot.Series{series("g")}})}}, false},
+		"times repeated":       {&snapshot.Evidence{Targets: []*snapshot.Target{target("a", &snapshot.Family{Name: "g", Series: []*snapshot.Series{series("g", 2, 2)}})}}, false},
+		"series out of order": {&snapshot.Evidence{Targets: []*snapshot.Target{target("a", &snapshot.Family{Name: "g",
+			Series: []*snapshot.Series{series("g_b", 1), series("g_a", 1)}})}}, false},
+		"family under another name": {&snapshot.Evidence{Targets: []*snapshot.Target{{Name: "a", Families: map[string]*snapshot.Family{"x": {Name: "g"}}}}}, false},
+		"label __name__": {&snapshot.Evidence{Targets: []*snapshot.Target{target("a", &snapshot.Family{Name: "g",
+			Series: []*snapshot.Series{{Name: "g", Labels: labels.FromStrings("__name__", "g"), T: []int64{1}, V: []float64{1}}}})}}, false},
+		"scrapes out of order": {&snapshot.Evidence{Targets: []*snapshot.Target{{Name: "a", Families: map[string]*snapshot.Family{},
+			Scrapes: []snapshot.Scrape{{Time: time.UnixMilli(2).UTC()}, {Time: time.UnixMilli(1).UTC()}}}}}, false},
+		"scrape not UTC": {&snapshot.Evidence{Targets: []*snapshot.Target{{Name: "a", Families: map[string]*snapshot.Family{},
+			Scrapes: []snapshot.Scrape{{Time: time.UnixMilli(2)}}}}}, time.Local == time.UTC},
+		"scrape with a monotonic reading": {&snapshot.Evidence{Targets: []*snapshot.Target{{Name: "a", Families: map[string]*snapshot.Family{},
+			Scrapes: []snapshot.Scrape{{Time: time.Now()}}}}}, false},
+		"scrape within a millisecond": {&snapshot.Evidence{Targets: []*snapshot.Target{{Name: "a", Families: map[string]*snapshot.Family{},
+			Scrapes: []snapshot.Scrape{{Time: time.UnixMilli(2).Add(time.Microsecond).UTC()}}}}}, false},
+		"layout change": {&snapshot.Evidence{Targets: []*snapshot.Target{target("a", &snapshot.Family{Name: "h",
+			Histograms: []*snapshot.HistogramSeries{hist(1, 1, inf), hist(2, 2, inf)}})}}, true},
+		"same layout split": {&snapshot.Evidence{Targets: []*snapshot.Target{target("a", &snapshot.Family{Name: "h",
+			Histograms: []*snapshot.HistogramSeries{hist(1, 1, inf), hist(2, 1, inf)}})}}, false},
+		"layouts overlap": {&snapshot.Evidence{Targets: []*snapshot.Target{target("a", &snapshot.Family{Name: "h",
+			Histograms: []*snapshot.HistogramSeries{hist(2, 1, inf), hist(2, 2, inf)}})}}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.want, canonical(tc.e, nil))
+			assert.Equal(t, tc.want, snapshot.Canonical(tc.e, nil))
 		})
 	}
 	// Read by labels alone (Options.LabelsOnly), a series or histogram
 	// without samples is canonical when it is listed.
-	empty := &Evidence{Targets: []*Target{target("a", &Family{Name: "g", Series: []*Series{series("g")}})}}
-	emptyHist := &Evidence{Targets: []*Target{target("a", &Family{Name: "h",
-		Histograms: []*HistogramSeries{{Labels: labels.FromStrings("pod", "p"), Bounds: []float64{1, inf}}}})}}
+	empty := &snapshot.Evidence{Targets: []*snapshot.Target{target("a", &snapshot.Family{Name: "g", Series: []*snapshot.Series{series("g")}})}}
+	emptyHist := &snapshot.Evidence{Targets: []*snapshot.Target{target("a", &snapshot.Family{Name: "h",
+		Histograms: []*snapshot.HistogramSeries{{Labels: labels.FromStrings("pod", "p"), Bounds: []float64{1, inf}}}})}}
 	for name, tc := range map[string]struct {
-		e      *Evidence
+		e      *snapshot.Evidence
 		listed map[string]bool
 		want   bool
 	}{
@@ -157,7 +159,7 @@ func TestCanonical(t *testing.T) {
 		"empty histogram not listed":     {emptyHist, nil, false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			assert.Equal(t, tc.want, canonical(tc.e, tc.listed))
+			assert.Equal(t, tc.want, snapshot.Canonical(tc.e, tc.listed))
 		})
 	}
 }

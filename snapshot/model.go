@@ -145,6 +145,24 @@ func (f *Family) WithoutSamples() *Family {
 	return &g
 }
 
+// NameFromRank orders the sources of target names (Target.NameFrom), most
+// specific first: "override", "pod", "instance", "tsdb", then the others.
+// A target whose series name it from several sources takes the most
+// specific one's.
+func NameFromRank(from string) int {
+	switch from {
+	case "override":
+		return 0
+	case "pod":
+		return 1
+	case "instance":
+		return 2
+	case "tsdb":
+		return 3
+	}
+	return 4
+}
+
 // Scrape is one instant at which a target was observed.
 type Scrape struct {
 	// Time of the scrape.

@@ -61,7 +61,7 @@ type Options struct {
 	// ForTarget, when set, narrows Metrics and LabelsOnly target by
 	// target (see TargetSelection). A reader that honours LabelsOnly
 	// calls it once for each target, before the target's samples are
-	// read, with a sketch of it (see Sketch): the families its series'
+	// read, with a sketch of it: the families its series'
 	// names and labels make, without samples. It may be called from
 	// several goroutines at once. Read and the sources that do not
 	// honour LabelsOnly never call it, and read every metric of Metrics.

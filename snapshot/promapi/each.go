@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/internal/store"
 )
 
 // ReadEach reads the server at address with the Config carried by ctx,
@@ -151,10 +152,10 @@ func (r *reader) readGroups(ctx context.Context, whole bool, span func(minT, max
 		}
 	}
 	sets = nil
-	cols := make([]*snapshot.Columns, nb)
-	colsOf := func(b int) *snapshot.Columns {
+	cols := make([]*store.Columns, nb)
+	colsOf := func(b int) *store.Columns {
 		if cols[b] == nil {
-			cols[b] = snapshot.NewColumns(r.red, r.builderOptions())
+			cols[b] = store.NewColumns(r.red, r.builderOptions())
 			addListed(cols[b], r.red, listed[b])
 			listed[b] = nil
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/prometheus/model/value"
 
 	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/internal/store"
 )
 
 // Read reads the series that opts selects from the server at address (a
@@ -367,8 +368,8 @@ func (r *reader) take(res result, read, failed *int) bool {
 }
 
 // add appends the series of res to cols.
-func (r *reader) add(cols *snapshot.Columns, res result) {
-	var like *snapshot.Column // series of one answer share their times where they can
+func (r *reader) add(cols *store.Columns, res result) {
+	var like *store.Column // series of one answer share their times where they can
 	for _, s := range res.series {
 		c := cols.Series(r.red, s.lset)
 		if c == nil {
@@ -384,7 +385,7 @@ func (r *reader) add(cols *snapshot.Columns, res result) {
 // charge charges the samples of cols against Options.Memory and, with
 // the bytes of the batches read before (earlier), Limits.MaxTotalBytes;
 // past either, the read stops with the limit's error.
-func (r *reader) charge(cols *snapshot.Columns, earlier int64) {
+func (r *reader) charge(cols *store.Columns, earlier int64) {
 	if err := cols.Charge(r.red); err != nil {
 		// The samples kept exceed Limits.MaxMemory: stop asking.
 		r.setFatal(fmt.Errorf("snapshot: server %s: %w", r.red, err))
@@ -448,7 +449,7 @@ func (r *reader) listSeries(ctx context.Context, units []unit) ([][]model.LabelS
 
 // addListed adds the series listed by their labels (ls) to cols, without
 // samples.
-func addListed(cols *snapshot.Columns, src string, ls []model.LabelSet) {
+func addListed(cols *store.Columns, src string, ls []model.LabelSet) {
 	for _, l := range ls {
 		if c := cols.Series(src, labelsOf(l)); c != nil {
 			c.KeepLabels()

@@ -17,7 +17,9 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/internal/store"
 )
 
 // Errors of the TSDB reader, for errors.Is on a returned error or on a
@@ -107,7 +109,7 @@ func Read(ctx context.Context, dir string, opts snapshot.Options) (ev *snapshot.
 		return nil, err
 	}
 
-	acc := snapshot.NewColumns(dir, opts)
+	acc := store.NewColumns(dir, opts)
 	var problems []snapshot.Problem
 	read := 0 // sources read, at least in part
 

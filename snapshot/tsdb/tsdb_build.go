@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/tombstones"
 
 	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/internal/store"
 )
 
 // readSource reads the series of one block or the head (br) that match
@@ -23,7 +24,7 @@ import (
 // head); ahead is as for selectSeries. Problems of the source are
 // recorded; only a context error, or the error of exceeding opts.Memory,
 // is returned.
-func readSource(ctx context.Context, a *snapshot.Columns, src string, br *blockReaders, files *blockFiles, mint, maxt int64, ms []*labels.Matcher, ahead float64) (err error) {
+func readSource(ctx context.Context, a *store.Columns, src string, br *blockReaders, files *blockFiles, mint, maxt int64, ms []*labels.Matcher, ahead float64) (err error) {
 	if a.Full() {
 		return nil
 	}
@@ -53,7 +54,7 @@ func readSource(ctx context.Context, a *snapshot.Columns, src string, br *blockR
 
 // reportLost records in a the series of source src whose samples were
 // lost.
-func reportLost(a *snapshot.Columns, src string, lost *lostSeries) {
+func reportLost(a *store.Columns, src string, lost *lostSeries) {
 	if p, ok := lost.problem(src); ok {
 		a.ProblemAt(p)
 	}
@@ -147,7 +148,7 @@ func chunkError(bdir string, err error) (file string, off int64, _ error, ok boo
 // regrowing at each source. Series whose samples could not all be read
 // are counted in lost; problems of the whole selection go to srcProblem,
 // those of single series to a.
-func selectSeries(ctx context.Context, a *snapshot.Columns, src string, br *blockReaders, p index.Postings, mint, maxt int64,
+func selectSeries(ctx context.Context, a *store.Columns, src string, br *blockReaders, p index.Postings, mint, maxt int64,
 	ahead float64, lost *lostSeries, srcProblem func(snapshot.Severity, error),
 ) error {
 	if a.Full() {
@@ -165,7 +166,7 @@ func selectSeries(ctx context.Context, a *snapshot.Columns, src string, br *bloc
 		// share (Column.AppendFloats).
 		ts   []int64
 		vs   []float64
-		like *snapshot.Column
+		like *store.Column
 	)
 	for p.Next() {
 		if n++; n%512 == 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/tombstones"
 
 	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/internal/store"
 )
 
 // directDecode reports whether the series of a persisted block are
@@ -34,9 +35,9 @@ var directDecode = true
 // The chunks of br must be sorted and closed (a block's, or the head's
 // as memHead cuts them). Its series entries and chunks are read through
 // files, a block's files (see blockFiles), where they can be. An error
-// is a context error, or that of a limit (snapshot.Columns.Charge), as
+// is a context error, or that of a limit (store.Columns.Charge), as
 // selectSeries's.
-func decodeRefs(ctx context.Context, a *snapshot.Columns, src string, br *blockReaders, files *blockFiles, refs []storage.SeriesRef, mint, maxt int64,
+func decodeRefs(ctx context.Context, a *store.Columns, src string, br *blockReaders, files *blockFiles, refs []storage.SeriesRef, mint, maxt int64,
 	ahead float64, fallback func([]storage.SeriesRef) error,
 ) error {
 	if a.Full() || len(refs) == 0 {
@@ -50,7 +51,7 @@ func decodeRefs(ctx context.Context, a *snapshot.Columns, src string, br *blockR
 		it   chunkenc.Iterator
 		ts   []int64
 		vs   []float64
-		like *snapshot.Column
+		like *store.Column
 	)
 	for k := 0; k < len(refs); {
 		if err := ctx.Err(); err != nil {
@@ -146,7 +147,7 @@ func decodeChunks(cr chunkReader, tr tombstones.Reader, ref storage.SeriesRef, i
 // readRefs reads the series refs of br (with its files, nil for the
 // head) into a (decodeRefs), the ones it hands over through selectSeries,
 // and records the problems.
-func readRefs(ctx context.Context, a *snapshot.Columns, src string, br *blockReaders, files *blockFiles, refs []storage.SeriesRef, mint, maxt int64, ahead float64) error {
+func readRefs(ctx context.Context, a *store.Columns, src string, br *blockReaders, files *blockFiles, refs []storage.SeriesRef, mint, maxt int64, ahead float64) error {
 	var lost lostSeries
 	defer reportLost(a, src, &lost)
 	fallback := func(rs []storage.SeriesRef) error {

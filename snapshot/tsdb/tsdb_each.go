@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/index"
 
 	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/internal/store"
 )
 
 // ReadEach reads dir as Read does, but hands the targets to visit one at
@@ -195,7 +196,7 @@ func passA(ctx context.Context, dir string, opts snapshot.Options, srcs []*eachS
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			namer := snapshot.NewColumns(dir, opts)
+			namer := store.NewColumns(dir, opts)
 			f := found{targets: map[string]bool{}, lo: math.MaxInt64, hi: math.MinInt64}
 			f.err = s.survey(ctx, matchers, func(ref storage.SeriesRef, lset labels.Labels, minT, maxT int64) {
 				f.lo, f.hi = min(f.lo, minT), max(f.hi, maxT)
@@ -274,7 +275,7 @@ type eachSource struct {
 	kindIdx map[seriesKind]int32
 }
 
-// seriesKind is what a target's sketch (snapshot.Sketch) takes of a
+// seriesKind is what a target's sketch (store.Sketch) takes of a
 // series: its sample name, and whether it has an le or a quantile label,
 // which decide its family's type.
 type seriesKind struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
 	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/internal/store"
 )
 
 // labelsOnlyNames returns the sample names of opts.LabelsOnly (each
@@ -29,7 +30,7 @@ func labelsOnlyNames(opts snapshot.Options) map[string]bool {
 // listedSeries is a series of snapshot.Options.LabelsOnly while
 // passB.listLabelsOnly decides whether its samples may be left out.
 type listedSeries struct {
-	col   *snapshot.Column
+	col   *store.Column
 	group string              // its histogram's key: base name, labels without __name__ and le
 	refs  []storage.SeriesRef // by source; has tells which are set
 	has   []bool              // by source
@@ -75,7 +76,7 @@ func (p *passB) listLabelsOnly(ctx context.Context, j decodeJob, d *decodedTarge
 		return nil // a limit stopped the read, as selectSeries stops
 	}
 	var listed []*listedSeries
-	byCol := map[*snapshot.Column]*listedSeries{}
+	byCol := map[*store.Column]*listedSeries{}
 	decode := make([][]storage.SeriesRef, len(p.srcs)) // by source, in the index's order
 	for i, s := range p.srcs {
 		if len(j.lrefs[i]) == 0 {
@@ -157,7 +158,7 @@ func anyRefs(refs [][]storage.SeriesRef) bool {
 // when the source cannot be listed so (a reader fails to open): its refs
 // are then all decoded. Only a context error is returned.
 func (p *passB) listSource(ctx context.Context, i int, s *eachSource, refs []storage.SeriesRef, d *decodedTarget,
-	byCol map[*snapshot.Column]*listedSeries, listed *[]*listedSeries,
+	byCol map[*store.Column]*listedSeries, listed *[]*listedSeries,
 ) (bool, error) {
 	tr := s.br.tr
 	r := s.files().reader(s.br.ir, s.br.cr)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb/index"
 
 	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/internal/store"
 )
 
 // maxWorkers caps the targets ReadEach decodes at once.
@@ -20,7 +21,7 @@ const maxWorkers = 4
 // (GOMAXPROCS; a variable for tests).
 var parallelism = func() int { return runtime.GOMAXPROCS(0) }
 
-// maxHeldBytes caps the samples (snapshot.Columns.Bytes) of the targets
+// maxHeldBytes caps the samples (store.Columns.Bytes) of the targets
 // ReadEach holds at once, at the largest size so far: those decoded in
 // parallel (passB.workers), and with them, as many more decoded ahead
 // while the caller visits (passB.ahead); one bound for both, since either
@@ -35,7 +36,7 @@ const maxHeldBytes = 48 << 20
 // passB decodes the targets of ReadEach's second pass, several at once
 // when the machine and the memory budget allow: each by one worker,
 // through the worker's own querier of every source, into its own
-// snapshot.Columns. The targets are then delivered in name order, and what
+// store.Columns. The targets are then delivered in name order, and what
 // their reads found wrong in a source is recorded there as a reading of
 // one target after the other records it.
 type passB struct {
@@ -49,7 +50,7 @@ type passB struct {
 // decodedTarget is one target read by a worker.
 type decodedTarget struct {
 	name  string
-	cols  *snapshot.Columns
+	cols  *store.Columns
 	tev   *snapshot.Evidence
 	lost  []lostSeries  // by source
 	probs [][]srcReport // by source, in the order reported
@@ -134,7 +135,7 @@ func (p *passB) relist(j decodeJob) decodeJob {
 			}
 		}
 	}
-	sel := p.opts.ForTarget(snapshot.Sketch(j.name, lsets))
+	sel := p.opts.ForTarget(store.Sketch(j.name, lsets))
 	more := labelsOnlyNames(snapshot.Options{LabelsOnly: sel.LabelsOnly})
 	skip := labelsOnlyNames(snapshot.Options{LabelsOnly: sel.Skip})
 	if len(more) == 0 && len(skip) == 0 {
@@ -321,7 +322,7 @@ func (p *pool) stop() {
 
 // decodeOne reads target j's series of every source.
 func (p *passB) decodeOne(ctx context.Context, j decodeJob) *decodedTarget {
-	d := &decodedTarget{name: j.name, cols: snapshot.NewColumns(p.dir, p.opts),
+	d := &decodedTarget{name: j.name, cols: store.NewColumns(p.dir, p.opts),
 		lost: make([]lostSeries, len(p.srcs)), probs: make([][]srcReport, len(p.srcs)), viaMaps: make([]int, len(p.srcs))}
 	if p.opts.ForTarget != nil {
 		j = p.relist(j)

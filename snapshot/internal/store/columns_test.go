@@ -1,4 +1,4 @@
-package snapshot
+package store
 
 import (
 	"testing"
@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // TestColumnAppendFloatsShares checks when a column shares the times of
@@ -13,7 +15,7 @@ import (
 // samples.
 func TestColumnAppendFloatsShares(t *testing.T) {
 	same := func(a, b []int64) bool { return len(a) > 0 && len(b) > 0 && &a[0] == &b[0] }
-	cols := NewColumns("src", Options{})
+	cols := NewColumns("src", snapshot.Options{})
 	col := func(le string) *Column {
 		return cols.Series("src", labels.FromStrings("__name__", "x_bucket", "pod", "p", "le", le))
 	}
@@ -23,7 +25,7 @@ func TestColumnAppendFloatsShares(t *testing.T) {
 	a.AppendFloats([]int64{10, 20, 30}, []float64{1, 2, 3}, nil, 5)
 	charged := cols.bytes
 	b.AppendFloats([]int64{10, 20, 30}, []float64{4, 5, 6}, a, 5)
-	assert.Equal(t, int64(3*FloatSampleBytes), cols.bytes-charged, "shared samples are charged in full")
+	assert.Equal(t, int64(3*snapshot.FloatSampleBytes), cols.bytes-charged, "shared samples are charged in full")
 	c.AppendFloats([]int64{10, 20, 30}, []float64{7, 8, 9}, b, 5)
 	d.AppendFloats([]int64{10, 25, 30}, []float64{1, 1, 1}, c, 5)
 	assert.True(t, same(a.t, b.t) && same(a.t, c.t), "b and c share a's times")
@@ -56,7 +58,7 @@ func TestColumnAppendFloatsShares(t *testing.T) {
 // TestColumnAppendFloatsUnordered checks that times out of order are
 // flagged (as Append flags them) and never shared.
 func TestColumnAppendFloatsUnordered(t *testing.T) {
-	cols := NewColumns("src", Options{})
+	cols := NewColumns("src", snapshot.Options{})
 	a := cols.Series("src", labels.FromStrings("__name__", "x", "pod", "a"))
 	b := cols.Series("src", labels.FromStrings("__name__", "x", "pod", "b"))
 	a.AppendFloats([]int64{10, 20}, []float64{1, 2}, nil, 2)
@@ -78,7 +80,7 @@ func TestColumnAppendFloatsUnordered(t *testing.T) {
 // one, whatever the order the series are held in, as the Builder does.
 func TestColumnsNameFromRanked(t *testing.T) {
 	for range 20 {
-		cols := NewColumns("src", Options{})
+		cols := NewColumns("src", snapshot.Options{})
 		for i, ls := range []labels.Labels{
 			labels.FromStrings("__name__", "a", "instance", "p"),
 			labels.FromStrings("__name__", "b", "pod", "p"),

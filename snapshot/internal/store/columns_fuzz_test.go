@@ -1,4 +1,4 @@
-package snapshot
+package store
 
 import (
 	"cmp"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // FuzzColumnsAssembleClassic checks the assembly of classic histograms from
@@ -71,7 +73,7 @@ func FuzzColumnsAssembleClassic(f *testing.F) {
 			require.Equal(t, slow, fast)
 			require.Equal(t, 2*len(rows), matched)
 		}
-		a := NewColumns("fuzz", Options{})
+		a := NewColumns("fuzz", snapshot.Options{})
 		out, leftovers := a.assembleClassic("x", g)
 		require.Empty(t, leftovers)
 

@@ -1,4 +1,4 @@
-package snapshot
+package store
 
 import (
 	"fmt"
@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // Columns collects float series read from a store that keeps no metric
@@ -36,14 +37,14 @@ import (
 // budget). A Columns is not safe for concurrent use.
 type Columns struct {
 	dir      string
-	opts     Options
-	lim      Limits
+	opts     snapshot.Options
+	lim      snapshot.Limits
 	series   map[uint64][]*Column
 	nseries  map[string]int // series per target name
 	bytes    int64          // approximate memory held by samples and labels
 	reserved int64          // bytes reserved against opts.Memory
 	full     bool           // a limit was reached: stop reading
-	problems []Problem
+	problems []snapshot.Problem
 }
 
 // NewColumns returns an empty Columns for the evidence of source (a
@@ -51,10 +52,10 @@ type Columns struct {
 // name of series with no target label), read with opts (Metrics filters
 // families in Evidence; Limits and Memory bound what is kept; TargetName
 // renames targets).
-func NewColumns(source string, opts Options) *Columns {
-	lim := opts.Limits.withDefaults()
+func NewColumns(source string, opts snapshot.Options) *Columns {
+	lim := opts.Limits.WithDefaults()
 	if opts.Memory == nil {
-		opts.Memory = NewMemoryBudget(lim.MaxMemory)
+		opts.Memory = snapshot.NewMemoryBudget(lim.MaxMemory)
 	}
 	return &Columns{
 		dir:     source,
@@ -101,16 +102,16 @@ type nhcbRows struct {
 
 // Problem records a problem of the source read, at file (a block, a
 // segment, a URL).
-func (a *Columns) Problem(sev Severity, file string, err error) {
+func (a *Columns) Problem(sev snapshot.Severity, file string, err error) {
 	a.problem(sev, file, err)
 }
 
 // ProblemAt records problem p of the source read, located by its File
 // and Offset.
-func (a *Columns) ProblemAt(p Problem) { a.problems = append(a.problems, p) }
+func (a *Columns) ProblemAt(p snapshot.Problem) { a.problems = append(a.problems, p) }
 
-func (a *Columns) problem(sev Severity, file string, err error) {
-	a.problems = append(a.problems, Problem{Severity: sev, File: file, Offset: -1, Err: err})
+func (a *Columns) problem(sev snapshot.Severity, file string, err error) {
+	a.problems = append(a.problems, snapshot.Problem{Severity: sev, File: file, Offset: -1, Err: err})
 }
 
 // Full reports whether a limit stopped the reading: further samples are
@@ -130,7 +131,7 @@ func (a *Columns) Charge(src string) error {
 	a.reserved = a.bytes
 	if a.bytes > a.lim.MaxTotalBytes {
 		a.full = true
-		a.problem(SeverityError, src, fmt.Errorf("%w: samples read exceed snapshot.Limits.MaxTotalBytes (%d bytes); reading stopped, result is partial", ErrLimit, a.lim.MaxTotalBytes))
+		a.problem(snapshot.SeverityError, src, fmt.Errorf("%w: samples read exceed snapshot.Limits.MaxTotalBytes (%d bytes); reading stopped, result is partial", snapshot.ErrLimit, a.lim.MaxTotalBytes))
 	}
 	return nil
 }
@@ -164,12 +165,12 @@ func (a *Columns) Series(src string, lset labels.Labels) *Column {
 		}
 	}
 	if n := lset.ByteSize(); n > uint64(a.lim.MaxLabelBytes) {
-		a.problem(SeverityError, src, fmt.Errorf("%w: series %.200s: labels of %d bytes exceed snapshot.Limits.MaxLabelBytes (%d); dropped", ErrLimit, lset.String(), n, a.lim.MaxLabelBytes))
+		a.problem(snapshot.SeverityError, src, fmt.Errorf("%w: series %.200s: labels of %d bytes exceed snapshot.Limits.MaxLabelBytes (%d); dropped", snapshot.ErrLimit, lset.String(), n, a.lim.MaxLabelBytes))
 		return nil
 	}
 	name, _ := a.targetName(lset)
 	if a.nseries[name] == a.lim.MaxSeriesPerScrape {
-		a.problem(SeverityError, src, fmt.Errorf("%w: target %q: more than snapshot.Limits.MaxSeriesPerScrape (%d) series; further series dropped", ErrLimit, name, a.lim.MaxSeriesPerScrape))
+		a.problem(snapshot.SeverityError, src, fmt.Errorf("%w: target %q: more than snapshot.Limits.MaxSeriesPerScrape (%d) series; further series dropped", snapshot.ErrLimit, name, a.lim.MaxSeriesPerScrape))
 	}
 	a.nseries[name]++
 	if a.nseries[name] > a.lim.MaxSeriesPerScrape {
@@ -210,7 +211,7 @@ func (r *Column) AppendFloats(ts []int64, vs []float64, like *Column, grow int) 
 		return
 	}
 	before := len(r.t)
-	r.cols.bytes += int64(len(ts)) * FloatSampleBytes
+	r.cols.bytes += int64(len(ts)) * snapshot.FloatSampleBytes
 	r.v = append(slices.Grow(r.v, max(grow, len(vs))), vs...)
 	if r.sharesTimes(ts, like) {
 		r.t, r.run = like.t[:len(like.t):len(like.t)], before
@@ -279,7 +280,7 @@ func (a *Columns) Times() []int64 {
 
 // Evidence classifies the series read into targets and families. The
 // Columns must not be used after.
-func (a *Columns) Evidence() *Evidence { return a.evidence() }
+func (a *Columns) Evidence() *snapshot.Evidence { return a.evidence() }
 
 // addNHCB appends an NHCB sample as a classic row, converted by
 // histogram.FromNHCB.
@@ -343,8 +344,8 @@ func (a *Columns) targetName(lset labels.Labels) (name, from string) {
 }
 
 // evidence classifies the series read into targets and families.
-func (a *Columns) evidence() *Evidence {
-	ev := &Evidence{Sources: []string{a.dir}}
+func (a *Columns) evidence() *snapshot.Evidence {
+	ev := &snapshot.Evidence{Sources: []string{a.dir}}
 	type tgt struct {
 		from string
 		raws []*Column
@@ -361,8 +362,8 @@ func (a *Columns) evidence() *Evidence {
 			if t == nil {
 				t = &tgt{from: from}
 				targets[name] = t
-			} else if fromRank(from) < fromRank(t.from) {
-				t.from = from // as the Builder names a target of several sources
+			} else if snapshot.NameFromRank(from) < snapshot.NameFromRank(t.from) {
+				t.from = from // as the snapshot.Builder names a target of several sources
 			}
 			t.raws = append(t.raws, r)
 		}
@@ -370,7 +371,7 @@ func (a *Columns) evidence() *Evidence {
 	a.series = nil // let the raws go as they are converted
 	keep := columnKeepFamily(a.opts.Metrics)
 	for name, t := range targets {
-		tg := &Target{Name: name, NameFrom: t.from, Families: map[string]*Family{}}
+		tg := &snapshot.Target{Name: name, NameFrom: t.from, Families: map[string]*snapshot.Family{}}
 		a.buildFamilies(tg, t.raws)
 		t.raws = nil // the bucket series are copied into rows: free them target by target
 		for fname := range tg.Families {
@@ -451,7 +452,7 @@ type columnKind struct {
 
 // buildFamilies classifies a target's raws by name and labels and fills
 // tg.Families.
-func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
+func (a *Columns) buildFamilies(tg *snapshot.Target, raws []*Column) {
 	byName := map[string][]*Column{}
 	histBase := map[string]bool{}
 	summaryBase := map[string]bool{}
@@ -487,10 +488,10 @@ func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
 		}
 		return columnKind{name, model.MetricTypeUnknown, ""}
 	}
-	family := func(name string, typ model.MetricType) *Family {
+	family := func(name string, typ model.MetricType) *snapshot.Family {
 		f := tg.Families[name]
 		if f == nil {
-			f = &Family{Name: name, Type: typ, TypeInferred: true}
+			f = &snapshot.Family{Name: name, Type: typ, TypeInferred: true}
 			tg.Families[name] = f
 		}
 		return f
@@ -509,8 +510,8 @@ func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
 		k := classify(name)
 		for _, r := range byName[name] {
 			if r.exp > 0 {
-				a.problems = append(a.problems, Problem{Severity: SeverityError, File: a.dir, Offset: -1, Family: name,
-					Err: fmt.Errorf("%w: %d samples of %s dropped", ErrExponentialHistogram, r.exp, r.lset)})
+				a.problems = append(a.problems, snapshot.Problem{Severity: snapshot.SeverityError, File: a.dir, Offset: -1, Family: name,
+					Err: fmt.Errorf("%w: %d samples of %s dropped", snapshot.ErrExponentialHistogram, r.exp, r.lset)})
 			}
 			if r.nh != nil && len(r.nh.t) > 0 {
 				f := family(name, model.MetricTypeHistogram)
@@ -554,7 +555,7 @@ func (a *Columns) buildFamilies(tg *Target, raws []*Column) {
 				continue
 			}
 			f := family(k.family, k.typ)
-			f.Series = append(f.Series, &Series{
+			f.Series = append(f.Series, &snapshot.Series{
 				Name:   name,
 				Labels: r.lset.DropReserved(func(n string) bool { return n == model.MetricNameLabel }),
 				T:      r.t,
@@ -628,9 +629,9 @@ type columnHistParts struct {
 // present: a layout change (other buckets after an upgrade) starts a new
 // HistogramSeries. Parts that cannot be assembled (a bad le, a _sum or
 // _count without buckets) are returned as float Series.
-func (a *Columns) assembleClassic(family string, g *columnHistParts) (out []*HistogramSeries, leftovers []*Series) {
-	asSeries := func(r *Column) *Series {
-		return &Series{
+func (a *Columns) assembleClassic(family string, g *columnHistParts) (out []*snapshot.HistogramSeries, leftovers []*snapshot.Series) {
+	asSeries := func(r *Column) *snapshot.Series {
+		return &snapshot.Series{
 			Name:   r.lset.Get(model.MetricNameLabel),
 			Labels: labels.NewBuilder(r.lset).Del(model.MetricNameLabel).Labels(),
 			T:      r.t,
@@ -641,7 +642,7 @@ func (a *Columns) assembleClassic(family string, g *columnHistParts) (out []*His
 	for _, r := range g.buckets {
 		le, err := strconv.ParseFloat(r.lset.Get("le"), 64)
 		if err != nil {
-			a.problems = append(a.problems, Problem{Severity: SeverityError, File: a.dir, Offset: -1, Family: family,
+			a.problems = append(a.problems, snapshot.Problem{Severity: snapshot.SeverityError, File: a.dir, Offset: -1, Family: family,
 				Err: fmt.Errorf("series %s: bad le: %w", r.lset, err)})
 			leftovers = append(leftovers, asSeries(r))
 			continue
@@ -676,11 +677,11 @@ func (a *Columns) assembleClassic(family string, g *columnHistParts) (out []*His
 	if len(all) == 0 && !slices.ContainsFunc(bs, func(b classicBucket) bool { return !b.r.labelsOnly }) {
 		// Every bucket listed by its labels alone (KeepLabels): the
 		// layout, no rows.
-		hs := &HistogramSeries{Labels: g.labels, Bounds: make([]float64, len(bs))}
+		hs := &snapshot.HistogramSeries{Labels: g.labels, Bounds: make([]float64, len(bs))}
 		for j, b := range bs {
 			hs.Bounds[j] = b.le
 		}
-		return []*HistogramSeries{hs}, leftovers
+		return []*snapshot.HistogramSeries{hs}, leftovers
 	}
 	if hs, ok := assembleAligned(g, bs, all); ok {
 		return hs, leftovers
@@ -694,7 +695,7 @@ func (a *Columns) assembleClassic(family string, g *columnHistParts) (out []*His
 		}
 	}
 	if lost := total - matched; lost > 0 {
-		a.problems = append(a.problems, Problem{Severity: SeverityWarning, File: a.dir, Offset: -1, Family: family,
+		a.problems = append(a.problems, snapshot.Problem{Severity: snapshot.SeverityWarning, File: a.dir, Offset: -1, Family: family,
 			Err: fmt.Errorf("series %s: %d _sum/_count samples at timestamps without any bucket dropped", g.labels, lost)})
 	}
 	// The bucket raws are now copied; drop them early.
@@ -708,9 +709,9 @@ func (a *Columns) assembleClassic(family string, g *columnHistParts) (out []*His
 // times all, a new HistogramSeries where the set of buckets present
 // changes. It returns the series and how many _sum and _count samples
 // found a row.
-func assembleRows(g *columnHistParts, bs []classicBucket, all []int64) (out []*HistogramSeries, matched int) {
+func assembleRows(g *columnHistParts, bs []classicBucket, all []int64) (out []*snapshot.HistogramSeries, matched int) {
 	var (
-		cur              *HistogramSeries
+		cur              *snapshot.HistogramSeries
 		curMask, present []int
 		vals             = make([]float64, 0, len(bs))
 		si, ci           int
@@ -743,7 +744,7 @@ func assembleRows(g *columnHistParts, bs []classicBucket, all []int64) (out []*H
 		if cur == nil || !slices.Equal(present, curMask) {
 			curMask = slices.Clone(present)
 			rows := len(all) - row
-			cur = &HistogramSeries{
+			cur = &snapshot.HistogramSeries{
 				Labels: g.labels,
 				Bounds: make([]float64, len(present)),
 				T:      make([]int64, 0, rows),
@@ -778,7 +779,7 @@ type classicBucket struct {
 // bucket columns are copied into rows, and _sum and _count are taken as
 // they are. It reports false, doing nothing, when the
 // parts are not aligned so.
-func assembleAligned(g *columnHistParts, bs []classicBucket, all []int64) ([]*HistogramSeries, bool) {
+func assembleAligned(g *columnHistParts, bs []classicBucket, all []int64) ([]*snapshot.HistogramSeries, bool) {
 	n, nb := len(all), len(bs)
 	if n == 0 {
 		return nil, false
@@ -792,7 +793,7 @@ func assembleAligned(g *columnHistParts, bs []classicBucket, all []int64) ([]*Hi
 	if !aligned(g.sum) || !aligned(g.count) {
 		return nil, false
 	}
-	hs := &HistogramSeries{Labels: g.labels, Bounds: make([]float64, nb), T: all[:n:n]}
+	hs := &snapshot.HistogramSeries{Labels: g.labels, Bounds: make([]float64, nb), T: all[:n:n]}
 	vs := make([][]float64, nb)
 	for j, b := range bs {
 		hs.Bounds[j] = b.le
@@ -822,20 +823,20 @@ func assembleAligned(g *columnHistParts, bs []classicBucket, all []int64) ([]*Hi
 		return r.v[:n:n]
 	}
 	hs.Sum, hs.Count = col(g.sum), col(g.count)
-	return []*HistogramSeries{hs}, true
+	return []*snapshot.HistogramSeries{hs}, true
 }
 
 // nhcbSeries splits the NHCB rows of r into one HistogramSeries per run of
 // samples with the same bucket layout.
-func nhcbSeries(r *Column) []*HistogramSeries {
+func nhcbSeries(r *Column) []*snapshot.HistogramSeries {
 	nh := r.nh
 	ls := labels.NewBuilder(r.lset).Del(model.MetricNameLabel).Labels()
-	var out []*HistogramSeries
-	var cur *HistogramSeries
+	var out []*snapshot.HistogramSeries
+	var cur *snapshot.HistogramSeries
 	for i, t := range nh.t {
 		b := nh.layouts[nh.lay[i]]
 		if cur == nil || nh.lay[i] != nh.lay[i-1] {
-			cur = &HistogramSeries{Labels: ls, Bounds: slices.Clone(b)} // each series owns its bounds
+			cur = &snapshot.HistogramSeries{Labels: ls, Bounds: slices.Clone(b)} // each series owns its bounds
 			out = append(out, cur)
 		}
 		cur.T = append(cur.T, t)
@@ -848,7 +849,7 @@ func nhcbSeries(r *Column) []*HistogramSeries {
 }
 
 // columnScrapes returns one Scrape per distinct sample timestamp of tg.
-func columnScrapes(tg *Target) []Scrape {
+func columnScrapes(tg *snapshot.Target) []snapshot.Scrape {
 	var all []int64
 	for _, f := range tg.Families {
 		for _, s := range f.Series {
@@ -858,9 +859,9 @@ func columnScrapes(tg *Target) []Scrape {
 			all = unionSorted(all, h.T)
 		}
 	}
-	out := make([]Scrape, len(all))
+	out := make([]snapshot.Scrape, len(all))
 	for i, t := range all {
-		out[i] = Scrape{Time: time.UnixMilli(t).UTC(), TimeFrom: TimeFromTSDB}
+		out[i] = snapshot.Scrape{Time: time.UnixMilli(t).UTC(), TimeFrom: snapshot.TimeFromTSDB}
 	}
 	return out
 }
@@ -908,15 +909,15 @@ func unionSorted(a, b []int64) []int64 {
 // columnKeepFamily returns the filter of Options.Metrics: a family is kept
 // when its lookup name, one of its sample names, or the name of one of its
 // histogram parts is listed. Nil metrics keep everything.
-func columnKeepFamily(metrics []string) func(*Family) bool {
+func columnKeepFamily(metrics []string) func(*snapshot.Family) bool {
 	if len(metrics) == 0 {
-		return func(*Family) bool { return true }
+		return func(*snapshot.Family) bool { return true }
 	}
 	want := map[string]bool{}
 	for _, m := range metrics {
 		want[m] = true
 	}
-	return func(f *Family) bool {
+	return func(f *snapshot.Family) bool {
 		if want[f.Name] {
 			return true
 		}

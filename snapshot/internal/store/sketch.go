@@ -1,7 +1,9 @@
-package snapshot
+package store
 
 import (
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // Sketch returns the target named name that the series lsets (each with
@@ -14,8 +16,8 @@ import (
 // sample, and what Options.ForTarget is given: lsets may hold one
 // series per sample name, enough for the families' names and types.
 // Scrapes are empty.
-func Sketch(name string, lsets []labels.Labels) *Target {
-	cols := NewColumns(name, Options{TargetName: func(string, string) string { return name }})
+func Sketch(name string, lsets []labels.Labels) *snapshot.Target {
+	cols := NewColumns(name, snapshot.Options{TargetName: func(string, string) string { return name }})
 	for _, ls := range lsets {
 		if c := cols.Series(name, ls); c != nil {
 			c.KeepLabels()
@@ -26,5 +28,5 @@ func Sketch(name string, lsets []labels.Labels) *Target {
 			return t
 		}
 	}
-	return &Target{Name: name, NameFrom: "override", Families: map[string]*Family{}}
+	return &snapshot.Target{Name: name, NameFrom: "override", Families: map[string]*snapshot.Family{}}
 }

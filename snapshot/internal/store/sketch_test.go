@@ -1,4 +1,4 @@
-package snapshot_test
+package store_test
 
 import (
 	"math"
@@ -9,13 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/internal/store"
 )
 
 // TestSketch checks that a sketch classifies families from their series'
 // names and labels as a read with samples does, and holds no sample.
 func TestSketch(t *testing.T) {
-	sk := snapshot.Sketch("pod-a", []labels.Labels{
+	sk := store.Sketch("pod-a", []labels.Labels{
 		labels.FromStrings("__name__", "ttft_bucket", "le", "+Inf"),
 		labels.FromStrings("__name__", "ttft_sum"),
 		labels.FromStrings("__name__", "ttft_count"),
@@ -49,7 +49,7 @@ func TestSketch(t *testing.T) {
 		}
 	}
 
-	empty := snapshot.Sketch("pod-b", nil)
+	empty := store.Sketch("pod-b", nil)
 	assert.Equal(t, "pod-b", empty.Name)
 	assert.Empty(t, empty.Families)
 }
