@@ -356,6 +356,9 @@ func (sc *scope) measure() (measured, error) {
 		tl = tl.clone() // addReplicas rewrites its list
 	}
 	base, inc, cp, warns := sc.chooseWindows(st, tl)
+	if err := sc.seedReduced(base, inc); err != nil {
+		return measured{}, err
+	}
 	facts := sc.computeFacts(base, inc, tl, st)
 	return measured{tl: tl, base: base, inc: inc, cp: cp, warns: warns, facts: facts}, nil
 }

@@ -344,7 +344,7 @@ func (s *Surveyor) fetchPush(sc *scope) error {
 			if h == nil {
 				continue
 			}
-			f.mergeHist(i, engineIncrease(s.grid[i], *h, pq.scale))
+			f.hist[i].add(engineIncrease(s.grid[i], *h, pq.scale))
 		}
 	}
 	s.push.fetched = true

@@ -16,8 +16,8 @@ import (
 
 // A long history is diagnosed in two reads, neither of which holds it
 // whole: a survey of the TSDB one target at a time, then a read of only
-// the windows the survey chose. The report is the one Diagnose gives for
-// the whole evidence.
+// the windows the survey chose, reduced target by target. The report is
+// the one Diagnose gives for the whole evidence.
 func ExampleSurveyor() {
 	// Three pods of the KV-cache scenario, with their share of its traffic.
 	spec, _ := fleetsim.LookupScenario("kv-preemption")
@@ -79,20 +79,26 @@ func ExampleSurveyor() {
 	fmt.Println("baseline", base.Start.Format(time.TimeOnly), "to", base.End.Format(time.TimeOnly))
 	fmt.Println("incident", inc.Start.Format(time.TimeOnly), "to", inc.End.Format(time.TimeOnly))
 
-	// Only the windows (widened by the lookback) are read for the report.
-	var evs []*snapshot.Evidence
-	for _, r := range sv.ReadRanges() {
-		o := sel
-		o.Start, o.End, o.Revisit = r.Start, r.End, nil
-		o.LabelsOnly, o.ForTarget = nil, nil // every sample of the windows
-		ev, err := snapshot.Read(ctx, []string{dir}, o)
-		if err != nil {
-			log.Fatal(err)
-		}
-		evs = append(evs, ev)
+	// Only the windows (widened by the lookback) are read for the report,
+	// one target at a time: Reduce measures its histograms over the
+	// windows and drops their samples, so that the diagnosis holds a few
+	// numbers per replica instead of its buckets.
+	ranges := sv.ReadRanges() // here one: the windows are adjacent
+	o := sel
+	o.Start, o.End, o.Revisit = ranges[0].Start, ranges[len(ranges)-1].End, nil
+	o.LabelsOnly, o.ForTarget = nil, nil // every sample of the windows
+	var kept []*snapshot.Target
+	ev, err := snapshot.ReadEach(ctx, []string{dir}, o, func(t *snapshot.Target) error {
+		t, err := sv.Reduce(t)
+		kept = append(kept, t)
+		return err
+	})
+	if err != nil {
+		log.Fatal(err)
 	}
+	ev.Targets = kept
 	opts.Survey = sv
-	rep, err := diagnose.Diagnose(snapshot.MergeRanges(evs...), opts)
+	rep, err := diagnose.Diagnose(ev, opts)
 	if err != nil {
 		log.Fatal(err)
 	}

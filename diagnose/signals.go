@@ -40,7 +40,14 @@ type scope struct {
 	backlogs    memo[int, *snapshot.Series]    // by replica, -1 for the fleet
 	sources     memo[catalog.SignalID, string] // source's, by signal
 	signalAt    map[catalog.SignalID]int       // the position of a signal's match (see match); read only
+	// reduced marks the replicas whose histogram samples Survey.Reduce
+	// dropped, measured instead (seedReduced); read only.
+	reduced []bool
 }
+
+// isReduced reports whether replica r's histogram samples were dropped
+// by Survey.Reduce.
+func (sc *scope) isReduced(r int) bool { return r < len(sc.reduced) && sc.reduced[r] }
 
 type gaugeKey struct {
 	id catalog.SignalID
@@ -181,9 +188,13 @@ func (sc *scope) replicaHist(id catalog.SignalID, r int, w snapshot.Window) hist
 func (sc *scope) replicaHistOnce(id catalog.SignalID, r int, w snapshot.Window) histResult {
 	var res histResult
 	m := sc.match(r, id)
-	if !m.Found() {
+	switch {
+	case !m.Found():
 		res.err = fmt.Errorf("%s: %w: no %s metric", sc.replicas[r].t.Name, snapshot.ErrNotEvaluable, id)
-	} else {
+	case sc.isReduced(r):
+		res.metric = m.Metric
+		res.err = fmt.Errorf("%s: %s over %v: %w", sc.replicas[r].t.Name, id, w, errReduced)
+	default:
 		res.metric = m.Metric
 		res.inc, res.err = replicaHistogram(m.Family, m.Candidate.ScaleFor(math.NaN()), w, sc.selector(m.Family))
 	}
@@ -198,6 +209,13 @@ func (sc *scope) replicaHistSteps(id catalog.SignalID, r int, grid []snapshot.Wi
 	if !m.Found() {
 		return nil
 	}
+	if sc.isReduced(r) {
+		steps := make([]snapshot.Step[snapshot.HistogramIncrease], len(grid))
+		for k, w := range grid {
+			steps[k] = snapshot.Step[snapshot.HistogramIncrease]{Window: w, Err: fmt.Errorf("%s: %s over %v: %w", sc.replicas[r].t.Name, id, w, errReduced)}
+		}
+		return steps
+	}
 	return replicaHistogramSteps(m.Family, m.Candidate.ScaleFor(math.NaN()), grid, sc.selector(m.Family))
 }
 
@@ -207,6 +225,12 @@ func (sc *scope) replicaHistSteps(id catalog.SignalID, r int, grid []snapshot.Wi
 func (sc *scope) replicaHistEach(id catalog.SignalID, r int, grid []snapshot.Window, fn func(k int, inc snapshot.HistogramIncrease, err error)) {
 	m := sc.match(r, id)
 	if !m.Found() {
+		return
+	}
+	if sc.isReduced(r) {
+		for k, w := range grid {
+			fn(k, snapshot.HistogramIncrease{}, fmt.Errorf("%s: %s over %v: %w", sc.replicas[r].t.Name, id, w, errReduced))
+		}
 		return
 	}
 	replicaHistogramEach(m.Family, m.Candidate.ScaleFor(math.NaN()), grid, sc.selector(m.Family), fn)

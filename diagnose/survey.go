@@ -52,11 +52,8 @@ type lines struct {
 type fleetLine struct {
 	has bool // some replica carries the signal
 	// p95: the replicas' histogram increases merged so far, in replica
-	// order (snapshot.MergeHistogramIncreases, as a merge of all at once
-	// would: counts add in the same order); bad marks an interval whose
-	// merge failed (no common bounds).
-	hist []*snapshot.HistogramIncrease
-	bad  []bool
+	// order (histFold: as a merge of all at once would, to the bit).
+	hist []histFold
 	// mean: the sum of the replicas' interval means, their sample count
 	// and the number of replicas evaluated.
 	sum, n []float64
@@ -72,8 +69,7 @@ func newLines(grid []snapshot.Window, step time.Duration) *lines {
 		f := &l.fleet[i]
 		switch spec.stat {
 		case "p95":
-			f.hist = make([]*snapshot.HistogramIncrease, len(grid))
-			f.bad = make([]bool, len(grid))
+			f.hist = make([]histFold, len(grid))
 		case "mean":
 			f.sum, f.n, f.k = make([]float64, len(grid)), make([]float64, len(grid)), make([]int, len(grid))
 		case "rate":
@@ -137,7 +133,7 @@ func (l *lines) addOnly(sc *scope, r int, only []bool) {
 		switch spec.stat {
 		case "p95":
 			// Each interval's increase is folded into the fleet's as it
-			// is made (mergeHist copies it), in memory reused for the next.
+			// is made (histFold.add copies it), in memory reused for the next.
 			sc.replicaHistEach(spec.id, r, sub, func(k int, inc snapshot.HistogramIncrease, err error) {
 				if err != nil {
 					return
@@ -145,7 +141,7 @@ func (l *lines) addOnly(sc *scope, r int, only []bool) {
 				p := histP95(time.Time{}, inc)
 				i := stride * idx[k]
 				v[i], v[i+1], v[i+2] = float64(p.Value), float64(p.Count), float64(p.Edge)
-				f.mergeHist(idx[k], inc)
+				f.hist[idx[k]].add(inc)
 			})
 		case "mean":
 			s := sc.replicaGauge(spec.id, r)
@@ -185,28 +181,6 @@ func (l *lines) addOnly(sc *scope, r int, only []bool) {
 	l.replicas[name] = vals
 	if only == nil && !isCompanion(sc.replicas[r].res) {
 		l.members = append(l.members, sc.membership(r))
-	}
-}
-
-// mergeHist adds a replica's increase to interval i (mergeFleet, the
-// merge of fleetHist, folded replica by replica: the first copied, the
-// next merged into it in place, snapshot.MergeInto).
-func (f *fleetLine) mergeHist(i int, inc snapshot.HistogramIncrease) {
-	if f.bad[i] {
-		return
-	}
-	var err error
-	if f.hist[i] == nil {
-		var m snapshot.HistogramIncrease
-		if m, err = mergeFleet([]snapshot.HistogramIncrease{inc}); err == nil {
-			f.hist[i] = &m
-		}
-	} else {
-		err = snapshot.MergeInto(f.hist[i], inc)
-	}
-	if err != nil {
-		f.bad[i] = true
-		f.hist[i] = nil
 	}
 }
 
@@ -262,7 +236,7 @@ func (l *lines) timelines(sc *scope) *timelines {
 			if l.fresh[i] {
 				switch spec.stat {
 				case "p95":
-					if h := f.hist[i]; h != nil {
+					if h := f.hist[i].inc; h != nil {
 						t.Points[i] = histP95(w.End, *h)
 						if h.Histogram.Count > 0 {
 							means[i] = h.Histogram.Mean()
@@ -692,6 +666,8 @@ type Survey struct {
 	// push is a pushdown survey's engine state (Surveyor.PushDown), for
 	// the replicas' timelines.
 	push *pushdown
+	// red is what Reduce measured of the windows' targets.
+	red *reduction
 }
 
 // SkipFor is for snapshot.TargetSelection.Skip of the read of the windows

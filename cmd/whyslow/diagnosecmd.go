@@ -195,7 +195,7 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	case opts.Incident.IsZero() && snapshot.Streams(paths):
 		ev, opts, err = f.readSurveyed(ctx, e, paths, opts, trim)
 	default:
-		ev, err = f.readRanges(ctx, e, paths, opts.Selection(), opts.ReadRanges(), trim)
+		ev, err = f.readRanges(ctx, e, paths, opts.Selection(), opts.ReadRanges(), trim, nil)
 	}
 	if err != nil {
 		return err
@@ -483,7 +483,7 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 		sv, again, err = s.Survey()
 		switch {
 		case errors.Is(err, diagnose.ErrSurveyGroups):
-			ev, err := f.readRanges(ctx, e, paths, sel, nil, trim)
+			ev, err := f.readRanges(ctx, e, paths, sel, nil, trim, nil)
 			return ev, opts, err
 		case err != nil && eng != nil:
 			return nil, opts, fmt.Errorf("%w (--pushdown=false reads every pod's samples instead)", err)
@@ -520,7 +520,7 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 func (f *diagnoseFlags) readWindows(ctx context.Context, e *env, paths []string, sel snapshot.Options, opts diagnose.Options, sv *diagnose.Survey, problems []snapshot.Problem, trim func(*snapshot.Target) *snapshot.Target) (*snapshot.Evidence, diagnose.Options, error) {
 	ranges := sv.ReadRanges()
 	if len(ranges) == 0 {
-		ev, err := f.readRanges(ctx, e, paths, sel, nil, trim)
+		ev, err := f.readRanges(ctx, e, paths, sel, nil, trim, nil)
 		return ev, opts, err
 	}
 	// The windows are read without the families that the survey read by
@@ -532,7 +532,9 @@ func (f *diagnoseFlags) readWindows(ctx context.Context, e *env, paths []string,
 	if len(ranges) == 1 {
 		sel.Start, sel.End = ranges[0].Start, ranges[0].End
 	}
-	ev, err := f.readRanges(ctx, e, paths, sel, ranges, trim)
+	// Each target's histograms are measured over the windows as it is
+	// read, and their samples dropped (diagnose.Survey.Reduce).
+	ev, err := f.readRanges(ctx, e, paths, sel, ranges, trim, sv.Reduce)
 	if err != nil {
 		return nil, opts, err
 	}
@@ -551,18 +553,26 @@ func (f *diagnoseFlags) readWindows(ctx context.Context, e *env, paths []string,
 
 // readCollected is readEvidence, reading a source that streams
 // (snapshot.Streams: a TSDB) one target at a time and collecting the
-// targets, each as trim leaves it (diagnose.Options.Trimmer): the
+// targets, each as trim leaves it (diagnose.Options.Trimmer) and then, when
+// reduce is not nil, as reduce leaves it (diagnose.Survey.Reduce): the
 // evidence the diagnosis measures, without holding every target's raw
 // series at once while it is assembled, nor the samples it does not
 // measure.
-func (f *diagnoseFlags) readCollected(ctx context.Context, e *env, paths []string, sel snapshot.Options, trim func(*snapshot.Target) *snapshot.Target) (*snapshot.Evidence, error) {
+func (f *diagnoseFlags) readCollected(ctx context.Context, e *env, paths []string, sel snapshot.Options, trim func(*snapshot.Target) *snapshot.Target, reduce func(*snapshot.Target) (*snapshot.Target, error)) (*snapshot.Evidence, error) {
 	if !snapshot.Streams(paths) {
 		return f.readEvidence(ctx, e, paths, sel)
 	}
 	var targets []*snapshot.Target
 	sel.Revisit = func() error { targets = nil; return nil }
 	ev, err := f.readEach(ctx, e, paths, sel, func(t *snapshot.Target) error {
-		targets = append(targets, trim(t))
+		t = trim(t)
+		if reduce != nil {
+			var err error
+			if t, err = reduce(t); err != nil {
+				return err
+			}
+		}
+		targets = append(targets, t)
 		return nil
 	})
 	if errors.Is(err, errMatchedNothing) {
@@ -579,19 +589,21 @@ func (f *diagnoseFlags) readCollected(ctx context.Context, e *env, paths []strin
 
 // readRanges reads the paths under sel, once per range when there are
 // several (the baseline and the incident far apart: the history between
-// them is not read), and merges the evidence (snapshot.MergeRanges).
-func (f *diagnoseFlags) readRanges(ctx context.Context, e *env, paths []string, sel snapshot.Options, ranges []snapshot.Window, trim func(*snapshot.Target) *snapshot.Target) (*snapshot.Evidence, error) {
+// them is not read), and merges the evidence (snapshot.MergeRanges). A
+// source that streams keeps each target as trim and then reduce (when not
+// nil) leave it; reduce is not applied to evidence read whole.
+func (f *diagnoseFlags) readRanges(ctx context.Context, e *env, paths []string, sel snapshot.Options, ranges []snapshot.Window, trim func(*snapshot.Target) *snapshot.Target, reduce func(*snapshot.Target) (*snapshot.Target, error)) (*snapshot.Evidence, error) {
 	if len(ranges) < 2 || slices.Contains(paths, "-") {
-		return f.readCollected(ctx, e, paths, sel, trim)
+		return f.readCollected(ctx, e, paths, sel, trim, reduce)
 	}
 	if snapshot.Streams(paths) {
-		return f.readRangesMerged(ctx, e, paths, sel, ranges, trim)
+		return f.readRangesMerged(ctx, e, paths, sel, ranges, trim, reduce)
 	}
 	var evs []*snapshot.Evidence
 	for _, r := range ranges {
 		o := sel
 		o.Start, o.End = r.Start, r.End
-		ev, err := f.readCollected(ctx, e, paths, o, trim)
+		ev, err := f.readCollected(ctx, e, paths, o, trim, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -611,7 +623,7 @@ func (f *diagnoseFlags) readRanges(ctx context.Context, e *env, paths []string, 
 // is held twice while the ranges are merged. The result is
 // snapshot.MergeRanges of the ranges' evidence: the same targets, their
 // problems after the ranges' own, each problem and source once.
-func (f *diagnoseFlags) readRangesMerged(ctx context.Context, e *env, paths []string, sel snapshot.Options, ranges []snapshot.Window, trim func(*snapshot.Target) *snapshot.Target) (*snapshot.Evidence, error) {
+func (f *diagnoseFlags) readRangesMerged(ctx context.Context, e *env, paths []string, sel snapshot.Options, ranges []snapshot.Window, trim func(*snapshot.Target) *snapshot.Target, reduce func(*snapshot.Target) (*snapshot.Target, error)) (*snapshot.Evidence, error) {
 	byName := map[string]*snapshot.Target{}
 	mergedOnce := map[string]bool{}
 	var sources []string
@@ -661,6 +673,13 @@ func (f *diagnoseFlags) readRangesMerged(ctx context.Context, e *env, paths []st
 			m := snapshot.Merge(&snapshot.Evidence{Targets: []*snapshot.Target{t}})
 			merging = append(merging, m.Problems...)
 			t = m.Targets[0]
+		}
+		if reduce != nil {
+			// After the merge, which leaves out series without samples.
+			var err error
+			if t, err = reduce(t); err != nil {
+				return nil, err
+			}
 		}
 		out.Targets = append(out.Targets, t)
 		delete(byName, name)
