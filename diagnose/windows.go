@@ -107,11 +107,14 @@ func (a *scrapeAcc) add(scrapes []snapshot.Scrape) {
 	}
 }
 
-// stats returns the statistics of the scrapes added.
+// stats returns the statistics of the scrapes added. Their instants are
+// sorted where they are, not copied (a survey of a long history holds
+// every target's): scrapes added after stats are not in the statistics
+// returned before.
 func (a *scrapeAcc) stats() scrapeStats {
+	slices.Sort(a.st.times)
 	st := a.st
-	st.times = slices.Clone(a.st.times)
-	slices.Sort(st.times)
+	st.times = slices.Clip(st.times)
 	if a.n > 0 {
 		// The median gap: the one at index n/2 of all gaps sorted.
 		gs := slices.Sorted(maps.Keys(a.gaps))
