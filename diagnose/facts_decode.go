@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
@@ -215,21 +217,22 @@ func roleOfValue(v string) pdRole {
 // labelRole returns the role a label of replica r's series names, with
 // the label.
 func (c *factCtx) labelRole(r int) (pdRole, string) {
-	for _, name := range c.sc.replicas[r].t.FamilyNames() {
-		fam := c.sc.replicas[r].t.Families[name]
-		var ls []string
-		if len(fam.Series) > 0 {
-			for _, n := range roleLabels {
-				ls = append(ls, n, fam.Series[0].Labels.Get(n))
-			}
-		} else if len(fam.Histograms) > 0 {
-			for _, n := range roleLabels {
-				ls = append(ls, n, fam.Histograms[0].Labels.Get(n))
-			}
+	t := c.sc.replicas[r].t
+	for _, name := range t.FamilyNames() {
+		fam := t.Families[name]
+		var ls labels.Labels
+		switch {
+		case len(fam.Series) > 0:
+			ls = fam.Series[0].Labels
+		case len(fam.Histograms) > 0:
+			ls = fam.Histograms[0].Labels
+		default:
+			continue
 		}
-		for i := 0; i < len(ls); i += 2 {
-			if role := roleOfValue(ls[i+1]); role != roleNone {
-				return role, fmt.Sprintf("label %s=%q", ls[i], ls[i+1])
+		for _, n := range roleLabels {
+			v := ls.Get(n)
+			if role := roleOfValue(v); role != roleNone {
+				return role, fmt.Sprintf("label %s=%q", n, v)
 			}
 		}
 	}
