@@ -38,13 +38,16 @@ func (sv *Survey) Reduce(t *snapshot.Target) (*snapshot.Target, error) {
 		return t, nil
 	}
 	switch {
-	case len(r.order) > 0 && t.Name == r.order[0]:
+	case r.n > 0 && t.Name == r.first:
 		sv.red = nil // the read started over
 		r = sv.reduction()
-	case len(r.order) > 0 && t.Name <= r.order[len(r.order)-1]:
-		return nil, fmt.Errorf("diagnose: reduce: target %q after %q: targets must come in name order, each once", t.Name, r.order[len(r.order)-1])
+	case r.n > 0 && t.Name <= r.last:
+		return nil, fmt.Errorf("diagnose: reduce: target %q after %q: targets must come in name order, each once", t.Name, r.last)
 	}
-	r.order = append(r.order, t.Name)
+	if r.n == 0 {
+		r.first = t.Name
+	}
+	r.last, r.n = t.Name, r.n+1
 	j := t.JoinAddresses()
 	tr := r.cat.ResolveTarget(j)
 	one := []replica{{t: j, res: &tr}}
@@ -103,7 +106,9 @@ type reduction struct {
 	cat     catalog.Catalog   // the catalog as Diagnose resolves it (ForEvidence)
 	windows []snapshot.Window // the baseline's and the incident's, measured per replica
 	pieces  []snapshot.Window // the intervals of both (pieceGrid), measured fleet-wide
-	order   []string          // the targets reduced, in order
+	first   string            // the first target reduced
+	last    string            // the last
+	n       int               // how many
 	seeds   map[string][]histSeed
 	folds   map[catalog.SignalID]*signalFold
 }
@@ -201,7 +206,7 @@ var errReduced = errors.New("diagnose: the histogram's samples were dropped by S
 // was left unreduced.
 func (sc *scope) seedReduced(base, inc evalWindow) error {
 	sv := sc.set.Survey
-	if sv == nil || sv.red == nil || len(sv.red.order) == 0 {
+	if sv == nil || sv.red == nil || sv.red.n == 0 {
 		return nil
 	}
 	r := sv.red
