@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/snapshot/internal/dumpdir"
 )
 
 // A Builder accumulates dumps and Evidence into one Evidence: the
@@ -59,11 +60,11 @@ type Builder struct {
 	// live from a pipe or FIFO; zero otherwise (see TimeFromReadTime).
 	readAt time.Time
 
-	seen    map[fileKey]string // regular files read (or listed), by identity -> first path
-	fileSeq int                // number of dump files parsed so far
-	merging bool               // Merge: no checks of time (see checkTimes)
-	adopt   bool               // AddEvidence may take the input's slices (addSource: the input is the builder's own)
-	whole   *Evidence          // the first input, taken whole (takeWhole); nil once merged
+	seen    map[dumpdir.Key]string // regular files read (or listed), by identity -> first path
+	fileSeq int                    // number of dump files parsed so far
+	merging bool                   // Merge: no checks of time (see checkTimes)
+	adopt   bool                   // AddEvidence may take the input's slices (addSource: the input is the builder's own)
+	whole   *Evidence              // the first input, taken whole (takeWhole); nil once merged
 
 	// perTarget: the Builder holds one target of a ReadEach; Evidence
 	// leaves out the scrapes at dropAt (the target's time outliers, found

@@ -4,217 +4,21 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/whyslow/whyslow/snapshot/internal/dumpdir"
 )
-
-// dumpFile is a dump found in a directory.
-type dumpFile struct {
-	path     string
-	inSubdir bool
-	time     time.Time // from the name; zero if none
-	want     listed
-}
-
-// listed is what a dump file was when it was listed (by the folder walk,
-// or by Read's stat of a path given): readFile opens the file once and
-// reads it only if it is still that regular file.
-type listed struct {
-	// open is the path to open: the file's own path, or, for a link the
-	// walk followed, the link's target as resolved then.
-	open string
-	// noFollow refuses a symbolic link at open: the walk saw no link
-	// there (or resolved it). A path given by the user may be a link.
-	noFollow bool
-	key      fileKey
-	keyed    bool
-}
-
-// listedAs returns what fi, the stat of open, says about the file.
-func listedAs(fi fs.FileInfo, open string, noFollow bool) listed {
-	key, ok := keyOf(fi, open)
-	return listed{open: open, noFollow: noFollow, key: key, keyed: ok}
-}
-
-// walker lists the dumps and TSDBs of one dump directory. It opens
-// nothing but directories: only regular files are read later, links that
-// lead out of the directory are not followed (unless
-// Options.FollowLinks), and every directory is visited once, so that a
-// loop of links ends.
-type walker struct {
-	b        *Builder
-	root     string // as given
-	realRoot string // root with links resolved
-	files    []dumpFile
-	tsdbs    []string
-	notDump  []string
-	skipped  map[string][]string // reason -> paths
-	reasons  []string            // keys of skipped, in order met
-	visited  map[fileKey]bool    // directories
-}
-
-func (w *walker) skip(path, reason string) {
-	if w.skipped[reason] == nil {
-		w.reasons = append(w.reasons, reason)
-	}
-	w.skipped[reason] = append(w.skipped[reason], path)
-}
-
-// walk lists dir, a directory below (or at) the root.
-func (w *walker) walk(dir string) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		w.b.problems = append(w.b.problems, Problem{Severity: SeverityError, File: dir, Offset: -1, Err: err})
-		if len(entries) == 0 {
-			return
-		}
-	}
-	for _, d := range entries {
-		name := d.Name()
-		if strings.HasPrefix(name, ".") {
-			continue
-		}
-		path := filepath.Join(dir, name)
-		typ := d.Type()
-		if !typ.IsDir() && !isDumpName(name) && typ&fs.ModeSymlink == 0 {
-			w.notDump = append(w.notDump, path)
-			continue
-		}
-		var fi fs.FileInfo
-		real := ""
-		if typ&fs.ModeSymlink != 0 {
-			if !isDumpName(name) {
-				// Only a link to a directory matters then; stat, which
-				// opens nothing, tells.
-				if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
-					w.notDump = append(w.notDump, path)
-					continue
-				}
-			}
-			var ok bool
-			if fi, real, ok = w.link(path); !ok {
-				continue
-			}
-		} else if fi, err = d.Info(); err != nil {
-			w.b.problems = append(w.b.problems, Problem{Severity: SeverityError, File: path, Offset: -1, Err: err})
-			continue
-		}
-		switch m := fi.Mode(); {
-		case m.IsDir():
-			key, ok := keyOf(fi, path)
-			if ok && w.visited[key] {
-				w.skip(path, "a link to a folder already read (a loop of links?)")
-				continue
-			}
-			w.visited[key] = true
-			if readsAsSource(path) {
-				if _, dup := w.b.seenFile(fi, path); dup {
-					w.skip(path, dupReason)
-					continue
-				}
-				w.tsdbs = append(w.tsdbs, path)
-				continue
-			}
-			w.walk(path)
-		case m.IsRegular():
-			if real != "" && isKernelFile(real) {
-				w.skip(path, "a link to a file of /proc, /sys or /dev (a kernel interface, not a dump)")
-				continue
-			}
-			if _, dup := w.b.seenFile(fi, path); dup {
-				w.skip(path, dupReason)
-				continue
-			}
-			rel, _ := filepath.Rel(w.root, path)
-			inSub := strings.ContainsRune(rel, filepath.Separator)
-			open := path
-			if real != "" {
-				open = real
-			}
-			w.files = append(w.files, dumpFile{path: path, inSubdir: inSub, time: parsePathName(path, inSub).time,
-				want: listedAs(fi, open, true)})
-		default:
-			w.skip(path, specialKind(m)+", not a regular file")
-		}
-	}
-}
-
-// link resolves the link at path. It reports false, after noting why,
-// when the link is not to be followed: broken, a loop, or leading out of
-// the root without Options.FollowLinks.
-func (w *walker) link(path string) (fs.FileInfo, string, bool) {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		switch {
-		case errors.Is(err, syscall.ELOOP) || strings.Contains(err.Error(), "too many links"):
-			w.skip(path, "a loop of symbolic links")
-		case errors.Is(err, fs.ErrNotExist):
-			w.skip(path, "a broken symbolic link")
-		default:
-			w.b.problems = append(w.b.problems, Problem{Severity: SeverityError, File: path, Offset: -1, Err: err})
-		}
-		return nil, "", false
-	}
-	if !w.b.opts.FollowLinks && !within(real, w.realRoot) {
-		w.skip(path, "a symbolic link to outside the folder (Options.FollowLinks follows it)")
-		return nil, "", false
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		w.b.problems = append(w.b.problems, Problem{Severity: SeverityError, File: path, Offset: -1, Err: err})
-		return nil, "", false
-	}
-	return fi, real, true
-}
-
-// within reports whether path lies at or under root (both cleaned and
-// with links resolved).
-func within(path, root string) bool {
-	if path == root {
-		return true
-	}
-	rel, err := filepath.Rel(root, path)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
-
-// isKernelFile reports whether a resolved path names a file of a kernel
-// interface: reading /proc/self/mem or /dev/zero is never a dump.
-func isKernelFile(real string) bool {
-	for _, p := range []string{"/proc", "/sys", "/dev"} {
-		if real == p || strings.HasPrefix(real, p+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// specialKind names a file mode that is neither a directory nor regular.
-func specialKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	}
-	return "a special file"
-}
 
 // seenFile records a regular file (or a TSDB directory) to be read and
 // reports whether it was recorded before (under the path first).
 func (b *Builder) seenFile(fi fs.FileInfo, path string) (first string, dup bool) {
-	key, ok := keyOf(fi, path)
+	key, ok := dumpdir.KeyOf(fi, path)
 	if !ok {
 		return "", false
 	}
@@ -222,25 +26,18 @@ func (b *Builder) seenFile(fi fs.FileInfo, path string) (first string, dup bool)
 		return first, true
 	}
 	if b.seen == nil {
-		b.seen = map[fileKey]string{}
+		b.seen = map[dumpdir.Key]string{}
 	}
 	b.seen[key] = path
 	return "", false
 }
 
 // addDir reads a dump directory: every dump file below dir (see
-// isDumpName), in the order of the times in their names, and every TSDB
+// dumpdir.IsDumpName), in the order of the times in their names, and every TSDB
 // directory below it through its registered Source (snapshot/tsdb for TSDBs). dir may be a link to a directory.
 // Nothing under dir is modified.
 func (b *Builder) addDir(ctx context.Context, dir string) error {
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return err
-	}
-	if abs, err := filepath.Abs(real); err == nil {
-		real = abs
-	}
-	if isBlockDir(dir) {
+	if dumpdir.IsBlockDir(dir) {
 		// One block of a TSDB, copied out or named by mistake: its files
 		// are not dumps, and a TSDB is read from the directory holding
 		// its blocks (with the WAL, when there is one).
@@ -249,27 +46,31 @@ func (b *Builder) addDir(ctx context.Context, dir string) error {
 				"give the data directory that holds the blocks, %s", ErrEmpty, filepath.Dir(filepath.Clean(dir)))})
 		return nil
 	}
-	w := &walker{b: b, root: dir, realRoot: real, skipped: map[string][]string{}, visited: map[fileKey]bool{}}
-	if fi, err := os.Stat(dir); err == nil {
-		if key, ok := keyOf(fi, dir); ok {
-			w.visited[key] = true
-		}
+	w, err := dumpdir.WalkDir(dir, dumpdir.WalkOptions{
+		FollowLinks: b.opts.FollowLinks,
+		Seen:        func(fi fs.FileInfo, path string) bool { _, dup := b.seenFile(fi, path); return dup },
+		IsSource:    readsAsSource,
+	})
+	if err != nil {
+		return err
 	}
-	w.walk(dir)
-	files, tsdbs := w.files, w.tsdbs
-	if len(w.notDump) > 0 {
-		list, more := firstFew(w.notDump)
+	for _, e := range w.Errors {
+		b.problems = append(b.problems, Problem{Severity: SeverityError, File: e.Path, Offset: -1, Err: e.Err})
+	}
+	files, tsdbs := w.Files, w.TSDBs
+	if len(w.NotDump) > 0 {
+		list, more := firstFew(w.NotDump)
 		b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: dir, Offset: -1,
-			Err: fmt.Errorf("skipped %d files that are not dumps by name (%s): %s%s", len(w.notDump), strings.Join(dumpExts, " "), list, more)})
+			Err: fmt.Errorf("skipped %d files that are not dumps by name (%s): %s%s", len(w.NotDump), strings.Join(dumpdir.Exts, " "), list, more)})
 	}
-	for _, r := range w.reasons {
-		paths := w.skipped[r]
+	for _, r := range w.Reasons {
+		paths := w.Skipped[r]
 		list, more := firstFew(paths)
 		b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: dir, Offset: -1,
 			Err: fmt.Errorf("%w: %d entries: %s: %s%s", ErrSkipped, len(paths), r, list, more)})
 	}
 	if len(files) == 0 && len(tsdbs) == 0 {
-		if len(w.skipped) > 0 && len(w.notDump) == 0 && allDuplicates(w.skipped) {
+		if len(w.Skipped) > 0 && len(w.NotDump) == 0 && allDuplicates(w.Skipped) {
 			return nil // a folder given twice: read once, said above
 		}
 		b.problems = append(b.problems, Problem{Severity: SeverityError, File: dir, Offset: -1,
@@ -278,11 +79,11 @@ func (b *Builder) addDir(ctx context.Context, dir string) error {
 	}
 	// Chronological order keeps samples appended in order (no sort later)
 	// and bucket layouts changing forward in time.
-	slices.SortStableFunc(files, func(x, y dumpFile) int {
-		if c := x.time.Compare(y.time); c != 0 {
+	slices.SortStableFunc(files, func(x, y dumpdir.File) int {
+		if c := x.Time.Compare(y.Time); c != 0 {
 			return c
 		}
-		return cmp.Compare(x.path, y.path)
+		return cmp.Compare(x.Path, y.Path)
 	})
 	for i, f := range files {
 		if err := ctx.Err(); err != nil {
@@ -294,10 +95,10 @@ func (b *Builder) addDir(ctx context.Context, dir string) error {
 		if b.opts.Progress != nil {
 			b.opts.Progress(Progress{Path: dir, What: "dumps", Done: i, Total: len(files)})
 		}
-		if !f.time.IsZero() && !b.inRange(f.time) {
+		if !f.Time.IsZero() && !b.inRange(f.Time) {
 			continue
 		}
-		b.addFile(f.path, f.inSubdir, f.want)
+		b.addFile(f.Path, f.InSubdir, f.Want)
 	}
 	if b.opts.Progress != nil && len(files) > 0 {
 		b.opts.Progress(Progress{Path: dir, What: "dumps", Done: len(files), Total: len(files)})
@@ -314,12 +115,11 @@ func (b *Builder) addDir(ctx context.Context, dir string) error {
 	return nil
 }
 
-// dupReason is the reason for skipping a file reached twice.
-const dupReason = "files already read through another path (the same folder given twice, a hard link or a link), read once"
-
+// allDuplicates reports whether every entry skipped was a file reached
+// twice.
 func allDuplicates(skipped map[string][]string) bool {
 	for r := range skipped {
-		if r != dupReason {
+		if r != dumpdir.DupReason {
 			return false
 		}
 	}
@@ -349,7 +149,7 @@ func (b *Builder) inRange(t time.Time) bool {
 
 // addFile reads one dump file, read-only, if it is still the regular
 // file listed as want.
-func (b *Builder) addFile(path string, inSubdir bool, want listed) {
+func (b *Builder) addFile(path string, inSubdir bool, want dumpdir.Listed) {
 	b.watch.note(path)
 	data, lm, mtime, err := b.readFile(path, want)
 	if err != nil {
@@ -362,58 +162,18 @@ func (b *Builder) addFile(path string, inSubdir bool, want listed) {
 	_ = b.addPrepared(path, data, lm, mtime, inSubdir)
 }
 
-// Test hooks: testBeforeOpen runs between a file's listing and its
-// opening (a test swaps the file there); testReader wraps the reader of
-// a file's bytes (a test counts them).
-var (
-	testBeforeOpen func(path string)
-	testReader     func(io.Reader) io.Reader
-)
+// testReader, when set (by a test), wraps the reader of a file's bytes
+// (the test counts them).
+var testReader func(io.Reader) io.Reader
 
-// openListed opens the file listed as want, once, without following a
-// link where none was listed and without blocking on a named pipe, and
-// checks that the descriptor is the regular file listed (same device and
-// inode): a dump replaced by a link, a FIFO or another file after it was
-// listed is never read. path names the file in errors.
-func openListed(path string, want listed) (*os.File, fs.FileInfo, error) {
-	if testBeforeOpen != nil {
-		testBeforeOpen(path)
-	}
-	f, err := openFile(want.open, want.noFollow)
-	if err != nil {
-		if li, lerr := os.Lstat(want.open); want.noFollow && lerr == nil && li.Mode()&fs.ModeSymlink != 0 {
-			return nil, nil, fmt.Errorf("%w: the file listed is now a symbolic link; not read", ErrChanged)
-		}
-		return nil, nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	switch m := fi.Mode(); {
-	case m.IsDir():
-		f.Close()
-		return nil, nil, fmt.Errorf("is a directory")
-	case !m.IsRegular():
-		f.Close()
-		return nil, nil, fmt.Errorf("%w: the regular file listed is now %s; not read", ErrChanged, specialKind(m))
-	}
-	if key, ok := keyOf(fi, want.open); want.keyed && ok && key != want.key {
-		f.Close()
-		return nil, nil, fmt.Errorf("%w: the file listed was replaced by another file; not read", ErrChanged)
-	}
-	return f, fi, nil
-}
-
-// readFile reads the file listed as want (see openListed). A plain file
+// readFile reads the file listed as want (see dumpdir.Open). A plain file
 // is read whole (its size is checked against the per-scrape limit before
 // it is read) unless binary data turn up: reading stops at the chunk
 // that holds them, and checkContent reports them. A gzip file is inflated
 // as it streams (see inflow), so that a bomb costs its limit, not its
 // inflated size. lm is nil when the data are as found in the file.
-func (b *Builder) readFile(path string, want listed) ([]byte, *lineMap, time.Time, error) {
-	f, fi, err := openListed(path, want)
+func (b *Builder) readFile(path string, want dumpdir.Listed) ([]byte, *lineMap, time.Time, error) {
+	f, fi, err := dumpdir.Open(path, want)
 	if err != nil {
 		return nil, nil, time.Time{}, err
 	}
@@ -512,16 +272,4 @@ func (b *Builder) addStream(name string, r io.Reader) {
 		defer func() { b.readAt = time.Time{} }()
 	}
 	_ = b.addPrepared(name, data, lm, modTime, false)
-}
-
-// isBlockDir reports whether dir is itself a TSDB block: it holds a
-// meta.json file and a chunks directory (a data directory holds blocks,
-// each of which does).
-func isBlockDir(dir string) bool {
-	fi, err := os.Stat(filepath.Join(dir, "meta.json"))
-	if err != nil || !fi.Mode().IsRegular() {
-		return false
-	}
-	fi, err = os.Stat(filepath.Join(dir, "chunks"))
-	return err == nil && fi.IsDir()
 }

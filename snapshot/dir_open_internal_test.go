@@ -14,14 +14,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/snapshot/internal/dumpdir"
 )
 
-// readWithHook reads paths with testBeforeOpen set to hook, failing the
+// readWithHook reads paths with dumpdir.BeforeOpen set to hook, failing the
 // test if the read blocks.
 func readWithHook(t *testing.T, paths []string, opts Options, hook func(path string)) (*Evidence, error) {
 	t.Helper()
-	testBeforeOpen = hook
-	t.Cleanup(func() { testBeforeOpen = nil })
+	dumpdir.BeforeOpen = hook
+	t.Cleanup(func() { dumpdir.BeforeOpen = nil })
 	type result struct {
 		ev  *Evidence
 		err error

@@ -2,7 +2,8 @@
 // before the pods restarted) into one model: targets (replicas), each with
 // a timeline of scrapes and metric families of series. It does not
 // interpret what the metrics mean (no vLLM knowledge: that is package
-// catalog's) and imports no other whyslow package but histogram; heavier
+// catalog's) and imports no other whyslow package but histogram and
+// snapshot/internal/dumpdir (the files of dump directories); heavier
 // readers live in subpackages that register themselves (snapshot/tsdb), so
 // a program that reads text dumps links no TSDB code.
 //

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/whyslow/whyslow/snapshot/internal/dumpdir"
 )
 
 // Sentinel errors. Problems and errors returned by this package wrap them
@@ -88,7 +90,7 @@ var (
 	// ErrChanged: a dump file changed between the listing of its folder
 	// (or the stat of the path given) and its opening: it became a
 	// symbolic link, a named pipe or another file. It was not read.
-	ErrChanged = errors.New("input changed while read")
+	ErrChanged = dumpdir.ErrChanged
 	// ErrOneTarget: dumps whose names differ only by the time and an
 	// ordinal token (t0/t1, before/after) were read as one target at
 	// several times (an info: the same process_start_time_seconds, no

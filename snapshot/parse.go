@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/model/textparse"
 
 	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/snapshot/internal/dumpdir"
 )
 
 // Content types handed to textparse.
@@ -266,8 +267,8 @@ func (b *Builder) parseFile(name string, data []byte, lm *lineMap, modTime time.
 	}
 	fs.noNewline = fs.lm.noNewline
 
-	ni := parsePathName(name, inSubdir)
-	fs.defName, fs.defFrom = ni.target, "path"
+	ni := dumpdir.ParseName(name, inSubdir)
+	fs.defName, fs.defFrom = ni.Target, "path"
 	fs.om = b.isOpenMetrics(name, data)
 	if fs.om {
 		fs.created = createdFamilies(data)
@@ -897,13 +898,13 @@ func declaredName(c *typeCtx, om bool) string {
 // finishFile resolves the times of the file's samples, appends them,
 // assembles and validates its histograms and reports its problems. It
 // reports whether anything was kept.
-func (b *Builder) finishFile(ni nameInfo, modTime time.Time) bool {
+func (b *Builder) finishFile(ni dumpdir.Name, modTime time.Time) bool {
 	fs := &b.fs
-	ft, from := ni.time.UnixMilli(), TimeFromFileName
+	ft, from := ni.Time.UnixMilli(), TimeFromFileName
 	switch {
-	case !ni.time.IsZero():
+	case !ni.Time.IsZero():
 		if fs.hasTS {
-			b.timeConflict(ni.time)
+			b.timeConflict(ni.Time)
 		}
 	case fs.hasTS:
 		ft, from = fs.maxTS, TimeFromSamples

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/whyslow/whyslow/snapshot/internal/dumpdir"
 )
 
 // A dump is parsed from one byte slice (textparse needs the whole
@@ -436,7 +438,7 @@ func (b *Builder) headIsOpenMetrics(name string, head []byte) bool {
 	if bytes.HasPrefix(head, []byte("# UNIT ")) || bytes.Contains(head, []byte("\n# UNIT ")) {
 		return true
 	}
-	return isOpenMetricsName(name)
+	return dumpdir.IsOpenMetricsName(name)
 }
 
 // needsNormalising reports whether in-memory data holds what inflow

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/whyslow/whyslow/snapshot/internal/dumpdir"
 )
 
 // Read reads every path into one Evidence: dump files (text 0.0.4 or
@@ -77,7 +79,7 @@ func Read(ctx context.Context, paths []string, opts Options) (*Evidence, error) 
 			}
 			// A path given may be a link; the file opened must be the one
 			// stat saw.
-			b.addFile(p, false, listedAs(fi, p, false))
+			b.addFile(p, false, dumpdir.ListedAs(fi, p, false))
 		default:
 			// A FIFO (whyslow diagnose <(curl -s pod:8000/metrics)), a
 			// character device: read as a stream, like standard input.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/whyslow/whyslow/snapshot/internal/dumpdir"
 )
 
 // gaugeDump is a one-gauge dump whose metric is name.
@@ -28,8 +30,8 @@ func TestReadWatchNamesTheFileRead(t *testing.T) {
 	}
 	var w ReadWatch
 	var seen []string
-	testBeforeOpen = func(string) { seen = append(seen, w.Reading()) }
-	t.Cleanup(func() { testBeforeOpen = nil })
+	dumpdir.BeforeOpen = func(string) { seen = append(seen, w.Reading()) }
+	t.Cleanup(func() { dumpdir.BeforeOpen = nil })
 	_, err := Read(WithReadWatch(context.Background(), &w), []string{dir}, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, paths, seen)

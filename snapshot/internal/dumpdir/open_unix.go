@@ -1,6 +1,6 @@
 //go:build unix
 
-package snapshot
+package dumpdir
 
 import (
 	"os"
@@ -8,7 +8,7 @@ import (
 )
 
 // openFile opens path read-only without blocking (a named pipe put in a
-// dump's place opens at once, and openListed refuses it) and, when
+// dump's place opens at once, and Open refuses it) and, when
 // noFollow is set, without following a symbolic link in its last element.
 func openFile(path string, noFollow bool) (*os.File, error) {
 	flag := os.O_RDONLY | syscall.O_NONBLOCK

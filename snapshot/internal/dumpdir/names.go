@@ -1,4 +1,4 @@
-package snapshot
+package dumpdir
 
 import (
 	"path/filepath"
@@ -8,21 +8,24 @@ import (
 	"time"
 )
 
-// dumpExts are the extensions of dump files, each also accepted with a
-// further ".gz".
-var dumpExts = []string{".prom", ".txt", ".metrics", ".om", ".openmetrics", ".text", ".out"}
+// Stdin is the name of standard input among paths.
+const Stdin = "-"
 
-// isDumpName reports whether a file name looks like a metrics dump.
-func isDumpName(name string) bool {
-	_, ok := trimDumpExt(name)
+// Exts are the extensions of dump files, each also accepted with a
+// further ".gz".
+var Exts = []string{".prom", ".txt", ".metrics", ".om", ".openmetrics", ".text", ".out"}
+
+// IsDumpName reports whether a file name looks like a metrics dump.
+func IsDumpName(name string) bool {
+	_, ok := trimExt(name)
 	return ok
 }
 
-// trimDumpExt strips ".gz" and a dump extension from a base name. ok is
+// trimExt strips ".gz" and a dump extension from a base name. ok is
 // false when the name has no dump extension.
-func trimDumpExt(name string) (stem string, ok bool) {
+func trimExt(name string) (stem string, ok bool) {
 	stem = strings.TrimSuffix(name, ".gz")
-	for _, ext := range dumpExts {
+	for _, ext := range Exts {
 		if len(stem) > len(ext) && strings.EqualFold(stem[len(stem)-len(ext):], ext) {
 			return stem[:len(stem)-len(ext)], true
 		}
@@ -30,8 +33,8 @@ func trimDumpExt(name string) (stem string, ok bool) {
 	return stem, false
 }
 
-// isOpenMetricsName reports whether a file name says OpenMetrics.
-func isOpenMetricsName(name string) bool {
+// IsOpenMetricsName reports whether a file name says OpenMetrics.
+func IsOpenMetricsName(name string) bool {
 	name = strings.ToLower(strings.TrimSuffix(name, ".gz"))
 	return strings.HasSuffix(name, ".om") || strings.HasSuffix(name, ".openmetrics")
 }
@@ -128,57 +131,57 @@ func validClock(mo, d, h, mi, s int) bool {
 	return mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h <= 23 && mi <= 59 && s <= 60
 }
 
-// nameInfo is what a dump's path says about it.
-type nameInfo struct {
-	// target is the target name the path gives, never empty.
-	target string
-	// time is the time in the file (or parent directory) name; zero if
+// Name is what a dump's path says about it.
+type Name struct {
+	// Target is the target name the path gives, never empty.
+	Target string
+	// Time is the time in the file (or parent directory) name; zero if
 	// none.
-	time time.Time
+	Time time.Time
 }
 
-// parsePathName derives the target name and time of a dump from its path.
+// ParseName derives the target name and time of a dump from its path.
 // inSubdir says that the file sits in a subdirectory of the directory the
 // caller named (the DIR/<pod>/<timestamp>.prom layout): the directory,
 // not the file name, then names the target, so that "dcgm-<ts>.prom" next
 // to vLLM's "<ts>.prom" joins the same pod.
-func parsePathName(path string, inSubdir bool) nameInfo {
-	if path == stdinName || reStdinPath.MatchString(path) {
-		return nameInfo{target: "stdin"}
+func ParseName(path string, inSubdir bool) Name {
+	if path == Stdin || reStdinPath.MatchString(path) {
+		return Name{Target: "stdin"}
 	}
 	base := filepath.Base(path)
-	stem, _ := trimDumpExt(base)
+	stem, _ := trimExt(base)
 	dir := filepath.Base(filepath.Dir(path))
 	if dir == "." || dir == string(filepath.Separator) {
 		dir = ""
 	}
 	t, rest, ok := timeFromName(stem)
-	var ni nameInfo
+	var ni Name
 	if ok {
-		ni.time = t
+		ni.Time = t
 	}
 	dirTime, dirRest, dirIsTime := timeFromName(dir)
 	if !ok && dirIsTime {
 		// DIR/<timestamp>/<pod>.prom
-		ni.time = dirTime
+		ni.Time = dirTime
 		if dirRest == "" {
-			ni.target = stem
+			ni.Target = stem
 			return ni
 		}
 	}
 	switch {
 	case inSubdir && dir != "" && !dirIsTime:
-		ni.target = dir
+		ni.Target = dir
 	case ok && rest != "":
-		ni.target = rest
+		ni.Target = rest
 	case ok && dir != "" && !dirIsTime:
-		ni.target = dir // vllm-0/2026-09-22T10-00-15Z.prom
+		ni.Target = dir // vllm-0/2026-09-22T10-00-15Z.prom
 	case !ok && stem != "":
-		ni.target = stem
+		ni.Target = stem
 	case base != "." && base != string(filepath.Separator):
-		ni.target = base
+		ni.Target = base
 	default:
-		ni.target = "dump"
+		ni.Target = "dump"
 	}
 	return ni
 }
