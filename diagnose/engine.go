@@ -434,17 +434,14 @@ func (tl *timelines) setReplica(name string, si int, spec timelineSpec, row []*h
 	if len(row) != len(tl.grid) {
 		return
 	}
-	vals := slices.Clone(tl.replicas[name])
+	vals := slices.Clone(tl.replicaValues(name))
 	if vals == nil {
 		vals = make([][]float64, len(timelineSpecs))
 	}
 	stride := spec.stride()
 	v := slices.Clone(vals[si])
 	if v == nil {
-		v = make([]float64, stride*len(tl.grid))
-		for i := range tl.grid {
-			v[stride*i] = math.NaN()
-		}
+		v = newLine(stride, len(tl.grid))
 	}
 	for i, h := range row {
 		if h == nil || !both[i] {
@@ -458,6 +455,7 @@ func (tl *timelines) setReplica(name string, si int, spec timelineSpec, row []*h
 		tl.replicas = map[string][][]float64{}
 	}
 	tl.replicas[name] = vals
+	delete(tl.sparse, name) // made dense in vals
 }
 
 // pushedSignal reports whether a pushdown survey takes signal id's

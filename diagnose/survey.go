@@ -38,6 +38,9 @@ type lines struct {
 	// value and count, and for a quantile the report.Point.Edge (stride values
 	// per interval).
 	replicas map[string][][]float64
+	// sparse holds, for a pushdown survey, the p95 values of a replica's
+	// sample reads (see sparseLine).
+	sparse map[string]*sparseLine
 	// members holds the membership of every serving replica added.
 	members []membership
 	// hist says which timelines add measures: all (nil), or those whose
@@ -64,7 +67,7 @@ type fleetLine struct {
 
 func newLines(grid []snapshot.Window, step time.Duration) *lines {
 	l := &lines{grid: grid, step: step, fleet: make([]fleetLine, len(timelineSpecs)),
-		fresh: make([]bool, len(grid)), replicas: map[string][][]float64{}}
+		fresh: make([]bool, len(grid)), replicas: map[string][][]float64{}, sparse: map[string]*sparseLine{}}
 	for i, spec := range timelineSpecs {
 		f := &l.fleet[i]
 		switch spec.stat {
@@ -122,12 +125,28 @@ func (l *lines) addOnly(sc *scope, r int, only []bool) {
 		f := &l.fleet[si]
 		f.has = true
 		stride := spec.stride()
+		if only != nil && spec.stat == "p95" && vals[si] == nil {
+			// A pushdown survey's sample reads: a few intervals of a
+			// line whose others the engine sums (sparseLine).
+			sl := l.sparse[name]
+			if sl == nil {
+				sl = &sparseLine{}
+				l.sparse[name] = sl
+			}
+			sl.has |= 1 << si
+			sc.replicaHistEach(spec.id, r, sub, func(k int, inc snapshot.HistogramIncrease, err error) {
+				if err != nil {
+					return
+				}
+				p := histP95(time.Time{}, inc)
+				sl.points = append(sl.points, sparsePoint{si: uint8(si), i: int32(idx[k]), v: [3]float64{float64(p.Value), float64(p.Count), float64(p.Edge)}})
+				f.hist[idx[k]].add(inc)
+			})
+			continue
+		}
 		v := vals[si] // a replica's earlier sample read keeps its intervals
 		if v == nil {
-			v = make([]float64, stride*len(l.grid))
-			for i := range l.grid {
-				v[stride*i] = math.NaN()
-			}
+			v = newLine(stride, len(l.grid))
 			vals[si] = v
 		}
 		switch spec.stat {
@@ -178,6 +197,12 @@ func (l *lines) addOnly(sc *scope, r int, only []bool) {
 			}
 		}
 	}
+	if sl := l.sparse[name]; sl != nil && len(sl.points) > len(l.grid) {
+		// Most of the replica's intervals (a replica read whole):
+		// dense lines cost less.
+		vals = (&timelines{grid: l.grid, replicas: map[string][][]float64{name: vals}, sparse: l.sparse}).replicaValues(name)
+		delete(l.sparse, name)
+	}
 	l.replicas[name] = vals
 	if only == nil && !isCompanion(sc.replicas[r].res) {
 		l.members = append(l.members, sc.membership(r))
@@ -216,7 +241,7 @@ func (sc *scope) gaugeAggregation(id catalog.SignalID) snapshot.Aggregation {
 // together and, unlike it, does not depend on how their scrapes are
 // staggered; counter points the summed increase per second.
 func (l *lines) timelines(sc *scope) *timelines {
-	tl := &timelines{step: l.step, grid: l.grid, replicas: l.replicas, members: l.members, means: map[catalog.SignalID][]float64{}}
+	tl := &timelines{step: l.step, grid: l.grid, replicas: l.replicas, sparse: l.sparse, members: l.members, means: map[catalog.SignalID][]float64{}}
 	for si, spec := range timelineSpecs {
 		f := &l.fleet[si]
 		if !f.has {
@@ -824,5 +849,6 @@ func (tl *timelines) clone() *timelines {
 	c := *tl
 	c.list = slices.Clone(tl.list)
 	c.replicas = maps.Clone(tl.replicas)
+	c.sparse = maps.Clone(tl.sparse)
 	return &c
 }

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -49,6 +50,9 @@ type timelines struct {
 	grid     []snapshot.Window
 	list     []report.Timeline
 	replicas map[string][][]float64
+	// sparse are the values of replicas not yet in replicas (see
+	// replicaValues).
+	sparse map[string]*sparseLine
 	// members is when the serving replicas joined, left or were away.
 	members []membership
 	// means holds, per histogram signal of the fleet's timelines, the
@@ -129,8 +133,11 @@ func (sc *scope) addReplicas(tl *timelines, replicas []int) {
 		}
 		list = append(list, *f)
 		for r, rp := range sc.replicas {
-			vals := tl.replicas[rp.t.Name]
-			if !sel[r] || vals == nil || vals[si] == nil {
+			if !sel[r] {
+				continue
+			}
+			vals := tl.replicaValues(rp.t.Name)
+			if vals == nil || vals[si] == nil {
 				continue
 			}
 			v, k := vals[si], spec.stride()
@@ -232,4 +239,58 @@ func incidentP95(s report.Signal) float64 {
 		}
 	}
 	return math.NaN()
+}
+
+// A sparseLine holds the p95 values a pushdown survey read from a
+// replica's samples: its own intervals (its first, those after a gap),
+// where the engine does not sum it. Held as dense lines they would be
+// mostly NaN, on every replica; only the replicas a report shows are
+// made dense (replicaValues).
+type sparseLine struct {
+	has    uint32 // bit si: the replica carries timelineSpecs[si]
+	points []sparsePoint
+}
+
+// sparsePoint is the value, count and edge of interval i of
+// timelineSpecs[si].
+type sparsePoint struct {
+	si uint8
+	i  int32
+	v  [3]float64
+}
+
+// newLine returns a replica's line of stride values per interval over n
+// intervals: values NaN, counts and edges 0 (not evaluated).
+func newLine(stride, n int) []float64 {
+	v := make([]float64, stride*n)
+	for i := range n {
+		v[stride*i] = math.NaN()
+	}
+	return v
+}
+
+// replicaValues returns the values of replica name (see lines.replicas),
+// its sparse p95 values made dense: a new slice where there are any,
+// else the one held. A signal's values are either sparse or dense, never
+// both, so the dense lines held are never written.
+func (tl *timelines) replicaValues(name string) [][]float64 {
+	vals := tl.replicas[name]
+	sl := tl.sparse[name]
+	if sl == nil {
+		return vals
+	}
+	out := slices.Clone(vals)
+	if out == nil {
+		out = make([][]float64, len(timelineSpecs))
+	}
+	for si, spec := range timelineSpecs {
+		if sl.has&(1<<si) != 0 {
+			out[si] = newLine(spec.stride(), len(tl.grid))
+		}
+	}
+	for _, p := range sl.points {
+		k := timelineSpecs[p.si].stride() * int(p.i)
+		copy(out[p.si][k:k+3], p.v[:])
+	}
+	return out
 }
