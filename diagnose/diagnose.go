@@ -345,7 +345,7 @@ func (sc *scope) measure() (measured, error) {
 		st, tl = sv.st, sv.tl
 	} else {
 		st = sc.scrapeStats()
-		if len(st.times) == 0 {
+		if st.times.len() == 0 {
 			return measured{}, fmt.Errorf("diagnose: %s: no scrape", groupName(sc.group))
 		}
 		if st.maxPerTarget >= 3 {

@@ -615,7 +615,7 @@ func (s *Surveyor) Survey() (sv *Survey, again bool, err error) {
 	}
 	sc := newScope(s.set, groups[0].sel, groups[0].reps)
 	st := pickScrapes(&s.vllm, &s.companions)
-	if len(st.times) == 0 {
+	if st.times.len() == 0 {
 		return nil, false, fmt.Errorf("diagnose: %s: no scrape", groupName(sc.group))
 	}
 	var tl *timelines
@@ -736,7 +736,7 @@ func (sv *Survey) ReadRanges() []snapshot.Window {
 // String describes the survey: targets, scrapes, grid and passes.
 func (sv *Survey) String() string {
 	s := fmt.Sprintf("survey of %s, %s from %s to %s",
-		report.Plural(len(sv.targets), "target", "targets"), report.Plural(len(sv.st.times), "scrape", "scrapes"),
+		report.Plural(len(sv.targets), "target", "targets"), report.Plural(sv.st.times.len(), "scrape", "scrapes"),
 		sv.st.first.UTC().Format(time.RFC3339), sv.st.last.UTC().Format(time.RFC3339))
 	if sv.tl != nil {
 		s += fmt.Sprintf(", %s of %v", report.Plural(len(sv.tl.grid), "interval", "intervals"), sv.tl.step)

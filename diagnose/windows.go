@@ -1,8 +1,10 @@
 package diagnose
 
 import (
+	"encoding/binary"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -38,7 +40,7 @@ type scrapeStats struct {
 	// an edge sample on every replica scraped twice.
 	firstEach, lastEach time.Time
 	interval            time.Duration // median scrape interval; 0 when unknown
-	times               []int64       // every scrape instant (Unix ns), sorted
+	times               *instants     // every scrape instant; nil when none
 }
 
 func (sc *scope) scrapeStats() scrapeStats {
@@ -59,7 +61,7 @@ func (sc *scope) scrapeStats() scrapeStats {
 // pickScrapes returns the statistics of the vLLM targets' scrapes, or of
 // the companions' when no vLLM target was scraped.
 func pickScrapes(vllm, companions *scrapeAcc) scrapeStats {
-	if len(vllm.st.times) > 0 {
+	if vllm.st.times.len() > 0 {
 		return vllm.stats()
 	}
 	return companions.stats()
@@ -98,23 +100,21 @@ func (a *scrapeAcc) add(scrapes []snapshot.Scrape) {
 	if a.gaps == nil {
 		a.gaps = map[time.Duration]int{}
 	}
-	for i, s := range scrapes {
-		st.times = append(st.times, s.Time.UnixNano())
-		if i > 0 {
-			a.gaps[s.Time.Sub(scrapes[i-1].Time)]++
-			a.n++
-		}
+	if st.times == nil {
+		st.times = &instants{}
+	}
+	st.times.add(scrapes)
+	for i := 1; i < len(scrapes); i++ {
+		a.gaps[scrapes[i].Time.Sub(scrapes[i-1].Time)]++
+		a.n++
 	}
 }
 
 // stats returns the statistics of the scrapes added. Their instants are
-// sorted where they are, not copied (a survey of a long history holds
-// every target's): scrapes added after stats are not in the statistics
-// returned before.
+// shared, not copied (a survey of a long history holds every target's):
+// add no scrapes after stats.
 func (a *scrapeAcc) stats() scrapeStats {
-	slices.Sort(a.st.times)
 	st := a.st
-	st.times = slices.Clip(st.times)
 	if a.n > 0 {
 		// The median gap: the one at index n/2 of all gaps sorted.
 		gs := slices.Sorted(maps.Keys(a.gaps))
@@ -131,20 +131,84 @@ func (a *scrapeAcc) stats() scrapeStats {
 }
 
 // count returns the number of scrape instants (over all replicas) in
-// [start, end].
+// [start, end]; a zero start means from the first.
 func (st scrapeStats) count(start, end time.Time) int {
 	if end.IsZero() {
 		return 0
 	}
-	lo := 0
+	lo := int64(math.MinInt64)
 	if !start.IsZero() {
-		lo, _ = slices.BinarySearch(st.times, start.UnixNano())
+		lo = start.UnixNano()
 	}
-	hi, found := slices.BinarySearch(st.times, end.UnixNano())
-	for found && hi < len(st.times) && st.times[hi] == end.UnixNano() {
-		hi++
+	return st.times.count(lo, end.UnixNano())
+}
+
+// instants are the scrape instants of targets, each target's ascending
+// instants (Unix ns) as zigzag varints of the first, of the first gap and
+// then of each gap's change: a byte an instant for a target scraped
+// regularly, instead of eight.
+type instants struct {
+	buf  []byte
+	runs []int // per target, its number of instants
+	n    int
+}
+
+// add adds the instants of one target's scrapes, ascending.
+func (in *instants) add(scrapes []snapshot.Scrape) {
+	var prev, gap int64
+	for i, s := range scrapes {
+		t := s.Time.UnixNano()
+		switch i {
+		case 0:
+			in.buf = binary.AppendVarint(in.buf, t)
+		case 1:
+			gap = t - prev
+			in.buf = binary.AppendVarint(in.buf, gap)
+		default:
+			in.buf = binary.AppendVarint(in.buf, t-prev-gap)
+			gap = t - prev
+		}
+		prev = t
 	}
-	return max(0, hi-lo)
+	in.runs = append(in.runs, len(scrapes))
+	in.n += len(scrapes)
+}
+
+// len returns the number of instants; 0 for nil.
+func (in *instants) len() int {
+	if in == nil {
+		return 0
+	}
+	return in.n
+}
+
+// count returns the number of instants in [lo, hi].
+func (in *instants) count(lo, hi int64) int {
+	if in == nil {
+		return 0
+	}
+	n, off := 0, 0
+	for _, k := range in.runs {
+		var t, gap int64
+		for i := range k {
+			v, w := binary.Varint(in.buf[off:])
+			off += w
+			switch i {
+			case 0:
+				t = v
+			case 1:
+				gap = v
+				t += gap
+			default:
+				gap += v
+				t += gap
+			}
+			if t >= lo && t <= hi {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func (st scrapeStats) window(w snapshot.Window, from string) evalWindow {
@@ -225,7 +289,7 @@ func (sc *scope) chooseWindows(st scrapeStats, tl *timelines) (base, inc evalWin
 		return base, inc, cp, warns
 
 	case st.maxPerTarget <= 1:
-		inc = evalWindow{ok: true, lifetime: true, info: report.WindowInfo{End: knownTime(st.last), From: "lifetime", Scrapes: len(st.times)}}
+		inc = evalWindow{ok: true, lifetime: true, info: report.WindowInfo{End: knownTime(st.last), From: "lifetime", Scrapes: st.times.len()}}
 		warns = append(warns, warnf(report.WarnWindow, ErrLifetimeWindow, "lifetime, not windowed: one scrape per replica, so every value is since the process started; there is no baseline, and symptoms are judged against SLO targets only"))
 		return base, inc, nil, warns
 
