@@ -200,7 +200,7 @@ func (l *lines) addOnly(sc *scope, r int, only []bool) {
 	if sl := l.sparse[name]; sl != nil && len(sl.points) > len(l.grid) {
 		// Most of the replica's intervals (a replica read whole):
 		// dense lines cost less.
-		vals = (&timelines{grid: l.grid, replicas: map[string][][]float64{name: vals}, sparse: l.sparse}).replicaValues(name)
+		vals = sl.dense(vals, len(l.grid))
 		delete(l.sparse, name)
 	}
 	l.replicas[name] = vals

@@ -270,22 +270,27 @@ func newLine(stride, n int) []float64 {
 }
 
 // replicaValues returns the values of replica name (see lines.replicas),
-// its sparse p95 values made dense: a new slice where there are any,
-// else the one held. A signal's values are either sparse or dense, never
-// both, so the dense lines held are never written.
+// its sparse p95 values made dense (sparseLine.dense); the values held
+// where it has none.
 func (tl *timelines) replicaValues(name string) [][]float64 {
-	vals := tl.replicas[name]
-	sl := tl.sparse[name]
-	if sl == nil {
-		return vals
+	if sl := tl.sparse[name]; sl != nil {
+		return sl.dense(tl.replicas[name], len(tl.grid))
 	}
+	return tl.replicas[name]
+}
+
+// dense returns vals, a replica's dense lines over n intervals, with
+// sl's signals added as dense lines: a new slice, whose other lines are
+// vals'. A signal's values are either sparse or dense, never both, so
+// vals' lines are never written.
+func (sl *sparseLine) dense(vals [][]float64, n int) [][]float64 {
 	out := slices.Clone(vals)
 	if out == nil {
 		out = make([][]float64, len(timelineSpecs))
 	}
 	for si, spec := range timelineSpecs {
 		if sl.has&(1<<si) != 0 {
-			out[si] = newLine(spec.stride(), len(tl.grid))
+			out[si] = newLine(spec.stride(), n)
 		}
 	}
 	for _, p := range sl.points {
