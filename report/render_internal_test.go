@@ -348,10 +348,11 @@ func TestSplitSummarySymptomsByGroup(t *testing.T) {
 // clause that explains it is cut off; any other change reads as before.
 func TestLeadClauseSamplingNoise(t *testing.T) {
 	text := "ttft_p95 450ms vs baseline 330ms: 1.36x; within sampling noise: z 1.5 (up: >= 1.2x)"
-	within := rules.Evidence{Fact: rules.TTFTP95, Text: text, Count: 120, Effect: &rules.Effect{Ratio: 1.36, WithinSampling: true, SamplingKnown: true, SamplingZ: 1.5}}
+	within := rules.Evidence{Fact: rules.TTFTP95, Text: text, Lead: "ttft_p95 450ms vs baseline 330ms: 1.36x", Count: 120, Effect: &rules.Effect{Ratio: 1.36, WithinSampling: true, SamplingKnown: true, SamplingZ: 1.5}}
 	assert.Equal(t, "ttft_p95 450ms vs baseline 330ms: 1.36x, within sampling noise (n=120 requests)", compactEvidence(within))
 	beyond := within
 	beyond.Effect = &rules.Effect{Ratio: 1.36, Beyond: true}
-	beyond.Text = "ttft_p95 450ms vs baseline 330ms: 1.36x, moderate; beyond noise 1.2x-1.5x over 30/30 intervals"
+	beyond.Lead = "ttft_p95 450ms vs baseline 330ms: 1.36x, moderate"
+	beyond.Text = beyond.Lead + "; beyond noise 1.2x-1.5x over 30/30 intervals"
 	assert.Equal(t, "ttft_p95 450ms vs baseline 330ms: 1.36x, moderate (n=120 requests)", compactEvidence(beyond))
 }

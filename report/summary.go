@@ -441,32 +441,17 @@ func firstCheck(f rules.Finding) (string, bool) {
 	return "", false
 }
 
-// leadClause is an evidence item's sentence up to its first clause, which
-// holds the number and its change, and says so when the change lies
-// within sampling noise (Effect.WithinSampling: the clause cut off says
-// why a rise is not counted).
+// leadClause is an evidence item's lead (Evidence.Lead: the number and
+// its change), which says so when the change lies within sampling noise
+// (Effect.WithinSampling: the clause left out says why a rise is not
+// counted).
 func leadClause(e rules.Evidence) string {
-	s := firstClause(e.Text)
+	s := e.Lead
+	if s == "" {
+		s = e.Text
+	}
 	if e.Effect != nil && e.Effect.WithinSampling {
 		s += ", within sampling noise"
-	}
-	return s
-}
-
-// firstClause returns s up to its first "; " outside parentheses.
-func firstClause(s string) string {
-	depth := 0
-	for i, c := range s {
-		switch c {
-		case '(', '[':
-			depth++
-		case ')', ']':
-			depth--
-		case ';':
-			if depth <= 0 && strings.HasPrefix(s[i:], "; ") {
-				return s[:i]
-			}
-		}
 	}
 	return s
 }

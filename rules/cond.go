@@ -314,7 +314,8 @@ func (c Cond) eval(e *env) result {
 			}
 		}
 		ch = ch.Toward(c.fact)
-		ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s)", c.fact, fmtEst(c.fact, f.Value, f.Upper), fmtEst(c.fact, f.Baseline, f.BaselineUpper), effectText(ch, f), upDown(out, yes, no))
+		ev.Lead = fmt.Sprintf("%s %s vs baseline %s: %s", c.fact, fmtEst(c.fact, f.Value, f.Upper), fmtEst(c.fact, f.Baseline, f.BaselineUpper), ch.ratioText(f))
+		ev.Text = fmt.Sprintf("%s; %s (%s)", ev.Lead, ch.noiseText(), upDown(out, yes, no))
 		ev.Effect = &ch
 	case kDrops:
 		d := f.Baseline - f.Value
@@ -551,8 +552,9 @@ func (e *env) unresolved(id FactID) (FactID, Evidence, bool) {
 		return "", Evidence{}, false
 	}
 	ev := evidenceOf(id, f)
-	ev.Text = fmt.Sprintf("%s %s vs baseline %s: both inside the lowest bucket (up to %s), where a quantile is unresolved; %s decides (line above)",
-		id, fmtValue(id, f.Value), fmtValue(id, f.Baseline), fmtValue(id, math.Max(f.Upper, f.BaselineUpper)), m)
+	ev.Lead = fmt.Sprintf("%s %s vs baseline %s: both inside the lowest bucket (up to %s), where a quantile is unresolved",
+		id, fmtValue(id, f.Value), fmtValue(id, f.Baseline), fmtValue(id, math.Max(f.Upper, f.BaselineUpper)))
+	ev.Text = fmt.Sprintf("%s; %s decides (line above)", ev.Lead, m)
 	return m, ev, true
 }
 

@@ -247,10 +247,11 @@ func (c Effect) MarshalJSON() ([]byte, error) {
 		z, c.WithinSampling})
 }
 
-// effectText formats the ratio of f (a lower or upper bound where a
-// quantile sits in the +Inf bucket), its grade and its noise.
-func effectText(c Effect, f Fact) string {
-	return fmtRatioEst(c.Ratio, f) + c.gradeText() + "; " + c.noiseText()
+// ratioText formats the ratio of f (a lower or upper bound where a
+// quantile sits in the +Inf bucket) and its grade: the lead of an
+// evidence sentence, which noiseText follows.
+func (c Effect) ratioText(f Fact) string {
+	return fmtRatioEst(c.Ratio, f) + c.gradeText()
 }
 
 // gradeText is ", improved" for an improvement, ", " and the severity

@@ -24,6 +24,10 @@ type Evidence struct {
 	// baseline 120ms: 3.75x, severe (beyond noise 3.1x-4.4x over 30/30
 	// intervals; rises: >= 1.2x)".
 	Text string
+	// Lead is the start of Text that holds the number and its change
+	// (e.g. "queue_time_p95 450ms vs baseline 120ms: 3.75x, severe"),
+	// which the report's short forms show; empty when it is all of Text.
+	Lead string
 	// Effect is the comparison with the baseline, for evidence that
 	// compares the windows; nil otherwise.
 	Effect *Effect

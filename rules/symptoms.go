@@ -238,7 +238,8 @@ func (e *env) latencyUp(sg signal) result {
 		st = ch.Severity.strength()
 	}
 	ch = ch.Toward(sg.id)
-	ev.Text = fmt.Sprintf("%s %s vs baseline %s: %s (%s)", sg.id, fmtEst(sg.id, f.Value, f.Upper), fmtEst(sg.id, f.Baseline, f.BaselineUpper), effectText(ch, f), upDown(out, fmt.Sprintf("up: >= %gx", e.th.Rise), no))
+	ev.Lead = fmt.Sprintf("%s %s vs baseline %s: %s", sg.id, fmtEst(sg.id, f.Value, f.Upper), fmtEst(sg.id, f.Baseline, f.BaselineUpper), ch.ratioText(f))
+	ev.Text = fmt.Sprintf("%s; %s (%s)", ev.Lead, ch.noiseText(), upDown(out, fmt.Sprintf("up: >= %gx", e.th.Rise), no))
 	ev.Effect = &ch
 	return result{out: out, ev: []Evidence{ev}, strength: st}
 }
@@ -341,7 +342,8 @@ func (e *env) e2e() e2eResult {
 				ch = ch.Toward(TPOTMean)
 				pev := evidenceOf(TPOTMean, pt)
 				pev.Effect = &ch
-				pev.Text = fmt.Sprintf("%s %s vs baseline %s: %s", TPOTMean, fmtValue(TPOTMean, pt.Value), fmtValue(TPOTMean, pt.Baseline), effectText(ch, pt))
+				pev.Lead = fmt.Sprintf("%s %s vs baseline %s: %s", TPOTMean, fmtValue(TPOTMean, pt.Value), fmtValue(TPOTMean, pt.Baseline), ch.ratioText(pt))
+				pev.Text = pev.Lead + "; " + ch.noiseText()
 				res.ev = append(res.ev, pev)
 				if !ch.Up(e.th) {
 					pev.Text += ": the time per token did not rise; answers got longer (a workload change, not a slowdown)"
