@@ -239,10 +239,10 @@ func checkImprovementClaims(t *testing.T, name string, rep *report.Report, text 
 		ev = append(append(ev, h.Evidence...), h.CounterEvidence...)
 	}
 	for _, e := range ev {
-		if e.Effect == nil || !e.Effect.Beyond || !better(e.Fact, e.Effect.Ratio) {
+		if e.Effect == nil || !e.Effect.Beyond || !better(e.ID, e.Effect.Ratio) {
 			continue
 		}
-		assert.Empty(t, e.Effect.Severity, "%s: %s improved (%.2fx) and carries no severity", name, e.Fact, e.Effect.Ratio)
+		assert.Empty(t, e.Effect.Severity, "%s: %s improved (%.2fx) and carries no severity", name, e.ID, e.Effect.Ratio)
 	}
 	for _, m := range regexp.MustCompile(`(\w+) \S+(?: \S+)? vs baseline \S+(?: \S+)?: [<>=]*\s*([0-9.,]+)x, (mild|moderate|severe)`).FindAllStringSubmatch(unwrap(text), -1) {
 		r, err := strconv.ParseFloat(strings.ReplaceAll(m[2], ",", ""), 64)

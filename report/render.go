@@ -362,21 +362,21 @@ func WindowText(w WindowInfo, lifetime bool) string {
 func fmtEvidence(r *Report, e rules.Evidence, verbose bool) string {
 	var extra []string
 	unit := ""
-	if info, ok := rules.Info(e.Fact); ok {
+	if info, ok := rules.Info(e.ID); ok {
 		unit = string(info.Unit)
 	}
-	if !math.IsNaN(e.Lower) || !math.IsNaN(e.Upper) {
-		extra = append(extra, fmt.Sprintf("in [%s, %s]", FormatValue(e.Lower, unit), FormatValue(e.Upper, unit)))
+	if !math.IsNaN(e.Fact.Lower) || !math.IsNaN(e.Fact.Upper) {
+		extra = append(extra, fmt.Sprintf("in [%s, %s]", FormatValue(e.Fact.Lower, unit), FormatValue(e.Fact.Upper, unit)))
 	}
-	if !math.IsNaN(e.Count) {
-		c := fmtCountOf(rules.Number(e.Count), countNoun(e.Fact))
-		if !math.IsNaN(e.BaselineCount) {
-			c += " (baseline " + strings.TrimPrefix(fmtCountOf(rules.Number(e.BaselineCount), ""), "n=") + ")"
+	if !math.IsNaN(e.Fact.Count) {
+		c := fmtCountOf(rules.Number(e.Fact.Count), countNoun(e.ID))
+		if !math.IsNaN(e.Fact.BaselineCount) {
+			c += " (baseline " + strings.TrimPrefix(fmtCountOf(rules.Number(e.Fact.BaselineCount), ""), "n=") + ")"
 		}
 		extra = append(extra, c)
 	}
-	if e.Window != "" {
-		inc, base := e.Window, e.BaselineWindow
+	if e.Fact.Window != "" {
+		inc, base := e.Fact.Window, e.Fact.BaselineWindow
 		if inc == windowText(r.Windows.Incident) {
 			inc = "incident window"
 		}
@@ -394,12 +394,12 @@ func fmtEvidence(r *Report, e rules.Evidence, verbose bool) string {
 	}
 	text := e.Text
 	if verbose {
-		if e.Source != "" {
-			extra = append(extra, e.Source)
+		if e.Fact.Source != "" {
+			extra = append(extra, e.Fact.Source)
 		}
 	} else {
 		// A per-replica fact's source names the replica: keep the name.
-		if name, _, ok := strings.Cut(e.Source, ": "); ok && slices.Contains(r.Inputs.Replicas, name) {
+		if name, _, ok := strings.Cut(e.Fact.Source, ": "); ok && slices.Contains(r.Inputs.Replicas, name) {
 			extra = append(extra, "replica "+name)
 		}
 	}
@@ -440,7 +440,7 @@ func hypothesisOrder(hs []rules.Finding) []int {
 func ruledOutBy(f rules.Finding) string {
 	var parts []string
 	for _, e := range f.CounterEvidence {
-		if e.Fact == "" {
+		if e.ID == "" {
 			if len(parts) > 0 {
 				break
 			}
@@ -592,8 +592,8 @@ func layoutRival(d *Document, r *Report, f rules.Finding) {
 	// key names a piece of evidence: its fact, or its text for a
 	// sentence that names none (the lifecycle breakdown).
 	key := func(e rules.Evidence) string {
-		if e.Fact != "" {
-			return string(e.Fact)
+		if e.ID != "" {
+			return string(e.ID)
 		}
 		return e.Text
 	}

@@ -326,7 +326,7 @@ func TestWriteJSONStreamsTimelines(t *testing.T) {
 func TestSplitSummarySymptomsByGroup(t *testing.T) {
 	sym := func(id rules.SymptomID, present bool, model string) rules.Symptom {
 		return rules.Symptom{ID: id, Present: present, Evaluable: true, Group: map[string]string{"model_name": model},
-			Evidence: []rules.Evidence{{Fact: rules.TTFTP95, Text: "ttft_p95 2s vs baseline 1s: 2x"}}}
+			Evidence: []rules.Evidence{{ID: rules.TTFTP95, Text: "ttft_p95 2s vs baseline 1s: 2x"}}}
 	}
 	a := &Report{Verdict: rules.Undetermined, Group: map[string]string{"model_name": "a"}}
 	b := &Report{Verdict: rules.Undetermined, Group: map[string]string{"model_name": "b"}}
@@ -348,7 +348,7 @@ func TestSplitSummarySymptomsByGroup(t *testing.T) {
 // clause that explains it is cut off; any other change reads as before.
 func TestLeadClauseSamplingNoise(t *testing.T) {
 	text := "ttft_p95 450ms vs baseline 330ms: 1.36x; within sampling noise: z 1.5 (up: >= 1.2x)"
-	within := rules.Evidence{Fact: rules.TTFTP95, Text: text, Lead: "ttft_p95 450ms vs baseline 330ms: 1.36x", Count: 120, Effect: &rules.Effect{Ratio: 1.36, WithinSampling: true, SamplingKnown: true, SamplingZ: 1.5}}
+	within := rules.Evidence{ID: rules.TTFTP95, Fact: rules.Fact{Count: 120}, Text: text, Lead: "ttft_p95 450ms vs baseline 330ms: 1.36x", Effect: &rules.Effect{Ratio: 1.36, WithinSampling: true, SamplingKnown: true, SamplingZ: 1.5}}
 	assert.Equal(t, "ttft_p95 450ms vs baseline 330ms: 1.36x, within sampling noise (n=120 requests)", compactEvidence(within))
 	beyond := within
 	beyond.Effect = &rules.Effect{Ratio: 1.36, Beyond: true}

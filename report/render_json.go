@@ -308,6 +308,10 @@ func (w *floatWalker) walk(v reflect.Value) {
 			w.walk(v.Elem())
 		}
 	case reflect.Struct:
+		if e, ok := v.Interface().(rules.Evidence); ok {
+			w.walkEvidence(e)
+			return
+		}
 		for _, fd := range w.structFields(v.Type()) {
 			w.segs = append(w.segs, pathSeg{field: fd.name})
 			w.walk(v.Field(fd.index))
@@ -329,6 +333,23 @@ func (w *floatWalker) walk(v reflect.Value) {
 			w.segs = w.segs[:len(w.segs)-1]
 		}
 	}
+}
+
+// walkEvidence walks an evidence item as its MarshalJSON writes it: the
+// numbers of its fact flat, then its effect.
+func (w *floatWalker) walkEvidence(e rules.Evidence) {
+	f := e.Fact
+	for _, n := range []struct {
+		name string
+		v    float64
+	}{{"value", f.Value}, {"baseline", f.Baseline}, {"lower", f.Lower}, {"upper", f.Upper}, {"count", f.Count}, {"baseline_count", f.BaselineCount}} {
+		w.segs = append(w.segs, pathSeg{field: n.name})
+		w.f(w.path, n.v)
+		w.segs = w.segs[:len(w.segs)-1]
+	}
+	w.segs = append(w.segs, pathSeg{field: "effect"})
+	w.walk(reflect.ValueOf(e.Effect))
+	w.segs = w.segs[:len(w.segs)-1]
 }
 
 // structFields returns the fields of struct type t to walk, with their
@@ -390,8 +411,11 @@ func elementKey(v reflect.Value, i int) string {
 	if v.Kind() != reflect.Struct {
 		return fmt.Sprint(i)
 	}
-	if q, ok := v.Interface().(Quantile); ok {
-		return fmtQ(q.Q)
+	switch x := v.Interface().(type) {
+	case Quantile:
+		return fmtQ(x.Q)
+	case rules.Evidence:
+		return fmt.Sprint(i)
 	}
 	for _, name := range []string{"ID", "Signal"} {
 		if fv := v.FieldByName(name); fv.IsValid() && fv.Kind() == reflect.String && fv.String() != "" {

@@ -72,21 +72,21 @@ func (r *Report) NamedCulprit() *Culprit {
 		return nil
 	}
 	for _, e := range f.Evidence {
-		if !slices.Contains(replicaFacts, e.Fact) {
+		if !slices.Contains(replicaFacts, e.ID) {
 			continue
 		}
-		name, _, ok := strings.Cut(e.Source, ": ")
+		name, _, ok := strings.Cut(e.Fact.Source, ": ")
 		if !ok || !slices.Contains(r.Inputs.Replicas, name) {
 			continue
 		}
-		why := fmt.Sprintf("takes %s its fair share of arrivals", rules.FormatMultiple(e.Value))
-		if e.Fact == rules.ReplicaShareMax {
-			why = fmt.Sprintf("takes %s its fair share of completions", rules.FormatMultiple(e.Value))
+		why := fmt.Sprintf("takes %s its fair share of arrivals", rules.FormatMultiple(e.Fact.Value))
+		if e.ID == rules.ReplicaShareMax {
+			why = fmt.Sprintf("takes %s its fair share of completions", rules.FormatMultiple(e.Fact.Value))
 		}
-		share := rules.Number(e.Value)
+		share := rules.Number(e.Fact.Value)
 		c := &Culprit{Kind: "replica", Name: name, Share: &share, Why: why}
-		if e.Fact == rules.ReplicaTTFTRatio {
-			c.Why = fmt.Sprintf("its TTFT p95 is %s the fleet's", rules.FormatMultiple(e.Value))
+		if e.ID == rules.ReplicaTTFTRatio {
+			c.Why = fmt.Sprintf("its TTFT p95 is %s the fleet's", rules.FormatMultiple(e.Fact.Value))
 			if sp, ok := r.ttftSpread(); ok && sp.Replica == name {
 				c.Why = fmt.Sprintf("its TTFT p95 %s is %s %s", FormatValue(sp.Worst, "s"), rules.FormatMultiple(sp.Ratio()), othersMedian(sp))
 			}
@@ -110,8 +110,8 @@ const maxSummaryNumbers = 4
 // are said once in the summary, the metrics once in the signal table.
 func compactEvidence(e rules.Evidence) string {
 	text := leadClause(e)
-	if !math.IsNaN(e.Count) && e.Fact != "" {
-		text += " (" + fmtCountOf(rules.Number(e.Count), countNoun(e.Fact)) + ")"
+	if !math.IsNaN(e.Fact.Count) && e.ID != "" {
+		text += " (" + fmtCountOf(rules.Number(e.Fact.Count), countNoun(e.ID)) + ")"
 	}
 	return text
 }
@@ -127,7 +127,7 @@ func summaryNumbers(r *Report) []string {
 	inSymptoms := map[rules.FactID]bool{}
 	for _, s := range r.Symptoms {
 		for _, e := range s.Evidence {
-			inSymptoms[e.Fact] = true
+			inSymptoms[e.ID] = true
 		}
 	}
 	var ev []rules.Evidence
@@ -150,18 +150,18 @@ func summaryNumbers(r *Report) []string {
 			if len(out) >= limit || len(out) >= maxSummaryNumbers {
 				return
 			}
-			if e.Fact == "" || seen[e.Fact] || !keep(e) {
+			if e.ID == "" || seen[e.ID] || !keep(e) {
 				continue
 			}
-			seen[e.Fact] = true
+			seen[e.ID] = true
 			out = append(out, compactEvidence(e))
 		}
 	}
 	all := func(rules.Evidence) bool { return true }
-	take(func(e rules.Evidence) bool { return slices.Contains(replicaFacts, e.Fact) }, 1)
+	take(func(e rules.Evidence) bool { return slices.Contains(replicaFacts, e.ID) }, 1)
 	if isHyp {
-		take(func(e rules.Evidence) bool { return inSymptoms[e.Fact] }, len(out)+1)
-		take(func(e rules.Evidence) bool { return !inSymptoms[e.Fact] }, maxSummaryNumbers)
+		take(func(e rules.Evidence) bool { return inSymptoms[e.ID] }, len(out)+1)
+		take(func(e rules.Evidence) bool { return !inSymptoms[e.ID] }, maxSummaryNumbers)
 	}
 	take(all, maxSummaryNumbers)
 	return out
@@ -393,21 +393,21 @@ func confidenceItem(r *Report, f rules.Finding) Item {
 func decisiveEvidence(r *Report, f, g rules.Finding) (rules.Evidence, bool) {
 	shown := map[rules.FactID]bool{}
 	for _, e := range f.Evidence {
-		shown[e.Fact] = true
+		shown[e.ID] = true
 	}
 	inSymptoms := map[rules.FactID]bool{}
 	for _, s := range r.Symptoms {
 		for _, e := range s.Evidence {
-			inSymptoms[e.Fact] = true
+			inSymptoms[e.ID] = true
 		}
 	}
 	for _, keep := range []func(rules.Evidence) bool{
-		func(e rules.Evidence) bool { return !shown[e.Fact] && !inSymptoms[e.Fact] },
-		func(e rules.Evidence) bool { return !shown[e.Fact] },
+		func(e rules.Evidence) bool { return !shown[e.ID] && !inSymptoms[e.ID] },
+		func(e rules.Evidence) bool { return !shown[e.ID] },
 		func(rules.Evidence) bool { return true },
 	} {
 		for _, e := range g.Evidence {
-			if e.Fact != "" && keep(e) {
+			if e.ID != "" && keep(e) {
 				return e, true
 			}
 		}

@@ -443,7 +443,7 @@ func dedupe(ev []Evidence) []Evidence {
 	seen := map[key]bool{}
 	out := ev[:0:0]
 	for _, e := range ev {
-		k := key{e.Fact, e.Text}
+		k := key{e.ID, e.Text}
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, e)

@@ -7,19 +7,12 @@ import (
 	"strings"
 )
 
-// Evidence is one number behind a symptom or finding: the fact, its
-// incident and baseline values with bounds, counts and windows, and a
-// sentence saying what it shows. Unknown numbers are NaN (null in JSON).
+// Evidence is one number behind a symptom or finding: the fact as it was
+// measured, and a sentence saying what it shows. A sentence-only item
+// has no ID and a missing Fact.
 type Evidence struct {
-	Fact           FactID  // empty for a sentence-only item
-	Value          float64 // incident-window value
-	Baseline       float64 // baseline-window value
-	Lower, Upper   float64 // bounds of Value
-	Count          float64 // observations behind Value
-	BaselineCount  float64 // observations behind Baseline
-	Window         string  // incident window
-	BaselineWindow string  // baseline window
-	Source         string  // metric name and version
+	ID   FactID // empty for a sentence-only item
+	Fact Fact   // the measured value: incident and baseline with bounds, counts, windows, source
 	// Text says what the number shows, e.g. "queue_time_p95 450ms vs
 	// baseline 120ms: 3.75x, severe (beyond noise 3.1x-4.4x over 30/30
 	// intervals; rises: >= 1.2x)".
@@ -34,11 +27,7 @@ type Evidence struct {
 }
 
 func evidenceOf(id FactID, f Fact) Evidence {
-	return Evidence{
-		Fact: id, Value: f.Value, Baseline: f.Baseline,
-		Lower: f.Lower, Upper: f.Upper, Count: f.Count, BaselineCount: f.BaselineCount,
-		Window: f.Window, BaselineWindow: f.BaselineWindow, Source: f.Source,
-	}
+	return Evidence{ID: id, Fact: f}
 }
 
 // textEvidence is an evidence item that carries only a sentence.
@@ -51,28 +40,29 @@ func textEvidence(text string) Evidence {
 // String returns the text followed by bounds, count, window and source
 // where known.
 func (e Evidence) String() string {
+	f := e.Fact
 	var b strings.Builder
 	b.WriteString(e.Text)
 	var extra []string
-	if !math.IsNaN(e.Lower) || !math.IsNaN(e.Upper) {
-		extra = append(extra, fmt.Sprintf("in [%s, %s]", fmtValue(e.Fact, e.Lower), fmtValue(e.Fact, e.Upper)))
+	if !math.IsNaN(f.Lower) || !math.IsNaN(f.Upper) {
+		extra = append(extra, fmt.Sprintf("in [%s, %s]", fmtValue(e.ID, f.Lower), fmtValue(e.ID, f.Upper)))
 	}
-	if !math.IsNaN(e.Count) {
-		c := "n=" + ProseNumber(e.Count)
-		if !math.IsNaN(e.BaselineCount) {
-			c += " (baseline n=" + ProseNumber(e.BaselineCount) + ")"
+	if !math.IsNaN(f.Count) {
+		c := "n=" + ProseNumber(f.Count)
+		if !math.IsNaN(f.BaselineCount) {
+			c += " (baseline n=" + ProseNumber(f.BaselineCount) + ")"
 		}
 		extra = append(extra, c)
 	}
-	if e.Window != "" {
-		w := e.Window
-		if e.BaselineWindow != "" {
-			w += " vs " + e.BaselineWindow
+	if f.Window != "" {
+		w := f.Window
+		if f.BaselineWindow != "" {
+			w += " vs " + f.BaselineWindow
 		}
 		extra = append(extra, w)
 	}
-	if e.Source != "" {
-		extra = append(extra, e.Source)
+	if f.Source != "" {
+		extra = append(extra, f.Source)
 	}
 	if len(extra) > 0 {
 		b.WriteString("; ")
@@ -84,6 +74,7 @@ func (e Evidence) String() string {
 // MarshalJSON writes the evidence with snake_case keys; non-finite
 // numbers (unknown values, an unbounded upper bound) are null.
 func (e Evidence) MarshalJSON() ([]byte, error) {
+	f := e.Fact
 	return json.Marshal(struct {
 		Fact           FactID  `json:"fact,omitempty"`
 		Value          Number  `json:"value"`
@@ -97,8 +88,27 @@ func (e Evidence) MarshalJSON() ([]byte, error) {
 		Source         string  `json:"source,omitempty"`
 		Text           string  `json:"text"`
 		Effect         *Effect `json:"effect,omitempty"`
-	}{e.Fact, Number(e.Value), Number(e.Baseline), Number(e.Lower), Number(e.Upper),
-		Number(e.Count), Number(e.BaselineCount), e.Window, e.BaselineWindow, e.Source, e.Text, e.Effect})
+	}{e.ID, Number(f.Value), Number(f.Baseline), Number(f.Lower), Number(f.Upper),
+		Number(f.Count), Number(f.BaselineCount), f.Window, f.BaselineWindow, f.Source, e.Text, e.Effect})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; the fact's numbers read
+// as Fact.UnmarshalJSON reads them (null or absent: NaN).
+func (e *Evidence) UnmarshalJSON(b []byte) error {
+	var j struct {
+		Fact   FactID  `json:"fact"`
+		Text   string  `json:"text"`
+		Effect *Effect `json:"effect"`
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	var f Fact
+	if err := f.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	*e = Evidence{ID: j.Fact, Fact: f, Text: j.Text, Effect: j.Effect}
+	return nil
 }
 
 // fmtValue formats a value in the unit of the fact for a sentence

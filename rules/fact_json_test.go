@@ -77,3 +77,27 @@ func formatNaNs(f Fact) string {
 	}
 	return s
 }
+
+// Evidence reads back from its JSON with the fact's written numbers; the
+// fields evidence does not write (baseline bounds, noise) read as unknown.
+func TestEvidenceJSONRoundTrip(t *testing.T) {
+	f := Measured(2.5).WithBaseline(0.4).WithBounds(2, 3).WithCount(900, 1200).
+		WithWindow("10:00-10:30Z (30m)", "09:30-10:00Z (30m)").WithSource("vllm:time_to_first_token_seconds")
+	e := evidenceOf(TTFTP95, f)
+	e.Text, e.Lead = "ttft_p95 2.5s vs baseline 400ms: 6.25x, severe; beyond noise", "ttft_p95 2.5s vs baseline 400ms: 6.25x, severe"
+	e.Effect = &Effect{Ratio: 6.25, Beyond: true, Severity: SeveritySevere}
+	b, err := json.Marshal(e)
+	require.NoError(t, err)
+	var got Evidence
+	require.NoError(t, json.Unmarshal(b, &got))
+	assert.Equal(t, TTFTP95, got.ID)
+	assert.Equal(t, e.Text, got.Text)
+	assert.Empty(t, got.Lead, "the lead is not written")
+	assert.Equal(t, e.Effect, got.Effect)
+	want := f
+	want.BaselineLower, want.BaselineUpper = math.NaN(), math.NaN()
+	assert.Equal(t, factString(want), factString(got.Fact), "%s", b)
+	again, err := json.Marshal(got)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(b), string(again))
+}

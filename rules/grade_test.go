@@ -12,7 +12,7 @@ import (
 // experiment from the map (or from mit when given), as evalRule does.
 func gradeFinding(id HypothesisID, score float64, mit ...string) Finding {
 	f := Finding{ID: id, Status: Supported, Score: score,
-		Evidence: []Evidence{{Fact: TTFTP95, Effect: &Effect{Severity: SeveritySevere}}}}
+		Evidence: []Evidence{{ID: TTFTP95, Effect: &Effect{Severity: SeveritySevere}}}}
 	for _, r := range Map() {
 		if r.ID == id {
 			f.Mitigations, f.Experiment = r.Mitigations, r.Experiment
@@ -139,7 +139,7 @@ func TestGrade(t *testing.T) {
 			name: "every change mild: not high, whatever the score",
 			fs: []Finding{func() Finding {
 				f := gradeFinding(DecodePressure, 0.83)
-				f.Evidence = []Evidence{{Fact: TPOTP95, Effect: &Effect{Severity: SeverityMild}}, {Fact: CorrRunningTPOT}}
+				f.Evidence = []Evidence{{ID: TPOTP95, Effect: &Effect{Severity: SeverityMild}}, {ID: CorrRunningTPOT}}
 				return f
 			}()},
 			want:    []Confidence{Medium},

@@ -514,14 +514,14 @@ func TestCounterEvidenceNamed(t *testing.T) {
 	f := finding(t, r, rules.KVPreemption)
 	require.Equal(t, rules.Contradicted, f.Status)
 	assert.Equal(t, "counter-evidence: preemption rate 0 (high KV usage alone is not an incident)", f.CounterEvidence[0].Text)
-	assert.Equal(t, rules.PreemptionRate, f.CounterEvidence[1].Fact)
+	assert.Equal(t, rules.PreemptionRate, f.CounterEvidence[1].ID)
 
 	r = rules.Evaluate(longPrompts(), rules.SLO{}, rules.DefaultThresholds)
 	f = finding(t, r, rules.PrefixCacheLoss)
 	require.Equal(t, rules.Contradicted, f.Status)
 	var facts []rules.FactID
 	for _, e := range f.CounterEvidence {
-		facts = append(facts, e.Fact)
+		facts = append(facts, e.ID)
 	}
 	assert.Contains(t, facts, rules.PromptTokensP95, "a falling hit ratio with longer prompts is not lost reuse")
 }
@@ -622,7 +622,7 @@ func TestLowerBoundEstimatesSaySo(t *testing.T) {
 	}
 	var text string
 	for _, e := range symptom(t, rules.Symptoms(f, rules.SLO{}, rules.DefaultThresholds), rules.SymptomTTFT).Evidence {
-		if e.Fact == rules.TTFTP95 {
+		if e.ID == rules.TTFTP95 {
 			text = e.Text
 		}
 	}
