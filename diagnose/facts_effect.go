@@ -736,7 +736,7 @@ func (c *factCtx) replicaLoadShareMax(w evalWindow) rules.Fact {
 		src += roleNote
 	}
 	f := rules.Measured(top).WithSource(src)
-	f.Count = total
+	f.Count, f.Replica = total, who
 	return f
 }
 

@@ -544,14 +544,14 @@ func (c *factCtx) restartFacts(w *relWindow) map[rules.FactID]rules.Fact {
 	out[rules.Restarts] = f
 	m := rules.Measured(float64(top)).WithSource(src)
 	if who != "" {
-		m.Source = who + ": " + src
+		m.Source, m.Replica = who+": "+src, who
 	}
 	m.Count = float64(n)
 	out[rules.RestartsReplicaMax] = m
 	hours := w.w.Duration().Hours()
 	if hours > 0 {
 		ph := rules.Measured(float64(top) / hours).WithSource(m.Source)
-		ph.Count = float64(n)
+		ph.Count, ph.Replica = float64(n), m.Replica
 		out[rules.RestartsPerHourMax] = ph
 	} else {
 		out[rules.RestartsPerHourMax] = rules.MissingFact("window of zero length")

@@ -398,8 +398,8 @@ func fmtEvidence(r *Report, e rules.Evidence, verbose bool) string {
 			extra = append(extra, e.Fact.Source)
 		}
 	} else {
-		// A per-replica fact's source names the replica: keep the name.
-		if name, _, ok := strings.Cut(e.Fact.Source, ": "); ok && slices.Contains(r.Inputs.Replicas, name) {
+		// The source is left out, not the replica a fact singles out.
+		if name := e.Fact.Replica; name != "" && slices.Contains(r.Inputs.Replicas, name) {
 			extra = append(extra, "replica "+name)
 		}
 	}

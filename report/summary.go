@@ -75,8 +75,8 @@ func (r *Report) NamedCulprit() *Culprit {
 		if !slices.Contains(replicaFacts, e.ID) {
 			continue
 		}
-		name, _, ok := strings.Cut(e.Fact.Source, ": ")
-		if !ok || !slices.Contains(r.Inputs.Replicas, name) {
+		name := e.Fact.Replica
+		if name == "" || !slices.Contains(r.Inputs.Replicas, name) {
 			continue
 		}
 		why := fmt.Sprintf("takes %s its fair share of arrivals", rules.FormatMultiple(e.Fact.Value))

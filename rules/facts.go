@@ -607,6 +607,11 @@ type Fact struct {
 	// Source names the metric (and version) the value came from, e.g.
 	// "vllm:time_to_first_token_seconds (V1)".
 	Source string
+	// Replica names the replica a per-replica fact singles out (the one
+	// that takes the largest share of arrivals, restarts most), which
+	// Source names too; empty for a fact of the fleet. Not written to
+	// JSON.
+	Replica string
 	// Missing, when not empty, says why the fact cannot be evaluated,
 	// e.g. "no GPU exporter in the evidence". A missing fact is never
 	// read as zero.
