@@ -444,7 +444,7 @@ func ruledOutBy(f rules.Finding) string {
 			if len(parts) > 0 {
 				break
 			}
-			parts = append(parts, strings.TrimPrefix(e.Text, "counter-evidence: "))
+			parts = append(parts, e.Lead)
 			continue
 		}
 		parts = append(parts, compactEvidence(e))
@@ -567,13 +567,7 @@ func layoutHypotheses(d *Document, r *Report, o LayoutOptions) {
 			section("root cause (after recovery):", textItems(f.RootCause))
 			section("prevent:", textItems(f.Prevention))
 			if f.Experiment.Hypothesis != "" {
-				lines := strings.Split(strings.TrimRight(f.Experiment.String(), "\n"), "\n")
-				head := strings.TrimPrefix(lines[0], "experiment for "+f.Experiment.Hypothesis+": ")
-				var sub []Item
-				for _, l := range lines[1:] {
-					sub = append(sub, Item{Text: strings.TrimSpace(l)})
-				}
-				items = append(items, Item{Text: "proposed experiment: " + head, Sub: sub})
+				items = append(items, Item{Text: "proposed experiment: " + f.Experiment.Summary(), Sub: textItems(f.Experiment.Terms())})
 			}
 		}
 		d.list("finding", items)
@@ -961,12 +955,14 @@ func layoutSignals(d *Document, r *Report) {
 	d.para("", fmt.Sprintf("baseline %s; incident %s; histograms merged across replicas before quantiles are taken",
 		FormatWindowSpan(r.Windows.Baseline), FormatWindowSpan(r.Windows.Incident)))
 	var items, missing, warns []Item
+	var missingIDs []string
 	var rows [][]string
 	warnIDs := map[string][]string{}
 	var warnOrder []string
 	for _, s := range r.Signals.Fleet {
 		if s.Missing != "" && s.Incident == nil && s.Baseline == nil {
 			missing = append(missing, Item{Text: s.ID + ": " + s.Missing})
+			missingIDs = append(missingIDs, s.ID)
 			continue
 		}
 		if !d.verbose && strings.Contains(s.Metric, "{") && s.Kind == "counter" {
@@ -1014,11 +1010,7 @@ func layoutSignals(d *Document, r *Report) {
 	}
 	d.list("signals", items)
 	if len(missing) > 0 && !d.verbose {
-		names := make([]string, len(missing))
-		for i, m := range missing {
-			names[i], _, _ = strings.Cut(m.Text, ":")
-		}
-		d.list("missing", []Item{{Text: "cannot evaluate: " + strings.Join(names, ", ") + " (--verbose says why)"}})
+		d.list("missing", []Item{{Text: "cannot evaluate: " + strings.Join(missingIDs, ", ") + " (--verbose says why)"}})
 	} else if len(missing) > 0 {
 		d.para("", "cannot evaluate:")
 		d.list("missing", missing)

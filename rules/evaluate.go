@@ -381,7 +381,7 @@ func evalRule(e *env, r Rule) Finding {
 	for _, c := range r.Counter {
 		res := c.When.eval(e)
 		if res.out == holds {
-			named = append(named, textEvidence("counter-evidence: "+c.Text))
+			named = append(named, labelled("counter-evidence", c.Text))
 			named = append(named, res.ev...)
 		}
 	}

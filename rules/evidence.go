@@ -17,9 +17,10 @@ type Evidence struct {
 	// baseline 120ms: 3.75x, severe (beyond noise 3.1x-4.4x over 30/30
 	// intervals; rises: >= 1.2x)".
 	Text string
-	// Lead is the start of Text that holds the number and its change
-	// (e.g. "queue_time_p95 450ms vs baseline 120ms: 3.75x, severe"),
-	// which the report's short forms show; empty when it is all of Text.
+	// Lead is the start of Text that the report's short forms show: the
+	// number and its change (e.g. "queue_time_p95 450ms vs baseline
+	// 120ms: 3.75x, severe"), or a labelled sentence without its label
+	// ("counter-evidence: "); empty when it is all of Text.
 	Lead string
 	// Effect is the comparison with the baseline, for evidence that
 	// compares the windows; nil otherwise.
@@ -32,9 +33,14 @@ func evidenceOf(id FactID, f Fact) Evidence {
 
 // textEvidence is an evidence item that carries only a sentence.
 func textEvidence(text string) Evidence {
-	e := evidenceOf("", MissingFact(""))
-	e.Text = text
-	return e
+	return Evidence{Fact: MissingFact(""), Text: text}
+}
+
+// labelled is an evidence item that carries only a sentence, under a
+// label ("counter-evidence"): its Text is "label: text", its Lead the
+// text alone.
+func labelled(label, text string) Evidence {
+	return Evidence{Fact: MissingFact(""), Text: label + ": " + text, Lead: text}
 }
 
 // String returns the text followed by bounds, count, window and source

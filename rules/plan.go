@@ -234,28 +234,45 @@ func (p Plan) Validate() error {
 	return errors.Join(errs...)
 }
 
-// String prints the plan in a few lines.
+// String prints the plan in a few lines: "experiment for" the
+// hypothesis, its Summary, then its Terms indented.
 func (p Plan) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "experiment for %s: change %s from %s to %s", p.Hypothesis, p.Change.Name, p.Change.From, p.Change.To)
-	fmt.Fprintf(&b, "; %d runs per arm after %v warm-up", p.Runs, p.WarmUp)
-	if p.Duration > 0 {
-		fmt.Fprintf(&b, ", %v each", p.Duration)
-	}
-	b.WriteString("\n")
-	if len(p.Hold) > 0 {
-		fmt.Fprintf(&b, "  hold: %s\n", strings.Join(p.Hold, ", "))
-	}
-	for _, e := range p.Expect {
-		fmt.Fprintf(&b, "  expect: %s %s by >= %s\n", e.Metric, e.Direction, pct(e.MinEffect))
-	}
-	for _, g := range p.Guards {
-		fmt.Fprintf(&b, "  guard: %s no worse than %s (%s is better)\n", g.Metric, pct(g.Tolerance), g.Better)
-	}
-	for _, f := range p.Falsification {
-		fmt.Fprintf(&b, "  reject if: %s\n", f.Text)
+	fmt.Fprintf(&b, "experiment for %s: %s\n", p.Hypothesis, p.Summary())
+	for _, t := range p.Terms() {
+		b.WriteString("  " + t + "\n")
 	}
 	return b.String()
+}
+
+// Summary says the change and the runs in a line, e.g. "change
+// max_num_batched_tokens from 2048 to 8192; 3 runs per arm after 5m0s
+// warm-up, 30m0s each".
+func (p Plan) Summary() string {
+	s := fmt.Sprintf("change %s from %s to %s; %d runs per arm after %v warm-up", p.Change.Name, p.Change.From, p.Change.To, p.Runs, p.WarmUp)
+	if p.Duration > 0 {
+		s += fmt.Sprintf(", %v each", p.Duration)
+	}
+	return s
+}
+
+// Terms says what the plan holds, expects, guards and rejects, a line
+// each ("hold: ...", "expect: ...", "guard: ...", "reject if: ...").
+func (p Plan) Terms() []string {
+	var out []string
+	if len(p.Hold) > 0 {
+		out = append(out, "hold: "+strings.Join(p.Hold, ", "))
+	}
+	for _, e := range p.Expect {
+		out = append(out, fmt.Sprintf("expect: %s %s by >= %s", e.Metric, e.Direction, pct(e.MinEffect)))
+	}
+	for _, g := range p.Guards {
+		out = append(out, fmt.Sprintf("guard: %s no worse than %s (%s is better)", g.Metric, pct(g.Tolerance), g.Better))
+	}
+	for _, f := range p.Falsification {
+		out = append(out, "reject if: "+f.Text)
+	}
+	return out
 }
 
 func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
