@@ -141,10 +141,22 @@ func FormatWindowSpan(w WindowInfo) string {
 	if w.From == "none" || (w.Start.IsZero() && w.End.IsZero()) {
 		return "none"
 	}
-	s, e := w.Start.UTC(), w.End.UTC()
 	if w.From == "lifetime" {
-		return "lifetime (since process start) to " + e.Format("2006-01-02 15:04:05Z")
+		return "lifetime (since process start) to " + w.End.UTC().Format("2006-01-02 15:04:05Z")
 	}
+	rng, _ := clockRange(w, true)
+	return rng + " (" + FormatDuration(w.End.Sub(w.Start)) + ")"
+}
+
+// clockRange formats the clock times of a window, "2026-03-14
+// 09:30–10:00Z" (without the start's date when withDate is false; the
+// end's date only when it is another day), and reports whether the
+// window has them: false for a lifetime or missing window.
+func clockRange(w WindowInfo, withDate bool) (string, bool) {
+	if w.From == "lifetime" || w.From == "none" || (w.Start.IsZero() && w.End.IsZero()) {
+		return "", false
+	}
+	s, e := w.Start.UTC(), w.End.UTC()
 	layout := "15:04"
 	if s.Second() != 0 || e.Second() != 0 {
 		layout = "15:04:05"
@@ -153,7 +165,11 @@ func FormatWindowSpan(w WindowInfo) string {
 	if s.YearDay() != e.YearDay() || s.Year() != e.Year() {
 		end = e.Format("2006-01-02 " + layout + "Z")
 	}
-	return fmt.Sprintf("%s–%s (%s)", s.Format("2006-01-02 "+layout), end, FormatDuration(e.Sub(s)))
+	start := s.Format(layout)
+	if withDate {
+		start = s.Format("2006-01-02 " + layout)
+	}
+	return start + "–" + end, true
 }
 
 // fmtWindow formats a window with its scrape count and how it was chosen.

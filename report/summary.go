@@ -184,30 +184,28 @@ func windowsLine(r *Report) string {
 	sameDay := !b.Start.IsZero() && !i.End.IsZero() && b.From != "lifetime" && i.From != "lifetime" &&
 		b.Start.UTC().Format(time.DateOnly) == i.End.UTC().Format(time.DateOnly)
 	one := func(name string, wi WindowInfo) string {
-		span := FormatWindowSpan(wi)
-		if sameDay {
-			// "10:00–10:30Z (30m)": the date follows once.
-			span = strings.TrimPrefix(span, wi.Start.UTC().Format(time.DateOnly)+" ")
-			if k := strings.Index(span, " ("); k > 0 {
-				span = span[:k] + " (" + FormatDuration(wi.End.Sub(wi.Start)) + ")"
-			}
+		n := ""
+		switch {
+		case wi.Scrapes == 1:
+			n = "1 scrape"
+		case wi.Scrapes > 1:
+			n = rules.FormatInteger(float64(wi.Scrapes)) + " scrapes"
 		}
-		s := name + " " + span
-		if wi.Scrapes > 0 {
-			n := rules.FormatInteger(float64(wi.Scrapes)) + " scrapes"
-			if wi.Scrapes == 1 {
-				n = "1 scrape"
-			}
-			switch {
-			case sameDay:
-				s = strings.Replace(s, " ("+FormatDuration(wi.End.Sub(wi.Start))+")", " ("+n+")", 1)
-			case strings.HasSuffix(s, ")") && wi.From != "lifetime":
-				s = strings.TrimSuffix(s, ")") + ", " + n + ")"
-			default:
-				s += ", " + n
-			}
+		rng, timed := clockRange(wi, !sameDay)
+		switch {
+		case !timed && (sameDay || n == ""):
+			return name + " " + FormatWindowSpan(wi)
+		case !timed:
+			return name + " " + FormatWindowSpan(wi) + ", " + n
+		case sameDay && n != "":
+			// "10:00–10:30Z (121 scrapes)": the date follows once.
+			return name + " " + rng + " (" + n + ")"
 		}
-		return s
+		paren := FormatDuration(wi.End.Sub(wi.Start))
+		if n != "" {
+			paren += ", " + n
+		}
+		return name + " " + rng + " (" + paren + ")"
 	}
 	s := one("baseline", b) + ", " + one("incident", i)
 	if sameDay {
