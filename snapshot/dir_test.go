@@ -177,6 +177,11 @@ func TestReadTimeFallbacks(t *testing.T) {
 		if errors.Is(p, snapshot.ErrNoTime) {
 			warned = true
 			assert.Equal(t, filepath.Join(root, "mtime.prom"), p.File)
+			var nt *snapshot.NoTimeError
+			require.ErrorAs(t, p, &nt, "the time the scrape was placed at, as data")
+			assert.True(t, nt.At.Equal(mt))
+			assert.False(t, nt.Live)
+			assert.Equal(t, nt.Reason(mt.UTC().Format(time.RFC3339)), nt.Error())
 		}
 	}
 	assert.True(t, warned)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 
@@ -211,6 +212,34 @@ func (e *LimitError) Unwrap() error { return ErrLimit }
 func limitErr(limit string, max int64, msg string) error {
 	return &LimitError{Limit: limit, Max: max, Msg: msg}
 }
+
+// NoTimeError is the reason of a Problem for a dump whose scrape time
+// was taken from the file's mtime, or from the instant a dump read live
+// was read. It wraps ErrNoTime and carries that time, so that a caller
+// can say the times of many such files at once (the command gives their
+// range).
+type NoTimeError struct {
+	// At is the time the scrape was placed at.
+	At time.Time
+	// Live is set for a dump read live (Builder's read time), unset for
+	// a file's mtime.
+	Live bool
+}
+
+// Error says where the time came from, with At in RFC 3339 (UTC).
+func (e *NoTimeError) Error() string { return e.Reason(e.At.UTC().Format(time.RFC3339)) }
+
+// Reason is Error with at in place of At (a range of times, "first –
+// last").
+func (e *NoTimeError) Reason(at string) string {
+	if e.Live {
+		return ErrNoTime.Error() + " on the samples: a dump read live, taken as scraped when it was read, at " + at
+	}
+	return ErrNoTime.Error() + ": no time in the file name or on the samples; using the file's mtime " + at
+}
+
+// Unwrap returns ErrNoTime.
+func (e *NoTimeError) Unwrap() error { return ErrNoTime }
 
 // maxExcerpt is the most bytes of an input line a message quotes.
 const maxExcerpt = 80

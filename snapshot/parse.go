@@ -911,12 +911,12 @@ func (b *Builder) finishFile(ni dumpdir.Name, modTime time.Time) bool {
 	case !modTime.IsZero():
 		ft, from = modTime.UnixMilli(), TimeFromModTime
 		if len(fs.floats)+len(fs.pend) > 0 {
-			b.problem(SeverityWarning, -1, "", fmt.Errorf("%w: no time in the file name or on the samples; using the file's mtime %s", ErrNoTime, modTime.UTC().Format(time.RFC3339)))
+			b.problem(SeverityWarning, -1, "", &NoTimeError{At: modTime})
 		}
 	case !b.readAt.IsZero():
 		ft, from = b.readAt.UnixMilli(), TimeFromReadTime
 		if len(fs.floats)+len(fs.pend) > 0 {
-			b.problem(SeverityInfo, -1, "", fmt.Errorf("%w on the samples: a dump read live, taken as scraped when it was read, at %s", ErrNoTime, b.readAt.UTC().Format(time.RFC3339)))
+			b.problem(SeverityInfo, -1, "", &NoTimeError{At: b.readAt, Live: true})
 		}
 	default:
 		ft, from = 0, TimeUnknown

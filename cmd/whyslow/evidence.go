@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -377,13 +376,11 @@ func (g problemGroup) String() string {
 	return fmt.Sprintf("%d files (%s): %s", len(g.files), list, reason)
 }
 
-// rfc3339 matches the times a problem's reason may hold (a file's mtime).
-var rfc3339 = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)`)
-
 // groupProblems groups, in the order first met, the problems that concern
 // a whole file (no line, no offset) and share severity, family and
-// reason once their times are set aside; every other problem is a group
-// of its own. A group's reason shows its times as "first – last".
+// reason, the time a file's scrape was placed at aside
+// (snapshot.NoTimeError); every other problem is a group of its own. A
+// group of such times shows them as "first – last".
 func groupProblems(ps []snapshot.Problem) []problemGroup {
 	var out []problemGroup
 	at := map[string]int{}
@@ -394,7 +391,12 @@ func groupProblems(ps []snapshot.Problem) []problemGroup {
 			continue
 		}
 		reason := p.Err.Error()
-		key := p.Severity.String() + "\x00" + p.Family + "\x00" + rfc3339.ReplaceAllString(reason, "T")
+		nt, timed := p.Err.(*snapshot.NoTimeError)
+		same := reason
+		if timed {
+			same = nt.Reason("")
+		}
+		key := p.Severity.String() + "\x00" + p.Family + "\x00" + same
 		i, ok := at[key]
 		if !ok {
 			i = len(out)
@@ -402,15 +404,14 @@ func groupProblems(ps []snapshot.Problem) []problemGroup {
 			out = append(out, problemGroup{first: p, reason: reason})
 		}
 		out[i].files = append(out[i].files, p.File)
-		times[i] = append(times[i], rfc3339.FindAllString(reason, -1)...)
+		if timed {
+			times[i] = append(times[i], nt.At.UTC().Format(time.RFC3339))
+		}
 	}
 	for i, ts := range times {
-		if len(ts) < 2 || slices.Min(ts) == slices.Max(ts) {
-			continue
+		if first, last := slices.Min(ts), slices.Max(ts); first != last {
+			out[i].reason = out[i].first.Err.(*snapshot.NoTimeError).Reason(first + " – " + last)
 		}
-		r := out[i].reason
-		loc := rfc3339.FindStringIndex(r)
-		out[i].reason = r[:loc[0]] + slices.Min(ts) + " – " + slices.Max(ts) + rfc3339.ReplaceAllString(r[loc[1]:], "")
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -10,8 +11,11 @@ import (
 )
 
 func noTime(file, mtime string) snapshot.Problem {
-	return snapshot.Problem{Severity: snapshot.SeverityWarning, File: file, Offset: -1,
-		Err: fmt.Errorf("%w: no time in the file name or on the samples; using the file's mtime %s", snapshot.ErrNoTime, mtime)}
+	at, err := time.Parse(time.RFC3339, mtime)
+	if err != nil {
+		panic(err)
+	}
+	return snapshot.Problem{Severity: snapshot.SeverityWarning, File: file, Offset: -1, Err: &snapshot.NoTimeError{At: at}}
 }
 
 // Problems of several files that say the same thing are one line with a
