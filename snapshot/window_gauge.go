@@ -166,11 +166,17 @@ func (a Aggregation) String() string {
 // The result's Name is the members' common name (else f.Name), its Labels
 // those shared by all members with equal values, and it has no StartT. It
 // returns nil when no series matches or agg is neither AggregateSum nor
-// AggregateMean.
+// AggregateMean. It may share its samples with f's series (a single
+// member without NaN or -0 is its own aggregate): callers must not
+// modify them.
 func (f *Family) Aggregate(match map[string]string, agg Aggregation) *Series {
 	ss := f.SeriesMatching(match)
 	if len(ss) == 0 || (agg != AggregateSum && agg != AggregateMean) {
 		return nil
+	}
+	if len(ss) == 1 && !slices.ContainsFunc(ss[0].V, func(v float64) bool { return math.IsNaN(v) || (v == 0 && math.Signbit(v)) }) {
+		s := ss[0]
+		return &Series{Name: s.Name, Labels: s.Labels, T: s.T, V: s.V}
 	}
 	var times []int64
 	for _, s := range ss {

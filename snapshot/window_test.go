@@ -597,6 +597,22 @@ func TestFamilyGaugeAcrossEngines(t *testing.T) {
 	_, err = f.Gauge(w, map[string]string{"engine": "7"}, snapshot.AggregateSum)
 	assert.ErrorIs(t, err, snapshot.ErrNotEvaluable)
 	assert.Nil(t, f.Aggregate(nil, snapshot.Aggregation(9)))
+
+	// One series is its own aggregate: its NaN samples left out and -0
+	// summed to 0, as over several; without them, its samples are shared.
+	e0agg := f.Aggregate(map[string]string{"engine": "0"}, snapshot.AggregateSum)
+	assert.Equal(t, []int64{at(0).UnixMilli(), at(15 * sec).UnixMilli(), at(45 * sec).UnixMilli(), at(min).UnixMilli()}, e0agg.T)
+	assert.Equal(t, []float64{1, 2, 4, 5}, e0agg.V)
+	negZero := &snapshot.Family{Name: "g", Series: []*snapshot.Series{series("g", e0, every(0, 15*sec, 2), math.Copysign(0, -1), 3)}}
+	for _, agg := range []snapshot.Aggregation{snapshot.AggregateSum, snapshot.AggregateMean} {
+		a := negZero.Aggregate(nil, agg)
+		assert.False(t, math.Signbit(a.V[0]), "%s: -0 sums to 0", agg)
+	}
+	plain := &snapshot.Family{Name: "g", Series: []*snapshot.Series{series("g", e0, every(0, 15*sec, 3), 1, 2, 3)}}
+	a := plain.Aggregate(nil, snapshot.AggregateMean)
+	assert.Equal(t, []float64{1, 2, 3}, a.V)
+	assert.Same(t, &plain.Series[0].V[0], &a.V[0], "a single series without NaN is not copied")
+	assert.Nil(t, a.StartT)
 }
 
 // slope is the least-squares slope, computed directly.
