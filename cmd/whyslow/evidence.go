@@ -392,9 +392,11 @@ func groupProblems(ps []snapshot.Problem) []problemGroup {
 		}
 		reason := p.Err.Error()
 		nt, timed := p.Err.(*snapshot.NoTimeError)
-		same := reason
+		same := "text\x00" + reason
 		if timed {
-			same = nt.Reason("")
+			// Apart from every other reason: a group's first problem
+			// then carries a time whenever the group does.
+			same = "time\x00" + nt.Reason("")
 		}
 		key := p.Severity.String() + "\x00" + p.Family + "\x00" + same
 		i, ok := at[key]

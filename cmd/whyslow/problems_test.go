@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -38,6 +39,12 @@ func TestGroupProblems(t *testing.T) {
 		{"same time, said once", []snapshot.Problem{noTime("a", "2026-09-22T10:30:00Z"), noTime("b", "2026-09-22T10:30:00Z")}, []string{
 			"2 files (a, b): no scrape time: no time in the file name or on the samples; using the file's mtime 2026-09-22T10:30:00Z"}},
 		{"a line's problem is never grouped", []snapshot.Problem{lineProblem, lineProblem}, []string{lineProblem.Error(), lineProblem.Error()}},
+		{"a text like a timed reason is not grouped with it", []snapshot.Problem{
+			{Severity: snapshot.SeverityWarning, File: "x", Offset: -1, Err: errors.New((&snapshot.NoTimeError{}).Reason(""))},
+			eight[0], eight[1]},
+			[]string{"x: " + (&snapshot.NoTimeError{}).Reason(""),
+				"2 files (pod-0.prom, pod-1.prom): no scrape time: no time in the file name or on the samples; " +
+					"using the file's mtime 2026-09-22T10:30:00Z – 2026-09-22T10:31:00Z"}},
 		{"other severities apart", []snapshot.Problem{eight[0], {Severity: snapshot.SeverityInfo, File: "b", Offset: -1, Err: eight[1].Err}},
 			[]string{eight[0].Error(), "b: " + eight[1].Err.Error()}},
 	}
