@@ -70,9 +70,9 @@ func TestOccupancySeen(t *testing.T) {
 			rep, table := diagnoseTable(t, simulate(t, periodicBursts(t, tt.scrape)))
 			f := rep.RuleFacts()[rules.OccupancySeen]
 			require.True(t, f.Known(), "%s: %s", f.Missing, table)
-			assert.InDelta(t, 1, f.Baseline, 0.1, "baseline")
-			assert.GreaterOrEqual(t, f.Value, tt.min)
-			assert.LessOrEqual(t, f.Value, tt.max)
+			assert.InDelta(t, 1, f.Baseline.Value, 0.1, "baseline")
+			assert.GreaterOrEqual(t, f.Incident.Value, tt.min)
+			assert.LessOrEqual(t, f.Incident.Value, tt.max)
 		})
 	}
 }

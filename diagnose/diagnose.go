@@ -434,9 +434,9 @@ func summary(rep *report.Report, res rules.Result, fs rules.Facts) string {
 	case rules.NoIncident:
 		s := "no incident: every symptom was evaluated and none is present"
 		if f := fs[rules.TTFTP95]; f.Known() {
-			s += fmt.Sprintf(" (TTFT p95 %s over %s requests", report.FormatValue(f.Value, "s"), rules.ProseNumber(f.Count))
+			s += fmt.Sprintf(" (TTFT p95 %s over %s requests", report.FormatValue(f.Incident.Value, "s"), rules.ProseNumber(f.Incident.Count))
 			if f.HasBaseline() {
-				s += fmt.Sprintf(", baseline %s", report.FormatValue(f.Baseline, "s"))
+				s += fmt.Sprintf(", baseline %s", report.FormatValue(f.Baseline.Value, "s"))
 			}
 			s += ")"
 		}

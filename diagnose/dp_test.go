@@ -101,7 +101,7 @@ func TestEngineImbalanceOneScrape(t *testing.T) {
 			if tt.suspected {
 				require.Empty(t, last.Missing, "%s", table)
 				assert.Contains(t, last.Source, "engine 0")
-				assert.InDelta(t, 39.0/44*4, float64(last.Upper), 1e-9, "27 running + 12 waiting of 44 in flight")
+				assert.InDelta(t, 39.0/44*4, float64(last.Incident.Upper), 1e-9, "27 running + 12 waiting of 44 in flight")
 				assert.NotEqual(t, rules.Contradicted, finding(rep, rules.EngineImbalance).Status, "%s", table)
 			}
 			assert.NotEqual(t, rules.Verdict(rules.EngineImbalance), rep.Verdict, "one scrape is no verdict\n%s", table)
@@ -131,7 +131,7 @@ func TestEngineImbalanceTwoScrapes(t *testing.T) {
 	rep, table := diagnoseTable(t, ev)
 	load := rep.Facts[rules.EngineLoadShareMax]
 	require.Empty(t, load.Missing, "%s", table)
-	assert.GreaterOrEqual(t, float64(load.Value), rules.DefaultThresholds.Hotspot, "%s", table)
+	assert.GreaterOrEqual(t, float64(load.Incident.Value), rules.DefaultThresholds.Hotspot, "%s", table)
 	assert.Contains(t, load.Source, "engine 0")
 	assert.Contains(t, noteIDs(rep), "engine-imbalance-suspected")
 	assert.NotEqual(t, rules.Contradicted, finding(rep, rules.EngineImbalance).Status, "%s", table)
@@ -164,7 +164,7 @@ func TestEngineImbalanceSingleEngine(t *testing.T) {
 	require.NoError(t, err)
 	rep, table := diagnoseTable(t, ev)
 	for _, id := range []rules.FactID{rules.EngineLoadShareMax, rules.EngineInflightShareMax, rules.EngineInflightShareLast} {
-		assert.Equal(t, 1.0, float64(rep.Facts[id].Value), "%s: %s", id, table)
+		assert.Equal(t, 1.0, float64(rep.Facts[id].Incident.Value), "%s: %s", id, table)
 	}
 	assert.Equal(t, rules.Contradicted, finding(rep, rules.EngineImbalance).Status, "%s", table)
 	assert.NotContains(t, noteIDs(rep), "engine-imbalance-suspected")

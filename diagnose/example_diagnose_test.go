@@ -54,7 +54,7 @@ func ExampleDiagnose() {
 	fmt.Println("verdict:", rep.Verdict)
 	fmt.Println("incident from", rep.Windows.Incident.From, "at", rep.Windows.Incident.Start.Format(time.TimeOnly))
 	ttft := rep.Facts[rules.TTFTP95]
-	fmt.Printf("TTFT p95 %.0f s over %.0fk requests (baseline %.1f s)\n", float64(ttft.Value), float64(ttft.Count)/1000, float64(ttft.Baseline))
+	fmt.Printf("TTFT p95 %.0f s over %.0fk requests (baseline %.1f s)\n", float64(ttft.Incident.Value), float64(ttft.Incident.Count)/1000, float64(ttft.Baseline.Value))
 	fmt.Println("first hypothesis:", rep.Hypotheses[0].ID, rep.Hypotheses[0].Status)
 	// Output:
 	// verdict: queue-sustained

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -225,11 +224,7 @@ func runFacts(r Run, warm time.Duration, opts ExperimentOptions) (rules.RunFacts
 	}
 	fs := make(rules.Facts, len(m.facts))
 	for id, f := range m.facts {
-		fs[id] = rules.Fact{
-			Value: f.Value, Lower: f.Lower, Upper: f.Upper, Count: f.Count,
-			Window: f.Window, Baseline: math.NaN(), BaselineLower: math.NaN(), BaselineUpper: math.NaN(),
-			BaselineCount: math.NaN(), Source: f.Source, Missing: f.Missing,
-		}
+		fs[id] = rules.Fact{Incident: f.Incident, Baseline: rules.Unmeasured(), Source: f.Source, Missing: f.Missing}
 	}
 	return rules.RunFacts{Name: r.Name, Window: measured.String(), Duration: measured.Duration(), Facts: fs}, warns, nil
 }

@@ -129,13 +129,13 @@ func (js *factJobs) run(more ...func()) rules.Facts {
 // baseline window, and joins them into one fact.
 func (c *factCtx) both(id rules.FactID, f func(evalWindow) rules.Fact) rules.Fact {
 	out := f(c.inc)
-	out.Window = c.inc.text()
+	out.Incident.Window = c.inc.text()
 	out.Lifetime = c.inc.lifetime
 	if c.base.ok {
 		b := f(c.base)
-		if b.Missing == "" && !math.IsNaN(b.Value) {
-			out.Baseline, out.BaselineLower, out.BaselineUpper, out.BaselineCount = b.Value, b.Lower, b.Upper, b.Count
-			out.BaselineWindow = c.base.text()
+		if b.Missing == "" && !math.IsNaN(b.Incident.Value) {
+			out.Baseline = b.Incident
+			out.Baseline.Window = c.base.text()
 		}
 		if out.Source == "" {
 			out.Source = b.Source
@@ -179,22 +179,22 @@ func (c *factCtx) quantile(id catalog.SignalID, q float64) rules.Fact {
 		}
 		e := inc.Histogram.Quantile(q)
 		f := rules.Measured(e.Value).WithBounds(e.Lower, e.Upper)
-		f.Count = e.Count
+		f.Incident.Count = e.Count
 		return f, ""
 	}
 	out, why := one(c.inc)
 	if why != "" {
 		out.Missing = fmt.Sprintf("%s over the incident window: %s", id, why)
 	}
-	out.Window = c.inc.text()
+	out.Incident.Window = c.inc.text()
 	out.Source = c.sc.source(id)
 	if c.base.ok {
 		if b, why := one(c.base); why == "" {
-			out.Baseline, out.BaselineLower, out.BaselineUpper, out.BaselineCount = b.Value, b.Lower, b.Upper, b.Count
-			out.BaselineWindow = c.base.text()
+			out.Baseline = b.Incident
+			out.Baseline.Window = c.base.text()
 			out.Unprecedented = c.unprecedented(id, q, out)
 			if out.Known() {
-				out.SamplingZ, out.SamplingKnown = c.samplingZ(id, b.Value)
+				out.SamplingZ, out.SamplingKnown = c.samplingZ(id, b.Incident.Value)
 			}
 		}
 	}
@@ -261,7 +261,7 @@ func (c *factCtx) unprecedented(id catalog.SignalID, q float64, f rules.Fact) fl
 			top = i
 		}
 	}
-	if top < 0 || math.IsInf(hb.Bounds[top], 1) || !(f.Lower >= hb.Bounds[top]) {
+	if top < 0 || math.IsInf(hb.Bounds[top], 1) || !(f.Incident.Lower >= hb.Bounds[top]) {
 		return 0
 	}
 	return hi.Total() - hi.Counts[top]
@@ -292,7 +292,7 @@ func (c *factCtx) counterRate(id catalog.SignalID, w evalWindow) rules.Fact {
 		return rules.MissingFact(fmt.Sprintf("%s: %s", id, why))
 	}
 	f := rules.Measured(r).WithSource(c.sc.source(id))
-	f.Count = inc.Value
+	f.Incident.Count = inc.Value
 	return f
 }
 
@@ -315,7 +315,7 @@ func (c *factCtx) tpotMean(w evalWindow) rules.Fact {
 		return rules.MissingFact("no output token decoded in the window (or _sum missing)")
 	}
 	f := rules.Measured(v).WithSource(catalog.TPOTFallback)
-	f.Count = gen.Histogram.Total()
+	f.Incident.Count = gen.Histogram.Total()
 	return f
 }
 
@@ -353,7 +353,7 @@ func (c *factCtx) arrivalRate(w evalWindow) rules.Fact {
 		src += " + " + c.sc.source(catalog.SignalAdmissionRejections)
 	}
 	f = rules.Measured((inc.Value + g.Last - g.First + refused) / secs).WithSource(src)
-	f.Count = inc.Value + refused
+	f.Incident.Count = inc.Value + refused
 	return f
 }
 
@@ -380,7 +380,7 @@ func (c *factCtx) reasonShare(reason string, w evalWindow) rules.Fact {
 		return rules.MissingFact("request_success has no finished_reason label")
 	}
 	f = rules.Measured(part / total).WithSource(c.sc.source(catalog.SignalRequestSuccess) + `{finished_reason="` + reason + `"}`)
-	f.Count = total
+	f.Incident.Count = total
 	return f
 }
 
@@ -402,7 +402,7 @@ func (c *factCtx) http5xxShare(w evalWindow) rules.Fact {
 		}
 	}
 	f = rules.Measured(bad / total).WithSource(c.sc.source(catalog.SignalHTTPRequests) + `{status="5xx"}`)
-	f.Count = total
+	f.Incident.Count = total
 	return f
 }
 
@@ -433,7 +433,7 @@ func (c *factCtx) counterRatio(num, den catalog.SignalID, w evalWindow, none str
 		return f
 	}
 	f = rules.Measured(n.Value / d).WithSource(c.sc.source(num) + " / " + c.sc.source(den))
-	f.Count = d
+	f.Incident.Count = d
 	return f
 }
 
@@ -462,7 +462,7 @@ func (c *factCtx) prefixHitRatio(w evalWindow) rules.Fact {
 	}
 	if c.sc.has(catalog.SignalPrefixCacheHitRate) {
 		f := c.gaugeStat(catalog.SignalPrefixCacheHitRate, w, "mean")
-		if f.Known() && f.Value < 0 {
+		if f.Known() && f.Incident.Value < 0 {
 			return rules.MissingFact("the prefix-cache hit-rate gauge is -1 (unknown)")
 		}
 		return f
@@ -489,7 +489,7 @@ func (c *factCtx) gaugeStat(id catalog.SignalID, w evalWindow, what string) rule
 		}
 	}
 	f = rules.Measured(v).WithSource(c.sc.source(id))
-	f.Count = float64(g.N)
+	f.Incident.Count = float64(g.N)
 	return f
 }
 
@@ -524,7 +524,7 @@ func (c *factCtx) kvMax(w evalWindow) rules.Fact {
 		return rules.MissingFact("kv_usage: no replica scraped in the window")
 	}
 	f := rules.Measured(best).WithSource(c.sc.source(catalog.SignalKVUsage))
-	f.Count = float64(n)
+	f.Incident.Count = float64(n)
 	return f
 }
 
@@ -542,7 +542,7 @@ func (c *factCtx) maxNumSeqs(w evalWindow) rules.Fact {
 		sum += g.Last
 	}
 	f := rules.Measured(sum).WithSource(c.sc.source(catalog.SignalMaxNumSeqs))
-	f.Count = float64(len(gs))
+	f.Incident.Count = float64(len(gs))
 	return f
 }
 
@@ -569,7 +569,7 @@ func (c *factCtx) backlogEnd(w evalWindow) rules.Fact {
 		return f
 	}
 	f = rules.Measured(g.Last).WithSource(c.sc.source(catalog.SignalWaiting) + " + " + c.sc.source(catalog.SignalRunning))
-	f.Count = 1
+	f.Incident.Count = 1
 	return f
 }
 
@@ -635,7 +635,7 @@ func (c *factCtx) replicaShareMax(w evalWindow) rules.Fact {
 		src += roleNote
 	}
 	f := rules.Measured(top).WithSource(src)
-	f.Count = total
+	f.Incident.Count = total
 	return f
 }
 
@@ -749,7 +749,7 @@ func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
 		src += " over its role's p95" + roleNote
 	}
 	f := rules.Measured(worst).WithSource(src)
-	f.Count = fq.Count
+	f.Incident.Count = fq.Count
 	return f
 }
 
@@ -780,7 +780,7 @@ func (c *factCtx) burst(w evalWindow) rules.Fact {
 	if len(rates) >= 4 && totalA > 0 {
 		mean := totalA / totalT
 		f := rules.Measured(maxOf(rates) / mean).WithSource(fmt.Sprintf("peak %v arrival rate (completions + growth of waiting + running) / window mean", step))
-		f.Count = float64(len(rates))
+		f.Incident.Count = float64(len(rates))
 		return f
 	}
 	g, f, ok := c.fleetGaugeStats(catalog.SignalWaiting, w)
@@ -791,7 +791,7 @@ func (c *factCtx) burst(w evalWindow) rules.Fact {
 		return rules.MissingFact("no arrivals estimate and no waiting request in the window")
 	}
 	f = rules.Measured(g.Max / g.Mean).WithSource("peak / mean of " + c.sc.source(catalog.SignalWaiting))
-	f.Count = float64(g.N)
+	f.Incident.Count = float64(g.N)
 	return f
 }
 
@@ -848,7 +848,7 @@ func (c *factCtx) corrRunningTPOT() rules.Fact {
 		return rules.MissingFact(fmt.Sprintf("running or %s constant over the incident window", latID))
 	}
 	f := rules.Measured(r).WithSource(fmt.Sprintf("Pearson correlation of fleet running and %s p95 per %v interval", latID, c.tl.step))
-	f.Count = float64(len(xs))
-	f.Window = c.inc.text()
+	f.Incident.Count = float64(len(xs))
+	f.Incident.Window = c.inc.text()
 	return f
 }

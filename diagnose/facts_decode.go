@@ -91,7 +91,7 @@ func (c *factCtx) repeatPreemption(w evalWindow, what int) rules.Fact {
 	src := c.sc.source(id)
 	if what == preemptedTwice {
 		f := rules.Measured(repeated / n).WithSource(fmt.Sprintf("%s: (_count - bucket{le=\"1\"}) / _count", src))
-		f.Count = n
+		f.Incident.Count = n
 		return f
 	}
 	sum := h.Sum
@@ -128,12 +128,12 @@ func (c *factCtx) repeatPreemption(w evalWindow, what int) rules.Fact {
 			f = rules.Measured(down).
 				WithSource(fmt.Sprintf("%s: (requests preempted twice or more + preemptions they do not carry at their buckets' upper ends) / _count", src))
 		}
-		f.Count = n
+		f.Incident.Count = n
 		return f
 	}
 	f := rules.Measured(lo/sum).WithBounds(lo/sum, math.Max(lo, hi)/sum).
 		WithSource(fmt.Sprintf("%s: preemptions of the requests in the buckets above le=\"1\" (at each bucket's lower end) / _sum; %.0f of %.0f finished requests preempted twice or more", src, repeated, n))
-	f.Count = sum
+	f.Incident.Count = sum
 	return f
 }
 
@@ -141,7 +141,7 @@ func (c *factCtx) repeatPreemption(w evalWindow, what int) rules.Fact {
 func (c *factCtx) specAcceptanceLength(w evalWindow) rules.Fact {
 	f := c.counterRatio(catalog.SignalSpecAcceptedTokens, catalog.SignalSpecDrafts, w, "no draft in the window")
 	if f.Known() {
-		f.Value++
+		f.Incident.Value++
 		f.Source = "1 + " + f.Source
 	}
 	return f
@@ -163,7 +163,7 @@ func (c *factCtx) specPos0Acceptance(w evalWindow) rules.Fact {
 		return f
 	}
 	f = rules.Measured(a.Value / d).WithSource(c.sc.source(num) + `{position="0"} / ` + c.sc.source(den))
-	f.Count = d
+	f.Incident.Count = d
 	return f
 }
 
@@ -186,7 +186,7 @@ func (c *factCtx) kvTransferFailureShare(w evalWindow) rules.Fact {
 		return rules.MissingFact("no KV transfer in the window")
 	}
 	f := rules.Measured(fail.Value / all).WithSource(c.sc.source(catalog.SignalKVTransferFailures) + " / (itself + " + c.sc.source(catalog.SignalKVTransferTime) + " _count)")
-	f.Count = all
+	f.Incident.Count = all
 	return f
 }
 
@@ -307,7 +307,7 @@ func (c *factCtx) roleCount(w evalWindow, want pdRole) rules.Fact {
 		src = "replica roles: none of this role"
 	}
 	f := rules.Measured(float64(n)).WithSource(src)
-	f.Count = float64(len(c.sc.replicas))
+	f.Incident.Count = float64(len(c.sc.replicas))
 	return f
 }
 
@@ -337,23 +337,23 @@ func (c *factCtx) ttftMeanDecodeRole(w evalWindow) rules.Fact {
 		return rules.MissingFact("no first token on the decode instances in the window")
 	}
 	f := rules.Measured(sum / n).WithSource(fmt.Sprintf("%s _sum / _count of the %d decode instance(s)", c.sc.source(catalog.SignalTTFT), k))
-	f.Count = n
+	f.Incident.Count = n
 	return f
 }
 
 // pdWarnings are the caveats of a scope with prefill/decode roles.
 func pdWarnings(fs rules.Facts) []report.Warning {
 	d := fs[rules.PDDecodeReplicas]
-	if !d.Known() || !(d.Value > 0) {
+	if !d.Known() || !(d.Incident.Value > 0) {
 		return nil
 	}
 	p := fs[rules.PDPrefillReplicas]
 	np := 0.0
 	if p.Known() {
-		np = p.Value
+		np = p.Incident.Value
 	}
 	return []report.Warning{warnf(report.WarnSignal, ErrMixedRoles, "prefill/decode disaggregation: %g decode and %g prefill instance(s) (%s): "+
 		"the fleet's TTFT and ITL histograms mix both roles; TTFT measured on a decode instance starts after the prefill instance's work "+
 		"and under-reports the user's TTFT (vLLM #29474): read the router's or gateway's TTFT for the whole; "+
-		"the KV transfer is a phase of the decode instances' TTFT (kv_transfer_time_mean, ttft_mean_decode_role)", d.Value, np, d.Source)}
+		"the KV transfer is a phase of the decode instances' TTFT (kv_transfer_time_mean, ttft_mean_decode_role)", d.Incident.Value, np, d.Source)}
 }

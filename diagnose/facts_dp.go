@@ -130,7 +130,7 @@ func (s *engineShare) fact(what string) rules.Fact {
 	f := rules.Measured(t.value).WithBounds(t.value, t.raw).WithSource(fmt.Sprintf(
 		"pod %s engine %s: %.4g of the pod's %.4g %s over %d engines, %.2fx its share (%.2fx beyond %d sd of a fair split)",
 		t.pod, t.eng, t.n, t.total, what, t.engines, t.raw, t.value, engineNoiseZ))
-	f.Count = t.total
+	f.Incident.Count = t.total
 	return f
 }
 

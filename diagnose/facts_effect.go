@@ -237,7 +237,7 @@ func (c *factCtx) histMean(id catalog.SignalID) func(evalWindow) rules.Fact {
 			return rules.MissingFact(fmt.Sprintf("%s has no _sum", id))
 		}
 		f := rules.Measured(inc.Histogram.Sum / n).WithSource(c.sc.source(id) + " _sum / _count")
-		f.Count = n
+		f.Incident.Count = n
 		return f
 	}
 }
@@ -488,7 +488,7 @@ func (c *factCtx) waitingShape(what string) func(evalWindow) rules.Fact {
 			v = float64(n) / float64(len(vs))
 		}
 		f := rules.Measured(v).WithSource(c.sc.source(catalog.SignalWaiting) + " (fleet sum per scrape)")
-		f.Count = float64(len(vs))
+		f.Incident.Count = float64(len(vs))
 		return f
 	}
 }
@@ -512,7 +512,7 @@ func (c *factCtx) arrivalDispersion(w evalWindow) rules.Fact {
 		return rules.MissingFact("no arrivals in the window")
 	}
 	f := rules.Measured(d).WithSource(fmt.Sprintf("variance / mean of arrivals per %v (completions + growth of waiting + running)", step))
-	f.Count = p[2]
+	f.Incident.Count = p[2]
 	return f
 }
 
@@ -578,7 +578,7 @@ func (c *factCtx) arrivalDispersionDetrended(w evalWindow) rules.Fact {
 		return rules.MissingFact("no arrivals in the window")
 	}
 	f := rules.Measured(res / fit).WithSource(fmt.Sprintf("variance around the local level (running median of the intervals within %v on either side) / mean of arrivals per %v (completions + growth of waiting + running)", time.Duration(trendSide(step))*step, step))
-	f.Count = float64(n)
+	f.Incident.Count = float64(n)
 	return f
 }
 
@@ -617,7 +617,7 @@ func (c *factCtx) waitingDrainedShare(w evalWindow) rules.Fact {
 		return rules.MissingFact("no request waited in the window")
 	}
 	f := rules.Measured(share).WithSource(fmt.Sprintf("%s (fleet mean per %v): share of its sum in the %d episode(s) of >= 1 waiting that fell back below 1 within the window", c.sc.source(catalog.SignalWaiting), step, episodes))
-	f.Count = float64(len(v))
+	f.Incident.Count = float64(len(v))
 	return f
 }
 
@@ -648,7 +648,7 @@ func (c *factCtx) backlogSpike(w evalWindow) rules.Fact {
 		return rules.MissingFact(fmt.Sprintf("fewer than 8 scrape intervals of waiting + running with a local level (%v each)", step))
 	}
 	f := rules.Measured(peak).WithSource(fmt.Sprintf("peak of waiting + running (fleet mean per %v) over its local level (running median within %v on either side, at least 1)", step, time.Duration(trendSide(step))*step))
-	f.Count = float64(n)
+	f.Incident.Count = float64(n)
 	return f
 }
 
@@ -712,7 +712,7 @@ func (c *factCtx) gpuUtilWaiting(w evalWindow) rules.Fact {
 		return rules.MissingFact(fmt.Sprintf("requests waited at only %d replica scrapes with a GPU sample (need 4): no queue to judge the GPU by", n))
 	}
 	f := rules.Measured(sum / float64(n)).WithSource(c.sc.source(catalog.SignalGPUUtil) + " at the scrapes where " + c.sc.source(catalog.SignalWaiting) + " >= 1" + c.deferredNote())
-	f.Count = float64(n)
+	f.Incident.Count = float64(n)
 	return f
 }
 
@@ -736,7 +736,7 @@ func (c *factCtx) replicaLoadShareMax(w evalWindow) rules.Fact {
 		src += roleNote
 	}
 	f := rules.Measured(top).WithSource(src)
-	f.Count, f.Replica = total, who
+	f.Incident.Count, f.Replica = total, who
 	return f
 }
 
@@ -870,7 +870,7 @@ func (c *factCtx) occupancySeen(w evalWindow) rules.Fact {
 		return rules.MissingFact("no scrape of waiting + running, or no finished request with an e2e latency, in the window")
 	}
 	f := rules.Measured(occupancyAgg(p)).WithSource(c.sc.source(catalog.SignalRunning) + " + " + c.sc.source(catalog.SignalWaiting) + " (mean at the scrapes) over " + c.sc.source(catalog.SignalE2E) + " _sum increase / window seconds")
-	f.Count = p[1]
+	f.Incident.Count = p[1]
 	return f
 }
 
@@ -935,7 +935,7 @@ func (c *factCtx) gpuUtilMean(w evalWindow) rules.Fact {
 		return rules.MissingFact("no GPU sample of a replica in rotation in the window")
 	}
 	f := rules.Measured(sum / n).WithSource(c.sc.source(catalog.SignalGPUUtil) + " of the replicas in rotation (serving or holding requests)")
-	f.Count = n
+	f.Incident.Count = n
 	return f
 }
 

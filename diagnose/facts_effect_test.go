@@ -72,14 +72,14 @@ func TestStrengthFacts(t *testing.T) {
 		{"steady fleet: balanced, no queue, Poisson-free arrivals", steady, func(t *testing.T, rep *report.Report) {
 			f := rep.Facts[rules.ReplicaLoadShareMax]
 			require.Empty(t, f.Missing)
-			assert.InDelta(t, 1, float64(f.Value), 1e-9)
-			assert.InDelta(t, 0, float64(rep.Facts[rules.WaitingBusyShare].Value), 1e-9)
+			assert.InDelta(t, 1, float64(f.Incident.Value), 1e-9)
+			assert.InDelta(t, 0, float64(rep.Facts[rules.WaitingBusyShare].Incident.Value), 1e-9)
 			// Exactly 60 arrivals per interval (30 per pod): no variance.
-			assert.InDelta(t, 0, float64(rep.Facts[rules.ArrivalDispersion].Value), 1e-9)
+			assert.InDelta(t, 0, float64(rep.Facts[rules.ArrivalDispersion].Incident.Value), 1e-9)
 			assert.Contains(t, rep.Facts[rules.GPUUtilWaiting].Missing, "no queue to judge the GPU by")
 			m := rep.Facts[rules.TTFTMean]
-			assert.InDelta(t, 0.05, float64(m.Value), 1e-9)
-			assert.InDelta(t, 0.05, float64(m.Baseline), 1e-9)
+			assert.InDelta(t, 0.05, float64(m.Incident.Value), 1e-9)
+			assert.InDelta(t, 0.05, float64(m.Baseline.Value), 1e-9)
 			// The noise of an unchanged rate is a point at 1.
 			ar := rep.Facts[rules.ArrivalRate]
 			assert.Positive(t, ar.Intervals)
@@ -94,12 +94,12 @@ func TestStrengthFacts(t *testing.T) {
 			return s
 		}, func(t *testing.T, rep *report.Report) {
 			f := rep.Facts[rules.ReplicaLoadShareMax]
-			assert.InDelta(t, 1.5, float64(f.Value), 1e-9) // (90/120) / (1/2)
-			assert.InDelta(t, 1, float64(f.Baseline), 1e-9)
+			assert.InDelta(t, 1.5, float64(f.Incident.Value), 1e-9) // (90/120) / (1/2)
+			assert.InDelta(t, 1, float64(f.Baseline.Value), 1e-9)
 			assert.True(t, strings.HasPrefix(f.Source, "a: "), f.Source)
 			// Arrivals doubled, beyond noise.
 			ar := rep.Facts[rules.ArrivalRate]
-			assert.InDelta(t, 2, float64(ar.Value)/float64(ar.Baseline), 1e-9)
+			assert.InDelta(t, 2, float64(ar.Incident.Value)/float64(ar.Baseline.Value), 1e-9)
 			assert.Greater(t, float64(ar.NoiseLower), 1.0)
 		}},
 		{"bursts that drain: waiting spikes one scrape in four, arrivals bunch", func(pod string, i int, incident bool) intervalState {
@@ -114,16 +114,16 @@ func TestStrengthFacts(t *testing.T) {
 			return s
 		}, func(t *testing.T, rep *report.Report) {
 			busy := rep.Facts[rules.WaitingBusyShare]
-			assert.InDelta(t, 0.25, float64(busy.Value), 0.03, "one scrape in four has requests waiting")
-			assert.InDelta(t, 0, float64(rep.Facts[rules.WaitingMedian].Value), 1e-9)
+			assert.InDelta(t, 0.25, float64(busy.Incident.Value), 0.03, "one scrape in four has requests waiting")
+			assert.InDelta(t, 0, float64(rep.Facts[rules.WaitingMedian].Incident.Value), 1e-9)
 			d := rep.Facts[rules.ArrivalDispersion]
 			// Fleet arrivals per interval: 180 once in four, else 20 (plus
 			// the growth of waiting): far more dispersed than Poisson.
-			assert.Greater(t, float64(d.Value), 20.0)
-			assert.InDelta(t, 0, float64(d.Baseline), 1e-9)
+			assert.Greater(t, float64(d.Incident.Value), 20.0)
+			assert.InDelta(t, 0, float64(d.Baseline.Value), 1e-9)
 			g := rep.Facts[rules.GPUUtilWaiting]
 			require.Empty(t, g.Missing)
-			assert.InDelta(t, 0.95, float64(g.Value), 1e-9, "the GPU where requests wait")
+			assert.InDelta(t, 0.95, float64(g.Incident.Value), 1e-9, "the GPU where requests wait")
 		}},
 		{"a queue on an idle GPU", func(pod string, i int, incident bool) intervalState {
 			s := steady(pod, i, incident)
@@ -134,8 +134,8 @@ func TestStrengthFacts(t *testing.T) {
 		}, func(t *testing.T, rep *report.Report) {
 			g := rep.Facts[rules.GPUUtilWaiting]
 			require.Empty(t, g.Missing)
-			assert.InDelta(t, 0.35, float64(g.Value), 1e-9)
-			assert.InDelta(t, 1, float64(rep.Facts[rules.WaitingBusyShare].Value), 0.03)
+			assert.InDelta(t, 0.35, float64(g.Incident.Value), 1e-9)
+			assert.InDelta(t, 1, float64(rep.Facts[rules.WaitingBusyShare].Incident.Value), 0.03)
 			gm := rep.Facts[rules.GPUUtilMean]
 			assert.Less(t, float64(gm.NoiseUpper), 1.0, "the fall of the GPU's utilisation is beyond noise")
 		}},
@@ -147,8 +147,8 @@ func TestStrengthFacts(t *testing.T) {
 			return s
 		}, func(t *testing.T, rep *report.Report) {
 			m := rep.Facts[rules.TTFTMean]
-			assert.InDelta(t, 8.5/30, float64(m.Value), 1e-9)
-			assert.InDelta(t, 0.05, float64(m.Baseline), 1e-9)
+			assert.InDelta(t, 8.5/30, float64(m.Incident.Value), 1e-9)
+			assert.InDelta(t, 0.05, float64(m.Baseline.Value), 1e-9)
 			assert.Greater(t, float64(m.NoiseLower), 1.0)
 			sym := symptomOf(rep, rules.SymptomTTFT)
 			assert.True(t, sym.Present)
@@ -190,7 +190,7 @@ func TestNoiseIsReproducible(t *testing.T) {
 	fa, fb := a.Facts[rules.CompletionRate], b.Facts[rules.CompletionRate]
 	assert.Equal(t, fa.NoiseLower, fb.NoiseLower)
 	assert.Equal(t, fa.NoiseUpper, fb.NoiseUpper)
-	r := float64(fa.Value) / float64(fa.Baseline)
+	r := float64(fa.Incident.Value) / float64(fa.Baseline.Value)
 	assert.LessOrEqual(t, float64(fa.NoiseLower), r+1e-9)
 	assert.GreaterOrEqual(t, float64(fa.NoiseUpper), r-1e-9)
 	assert.False(t, math.IsNaN(float64(fa.NoiseLower)))

@@ -293,8 +293,8 @@ func (c *factCtx) progressFact(id rules.FactID) rules.Fact {
 		}
 		f = rules.Measured(v)
 	}
-	f.Count = float64(len(ps))
-	f.Window = c.inc.text()
+	f.Incident.Count = float64(len(ps))
+	f.Incident.Window = c.inc.text()
 	return f.WithSource(src)
 }
 
@@ -373,7 +373,7 @@ func (c *factCtx) deferralFact(w evalWindow, episodes bool) rules.Fact {
 		v = math.Min(1, held/waiting)
 	}
 	f := rules.Measured(v).WithSource(src)
-	f.Count, f.Window = waiting, w.text()
+	f.Incident.Count, f.Incident.Window = waiting, w.text()
 	return f
 }
 
@@ -396,7 +396,7 @@ func (c *factCtx) admissionRejectionShare(w evalWindow) rules.Fact {
 		return rules.MissingFact("no request finished or was rejected in the window")
 	}
 	f := rules.Measured(rej.Value / total).WithSource(c.sc.source(catalog.SignalAdmissionRejections) + " / (itself + " + c.sc.source(catalog.SignalRequestSuccess) + ")")
-	f.Count = total
+	f.Incident.Count = total
 	return f
 }
 

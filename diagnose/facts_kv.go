@@ -106,12 +106,12 @@ func (c *factCtx) kvPreempting(w evalWindow, full bool) rules.Fact {
 			return rules.MissingFact("no KV usage scrape of the preempting replicas in the window")
 		}
 		f = rules.Measured(float64(atCeiling) / float64(scrapes))
-		f.Count = float64(scrapes)
+		f.Incident.Count = float64(scrapes)
 		f.Source = fmt.Sprintf("%s of the %d replicas that preempted: share of their scrapes at >= %g", c.sc.source(catalog.SignalKVUsage), replicas, high)
 		return f
 	}
 	f = rules.Measured(sum / float64(n))
-	f.Count = float64(n)
+	f.Incident.Count = float64(n)
 	f.Source = fmt.Sprintf("%s at the %d scrape intervals in which %s rose, on %d replicas", c.sc.source(catalog.SignalKVUsage), n, c.sc.source(catalog.SignalPreemptions), replicas)
 	return f
 }
@@ -223,7 +223,7 @@ func (c *factCtx) withoutHot(sig catalog.SignalID, mean bool) rules.Fact {
 				return rules.Fact{}, "no output token decoded outside the hot replicas (or _sum missing)"
 			}
 			f := rules.Measured(v)
-			f.Count = gen.Total()
+			f.Incident.Count = gen.Total()
 			return f, ""
 		}
 		h, why := merged(sig, w)
@@ -232,19 +232,19 @@ func (c *factCtx) withoutHot(sig catalog.SignalID, mean bool) rules.Fact {
 		}
 		if mean {
 			f := rules.Measured(h.Mean())
-			f.Count = h.Count
+			f.Incident.Count = h.Count
 			return f, ""
 		}
 		e := h.Quantile(0.95)
 		f := rules.Measured(e.Value).WithBounds(e.Lower, e.Upper)
-		f.Count = e.Count
+		f.Incident.Count = e.Count
 		return f, ""
 	}
 	out, why := one(c.inc)
 	if why != "" {
 		return rules.MissingFact(why)
 	}
-	out.Window = c.inc.text()
+	out.Incident.Window = c.inc.text()
 	var names []string
 	for _, r := range hot {
 		names = append(names, c.sc.replicas[r].t.Name)
@@ -256,8 +256,8 @@ func (c *factCtx) withoutHot(sig catalog.SignalID, mean bool) rules.Fact {
 	out.Source = fmt.Sprintf("%s of the %d replicas other than %s", src, len(rest), strings.Join(names, ", "))
 	if c.base.ok {
 		if b, why := one(c.base); why == "" {
-			out.Baseline, out.BaselineLower, out.BaselineUpper, out.BaselineCount = b.Value, b.Lower, b.Upper, b.Count
-			out.BaselineWindow = c.base.text()
+			out.Baseline = b.Incident
+			out.Baseline.Window = c.base.text()
 		}
 	}
 	return out

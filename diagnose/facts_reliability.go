@@ -318,7 +318,7 @@ func (c *factCtx) abandonedPromptTokens(w *relWindow) rules.Fact {
 	f := rules.Measured(v).WithBounds(lo, hi).WithSource(fmt.Sprintf(
 		"%s - %s _sum + (running at segment starts %g - at segment ends %g) x mean prompt %.0f tokens (+-%.0f%% for the in-flight prompts); %s",
 		c.sc.source(catalog.SignalPromptTokensTotal), c.sc.source(catalog.SignalPromptTokens), h.plus, h.minus, mean, 100*u, c.hiddenAssumptions(h)))
-	f.Count = h.finished
+	f.Incident.Count = h.finished
 	return f
 }
 
@@ -330,9 +330,9 @@ func (c *factCtx) abandonedByTokens(w *relWindow) rules.Fact {
 	}
 	h := w.h
 	mean := h.promptSum / h.finished
-	f := rules.Measured(t.Value/mean).WithBounds(t.Lower/mean, t.Upper/mean).WithSource(
+	f := rules.Measured(t.Incident.Value/mean).WithBounds(t.Incident.Lower/mean, t.Incident.Upper/mean).WithSource(
 		fmt.Sprintf("abandoned_prompt_tokens / mean prompt length %.0f tokens of finished requests (assumes abandoned prompts are as long on average); %s", mean, c.hiddenAssumptions(h)))
-	f.Count = t.Count
+	f.Incident.Count = t.Incident.Count
 	return f
 }
 
@@ -359,7 +359,7 @@ func (c *factCtx) abandonedAfterFirstToken(w *relWindow) rules.Fact {
 	f := rules.Measured(v).WithBounds(v-slack, v+h.waiting+slack).WithSource(most + fmt.Sprintf(
 		"%s count %g - %s count %g %s, +-%g%% of those running (chunked prefills, preempted requests); vLLM observes TTFT at the first token, E2E only at the finish; %s",
 		c.sc.source(catalog.SignalTTFT), h.ttft, c.sc.source(catalog.SignalE2E), h.e2e, inflight, 100*firstTokenSlack, c.hiddenAssumptions(h)))
-	f.Count = h.ttft
+	f.Incident.Count = h.ttft
 	return f
 }
 
@@ -371,16 +371,16 @@ func (c *factCtx) abandonedRequests(w *relWindow) rules.Fact {
 	var f rules.Fact
 	switch {
 	case a.Known():
-		f = rules.Measured(a.Value).WithBounds(a.Lower, a.Upper)
-		f.Count = a.Count
+		f = rules.Measured(a.Incident.Value).WithBounds(a.Incident.Lower, a.Incident.Upper)
+		f.Incident.Count = a.Incident.Count
 		f.Source = "abandoned_after_first_token"
 		if b.Known() {
-			f.Lower, f.Upper = math.Min(a.Lower, b.Lower), math.Max(a.Upper, b.Upper)
-			f.Source += fmt.Sprintf("; bounds span abandoned_by_tokens %.0f", b.Value)
+			f.Incident.Lower, f.Incident.Upper = math.Min(a.Incident.Lower, b.Incident.Lower), math.Max(a.Incident.Upper, b.Incident.Upper)
+			f.Source += fmt.Sprintf("; bounds span abandoned_by_tokens %.0f", b.Incident.Value)
 		}
 	case b.Known():
-		f = rules.Measured(b.Value).WithBounds(b.Lower, b.Upper)
-		f.Count = b.Count
+		f = rules.Measured(b.Incident.Value).WithBounds(b.Incident.Lower, b.Incident.Upper)
+		f.Incident.Count = b.Incident.Count
 		f.Source = "abandoned_by_tokens (no TTFT/E2E counts)"
 	default:
 		return rules.MissingFact("neither estimate can be computed: " + a.Missing + "; " + b.Missing)
@@ -425,13 +425,13 @@ func (c *factCtx) abandonShare(w *relWindow) rules.Fact {
 		}
 		return x / (done.Value + x)
 	}
-	v := share(a.Value)
+	v := share(a.Incident.Value)
 	if math.IsNaN(v) {
 		return rules.MissingFact("no request finished or was abandoned in the window")
 	}
-	f := rules.Measured(v).WithBounds(share(a.Lower), share(a.Upper)).WithSource(
+	f := rules.Measured(v).WithBounds(share(a.Incident.Lower), share(a.Incident.Upper)).WithSource(
 		fmt.Sprintf("abandoned_requests / (completions %g + abandoned_requests); a lower bound of abandonment: requests abandoned while queued leave no trace unless a gateway counter is aliased (gateway_requests)", done.Value))
-	f.Count = done.Value + math.Max(a.Value, 0)
+	f.Incident.Count = done.Value + math.Max(a.Incident.Value, 0)
 	return f
 }
 
@@ -453,7 +453,7 @@ func (c *factCtx) queueUnservedMin(w *relWindow) rules.Fact {
 		return rules.MissingFact("no replica's running gauge covers the window")
 	}
 	f := rules.Measured(sum).WithSource(fmt.Sprintf("sum over %d replicas' scrape intervals of max(0, fall of waiting + running - completions), restarts excluded: a lower bound, arrivals in an interval hide the rest", n))
-	f.Count = float64(n)
+	f.Incident.Count = float64(n)
 	return f
 }
 
@@ -485,11 +485,11 @@ func (c *factCtx) gatewayUnserved(w evalWindow, share bool) rules.Fact {
 			return rules.MissingFact("no gateway arrival in the window")
 		}
 		f := rules.Measured(math.Max(v, 0) / g.Value).WithSource(src + ", over the gateway's arrivals")
-		f.Count = g.Value
+		f.Incident.Count = g.Value
 		return f
 	}
 	f = rules.Measured(v).WithSource(src)
-	f.Count = g.Value
+	f.Incident.Count = g.Value
 	return f
 }
 
@@ -540,24 +540,24 @@ func (c *factCtx) restartFacts(w *relWindow) map[rules.FactID]rules.Fact {
 		src += "; restarts: " + strings.Join(names, ", ")
 	}
 	f := rules.Measured(float64(total)).WithSource(src)
-	f.Count = float64(n)
+	f.Incident.Count = float64(n)
 	out[rules.Restarts] = f
 	m := rules.Measured(float64(top)).WithSource(src)
 	if who != "" {
 		m.Source, m.Replica = who+": "+src, who
 	}
-	m.Count = float64(n)
+	m.Incident.Count = float64(n)
 	out[rules.RestartsReplicaMax] = m
 	hours := w.w.Duration().Hours()
 	if hours > 0 {
 		ph := rules.Measured(float64(top) / hours).WithSource(m.Source)
-		ph.Count, ph.Replica = float64(n), m.Replica
+		ph.Incident.Count, ph.Replica = float64(n), m.Replica
 		out[rules.RestartsPerHourMax] = ph
 	} else {
 		out[rules.RestartsPerHourMax] = rules.MissingFact("window of zero length")
 	}
 	lf := rules.Measured(lost).WithSource("waiting + running at the last scrape before each restart (requests that arrived after that scrape are not seen)")
-	lf.Count = float64(total)
+	lf.Incident.Count = float64(total)
 	out[rules.RequestsLost] = lf
 	if !c.sc.has(catalog.SignalRequestSuccess) {
 		out[rules.LostShare] = rules.MissingFact(c.missingSignal(catalog.SignalRequestSuccess))
@@ -569,7 +569,7 @@ func (c *factCtx) restartFacts(w *relWindow) map[rules.FactID]rules.Fact {
 		return out
 	}
 	ls := rules.Measured(lost / (done.Value + lost)).WithSource(fmt.Sprintf("requests_lost / (completions %g + requests_lost)", done.Value))
-	ls.Count = done.Value + lost
+	ls.Incident.Count = done.Value + lost
 	out[rules.LostShare] = ls
 	return out
 }
@@ -598,7 +598,7 @@ func (c *factCtx) oomKills(w evalWindow) rules.Fact {
 		}
 	}
 	f := rules.Measured(float64(n)).WithSource(fmt.Sprintf(`%s{reason="OOMKilled"} = 1 at the window's end, of %d series`, c.sc.source(catalog.SignalTerminatedReason), seen))
-	f.Count = float64(seen)
+	f.Incident.Count = float64(seen)
 	return f
 }
 
@@ -653,7 +653,7 @@ func (c *factCtx) fbRiseRestarts(w *relWindow) rules.Fact {
 		src += ": " + strings.Join(who, ", ")
 	}
 	f := rules.Measured(float64(n)).WithSource(src)
-	f.Count = float64(restarts)
+	f.Incident.Count = float64(restarts)
 	return f
 }
 
@@ -687,7 +687,7 @@ func (c *factCtx) httpShareOf(w evalWindow, r int, match func(string) bool, what
 		}
 	}
 	f := rules.Measured(bad / total).WithSource(c.sc.source(catalog.SignalHTTPRequests) + `{status="` + what + `"}`)
-	f.Count = total
+	f.Incident.Count = total
 	return f
 }
 
@@ -719,15 +719,15 @@ func (c *factCtx) http5xxShareMax(w evalWindow) rules.Fact {
 			continue
 		}
 		n++
-		if !(f.Value <= best) {
-			best, who, count = f.Value, c.sc.replicas[r].t.Name, f.Count
+		if !(f.Incident.Value <= best) {
+			best, who, count = f.Incident.Value, c.sc.replicas[r].t.Name, f.Incident.Count
 		}
 	}
 	if n == 0 {
 		return rules.MissingFact("no replica answered HTTP requests in the window")
 	}
 	f := rules.Measured(best).WithSource(fmt.Sprintf(`%s: %s{status="5xx"} of its responses, the largest of %d replicas`, who, c.sc.source(catalog.SignalHTTPRequests), n))
-	f.Count = count
+	f.Incident.Count = count
 	return f
 }
 
@@ -751,9 +751,9 @@ func (c *factCtx) addReliabilityFacts(fs rules.Facts) {
 		base = c.restartFacts(c.rel(cache, c.base))
 	}
 	for id, f := range inc {
-		f.Window = c.inc.text()
+		f.Incident.Window = c.inc.text()
 		if b, ok := base[id]; ok && b.Known() {
-			f.Baseline, f.BaselineCount, f.BaselineWindow = b.Value, b.Count, c.base.text()
+			f.Baseline.Value, f.Baseline.Count, f.Baseline.Window = b.Incident.Value, b.Incident.Count, c.base.text()
 		}
 		fs[id] = f
 	}

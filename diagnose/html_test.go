@@ -106,7 +106,7 @@ func culpritReport(t *testing.T) *report.Report {
 	i := slices.IndexFunc(r.Hypotheses, func(h rules.Finding) bool { return string(h.ID) == string(r.Verdict) })
 	require.GreaterOrEqual(t, i, 0)
 	r.Hypotheses[i].Evidence = append(r.Hypotheses[i].Evidence, rules.Evidence{
-		ID: rules.ReplicaTTFTRatio, Fact: rules.Fact{Value: 1.9, Count: math.NaN(), Source: "vllm-2: vllm:time_to_first_token_seconds per replica", Replica: "vllm-2"},
+		ID: rules.ReplicaTTFTRatio, Fact: rules.Fact{Incident: rules.Measurement{Value: 1.9, Count: math.NaN()}, Source: "vllm-2: vllm:time_to_first_token_seconds per replica", Replica: "vllm-2"},
 		Text: "replica_ttft_ratio 1.9x"})
 	require.NotNil(t, r.NamedCulprit())
 	require.Equal(t, "vllm-2", r.NamedCulprit().Name)

@@ -73,8 +73,8 @@ func TestRollingRestart(t *testing.T) {
 			}
 			rep, table := diagnoseTable(t, ev)
 			assert.Equal(t, "no-incident", string(rep.Verdict), "%s", table)
-			assert.LessOrEqual(t, float64(rep.Facts[rules.RestartsReplicaMax].Value), 1.0, "%s", table)
-			assert.Zero(t, float64(rep.Facts[rules.RequestsLost].Value), "%s", table)
+			assert.LessOrEqual(t, float64(rep.Facts[rules.RestartsReplicaMax].Incident.Value), 1.0, "%s", table)
+			assert.Zero(t, float64(rep.Facts[rules.RequestsLost].Incident.Value), "%s", table)
 			t.Logf("%s\n%s", rep.Summary, table)
 		})
 	}
@@ -93,9 +93,9 @@ func TestCrashLoopNewAddresses(t *testing.T) {
 	ev := readBack(t, func(dir string) error { return simtsdb.Write(f, dir, fleetsim.TSDBOptions{}) })
 	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
-	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Value), "%s", table)
+	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Incident.Value), "%s", table)
 	assert.Contains(t, rep.Facts[rules.RestartsReplicaMax].Source, "vllm-3")
-	assert.Positive(t, float64(rep.Facts[rules.RequestsLost].Value), "hard stops lose the requests in flight")
+	assert.Positive(t, float64(rep.Facts[rules.RequestsLost].Incident.Value), "hard stops lose the requests in flight")
 }
 
 // TestOutageLoadFactor: the replicas present at the scrape times, usual
@@ -125,7 +125,7 @@ func TestOutageLoadFactor(t *testing.T) {
 			require.NoError(t, err)
 			ev := matrix.Evidence(f)
 			rep, table := diagnoseTable(t, ev)
-			assert.InDelta(t, tc.want, float64(rep.Facts[rules.OutageLoadFactor].Value), 1e-9, "%s", table)
+			assert.InDelta(t, tc.want, float64(rep.Facts[rules.OutageLoadFactor].Incident.Value), 1e-9, "%s", table)
 		})
 	}
 }

@@ -144,6 +144,6 @@ func (c *factCtx) outageLoadFactor(w evalWindow) rules.Fact {
 	usual := slices.Clone(counts)
 	slices.Sort(usual)
 	f := rules.Measured(usual[len(usual)/2] / usual[0]).WithSource(fmt.Sprintf("replicas present at the scrape times (median %v, fewest %v): restarts, scrape gaps, replicas gone or joining", usual[len(usual)/2], usual[0]))
-	f.Count = float64(len(counts))
+	f.Incident.Count = float64(len(counts))
 	return f
 }

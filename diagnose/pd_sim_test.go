@@ -43,7 +43,7 @@ func TestPDLoadShareByRole(t *testing.T) {
 		assert.Equal(t, string(rules.NoIncident), string(rep.Verdict), table)
 		for _, id := range []rules.FactID{rules.ReplicaLoadShareMax, rules.ReplicaShareMax, rules.ReplicaTTFTRatio} {
 			f := rep.Facts[id]
-			assert.Less(t, float64(f.Value), 1.2, "%s: %s\n%s", id, f.Source, table)
+			assert.Less(t, float64(f.Incident.Value), 1.2, "%s: %s\n%s", id, f.Source, table)
 			assert.Contains(t, f.Source, "within each prefill/decode role", id)
 		}
 	})
@@ -55,8 +55,8 @@ func TestPDLoadShareByRole(t *testing.T) {
 		rep, table := diagnoseTable(t, simulate(t, pdFleet(3, 3)))
 		for _, id := range []rules.FactID{rules.ReplicaLoadShareMax, rules.ReplicaShareMax} {
 			f := rep.Facts[id]
-			assert.InDelta(t, 1.8, float64(f.Value), 0.1, "%s: %s\n%s", id, f.Source, table)
-			assert.InDelta(t, 1.0, float64(f.Baseline), 0.1, "%s baseline\n%s", id, table)
+			assert.InDelta(t, 1.8, float64(f.Incident.Value), 0.1, "%s: %s\n%s", id, f.Source, table)
+			assert.InDelta(t, 1.0, float64(f.Baseline.Value), 0.1, "%s baseline\n%s", id, table)
 		}
 		assert.Contains(t, rep.Facts[rules.ReplicaLoadShareMax].Source, "vllm-decode-1", table)
 	})

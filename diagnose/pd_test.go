@@ -152,11 +152,11 @@ func TestPrefillDecodeRoles(t *testing.T) {
 			table := factsTable(rep)
 			assert.Equal(t, tt.verdict, rep.Verdict, table)
 			d, p := rep.Facts[rules.PDDecodeReplicas], rep.Facts[rules.PDPrefillReplicas]
-			assert.Equal(t, 2.0, float64(d.Value), table)
-			assert.Equal(t, 2.0, float64(p.Value), table)
+			assert.Equal(t, 2.0, float64(d.Incident.Value), table)
+			assert.Equal(t, 2.0, float64(p.Incident.Value), table)
 			assert.Contains(t, d.Source, tt.decodeBy)
 			dm := rep.Facts[rules.TTFTMeanDecodeRole]
-			assert.Greater(t, float64(dm.Value), float64(rep.Facts[rules.TTFTMean].Value), "the decode instances' TTFT apart from the prefill instances'")
+			assert.Greater(t, float64(dm.Incident.Value), float64(rep.Facts[rules.TTFTMean].Incident.Value), "the decode instances' TTFT apart from the prefill instances'")
 			caveat := false
 			for _, w := range rep.Warnings {
 				caveat = caveat || strings.Contains(w, "vLLM #29474")

@@ -51,16 +51,16 @@ func TestAbandonmentOverload(t *testing.T) {
 	rel := reportSymptom(rep, "reliability")
 	require.True(t, rel.Present, "%s", table)
 	assert.Contains(t, evidenceTexts(rel.Evidence), "not completing: abandon_share")
-	assert.Zero(t, float64(rep.Facts[rules.AbortShare].Value), "V1 counts no abort")
+	assert.Zero(t, float64(rep.Facts[rules.AbortShare].Incident.Value), "V1 counts no abort")
 
 	est := rep.Facts[rules.AbandonedRequests]
 	require.Empty(t, est.Missing)
-	got, want := float64(est.Value), float64(truth.Traceable)
+	got, want := float64(est.Incident.Value), float64(truth.Traceable)
 	t.Logf("abandoned after prefill: estimate %.0f [%.0f, %.0f], truth %v (error %+.1f%%); by tokens %.0f; all abandoned %d",
-		got, float64(est.Lower), float64(est.Upper), want, 100*(got-want)/want, float64(rep.Facts[rules.AbandonedByTokens].Value), truth.Total)
+		got, float64(est.Incident.Lower), float64(est.Incident.Upper), want, 100*(got-want)/want, float64(rep.Facts[rules.AbandonedByTokens].Incident.Value), truth.Total)
 	assert.InEpsilon(t, want, got, 0.25, "estimate vs truth\n%s", table)
-	assert.InEpsilon(t, want, float64(rep.Facts[rules.AbandonedByTokens].Value), 0.25, "token estimate vs truth")
-	assert.InEpsilon(t, float64(truth.TraceablePromptTokens), float64(rep.Facts[rules.AbandonedPromptTokens].Value), 0.25, "abandoned prompt tokens vs truth")
+	assert.InEpsilon(t, want, float64(rep.Facts[rules.AbandonedByTokens].Incident.Value), 0.25, "token estimate vs truth")
+	assert.InEpsilon(t, float64(truth.TraceablePromptTokens), float64(rep.Facts[rules.AbandonedPromptTokens].Incident.Value), 0.25, "abandoned prompt tokens vs truth")
 	assert.Contains(t, est.Source, "counts no abandoned request", "the report says which accounting the version implies")
 	assert.Contains(t, rep.Facts[rules.AbandonShare].Source, "lower bound")
 
@@ -82,7 +82,7 @@ func TestAbandonmentCountedAccounting(t *testing.T) {
 	_, ev := simulateFleet(t, cfg)
 	rep, err := diagnose.Diagnose(ev, diagnose.Options{})
 	require.NoError(t, err)
-	assert.Greater(t, float64(rep.Facts[rules.AbortShare].Value), 0.01, "%s", factsTable(rep))
+	assert.Greater(t, float64(rep.Facts[rules.AbortShare].Incident.Value), 0.01, "%s", factsTable(rep))
 	assert.Contains(t, rep.Facts[rules.AbandonedRequests].Source, "counts aborts")
 	assert.Equal(t, "queue-sustained", string(rep.Verdict), "%s", factsTable(rep))
 }
@@ -106,9 +106,9 @@ func TestCrashLoopTSDB(t *testing.T) {
 	ev := readBack(t, func(dir string) error { return simtsdb.Write(f, dir, fleetsim.TSDBOptions{Up: true}) })
 	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
-	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Value), "%s", table)
+	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Incident.Value), "%s", table)
 	assert.Contains(t, rep.Facts[rules.Restarts].Source, "4 scrape gap(s)")
-	assert.Zero(t, float64(rep.Facts[rules.FBRiseRestarts].Value), "planned-looking restarts: framebuffer flat")
+	assert.Zero(t, float64(rep.Facts[rules.FBRiseRestarts].Incident.Value), "planned-looking restarts: framebuffer flat")
 }
 
 // TestOOMLoop: the crash loop killed for memory each time: framebuffer use
@@ -121,7 +121,7 @@ func TestOOMLoop(t *testing.T) {
 	_, ev := simulateFleet(t, cfg)
 	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
-	assert.Equal(t, 4.0, float64(rep.Facts[rules.FBRiseRestarts].Value), "%s", table)
+	assert.Equal(t, 4.0, float64(rep.Facts[rules.FBRiseRestarts].Incident.Value), "%s", table)
 	assert.Contains(t, rep.Facts[rules.FBRiseRestarts].Source, "vllm-3")
 	var check rules.NextCheck
 	for _, h := range rep.Hypotheses {
@@ -142,7 +142,7 @@ func TestCrashLoop(t *testing.T) {
 	f, ev := simulateFleet(t, crashLoop())
 	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "replica-restarts", string(rep.Verdict), "%s", table)
-	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Value), "%s", table)
+	assert.Equal(t, 4.0, float64(rep.Facts[rules.RestartsReplicaMax].Incident.Value), "%s", table)
 	assert.Contains(t, rep.Facts[rules.RestartsReplicaMax].Source, "vllm-3")
 	lost := 0
 	for _, r := range f.Requests {
@@ -152,10 +152,10 @@ func TestCrashLoop(t *testing.T) {
 	}
 	// In flight at the last scrape before each restart: the requests that
 	// arrived after it are lost too, unseen.
-	got := float64(rep.Facts[rules.RequestsLost].Value)
+	got := float64(rep.Facts[rules.RequestsLost].Incident.Value)
 	assert.LessOrEqual(t, got, float64(lost), "%s", table)
 	assert.Greater(t, got, 0.5*float64(lost), "%s", table)
-	assert.Less(t, float64(rep.Facts[rules.AbandonShare].Value), 0.01, "lost requests are not read as abandoned")
+	assert.Less(t, float64(rep.Facts[rules.AbandonShare].Incident.Value), 0.01, "lost requests are not read as abandoned")
 	assert.Contains(t, evidenceTexts(reportSymptom(rep, "reliability").Evidence), "not completing: restarts_replica_max")
 }
 
@@ -169,8 +169,8 @@ func TestServerErrorsOneReplica(t *testing.T) {
 	_, ev := simulateFleet(t, cfg)
 	rep, table := diagnoseTable(t, ev)
 	require.Equal(t, "server-errors", string(rep.Verdict), "%s", table)
-	assert.InDelta(t, 0.2/8, float64(rep.Facts[rules.HTTP5xxShare].Value), 0.01, "%s", table)
-	assert.InDelta(t, 0.2, float64(rep.Facts[rules.HTTP5xxShareMax].Value), 0.05, "%s", table)
+	assert.InDelta(t, 0.2/8, float64(rep.Facts[rules.HTTP5xxShare].Incident.Value), 0.01, "%s", table)
+	assert.InDelta(t, 0.2, float64(rep.Facts[rules.HTTP5xxShareMax].Incident.Value), 0.05, "%s", table)
 	assert.Contains(t, rep.Facts[rules.HTTP5xxShareMax].Source, "vllm-5")
 }
 
@@ -304,26 +304,26 @@ func TestHiddenAbandonmentEstimates(t *testing.T) {
 			for _, id := range []rules.FactID{rules.AbandonedAfterFirstToken, rules.AbandonedByTokens, rules.AbandonedRequests} {
 				f := rep.Facts[id]
 				require.Empty(t, f.Missing, "%s\n%s", id, table)
-				assert.InDelta(t, tt.abandoned, float64(f.Value), 1e-9, "%s\n%s", id, table)
-				assert.LessOrEqual(t, float64(f.Lower), tt.abandoned, id)
-				assert.GreaterOrEqual(t, float64(f.Upper), tt.abandoned, id)
+				assert.InDelta(t, tt.abandoned, float64(f.Incident.Value), 1e-9, "%s\n%s", id, table)
+				assert.LessOrEqual(t, float64(f.Incident.Lower), tt.abandoned, id)
+				assert.GreaterOrEqual(t, float64(f.Incident.Upper), tt.abandoned, id)
 			}
-			assert.InDelta(t, 100*tt.abandoned, float64(rep.Facts[rules.AbandonedPromptTokens].Value), 1e-6)
-			assert.Equal(t, tt.restarts, float64(rep.Facts[rules.Restarts].Value), "%s", table)
-			assert.Equal(t, tt.lost, float64(rep.Facts[rules.RequestsLost].Value), "%s", table)
+			assert.InDelta(t, 100*tt.abandoned, float64(rep.Facts[rules.AbandonedPromptTokens].Incident.Value), 1e-6)
+			assert.Equal(t, tt.restarts, float64(rep.Facts[rules.Restarts].Incident.Value), "%s", table)
+			assert.Equal(t, tt.lost, float64(rep.Facts[rules.RequestsLost].Incident.Value), "%s", table)
 			if tt.oom > 0 {
-				assert.Equal(t, tt.oom, float64(rep.Facts[rules.OOMKills].Value), "%s", table)
+				assert.Equal(t, tt.oom, float64(rep.Facts[rules.OOMKills].Incident.Value), "%s", table)
 			} else {
 				assert.Contains(t, rep.Facts[rules.OOMKills].Missing, "kube-state-metrics")
 			}
 			if tt.abandoned == 0 {
-				assert.Zero(t, float64(rep.Facts[rules.AbandonShare].Value))
+				assert.Zero(t, float64(rep.Facts[rules.AbandonShare].Incident.Value))
 			} else {
 				done := tt.scrapes[4].finished - tt.scrapes[1].finished
 				if tt.restarts > 0 {
 					done = 35
 				}
-				assert.InDelta(t, tt.abandoned/(done+tt.abandoned), float64(rep.Facts[rules.AbandonShare].Value), 1e-9)
+				assert.InDelta(t, tt.abandoned/(done+tt.abandoned), float64(rep.Facts[rules.AbandonShare].Incident.Value), 1e-9)
 			}
 		})
 	}
@@ -374,9 +374,9 @@ func TestGatewayUnserved(t *testing.T) {
 	rep, err = diagnose.Diagnose(snapshot.Merge(evs...), opts)
 	require.NoError(t, err)
 	table := factsTable(rep)
-	assert.Equal(t, 10.0, float64(rep.Facts[rules.GatewayUnserved].Value), "%s", table)
-	assert.InDelta(t, 10.0/64, float64(rep.Facts[rules.GatewayUnservedShare].Value), 1e-9, "%s", table)
-	assert.Equal(t, 6.0, float64(rep.Facts[rules.AbandonedRequests].Value), "vLLM's counters see only the 6 abandoned after their first token")
+	assert.Equal(t, 10.0, float64(rep.Facts[rules.GatewayUnserved].Incident.Value), "%s", table)
+	assert.InDelta(t, 10.0/64, float64(rep.Facts[rules.GatewayUnservedShare].Incident.Value), 1e-9, "%s", table)
+	assert.Equal(t, 6.0, float64(rep.Facts[rules.AbandonedRequests].Incident.Value), "vLLM's counters see only the 6 abandoned after their first token")
 	assert.True(t, reportSymptom(rep, "reliability").Present)
 }
 
@@ -391,7 +391,7 @@ func TestAbandonmentWhileQueued(t *testing.T) {
 	rep, table := diagnoseTable(t, ev)
 	truth := truthIn(f, rep)
 	require.Greater(t, truth.Total-truth.Traceable, 1000, "abandoned in the queue\n%s", table)
-	got := float64(rep.Facts[rules.AbandonedRequests].Value)
+	got := float64(rep.Facts[rules.AbandonedRequests].Incident.Value)
 	assert.InEpsilon(t, float64(truth.Traceable), got, 0.25, "%s", table)
 	assert.Less(t, got, float64(truth.Total))
 	assert.Contains(t, rep.Facts[rules.AbandonShare].Source, "abandoned while queued leave no trace")
@@ -430,13 +430,13 @@ func TestLifetimeUnfinished(t *testing.T) {
 			rep, table := diagnoseTable(t, ev)
 			f := rep.Facts[rules.AbandonedAfterFirstToken]
 			require.Empty(t, f.Missing, "%s", table)
-			assert.InDelta(t, tt.abandoned, float64(f.Value), 1e-9, "%s", table)
-			assert.GreaterOrEqual(t, float64(f.Upper), tt.abandoned+tt.s.waiting, "waiting requests may have had a first token")
+			assert.InDelta(t, tt.abandoned, float64(f.Incident.Value), 1e-9, "%s", table)
+			assert.GreaterOrEqual(t, float64(f.Incident.Upper), tt.abandoned+tt.s.waiting, "waiting requests may have had a first token")
 			assert.Contains(t, f.Source, "lifetime counters")
-			assert.Contains(t, f.Window, "lifetime")
+			assert.Contains(t, f.Incident.Window, "lifetime")
 			share := rep.Facts[rules.AbandonShare]
 			require.Empty(t, share.Missing, "%s", table)
-			assert.InDelta(t, tt.abandoned/(tt.s.finished+tt.abandoned), float64(share.Value), 1e-9)
+			assert.InDelta(t, tt.abandoned/(tt.s.finished+tt.abandoned), float64(share.Incident.Value), 1e-9)
 			rel := reportSymptom(rep, "reliability")
 			assert.Equal(t, tt.present, rel.Present, "%s", table)
 			// The report's JSON facts, read back, judge the same
@@ -470,9 +470,9 @@ func TestLifetimeUnfinishedRealCapture(t *testing.T) {
 	rep, table := diagnoseTable(t, ev)
 	f := rep.Facts[rules.AbandonedAfterFirstToken]
 	require.Empty(t, f.Missing, "%s", table)
-	assert.Equal(t, 8499.0-6226-3-2, float64(f.Value), "%s", table)
+	assert.Equal(t, 8499.0-6226-3-2, float64(f.Incident.Value), "%s", table)
 	assert.Contains(t, f.Source, "lifetime counters")
-	assert.Positive(t, float64(rep.Facts[rules.AbandonedPromptTokens].Value), "prompt_tokens_total is 1.5M tokens above the finished requests' sum")
+	assert.Positive(t, float64(rep.Facts[rules.AbandonedPromptTokens].Incident.Value), "prompt_tokens_total is 1.5M tokens above the finished requests' sum")
 	rel := reportSymptom(rep, "reliability")
 	require.True(t, rel.Present, "%s", table)
 	assert.Contains(t, evidenceTexts(rel.Evidence), "not completing: abandon_share")

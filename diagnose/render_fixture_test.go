@@ -319,7 +319,7 @@ func renderSplitReport() *report.Report {
 	facts := rules.Facts{}
 	for id, f := range renderFacts() {
 		if f.Known() && f.HasBaseline() {
-			f.Value = f.Baseline // nothing moved
+			f.Incident.Value = f.Baseline.Value // nothing moved
 		}
 		facts[id] = f
 	}

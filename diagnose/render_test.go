@@ -238,7 +238,7 @@ func TestWriteJSONNonFinite(t *testing.T) {
 	// p99 in the +Inf bucket: the upper bound is unbounded.
 	rep.Signals.Fleet[0].Incident.Quantiles[2].Upper = inf
 	rep.Signals.Fleet[0].Incident.Quantiles[2].Value = nan
-	rep.Hypotheses[0].Evidence[0].Fact.Upper = math.Inf(1)
+	rep.Hypotheses[0].Evidence[0].Fact.Incident.Upper = math.Inf(1)
 	warningsBefore := len(rep.Warnings)
 
 	var b bytes.Buffer

@@ -38,7 +38,7 @@ func TestRuleFactsReproduceVerdict(t *testing.T) {
 	back := readBackJSON(t, rep)
 	again := rules.Evaluate(back.RuleFacts(), rules.SLO{}, rules.DefaultThresholds)
 	assert.Equal(t, rep.Verdict, again.Verdict)
-	assert.Equal(t, rep.Facts[rules.TTFTP95].BaselineLower, back.Facts[rules.TTFTP95].BaselineLower)
+	assert.Equal(t, rep.Facts[rules.TTFTP95].Baseline.Lower, back.Facts[rules.TTFTP95].Baseline.Lower)
 }
 
 // readBackJSON writes rep as JSON and reads it back, as a notebook reads

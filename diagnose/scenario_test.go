@@ -127,7 +127,7 @@ func factsTable(rep *report.Report) string {
 			fmt.Fprintf(&b, "  %-22s missing: %s\n", id, f.Missing)
 			continue
 		}
-		fmt.Fprintf(&b, "  %-22s %10.4g (n=%g)   baseline %10.4g (n=%g)\n", id, float64(f.Value), float64(f.Count), float64(f.Baseline), float64(f.BaselineCount))
+		fmt.Fprintf(&b, "  %-22s %10.4g (n=%g)   baseline %10.4g (n=%g)\n", id, float64(f.Incident.Value), float64(f.Incident.Count), float64(f.Baseline.Value), float64(f.Baseline.Count))
 	}
 	for _, s := range rep.Symptoms {
 		fmt.Fprintf(&b, "symptom %s present=%v evaluable=%v\n", s.ID, s.Present, s.Evaluable)

@@ -302,13 +302,13 @@ func (sc *scope) derivedSignals(base, inc evalWindow) []report.Signal {
 				continue
 			}
 			m := nanMeasure(w.info)
-			m.Count = rules.Number(fact.Count)
+			m.Count = rules.Number(fact.Incident.Count)
 			m.Lifetime = w.lifetime
 			switch field {
 			case "rate":
-				m.Rate = rules.Number(fact.Value)
+				m.Rate = rules.Number(fact.Incident.Value)
 			default:
-				m.Mean = rules.Number(fact.Value)
+				m.Mean = rules.Number(fact.Incident.Value)
 			}
 			ms[i] = m
 			if sig.Metric == "" {
@@ -373,8 +373,8 @@ func (sc *scope) scopeWarnings(base, inc evalWindow, rep *report.Report) []repor
 			out = append(out, warnf(report.WarnSignal, ErrRestart, "%s: process_start_time_seconds takes %d values: the process restarted", rp.t.Name, starts))
 		}
 	}
-	if f, ok := rep.Facts[rules.TTFTP95]; ok && f.Missing == "" && float64(f.Count) < sc.set.Thresholds.MinSamples {
-		out = append(out, warnf(report.WarnSignal, ErrLowCount, "low sample count: %g requests in the incident window (the decision map needs >= %g)", float64(f.Count), sc.set.Thresholds.MinSamples))
+	if f, ok := rep.Facts[rules.TTFTP95]; ok && f.Missing == "" && float64(f.Incident.Count) < sc.set.Thresholds.MinSamples {
+		out = append(out, warnf(report.WarnSignal, ErrLowCount, "low sample count: %g requests in the incident window (the decision map needs >= %g)", float64(f.Incident.Count), sc.set.Thresholds.MinSamples))
 	}
 	return out
 }

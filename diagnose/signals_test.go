@@ -139,43 +139,43 @@ func TestFactsFromHandBuiltEvidence(t *testing.T) {
 	// (0.975 and 0.095) would be 0.535.
 	ttft := fact(rules.TTFTP95)
 	assert.Empty(t, ttft.Missing)
-	assert.InDelta(t, 0.9, float64(ttft.Value), 1e-9)
-	assert.Equal(t, 0.5, float64(ttft.Lower))
-	assert.Equal(t, 1.0, float64(ttft.Upper))
-	assert.Equal(t, 400.0, float64(ttft.Count))
-	assert.InDelta(t, 0.095, float64(ttft.Baseline), 1e-9)
-	assert.Equal(t, 200.0, float64(ttft.BaselineCount))
+	assert.InDelta(t, 0.9, float64(ttft.Incident.Value), 1e-9)
+	assert.Equal(t, 0.5, float64(ttft.Incident.Lower))
+	assert.Equal(t, 1.0, float64(ttft.Incident.Upper))
+	assert.Equal(t, 400.0, float64(ttft.Incident.Count))
+	assert.InDelta(t, 0.095, float64(ttft.Baseline.Value), 1e-9)
+	assert.Equal(t, 200.0, float64(ttft.Baseline.Count))
 	assert.Contains(t, ttft.Source, "vllm:time_to_first_token_seconds")
-	assert.NotEmpty(t, ttft.Window)
-	assert.NotEmpty(t, ttft.BaselineWindow)
+	assert.NotEmpty(t, ttft.Incident.Window)
+	assert.NotEmpty(t, ttft.Baseline.Window)
 
 	// Shares and rates: 400 finished in the incident minute, 10 aborted.
-	assert.InDelta(t, 10.0/400, float64(fact(rules.AbortShare).Value), 1e-12)
-	assert.InDelta(t, 400.0/60, float64(fact(rules.CompletionRate).Value), 1e-9)
+	assert.InDelta(t, 10.0/400, float64(fact(rules.AbortShare).Incident.Value), 1e-12)
+	assert.InDelta(t, 400.0/60, float64(fact(rules.CompletionRate).Incident.Value), 1e-9)
 	assert.Contains(t, fact(rules.ErrorShare).Missing, "error", "an uncounted reason is missing, never zero")
 	// b finished 300 of 400: 300/400 * 2 replicas = 1.5.
-	assert.InDelta(t, 1.5, float64(fact(rules.ReplicaShareMax).Value), 1e-12)
+	assert.InDelta(t, 1.5, float64(fact(rules.ReplicaShareMax).Incident.Value), 1e-12)
 	// Arrivals: 400 completions + growth of waiting+running (14 -> 18).
-	assert.InDelta(t, (400.0+4)/60, float64(fact(rules.ArrivalRate).Value), 1e-9)
+	assert.InDelta(t, (400.0+4)/60, float64(fact(rules.ArrivalRate).Incident.Value), 1e-9)
 
 	// Gauges: waiting summed over pods at each scrape (4, then 6).
-	assert.InDelta(t, 5, float64(fact(rules.WaitingMean).Value), 1e-12)
-	assert.InDelta(t, 6, float64(fact(rules.WaitingMax).Value), 1e-12)
-	assert.InDelta(t, 2.0/60, float64(fact(rules.WaitingSlope).Value), 1e-12)
-	assert.InDelta(t, 11, float64(fact(rules.RunningMean).Value), 1e-12) // (10+12)/2 + 0
+	assert.InDelta(t, 5, float64(fact(rules.WaitingMean).Incident.Value), 1e-12)
+	assert.InDelta(t, 6, float64(fact(rules.WaitingMax).Incident.Value), 1e-12)
+	assert.InDelta(t, 2.0/60, float64(fact(rules.WaitingSlope).Incident.Value), 1e-12)
+	assert.InDelta(t, 11, float64(fact(rules.RunningMean).Incident.Value), 1e-12) // (10+12)/2 + 0
 	// KV usage is averaged across replicas; its max is the worst replica's.
-	assert.InDelta(t, 0.7, float64(fact(rules.KVUsageMean).Value), 1e-12)
-	assert.InDelta(t, 0.9, float64(fact(rules.KVUsageMax).Value), 1e-12)
+	assert.InDelta(t, 0.7, float64(fact(rules.KVUsageMean).Incident.Value), 1e-12)
+	assert.InDelta(t, 0.9, float64(fact(rules.KVUsageMax).Incident.Value), 1e-12)
 	// DCGM_FI_DEV_GPU_UTIL is in percent.
-	assert.InDelta(t, 0.4, float64(fact(rules.GPUUtilMean).Value), 1e-12)
+	assert.InDelta(t, 0.4, float64(fact(rules.GPUUtilMean).Incident.Value), 1e-12)
 	// Waiting + running at the window's last scrape.
-	assert.Equal(t, 18.0, float64(fact(rules.BacklogEnd).Value))
+	assert.Equal(t, 18.0, float64(fact(rules.BacklogEnd).Incident.Value))
 
 	// Signals this capture does not carry are missing with the reason.
 	for _, id := range []rules.FactID{rules.PreemptionRate, rules.QueueTimeP95, rules.PromptTokensP95, rules.ClientTTFTP95, rules.MaxNumSeqs, rules.TimeoutShare} {
 		f := fact(id)
 		assert.NotEmpty(t, f.Missing, "%s", id)
-		assert.True(t, math.IsNaN(float64(f.Value)), "%s: a missing fact is NaN, never zero", id)
+		assert.True(t, math.IsNaN(float64(f.Incident.Value)), "%s: a missing fact is NaN, never zero", id)
 	}
 	assert.Contains(t, fact(rules.PreemptionRate).Missing, "vllm:num_preemptions_total")
 
@@ -249,8 +249,8 @@ func TestSplitByModel(t *testing.T) {
 	assert.Equal(t, []string{"a", "b"}, rep.Groups[0].Inputs.Replicas)
 	assert.Equal(t, []string{"a"}, rep.Groups[1].Inputs.Replicas)
 	// Never merged across models: "small" counts only its own requests.
-	assert.Equal(t, 200.0, float64(rep.Groups[1].Facts[rules.TTFTP95].Count))
-	assert.Equal(t, 200.0, float64(rep.Groups[0].Facts[rules.TTFTP95].Count))
+	assert.Equal(t, 200.0, float64(rep.Groups[1].Facts[rules.TTFTP95].Incident.Count))
+	assert.Equal(t, 200.0, float64(rep.Groups[0].Facts[rules.TTFTP95].Incident.Count))
 
 	opts := givenWindows()
 	opts.Model = "small"

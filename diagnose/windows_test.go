@@ -68,9 +68,9 @@ func TestTwoDumpsCompareWithLifetime(t *testing.T) {
 	rep, err := diagnose.Diagnose(two, diagnose.Options{})
 	require.NoError(t, err)
 	f := rep.Facts[rules.TTFTP95]
-	assert.InDelta(t, 0.975, float64(f.Value), 1e-9)
-	assert.InDelta(t, 0.095, float64(f.Baseline), 1e-9)
-	assert.Contains(t, f.BaselineWindow, "lifetime")
+	assert.InDelta(t, 0.975, float64(f.Incident.Value), 1e-9)
+	assert.InDelta(t, 0.095, float64(f.Baseline.Value), 1e-9)
+	assert.Contains(t, f.Baseline.Window, "lifetime")
 }
 
 // Given windows that reach past the evidence are clipped at both ends,

@@ -151,8 +151,8 @@ func (r *Report) movedSignals() []ChangeSignal {
 	}
 	out := slices.Clone(cp.Signals)
 	for i, c := range out {
-		if f, ok := r.Facts[rules.FactID(c.Series)]; ok && cp.Used && f.Missing == "" && finite(f.Value) && finite(f.Baseline) {
-			out[i].Before, out[i].After = rules.Number(f.Baseline), rules.Number(f.Value)
+		if f, ok := r.Facts[rules.FactID(c.Series)]; ok && cp.Used && f.Missing == "" && finite(f.Incident.Value) && finite(f.Baseline.Value) {
+			out[i].Before, out[i].After = rules.Number(f.Baseline.Value), rules.Number(f.Incident.Value)
 		}
 	}
 	step := func(c ChangeSignal) float64 {

@@ -365,18 +365,18 @@ func fmtEvidence(r *Report, e rules.Evidence, verbose bool) string {
 	if info, ok := rules.Info(e.ID); ok {
 		unit = string(info.Unit)
 	}
-	if !math.IsNaN(e.Fact.Lower) || !math.IsNaN(e.Fact.Upper) {
-		extra = append(extra, fmt.Sprintf("in [%s, %s]", FormatValue(e.Fact.Lower, unit), FormatValue(e.Fact.Upper, unit)))
+	if !math.IsNaN(e.Fact.Incident.Lower) || !math.IsNaN(e.Fact.Incident.Upper) {
+		extra = append(extra, fmt.Sprintf("in [%s, %s]", FormatValue(e.Fact.Incident.Lower, unit), FormatValue(e.Fact.Incident.Upper, unit)))
 	}
-	if !math.IsNaN(e.Fact.Count) {
-		c := fmtCountOf(rules.Number(e.Fact.Count), countNoun(e.ID))
-		if !math.IsNaN(e.Fact.BaselineCount) {
-			c += " (baseline " + strings.TrimPrefix(fmtCountOf(rules.Number(e.Fact.BaselineCount), ""), "n=") + ")"
+	if !math.IsNaN(e.Fact.Incident.Count) {
+		c := fmtCountOf(rules.Number(e.Fact.Incident.Count), countNoun(e.ID))
+		if !math.IsNaN(e.Fact.Baseline.Count) {
+			c += " (baseline " + strings.TrimPrefix(fmtCountOf(rules.Number(e.Fact.Baseline.Count), ""), "n=") + ")"
 		}
 		extra = append(extra, c)
 	}
-	if e.Fact.Window != "" {
-		inc, base := e.Fact.Window, e.Fact.BaselineWindow
+	if e.Fact.Incident.Window != "" {
+		inc, base := e.Fact.Incident.Window, e.Fact.Baseline.Window
 		if inc == windowText(r.Windows.Incident) {
 			inc = "incident window"
 		}
@@ -877,23 +877,23 @@ func balanceFacts(r *Report, th rules.Thresholds) []string {
 		{rules.ReplicaLoadShareMax, "largest share of arrivals", "the fair share (by engine count)"},
 	} {
 		f, ok := r.Facts[b.id]
-		if !ok || f.Missing != "" || !finite(f.Value) {
+		if !ok || f.Missing != "" || !finite(f.Incident.Value) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: %s %s, %s (hot spot at %gx; %s)", b.what, rules.FormatMultiple(f.Value), b.of, verdict(f.Value), th.Hotspot, b.id))
+		out = append(out, fmt.Sprintf("%s: %s %s, %s (hot spot at %gx; %s)", b.what, rules.FormatMultiple(f.Incident.Value), b.of, verdict(f.Incident.Value), th.Hotspot, b.id))
 	}
 	f, fok := r.Facts[rules.ReplicaTTFTRatio]
-	fok = fok && f.Missing == "" && finite(f.Value)
+	fok = fok && f.Missing == "" && finite(f.Incident.Value)
 	if sp, ok := r.ttftSpread(); ok {
 		line := fmt.Sprintf("worst replica TTFT p95: %s %s, %s %s, %s (hot spot at %gx",
 			sp.Replica, FormatValue(sp.Worst, "s"), rules.FormatMultiple(sp.Ratio()), othersMedian(sp), verdict(sp.Ratio()), th.Hotspot)
 		if fok {
-			line += fmt.Sprintf("; %s the fleet's, %s", rules.FormatMultiple(f.Value), rules.ReplicaTTFTRatio)
+			line += fmt.Sprintf("; %s the fleet's, %s", rules.FormatMultiple(f.Incident.Value), rules.ReplicaTTFTRatio)
 		}
 		return append(out, line+")")
 	}
 	if fok {
-		out = append(out, fmt.Sprintf("worst replica TTFT p95: %s the fleet's, %s (hot spot at %gx; %s)", rules.FormatMultiple(f.Value), verdict(f.Value), th.Hotspot, rules.ReplicaTTFTRatio))
+		out = append(out, fmt.Sprintf("worst replica TTFT p95: %s the fleet's, %s (hot spot at %gx; %s)", rules.FormatMultiple(f.Incident.Value), verdict(f.Incident.Value), th.Hotspot, rules.ReplicaTTFTRatio))
 	}
 	return out
 }

@@ -348,7 +348,7 @@ func TestSplitSummarySymptomsByGroup(t *testing.T) {
 // clause that explains it is cut off; any other change reads as before.
 func TestLeadClauseSamplingNoise(t *testing.T) {
 	text := "ttft_p95 450ms vs baseline 330ms: 1.36x; within sampling noise: z 1.5 (up: >= 1.2x)"
-	within := rules.Evidence{ID: rules.TTFTP95, Fact: rules.Fact{Count: 120}, Text: text, Lead: "ttft_p95 450ms vs baseline 330ms: 1.36x", Effect: &rules.Effect{Ratio: 1.36, WithinSampling: true, SamplingKnown: true, SamplingZ: 1.5}}
+	within := rules.Evidence{ID: rules.TTFTP95, Fact: rules.Fact{Incident: rules.Measurement{Count: 120}}, Text: text, Lead: "ttft_p95 450ms vs baseline 330ms: 1.36x", Effect: &rules.Effect{Ratio: 1.36, WithinSampling: true, SamplingKnown: true, SamplingZ: 1.5}}
 	assert.Equal(t, "ttft_p95 450ms vs baseline 330ms: 1.36x, within sampling noise (n=120 requests)", compactEvidence(within))
 	beyond := within
 	beyond.Effect = &rules.Effect{Ratio: 1.36, Beyond: true}

@@ -342,7 +342,7 @@ func (w *floatWalker) walkEvidence(e rules.Evidence) {
 	for _, n := range []struct {
 		name string
 		v    float64
-	}{{"value", f.Value}, {"baseline", f.Baseline}, {"lower", f.Lower}, {"upper", f.Upper}, {"count", f.Count}, {"baseline_count", f.BaselineCount}} {
+	}{{"value", f.Incident.Value}, {"baseline", f.Baseline.Value}, {"lower", f.Incident.Lower}, {"upper", f.Incident.Upper}, {"count", f.Incident.Count}, {"baseline_count", f.Baseline.Count}} {
 		w.segs = append(w.segs, pathSeg{field: n.name})
 		w.f(w.path, n.v)
 		w.segs = w.segs[:len(w.segs)-1]

@@ -79,14 +79,14 @@ func (r *Report) NamedCulprit() *Culprit {
 		if name == "" || !slices.Contains(r.Inputs.Replicas, name) {
 			continue
 		}
-		why := fmt.Sprintf("takes %s its fair share of arrivals", rules.FormatMultiple(e.Fact.Value))
+		why := fmt.Sprintf("takes %s its fair share of arrivals", rules.FormatMultiple(e.Fact.Incident.Value))
 		if e.ID == rules.ReplicaShareMax {
-			why = fmt.Sprintf("takes %s its fair share of completions", rules.FormatMultiple(e.Fact.Value))
+			why = fmt.Sprintf("takes %s its fair share of completions", rules.FormatMultiple(e.Fact.Incident.Value))
 		}
-		share := rules.Number(e.Fact.Value)
+		share := rules.Number(e.Fact.Incident.Value)
 		c := &Culprit{Kind: "replica", Name: name, Share: &share, Why: why}
 		if e.ID == rules.ReplicaTTFTRatio {
-			c.Why = fmt.Sprintf("its TTFT p95 is %s the fleet's", rules.FormatMultiple(e.Fact.Value))
+			c.Why = fmt.Sprintf("its TTFT p95 is %s the fleet's", rules.FormatMultiple(e.Fact.Incident.Value))
 			if sp, ok := r.ttftSpread(); ok && sp.Replica == name {
 				c.Why = fmt.Sprintf("its TTFT p95 %s is %s %s", FormatValue(sp.Worst, "s"), rules.FormatMultiple(sp.Ratio()), othersMedian(sp))
 			}
@@ -110,8 +110,8 @@ const maxSummaryNumbers = 4
 // are said once in the summary, the metrics once in the signal table.
 func compactEvidence(e rules.Evidence) string {
 	text := leadClause(e)
-	if !math.IsNaN(e.Fact.Count) && e.ID != "" {
-		text += " (" + fmtCountOf(rules.Number(e.Fact.Count), countNoun(e.ID)) + ")"
+	if !math.IsNaN(e.Fact.Incident.Count) && e.ID != "" {
+		text += " (" + fmtCountOf(rules.Number(e.Fact.Incident.Count), countNoun(e.ID)) + ")"
 	}
 	return text
 }

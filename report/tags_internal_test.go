@@ -18,7 +18,7 @@ func culpritFleet() *Report {
 	r.Verdict = rules.Verdict(rules.ReplicaHotspot)
 	r.Inputs.Replicas = []string{"vllm-0", "vllm-1", "vllm-2"}
 	r.Hypotheses = []rules.Finding{{ID: rules.ReplicaHotspot, Status: rules.Supported, Evidence: []rules.Evidence{
-		{ID: rules.ReplicaLoadShareMax, Fact: rules.Fact{Value: 2.4, Count: math.NaN(), Source: "vllm-1: vllm:request_success_total", Replica: "vllm-1"}, Text: "replica_load_share_max 2.4x"},
+		{ID: rules.ReplicaLoadShareMax, Fact: rules.Fact{Incident: rules.Measurement{Value: 2.4, Count: math.NaN()}, Source: "vllm-1: vllm:request_success_total", Replica: "vllm-1"}, Text: "replica_load_share_max 2.4x"},
 	}}}
 	return r
 }

@@ -204,8 +204,8 @@ func (e *env) fact(id FactID) (Fact, string) {
 	if why != "" {
 		return f, why
 	}
-	if min := e.minSamples(id); !math.IsNaN(f.Count) && f.Count < min {
-		return f, fmt.Sprintf("only %s observations in the incident window, need >= %s", fmtNum(f.Count), fmtNum(min))
+	if min := e.minSamples(id); !math.IsNaN(f.Incident.Count) && f.Incident.Count < min {
+		return f, fmt.Sprintf("only %s observations in the incident window, need >= %s", fmtNum(f.Incident.Count), fmtNum(min))
 	}
 	return f, ""
 }
@@ -215,8 +215,8 @@ func (e *env) baseline(id FactID, f Fact) string {
 	if !f.HasBaseline() {
 		return "no baseline"
 	}
-	if min := e.minSamples(id); !math.IsNaN(f.BaselineCount) && f.BaselineCount < min {
-		return fmt.Sprintf("only %s observations in the baseline window, need >= %s", fmtNum(f.BaselineCount), fmtNum(min))
+	if min := e.minSamples(id); !math.IsNaN(f.Baseline.Count) && f.Baseline.Count < min {
+		return fmt.Sprintf("only %s observations in the baseline window, need >= %s", fmtNum(f.Baseline.Count), fmtNum(min))
 	}
 	return ""
 }
@@ -314,11 +314,11 @@ func (c Cond) eval(e *env) result {
 			}
 		}
 		ch = ch.Toward(c.fact)
-		ev.Lead = fmt.Sprintf("%s %s vs baseline %s: %s", c.fact, fmtEst(c.fact, f.Value, f.Upper), fmtEst(c.fact, f.Baseline, f.BaselineUpper), ch.ratioText(f))
+		ev.Lead = fmt.Sprintf("%s %s vs baseline %s: %s", c.fact, fmtEst(c.fact, f.Incident), fmtEst(c.fact, f.Baseline), ch.ratioText(f))
 		ev.Text = fmt.Sprintf("%s; %s (%s)", ev.Lead, ch.noiseText(), upDown(out, yes, no))
 		ev.Effect = &ch
 	case kDrops:
-		d := f.Baseline - f.Value
+		d := f.Baseline.Value - f.Incident.Value
 		ch, _ := f.Effect(e.th)
 		out = verdict(d >= lim && (!ch.NoiseKnown || ch.NoiseUpper < 1))
 		no := fmt.Sprintf("does not fall by %g", lim)
@@ -326,7 +326,7 @@ func (c Cond) eval(e *env) result {
 			no = "the fall is within noise"
 		}
 		ch = ch.Toward(c.fact)
-		ev.Text = fmt.Sprintf("%s %s vs baseline %s (%s; %s)", c.fact, fmtValue(c.fact, f.Value), fmtValue(c.fact, f.Baseline), upDown(out, fmt.Sprintf("falls by >= %g", lim), no), ch.noiseText())
+		ev.Text = fmt.Sprintf("%s %s vs baseline %s (%s; %s)", c.fact, fmtValue(c.fact, f.Incident.Value), fmtValue(c.fact, f.Baseline.Value), upDown(out, fmt.Sprintf("falls by >= %g", lim), no), ch.noiseText())
 		ev.Effect = &ch
 	case kAtLeast, kAbove, kBelow, kAtMost, kAbsBelow:
 		// The operator printed is the one that is true of the value, so
@@ -334,17 +334,17 @@ func (c Cond) eval(e *env) result {
 		var op, neg string
 		switch c.kind {
 		case kAtLeast:
-			out, op, neg = verdict(f.Value >= lim), ">=", "<"
+			out, op, neg = verdict(f.Incident.Value >= lim), ">=", "<"
 		case kAbove:
-			out, op, neg = verdict(f.Value > lim), ">", "<="
+			out, op, neg = verdict(f.Incident.Value > lim), ">", "<="
 		case kBelow:
-			out, op, neg = verdict(f.Value < lim), "<", ">="
+			out, op, neg = verdict(f.Incident.Value < lim), "<", ">="
 		case kAtMost:
-			out, op, neg = verdict(f.Value <= lim), "<=", ">"
+			out, op, neg = verdict(f.Incident.Value <= lim), "<=", ">"
 		case kAbsBelow:
-			out, op, neg = verdict(math.Abs(f.Value) < lim), "|x| <", "|x| >="
+			out, op, neg = verdict(math.Abs(f.Incident.Value) < lim), "|x| <", "|x| >="
 		}
-		ev.Text = fmt.Sprintf("%s %s (%s %s)", c.fact, fmtValue(c.fact, f.Value), upDown(out, op, neg), fmtValue(c.fact, lim))
+		ev.Text = fmt.Sprintf("%s %s (%s %s)", c.fact, fmtValue(c.fact, f.Incident.Value), upDown(out, op, neg), fmtValue(c.fact, lim))
 		if f.Lifetime {
 			// Since each process started (one scrape): how much, not
 			// when; it cannot single out what happens now.
@@ -359,14 +359,14 @@ func (c Cond) eval(e *env) result {
 		ev2 := evidenceOf(c.other, g)
 		switch c.kind {
 		case kRatioAtLeast:
-			r := ratio(f.Value, g.Value)
+			r := ratio(f.Incident.Value, g.Incident.Value)
 			out = verdict(r >= lim)
-			ev.Text = fmt.Sprintf("%s %s vs %s %s: %s (%s %gx)", c.fact, fmtValue(c.fact, f.Value), c.other, fmtValue(c.other, g.Value), fmtRatio(r), upDown(out, ">=", "<"), lim)
+			ev.Text = fmt.Sprintf("%s %s vs %s %s: %s (%s %gx)", c.fact, fmtValue(c.fact, f.Incident.Value), c.other, fmtValue(c.other, g.Incident.Value), fmtRatio(r), upDown(out, ">=", "<"), lim)
 		case kGrowsNoMore:
 			if why := e.baseline(c.other, g); why != "" {
 				return result{missing: []Missing{{c.other, why}}}
 			}
-			rf, rg := ratio(f.Value, f.Baseline), ratio(g.Value, g.Baseline)
+			rf, rg := ratio(f.Incident.Value, f.Baseline.Value), ratio(g.Incident.Value, g.Baseline.Value)
 			if math.IsNaN(rf) || math.IsNaN(rg) {
 				return result{missing: []Missing{{c.fact, "no ratio to the baseline"}}}
 			}
@@ -377,7 +377,7 @@ func (c Cond) eval(e *env) result {
 			if why := e.baseline(c.other, g); why != "" {
 				return result{missing: []Missing{{c.other, why}}}
 			}
-			d, dOther := f.Value-f.Baseline, g.Value-g.Baseline
+			d, dOther := f.Incident.Value-f.Baseline.Value, g.Incident.Value-g.Baseline.Value
 			out = verdict(dOther > 0 && d >= lim*dOther)
 			share := math.NaN()
 			if dOther > 0 {
@@ -385,7 +385,7 @@ func (c Cond) eval(e *env) result {
 			}
 			ev.Text = fmt.Sprintf("%s rose by %s while %s rose by %s: covers %s (%s %g)", c.fact, fmtValue(c.fact, d), c.other, fmtValue(c.other, dOther), fmtNum(share), upDown(out, ">=", "<"), lim)
 		}
-		ev2.Text = fmt.Sprintf("%s %s (reference of the line above)", c.other, fmtValue(c.other, g.Value))
+		ev2.Text = fmt.Sprintf("%s %s (reference of the line above)", c.other, fmtValue(c.other, g.Incident.Value))
 		st := 0.0
 		if out == holds {
 			st = 1
@@ -544,7 +544,7 @@ func (e *env) unresolved(id FactID) (FactID, Evidence, bool) {
 		return "", Evidence{}, false
 	}
 	f, why := e.fact(id)
-	if why != "" || e.baseline(id, f) != "" || !(f.Lower <= 0 && f.BaselineLower <= 0) {
+	if why != "" || e.baseline(id, f) != "" || !(f.Incident.Lower <= 0 && f.Baseline.Lower <= 0) {
 		return "", Evidence{}, false
 	}
 	g, why := e.fact(m)
@@ -553,7 +553,7 @@ func (e *env) unresolved(id FactID) (FactID, Evidence, bool) {
 	}
 	ev := evidenceOf(id, f)
 	ev.Lead = fmt.Sprintf("%s %s vs baseline %s: both inside the lowest bucket (up to %s), where a quantile is unresolved",
-		id, fmtValue(id, f.Value), fmtValue(id, f.Baseline), fmtValue(id, math.Max(f.Upper, f.BaselineUpper)))
+		id, fmtValue(id, f.Incident.Value), fmtValue(id, f.Baseline.Value), fmtValue(id, math.Max(f.Incident.Upper, f.Baseline.Upper)))
 	ev.Text = fmt.Sprintf("%s; %s decides (line above)", ev.Lead, m)
 	return m, ev, true
 }

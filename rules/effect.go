@@ -117,10 +117,10 @@ func (f Fact) Effect(th Thresholds) (Effect, bool) {
 	if !f.Known() || !f.HasBaseline() {
 		return Effect{}, false
 	}
-	c := Effect{Ratio: ratio(f.Value, f.Baseline), BoundsLower: math.NaN(), BoundsUpper: math.NaN(),
+	c := Effect{Ratio: ratio(f.Incident.Value, f.Baseline.Value), BoundsLower: math.NaN(), BoundsUpper: math.NaN(),
 		NoiseLower: math.NaN(), NoiseUpper: math.NaN(), SamplingZ: f.SamplingZ, SamplingKnown: f.SamplingKnown}
-	if !math.IsNaN(f.Lower) && !math.IsNaN(f.Upper) && !math.IsNaN(f.BaselineLower) && !math.IsNaN(f.BaselineUpper) {
-		c.BoundsLower, c.BoundsUpper = ratio(f.Lower, f.BaselineUpper), ratio(f.Upper, f.BaselineLower)
+	if !math.IsNaN(f.Incident.Lower) && !math.IsNaN(f.Incident.Upper) && !math.IsNaN(f.Baseline.Lower) && !math.IsNaN(f.Baseline.Upper) {
+		c.BoundsLower, c.BoundsUpper = ratio(f.Incident.Lower, f.Baseline.Upper), ratio(f.Incident.Upper, f.Baseline.Lower)
 	}
 	if f.Intervals > 0 && f.BaselineIntervals > 0 && !math.IsNaN(f.NoiseLower) && !math.IsNaN(f.NoiseUpper) {
 		c.NoiseKnown = true

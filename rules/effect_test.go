@@ -89,7 +89,7 @@ func TestEffect(t *testing.T) {
 
 func TestEffectBounds(t *testing.T) {
 	f := fact(0.0724, 0.0488).WithBounds(0.05, 0.075)
-	f.BaselineLower, f.BaselineUpper = 0.025, 0.05
+	f.Baseline.Lower, f.Baseline.Upper = 0.025, 0.05
 	c, ok := f.Effect(rules.DefaultThresholds)
 	require.True(t, ok)
 	assert.InDelta(t, 1, c.BoundsLower, 1e-12)
@@ -117,7 +117,7 @@ func TestSymptomsFromStrength(t *testing.T) {
 		// Within one bucket and not confirmed by the exact mean: no symptom.
 		fs = with(healthy(), rules.TPOTP95, noisy(0.0486, 0.0243, 1.9, 2.1).WithBounds(0.025, 0.05), rules.TPOTMean, noisy(0.025, 0.024, 1.01, 1.07))
 		f := fs[rules.TPOTP95]
-		f.BaselineLower, f.BaselineUpper = 0.01, 0.025
+		f.Baseline.Lower, f.Baseline.Upper = 0.01, 0.025
 		fs[rules.TPOTP95] = f
 		assert.Empty(t, present(fs))
 	})

@@ -50,20 +50,20 @@ func (e Evidence) String() string {
 	var b strings.Builder
 	b.WriteString(e.Text)
 	var extra []string
-	if !math.IsNaN(f.Lower) || !math.IsNaN(f.Upper) {
-		extra = append(extra, fmt.Sprintf("in [%s, %s]", fmtValue(e.ID, f.Lower), fmtValue(e.ID, f.Upper)))
+	if !math.IsNaN(f.Incident.Lower) || !math.IsNaN(f.Incident.Upper) {
+		extra = append(extra, fmt.Sprintf("in [%s, %s]", fmtValue(e.ID, f.Incident.Lower), fmtValue(e.ID, f.Incident.Upper)))
 	}
-	if !math.IsNaN(f.Count) {
-		c := "n=" + ProseNumber(f.Count)
-		if !math.IsNaN(f.BaselineCount) {
-			c += " (baseline n=" + ProseNumber(f.BaselineCount) + ")"
+	if !math.IsNaN(f.Incident.Count) {
+		c := "n=" + ProseNumber(f.Incident.Count)
+		if !math.IsNaN(f.Baseline.Count) {
+			c += " (baseline n=" + ProseNumber(f.Baseline.Count) + ")"
 		}
 		extra = append(extra, c)
 	}
-	if f.Window != "" {
-		w := f.Window
-		if f.BaselineWindow != "" {
-			w += " vs " + f.BaselineWindow
+	if f.Incident.Window != "" {
+		w := f.Incident.Window
+		if f.Baseline.Window != "" {
+			w += " vs " + f.Baseline.Window
 		}
 		extra = append(extra, w)
 	}
@@ -94,8 +94,8 @@ func (e Evidence) MarshalJSON() ([]byte, error) {
 		Source         string  `json:"source,omitempty"`
 		Text           string  `json:"text"`
 		Effect         *Effect `json:"effect,omitempty"`
-	}{e.ID, Number(f.Value), Number(f.Baseline), Number(f.Lower), Number(f.Upper),
-		Number(f.Count), Number(f.BaselineCount), f.Window, f.BaselineWindow, f.Source, e.Text, e.Effect})
+	}{e.ID, Number(f.Incident.Value), Number(f.Baseline.Value), Number(f.Incident.Lower), Number(f.Incident.Upper),
+		Number(f.Incident.Count), Number(f.Baseline.Count), f.Incident.Window, f.Baseline.Window, f.Source, e.Text, e.Effect})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes; the fact's numbers read
@@ -142,11 +142,12 @@ func fmtRatio(r float64) string {
 	return fmt.Sprintf("%.2fx", r)
 }
 
-// fmtEst formats an estimate whose bucket has upper bound upper: a value
-// in the +Inf bucket is only a lower bound (histogram_quantile returns the
+// fmtEst formats a measured value: one in the +Inf bucket (an upper
+// bound of +Inf) is only a lower bound (histogram_quantile returns the
 // bucket's lower edge there), printed ">= v".
-func fmtEst(id FactID, v, upper float64) string {
-	if math.IsInf(upper, 1) && !math.IsInf(v, 0) && !math.IsNaN(v) {
+func fmtEst(id FactID, m Measurement) string {
+	v := m.Value
+	if math.IsInf(m.Upper, 1) && !math.IsInf(v, 0) && !math.IsNaN(v) {
 		return ">= " + fmtValue(id, v)
 	}
 	return fmtValue(id, v)
@@ -156,7 +157,7 @@ func fmtEst(id FactID, v, upper float64) string {
 // (an estimate in the +Inf bucket): a lower-bound value makes the ratio a
 // lower bound, a lower-bound baseline an upper bound, both unknown.
 func fmtRatioEst(r float64, f Fact) string {
-	vLow, bLow := math.IsInf(f.Upper, 1), math.IsInf(f.BaselineUpper, 1)
+	vLow, bLow := math.IsInf(f.Incident.Upper, 1), math.IsInf(f.Baseline.Upper, 1)
 	switch {
 	case vLow && bLow:
 		return "~" + fmtRatio(r) + " (both in the +Inf bucket)"

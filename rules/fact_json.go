@@ -37,9 +37,9 @@ type factJSON struct {
 // it judges f.
 func (f Fact) MarshalJSON() ([]byte, error) {
 	j := factJSON{
-		Value: Number(f.Value), Lower: Number(f.Lower), Upper: Number(f.Upper), Count: Number(f.Count),
-		Baseline: Number(f.Baseline), BaselineLower: Number(f.BaselineLower), BaselineUpper: Number(f.BaselineUpper),
-		BaselineCount: Number(f.BaselineCount), Window: f.Window, BaselineWindow: f.BaselineWindow,
+		Value: Number(f.Incident.Value), Lower: Number(f.Incident.Lower), Upper: Number(f.Incident.Upper), Count: Number(f.Incident.Count),
+		Baseline: Number(f.Baseline.Value), BaselineLower: Number(f.Baseline.Lower), BaselineUpper: Number(f.Baseline.Upper),
+		BaselineCount: Number(f.Baseline.Count), Window: f.Incident.Window, BaselineWindow: f.Baseline.Window,
 		Source: f.Source, Missing: f.Missing, NoiseLower: Number(f.NoiseLower), NoiseUpper: Number(f.NoiseUpper),
 		Intervals: f.Intervals, BaselineIntervals: f.BaselineIntervals, Lifetime: f.Lifetime,
 	}
@@ -65,9 +65,9 @@ func (f *Fact) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*f = Fact{
-		Value: float64(j.Value), Lower: float64(j.Lower), Upper: float64(j.Upper), Count: float64(j.Count),
-		Baseline: float64(j.Baseline), BaselineLower: float64(j.BaselineLower), BaselineUpper: float64(j.BaselineUpper),
-		BaselineCount: float64(j.BaselineCount), Window: j.Window, BaselineWindow: j.BaselineWindow,
+		Incident: Measurement{Value: float64(j.Value), Lower: float64(j.Lower), Upper: float64(j.Upper), Count: float64(j.Count), Window: j.Window},
+		Baseline: Measurement{Value: float64(j.Baseline), Lower: float64(j.BaselineLower), Upper: float64(j.BaselineUpper),
+			Count: float64(j.BaselineCount), Window: j.BaselineWindow},
 		Source: j.Source, Missing: j.Missing, NoiseLower: float64(j.NoiseLower), NoiseUpper: float64(j.NoiseUpper),
 		Intervals: j.Intervals, BaselineIntervals: j.BaselineIntervals, Lifetime: j.Lifetime,
 		Unprecedented: math.NaN(),

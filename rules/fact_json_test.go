@@ -14,7 +14,7 @@ import (
 func TestFactJSONRoundTrip(t *testing.T) {
 	quantile := Measured(2.5).WithBaseline(0.4).WithBounds(2, 3).WithCount(900, 1200).
 		WithNoise(3.1, 9.4, 30, 30).WithWindow("10:00-10:30Z (30m)", "09:30-10:00Z (30m)").WithSource("vllm:time_to_first_token_seconds")
-	quantile.BaselineLower, quantile.BaselineUpper = 0.3, 0.5
+	quantile.Baseline.Lower, quantile.Baseline.Upper = 0.3, 0.5
 	quantile.SamplingZ, quantile.SamplingKnown = 7.5, true
 	quantile.Unprecedented = 120
 	lifetime := Measured(0.25).WithCount(400, math.NaN())
@@ -43,9 +43,9 @@ func TestFactJSONRoundTrip(t *testing.T) {
 			if want == (Fact{}) {
 				want = tc.fact
 			}
-			if math.IsInf(want.Upper, 1) {
+			if math.IsInf(want.Incident.Upper, 1) {
 				// JSON has no +Inf: an unbounded upper bound reads as unknown.
-				want.Upper = math.NaN()
+				want.Incident.Upper = math.NaN()
 			}
 			assert.Equal(t, factString(want), factString(got), "%s", b)
 		})
@@ -67,8 +67,8 @@ func factString(f Fact) string {
 // formatNaNs lists which of f's numbers are NaN.
 func formatNaNs(f Fact) string {
 	s := ""
-	for _, v := range []float64{f.Value, f.Lower, f.Upper, f.Count, f.Baseline, f.BaselineLower, f.BaselineUpper,
-		f.BaselineCount, f.NoiseLower, f.NoiseUpper, f.SamplingZ, f.Unprecedented} {
+	for _, v := range []float64{f.Incident.Value, f.Incident.Lower, f.Incident.Upper, f.Incident.Count, f.Baseline.Value, f.Baseline.Lower, f.Baseline.Upper,
+		f.Baseline.Count, f.NoiseLower, f.NoiseUpper, f.SamplingZ, f.Unprecedented} {
 		if math.IsNaN(v) {
 			s += "N"
 		} else {
@@ -95,7 +95,7 @@ func TestEvidenceJSONRoundTrip(t *testing.T) {
 	assert.Empty(t, got.Lead, "the lead is not written")
 	assert.Equal(t, e.Effect, got.Effect)
 	want := f
-	want.BaselineLower, want.BaselineUpper = math.NaN(), math.NaN()
+	want.Baseline.Lower, want.Baseline.Upper = math.NaN(), math.NaN()
 	assert.Equal(t, factString(want), factString(got.Fact), "%s", b)
 	again, err := json.Marshal(got)
 	require.NoError(t, err)

@@ -540,15 +540,11 @@ func Info(id FactID) (FactInfo, bool) {
 	return FactInfo{}, false
 }
 
-// Fact is one measured value of the incident window, with its baseline,
-// bounds, count and provenance.
-//
-// Unknown numbers are NaN, never zero: build facts with Measured (which
-// sets every optional number to NaN) and the With methods, or set all
-// fields in a literal. A fact whose Value is NaN, or whose Missing is
-// set, cannot be evaluated; rules that need it report "not-evaluable".
-type Fact struct {
-	// Value is the incident-window value.
+// A Measurement is one measured value: what was measured, the bounds of
+// an estimate, the observations behind it and the window it covers.
+// Unknown numbers are NaN, never zero.
+type Measurement struct {
+	// Value is the value measured.
 	Value float64
 	// Lower and Upper bound Value when it is an estimate (the bucket that
 	// holds a histogram quantile); NaN when exact or unknown. Upper may
@@ -559,18 +555,29 @@ type Fact struct {
 	// unknown. Quantiles with fewer than Thresholds.MinSamples
 	// observations are not evaluated.
 	Count float64
-	// Window describes the incident window, e.g. "10:00-10:30Z (30m)".
+	// Window describes the window measured, e.g. "10:00-10:30Z (30m)".
 	Window string
+}
 
-	// Baseline is the baseline-window value; NaN when there is no
-	// baseline.
-	Baseline float64
-	// BaselineLower and BaselineUpper bound Baseline; NaN when unknown.
-	BaselineLower, BaselineUpper float64
-	// BaselineCount is the number of observations behind Baseline.
-	BaselineCount float64
-	// BaselineWindow describes the baseline window.
-	BaselineWindow string
+// Unmeasured returns a measurement whose numbers are all unknown.
+func Unmeasured() Measurement {
+	nan := math.NaN()
+	return Measurement{Value: nan, Lower: nan, Upper: nan, Count: nan}
+}
+
+// Fact is one measured value of the incident window, with its baseline,
+// bounds, count and provenance.
+//
+// Unknown numbers are NaN, never zero: build facts with Measured (which
+// sets every optional number to NaN) and the With methods, or set all
+// fields in a literal. A fact whose Incident.Value is NaN, or whose Missing is
+// set, cannot be evaluated; rules that need it report "not-evaluable".
+type Fact struct {
+	// Incident is the value measured in the incident window.
+	Incident Measurement
+	// Baseline is the value measured in the baseline window; its Value
+	// is NaN when there is no baseline.
+	Baseline Measurement
 
 	// NoiseLower and NoiseUpper bound the ratio Value / Baseline with
 	// the variation between the windows' intervals: the 0.5th and 99.5th
@@ -627,9 +634,8 @@ type Fact struct {
 func Measured(value float64) Fact {
 	nan := math.NaN()
 	return Fact{
-		Value: value, Lower: nan, Upper: nan, Count: nan, Unprecedented: nan,
-		Baseline: nan, BaselineLower: nan, BaselineUpper: nan, BaselineCount: nan,
-		NoiseLower: nan, NoiseUpper: nan,
+		Incident: Measurement{Value: value, Lower: nan, Upper: nan, Count: nan},
+		Baseline: Unmeasured(), NoiseLower: nan, NoiseUpper: nan, Unprecedented: nan,
 	}
 }
 
@@ -651,25 +657,25 @@ func MissingFact(reason string) Fact {
 
 // WithBaseline returns f with its baseline value set.
 func (f Fact) WithBaseline(baseline float64) Fact {
-	f.Baseline = baseline
+	f.Baseline.Value = baseline
 	return f
 }
 
 // WithBounds returns f with the bounds of its incident value set.
 func (f Fact) WithBounds(lower, upper float64) Fact {
-	f.Lower, f.Upper = lower, upper
+	f.Incident.Lower, f.Incident.Upper = lower, upper
 	return f
 }
 
 // WithCount returns f with the incident and baseline sample counts set.
 func (f Fact) WithCount(incident, baseline float64) Fact {
-	f.Count, f.BaselineCount = incident, baseline
+	f.Incident.Count, f.Baseline.Count = incident, baseline
 	return f
 }
 
 // WithWindow returns f with the incident and baseline window texts set.
 func (f Fact) WithWindow(incident, baseline string) Fact {
-	f.Window, f.BaselineWindow = incident, baseline
+	f.Incident.Window, f.Baseline.Window = incident, baseline
 	return f
 }
 
@@ -680,10 +686,10 @@ func (f Fact) WithSource(source string) Fact {
 }
 
 // Known reports whether the incident value can be evaluated.
-func (f Fact) Known() bool { return f.Missing == "" && !math.IsNaN(f.Value) }
+func (f Fact) Known() bool { return f.Missing == "" && !math.IsNaN(f.Incident.Value) }
 
 // HasBaseline reports whether the fact carries a baseline value.
-func (f Fact) HasBaseline() bool { return !math.IsNaN(f.Baseline) }
+func (f Fact) HasBaseline() bool { return !math.IsNaN(f.Baseline.Value) }
 
 // Facts holds the facts of one evaluation, keyed by id.
 //
@@ -703,7 +709,7 @@ func (fs Facts) lookup(id FactID) (Fact, string) {
 		return Measured(math.NaN()), "not computed"
 	case f.Missing != "":
 		return f, f.Missing
-	case math.IsNaN(f.Value):
+	case math.IsNaN(f.Incident.Value):
 		return f, "no value"
 	}
 	return f, ""

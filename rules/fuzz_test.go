@@ -32,8 +32,8 @@ func FuzzEvaluate(f *testing.F) {
 			case 1:
 				delete(fs, id)
 			case 2:
-				v.Value *= scaleV
-				v.Baseline *= scaleB
+				v.Incident.Value *= scaleV
+				v.Baseline.Value *= scaleB
 				fs[id] = v
 			}
 		}

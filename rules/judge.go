@@ -507,17 +507,17 @@ func armStats(id FactID, runs []RunFacts, minSamples float64) ArmStats {
 	var ok []float64
 	for i, r := range runs {
 		f, why := r.Facts.lookup(id)
-		a.Values[i], a.Counts[i] = math.NaN(), f.Count
+		a.Values[i], a.Counts[i] = math.NaN(), f.Incident.Count
 		switch {
 		case why != "":
 			a.Missing = append(a.Missing, fmt.Sprintf("run %s: %s", r.Name, why))
-		case math.IsInf(f.Value, 0):
-			a.Missing = append(a.Missing, fmt.Sprintf("run %s: value %v", r.Name, f.Value))
-		case isKnown && info.Kind == KindQuantile && !math.IsNaN(f.Count) && f.Count < minSamples:
-			a.Missing = append(a.Missing, fmt.Sprintf("run %s: %s observations, need >= %s", r.Name, ProseNumber(f.Count), ProseNumber(minSamples)))
+		case math.IsInf(f.Incident.Value, 0):
+			a.Missing = append(a.Missing, fmt.Sprintf("run %s: value %v", r.Name, f.Incident.Value))
+		case isKnown && info.Kind == KindQuantile && !math.IsNaN(f.Incident.Count) && f.Incident.Count < minSamples:
+			a.Missing = append(a.Missing, fmt.Sprintf("run %s: %s observations, need >= %s", r.Name, ProseNumber(f.Incident.Count), ProseNumber(minSamples)))
 		default:
-			a.Values[i] = f.Value
-			ok = append(ok, f.Value)
+			a.Values[i] = f.Incident.Value
+			ok = append(ok, f.Incident.Value)
 		}
 	}
 	a.N = len(ok)
@@ -805,7 +805,7 @@ func checkWorkload(baseline, treatment []RunFacts, opts JudgeOptions) []Workload
 			if why != "" {
 				return math.NaN()
 			}
-			return f.Value
+			return f.Incident.Value
 		}
 	}
 	for _, id := range WorkloadMetrics() {

@@ -229,7 +229,7 @@ func TestJudgeComparison(t *testing.T) {
 	assert.InDelta(t, 0.1, c.MinP, 1e-12)
 	assert.Contains(t, c.Notes, "n=3 per arm cannot reach p < 0.05 (smallest attainable p = 0.100)")
 	assert.Equal(t, before, b[0].Facts.Sorted(), "inputs are not modified")
-	assert.Equal(t, 0.050, b[0].Facts[TPOTP95].Value)
+	assert.Equal(t, 0.050, b[0].Facts[TPOTP95].Incident.Value)
 
 	// Metrics the plan does not name are reported when some run has them.
 	for _, c := range j.Metrics {
@@ -336,7 +336,7 @@ func FuzzJudge(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("invalid JSON: %s", out)
 		}
-		if got := b[0].Facts[TPOTP95].Value; got != b1 && !(math.IsNaN(got) && math.IsNaN(b1)) {
+		if got := b[0].Facts[TPOTP95].Incident.Value; got != b1 && !(math.IsNaN(got) && math.IsNaN(b1)) {
 			t.Fatal("input modified")
 		}
 		_ = j.String()

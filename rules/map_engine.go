@@ -327,8 +327,8 @@ func (e *env) engineReliability(slo SLO) ([]result, []string) {
 			continue
 		}
 		ev := evidenceOf(c.id, f)
-		out := verdict(f.Value > 0)
-		ev.Text = fmt.Sprintf("%s %s: %s", c.id, fmtNum(f.Value), upDown(out, c.what, "none"))
+		out := verdict(f.Incident.Value > 0)
+		ev.Text = fmt.Sprintf("%s %s: %s", c.id, fmtNum(f.Incident.Value), upDown(out, c.what, "none"))
 		r := result{out: out, ev: []Evidence{ev}}
 		if out == holds {
 			r.strength = c.strength

@@ -134,7 +134,7 @@ func TestDecodePressureNeedsTTFTNormal(t *testing.T) {
 // sit in the histogram's lowest bucket [0, upper].
 func inFirstBucket(v, base, upper float64) rules.Fact {
 	f := fact(v, base).WithBounds(0, upper)
-	f.BaselineLower, f.BaselineUpper = 0, upper
+	f.Baseline.Lower, f.Baseline.Upper = 0, upper
 	return f
 }
 

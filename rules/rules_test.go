@@ -415,7 +415,7 @@ func TestVerdict(t *testing.T) {
 func noBaseline(fs rules.Facts) rules.Facts {
 	out := rules.Facts{}
 	for k, v := range fs {
-		v.Baseline = math.NaN()
+		v.Baseline.Value = math.NaN()
 		out[k] = v
 	}
 	return out
@@ -532,8 +532,8 @@ func TestEvaluateDoesNotModifyFacts(t *testing.T) {
 	rules.Evaluate(fs, rules.SLO{TTFTP95: 1}, rules.DefaultThresholds)
 	assert.Equal(t, len(before), len(fs))
 	for k, v := range before {
-		assert.Equal(t, v.Value, fs[k].Value)
-		assert.Equal(t, v.Baseline, fs[k].Baseline)
+		assert.Equal(t, v.Incident.Value, fs[k].Incident.Value)
+		assert.Equal(t, v.Baseline.Value, fs[k].Baseline.Value)
 	}
 }
 

@@ -207,11 +207,11 @@ func (e *env) latencyUp(sg signal) result {
 	}
 	ev := evidenceOf(sg.id, f)
 	if sg.target > 0 {
-		out := verdict(f.Value > sg.target)
-		ev.Text = fmt.Sprintf("%s %s %s SLO %s", sg.id, fmtValue(sg.id, f.Value), upDown(out, ">", "<="), fmtValue(sg.id, sg.target))
+		out := verdict(f.Incident.Value > sg.target)
+		ev.Text = fmt.Sprintf("%s %s %s SLO %s", sg.id, fmtValue(sg.id, f.Incident.Value), upDown(out, ">", "<="), fmtValue(sg.id, sg.target))
 		st := 0.0
 		if out == holds {
-			st = math.Max(SeverityMild.strength(), e.th.grade(f.Value/sg.target).strength())
+			st = math.Max(SeverityMild.strength(), e.th.grade(f.Incident.Value/sg.target).strength())
 		}
 		return result{out: out, ev: []Evidence{ev}, strength: st}
 	}
@@ -238,7 +238,7 @@ func (e *env) latencyUp(sg signal) result {
 		st = ch.Severity.strength()
 	}
 	ch = ch.Toward(sg.id)
-	ev.Lead = fmt.Sprintf("%s %s vs baseline %s: %s", sg.id, fmtEst(sg.id, f.Value, f.Upper), fmtEst(sg.id, f.Baseline, f.BaselineUpper), ch.ratioText(f))
+	ev.Lead = fmt.Sprintf("%s %s vs baseline %s: %s", sg.id, fmtEst(sg.id, f.Incident), fmtEst(sg.id, f.Baseline), ch.ratioText(f))
 	ev.Text = fmt.Sprintf("%s; %s (%s)", ev.Lead, ch.noiseText(), upDown(out, fmt.Sprintf("up: >= %gx", e.th.Rise), no))
 	ev.Effect = &ch
 	return result{out: out, ev: []Evidence{ev}, strength: st}
@@ -257,7 +257,7 @@ func (e *env) tailOnly(p99 signal, p50 FactID) result {
 	case holds:
 		f99, _ := e.facts.lookup(p99.id)
 		f50, _ := e.facts.lookup(p50)
-		r99, r50 := ratio(f99.Value, f99.Baseline), ratio(f50.Value, f50.Baseline)
+		r99, r50 := ratio(f99.Incident.Value, f99.Baseline.Value), ratio(f50.Incident.Value, f50.Baseline.Value)
 		shape := r99 / r50
 		last := &r.ev[len(r.ev)-1]
 		if !math.IsNaN(shape) && shape >= e.th.TailShape {
@@ -314,7 +314,7 @@ func (e *env) e2e() e2eResult {
 			known = false
 			break
 		}
-		deltas[i] = f.Value - f.Baseline
+		deltas[i] = f.Incident.Value - f.Baseline.Value
 	}
 	res := up
 	res.ev = append([]Evidence(nil), up.ev...)
@@ -342,7 +342,7 @@ func (e *env) e2e() e2eResult {
 				ch = ch.Toward(TPOTMean)
 				pev := evidenceOf(TPOTMean, pt)
 				pev.Effect = &ch
-				pev.Lead = fmt.Sprintf("%s %s vs baseline %s: %s", TPOTMean, fmtValue(TPOTMean, pt.Value), fmtValue(TPOTMean, pt.Baseline), ch.ratioText(pt))
+				pev.Lead = fmt.Sprintf("%s %s vs baseline %s: %s", TPOTMean, fmtValue(TPOTMean, pt.Incident.Value), fmtValue(TPOTMean, pt.Baseline.Value), ch.ratioText(pt))
 				pev.Text = pev.Lead + "; " + ch.noiseText()
 				res.ev = append(res.ev, pev)
 				if !ch.Up(e.th) {
@@ -376,7 +376,7 @@ func (e *env) ratioOf(id FactID) float64 {
 	if why != "" || e.baseline(id, f) != "" {
 		return math.NaN()
 	}
-	return ratio(f.Value, f.Baseline)
+	return ratio(f.Incident.Value, f.Baseline.Value)
 }
 
 func fmtSigned(id FactID, v float64) string {
@@ -397,11 +397,11 @@ func (e *env) shareUp(id FactID, target float64) result {
 	if target > 0 {
 		lim, what = target, "SLO"
 	}
-	out := verdict(f.Value >= lim)
-	ev.Text = fmt.Sprintf("%s %s %s %s %s", id, fmtNum(f.Value), upDown(out, ">=", "<"), what, fmtNum(lim))
+	out := verdict(f.Incident.Value >= lim)
+	ev.Text = fmt.Sprintf("%s %s %s %s %s", id, fmtNum(f.Incident.Value), upDown(out, ">=", "<"), what, fmtNum(lim))
 	st := 0.0
 	if out == holds {
-		st = math.Max(SeverityMild.strength(), e.th.grade(f.Value/lim).strength())
+		st = math.Max(SeverityMild.strength(), e.th.grade(f.Incident.Value/lim).strength())
 	}
 	if f.Lifetime {
 		// Lifetime counters say how many requests failed since each
@@ -410,9 +410,9 @@ func (e *env) shareUp(id FactID, target float64) result {
 		st = math.Min(st, SeverityMild.strength())
 	}
 	if out == holds && e.baseline(id, f) == "" {
-		r := ratio(f.Value, f.Baseline)
+		r := ratio(f.Incident.Value, f.Baseline.Value)
 		out = verdict(r >= e.th.Rise)
-		ev.Text += fmt.Sprintf(", baseline %s: %s (%s %gx)", fmtNum(f.Baseline), fmtRatio(r), upDown(out, "up: >=", "not up: <"), e.th.Rise)
+		ev.Text += fmt.Sprintf(", baseline %s: %s (%s %gx)", fmtNum(f.Baseline.Value), fmtRatio(r), upDown(out, "up: >=", "not up: <"), e.th.Rise)
 	}
 	if out != holds {
 		st = 0
@@ -464,15 +464,15 @@ func (e *env) crashLoop() result {
 	}
 	ev := evidenceOf(RestartsReplicaMax, f)
 	lim := e.th.CrashLoop
-	out := verdict(f.Value >= lim)
-	ev.Text = fmt.Sprintf("%s %s %s crash loop %s", RestartsReplicaMax, fmtNum(f.Value), upDown(out, ">=", "<"), fmtNum(lim))
-	if out == holds && f.HasBaseline() && f.Baseline >= lim {
-		out = verdict(f.Value > f.Baseline)
-		ev.Text += fmt.Sprintf(", baseline %s (%s)", fmtNum(f.Baseline), upDown(out, "more often", "as often: not new"))
+	out := verdict(f.Incident.Value >= lim)
+	ev.Text = fmt.Sprintf("%s %s %s crash loop %s", RestartsReplicaMax, fmtNum(f.Incident.Value), upDown(out, ">=", "<"), fmtNum(lim))
+	if out == holds && f.HasBaseline() && f.Baseline.Value >= lim {
+		out = verdict(f.Incident.Value > f.Baseline.Value)
+		ev.Text += fmt.Sprintf(", baseline %s (%s)", fmtNum(f.Baseline.Value), upDown(out, "more often", "as often: not new"))
 	}
 	st := 0.0
 	if out == holds {
-		st = math.Max(SeverityMild.strength(), e.th.grade(f.Value/lim).strength())
+		st = math.Max(SeverityMild.strength(), e.th.grade(f.Incident.Value/lim).strength())
 	}
 	return result{out: out, ev: []Evidence{ev}, strength: st}
 }

@@ -217,7 +217,7 @@ func TestPlotCulpritOnEveryPlot(t *testing.T) {
 		Inputs:    report.Inputs{Replicas: []string{"vllm-0", "vllm-1"}},
 		Timelines: tls,
 		Hypotheses: []rules.Finding{{ID: rules.ReplicaHotspot, Status: rules.Supported, Evidence: []rules.Evidence{
-			{ID: rules.ReplicaTTFTRatio, Fact: rules.Fact{Value: 4, Source: "vllm-1: vllm:time_to_first_token_seconds per replica", Replica: "vllm-1"}},
+			{ID: rules.ReplicaTTFTRatio, Fact: rules.Fact{Incident: rules.Measurement{Value: 4}, Source: "vllm-1: vllm:time_to_first_token_seconds per replica", Replica: "vllm-1"}},
 		}}},
 	}
 	plots, err := timelinePlots(r)
