@@ -565,7 +565,7 @@ func restrictInputs(in report.Inputs, reps []replica) report.Inputs {
 func dimensions(set settings, rep *report.Report, by string, values []string) []report.Dimension {
 	has := func(id rules.FactID) bool {
 		f, ok := rep.Facts[id]
-		return ok && f.Missing == ""
+		return ok && f.Missing == nil
 	}
 	var ds []report.Dimension
 	models := "one model"

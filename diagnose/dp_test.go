@@ -99,7 +99,7 @@ func TestEngineImbalanceOneScrape(t *testing.T) {
 			assert.Equal(t, tt.suspected, contains(noteIDs(rep), "engine-imbalance-suspected"), "%s", table)
 			last := rep.Facts[rules.EngineInflightShareLast]
 			if tt.suspected {
-				require.Empty(t, last.Missing, "%s", table)
+				require.NoError(t, last.Missing, "%s", table)
 				assert.Contains(t, last.Source, "engine 0")
 				assert.InDelta(t, 39.0/44*4, float64(last.Incident.Upper), 1e-9, "27 running + 12 waiting of 44 in flight")
 				assert.NotEqual(t, rules.Contradicted, finding(rep, rules.EngineImbalance).Status, "%s", table)
@@ -130,12 +130,12 @@ func TestEngineImbalanceTwoScrapes(t *testing.T) {
 
 	rep, table := diagnoseTable(t, ev)
 	load := rep.Facts[rules.EngineLoadShareMax]
-	require.Empty(t, load.Missing, "%s", table)
+	require.NoError(t, load.Missing, "%s", table)
 	assert.GreaterOrEqual(t, float64(load.Incident.Value), rules.DefaultThresholds.Hotspot, "%s", table)
 	assert.Contains(t, load.Source, "engine 0")
 	assert.Contains(t, noteIDs(rep), "engine-imbalance-suspected")
 	assert.NotEqual(t, rules.Contradicted, finding(rep, rules.EngineImbalance).Status, "%s", table)
-	assert.True(t, rep.Facts[rules.ReplicaLoadShareMax].Missing != "", "one pod: no replica hot spot to judge")
+	assert.Error(t, rep.Facts[rules.ReplicaLoadShareMax].Missing, "one pod: no replica hot spot to judge")
 
 	rep, err = diagnose.Diagnose(ev, diagnose.Options{SLO: rules.SLO{TTFTP95: 1}})
 	require.NoError(t, err)

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -65,7 +66,7 @@ func (sc *scope) computeFacts(base, inc evalWindow, tl *timelines, st scrapeStat
 	both(rules.AbortShare, func(w evalWindow) rules.Fact { return c.reasonShare("abort", w) })
 	both(rules.HTTP5xxShare, c.http5xxShare)
 	js.add(rules.TimeoutShare, func() rules.Fact {
-		return rules.MissingFact("no timeout metric in the evidence: vLLM counts a client that gives up as finished_reason=abort (see abort_share); alias a gateway's timeout counter to judge timeouts apart")
+		return rules.MissingFact(rules.NoSource("no timeout metric in the evidence: vLLM counts a client that gives up as finished_reason=abort (see abort_share); alias a gateway's timeout counter to judge timeouts apart"))
 	})
 	both(rules.PrefixHitRatio, c.prefixHitRatio)
 
@@ -133,7 +134,7 @@ func (c *factCtx) both(id rules.FactID, f func(evalWindow) rules.Fact) rules.Fac
 	out.Lifetime = c.inc.lifetime
 	if c.base.ok {
 		b := f(c.base)
-		if b.Missing == "" && !math.IsNaN(b.Incident.Value) {
+		if b.Missing == nil && !math.IsNaN(b.Incident.Value) {
 			out.Baseline = b.Incident
 			out.Baseline.Window = c.base.text()
 		}
@@ -144,24 +145,33 @@ func (c *factCtx) both(id rules.FactID, f func(evalWindow) rules.Fact) rules.Fac
 	return out
 }
 
-// missingSignal explains why signal id is missing.
-func (c *factCtx) missingSignal(id catalog.SignalID) string {
+// missingSignal explains why signal id is missing: a reason of kind
+// rules.ErrNoSource.
+func (c *factCtx) missingSignal(id catalog.SignalID) error {
 	spec, ok := c.sc.set.catalog.Signal(id)
 	if !ok {
-		return fmt.Sprintf("the catalog has no %s signal", id)
+		return rules.NoSource("the catalog has no %s signal", id)
 	}
 	switch id {
 	case catalog.SignalClientTTFT:
-		return "no client-side TTFT histogram given (name a gateway's with Catalog.Alias client_ttft=METRIC)"
+		return rules.NoSource("no client-side TTFT histogram given (name a gateway's with Catalog.Alias client_ttft=METRIC)")
 	case catalog.SignalGPUUtil:
-		return "no GPU exporter (DCGM) metric in the evidence"
+		return rules.NoSource("no GPU exporter (DCGM) metric in the evidence")
 	case catalog.SignalMaxNumSeqs:
-		return "vLLM exposes no max_num_seqs metric (name one with Catalog.Alias max_num_seqs=METRIC)"
+		return rules.NoSource("vLLM exposes no max_num_seqs metric (name one with Catalog.Alias max_num_seqs=METRIC)")
 	}
 	if len(spec.Metrics()) == 0 {
-		return fmt.Sprintf("no source for %s (name one with Catalog.Alias %s=METRIC)", id, id)
+		return rules.NoSource("no source for %s (name one with Catalog.Alias %s=METRIC)", id, id)
 	}
-	return fmt.Sprintf("no %s in the evidence", strings.Join(spec.Metrics(), " or "))
+	return rules.NoSource("no %s in the evidence", strings.Join(spec.Metrics(), " or "))
+}
+
+// reasonText is the text of f.Missing, "" when f is not missing.
+func reasonText(f rules.Fact) string {
+	if f.Missing == nil {
+		return ""
+	}
+	return f.Missing.Error()
 }
 
 // quantile is a fleet quantile fact of histogram signal id.
@@ -169,27 +179,27 @@ func (c *factCtx) quantile(id catalog.SignalID, q float64) rules.Fact {
 	if !c.sc.has(id) {
 		return rules.MissingFact(c.missingSignal(id))
 	}
-	one := func(w evalWindow) (rules.Fact, string) {
+	one := func(w evalWindow) (rules.Fact, error) {
 		inc, _, err := c.sc.fleetHist(id, w.w)
 		if err != nil {
-			return rules.MissingFact(err.Error()), err.Error()
+			return rules.Fact{}, err
 		}
 		if !(inc.Histogram.Total() > 0) {
-			return rules.MissingFact("no observation in the window"), "no observation"
+			return rules.Fact{}, rules.TooLittle("no observation")
 		}
 		e := inc.Histogram.Quantile(q)
 		f := rules.Measured(e.Value).WithBounds(e.Lower, e.Upper)
 		f.Incident.Count = e.Count
-		return f, ""
+		return f, nil
 	}
-	out, why := one(c.inc)
-	if why != "" {
-		out.Missing = fmt.Sprintf("%s over the incident window: %s", id, why)
+	out, err := one(c.inc)
+	if err != nil {
+		out = rules.MissingFact(fmt.Errorf("%s over the incident window: %w", id, err))
 	}
 	out.Incident.Window = c.inc.text()
 	out.Source = c.sc.source(id)
 	if c.base.ok {
-		if b, why := one(c.base); why == "" {
+		if b, err := one(c.base); err == nil {
 			out.Baseline = b.Incident
 			out.Baseline.Window = c.base.text()
 			out.Unprecedented = c.unprecedented(id, q, out)
@@ -267,16 +277,17 @@ func (c *factCtx) unprecedented(id catalog.SignalID, q float64, f rules.Fact) fl
 	return hi.Total() - hi.Counts[top]
 }
 
-// rateOf returns inc's rate, or the reason it has none.
-func rateOf(inc snapshot.CounterIncrease) (float64, string) {
+// rateOf returns inc's rate, or the reason it has none (of kind
+// rules.ErrTooLittle).
+func rateOf(inc snapshot.CounterIncrease) (float64, error) {
 	r := inc.Rate()
 	if math.IsNaN(r) {
 		if inc.Lifetime {
-			return r, "lifetime counter without a known start time: no rate"
+			return r, rules.TooLittle("lifetime counter without a known start time: no rate")
 		}
-		return r, "no time elapsed between the edge samples"
+		return r, rules.TooLittle("no time elapsed between the edge samples")
 	}
-	return r, ""
+	return r, nil
 }
 
 func (c *factCtx) counterRate(id catalog.SignalID, w evalWindow) rules.Fact {
@@ -285,11 +296,11 @@ func (c *factCtx) counterRate(id catalog.SignalID, w evalWindow) rules.Fact {
 	}
 	inc, err := c.sc.fleetCounter(id, w.w, nil)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
-	r, why := rateOf(inc)
-	if why != "" {
-		return rules.MissingFact(fmt.Sprintf("%s: %s", id, why))
+	r, err := rateOf(inc)
+	if err != nil {
+		return rules.MissingFact(fmt.Errorf("%s: %w", id, err))
 	}
 	f := rules.Measured(r).WithSource(c.sc.source(id))
 	f.Incident.Count = inc.Value
@@ -304,15 +315,15 @@ func (c *factCtx) tpotMean(w evalWindow) rules.Fact {
 	}
 	dec, _, err := c.sc.fleetHist(catalog.SignalDecodeTime, w.w)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	gen, _, err := c.sc.fleetHist(catalog.SignalGenerationTokens, w.w)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	v := catalog.MeanTPOTFromSums(dec.Histogram.Sum, gen.Histogram.Sum, gen.Histogram.Total())
 	if math.IsNaN(v) {
-		return rules.MissingFact("no output token decoded in the window (or _sum missing)")
+		return rules.MissingFact(rules.TooLittle("no output token decoded in the window (or _sum missing)"))
 	}
 	f := rules.Measured(v).WithSource(catalog.TPOTFallback)
 	f.Incident.Count = gen.Histogram.Total()
@@ -328,11 +339,11 @@ func (c *factCtx) arrivalRate(w evalWindow) rules.Fact {
 		return rules.MissingFact(c.missingSignal(catalog.SignalRequestSuccess))
 	}
 	if w.lifetime {
-		return rules.MissingFact("lifetime counters: no window to estimate arrivals over")
+		return rules.MissingFact(rules.TooLittle("lifetime counters: no window to estimate arrivals over"))
 	}
 	inc, err := c.sc.fleetCounter(catalog.SignalRequestSuccess, w.w, nil)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	g, f, ok := c.fleetBacklog(w, "no waiting and running gauges: the growth of the backlog is unknown")
 	if !ok {
@@ -340,14 +351,14 @@ func (c *factCtx) arrivalRate(w evalWindow) rules.Fact {
 	}
 	secs := inc.Duration().Seconds()
 	if !(secs > 0) {
-		return rules.MissingFact("no time elapsed between the edge samples")
+		return rules.MissingFact(rules.TooLittle("no time elapsed between the edge samples"))
 	}
 	src := c.sc.source(catalog.SignalRequestSuccess) + " + growth of waiting + running"
 	refused := 0.0
 	if c.sc.has(catalog.SignalAdmissionRejections) {
 		rej, err := c.sc.fleetCounter(catalog.SignalAdmissionRejections, w.w, nil)
 		if err != nil {
-			return rules.MissingFact(err.Error())
+			return rules.MissingFact(err)
 		}
 		refused = rej.Value
 		src += " + " + c.sc.source(catalog.SignalAdmissionRejections)
@@ -371,13 +382,13 @@ func (c *factCtx) reasonShare(reason string, w evalWindow) rules.Fact {
 	case slices.Contains(reasons, reason):
 		inc, err := c.sc.fleetCounter(catalog.SignalRequestSuccess, w.w, map[string]string{"finished_reason": reason})
 		if err != nil {
-			return rules.MissingFact(err.Error())
+			return rules.MissingFact(err)
 		}
 		part = inc.Value
 	case reason == "error":
-		return rules.MissingFact(`no finished_reason="error" series: this vLLM version does not count failed requests apart`)
+		return rules.MissingFact(rules.NoSource(`no finished_reason="error" series: this vLLM version does not count failed requests apart`))
 	case len(reasons) == 0:
-		return rules.MissingFact("request_success has no finished_reason label")
+		return rules.MissingFact(rules.NoSource("request_success has no finished_reason label"))
 	}
 	f = rules.Measured(part / total).WithSource(c.sc.source(catalog.SignalRequestSuccess) + `{finished_reason="` + reason + `"}`)
 	f.Incident.Count = total
@@ -426,7 +437,7 @@ func (c *factCtx) counterRatio(num, den catalog.SignalID, w evalWindow, none str
 	}
 	n, err := c.sc.fleetCounter(num, w.w, nil)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	d, f, ok := c.fleetTotal(den, w, none)
 	if !ok {
@@ -446,10 +457,10 @@ func (c *factCtx) fleetTotal(id catalog.SignalID, w evalWindow, none string) (to
 	}
 	inc, err := c.sc.fleetCounter(id, w.w, nil)
 	if err != nil {
-		return 0, rules.MissingFact(err.Error()), false
+		return 0, rules.MissingFact(err), false
 	}
 	if !(inc.Value > 0) {
-		return 0, rules.MissingFact(none), false
+		return 0, rules.MissingFact(rules.TooLittle("%s", none)), false
 	}
 	return inc.Value, rules.Fact{}, true
 }
@@ -463,7 +474,7 @@ func (c *factCtx) prefixHitRatio(w evalWindow) rules.Fact {
 	if c.sc.has(catalog.SignalPrefixCacheHitRate) {
 		f := c.gaugeStat(catalog.SignalPrefixCacheHitRate, w, "mean")
 		if f.Known() && f.Incident.Value < 0 {
-			return rules.MissingFact("the prefix-cache hit-rate gauge is -1 (unknown)")
+			return rules.MissingFact(errors.New("the prefix-cache hit-rate gauge is -1 (unknown)"))
 		}
 		return f
 	}
@@ -485,7 +496,7 @@ func (c *factCtx) gaugeStat(id catalog.SignalID, w evalWindow, what string) rule
 	case "slope":
 		v = g.Slope
 		if math.IsNaN(v) {
-			return rules.MissingFact("fewer than two scrapes in the window: no trend")
+			return rules.MissingFact(rules.TooLittle("fewer than two scrapes in the window: no trend"))
 		}
 	}
 	f = rules.Measured(v).WithSource(c.sc.source(id))
@@ -502,7 +513,7 @@ func (c *factCtx) fleetGaugeStats(id catalog.SignalID, w evalWindow) (g snapshot
 	}
 	g, err := s.Gauge(w.w)
 	if err != nil {
-		return g, rules.MissingFact(err.Error()), false
+		return g, rules.MissingFact(err), false
 	}
 	return g, rules.Fact{}, true
 }
@@ -521,7 +532,7 @@ func (c *factCtx) kvMax(w evalWindow) rules.Fact {
 		if !c.sc.has(catalog.SignalKVUsage) {
 			return rules.MissingFact(c.missingSignal(catalog.SignalKVUsage))
 		}
-		return rules.MissingFact("kv_usage: no replica scraped in the window")
+		return rules.MissingFact(rules.TooLittle("kv_usage: no replica scraped in the window"))
 	}
 	f := rules.Measured(best).WithSource(c.sc.source(catalog.SignalKVUsage))
 	f.Incident.Count = float64(n)
@@ -535,7 +546,7 @@ func (c *factCtx) maxNumSeqs(w evalWindow) rules.Fact {
 	}
 	gs := c.replicaGauges(catalog.SignalMaxNumSeqs, w)
 	if len(gs) == 0 {
-		return rules.MissingFact("max_num_seqs: no replica scraped in the window")
+		return rules.MissingFact(rules.TooLittle("max_num_seqs: no replica scraped in the window"))
 	}
 	sum := 0.0
 	for _, g := range gs {
@@ -579,11 +590,11 @@ func (c *factCtx) backlogEnd(w evalWindow) rules.Fact {
 func (c *factCtx) fleetBacklog(w evalWindow, none string) (g snapshot.GaugeStats, f rules.Fact, ok bool) {
 	bl := c.sc.backlog(-1)
 	if bl == nil {
-		return g, rules.MissingFact(none), false
+		return g, rules.MissingFact(rules.NoSource("%s", none)), false
 	}
 	g, err := bl.Gauge(w.w)
 	if err != nil {
-		return g, rules.MissingFact(err.Error()), false
+		return g, rules.MissingFact(err), false
 	}
 	return g, rules.Fact{}, true
 }
@@ -618,10 +629,10 @@ func (c *factCtx) replicaShareMax(w evalWindow) rules.Fact {
 		roleEngines[roles[r]] += e
 	}
 	if len(vals) < 2 {
-		return rules.MissingFact("fewer than two replicas with completions in the window")
+		return rules.MissingFact(rules.TooLittle("fewer than two replicas with completions in the window"))
 	}
 	if !(total > 0) {
-		return rules.MissingFact("no request finished in the window")
+		return rules.MissingFact(rules.TooLittle("no request finished in the window"))
 	}
 	top := 0.0
 	for _, v := range vals {
@@ -688,15 +699,15 @@ func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
 		return rules.MissingFact(c.missingSignal(catalog.SignalTTFT))
 	}
 	if len(c.sc.replicas) < 2 {
-		return rules.MissingFact("fewer than two replicas")
+		return rules.MissingFact(rules.TooLittle("fewer than two replicas"))
 	}
 	fleet, _, err := c.sc.fleetHist(catalog.SignalTTFT, w.w)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	fq := fleet.Histogram.Quantile(0.95)
 	if !(fq.Value > 0) {
-		return rules.MissingFact("fleet TTFT p95 is not positive")
+		return rules.MissingFact(errors.New("fleet TTFT p95 is not positive"))
 	}
 	empty := fleet.Histogram.Scale(0)
 	roles, pd := c.roleGroups(w)
@@ -726,7 +737,7 @@ func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
 		if pd && len(byRole[k]) > 0 {
 			m, err := histogram.Merge(byRole[k]...)
 			if err != nil {
-				return rules.MissingFact(err.Error())
+				return rules.MissingFact(err)
 			}
 			roleQ[k] = m.Histogram.Quantile(0.95).Value
 		}
@@ -742,7 +753,7 @@ func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
 		}
 	}
 	if n < 2 {
-		return rules.MissingFact(fmt.Sprintf("fewer than two replicas with >= %g requests", c.sc.set.Thresholds.MinSamples))
+		return rules.MissingFact(rules.TooLittle("fewer than two replicas with >= %g requests", c.sc.set.Thresholds.MinSamples))
 	}
 	src := c.sc.source(catalog.SignalTTFT) + " per replica"
 	if pd {
@@ -759,14 +770,14 @@ func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
 // the peak of waiting over its mean.
 func (c *factCtx) burst(w evalWindow) rules.Fact {
 	if w.lifetime {
-		return rules.MissingFact("lifetime counters: no intervals to find bursts in")
+		return rules.MissingFact(rules.TooLittle("lifetime counters: no intervals to find bursts in"))
 	}
 	step := c.st.interval
 	if step <= 0 {
-		return rules.MissingFact("unknown scrape interval")
+		return rules.MissingFact(rules.TooLittle("unknown scrape interval"))
 	}
 	if c.sc.backlog(-1) == nil {
-		return rules.MissingFact("no waiting and running gauges")
+		return rules.MissingFact(rules.NoSource("no waiting and running gauges"))
 	}
 	var rates []float64
 	totalA, totalT := 0.0, 0.0
@@ -788,7 +799,7 @@ func (c *factCtx) burst(w evalWindow) rules.Fact {
 		return f
 	}
 	if !(g.Mean > 0) {
-		return rules.MissingFact("no arrivals estimate and no waiting request in the window")
+		return rules.MissingFact(rules.TooLittle("no arrivals estimate and no waiting request in the window"))
 	}
 	f = rules.Measured(g.Max / g.Mean).WithSource("peak / mean of " + c.sc.source(catalog.SignalWaiting))
 	f.Incident.Count = float64(g.N)
@@ -819,7 +830,7 @@ func maxOf(xs []float64) float64 {
 // incident window.
 func (c *factCtx) corrRunningTPOT() rules.Fact {
 	if c.tl == nil || c.inc.lifetime {
-		return rules.MissingFact("no timeline (fewer than three scrapes per replica)")
+		return rules.MissingFact(rules.TooLittle("no timeline (fewer than three scrapes per replica)"))
 	}
 	run := c.tl.fleet(catalog.SignalRunning)
 	lat, latID := c.tl.fleet(catalog.SignalTPOT), catalog.SignalTPOT
@@ -827,7 +838,7 @@ func (c *factCtx) corrRunningTPOT() rules.Fact {
 		lat, latID = c.tl.fleet(catalog.SignalITL), catalog.SignalITL
 	}
 	if run == nil || lat == nil {
-		return rules.MissingFact("no running or TPOT/ITL timeline")
+		return rules.MissingFact(rules.TooLittle("no running or TPOT/ITL timeline"))
 	}
 	var xs, ys []float64
 	for i, p := range lat.Points {
@@ -841,11 +852,11 @@ func (c *factCtx) corrRunningTPOT() rules.Fact {
 		}
 	}
 	if len(xs) < 5 {
-		return rules.MissingFact(fmt.Sprintf("only %d intervals with running and %s in the incident window (need 5)", len(xs), latID))
+		return rules.MissingFact(rules.TooLittle("only %d intervals with running and %s in the incident window (need 5)", len(xs), latID))
 	}
 	r := stat.Correlation(xs, ys, nil)
 	if math.IsNaN(r) {
-		return rules.MissingFact(fmt.Sprintf("running or %s constant over the incident window", latID))
+		return rules.MissingFact(fmt.Errorf("running or %s constant over the incident window", latID))
 	}
 	f := rules.Measured(r).WithSource(fmt.Sprintf("Pearson correlation of fleet running and %s p95 per %v interval", latID, c.tl.step))
 	f.Incident.Count = float64(len(xs))

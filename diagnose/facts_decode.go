@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -71,12 +72,12 @@ func (c *factCtx) repeatPreemption(w evalWindow, what int) rules.Fact {
 	}
 	inc, _, err := c.sc.fleetHist(id, w.w)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	h := inc.Histogram
 	n := h.Total()
 	if !(n > 0) {
-		return rules.MissingFact("no request finished in the window")
+		return rules.MissingFact(rules.TooLittle("no request finished in the window"))
 	}
 	one := -1
 	for i, b := range h.Bounds {
@@ -85,7 +86,7 @@ func (c *factCtx) repeatPreemption(w evalWindow, what int) rules.Fact {
 		}
 	}
 	if one < 0 {
-		return rules.MissingFact(fmt.Sprintf("%s has no le=\"1\" bucket", c.sc.source(id)))
+		return rules.MissingFact(rules.NoSource("%s has no le=\"1\" bucket", c.sc.source(id)))
 	}
 	repeated := n - h.Counts[one]
 	src := c.sc.source(id)
@@ -96,10 +97,10 @@ func (c *factCtx) repeatPreemption(w evalWindow, what int) rules.Fact {
 	}
 	sum := h.Sum
 	if math.IsNaN(sum) {
-		return rules.MissingFact(fmt.Sprintf("%s has no _sum", src))
+		return rules.MissingFact(rules.NoSource("%s has no _sum", src))
 	}
 	if !(sum > 0) {
-		return rules.MissingFact("no request finished in the window had been preempted")
+		return rules.MissingFact(rules.TooLittle("no request finished in the window had been preempted"))
 	}
 	lo, hi := 0.0, 0.0
 	prev := 1.0
@@ -156,7 +157,7 @@ func (c *factCtx) specPos0Acceptance(w evalWindow) rules.Fact {
 	}
 	a, err := c.sc.fleetCounter(num, w.w, map[string]string{"position": "0"})
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	d, f, ok := c.fleetTotal(den, w, "no draft in the window")
 	if !ok {
@@ -175,15 +176,15 @@ func (c *factCtx) kvTransferFailureShare(w evalWindow) rules.Fact {
 	}
 	fail, err := c.sc.fleetCounter(catalog.SignalKVTransferFailures, w.w, nil)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	inc, _, err := c.sc.fleetHist(catalog.SignalKVTransferTime, w.w)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	all := fail.Value + inc.Histogram.Total()
 	if !(all > 0) {
-		return rules.MissingFact("no KV transfer in the window")
+		return rules.MissingFact(rules.TooLittle("no KV transfer in the window"))
 	}
 	f := rules.Measured(fail.Value / all).WithSource(c.sc.source(catalog.SignalKVTransferFailures) + " / (itself + " + c.sc.source(catalog.SignalKVTransferTime) + " _count)")
 	f.Incident.Count = all
@@ -286,7 +287,7 @@ func (c *factCtx) roleCount(w evalWindow, want pdRole) rules.Fact {
 		}
 	}
 	if !any {
-		return rules.MissingFact("no prefill/decode disaggregation in the evidence (no role label, no NIXL transfer, no prompt tokens by KV transfer)")
+		return rules.MissingFact(rules.NoSource("no prefill/decode disaggregation in the evidence (no role label, no NIXL transfer, no prompt tokens by KV transfer)"))
 	}
 	var parts []string
 	for _, how := range []string{"NIXL transfers observed", "most prompt tokens by KV transfer", "NIXL metrics, one output token per request"} {
@@ -331,10 +332,10 @@ func (c *factCtx) ttftMeanDecodeRole(w evalWindow) rules.Fact {
 		n += res.inc.Histogram.Total()
 	}
 	if k == 0 {
-		return rules.MissingFact("no decode instance told apart (see pd_decode_replicas)")
+		return rules.MissingFact(errors.New("no decode instance told apart (see pd_decode_replicas)"))
 	}
 	if !(n > 0) {
-		return rules.MissingFact("no first token on the decode instances in the window")
+		return rules.MissingFact(rules.TooLittle("no first token on the decode instances in the window"))
 	}
 	f := rules.Measured(sum / n).WithSource(fmt.Sprintf("%s _sum / _count of the %d decode instance(s)", c.sc.source(catalog.SignalTTFT), k))
 	f.Incident.Count = n

@@ -119,9 +119,9 @@ func (s *engineShare) add(pod string, engines []string, loads []float64) {
 func (s *engineShare) fact(what string) rules.Fact {
 	switch {
 	case s.pods == 0 && s.unmeasured > 0:
-		return rules.MissingFact(fmt.Sprintf("%d data-parallel pods whose engines' counters do not cover the window", s.unmeasured))
+		return rules.MissingFact(rules.TooLittle("%d data-parallel pods whose engines' counters do not cover the window", s.unmeasured))
 	case s.pods == 0 && s.small > 0:
-		return rules.MissingFact(fmt.Sprintf("%d data-parallel pods, each with fewer %s than engines: too little load to judge their balance", s.small, what))
+		return rules.MissingFact(rules.TooLittle("%d data-parallel pods, each with fewer %s than engines: too little load to judge their balance", s.small, what))
 	case s.pods == 0:
 		// Every engine is its pod's only one: balanced by construction.
 		return rules.Measured(1).WithSource("no pod runs several data-parallel engines (engine label): each engine carries its whole pod's load")

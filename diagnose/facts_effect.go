@@ -227,14 +227,14 @@ func (c *factCtx) histMean(id catalog.SignalID) func(evalWindow) rules.Fact {
 		}
 		inc, _, err := c.sc.fleetHist(id, w.w)
 		if err != nil {
-			return rules.MissingFact(err.Error())
+			return rules.MissingFact(err)
 		}
 		n := inc.Histogram.Total()
 		if !(n > 0) {
-			return rules.MissingFact("no observation in the window")
+			return rules.MissingFact(rules.TooLittle("no observation in the window"))
 		}
 		if math.IsNaN(inc.Histogram.Sum) {
-			return rules.MissingFact(fmt.Sprintf("%s has no _sum", id))
+			return rules.MissingFact(rules.NoSource("%s has no _sum", id))
 		}
 		f := rules.Measured(inc.Histogram.Sum / n).WithSource(c.sc.source(id) + " _sum / _count")
 		f.Incident.Count = n
@@ -468,7 +468,7 @@ func (c *factCtx) waitingShape(what string) func(evalWindow) rules.Fact {
 			}
 		}
 		if len(vs) < 2 {
-			return rules.MissingFact("fewer than two scrapes of waiting requests in the window")
+			return rules.MissingFact(rules.TooLittle("fewer than two scrapes of waiting requests in the window"))
 		}
 		var v float64
 		switch what {
@@ -497,19 +497,19 @@ func (c *factCtx) waitingShape(what string) func(evalWindow) rules.Fact {
 // scrape interval over w.
 func (c *factCtx) arrivalDispersion(w evalWindow) rules.Fact {
 	if w.lifetime {
-		return rules.MissingFact("lifetime counters: no intervals")
+		return rules.MissingFact(rules.TooLittle("lifetime counters: no intervals"))
 	}
 	step := c.st.interval
 	if step <= 0 {
-		return rules.MissingFact("unknown scrape interval")
+		return rules.MissingFact(rules.TooLittle("unknown scrape interval"))
 	}
 	p, ok := c.dispersionPiece(w.w)
 	if !ok || p[2] < 8 {
-		return rules.MissingFact(fmt.Sprintf("fewer than 8 scrape intervals with arrivals (%v each)", step))
+		return rules.MissingFact(rules.TooLittle("fewer than 8 scrape intervals with arrivals (%v each)", step))
 	}
 	d := dispersionAgg(p)
 	if math.IsNaN(d) {
-		return rules.MissingFact("no arrivals in the window")
+		return rules.MissingFact(rules.TooLittle("no arrivals in the window"))
 	}
 	f := rules.Measured(d).WithSource(fmt.Sprintf("variance / mean of arrivals per %v (completions + growth of waiting + running)", step))
 	f.Incident.Count = p[2]
@@ -563,19 +563,19 @@ func (c *factCtx) arrivalTrend(w snapshot.Window) trendResiduals {
 // arrivals per scrape interval around their local level over w.
 func (c *factCtx) arrivalDispersionDetrended(w evalWindow) rules.Fact {
 	if w.lifetime {
-		return rules.MissingFact("lifetime counters: no intervals")
+		return rules.MissingFact(rules.TooLittle("lifetime counters: no intervals"))
 	}
 	step := c.st.interval
 	if step <= 0 {
-		return rules.MissingFact("unknown scrape interval")
+		return rules.MissingFact(rules.TooLittle("unknown scrape interval"))
 	}
 	d := c.arrivalTrend(w.w)
 	res, fit, n := d.dispersion(math.Inf(-1), math.Inf(1))
 	if n < 8 {
-		return rules.MissingFact(fmt.Sprintf("fewer than 8 scrape intervals with arrivals and a local level (%v each)", step))
+		return rules.MissingFact(rules.TooLittle("fewer than 8 scrape intervals with arrivals and a local level (%v each)", step))
 	}
 	if !(fit > 0) {
-		return rules.MissingFact("no arrivals in the window")
+		return rules.MissingFact(rules.TooLittle("no arrivals in the window"))
 	}
 	f := rules.Measured(res / fit).WithSource(fmt.Sprintf("variance around the local level (running median of the intervals within %v on either side) / mean of arrivals per %v (completions + growth of waiting + running)", time.Duration(trendSide(step))*step, step))
 	f.Incident.Count = float64(n)
@@ -606,15 +606,15 @@ func (c *factCtx) waitingDrainedShare(w evalWindow) rules.Fact {
 	}
 	step := c.st.interval
 	if step <= 0 {
-		return rules.MissingFact("unknown scrape interval")
+		return rules.MissingFact(rules.TooLittle("unknown scrape interval"))
 	}
 	v := c.intervalMeans(s, w.w)
 	if len(v) < 8 {
-		return rules.MissingFact(fmt.Sprintf("fewer than 8 scrape intervals of waiting requests (%v each)", step))
+		return rules.MissingFact(rules.TooLittle("fewer than 8 scrape intervals of waiting requests (%v each)", step))
 	}
 	share, episodes := drainedShare(v)
 	if episodes == 0 {
-		return rules.MissingFact("no request waited in the window")
+		return rules.MissingFact(rules.TooLittle("no request waited in the window"))
 	}
 	f := rules.Measured(share).WithSource(fmt.Sprintf("%s (fleet mean per %v): share of its sum in the %d episode(s) of >= 1 waiting that fell back below 1 within the window", c.sc.source(catalog.SignalWaiting), step, episodes))
 	f.Incident.Count = float64(len(v))
@@ -626,11 +626,11 @@ func (c *factCtx) waitingDrainedShare(w evalWindow) rules.Fact {
 func (c *factCtx) backlogSpike(w evalWindow) rules.Fact {
 	bl := c.sc.backlog(-1)
 	if bl == nil {
-		return rules.MissingFact("no waiting and running gauges")
+		return rules.MissingFact(rules.NoSource("no waiting and running gauges"))
 	}
 	step := c.st.interval
 	if step <= 0 {
-		return rules.MissingFact("unknown scrape interval")
+		return rules.MissingFact(rules.TooLittle("unknown scrape interval"))
 	}
 	v := c.intervalMeans(bl, w.w)
 	level := localLevel(v, trendSide(step))
@@ -645,7 +645,7 @@ func (c *factCtx) backlogSpike(w evalWindow) rules.Fact {
 		}
 	}
 	if n < 8 {
-		return rules.MissingFact(fmt.Sprintf("fewer than 8 scrape intervals of waiting + running with a local level (%v each)", step))
+		return rules.MissingFact(rules.TooLittle("fewer than 8 scrape intervals of waiting + running with a local level (%v each)", step))
 	}
 	f := rules.Measured(peak).WithSource(fmt.Sprintf("peak of waiting + running (fleet mean per %v) over its local level (running median within %v on either side, at least 1)", step, time.Duration(trendSide(step))*step))
 	f.Incident.Count = float64(n)
@@ -709,7 +709,7 @@ func (c *factCtx) gpuUtilWaiting(w evalWindow) rules.Fact {
 	}
 	sum, n := c.utilWhereWaiting(w.w)
 	if n < 4 {
-		return rules.MissingFact(fmt.Sprintf("requests waited at only %d replica scrapes with a GPU sample (need 4): no queue to judge the GPU by", n))
+		return rules.MissingFact(rules.TooLittle("requests waited at only %d replica scrapes with a GPU sample (need 4): no queue to judge the GPU by", n))
 	}
 	f := rules.Measured(sum / float64(n)).WithSource(c.sc.source(catalog.SignalGPUUtil) + " at the scrapes where " + c.sc.source(catalog.SignalWaiting) + " >= 1" + c.deferredNote())
 	f.Incident.Count = float64(n)
@@ -720,9 +720,9 @@ func (c *factCtx) gpuUtilWaiting(w evalWindow) rules.Fact {
 // (completions + growth of its waiting and running) over its fair share
 // by engine count.
 func (c *factCtx) replicaLoadShareMax(w evalWindow) rules.Fact {
-	loads, why := c.replicaLoads(w)
-	if why != "" {
-		return rules.MissingFact(why)
+	loads, err := c.replicaLoads(w)
+	if err != nil {
+		return rules.MissingFact(err)
 	}
 	top, who, total := 0.0, "", 0.0
 	for _, l := range loads {
@@ -749,7 +749,7 @@ type replicaLoad struct {
 
 // replicaLoads measures the load of every replica with completions over
 // w, or says why it cannot.
-func (c *factCtx) replicaLoads(w evalWindow) ([]replicaLoad, string) {
+func (c *factCtx) replicaLoads(w evalWindow) ([]replicaLoad, error) {
 	if !c.sc.has(catalog.SignalRequestSuccess) {
 		return nil, c.missingSignal(catalog.SignalRequestSuccess)
 	}
@@ -788,10 +788,10 @@ func (c *factCtx) replicaLoads(w evalWindow) ([]replicaLoad, string) {
 		roleEngines[roles[r]] += e
 	}
 	if len(vals) < 2 {
-		return nil, "fewer than two replicas in rotation (serving or holding requests) in the window"
+		return nil, rules.TooLittle("fewer than two replicas in rotation (serving or holding requests) in the window")
 	}
 	if !(total > 0) {
-		return nil, "no request arrived in the window"
+		return nil, rules.TooLittle("no request arrived in the window")
 	}
 	// A replica's fair share is among the replicas of its prefill/decode
 	// role (roleGroups); without roles, among all.
@@ -801,7 +801,7 @@ func (c *factCtx) replicaLoads(w evalWindow) ([]replicaLoad, string) {
 			vals[i].share = (vals[i].load / roleTotal[k]) / (engs[i] / roleEngines[k])
 		}
 	}
-	return vals, ""
+	return vals, nil
 }
 
 // rotationSpan is the seconds of w between the start of replica r's
@@ -860,14 +860,14 @@ func (c *factCtx) strengthJobs(js *factJobs) {
 // is; well under 1 when it arrives and drains between scrapes.
 func (c *factCtx) occupancySeen(w evalWindow) rules.Fact {
 	if c.sc.backlog(-1) == nil {
-		return rules.MissingFact("no waiting and running gauges")
+		return rules.MissingFact(rules.NoSource("no waiting and running gauges"))
 	}
 	if !c.sc.has(catalog.SignalE2E) {
 		return rules.MissingFact(c.missingSignal(catalog.SignalE2E))
 	}
 	p, ok := c.occupancyPiece(c.clip(w.w))
 	if !ok {
-		return rules.MissingFact("no scrape of waiting + running, or no finished request with an e2e latency, in the window")
+		return rules.MissingFact(rules.TooLittle("no scrape of waiting + running, or no finished request with an e2e latency, in the window"))
 	}
 	f := rules.Measured(occupancyAgg(p)).WithSource(c.sc.source(catalog.SignalRunning) + " + " + c.sc.source(catalog.SignalWaiting) + " (mean at the scrapes) over " + c.sc.source(catalog.SignalE2E) + " _sum increase / window seconds")
 	f.Incident.Count = p[1]
@@ -932,7 +932,7 @@ func (c *factCtx) gpuUtilMean(w evalWindow) rules.Fact {
 		}
 	}
 	if !(n > 0) {
-		return rules.MissingFact("no GPU sample of a replica in rotation in the window")
+		return rules.MissingFact(rules.TooLittle("no GPU sample of a replica in rotation in the window"))
 	}
 	f := rules.Measured(sum / n).WithSource(c.sc.source(catalog.SignalGPUUtil) + " of the replicas in rotation (serving or holding requests)")
 	f.Incident.Count = n

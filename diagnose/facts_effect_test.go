@@ -71,12 +71,13 @@ func TestStrengthFacts(t *testing.T) {
 	}{
 		{"steady fleet: balanced, no queue, Poisson-free arrivals", steady, func(t *testing.T, rep *report.Report) {
 			f := rep.Facts[rules.ReplicaLoadShareMax]
-			require.Empty(t, f.Missing)
+			require.NoError(t, f.Missing)
 			assert.InDelta(t, 1, float64(f.Incident.Value), 1e-9)
 			assert.InDelta(t, 0, float64(rep.Facts[rules.WaitingBusyShare].Incident.Value), 1e-9)
 			// Exactly 60 arrivals per interval (30 per pod): no variance.
 			assert.InDelta(t, 0, float64(rep.Facts[rules.ArrivalDispersion].Incident.Value), 1e-9)
-			assert.Contains(t, rep.Facts[rules.GPUUtilWaiting].Missing, "no queue to judge the GPU by")
+			assert.ErrorContains(t, rep.Facts[rules.GPUUtilWaiting].Missing, "no queue to judge the GPU by")
+			assert.ErrorIs(t, rep.Facts[rules.GPUUtilWaiting].Missing, rules.ErrTooLittle)
 			m := rep.Facts[rules.TTFTMean]
 			assert.InDelta(t, 0.05, float64(m.Incident.Value), 1e-9)
 			assert.InDelta(t, 0.05, float64(m.Baseline.Value), 1e-9)
@@ -122,7 +123,7 @@ func TestStrengthFacts(t *testing.T) {
 			assert.Greater(t, float64(d.Incident.Value), 20.0)
 			assert.InDelta(t, 0, float64(d.Baseline.Value), 1e-9)
 			g := rep.Facts[rules.GPUUtilWaiting]
-			require.Empty(t, g.Missing)
+			require.NoError(t, g.Missing)
 			assert.InDelta(t, 0.95, float64(g.Incident.Value), 1e-9, "the GPU where requests wait")
 		}},
 		{"a queue on an idle GPU", func(pod string, i int, incident bool) intervalState {
@@ -133,7 +134,7 @@ func TestStrengthFacts(t *testing.T) {
 			return s
 		}, func(t *testing.T, rep *report.Report) {
 			g := rep.Facts[rules.GPUUtilWaiting]
-			require.Empty(t, g.Missing)
+			require.NoError(t, g.Missing)
 			assert.InDelta(t, 0.35, float64(g.Incident.Value), 1e-9)
 			assert.InDelta(t, 1, float64(rep.Facts[rules.WaitingBusyShare].Incident.Value), 0.03)
 			gm := rep.Facts[rules.GPUUtilMean]

@@ -246,14 +246,14 @@ func (c *factCtx) progressFact(id rules.FactID) rules.Fact {
 		}
 	}
 	if len(ps) == 0 {
-		return rules.MissingFact("no replica with waiting and running gauges and a progress counter (request_success, generation_tokens, prompt_tokens) in the window")
+		return rules.MissingFact(rules.TooLittle("no replica with waiting and running gauges and a progress counter (request_success, generation_tokens, prompt_tokens) in the window"))
 	}
 	longest, most := 0, 0
 	for _, p := range ps {
 		longest, most = max(longest, p.longest), max(most, p.scrapes)
 	}
 	if id != rules.StallSuspected && most < stallMinScrapes {
-		return rules.MissingFact(fmt.Sprintf("%d scrape(s) per replica in the window, %d needed: a single scrape cannot show flat counters (see stall_suspected)", most, stallMinScrapes))
+		return rules.MissingFact(rules.TooLittle("%d scrape(s) per replica in the window, %d needed: a single scrape cannot show flat counters (see stall_suspected)", most, stallMinScrapes))
 	}
 	var names []string
 	n := 0.0
@@ -385,15 +385,15 @@ func (c *factCtx) admissionRejectionShare(w evalWindow) rules.Fact {
 	}
 	rej, err := c.sc.fleetCounter(catalog.SignalAdmissionRejections, w.w, nil)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	done, err := c.sc.fleetCounter(catalog.SignalRequestSuccess, w.w, nil)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	total := rej.Value + done.Value
 	if !(total > 0) {
-		return rules.MissingFact("no request finished or was rejected in the window")
+		return rules.MissingFact(rules.TooLittle("no request finished or was rejected in the window"))
 	}
 	f := rules.Measured(rej.Value / total).WithSource(c.sc.source(catalog.SignalAdmissionRejections) + " / (itself + " + c.sc.source(catalog.SignalRequestSuccess) + ")")
 	f.Incident.Count = total

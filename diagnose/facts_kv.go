@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -43,7 +44,7 @@ func (c *factCtx) kvPreempting(w evalWindow, full bool) rules.Fact {
 		}
 	}
 	if w.lifetime {
-		return rules.MissingFact("lifetime counters: no scrape intervals to find preemptions in")
+		return rules.MissingFact(rules.TooLittle("lifetime counters: no scrape intervals to find preemptions in"))
 	}
 	lo, hi := w.w.Start.UnixMilli(), w.w.End.UnixMilli()
 	high := c.sc.set.Thresholds.KVHigh
@@ -98,12 +99,12 @@ func (c *factCtx) kvPreempting(w evalWindow, full bool) rules.Fact {
 		}
 	}
 	if n == 0 {
-		return rules.MissingFact("no replica preempted a request in the window")
+		return rules.MissingFact(rules.TooLittle("no replica preempted a request in the window"))
 	}
 	var f rules.Fact
 	if full {
 		if scrapes == 0 {
-			return rules.MissingFact("no KV usage scrape of the preempting replicas in the window")
+			return rules.MissingFact(rules.TooLittle("no KV usage scrape of the preempting replicas in the window"))
 		}
 		f = rules.Measured(float64(atCeiling) / float64(scrapes))
 		f.Incident.Count = float64(scrapes)
@@ -143,10 +144,10 @@ func nearest(s *snapshot.Series, t int64) (float64, bool) {
 // hotReplicas returns the replicas whose share of the incident window's
 // arrivals is at least Thresholds.Hotspot times their fair share (as in
 // replica_load_share_max), and the replicas with a load measured.
-func (c *factCtx) hotReplicas() (hot, measured []int, why string) {
-	loads, why := c.replicaLoads(c.inc)
-	if why != "" {
-		return nil, nil, why
+func (c *factCtx) hotReplicas() (hot, measured []int, err error) {
+	loads, err := c.replicaLoads(c.inc)
+	if err != nil {
+		return nil, nil, err
 	}
 	th := c.sc.set.Thresholds.Hotspot
 	for _, l := range loads {
@@ -156,9 +157,9 @@ func (c *factCtx) hotReplicas() (hot, measured []int, why string) {
 		}
 	}
 	if len(hot) == 0 {
-		return nil, nil, fmt.Sprintf("no replica takes >= %gx its fair share of the arrivals: no hot spot to leave out", th)
+		return nil, nil, fmt.Errorf("no replica takes >= %gx its fair share of the arrivals: no hot spot to leave out", th)
 	}
-	return hot, measured, ""
+	return hot, measured, nil
 }
 
 // withoutHot is a fleet measure of the replicas that are not hot in the
@@ -177,9 +178,9 @@ func (c *factCtx) withoutHot(sig catalog.SignalID, mean bool) rules.Fact {
 			return rules.MissingFact(c.missingSignal(id))
 		}
 	}
-	hot, measured, why := c.hotReplicas()
-	if why != "" {
-		return rules.MissingFact(why)
+	hot, measured, err := c.hotReplicas()
+	if err != nil {
+		return rules.MissingFact(err)
 	}
 	var rest []int
 	for _, r := range measured {
@@ -188,10 +189,10 @@ func (c *factCtx) withoutHot(sig catalog.SignalID, mean bool) rules.Fact {
 		}
 	}
 	if len(rest) == 0 {
-		return rules.MissingFact("every replica is hot: no rest of the fleet to compare")
+		return rules.MissingFact(errors.New("every replica is hot: no rest of the fleet to compare"))
 	}
 	// merged is the histogram of id over the rest in w.
-	merged := func(id catalog.SignalID, w evalWindow) (histogram.Histogram, string) {
+	merged := func(id catalog.SignalID, w evalWindow) (histogram.Histogram, error) {
 		var hs []histogram.Histogram
 		for _, r := range rest {
 			res := c.sc.replicaHist(id, r, w.w)
@@ -200,49 +201,49 @@ func (c *factCtx) withoutHot(sig catalog.SignalID, mean bool) rules.Fact {
 			}
 		}
 		if len(hs) == 0 {
-			return histogram.Histogram{}, fmt.Sprintf("no %s observation outside the hot replicas", id)
+			return histogram.Histogram{}, rules.TooLittle("no %s observation outside the hot replicas", id)
 		}
 		m, err := histogram.Merge(hs...)
 		if err != nil {
-			return histogram.Histogram{}, err.Error()
+			return histogram.Histogram{}, err
 		}
-		return m.Histogram, ""
+		return m.Histogram, nil
 	}
-	one := func(w evalWindow) (rules.Fact, string) {
+	one := func(w evalWindow) (rules.Fact, error) {
 		if fromSums {
-			dec, why := merged(catalog.SignalDecodeTime, w)
-			if why != "" {
-				return rules.Fact{}, why
+			dec, err := merged(catalog.SignalDecodeTime, w)
+			if err != nil {
+				return rules.Fact{}, err
 			}
-			gen, why := merged(catalog.SignalGenerationTokens, w)
-			if why != "" {
-				return rules.Fact{}, why
+			gen, err := merged(catalog.SignalGenerationTokens, w)
+			if err != nil {
+				return rules.Fact{}, err
 			}
 			v := catalog.MeanTPOTFromSums(dec.Sum, gen.Sum, gen.Total())
 			if math.IsNaN(v) {
-				return rules.Fact{}, "no output token decoded outside the hot replicas (or _sum missing)"
+				return rules.Fact{}, rules.TooLittle("no output token decoded outside the hot replicas (or _sum missing)")
 			}
 			f := rules.Measured(v)
 			f.Incident.Count = gen.Total()
-			return f, ""
+			return f, nil
 		}
-		h, why := merged(sig, w)
-		if why != "" {
-			return rules.Fact{}, why
+		h, err := merged(sig, w)
+		if err != nil {
+			return rules.Fact{}, err
 		}
 		if mean {
 			f := rules.Measured(h.Mean())
 			f.Incident.Count = h.Count
-			return f, ""
+			return f, nil
 		}
 		e := h.Quantile(0.95)
 		f := rules.Measured(e.Value).WithBounds(e.Lower, e.Upper)
 		f.Incident.Count = e.Count
-		return f, ""
+		return f, nil
 	}
-	out, why := one(c.inc)
-	if why != "" {
-		return rules.MissingFact(why)
+	out, err := one(c.inc)
+	if err != nil {
+		return rules.MissingFact(err)
 	}
 	out.Incident.Window = c.inc.text()
 	var names []string
@@ -255,7 +256,7 @@ func (c *factCtx) withoutHot(sig catalog.SignalID, mean bool) rules.Fact {
 	}
 	out.Source = fmt.Sprintf("%s of the %d replicas other than %s", src, len(rest), strings.Join(names, ", "))
 	if c.base.ok {
-		if b, why := one(c.base); why == "" {
+		if b, err := one(c.base); err == nil {
 			out.Baseline = b.Incident
 			out.Baseline.Window = c.base.text()
 		}

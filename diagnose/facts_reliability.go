@@ -304,10 +304,10 @@ func (c *factCtx) abandonedPromptTokens(w *relWindow) rules.Fact {
 	}
 	h := w.h
 	if !h.tokensOK {
-		return rules.MissingFact("prompt_tokens_total or the request_prompt_tokens histogram does not cover the window on every replica")
+		return rules.MissingFact(rules.TooLittle("prompt_tokens_total or the request_prompt_tokens histogram does not cover the window on every replica"))
 	}
 	if !(h.finished > 0) {
-		return rules.MissingFact("no request finished in the window: no mean prompt length")
+		return rules.MissingFact(rules.TooLittle("no request finished in the window: no mean prompt length"))
 	}
 	mean := h.promptSum / h.finished
 	u := inflightUncertainty(h.plus + h.minus)
@@ -344,7 +344,7 @@ func (c *factCtx) abandonedAfterFirstToken(w *relWindow) rules.Fact {
 	}
 	h := w.h
 	if !h.countsOK {
-		return rules.MissingFact("the TTFT or E2E histogram does not cover the window on every replica")
+		return rules.MissingFact(rules.TooLittle("the TTFT or E2E histogram does not cover the window on every replica"))
 	}
 	v := h.ttft - h.e2e + h.plus - h.minus - h.waiting
 	slack := firstTokenSlack * (h.plus + h.minus)
@@ -383,7 +383,7 @@ func (c *factCtx) abandonedRequests(w *relWindow) rules.Fact {
 		f.Incident.Count = b.Incident.Count
 		f.Source = "abandoned_by_tokens (no TTFT/E2E counts)"
 	default:
-		return rules.MissingFact("neither estimate can be computed: " + a.Missing + "; " + b.Missing)
+		return rules.MissingFact(fmt.Errorf("neither estimate can be computed: %s; %s", reasonText(a), reasonText(b)))
 	}
 	f.Source += "; " + c.accounting(w.evalWindow)
 	return f
@@ -416,7 +416,7 @@ func (c *factCtx) abandonShare(w *relWindow) rules.Fact {
 	}
 	done, err := c.sc.fleetCounter(catalog.SignalRequestSuccess, w.w, nil)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	share := func(x float64) float64 {
 		x = math.Max(x, 0)
@@ -427,7 +427,7 @@ func (c *factCtx) abandonShare(w *relWindow) rules.Fact {
 	}
 	v := share(a.Incident.Value)
 	if math.IsNaN(v) {
-		return rules.MissingFact("no request finished or was abandoned in the window")
+		return rules.MissingFact(rules.TooLittle("no request finished or was abandoned in the window"))
 	}
 	f := rules.Measured(v).WithBounds(share(a.Incident.Lower), share(a.Incident.Upper)).WithSource(
 		fmt.Sprintf("abandoned_requests / (completions %g + abandoned_requests); a lower bound of abandonment: requests abandoned while queued leave no trace unless a gateway counter is aliased (gateway_requests)", done.Value))
@@ -439,7 +439,7 @@ func (c *factCtx) abandonShare(w *relWindow) rules.Fact {
 // backlog fell beyond the interval's completions.
 func (c *factCtx) queueUnservedMin(w *relWindow) rules.Fact {
 	if w.lifetime {
-		return rules.MissingFact("lifetime counters: no intervals")
+		return rules.MissingFact(rules.TooLittle("lifetime counters: no intervals"))
 	}
 	if f, ok := c.need(catalog.SignalWaiting, catalog.SignalRunning, catalog.SignalRequestSuccess); !ok {
 		return f
@@ -450,7 +450,7 @@ func (c *factCtx) queueUnservedMin(w *relWindow) rules.Fact {
 		n++
 	}
 	if n == 0 {
-		return rules.MissingFact("no replica's running gauge covers the window")
+		return rules.MissingFact(rules.TooLittle("no replica's running gauge covers the window"))
 	}
 	f := rules.Measured(sum).WithSource(fmt.Sprintf("sum over %d replicas' scrape intervals of max(0, fall of waiting + running - completions), restarts excluded: a lower bound, arrivals in an interval hide the rest", n))
 	f.Incident.Count = float64(n)
@@ -461,18 +461,18 @@ func (c *factCtx) queueUnservedMin(w *relWindow) rules.Fact {
 // growth of waiting + running.
 func (c *factCtx) gatewayUnserved(w evalWindow, share bool) rules.Fact {
 	if !c.sc.has(catalog.SignalGatewayRequests) {
-		return rules.MissingFact("no gateway arrival counter (name one with Catalog.Alias gateway_requests=METRIC): requests abandoned while queued cannot be counted")
+		return rules.MissingFact(rules.NoSource("no gateway arrival counter (name one with Catalog.Alias gateway_requests=METRIC): requests abandoned while queued cannot be counted"))
 	}
 	if w.lifetime {
-		return rules.MissingFact("lifetime counters: no window")
+		return rules.MissingFact(rules.TooLittle("lifetime counters: no window"))
 	}
 	g, err := c.sc.fleetCounter(catalog.SignalGatewayRequests, w.w, nil)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	done, err := c.sc.fleetCounter(catalog.SignalRequestSuccess, w.w, nil)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	gs, f, ok := c.fleetBacklog(w, "no waiting and running gauges")
 	if !ok {
@@ -482,7 +482,7 @@ func (c *factCtx) gatewayUnserved(w evalWindow, share bool) rules.Fact {
 	src := fmt.Sprintf("%s %g - completions %g - growth of waiting + running %g", c.sc.source(catalog.SignalGatewayRequests), g.Value, done.Value, gs.Last-gs.First)
 	if share {
 		if !(g.Value > 0) {
-			return rules.MissingFact("no gateway arrival in the window")
+			return rules.MissingFact(rules.TooLittle("no gateway arrival in the window"))
 		}
 		f := rules.Measured(math.Max(v, 0) / g.Value).WithSource(src + ", over the gateway's arrivals")
 		f.Incident.Count = g.Value
@@ -498,14 +498,14 @@ func (c *factCtx) gatewayUnserved(w evalWindow, share bool) rules.Fact {
 func (c *factCtx) restartFacts(w *relWindow) map[rules.FactID]rules.Fact {
 	out := map[rules.FactID]rules.Fact{}
 	ids := []rules.FactID{rules.Restarts, rules.RestartsReplicaMax, rules.RestartsPerHourMax, rules.RequestsLost, rules.LostShare}
-	miss := func(why string) map[rules.FactID]rules.Fact {
+	miss := func(why error) map[rules.FactID]rules.Fact {
 		for _, id := range ids {
 			out[id] = rules.MissingFact(why)
 		}
 		return out
 	}
 	if w.lifetime {
-		return miss("lifetime counters: no window to find restarts in")
+		return miss(rules.TooLittle("lifetime counters: no window to find restarts in"))
 	}
 	if !c.sc.has(catalog.SignalRunning) {
 		return miss(c.missingSignal(catalog.SignalRunning))
@@ -528,7 +528,7 @@ func (c *factCtx) restartFacts(w *relWindow) map[rules.FactID]rules.Fact {
 		}
 	}
 	if n == 0 {
-		return miss("no replica's running gauge covers the window")
+		return miss(rules.TooLittle("no replica's running gauge covers the window"))
 	}
 	sort.Strings(names)
 	how := "process_start_time_seconds changes"
@@ -554,7 +554,7 @@ func (c *factCtx) restartFacts(w *relWindow) map[rules.FactID]rules.Fact {
 		ph.Incident.Count, ph.Replica = float64(n), m.Replica
 		out[rules.RestartsPerHourMax] = ph
 	} else {
-		out[rules.RestartsPerHourMax] = rules.MissingFact("window of zero length")
+		out[rules.RestartsPerHourMax] = rules.MissingFact(rules.TooLittle("window of zero length"))
 	}
 	lf := rules.Measured(lost).WithSource("waiting + running at the last scrape before each restart (requests that arrived after that scrape are not seen)")
 	lf.Incident.Count = float64(total)
@@ -565,7 +565,7 @@ func (c *factCtx) restartFacts(w *relWindow) map[rules.FactID]rules.Fact {
 	}
 	done, err := c.sc.fleetCounter(catalog.SignalRequestSuccess, w.w, nil)
 	if err != nil || !(done.Value+lost > 0) {
-		out[rules.LostShare] = rules.MissingFact("no request finished or was lost in the window")
+		out[rules.LostShare] = rules.MissingFact(rules.TooLittle("no request finished or was lost in the window"))
 		return out
 	}
 	ls := rules.Measured(lost / (done.Value + lost)).WithSource(fmt.Sprintf("requests_lost / (completions %g + requests_lost)", done.Value))
@@ -578,7 +578,7 @@ func (c *factCtx) restartFacts(w *relWindow) map[rules.FactID]rules.Fact {
 // termination was OOMKilled at the end of w.
 func (c *factCtx) oomKills(w evalWindow) rules.Fact {
 	if !c.sc.has(catalog.SignalTerminatedReason) {
-		return rules.MissingFact("no kube-state-metrics kube_pod_container_status_last_terminated_reason in the evidence")
+		return rules.MissingFact(rules.NoSource("no kube-state-metrics kube_pod_container_status_last_terminated_reason in the evidence"))
 	}
 	n, seen := 0, 0
 	for r := range c.sc.replicas {
@@ -615,7 +615,7 @@ func (c *factCtx) fbRiseRestarts(w *relWindow) rules.Fact {
 		return rules.MissingFact(c.missingSignal(catalog.SignalFBUsed))
 	}
 	if w.lifetime {
-		return rules.MissingFact("lifetime counters: no window to find restarts in")
+		return rules.MissingFact(rules.TooLittle("lifetime counters: no window to find restarts in"))
 	}
 	n, restarts := 0, 0
 	var who []string
@@ -672,10 +672,10 @@ func (c *factCtx) httpShareOf(w evalWindow, r int, match func(string) bool, what
 	}
 	total, err := count(nil)
 	if err != nil {
-		return rules.MissingFact(err.Error())
+		return rules.MissingFact(err)
 	}
 	if !(total > 0) {
-		return rules.MissingFact("no HTTP response in the window")
+		return rules.MissingFact(rules.TooLittle("no HTTP response in the window"))
 	}
 	bad := 0.0
 	for _, st := range c.sc.splitValues(catalog.SignalHTTPRequests, "status") {
@@ -696,7 +696,7 @@ func (c *factCtx) httpShareOf(w evalWindow, r int, match func(string) bool, what
 func (c *factCtx) http429Share(w evalWindow) rules.Fact {
 	sts := c.sc.splitValues(catalog.SignalHTTPRequests, "status")
 	if c.sc.has(catalog.SignalHTTPRequests) && !slices.Contains(sts, "429") && (slices.Contains(sts, "4xx") || slices.Contains(sts, "2xx")) {
-		return rules.MissingFact("http_requests_total groups status codes (2xx, 4xx, 5xx): no 429 apart")
+		return rules.MissingFact(rules.NoSource("http_requests_total groups status codes (2xx, 4xx, 5xx): no 429 apart"))
 	}
 	return c.httpShareOf(w, -1, func(s string) bool { return s == "429" }, "429")
 }
@@ -724,7 +724,7 @@ func (c *factCtx) http5xxShareMax(w evalWindow) rules.Fact {
 		}
 	}
 	if n == 0 {
-		return rules.MissingFact("no replica answered HTTP requests in the window")
+		return rules.MissingFact(rules.TooLittle("no replica answered HTTP requests in the window"))
 	}
 	f := rules.Measured(best).WithSource(fmt.Sprintf(`%s: %s{status="5xx"} of its responses, the largest of %d replicas`, who, c.sc.source(catalog.SignalHTTPRequests), n))
 	f.Incident.Count = count

@@ -89,7 +89,7 @@ func membershipChanged(ms []membership, st scrapeStats, from, to time.Time) bool
 func (c *factCtx) outageLoadFactor(w evalWindow) rules.Fact {
 	n := len(c.sc.replicas)
 	if n == 0 {
-		return rules.MissingFact("no replica")
+		return rules.MissingFact(rules.TooLittle("no replica"))
 	}
 	ms := make([]membership, n)
 	var times []time.Time
@@ -102,7 +102,7 @@ func (c *factCtx) outageLoadFactor(w evalWindow) rules.Fact {
 		}
 	}
 	if len(times) == 0 {
-		return rules.MissingFact("no scrape in the window")
+		return rules.MissingFact(rules.TooLittle("no scrape in the window"))
 	}
 	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
 	times = slices.CompactFunc(times, func(a, b time.Time) bool { return a.Equal(b) })
@@ -139,7 +139,7 @@ func (c *factCtx) outageLoadFactor(w evalWindow) rules.Fact {
 		}
 	}
 	if len(counts) == 0 {
-		return rules.MissingFact("no replica present in the window")
+		return rules.MissingFact(rules.TooLittle("no replica present in the window"))
 	}
 	usual := slices.Clone(counts)
 	slices.Sort(usual)

@@ -54,7 +54,7 @@ func TestAbandonmentOverload(t *testing.T) {
 	assert.Zero(t, float64(rep.Facts[rules.AbortShare].Incident.Value), "V1 counts no abort")
 
 	est := rep.Facts[rules.AbandonedRequests]
-	require.Empty(t, est.Missing)
+	require.NoError(t, est.Missing)
 	got, want := float64(est.Incident.Value), float64(truth.Traceable)
 	t.Logf("abandoned after prefill: estimate %.0f [%.0f, %.0f], truth %v (error %+.1f%%); by tokens %.0f; all abandoned %d",
 		got, float64(est.Incident.Lower), float64(est.Incident.Upper), want, 100*(got-want)/want, float64(rep.Facts[rules.AbandonedByTokens].Incident.Value), truth.Total)
@@ -303,7 +303,7 @@ func TestHiddenAbandonmentEstimates(t *testing.T) {
 			table := factsTable(rep)
 			for _, id := range []rules.FactID{rules.AbandonedAfterFirstToken, rules.AbandonedByTokens, rules.AbandonedRequests} {
 				f := rep.Facts[id]
-				require.Empty(t, f.Missing, "%s\n%s", id, table)
+				require.NoError(t, f.Missing, "%s\n%s", id, table)
 				assert.InDelta(t, tt.abandoned, float64(f.Incident.Value), 1e-9, "%s\n%s", id, table)
 				assert.LessOrEqual(t, float64(f.Incident.Lower), tt.abandoned, id)
 				assert.GreaterOrEqual(t, float64(f.Incident.Upper), tt.abandoned, id)
@@ -314,7 +314,7 @@ func TestHiddenAbandonmentEstimates(t *testing.T) {
 			if tt.oom > 0 {
 				assert.Equal(t, tt.oom, float64(rep.Facts[rules.OOMKills].Incident.Value), "%s", table)
 			} else {
-				assert.Contains(t, rep.Facts[rules.OOMKills].Missing, "kube-state-metrics")
+				assert.ErrorContains(t, rep.Facts[rules.OOMKills].Missing, "kube-state-metrics")
 			}
 			if tt.abandoned == 0 {
 				assert.Zero(t, float64(rep.Facts[rules.AbandonShare].Incident.Value))
@@ -366,7 +366,7 @@ func TestGatewayUnserved(t *testing.T) {
 	}
 	rep, err := diagnose.Diagnose(snapshot.Merge(evs...), opts)
 	require.NoError(t, err)
-	assert.Contains(t, rep.Facts[rules.GatewayUnserved].Missing, "Catalog.Alias gateway_requests=METRIC", "no gateway counter without an alias")
+	assert.ErrorContains(t, rep.Facts[rules.GatewayUnserved].Missing, "Catalog.Alias gateway_requests=METRIC", "no gateway counter without an alias")
 
 	cat := catalog.Default()
 	require.NoError(t, cat.Alias("gateway_requests", "gateway_requests_total"))
@@ -429,13 +429,13 @@ func TestLifetimeUnfinished(t *testing.T) {
 			require.NoError(t, err)
 			rep, table := diagnoseTable(t, ev)
 			f := rep.Facts[rules.AbandonedAfterFirstToken]
-			require.Empty(t, f.Missing, "%s", table)
+			require.NoError(t, f.Missing, "%s", table)
 			assert.InDelta(t, tt.abandoned, float64(f.Incident.Value), 1e-9, "%s", table)
 			assert.GreaterOrEqual(t, float64(f.Incident.Upper), tt.abandoned+tt.s.waiting, "waiting requests may have had a first token")
 			assert.Contains(t, f.Source, "lifetime counters")
 			assert.Contains(t, f.Incident.Window, "lifetime")
 			share := rep.Facts[rules.AbandonShare]
-			require.Empty(t, share.Missing, "%s", table)
+			require.NoError(t, share.Missing, "%s", table)
 			assert.InDelta(t, tt.abandoned/(tt.s.finished+tt.abandoned), float64(share.Incident.Value), 1e-9)
 			rel := reportSymptom(rep, "reliability")
 			assert.Equal(t, tt.present, rel.Present, "%s", table)
@@ -469,7 +469,7 @@ func TestLifetimeUnfinishedRealCapture(t *testing.T) {
 	require.NoError(t, err)
 	rep, table := diagnoseTable(t, ev)
 	f := rep.Facts[rules.AbandonedAfterFirstToken]
-	require.Empty(t, f.Missing, "%s", table)
+	require.NoError(t, f.Missing, "%s", table)
 	assert.Equal(t, 8499.0-6226-3-2, float64(f.Incident.Value), "%s", table)
 	assert.Contains(t, f.Source, "lifetime counters")
 	assert.Positive(t, float64(rep.Facts[rules.AbandonedPromptTokens].Incident.Value), "prompt_tokens_total is 1.5M tokens above the finished requests' sum")

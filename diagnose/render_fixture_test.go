@@ -1,6 +1,7 @@
 package diagnose_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -77,7 +78,7 @@ func renderFacts() rules.Facts {
 		rules.CompletionRate:      renderFact(2.22, 2.17, n, bn, "vllm:request_success_total"),
 		rules.ErrorShare:          renderFact(0, 0, n, bn, "vllm:request_success_total{finished_reason=\"error\"}"),
 		rules.AbortShare:          renderFact(0.004, 0.003, n, bn, "vllm:request_success_total{finished_reason=\"abort\"}"),
-		rules.HTTP5xxShare:        rules.MissingFact("no http_requests_total in the evidence"),
+		rules.HTTP5xxShare:        rules.MissingFact(errors.New("no http_requests_total in the evidence")),
 		rules.PromptTokenRate:     renderFact(5300, 2700, 120, 120, "vllm:prompt_tokens_total"),
 		rules.GenerationTokenRate: renderFact(470, 455, 120, 120, "vllm:generation_tokens_total"),
 		rules.PreemptionRate:      renderFact(0, 0, 0, 0, "vllm:num_preemptions_total"),
@@ -91,12 +92,12 @@ func renderFacts() rules.Facts {
 		rules.MaxNumSeqs:          renderFact(768, 768, 3, 3, "vllm:cache_config_info"),
 		rules.KVUsageMean:         renderFact(0.58, 0.44, 120, 120, "vllm:kv_cache_usage_perc"),
 		rules.KVUsageMax:          renderFact(0.81, 0.63, 120, 120, "vllm:kv_cache_usage_perc"),
-		rules.GPUUtilMean:         rules.MissingFact("no GPU exporter in the evidence (DCGM_FI_DEV_GPU_UTIL)"),
+		rules.GPUUtilMean:         rules.MissingFact(errors.New("no GPU exporter in the evidence (DCGM_FI_DEV_GPU_UTIL)")),
 		rules.BacklogEnd:          renderFact(44, 40, 3, 3, "vllm:num_requests_waiting + vllm:num_requests_running"),
 		rules.ReplicaShareMax:     renderFact(1.04, 1.03, n, bn, "vllm:request_success_total per replica"),
 		rules.ReplicaTTFTRatio:    renderFact(1.12, 1.08, n, bn, "vllm:time_to_first_token_seconds per replica"),
 		rules.CorrRunningTPOT:     renderFact(0.18, math.NaN(), 30, math.NaN(), "running vs TPOT per 1m interval"),
-		rules.ClientTTFTP95:       rules.MissingFact("no client-side TTFT histogram named (Options.Catalog.Alias client_ttft)"),
+		rules.ClientTTFTP95:       rules.MissingFact(errors.New("no client-side TTFT histogram named (Options.Catalog.Alias client_ttft)")),
 	}
 }
 

@@ -123,7 +123,7 @@ func factsTable(rep *report.Report) string {
 	}
 	for _, id := range ids {
 		f := rep.Facts[diagnose.FactIDForTest(id)]
-		if f.Missing != "" {
+		if f.Missing != nil {
 			fmt.Fprintf(&b, "  %-22s missing: %s\n", id, f.Missing)
 			continue
 		}

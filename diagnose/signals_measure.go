@@ -125,7 +125,7 @@ func (sc *scope) signalOf(spec catalog.SignalSpec, r int, base, inc evalWindow) 
 	sig.Metric = strings.Join(names, ", ")
 	sig.Versions = strings.Join(versions, "; ")
 	if len(names) == 0 {
-		sig.Missing = (&factCtx{sc: sc}).missingSignal(spec.ID)
+		sig.Missing = (&factCtx{sc: sc}).missingSignal(spec.ID).Error()
 		if spec.ID == catalog.SignalTPOT && spec.Fallback != "" {
 			sig.Missing += "; see tpot_mean (" + spec.Fallback + ")"
 		}
@@ -297,7 +297,7 @@ func (sc *scope) derivedSignals(base, inc evalWindow) []report.Signal {
 			fact := f(w)
 			if !fact.Known() {
 				if i == 1 {
-					missing = fact.Missing
+					missing = reasonText(fact)
 				}
 				continue
 			}
@@ -373,7 +373,7 @@ func (sc *scope) scopeWarnings(base, inc evalWindow, rep *report.Report) []repor
 			out = append(out, warnf(report.WarnSignal, ErrRestart, "%s: process_start_time_seconds takes %d values: the process restarted", rp.t.Name, starts))
 		}
 	}
-	if f, ok := rep.Facts[rules.TTFTP95]; ok && f.Missing == "" && float64(f.Incident.Count) < sc.set.Thresholds.MinSamples {
+	if f, ok := rep.Facts[rules.TTFTP95]; ok && f.Missing == nil && float64(f.Incident.Count) < sc.set.Thresholds.MinSamples {
 		out = append(out, warnf(report.WarnSignal, ErrLowCount, "low sample count: %g requests in the incident window (the decision map needs >= %g)", float64(f.Incident.Count), sc.set.Thresholds.MinSamples))
 	}
 	return out

@@ -138,7 +138,7 @@ func TestFactsFromHandBuiltEvidence(t *testing.T) {
 	// 0.5 + (380-300)/100 * 0.5 = 0.9. The average of the two pods' p95s
 	// (0.975 and 0.095) would be 0.535.
 	ttft := fact(rules.TTFTP95)
-	assert.Empty(t, ttft.Missing)
+	assert.NoError(t, ttft.Missing)
 	assert.InDelta(t, 0.9, float64(ttft.Incident.Value), 1e-9)
 	assert.Equal(t, 0.5, float64(ttft.Incident.Lower))
 	assert.Equal(t, 1.0, float64(ttft.Incident.Upper))
@@ -152,7 +152,7 @@ func TestFactsFromHandBuiltEvidence(t *testing.T) {
 	// Shares and rates: 400 finished in the incident minute, 10 aborted.
 	assert.InDelta(t, 10.0/400, float64(fact(rules.AbortShare).Incident.Value), 1e-12)
 	assert.InDelta(t, 400.0/60, float64(fact(rules.CompletionRate).Incident.Value), 1e-9)
-	assert.Contains(t, fact(rules.ErrorShare).Missing, "error", "an uncounted reason is missing, never zero")
+	assert.ErrorContains(t, fact(rules.ErrorShare).Missing, "error", "an uncounted reason is missing, never zero")
 	// b finished 300 of 400: 300/400 * 2 replicas = 1.5.
 	assert.InDelta(t, 1.5, float64(fact(rules.ReplicaShareMax).Incident.Value), 1e-12)
 	// Arrivals: 400 completions + growth of waiting+running (14 -> 18).
@@ -174,10 +174,10 @@ func TestFactsFromHandBuiltEvidence(t *testing.T) {
 	// Signals this capture does not carry are missing with the reason.
 	for _, id := range []rules.FactID{rules.PreemptionRate, rules.QueueTimeP95, rules.PromptTokensP95, rules.ClientTTFTP95, rules.MaxNumSeqs, rules.TimeoutShare} {
 		f := fact(id)
-		assert.NotEmpty(t, f.Missing, "%s", id)
+		assert.ErrorIs(t, f.Missing, rules.ErrNoSource, "%s", id)
 		assert.True(t, math.IsNaN(float64(f.Incident.Value)), "%s: a missing fact is NaN, never zero", id)
 	}
-	assert.Contains(t, fact(rules.PreemptionRate).Missing, "vllm:num_preemptions_total")
+	assert.ErrorContains(t, fact(rules.PreemptionRate).Missing, "vllm:num_preemptions_total")
 
 	// Every fact of the vocabulary is present, computed or missing.
 	for _, id := range rules.FactIDs() {

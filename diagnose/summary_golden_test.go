@@ -269,7 +269,7 @@ func checkMovedClaims(t *testing.T, name string, rep *report.Report, text, block
 		r, err := strconv.ParseFloat(strings.ReplaceAll(m[2], ",", ""), 64)
 		require.NoError(t, err)
 		order = append(order, m[1])
-		if f, ok := rep.Facts[rules.FactID(m[1])]; ok && f.Missing == "" && float64(f.Baseline.Value) > 0 {
+		if f, ok := rep.Facts[rules.FactID(m[1])]; ok && f.Missing == nil && float64(f.Baseline.Value) > 0 {
 			assert.Equal(t, rules.FormatMultiple(float64(f.Incident.Value)/float64(f.Baseline.Value)), m[2]+"x",
 				"%s: %s moved by the ratio the fact says", name, m[1])
 		}

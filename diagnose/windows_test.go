@@ -117,7 +117,7 @@ func TestWindowsClippedAtBothEnds(t *testing.T) {
 				assert.False(t, hasWarning(rep, "clipped to"), "%q", rep.Warnings)
 			}
 			// The TTFT signal is evaluable over the clipped window.
-			assert.Empty(t, rep.Facts[rules.TTFTP95].Missing)
+			assert.NoError(t, rep.Facts[rules.TTFTP95].Missing)
 		})
 	}
 }

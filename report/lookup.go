@@ -151,7 +151,7 @@ func (r *Report) movedSignals() []ChangeSignal {
 	}
 	out := slices.Clone(cp.Signals)
 	for i, c := range out {
-		if f, ok := r.Facts[rules.FactID(c.Series)]; ok && cp.Used && f.Missing == "" && finite(f.Incident.Value) && finite(f.Baseline.Value) {
+		if f, ok := r.Facts[rules.FactID(c.Series)]; ok && cp.Used && f.Missing == nil && finite(f.Incident.Value) && finite(f.Baseline.Value) {
 			out[i].Before, out[i].After = rules.Number(f.Baseline.Value), rules.Number(f.Incident.Value)
 		}
 	}

@@ -877,13 +877,13 @@ func balanceFacts(r *Report, th rules.Thresholds) []string {
 		{rules.ReplicaLoadShareMax, "largest share of arrivals", "the fair share (by engine count)"},
 	} {
 		f, ok := r.Facts[b.id]
-		if !ok || f.Missing != "" || !finite(f.Incident.Value) {
+		if !ok || f.Missing != nil || !finite(f.Incident.Value) {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s: %s %s, %s (hot spot at %gx; %s)", b.what, rules.FormatMultiple(f.Incident.Value), b.of, verdict(f.Incident.Value), th.Hotspot, b.id))
 	}
 	f, fok := r.Facts[rules.ReplicaTTFTRatio]
-	fok = fok && f.Missing == "" && finite(f.Incident.Value)
+	fok = fok && f.Missing == nil && finite(f.Incident.Value)
 	if sp, ok := r.ttftSpread(); ok {
 		line := fmt.Sprintf("worst replica TTFT p95: %s %s, %s %s, %s (hot spot at %gx",
 			sp.Replica, FormatValue(sp.Worst, "s"), rules.FormatMultiple(sp.Ratio()), othersMedian(sp), verdict(sp.Ratio()), th.Hotspot)

@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"reflect"
 	"testing"
@@ -83,7 +84,7 @@ func TestEffect(t *testing.T) {
 	}
 	_, ok := rules.Measured(1).Effect(th)
 	assert.False(t, ok, "no baseline, no effect")
-	_, ok = rules.MissingFact("gone").Effect(th)
+	_, ok = rules.MissingFact(errors.New("gone")).Effect(th)
 	assert.False(t, ok)
 }
 

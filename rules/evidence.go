@@ -33,14 +33,14 @@ func evidenceOf(id FactID, f Fact) Evidence {
 
 // textEvidence is an evidence item that carries only a sentence.
 func textEvidence(text string) Evidence {
-	return Evidence{Fact: MissingFact(""), Text: text}
+	return Evidence{Fact: Measured(math.NaN()), Text: text}
 }
 
 // labelled is an evidence item that carries only a sentence, under a
 // label ("counter-evidence"): its Text is "label: text", its Lead the
 // text alone.
 func labelled(label, text string) Evidence {
-	return Evidence{Fact: MissingFact(""), Text: label + ": " + text, Lead: text}
+	return Evidence{Fact: Measured(math.NaN()), Text: label + ": " + text, Lead: text}
 }
 
 // String returns the text followed by bounds, count, window and source

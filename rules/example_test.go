@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/whyslow/whyslow/rules"
@@ -20,7 +21,7 @@ func ExampleEvaluate() {
 		rules.PrefillTimeP95:  f(1.9, 0.64),
 		rules.TTFTP95:         f(2.2, 0.9),
 		rules.TPOTP95:         f(0.043, 0.042),
-		rules.PrefixHitRatio:  rules.MissingFact("no prefix-cache counters"),
+		rules.PrefixHitRatio:  rules.MissingFact(errors.New("no prefix-cache counters")),
 	}
 	r := rules.Evaluate(facts, rules.SLO{}, rules.DefaultThresholds)
 	fmt.Println("verdict:", r.Verdict)

@@ -40,8 +40,11 @@ func (f Fact) MarshalJSON() ([]byte, error) {
 		Value: Number(f.Incident.Value), Lower: Number(f.Incident.Lower), Upper: Number(f.Incident.Upper), Count: Number(f.Incident.Count),
 		Baseline: Number(f.Baseline.Value), BaselineLower: Number(f.Baseline.Lower), BaselineUpper: Number(f.Baseline.Upper),
 		BaselineCount: Number(f.Baseline.Count), Window: f.Incident.Window, BaselineWindow: f.Baseline.Window,
-		Source: f.Source, Missing: f.Missing, NoiseLower: Number(f.NoiseLower), NoiseUpper: Number(f.NoiseUpper),
+		Source: f.Source, NoiseLower: Number(f.NoiseLower), NoiseUpper: Number(f.NoiseUpper),
 		Intervals: f.Intervals, BaselineIntervals: f.BaselineIntervals, Lifetime: f.Lifetime,
+	}
+	if f.Missing != nil {
+		j.Missing = f.Missing.Error()
 	}
 	if f.SamplingKnown {
 		z := Number(f.SamplingZ)
@@ -68,9 +71,12 @@ func (f *Fact) UnmarshalJSON(b []byte) error {
 		Incident: Measurement{Value: float64(j.Value), Lower: float64(j.Lower), Upper: float64(j.Upper), Count: float64(j.Count), Window: j.Window},
 		Baseline: Measurement{Value: float64(j.Baseline), Lower: float64(j.BaselineLower), Upper: float64(j.BaselineUpper),
 			Count: float64(j.BaselineCount), Window: j.BaselineWindow},
-		Source: j.Source, Missing: j.Missing, NoiseLower: float64(j.NoiseLower), NoiseUpper: float64(j.NoiseUpper),
+		Source: j.Source, NoiseLower: float64(j.NoiseLower), NoiseUpper: float64(j.NoiseUpper),
 		Intervals: j.Intervals, BaselineIntervals: j.BaselineIntervals, Lifetime: j.Lifetime,
 		Unprecedented: math.NaN(),
+	}
+	if j.Missing != "" {
+		f.Missing = Warning{Text: j.Missing}
 	}
 	if j.SamplingZ != nil {
 		f.SamplingZ, f.SamplingKnown = float64(*j.SamplingZ), true

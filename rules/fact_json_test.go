@@ -28,7 +28,7 @@ func TestFactJSONRoundTrip(t *testing.T) {
 	}{
 		{name: "quantile with every field", fact: quantile},
 		{name: "lifetime share", fact: lifetime},
-		{name: "missing", fact: MissingFact("no GPU exporter in the evidence")},
+		{name: "missing", fact: MissingFact(NoSource("no GPU exporter in the evidence"))},
 		{name: "infinite upper bound", fact: Measured(4).WithBounds(2.5, math.Inf(1))},
 		// Unprecedented 0 (measured, none above) is written as absent:
 		// read back as not measured, which Effect treats alike.

@@ -571,7 +571,7 @@ func Unmeasured() Measurement {
 // Unknown numbers are NaN, never zero: build facts with Measured (which
 // sets every optional number to NaN) and the With methods, or set all
 // fields in a literal. A fact whose Incident.Value is NaN, or whose Missing is
-// set, cannot be evaluated; rules that need it report "not-evaluable".
+// not nil, cannot be evaluated; rules that need it report "not-evaluable".
 type Fact struct {
 	// Incident is the value measured in the incident window.
 	Incident Measurement
@@ -619,10 +619,11 @@ type Fact struct {
 	// Source names too; empty for a fact of the fleet. Not written to
 	// JSON.
 	Replica string
-	// Missing, when not empty, says why the fact cannot be evaluated,
-	// e.g. "no GPU exporter in the evidence". A missing fact is never
-	// read as zero.
-	Missing string
+	// Missing, when not nil, says why the fact cannot be evaluated,
+	// e.g. "no GPU exporter (DCGM) metric in the evidence". It wraps
+	// ErrNoSource or ErrTooLittle when the reason is of that kind. A
+	// missing fact is never read as zero.
+	Missing error
 	// Lifetime is set when Value is from lifetime counters, since each
 	// process started (one scrape per replica), not over a window: it
 	// says how much happened, not when.
@@ -648,8 +649,8 @@ func (f Fact) WithNoise(lower, upper float64, intervals, baselineIntervals int) 
 }
 
 // MissingFact returns a fact that cannot be evaluated, for the given
-// reason.
-func MissingFact(reason string) Fact {
+// reason (not nil).
+func MissingFact(reason error) Fact {
 	f := Measured(math.NaN())
 	f.Missing = reason
 	return f
@@ -686,7 +687,7 @@ func (f Fact) WithSource(source string) Fact {
 }
 
 // Known reports whether the incident value can be evaluated.
-func (f Fact) Known() bool { return f.Missing == "" && !math.IsNaN(f.Incident.Value) }
+func (f Fact) Known() bool { return f.Missing == nil && !math.IsNaN(f.Incident.Value) }
 
 // HasBaseline reports whether the fact carries a baseline value.
 func (f Fact) HasBaseline() bool { return !math.IsNaN(f.Baseline.Value) }
@@ -707,8 +708,8 @@ func (fs Facts) lookup(id FactID) (Fact, string) {
 	switch {
 	case !ok:
 		return Measured(math.NaN()), "not computed"
-	case f.Missing != "":
-		return f, f.Missing
+	case f.Missing != nil:
+		return f, f.Missing.Error()
 	case math.IsNaN(f.Incident.Value):
 		return f, "no value"
 	}

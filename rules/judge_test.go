@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"path/filepath"
 	"slices"
@@ -43,7 +44,7 @@ func arm(prefix string, tpot, ttft, queue []float64) []RunFacts {
 				TPOTP95: q(tpot[i]), TTFTP95: q(ttft[i]), QueueTimeP95: q(queue[i]),
 				ArrivalRate: Measured(10), PromptTokensP50: q(800), PromptTokensP95: q(2500),
 				GenerationTokensP50: q(400), GenerationTokensP95: q(950),
-				ErrorShare: MissingFact("no finished_reason=\"error\" series"),
+				ErrorShare: MissingFact(errors.New("no finished_reason=\"error\" series")),
 			},
 		}
 	}
@@ -267,7 +268,7 @@ func TestMinUTestP(t *testing.T) {
 func TestJudgeJSON(t *testing.T) {
 	b := arm("b", []float64{0.050, 0.052, 0.049}, rep(0.5, 3), rep(0.2, 3))
 	tr := arm("t", []float64{0.040, 0.041, 0.039}, rep(0.5, 3), rep(0.2, 3))
-	tr[1].Facts[TPOTP95] = MissingFact("no TPOT histogram")
+	tr[1].Facts[TPOTP95] = MissingFact(errors.New("no TPOT histogram"))
 	j := Judge(judgePlan(), b, tr, JudgeOptions{})
 	out, err := json.Marshal(j)
 	require.NoError(t, err)

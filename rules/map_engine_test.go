@@ -1,6 +1,7 @@
 package rules_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -62,8 +63,8 @@ func TestEngineRules(t *testing.T) {
 				rules.RunningMean:         oneScrape(0),
 				rules.KVUsageMax:          oneScrape(0),
 				rules.StallSuspected:      oneScrape(1),
-				rules.StalledReplicas:     rules.MissingFact("a single scrape cannot show flat counters"),
-				rules.FrozenGaugeReplicas: rules.MissingFact("a single scrape cannot show flat counters"),
+				rules.StalledReplicas:     rules.MissingFact(errors.New("a single scrape cannot show flat counters")),
+				rules.FrozenGaugeReplicas: rules.MissingFact(errors.New("a single scrape cannot show flat counters")),
 			},
 			verdict:    rules.Undetermined,
 			candidates: []rules.HypothesisID{rules.EngineStall},

@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"reflect"
 	"strings"
@@ -359,7 +360,7 @@ func TestNotEvaluable(t *testing.T) {
 // TestMissingIsNotZero marks facts missing instead of deleting them; the
 // reason must travel to the finding.
 func TestMissingIsNotZero(t *testing.T) {
-	none := rules.MissingFact("no GPU exporter in the evidence")
+	none := rules.MissingFact(errors.New("no GPU exporter in the evidence"))
 	fs := with(outsideGPU(), rules.GPUUtilMean, none, rules.GPUUtilWaiting, none)
 	r := rules.Evaluate(fs, rules.SLO{}, rules.DefaultThresholds)
 	f := finding(t, r, rules.OutsideGPU)

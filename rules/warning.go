@@ -3,6 +3,7 @@ package rules
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 )
 
 // Sentinels of an evaluation's warnings (Result.Warnings).
@@ -14,9 +15,34 @@ var (
 	ErrNotEvaluable = errors.New("symptom not evaluable")
 )
 
-// A Warning is a non-fatal problem of an evaluation: an error whose
-// message is its text and whose Unwrap is its sentinel (ErrUnusedFact,
-// ErrNotEvaluable). It is a JSON string, its text.
+// Sentinels of a fact's Missing: the kinds of reason a fact could not be
+// measured for.
+var (
+	// ErrNoSource: the evidence holds no source for the fact: no such
+	// metric, label, series or bucket.
+	ErrNoSource = errors.New("no source in the evidence")
+	// ErrTooLittle: the source is in the evidence, but the window holds
+	// too little of it to measure: no observation, too few scrapes,
+	// intervals or replicas.
+	ErrTooLittle = errors.New("too little in the window")
+)
+
+// NoSource returns a reason of kind ErrNoSource, its text formatted as
+// fmt.Sprintf does.
+func NoSource(format string, args ...any) error {
+	return Warning{ErrNoSource, fmt.Sprintf(format, args...)}
+}
+
+// TooLittle returns a reason of kind ErrTooLittle, its text formatted as
+// fmt.Sprintf does.
+func TooLittle(format string, args ...any) error {
+	return Warning{ErrTooLittle, fmt.Sprintf(format, args...)}
+}
+
+// A Warning is a non-fatal problem: an error whose message is its text
+// and whose Unwrap is its sentinel (an evaluation's ErrUnusedFact and
+// ErrNotEvaluable, a missing fact's ErrNoSource and ErrTooLittle). It is
+// a JSON string, its text.
 type Warning struct {
 	Err  error  // the sentinel
 	Text string // the warning as printed
