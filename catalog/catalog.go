@@ -129,24 +129,6 @@ func (k SignalKind) accepts(t model.MetricType) bool {
 	return false
 }
 
-// Aggregation says how the series of one replica are combined when vLLM
-// runs several engines in one pod (data parallelism exposes one series per
-// engine label) or a pod has several GPUs. It is snapshot's type, so a
-// signal's Aggregation is passed to snapshot's Gauge as it is.
-type Aggregation = snapshot.Aggregation
-
-const (
-	// AggregateSum adds the series: counters, histogram buckets, waiting
-	// and running requests.
-	AggregateSum = snapshot.AggregateSum
-	// AggregateMean averages the series: KV usage of each engine's own
-	// cache, utilisation of each GPU.
-	AggregateMean = snapshot.AggregateMean
-	// AggregateNone keeps the series apart: process start times and info
-	// metrics are compared, not combined.
-	AggregateNone = snapshot.AggregateNone
-)
-
 // Units of the catalog's signals. Values are in base units: seconds,
 // tokens, ratios 0..1.
 const (
@@ -221,7 +203,7 @@ type SignalSpec struct {
 	// one of the Unit constants.
 	Unit string
 	// Aggregation combines one replica's series (engines, GPUs).
-	Aggregation Aggregation
+	Aggregation snapshot.Aggregation
 	// SplitBy names the label whose values are kept apart, e.g.
 	// "finished_reason" for request_success; "" for none.
 	SplitBy string
@@ -339,12 +321,12 @@ func Default() Catalog {
 		return s
 	}
 	hist := func(id SignalID, unit, desc string, sources ...Candidate) SignalSpec {
-		return SignalSpec{ID: id, Kind: KindHistogram, Unit: unit, Aggregation: AggregateSum, Candidates: sources, Description: desc}
+		return SignalSpec{ID: id, Kind: KindHistogram, Unit: unit, Aggregation: snapshot.AggregateSum, Candidates: sources, Description: desc}
 	}
 	counter := func(id SignalID, unit, split, desc string, sources ...Candidate) SignalSpec {
-		return SignalSpec{ID: id, Kind: KindCounter, Unit: unit, Aggregation: AggregateSum, SplitBy: split, Candidates: sources, Description: desc}
+		return SignalSpec{ID: id, Kind: KindCounter, Unit: unit, Aggregation: snapshot.AggregateSum, SplitBy: split, Candidates: sources, Description: desc}
 	}
-	gauge := func(id SignalID, unit string, agg Aggregation, desc string, sources ...Candidate) SignalSpec {
+	gauge := func(id SignalID, unit string, agg snapshot.Aggregation, desc string, sources ...Candidate) SignalSpec {
 		return SignalSpec{ID: id, Kind: KindGauge, Unit: unit, Aggregation: agg, Candidates: sources, Description: desc}
 	}
 
@@ -399,28 +381,28 @@ func Default() Catalog {
 		hist(SignalIterationTokens, UnitTokens,
 			"Prompt + generated tokens per engine step (batch size in tokens); buckets vary by version and CUDA graphs.",
 			src("vllm:iteration_tokens_total", "a histogram despite _total")),
-		gauge(SignalWaiting, UnitRequests, AggregateSum,
+		gauge(SignalWaiting, UnitRequests, snapshot.AggregateSum,
 			"Requests queued, not yet scheduled, at scrape time.",
 			src("vllm:num_requests_waiting", "")),
-		gauge(SignalRunning, UnitRequests, AggregateSum,
+		gauge(SignalRunning, UnitRequests, snapshot.AggregateSum,
 			"Requests in the running batch at scrape time; compare with max_num_seqs.",
 			src("vllm:num_requests_running", "")),
-		gauge(SignalSwapped, UnitRequests, AggregateSum,
+		gauge(SignalSwapped, UnitRequests, snapshot.AggregateSum,
 			"V0 only: preempted requests swapped to CPU memory.",
 			src("vllm:num_requests_swapped", "")),
-		gauge(SignalMaxNumSeqs, UnitRequests, AggregateSum,
+		gauge(SignalMaxNumSeqs, UnitRequests, snapshot.AggregateSum,
 			"The scheduler's batch limit. vLLM exposes no such metric; supply one with Alias (e.g. from a config exporter)."),
-		gauge(SignalKVUsage, UnitRatio, AggregateMean,
+		gauge(SignalKVUsage, UnitRatio, snapshot.AggregateMean,
 			"KV cache block usage, fraction 0..1 (not a percentage despite _perc). High alone is not an incident; with preemptions it is KV pressure.",
 			src("vllm:kv_cache_usage_perc", ""),
 			src("vllm:gpu_cache_usage_perc", "old name, removed in 0.12")),
-		gauge(SignalGPUUtil, UnitRatio, AggregateMean,
+		gauge(SignalGPUUtil, UnitRatio, snapshot.AggregateMean,
 			"GPU busy ratio 0..1 from the DCGM exporter: 'a kernel was running', not SM saturation.",
 			other("DCGM_FI_DEV_GPU_UTIL", 0.01, false, Documented, "percent 0-100, exporter <= 4.8; invalid under MIG"),
 			other("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1, true, Documented, "ratio, profiling field; works with MIG"),
 			other("DCGM_FI_DEV_GPU_UTIL_RATIO", 1, true, Unverified, "ratio, exporter >= 4.9 name (unverified)"),
 			other("DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO", 1, true, Unverified, "ratio, exporter >= 4.9 name (unverified)")),
-		gauge(SignalPrefixCacheHitRate, UnitRatio, AggregateMean,
+		gauge(SignalPrefixCacheHitRate, UnitRatio, snapshot.AggregateMean,
 			"V0 only: prefix-cache block hit rate, -1 when unknown; V1 uses the hits/queries counters.",
 			src("vllm:gpu_prefix_cache_hit_rate", "")),
 		counter(SignalPreemptions, UnitCount, "",
@@ -447,11 +429,11 @@ func Default() Catalog {
 			"HTTP responses by status class (2xx, 4xx, 5xx) and handler. Counted when a response ends, "+
 				"so it gives completions by status, not arrivals; a stream counts when it ends.",
 			src("http_requests_total", "prometheus-fastapi-instrumentator")),
-		gauge(SignalProcessStart, UnitUnixSeconds, AggregateNone,
+		gauge(SignalProcessStart, UnitUnixSeconds, snapshot.AggregateNone,
 			"Start time of the API server process; a change means a restart (counters reset). Absent in multiprocess mode.",
 			src("process_start_time_seconds", "prometheus_client process collector")),
 		{
-			ID: SignalCacheConfig, Kind: KindInfo, Unit: UnitNone, Aggregation: AggregateNone,
+			ID: SignalCacheConfig, Kind: KindInfo, Unit: UnitNone, Aggregation: snapshot.AggregateNone,
 			Description: "KV cache configuration as labels (block_size, gpu_memory_utilization, num_gpu_blocks, " +
 				"enable_prefix_caching, …); values that differ between pods are configuration drift.",
 			Candidates: []Candidate{src("vllm:cache_config_info", "")},
@@ -465,15 +447,15 @@ func Default() Catalog {
 				"Gateway API Inference Extension >= 1.1 and llm-d endpoint picker; counted when a request is routed, before its response"),
 			other("inference_model_request_total", 1, false, Documented,
 				"Gateway API Inference Extension <= 1.0.x name; counted when a request is routed, before its response")),
-		gauge(SignalTerminatedReason, UnitNone, AggregateNone,
+		gauge(SignalTerminatedReason, UnitNone, snapshot.AggregateNone,
 			"kube-state-metrics: 1 for the reason a container last terminated (reason=OOMKilled, Error, Completed); "+
 				"OOMKilled before a restart is memory exhaustion.",
 			other("kube_pod_container_status_last_terminated_reason", 1, false, Documented, "kube-state-metrics")),
-		gauge(SignalFBUsed, UnitNone, AggregateSum,
+		gauge(SignalFBUsed, UnitNone, snapshot.AggregateSum,
 			"GPU framebuffer memory in use from the DCGM exporter, MiB (exporter <= 4.8) or bytes (>= 4.9): compared only with "+
 				"the pod's own level, because vLLM preallocates (near total is every pod's normal state); a rise before a restart points at OOM.",
 			other("DCGM_FI_DEV_FB_USED", 1, false, Documented, "MiB, bytes from exporter 4.9")),
-		withSplit(gauge(SignalWaitingByReason, UnitRequests, AggregateSum,
+		withSplit(gauge(SignalWaitingByReason, UnitRequests, snapshot.AggregateSum,
 			"Waiting requests by reason: capacity (waiting for scheduling capacity) or deferred (held back by "+
 				"transient constraints: LoRA budget, KV transfer, blocked status); the reasons sum to waiting, so a "+
 				"deferred queue is not a capacity queue.",
@@ -496,7 +478,7 @@ func Default() Catalog {
 		hist(SignalPrefillComputed, UnitTokens,
 			"Prompt tokens computed in prefill per finished request, cached tokens excluded; buckets depend on max_model_len.",
 			src("vllm:request_prefill_kv_computed_tokens", "")),
-		withSplit(gauge(SignalEngineSleepState, UnitNone, AggregateNone,
+		withSplit(gauge(SignalEngineSleepState, UnitNone, snapshot.AggregateNone,
 			"Sleep-mode flags per engine: awake=1 when awake, 0 when asleep (weights_offloaded=1 at level 1, "+
 				"discard_all=1 at level 2). A sleeping engine serves nothing by design: it is not an incident.",
 			src("vllm:engine_sleep_state", "")), "sleep_state"),

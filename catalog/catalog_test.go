@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // requiredIDs are the signal ids the issue names as a public contract.
@@ -76,10 +77,10 @@ func TestDefaultCatalogSemantics(t *testing.T) {
 	}
 	// V1 name first, old name second.
 	assert.Equal(t, []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}, get(catalog.SignalKVUsage).Metrics())
-	assert.Equal(t, catalog.AggregateMean, get(catalog.SignalKVUsage).Aggregation)
-	assert.Equal(t, catalog.AggregateSum, get(catalog.SignalWaiting).Aggregation)
-	assert.Equal(t, catalog.AggregateSum, get(catalog.SignalRunning).Aggregation)
-	assert.Equal(t, catalog.AggregateSum, get(catalog.SignalTTFT).Aggregation)
+	assert.Equal(t, snapshot.AggregateMean, get(catalog.SignalKVUsage).Aggregation)
+	assert.Equal(t, snapshot.AggregateSum, get(catalog.SignalWaiting).Aggregation)
+	assert.Equal(t, snapshot.AggregateSum, get(catalog.SignalRunning).Aggregation)
+	assert.Equal(t, snapshot.AggregateSum, get(catalog.SignalTTFT).Aggregation)
 	assert.Equal(t, "finished_reason", get(catalog.SignalRequestSuccess).SplitBy)
 	assert.Equal(t, "status", get(catalog.SignalHTTPRequests).SplitBy)
 	assert.Equal(t, catalog.KindInfo, get(catalog.SignalCacheConfig).Kind)
@@ -274,8 +275,8 @@ func TestKindAggregationStrings(t *testing.T) {
 	assert.Equal(t, "histogram", catalog.KindHistogram.String())
 	assert.Equal(t, "info", catalog.KindInfo.String())
 	assert.Equal(t, "SignalKind(0)", catalog.SignalKind(0).String())
-	assert.Equal(t, "mean", catalog.AggregateMean.String())
-	assert.Equal(t, "Aggregation(9)", catalog.Aggregation(9).String())
+	assert.Equal(t, "mean", snapshot.AggregateMean.String())
+	assert.Equal(t, "Aggregation(9)", snapshot.Aggregation(9).String())
 	s, _ := catalog.Default().Signal(catalog.SignalTTFT)
 	assert.Equal(t, "ttft (histogram, seconds)", s.String())
 	c, _ := catalog.Default().Signal(catalog.SignalCacheConfig)

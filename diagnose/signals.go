@@ -431,7 +431,7 @@ func (sc *scope) replicaGaugeOnce(id catalog.SignalID, r int) *snapshot.Series {
 	if m.Found() {
 		spec, _ := sc.set.catalog.Signal(id)
 		agg := snapshot.AggregateSum
-		if spec.Aggregation == catalog.AggregateMean {
+		if spec.Aggregation == snapshot.AggregateMean {
 			agg = snapshot.AggregateMean
 		}
 		if s := m.Family.Aggregate(sc.selector(m.Family), agg); s != nil && len(s.V) > 0 {
@@ -474,7 +474,7 @@ func (sc *scope) fleetGaugeOnce(id catalog.SignalID) *snapshot.Series {
 	if len(members) > 0 {
 		spec, _ := sc.set.catalog.Signal(id)
 		agg := snapshot.AggregateSum
-		if spec.Aggregation == catalog.AggregateMean {
+		if spec.Aggregation == snapshot.AggregateMean {
 			agg = snapshot.AggregateMean
 		}
 		fam := &snapshot.Family{Name: string(id), Series: members}

@@ -226,7 +226,7 @@ func histP95(t time.Time, inc snapshot.HistogramIncrease) report.Point {
 // averaged (KV usage, GPU utilisation) or summed.
 func (sc *scope) gaugeAggregation(id catalog.SignalID) snapshot.Aggregation {
 	spec, _ := sc.set.catalog.Signal(id)
-	if spec.Aggregation == catalog.AggregateMean {
+	if spec.Aggregation == snapshot.AggregateMean {
 		return snapshot.AggregateMean
 	}
 	return snapshot.AggregateSum
