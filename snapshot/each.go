@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/whyslow/whyslow/snapshot/internal/outlier"
 )
 
 // ReadEach reads paths as Read does, but hands the targets to visit one
@@ -98,10 +100,10 @@ type eachRead struct {
 }
 
 // span decides, before the first target, whether the targets can be
-// checked one at a time: with every sample within outlierMinMargin of
+// checked one at a time: with every sample within outlier.MinMargin of
 // every other, no scrape can be an outlier.
 func (r *eachRead) span(minT, maxT int64) error {
-	if r.timesKnown || minT > maxT || maxT-minT <= outlierMinMargin.Milliseconds() {
+	if r.timesKnown || minT > maxT || maxT-minT <= outlier.MinMargin.Milliseconds() {
 		r.timesKnown = true
 		return nil
 	}

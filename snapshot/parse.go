@@ -18,6 +18,7 @@ import (
 
 	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/snapshot/internal/dumpdir"
+	"github.com/whyslow/whyslow/snapshot/internal/outlier"
 )
 
 // Content types handed to textparse.
@@ -1109,7 +1110,7 @@ func (b *Builder) timeConflict(named time.Time) {
 		side, d = "before", -d
 	}
 	b.problem(SeverityWarning, -1, "", fmt.Errorf("%w: the file name says %s, the newest sample timestamp %s (%s %s); the sample timestamps are used",
-		ErrTimeConflict, named.UTC().Format(time.RFC3339), newest.Format(time.RFC3339), fmtSpan(d.Milliseconds()), side))
+		ErrTimeConflict, named.UTC().Format(time.RFC3339), newest.Format(time.RFC3339), outlier.FormatSpan(d.Milliseconds()), side))
 }
 
 // dropCutFile undoes what a file stopped by a limit added while it was

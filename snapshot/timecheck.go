@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
+
+	"github.com/whyslow/whyslow/snapshot/internal/outlier"
 )
 
 // Checks of time over a whole Evidence, run by Builder.Evidence once
@@ -18,22 +20,9 @@ import (
 // year-long span allocates a year of timeline downstream, and a decrease
 // read as a reset adds a counter's whole value to its increase.
 
-// Outlier thresholds: a scrape time is an outlier when it lies farther
-// than outlierMargin from the bulk of the scrape times, the range from
-// their 10th to their 90th percentile (by rank; a few stray times cannot
-// move it), where outlierMargin is outlierSpans times the bulk's width,
-// and at least outlierMinMargin. A one-hour capture thus tolerates six
-// hours around it and drops a file named a day, a month or a year ahead;
-// a week of dumps tolerates four weeks. Fewer than outlierMinScrapes
-// scrape times say nothing about a bulk.
-const (
-	outlierSpans      = 4
-	outlierMinMargin  = 6 * time.Hour
-	outlierMinScrapes = 3
-	// outlierListed bounds the problems naming outlier files; the rest
-	// are counted in one more problem.
-	outlierListed = 10
-)
+// outlierListed bounds the problems naming outlier files (the rule is
+// package outlier's); the rest are counted in one more problem.
+const outlierListed = 10
 
 // checkTimes runs the checks on e, editing its targets in place (their
 // slices belong to the Builder) and appending problems to b.
@@ -87,7 +76,7 @@ func (b *Builder) timeOutliers(e *Evidence) map[*Target]map[int]bool {
 	for _, tg := range e.Targets {
 		n += len(tg.Scrapes)
 	}
-	if n < outlierMinScrapes {
+	if n < outlier.MinTimes {
 		return nil
 	}
 	all := make([]timeAt, 0, n)
@@ -102,13 +91,13 @@ func (b *Builder) timeOutliers(e *Evidence) map[*Target]map[int]bool {
 			all = append(all, timeAt{t: t, tg: tg, idx: i})
 		}
 	}
-	if len(all) < outlierMinScrapes || last-first <= outlierMinMargin.Milliseconds() {
-		// An outlier lies farther than outlierMinMargin from the bulk,
+	if len(all) < outlier.MinTimes || last-first <= outlier.MinMargin.Milliseconds() {
+		// An outlier lies farther than outlier.MinMargin from the bulk,
 		// which lies between the first and the last time: none here.
 		return nil
 	}
 	slices.SortFunc(all, func(x, y timeAt) int { return cmp.Compare(x.t, y.t) })
-	lo, hi, low, high, ok := outlierBounds(len(all), func(i int) int64 { return all[i].t })
+	lo, hi, low, high, ok := outlier.Bounds(len(all), func(i int) int64 { return all[i].t })
 	if !ok {
 		return nil
 	}
@@ -150,29 +139,15 @@ func (b *Builder) timeOutliers(e *Evidence) map[*Target]map[int]bool {
 	return out
 }
 
-// outlierBounds returns, for n >= outlierMinScrapes scrape times sorted
-// ascending (at(i) the i-th), the bulk [lo, hi] and the range [low, high]
-// outside which a time is an outlier; ok is false for times so near the
-// ends of int64 that nothing sensible can be said.
-func outlierBounds(n int, at func(int) int64) (lo, hi, low, high int64, ok bool) {
-	lo = at(int(math.Ceil(0.1 * float64(n-1))))
-	hi = at(int(math.Floor(0.9 * float64(n-1))))
-	margin := max(outlierSpans*(hi-lo), outlierMinMargin.Milliseconds())
-	if lo < math.MinInt64/2+margin || hi > math.MaxInt64/2-margin {
-		return 0, 0, 0, 0, false
-	}
-	return lo, hi, lo - margin, hi + margin, true
-}
-
 // anyTimeOutlier reports whether timeOutliers would name a scrape of
 // evidence whose scrapes number n and whose known scrape times (those
 // not TimeUnknown) are times, given in any order and sorted in place.
 func anyTimeOutlier(n int, times []int64) bool {
-	if n < outlierMinScrapes || len(times) < outlierMinScrapes {
+	if n < outlier.MinTimes || len(times) < outlier.MinTimes {
 		return false
 	}
 	slices.Sort(times)
-	_, _, low, high, ok := outlierBounds(len(times), func(i int) int64 { return times[i] })
+	_, _, low, high, ok := outlier.Bounds(len(times), func(i int) int64 { return times[i] })
 	return ok && (times[0] < low || times[len(times)-1] > high)
 }
 
@@ -202,7 +177,7 @@ func (b *Builder) outlierWhat(a timeAt, sc Scrape, n int, lo, hi, low, high int6
 		what = fmt.Sprintf("first of %d scrapes", n)
 	}
 	msg := fmt.Sprintf("%s of %s at %s (from the %s) lies %s %s the rest of the evidence (%s to %s)",
-		what, escapeName(a.tg.Name), sc.Time.UTC().Format(time.RFC3339), sc.TimeFrom, fmtSpan(dist), side, fmtMS(lo), fmtMS(hi))
+		what, escapeName(a.tg.Name), sc.Time.UTC().Format(time.RFC3339), sc.TimeFrom, outlier.FormatSpan(dist), side, fmtMS(lo), fmtMS(hi))
 	if sc.TimeFrom == TimeFromSamples && a.t < low && a.t*1000 >= low && a.t*1000 <= high {
 		msg += "; its sample timestamps look like seconds, not milliseconds"
 	}
@@ -214,18 +189,6 @@ func (b *Builder) outlierWhat(a timeAt, sc Scrape, n int, lo, hi, low, high int6
 
 // fmtMS formats a time in ms since the epoch as RFC 3339.
 func fmtMS(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
-
-// fmtSpan formats a duration in ms in days, hours or minutes.
-func fmtSpan(ms int64) string {
-	d := time.Duration(ms) * time.Millisecond
-	switch {
-	case ms >= 2*24*3600*1000 || ms < 0:
-		return fmt.Sprintf("%.0f days", float64(ms)/(24*3600*1000))
-	case d >= 2*time.Hour:
-		return fmt.Sprintf("%.0f hours", d.Hours())
-	}
-	return d.Round(time.Second).String()
-}
 
 // dropSeriesAt removes the samples i of s for which drop(i) holds.
 func dropSeriesAt(s *Series, drop func(i int) bool) int {
@@ -455,20 +418,3 @@ func (t *Target) fileAt(ms int64) string {
 	}
 	return strings.Join(t.Scrapes[i].Files, ", ")
 }
-
-// OutlierBounds returns, for n >= 3 times sorted ascending (at(i) the
-// i-th), the bulk [lo, hi] and the range [low, high] outside which a time
-// is an outlier, by the rule that sets scrapes apart (ErrTimeOutlier);
-// ok is false for fewer than 3 times, or times so near the ends of int64
-// that nothing sensible can be said. Readers of sources that hold many
-// scrapes (TSDB blocks) use it to set whole sources apart.
-func OutlierBounds(n int, at func(int) int64) (lo, hi, low, high int64, ok bool) {
-	if n < outlierMinScrapes {
-		return 0, 0, 0, 0, false
-	}
-	return outlierBounds(n, at)
-}
-
-// FormatSpan formats a duration in ms as the problems of ErrTimeOutlier
-// do: in days, hours or minutes.
-func FormatSpan(ms int64) string { return fmtSpan(ms) }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/internal/outlier"
 )
 
 // Time outliers among the sources of a TSDB: a block (or the head) whose
@@ -56,7 +57,7 @@ func (s timeSource) outside(lo, hi, low, high int64) (dist int64, side string) {
 }
 
 // timeBulk returns the bulk of the samples of srcs and the range outside
-// which a source is an outlier, by snapshot.OutlierBounds over the
+// which a source is an outlier, by outlier.Bounds over the
 // samples (each source's spread evenly over its range); false when
 // nothing can be said (fewer than 3 samples).
 func timeBulk(srcs []timeSource) (lo, hi, low, high int64, ok bool) {
@@ -91,7 +92,7 @@ func timeBulk(srcs []timeSource) (lo, hi, low, high int64, ok bool) {
 		}
 		return l
 	}
-	return snapshot.OutlierBounds(int(min(total, 1<<50)), at)
+	return outlier.Bounds(int(min(total, 1<<50)), at)
 }
 
 // blockCand is a block directory whose meta.json was read.
@@ -145,7 +146,7 @@ func blockOutliers(cands []blockCand, mint, maxt int64, keep bool) map[int]snaps
 			c := cands[b.i]
 			w := int64(c.meta.ULID.Time())
 			out[b.i] = outlierProblem(c.dir, fmt.Sprintf("block %s holds samples from %s to %s, %s after it was written (%s, the time of its ULID %s)",
-				filepath.Base(c.dir), fmtMS(b.src.minT), fmtMS(b.src.maxT-1), snapshot.FormatSpan(c.meta.MinTime-w), fmtMS(w), c.meta.ULID), keep)
+				filepath.Base(c.dir), fmtMS(b.src.minT), fmtMS(b.src.maxT-1), outlier.FormatSpan(c.meta.MinTime-w), fmtMS(w), c.meta.ULID), keep)
 		}
 	} else {
 		rest = in
@@ -161,7 +162,7 @@ func blockOutliers(cands []blockCand, mint, maxt int64, keep bool) map[int]snaps
 	for _, b := range rest {
 		if dist, side := b.src.outside(lo, hi, low, high); side != "" {
 			out[b.i] = outlierProblem(cands[b.i].dir, fmt.Sprintf("block %s (%s to %s) lies %s %s the rest of the evidence (%s to %s)",
-				filepath.Base(cands[b.i].dir), fmtMS(b.src.minT), fmtMS(b.src.maxT-1), snapshot.FormatSpan(dist), side, fmtMS(lo), fmtMS(hi)), keep)
+				filepath.Base(cands[b.i].dir), fmtMS(b.src.minT), fmtMS(b.src.maxT-1), outlier.FormatSpan(dist), side, fmtMS(lo), fmtMS(hi)), keep)
 		}
 	}
 	return out
@@ -204,7 +205,7 @@ func headOutlier(h *memHead, blocks []tsdbBlock, mint, maxt int64, walDir string
 		return snapshot.Problem{}, false
 	}
 	return outlierProblem(walDir, fmt.Sprintf("the head (wal/, %s to %s) lies %s %s the rest of the evidence (%s to %s)",
-		fmtMS(head.minT), fmtMS(head.maxT-1), snapshot.FormatSpan(dist), side, fmtMS(lo), fmtMS(hi)), keep), true
+		fmtMS(head.minT), fmtMS(head.maxT-1), outlier.FormatSpan(dist), side, fmtMS(lo), fmtMS(hi)), keep), true
 }
 
 // outlierProblem is the warning of a source at file set apart as a time
