@@ -386,6 +386,8 @@ func (c Cond) eval(e *env) result {
 			ev.Text = fmt.Sprintf("%s rose by %s while %s rose by %s: covers %s (%s %g)", c.fact, fmtValue(c.fact, d), c.other, fmtValue(c.other, dOther), fmtNum(share), upDown(out, ">=", "<"), lim)
 		}
 		ev2.Text = fmt.Sprintf("%s %s (reference of the line above)", c.other, fmtValue(c.other, g.Incident.Value))
+		ev.tested(c, out)
+		ev2.tested(c, out)
 		st := 0.0
 		if out == holds {
 			st = 1
@@ -395,6 +397,7 @@ func (c Cond) eval(e *env) result {
 	if out != holds {
 		strength = 0
 	}
+	ev.tested(c, out)
 	return result{out: out, ev: []Evidence{ev}, strength: strength}
 }
 

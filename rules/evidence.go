@@ -8,8 +8,9 @@ import (
 )
 
 // Evidence is one number behind a symptom or finding: the fact as it was
-// measured, and a sentence saying what it shows. A sentence-only item
-// has no ID and a missing Fact.
+// measured, the condition of the decision map it was put to, and a
+// sentence saying what it shows. A sentence-only item has no ID, an
+// unknown Fact and no Cond.
 type Evidence struct {
 	ID   FactID // empty for a sentence-only item
 	Fact Fact   // the measured value: incident and baseline with bounds, counts, windows, source
@@ -25,6 +26,19 @@ type Evidence struct {
 	// Effect is the comparison with the baseline, for evidence that
 	// compares the windows; nil otherwise.
 	Effect *Effect
+	// Cond is the condition of the decision map the fact was put to (its
+	// kind, facts and limit: Cond.Kind, Cond.Limit), and Holds whether
+	// it held; nil for a sentence and for a symptom's signal. For a
+	// ratio or delta-share condition both facts' items carry it. Neither
+	// is written to JSON.
+	Cond  *Cond
+	Holds bool
+}
+
+// tested records that the evidence's fact was put to condition c, with
+// outcome out.
+func (e *Evidence) tested(c Cond, out outcome) {
+	e.Cond, e.Holds = &c, out == holds
 }
 
 func evidenceOf(id FactID, f Fact) Evidence {

@@ -647,3 +647,38 @@ func TestThresholdsSetByName(t *testing.T) {
 		assert.True(t, ok, n)
 	}
 }
+
+// TestEvidenceCarriesItsCondition checks that evidence names the
+// condition its fact was put to, and whether it held, as data.
+func TestEvidenceCarriesItsCondition(t *testing.T) {
+	r := rules.Evaluate(queueSustained(), rules.SLO{}, rules.DefaultThresholds)
+	f := finding(t, r, rules.QueueSustained)
+	require.Equal(t, rules.Supported, f.Status)
+	tested := 0
+	for _, e := range f.Evidence {
+		if e.Cond == nil {
+			continue
+		}
+		tested++
+		assert.Contains(t, e.Cond.Facts(), e.ID, "%s", e.Text)
+		if e.ID == rules.QueueTimeP95 {
+			assert.Equal(t, rules.CondRises, e.Cond.Kind())
+			lim, name := e.Cond.Limit(rules.DefaultThresholds)
+			assert.Equal(t, "Rise", name)
+			assert.Equal(t, rules.DefaultThresholds.Rise, lim)
+			assert.True(t, e.Holds, "%s", e.Text)
+		}
+	}
+	assert.Positive(t, tested, "a supported finding's evidence names its conditions")
+
+	// Counter-evidence of a contradicted finding: the sentence, then the
+	// counter condition that held (preemption rate at most the limit).
+	r = rules.Evaluate(highKVHealthy(), rules.SLO{}, rules.DefaultThresholds)
+	f = finding(t, r, rules.KVPreemption)
+	require.Equal(t, rules.Contradicted, f.Status)
+	assert.Nil(t, f.CounterEvidence[0].Cond, "a sentence")
+	require.NotNil(t, f.CounterEvidence[1].Cond)
+	assert.Equal(t, rules.PreemptionRate, f.CounterEvidence[1].Cond.Fact())
+	assert.Equal(t, rules.CondAtMost, f.CounterEvidence[1].Cond.Kind())
+	assert.True(t, f.CounterEvidence[1].Holds)
+}
