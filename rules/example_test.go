@@ -117,3 +117,36 @@ func ExamplePlan() {
 	//   guard: ttft_p95 no worse than 10% (lower is better)
 	//   reject if: TPOT did not improve
 }
+
+// Evidence carries its data: the fact with its two measurements, and the
+// condition of the map it was put to, with the limit that decided it. A
+// missing fact's reason is an error whose kind errors.Is tells.
+func ExampleEvidence() {
+	f := func(incident, baseline float64) rules.Fact {
+		return rules.Measured(incident).WithBaseline(baseline).WithCount(4000, 4000)
+	}
+	facts := rules.Facts{
+		rules.PromptTokensP50: f(870, 850),
+		rules.PromptTokensP95: f(6100, 2400),
+		rules.QueueTimeP95:    f(0.13, 0.12),
+		rules.PrefillTimeP95:  f(1.9, 0.64),
+		rules.TTFTP95:         f(2.2, 0.9),
+		rules.TPOTP95:         f(0.043, 0.042),
+		rules.PrefixHitRatio:  rules.MissingFact(rules.NoSource("no prefix-cache counters in the evidence")),
+	}
+	r := rules.Evaluate(facts, rules.SLO{}, rules.DefaultThresholds)
+	for _, e := range r.Findings[0].Evidence {
+		if e.Cond == nil {
+			continue // a symptom's signal: no condition of the map
+		}
+		lim, name := e.Cond.Limit(rules.DefaultThresholds)
+		fmt.Printf("%s: %g -> %g (n=%g); %q held=%t (Thresholds.%s = %g)\n",
+			e.ID, e.Fact.Baseline.Value, e.Fact.Incident.Value, e.Fact.Incident.Count, e.Cond, e.Holds, name, lim)
+	}
+	hit := facts[rules.PrefixHitRatio]
+	fmt.Println(rules.PrefixHitRatio, "missing, no source:", errors.Is(hit.Missing, rules.ErrNoSource))
+	// Output:
+	// prompt_tokens_p95: 2400 -> 6100 (n=4000); "prompt_tokens_p95 >= 1.2x baseline, beyond noise" held=true (Thresholds.Rise = 1.2)
+	// prefill_time_p95: 0.64 -> 1.9 (n=4000); "prefill_time_p95 >= 1.2x baseline, beyond noise" held=true (Thresholds.Rise = 1.2)
+	// prefix_hit_ratio missing, no source: true
+}
