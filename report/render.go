@@ -462,10 +462,11 @@ func needs(f rules.Finding) string {
 	var out []string
 	seen := map[string]bool{}
 	for _, m := range f.Missing {
-		if seen[m.Reason] {
+		reason := m.Err.Error()
+		if seen[reason] {
 			continue
 		}
-		seen[m.Reason] = true
+		seen[reason] = true
 		out = append(out, m.String())
 	}
 	if len(out) == 0 {

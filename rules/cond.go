@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -167,14 +169,39 @@ const (
 	fails
 )
 
-// Missing names a fact that could not be evaluated, and why.
+// Missing names a fact that could not be evaluated, and why: the fact's
+// own Missing (which may wrap ErrNoSource or ErrTooLittle), or the
+// reason the rules found (too few observations, no baseline). Its JSON is
+// {"fact", "reason"}, the reason being Err's text.
 type Missing struct {
+	Fact FactID
+	Err  error
+}
+
+// String returns "fact: reason".
+func (m Missing) String() string { return string(m.Fact) + ": " + m.Err.Error() }
+
+// missingJSON is a Missing's JSON form.
+type missingJSON struct {
 	Fact   FactID `json:"fact"`
 	Reason string `json:"reason"`
 }
 
-// String returns "fact: reason".
-func (m Missing) String() string { return string(m.Fact) + ": " + m.Reason }
+// MarshalJSON writes {"fact", "reason"}, the reason being Err's text.
+func (m Missing) MarshalJSON() ([]byte, error) {
+	return json.Marshal(missingJSON{m.Fact, m.Err.Error()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; the reason reads back as
+// an error of no kind (a Warning with its text).
+func (m *Missing) UnmarshalJSON(b []byte) error {
+	var j missingJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*m = Missing{Fact: j.Fact, Err: Warning{Text: j.Reason}}
+	return nil
+}
 
 // result is the evaluation of one condition.
 type result struct {
@@ -199,26 +226,30 @@ type env struct {
 
 // fact returns a fact usable in the incident window, or the reason it is
 // not: absent, marked missing, NaN, or a quantile with too few samples.
-func (e *env) fact(id FactID) (Fact, string) {
-	f, why := e.facts.lookup(id)
-	if why != "" {
-		return f, why
+func (e *env) fact(id FactID) (Fact, error) {
+	f, err := e.facts.lookup(id)
+	if err != nil {
+		return f, err
 	}
 	if min := e.minSamples(id); !math.IsNaN(f.Incident.Count) && f.Incident.Count < min {
-		return f, fmt.Sprintf("only %s observations in the incident window, need >= %s", fmtNum(f.Incident.Count), fmtNum(min))
+		return f, TooLittle("only %s observations in the incident window, need >= %s", fmtNum(f.Incident.Count), fmtNum(min))
 	}
-	return f, ""
+	return f, nil
 }
 
-// baseline returns the reason the fact's baseline is not usable, or "".
-func (e *env) baseline(id FactID, f Fact) string {
+// errNoBaseline is the reason a fact without a baseline cannot be
+// compared with it.
+var errNoBaseline = errors.New("no baseline")
+
+// baseline returns the reason the fact's baseline is not usable, or nil.
+func (e *env) baseline(id FactID, f Fact) error {
 	if !f.HasBaseline() {
-		return "no baseline"
+		return errNoBaseline
 	}
 	if min := e.minSamples(id); !math.IsNaN(f.Baseline.Count) && f.Baseline.Count < min {
-		return fmt.Sprintf("only %s observations in the baseline window, need >= %s", fmtNum(f.Baseline.Count), fmtNum(min))
+		return TooLittle("only %s observations in the baseline window, need >= %s", fmtNum(f.Baseline.Count), fmtNum(min))
 	}
-	return ""
+	return nil
 }
 
 func (e *env) minSamples(id FactID) float64 {
@@ -238,8 +269,14 @@ func (e *env) symptom(id SymptomID) Symptom {
 			return s
 		}
 	}
-	return Symptom{ID: id, Missing: []Missing{{Reason: "symptom not judged"}}}
+	return Symptom{ID: id, Missing: []Missing{{Err: errNotJudged}}}
 }
+
+// Reasons a symptom or condition could not be judged.
+var (
+	errNotJudged = errors.New("symptom not judged")
+	errNoRatio   = errors.New("no ratio to the baseline")
+)
 
 func verdict(ok bool) outcome {
 	if ok {
@@ -267,16 +304,16 @@ func (c Cond) eval(e *env) result {
 	if r, ok := c.evalUnresolved(e); ok {
 		return r
 	}
-	f, why := e.fact(c.fact)
-	if why != "" {
-		return result{missing: []Missing{{c.fact, why}}}
+	f, err := e.fact(c.fact)
+	if err != nil {
+		return result{missing: []Missing{{c.fact, err}}}
 	}
 	lim := c.lim.get(e.th)
 	ev := evidenceOf(c.fact, f)
 	switch c.kind {
 	case kRises, kSteady, kFlat, kFalls, kDrops, kDeltaShare, kGrowsNoMore:
-		if why := e.baseline(c.fact, f); why != "" {
-			return result{missing: []Missing{{c.fact, why}}}
+		if err := e.baseline(c.fact, f); err != nil {
+			return result{missing: []Missing{{c.fact, err}}}
 		}
 	}
 	var out outcome
@@ -352,9 +389,9 @@ func (c Cond) eval(e *env) result {
 			strength = SeverityMild.strength()
 		}
 	case kRatioAtLeast, kDeltaShare, kGrowsNoMore:
-		g, why := e.fact(c.other)
-		if why != "" {
-			return result{missing: []Missing{{c.other, why}}}
+		g, err := e.fact(c.other)
+		if err != nil {
+			return result{missing: []Missing{{c.other, err}}}
 		}
 		ev2 := evidenceOf(c.other, g)
 		switch c.kind {
@@ -363,19 +400,19 @@ func (c Cond) eval(e *env) result {
 			out = verdict(r >= lim)
 			ev.Text = fmt.Sprintf("%s %s vs %s %s: %s (%s %gx)", c.fact, fmtValue(c.fact, f.Incident.Value), c.other, fmtValue(c.other, g.Incident.Value), fmtRatio(r), upDown(out, ">=", "<"), lim)
 		case kGrowsNoMore:
-			if why := e.baseline(c.other, g); why != "" {
-				return result{missing: []Missing{{c.other, why}}}
+			if err := e.baseline(c.other, g); err != nil {
+				return result{missing: []Missing{{c.other, err}}}
 			}
 			rf, rg := ratio(f.Incident.Value, f.Baseline.Value), ratio(g.Incident.Value, g.Baseline.Value)
 			if math.IsNaN(rf) || math.IsNaN(rg) {
-				return result{missing: []Missing{{c.fact, "no ratio to the baseline"}}}
+				return result{missing: []Missing{{c.fact, errNoRatio}}}
 			}
 			out = verdict(rf <= lim*rg)
 			ev.Text = fmt.Sprintf("%s changed %s while %s changed %s (%s)", c.fact, fmtRatio(rf), c.other, fmtRatio(rg),
 				upDown(out, fmt.Sprintf("no more than %gx it", lim), fmt.Sprintf("more than %gx it", lim)))
 		default:
-			if why := e.baseline(c.other, g); why != "" {
-				return result{missing: []Missing{{c.other, why}}}
+			if err := e.baseline(c.other, g); err != nil {
+				return result{missing: []Missing{{c.other, err}}}
 			}
 			d, dOther := f.Incident.Value-f.Baseline.Value, g.Incident.Value-g.Baseline.Value
 			out = verdict(dOther > 0 && d >= lim*dOther)
@@ -546,12 +583,12 @@ func (e *env) unresolved(id FactID) (FactID, Evidence, bool) {
 	if !ok {
 		return "", Evidence{}, false
 	}
-	f, why := e.fact(id)
-	if why != "" || e.baseline(id, f) != "" || !(f.Incident.Lower <= 0 && f.Baseline.Lower <= 0) {
+	f, err := e.fact(id)
+	if err != nil || e.baseline(id, f) != nil || !(f.Incident.Lower <= 0 && f.Baseline.Lower <= 0) {
 		return "", Evidence{}, false
 	}
-	g, why := e.fact(m)
-	if why != "" || e.baseline(m, g) != "" {
+	g, err := e.fact(m)
+	if err != nil || e.baseline(m, g) != nil {
 		return "", Evidence{}, false
 	}
 	ev := evidenceOf(id, f)

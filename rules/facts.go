@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"math"
 	"sort"
 )
@@ -702,19 +703,26 @@ func (f Fact) HasBaseline() bool { return !math.IsNaN(f.Baseline.Value) }
 // its order does not leak into results.
 type Facts map[FactID]Fact
 
-// lookup returns the fact and a reason when it cannot be evaluated.
-func (fs Facts) lookup(id FactID) (Fact, string) {
+// lookup returns the fact and the reason it cannot be evaluated, if so:
+// not given (errNotComputed), its Missing, or no value.
+func (fs Facts) lookup(id FactID) (Fact, error) {
 	f, ok := fs[id]
 	switch {
 	case !ok:
-		return Measured(math.NaN()), "not computed"
+		return Measured(math.NaN()), errNotComputed
 	case f.Missing != nil:
-		return f, f.Missing.Error()
+		return f, f.Missing
 	case math.IsNaN(f.Incident.Value):
-		return f, "no value"
+		return f, errNoValue
 	}
-	return f, ""
+	return f, nil
 }
+
+// Reasons of lookup.
+var (
+	errNotComputed = errors.New("not computed")
+	errNoValue     = errors.New("no value")
+)
 
 // Sorted returns the ids present in fs, sorted.
 func (fs Facts) Sorted() []FactID {

@@ -506,11 +506,11 @@ func armStats(id FactID, runs []RunFacts, minSamples float64) ArmStats {
 	a := ArmStats{Values: make([]float64, len(runs)), Counts: make([]float64, len(runs))}
 	var ok []float64
 	for i, r := range runs {
-		f, why := r.Facts.lookup(id)
+		f, err := r.Facts.lookup(id)
 		a.Values[i], a.Counts[i] = math.NaN(), f.Incident.Count
 		switch {
-		case why != "":
-			a.Missing = append(a.Missing, fmt.Sprintf("run %s: %s", r.Name, why))
+		case err != nil:
+			a.Missing = append(a.Missing, fmt.Sprintf("run %s: %v", r.Name, err))
 		case math.IsInf(f.Incident.Value, 0):
 			a.Missing = append(a.Missing, fmt.Sprintf("run %s: value %v", r.Name, f.Incident.Value))
 		case isKnown && info.Kind == KindQuantile && !math.IsNaN(f.Incident.Count) && f.Incident.Count < minSamples:
@@ -801,8 +801,8 @@ func checkWorkload(baseline, treatment []RunFacts, opts JudgeOptions) []Workload
 	}
 	factOf := func(id FactID) func(RunFacts) float64 {
 		return func(r RunFacts) float64 {
-			f, why := r.Facts.lookup(id)
-			if why != "" {
+			f, err := r.Facts.lookup(id)
+			if err != nil {
 				return math.NaN()
 			}
 			return f.Incident.Value

@@ -321,9 +321,9 @@ func (e *env) engineReliability(slo SLO) ([]result, []string) {
 		if _, ok := e.facts[c.id]; !ok {
 			continue
 		}
-		f, why := e.fact(c.id)
-		if why != "" {
-			rs = append(rs, result{missing: []Missing{{c.id, why}}})
+		f, err := e.fact(c.id)
+		if err != nil {
+			rs = append(rs, result{missing: []Missing{{c.id, err}}})
 			continue
 		}
 		ev := evidenceOf(c.id, f)

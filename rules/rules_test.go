@@ -2,7 +2,6 @@ package rules_test
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 	"reflect"
 	"strings"
@@ -360,12 +359,15 @@ func TestNotEvaluable(t *testing.T) {
 // TestMissingIsNotZero marks facts missing instead of deleting them; the
 // reason must travel to the finding.
 func TestMissingIsNotZero(t *testing.T) {
-	none := rules.MissingFact(errors.New("no GPU exporter in the evidence"))
+	none := rules.MissingFact(rules.NoSource("no GPU exporter in the evidence"))
 	fs := with(outsideGPU(), rules.GPUUtilMean, none, rules.GPUUtilWaiting, none)
 	r := rules.Evaluate(fs, rules.SLO{}, rules.DefaultThresholds)
 	f := finding(t, r, rules.OutsideGPU)
 	require.Equal(t, rules.NotEvaluable, f.Status)
-	assert.Equal(t, []rules.Missing{{Fact: rules.GPUUtilWaiting, Reason: "no GPU exporter in the evidence"}, {Fact: rules.GPUUtilMean, Reason: "no GPU exporter in the evidence"}}, f.Missing)
+	assert.Equal(t, []string{"gpu_util_waiting: no GPU exporter in the evidence", "gpu_util_mean: no GPU exporter in the evidence"}, missingTexts(f.Missing))
+	for _, m := range f.Missing {
+		assert.ErrorIs(t, m.Err, rules.ErrNoSource, "the fact's own reason, kind and all")
+	}
 	// A NaN value is missing too.
 	fs = with(outsideGPU(), rules.GPUUtilMean, fact(math.NaN(), 0.8), rules.GPUUtilWaiting, fact(math.NaN(), 0.8))
 	f = finding(t, rules.Evaluate(fs, rules.SLO{}, rules.DefaultThresholds), rules.OutsideGPU)
@@ -438,7 +440,7 @@ func TestSymptoms(t *testing.T) {
 		assert.Equal(t, "ttft_p95 2.5s > SLO 2s", s.Evidence[0].Text)
 		s = symptom(t, rules.Symptoms(fs, rules.SLO{}, th), rules.SymptomTTFT)
 		assert.False(t, s.Evaluable)
-		assert.Equal(t, []rules.Missing{{Fact: rules.TTFTP95, Reason: "no baseline and no SLO target"}}, s.Missing)
+		assert.Equal(t, []string{"ttft_p95: no baseline and no SLO target"}, missingTexts(s.Missing))
 	})
 	t.Run("client ttft alone", func(t *testing.T) {
 		s := symptom(t, rules.Symptoms(proxy(), rules.SLO{}, th), rules.SymptomTTFT)
@@ -463,10 +465,13 @@ func TestSymptoms(t *testing.T) {
 			rules.E2EP99, fact(31, 20).WithCount(5000, 40))
 		s := symptom(t, rules.Symptoms(fs, rules.SLO{}, th), rules.SymptomTail)
 		assert.False(t, s.Evaluable)
-		assert.Equal(t, []rules.Missing{
-			{Fact: rules.TTFTP99, Reason: "only 60 observations in the incident window, need >= 100"},
-			{Fact: rules.E2EP99, Reason: "only 40 observations in the baseline window, need >= 100 and no SLO target"},
-		}, s.Missing)
+		assert.Equal(t, []string{
+			"ttft_p99: only 60 observations in the incident window, need >= 100",
+			"e2e_p99: only 40 observations in the baseline window, need >= 100 and no SLO target",
+		}, missingTexts(s.Missing))
+		for _, m := range s.Missing {
+			assert.ErrorIs(t, m.Err, rules.ErrTooLittle, "%s", m)
+		}
 	})
 	t.Run("reliability", func(t *testing.T) {
 		s := symptom(t, rules.Symptoms(with(healthy(), rules.HTTP5xxShare, fact(0.05, 0)), rules.SLO{}, th), rules.SymptomReliability)
@@ -681,4 +686,13 @@ func TestEvidenceCarriesItsCondition(t *testing.T) {
 	assert.Equal(t, rules.PreemptionRate, f.CounterEvidence[1].Cond.Fact())
 	assert.Equal(t, rules.CondAtMost, f.CounterEvidence[1].Cond.Kind())
 	assert.True(t, f.CounterEvidence[1].Holds)
+}
+
+// missingTexts returns each missing fact as "fact: reason".
+func missingTexts(ms []rules.Missing) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.String()
+	}
+	return out
 }

@@ -161,7 +161,7 @@ func (e *env) judgeSymptom(id SymptomID, slo SLO) Symptom {
 		m := e.latencyUp(signal{id: TPOTMean})
 		if r.out == unknown && m.out != unknown {
 			for i := range m.ev {
-				m.ev[i].Text += " [tpot_mean from sums stands in for tpot_p95: " + r.missing[0].Reason + "]"
+				m.ev[i].Text += " [tpot_mean from sums stands in for tpot_p95: " + r.missing[0].Err.Error() + "]"
 			}
 			r, m = m, result{}
 		}
@@ -201,9 +201,9 @@ func (e *env) judgeSymptom(id SymptomID, slo SLO) Symptom {
 
 // latencyUp judges one latency signal against its target or baseline.
 func (e *env) latencyUp(sg signal) result {
-	f, why := e.fact(sg.id)
-	if why != "" {
-		return result{missing: []Missing{{sg.id, why}}}
+	f, err := e.fact(sg.id)
+	if err != nil {
+		return result{missing: []Missing{{sg.id, err}}}
 	}
 	ev := evidenceOf(sg.id, f)
 	if sg.target > 0 {
@@ -215,8 +215,8 @@ func (e *env) latencyUp(sg signal) result {
 		}
 		return result{out: out, ev: []Evidence{ev}, strength: st}
 	}
-	if why := e.baseline(sg.id, f); why != "" {
-		return result{missing: []Missing{{sg.id, why + " and no SLO target"}}}
+	if err := e.baseline(sg.id, f); err != nil {
+		return result{missing: []Missing{{sg.id, fmt.Errorf("%w and no SLO target", err)}}}
 	}
 	ch, _ := f.Effect(e.th)
 	out := verdict(ch.Up(e.th))
@@ -309,8 +309,8 @@ func (e *env) e2e() e2eResult {
 	var deltas [3]float64
 	known := true
 	for i, id := range phases {
-		f, why := e.fact(id)
-		if why != "" || e.baseline(id, f) != "" {
+		f, err := e.fact(id)
+		if err != nil || e.baseline(id, f) != nil {
 			known = false
 			break
 		}
@@ -337,7 +337,7 @@ func (e *env) e2e() e2eResult {
 			e.e2eRes = e2eResult{routeTTFT, res}
 		default:
 			// Decode grew: slower tokens, or more of them?
-			if pt, why := e.fact(TPOTMean); why == "" && e.baseline(TPOTMean, pt) == "" {
+			if pt, err := e.fact(TPOTMean); err == nil && e.baseline(TPOTMean, pt) == nil {
 				ch, _ := pt.Effect(e.th)
 				ch = ch.Toward(TPOTMean)
 				pev := evidenceOf(TPOTMean, pt)
@@ -372,8 +372,8 @@ func (e *env) e2e() e2eResult {
 
 // ratioOf is the fact's incident / baseline ratio, NaN when unusable.
 func (e *env) ratioOf(id FactID) float64 {
-	f, why := e.fact(id)
-	if why != "" || e.baseline(id, f) != "" {
+	f, err := e.fact(id)
+	if err != nil || e.baseline(id, f) != nil {
 		return math.NaN()
 	}
 	return ratio(f.Incident.Value, f.Baseline.Value)
@@ -388,9 +388,9 @@ func fmtSigned(id FactID, v float64) string {
 
 // shareUp judges one failure share.
 func (e *env) shareUp(id FactID, target float64) result {
-	f, why := e.fact(id)
-	if why != "" {
-		return result{missing: []Missing{{id, why}}}
+	f, err := e.fact(id)
+	if err != nil {
+		return result{missing: []Missing{{id, err}}}
 	}
 	ev := evidenceOf(id, f)
 	lim, what := e.th.ErrorShare, "threshold"
@@ -409,7 +409,7 @@ func (e *env) shareUp(id FactID, target float64) result {
 		ev.Text += " (lifetime, since process start: how many, not when)"
 		st = math.Min(st, SeverityMild.strength())
 	}
-	if out == holds && e.baseline(id, f) == "" {
+	if out == holds && e.baseline(id, f) == nil {
 		r := ratio(f.Incident.Value, f.Baseline.Value)
 		out = verdict(r >= e.th.Rise)
 		ev.Text += fmt.Sprintf(", baseline %s: %s (%s %gx)", fmtNum(f.Baseline.Value), fmtRatio(r), upDown(out, "up: >=", "not up: <"), e.th.Rise)
@@ -458,9 +458,9 @@ func (e *env) reliability(slo SLO) []result {
 // crashLoop holds when one replica restarted at least th.CrashLoop times
 // in the incident window (with a baseline, more often than in it).
 func (e *env) crashLoop() result {
-	f, why := e.fact(RestartsReplicaMax)
-	if why != "" {
-		return result{missing: []Missing{{RestartsReplicaMax, why}}}
+	f, err := e.fact(RestartsReplicaMax)
+	if err != nil {
+		return result{missing: []Missing{{RestartsReplicaMax, err}}}
 	}
 	ev := evidenceOf(RestartsReplicaMax, f)
 	lim := e.th.CrashLoop
