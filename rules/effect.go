@@ -68,7 +68,8 @@ func (t Thresholds) strengthGrade(st float64) Severity {
 // unknown (no intervals: a single scrape, lifetime counters) is judged by
 // its ratio alone, and says so.
 type Effect struct {
-	// Ratio is Value / Baseline (the effect size; 1 is no change).
+	// Ratio is the incident value over the baseline's (the effect size;
+	// 1 is no change).
 	Ratio float64 `json:"ratio"`
 	// BoundsLower and BoundsUpper bound Ratio by the bucket bounds of
 	// both windows' quantiles (incident lower / baseline upper, incident

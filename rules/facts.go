@@ -566,13 +566,15 @@ func Unmeasured() Measurement {
 	return Measurement{Value: nan, Lower: nan, Upper: nan, Count: nan}
 }
 
-// Fact is one measured value of the incident window, with its baseline,
-// bounds, count and provenance.
+// A Fact is what the rules judge: one quantity measured in the incident
+// window and in the baseline window, the noise of their ratio, and where
+// it came from.
 //
 // Unknown numbers are NaN, never zero: build facts with Measured (which
 // sets every optional number to NaN) and the With methods, or set all
-// fields in a literal. A fact whose Incident.Value is NaN, or whose Missing is
-// not nil, cannot be evaluated; rules that need it report "not-evaluable".
+// fields in a literal. A fact whose Incident.Value is NaN, or whose
+// Missing is not nil, cannot be evaluated; rules that need it report
+// "not-evaluable".
 type Fact struct {
 	// Incident is the value measured in the incident window.
 	Incident Measurement
@@ -580,11 +582,12 @@ type Fact struct {
 	// is NaN when there is no baseline.
 	Baseline Measurement
 
-	// NoiseLower and NoiseUpper bound the ratio Value / Baseline with
-	// the variation between the windows' intervals: the 0.5th and 99.5th
-	// percentiles of the ratio over resamples of each window's intervals
-	// (package diagnose resamples minutes; see Change). Meaningful only
-	// when Intervals and BaselineIntervals are both positive.
+	// NoiseLower and NoiseUpper bound the ratio of the incident value to
+	// the baseline's with the variation between the windows' intervals:
+	// the 0.5th and 99.5th percentiles of the ratio over resamples of
+	// each window's intervals (package diagnose resamples minutes; see
+	// Change). Meaningful only when Intervals and BaselineIntervals are
+	// both positive.
 	NoiseLower, NoiseUpper float64
 	// Intervals and BaselineIntervals are the number of intervals behind
 	// the noise bounds, in the incident and baseline windows; 0 when the
@@ -625,9 +628,9 @@ type Fact struct {
 	// ErrNoSource or ErrTooLittle when the reason is of that kind. A
 	// missing fact is never read as zero.
 	Missing error
-	// Lifetime is set when Value is from lifetime counters, since each
-	// process started (one scrape per replica), not over a window: it
-	// says how much happened, not when.
+	// Lifetime is set when Incident.Value is from lifetime counters,
+	// since each process started (one scrape per replica), not over a
+	// window: it says how much happened, not when.
 	Lifetime bool
 }
 

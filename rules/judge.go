@@ -34,8 +34,8 @@ const (
 )
 
 // RunFacts is one run (a repeat) of one arm of an experiment: the facts
-// measured over its window after warm-up. Only Fact.Value, Fact.Count and
-// Fact.Missing are read.
+// measured over its window after warm-up. Only a fact's Incident.Value,
+// Incident.Count and Missing are read.
 type RunFacts struct {
 	// Name identifies the run, e.g. its dump folder.
 	Name string
