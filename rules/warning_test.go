@@ -43,3 +43,14 @@ func TestMissingKinds(t *testing.T) {
 		})
 	}
 }
+
+func TestMissingJSON(t *testing.T) {
+	m := rules.Missing{Fact: rules.TTFTP99, Err: rules.TooLittle("only %d observations in the incident window, need >= %d", 60, 100)}
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"fact": "ttft_p99", "reason": "only 60 observations in the incident window, need >= 100"}`, string(b))
+	var got rules.Missing
+	require.NoError(t, json.Unmarshal(b, &got))
+	assert.Equal(t, m.String(), got.String())
+	assert.Equal(t, "ttft_p99: only 60 observations in the incident window, need >= 100", got.String())
+}
