@@ -462,7 +462,7 @@ func needs(f rules.Finding) string {
 	var out []string
 	seen := map[string]bool{}
 	for _, m := range f.Missing {
-		reason := m.Err.Error()
+		reason := m.Reason()
 		if seen[reason] {
 			continue
 		}

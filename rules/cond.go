@@ -179,7 +179,15 @@ type Missing struct {
 }
 
 // String returns "fact: reason".
-func (m Missing) String() string { return string(m.Fact) + ": " + m.Err.Error() }
+func (m Missing) String() string { return string(m.Fact) + ": " + m.Reason() }
+
+// Reason returns Err's text, "" when Err is nil.
+func (m Missing) Reason() string {
+	if m.Err == nil {
+		return ""
+	}
+	return m.Err.Error()
+}
 
 // missingJSON is a Missing's JSON form.
 type missingJSON struct {
@@ -189,7 +197,7 @@ type missingJSON struct {
 
 // MarshalJSON writes {"fact", "reason"}, the reason being Err's text.
 func (m Missing) MarshalJSON() ([]byte, error) {
-	return json.Marshal(missingJSON{m.Fact, m.Err.Error()})
+	return json.Marshal(missingJSON{m.Fact, m.Reason()})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes; the reason reads back as
@@ -199,7 +207,10 @@ func (m *Missing) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*m = Missing{Fact: j.Fact, Err: Warning{Text: j.Reason}}
+	*m = Missing{Fact: j.Fact}
+	if j.Reason != "" {
+		m.Err = Warning{Text: j.Reason}
+	}
 	return nil
 }
 

@@ -161,7 +161,7 @@ func (e *env) judgeSymptom(id SymptomID, slo SLO) Symptom {
 		m := e.latencyUp(signal{id: TPOTMean})
 		if r.out == unknown && m.out != unknown {
 			for i := range m.ev {
-				m.ev[i].Text += " [tpot_mean from sums stands in for tpot_p95: " + r.missing[0].Err.Error() + "]"
+				m.ev[i].Text += " [tpot_mean from sums stands in for tpot_p95: " + r.missing[0].Reason() + "]"
 			}
 			r, m = m, result{}
 		}

@@ -54,3 +54,14 @@ func TestMissingJSON(t *testing.T) {
 	assert.Equal(t, m.String(), got.String())
 	assert.Equal(t, "ttft_p99: only 60 observations in the incident window, need >= 100", got.String())
 }
+
+func TestMissingWithoutErr(t *testing.T) {
+	m := rules.Missing{Fact: rules.TTFTP95}
+	assert.Equal(t, "ttft_p95: ", m.String())
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"fact": "ttft_p95", "reason": ""}`, string(b))
+	var got rules.Missing
+	require.NoError(t, json.Unmarshal(b, &got))
+	assert.NoError(t, got.Err)
+}
