@@ -18,6 +18,7 @@ import (
 
 	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/snapshot"
+	"github.com/whyslow/whyslow/snapshot/internal/store"
 )
 
 // Engine answers snapshot.Engine's questions with PromQL on a server:
@@ -35,10 +36,14 @@ import (
 // them extrapolates it, as increase() would. Resets are found with
 // resets() over the grid. Targets are asked for in batches of
 // TargetsPerQuery x 10, halved while the server refuses a query as too
-// large, and the batches' answers are added up.
+// large, and the batches' answers are added up. A few targets asked for
+// one row each (the replicas a report shows, over hours) are read by
+// remote read instead, where the server serves it, and their increases
+// computed as a TSDB directory's are: the same numbers where the edge
+// rule holds.
 //
-// An Engine is safe for concurrent use; it counts its queries and the
-// bytes received (Cost).
+// An Engine is safe for concurrent use; it counts its queries, its
+// remote reads and the bytes received (Cost).
 type Engine struct {
 	r   *reader
 	ctx context.Context
@@ -57,12 +62,14 @@ func (c Config) Engine(ctx context.Context, address string, opts snapshot.Option
 		return nil, err
 	}
 	r.cancel = func() {}
+	// Each sample read (samplesIncreases) names its own range.
+	r.start, r.end = math.MinInt64, math.MaxInt64
 	return &Engine{r: r, ctx: ctx}, nil
 }
 
 // Cost says what the engine's questions cost the server, as a note for
-// the report's inputs: the queries, the HTTP requests and the bytes of
-// the responses. Its text is written when it is read, so that a note
+// the report's inputs: the queries, the remote reads, the HTTP requests
+// and the bytes of the responses. Its text is written when it is read, so that a note
 // taken before a diagnosis that asks the engine more (the replicas'
 // timelines) counts those too.
 func (e *Engine) Cost() snapshot.Problem {
@@ -76,8 +83,15 @@ func (c engineCost) Error() string {
 	c.e.mu.Lock()
 	n := c.e.queries
 	c.e.mu.Unlock()
-	return fmt.Sprintf("aggregated in the server with %d queries: %d HTTP requests, %s of responses received",
-		n, c.e.r.tr.requests.Load(), byteSize(c.e.r.tr.received.Load()))
+	c.e.r.remote.mu.Lock()
+	reads := c.e.r.remote.reads
+	c.e.r.remote.mu.Unlock()
+	what := fmt.Sprintf("%d queries", n)
+	if reads > 0 {
+		what += fmt.Sprintf(" and %d remote reads of the samples of the replicas shown", reads)
+	}
+	return fmt.Sprintf("aggregated in the server with %s: %d HTTP requests, %s of responses received",
+		what, c.e.r.tr.requests.Load(), byteSize(c.e.r.tr.received.Load()))
 }
 
 // batch is targets asked for in one query: the label they are named by
@@ -156,9 +170,12 @@ func (e *Engine) HistogramIncreases(q snapshot.HistogramQuery) ([][]*histogram.H
 		acc[i] = make([]*histogram.Histogram, len(q.Grid))
 	}
 	err := e.eachBatch(q, func(b batch) error {
-		inc, err := e.batchIncreases(q, b, step)
-		if err != nil {
-			return err
+		inc, ok := e.samplesIncreases(q, b)
+		if !ok {
+			var err error
+			if inc, err = e.batchIncreases(q, b, step); err != nil {
+				return err
+			}
 		}
 		for k, row := range inc {
 			r := 0
@@ -177,6 +194,75 @@ func (e *Engine) HistogramIncreases(q snapshot.HistogramQuery) ([][]*histogram.H
 		return nil, err
 	}
 	return acc, nil
+}
+
+// A question asked one row per target (HistogramQuery.Each) is answered
+// from the samples (samplesIncreases) when they are few: at most
+// maxSamplePodHours of them (targets x hours of the grid), read
+// samplePodHours at a time. A series has several samples per step of the
+// grid where the sums have one point per bucket: the samples of a few
+// pods over hours cost the server and whyslow less than the sums' JSON,
+// those of a day cost as much time and more memory (the measurements are
+// in snapshot/tsdb/TSDB_BENCHMARKS.md). A read's samples are held twice
+// while they become a target: a few MB at samplePodHours.
+const (
+	maxSamplePodHours = 128
+	samplePodHours    = 24
+)
+
+// samplesIncreases answers a question asked one row per target (the few
+// replicas a report shows) from the samples of its histogram's series
+// over the grid (from snapshot.Lookback before it), read by remote read
+// samplePodHours at a time, with the increases snapshot computes from a
+// dump or a TSDB directory (Family.HistogramIncreaseSteps): the server
+// hands over its chunks instead of evaluating PromQL at every edge, and
+// whyslow decodes far fewer bytes than the sums' JSON. Where the edge
+// rule holds (no counter reset between two edges at which every series
+// stands) the increases are the sums' to the bit: the bucket counts are
+// whole numbers. ok is false, and the caller asks for the sums, for other
+// questions, for more than maxSamplePodHours of samples, and when the
+// server does not serve remote read, or a read failed or dropped samples.
+func (e *Engine) samplesIncreases(q snapshot.HistogramQuery, b batch) (rows [][]*histogram.Histogram, ok bool) {
+	first, last := q.Grid[0].Start, q.Grid[len(q.Grid)-1].End
+	span := last.Sub(first) + snapshot.Lookback
+	if !q.Each || e.r.cfg.QueryOnly || time.Duration(len(b.values))*span > maxSamplePodHours*time.Hour {
+		return nil, false
+	}
+	per := max(1, int(samplePodHours*time.Hour/span))
+	rows = make([][]*histogram.Histogram, len(b.values))
+	opts := e.r.builderOptions()
+	opts.Metrics, opts.LabelsOnly, opts.ForTarget = nil, nil, nil
+	for lo := 0; lo < len(b.values); lo += per {
+		names := b.values[lo:min(lo+per, len(b.values))]
+		u := unit{family: q.Metric, names: []string{q.Metric + "_bucket", q.Metric + "_count", q.Metric + "_sum"},
+			label: b.label, targets: names, from: first.Add(-snapshot.Lookback).UnixMilli() - 1, to: last.UnixMilli()}
+		res, served := e.r.doRemote(e.ctx, u)
+		if !served || res.err != nil || res.split != nil || len(res.problems) > 0 {
+			return nil, false
+		}
+		cols := store.NewColumns(e.r.red, opts)
+		e.r.add(cols, res)
+		ev := cols.Evidence()
+		for k, name := range names {
+			row := make([]*histogram.Histogram, len(q.Grid))
+			rows[lo+k] = row
+			i := slices.IndexFunc(ev.Targets, func(t *snapshot.Target) bool { return t.Name == name })
+			if i < 0 {
+				continue
+			}
+			fam := ev.Targets[i].Family(q.Metric)
+			if fam == nil {
+				continue
+			}
+			for j, st := range fam.HistogramIncreaseSteps(q.Grid, q.Match) {
+				if st.Err == nil {
+					h := st.Result.Histogram
+					row[j] = &h
+				}
+			}
+		}
+	}
+	return rows, true
 }
 
 // maxExact is how many intervals of a batch batchIncreases asks for one

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
 	"github.com/whyslow/whyslow/internal/jsondiff"
@@ -117,4 +118,56 @@ func reportJSON(t *testing.T, r *report.Report) any {
 		}
 	}
 	return v
+}
+
+// TestEngineSamplesAsSums serves fleetsim fleets from a real Prometheus
+// and checks that an Engine's answer one row per pod from the pods'
+// samples (remote read) is its answer from the server's sums (queries
+// only), to the bit, on every interval of a one-minute grid over the
+// fleet's span; and that its cost note counts the remote reads.
+func TestEngineSamplesAsSums(t *testing.T) {
+	for _, scenario := range []string{"kv-preemption", "healthy"} {
+		t.Run(scenario, func(t *testing.T) {
+			_, fleet := promserver.Fleet(t, scenario)
+			dir := filepath.Join(t.TempDir(), "tsdb")
+			require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+			url := promserver.Prometheus(t, dir)
+			first, last := span(fleet)
+			grid := snapshot.Grid(snapshot.Window{Start: first.Truncate(time.Minute).Add(time.Minute), End: last.Truncate(time.Minute)}, time.Minute)
+			var targets []*snapshot.Target
+			for _, p := range fleet.Pods {
+				targets = append(targets, &snapshot.Target{Name: p.Name, NameFrom: "pod"})
+			}
+			q := snapshot.HistogramQuery{Metric: "vllm:time_to_first_token_seconds", Targets: targets, Grid: grid, Each: true}
+			ctx := context.Background()
+			answer := func(cfg promapi.Config) ([][]*histogram.Histogram, string) {
+				eng, err := cfg.Engine(ctx, url, snapshot.Options{})
+				require.NoError(t, err)
+				rows, err := eng.HistogramIncreases(q)
+				require.NoError(t, err)
+				return rows, eng.Cost().Error()
+			}
+			fromSamples, note := answer(promapi.Config{})
+			fromSums, sumsNote := answer(promapi.Config{QueryOnly: true})
+			assert.Contains(t, note, " remote reads of the samples of the replicas shown")
+			assert.NotContains(t, sumsNote, "remote reads")
+			require.Len(t, fromSamples, len(targets))
+			measured := 0
+			for k := range targets {
+				for i := range grid {
+					s, p := fromSamples[k][i], fromSums[k][i]
+					require.Equal(t, p == nil, s == nil, "%s, interval %d", targets[k].Name, i)
+					if s == nil {
+						continue
+					}
+					measured++
+					assert.Equal(t, p.Bounds, s.Bounds, "%s, interval %d", targets[k].Name, i)
+					assert.Equal(t, p.Counts, s.Counts, "%s, interval %d", targets[k].Name, i)
+					assert.Equal(t, p.Count, s.Count, "%s, interval %d", targets[k].Name, i)
+					assert.Equal(t, p.Sum, s.Sum, "%s, interval %d", targets[k].Name, i)
+				}
+			}
+			assert.Greater(t, measured, len(grid), "most intervals of every pod are measured")
+		})
+	}
 }
