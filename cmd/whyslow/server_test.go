@@ -153,15 +153,18 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 			const size = `([0-9]+ bytes|[0-9.]+ MB)`
 			// Prometheus serves remote read; VictoriaMetrics does not, and
 			// says so.
+			// Where it serves remote read, the replicas a report shows are
+			// read from their samples.
 			how := `; samples by remote read \(/api/v1/read\)`
+			shown := ` and [1-9]\d* remote reads of the samples of the replicas shown`
 			switch tc.server {
 			case "victoria-metrics":
-				how = `; samples by /api/v1/query: HTTP 400 at /api/v1/read: .*unsupported path requested.*`
+				how, shown = `; samples by /api/v1/query: HTTP 400 at /api/v1/read: .*unsupported path requested.*`, ""
 			case "thanos":
-				how = `; samples by /api/v1/query: HTTP 404 at /api/v1/read.*`
+				how, shown = `; samples by /api/v1/query: HTTP 404 at /api/v1/read.*`, ""
 			}
 			read := `^http://127\.0\.0\.1:\d+(/prometheus)?: read with \d+ queries and \d+ label lookups: \d+ HTTP requests, ` + size + ` of responses received` + how + `$`
-			summed := `^http://127\.0\.0\.1:\d+(/prometheus)?: aggregated in the server with [1-9]\d* queries: \d+ HTTP requests, ` + size + ` of responses received$`
+			summed := `^http://127\.0\.0\.1:\d+(/prometheus)?: aggregated in the server with [1-9]\d* queries` + shown + `: \d+ HTTP requests, ` + size + ` of responses received$`
 			// notes checks that the server's reads say what they cost, in
 			// notes of their own (for the raw pull, the survey's read and
 			// the windows'; for a pushdown, the survey's reads, the
