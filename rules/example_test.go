@@ -8,22 +8,28 @@ import (
 	"github.com/whyslow/whyslow/rules"
 )
 
-// The article's section 10: prompt p50 flat, p95 up; queue and TPOT
-// stable; prefill and TTFT up together.
-func ExampleEvaluate() {
+// sectionTen returns the facts of the article's section 10: prompt p50
+// flat, p95 up; queue and TPOT stable; prefill and TTFT up together; no
+// prefix-cache counters in the evidence.
+func sectionTen() rules.Facts {
 	f := func(incident, baseline float64) rules.Fact {
 		return rules.Measured(incident).WithBaseline(baseline).WithCount(4000, 4000)
 	}
-	facts := rules.Facts{
+	return rules.Facts{
 		rules.PromptTokensP50: f(870, 850),
 		rules.PromptTokensP95: f(6100, 2400),
 		rules.QueueTimeP95:    f(0.13, 0.12),
 		rules.PrefillTimeP95:  f(1.9, 0.64),
 		rules.TTFTP95:         f(2.2, 0.9),
 		rules.TPOTP95:         f(0.043, 0.042),
-		rules.PrefixHitRatio:  rules.MissingFact(errors.New("no prefix-cache counters")),
+		rules.PrefixHitRatio:  rules.MissingFact(rules.NoSource("no prefix-cache counters in the evidence")),
 	}
-	r := rules.Evaluate(facts, rules.SLO{}, rules.DefaultThresholds)
+}
+
+// The article's section 10 (sectionTen): long prompts make prefill, and
+// so TTFT, slow.
+func ExampleEvaluate() {
+	r := rules.Evaluate(sectionTen(), rules.SLO{}, rules.DefaultThresholds)
 	fmt.Println("verdict:", r.Verdict)
 	top := r.Findings[0]
 	for _, e := range top.Evidence {
@@ -122,18 +128,7 @@ func ExamplePlan() {
 // condition of the map it was put to, with the limit that decided it. A
 // missing fact's reason is an error whose kind errors.Is tells.
 func ExampleEvidence() {
-	f := func(incident, baseline float64) rules.Fact {
-		return rules.Measured(incident).WithBaseline(baseline).WithCount(4000, 4000)
-	}
-	facts := rules.Facts{
-		rules.PromptTokensP50: f(870, 850),
-		rules.PromptTokensP95: f(6100, 2400),
-		rules.QueueTimeP95:    f(0.13, 0.12),
-		rules.PrefillTimeP95:  f(1.9, 0.64),
-		rules.TTFTP95:         f(2.2, 0.9),
-		rules.TPOTP95:         f(0.043, 0.042),
-		rules.PrefixHitRatio:  rules.MissingFact(rules.NoSource("no prefix-cache counters in the evidence")),
-	}
+	facts := sectionTen()
 	r := rules.Evaluate(facts, rules.SLO{}, rules.DefaultThresholds)
 	for _, e := range r.Findings[0].Evidence {
 		if e.Cond == nil {
