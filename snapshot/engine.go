@@ -9,7 +9,10 @@ import "github.com/whyslow/whyslow/histogram"
 // series over a window is its value at the window's end minus its value
 // at the start, each the last sample at or before the edge within
 // Lookback (what "x - x offset d" gives); a series without both edges is
-// left out. An Engine must be safe for concurrent use.
+// left out. Over a window in which a counter was reset, the answer is
+// unspecified (the raw difference, or the increase counting the reset):
+// callers learn of resets from Resets and do not use it there. An Engine
+// must be safe for concurrent use.
 type Engine interface {
 	// HistogramIncreases returns, per window of q.Grid, the increase of
 	// the histogram family q.Metric over the series of q.Targets that
