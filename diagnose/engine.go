@@ -312,7 +312,7 @@ func (s *Surveyor) pushPlan(sc *scope, fleet bool) []pushQuery {
 				k = len(out)
 				byName[key] = k
 				out = append(out, pushQuery{spec: si, scale: m.Candidate.ScaleFor(math.NaN()),
-					q: snapshot.HistogramQuery{Metric: m.Family.Name, Match: sc.selector(m.Family), Grid: s.grid}})
+					q: snapshot.HistogramQuery{Metric: m.Family.Name, Match: sc.selector(m.Family), Grid: s.grid, SkipSum: !meanSearched(spec.id)}})
 			}
 			out[k].q.Targets = append(out[k].q.Targets, rp.t)
 		}
@@ -404,7 +404,7 @@ func (sc *scope) fillReplicas(tl *timelines, idx []int) {
 			}
 			a := byFamily[m.Family.Name]
 			if a == nil {
-				a = &ask{si: si, scale: m.Candidate.ScaleFor(math.NaN()), q: snapshot.HistogramQuery{Metric: m.Family.Name, Match: sc.selector(m.Family), Grid: tl.grid, Each: true}}
+				a = &ask{si: si, scale: m.Candidate.ScaleFor(math.NaN()), q: snapshot.HistogramQuery{Metric: m.Family.Name, Match: sc.selector(m.Family), Grid: tl.grid, Each: true, SkipSum: true}}
 				byFamily[m.Family.Name] = a
 				asks = append(asks, a)
 			}
@@ -456,6 +456,12 @@ func (tl *timelines) setReplica(name string, si int, spec timelineSpec, row []*h
 	}
 	tl.replicas[name] = vals
 	delete(tl.sparse, name) // made dense in vals
+}
+
+// meanSearched reports whether the change-point search reads the fleet
+// mean of signal id (cpSpecs), which needs the observations' sum.
+func meanSearched(id catalog.SignalID) bool {
+	return slices.ContainsFunc(cpSpecs, func(c cpSpec) bool { return c.id == id && c.mean })
 }
 
 // pushedSignal reports whether a pushdown survey takes signal id's

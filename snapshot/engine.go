@@ -19,7 +19,8 @@ type Engine interface {
 	// carry q.Match's labels: summed over the targets (one row), or per
 	// target in q.Targets' order when q.Each is set. An entry is nil
 	// where no series has both edges. Bounds are the series' le values,
-	// unscaled; Count and Sum are NaN where _count or _sum is missing.
+	// unscaled; Count and Sum are NaN where _count or _sum is missing,
+	// and Sum may be NaN everywhere when q.SkipSum is set.
 	HistogramIncreases(q HistogramQuery) ([][]*histogram.Histogram, error)
 	// Resets returns the names of the targets of q.Targets on which a
 	// series of q.Metric's _count matching q.Match went down (a counter
@@ -47,4 +48,8 @@ type HistogramQuery struct {
 	Each bool
 	// Grid are adjacent windows of one length.
 	Grid []Window
+	// SkipSum says the asker uses the buckets and counts only (a
+	// quantile): the engine may spare the question of _sum and leave
+	// Sum NaN.
+	SkipSum bool
 }

@@ -234,7 +234,11 @@ func (e *Engine) samplesIncreases(q snapshot.HistogramQuery, b batch) (rows [][]
 	opts.Metrics, opts.LabelsOnly, opts.ForTarget = nil, nil, nil
 	for lo := 0; lo < len(b.values); lo += per {
 		names := b.values[lo:min(lo+per, len(b.values))]
-		u := unit{family: q.Metric, names: []string{q.Metric + "_bucket", q.Metric + "_count", q.Metric + "_sum"},
+		series := []string{q.Metric + "_bucket", q.Metric + "_count", q.Metric + "_sum"}
+		if q.SkipSum {
+			series = series[:2]
+		}
+		u := unit{family: q.Metric, names: series,
 			label: b.label, targets: names, from: first.Add(-snapshot.Lookback).UnixMilli() - 1, to: last.UnixMilli()}
 		res, served := e.r.doRemote(e.ctx, u)
 		if !served || res.err != nil || res.split != nil || len(res.problems) > 0 {
@@ -321,6 +325,9 @@ func (e *Engine) batchIncreases(q snapshot.HistogramQuery, b batch, step time.Du
 	var errs [4]error
 	var wg sync.WaitGroup
 	for k, expr := range exprs {
+		if k == 1 && q.SkipSum {
+			continue // res[1] stays nil: Sum is NaN
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -398,6 +405,9 @@ func (e *Engine) batchIncreases(q snapshot.HistogramQuery, b batch, step time.Du
 	for _, sp := range spans {
 		var parts [3]model.Matrix
 		for k, expr := range diffExprs {
+			if k == 1 && q.SkipSum {
+				continue
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

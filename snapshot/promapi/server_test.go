@@ -3,6 +3,7 @@ package promapi_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -168,6 +169,33 @@ func TestEngineSamplesAsSums(t *testing.T) {
 				}
 			}
 			assert.Greater(t, measured, len(grid), "most intervals of every pod are measured")
+
+			// Without _sum (HistogramQuery.SkipSum), from the samples and
+			// from the sums, per pod and for the fleet: the same buckets
+			// and counts, Sum NaN.
+			for _, each := range []bool{true, false} {
+				q.Each = each
+				for _, cfg := range []promapi.Config{{}, {QueryOnly: true}} {
+					q.SkipSum = false
+					whole, _ := answer(cfg)
+					q.SkipSum = true
+					skipped, _ := answer(cfg)
+					require.Len(t, skipped, len(whole))
+					for k := range whole {
+						for i, w := range whole[k] {
+							s := skipped[k][i]
+							require.Equal(t, w == nil, s == nil, "each %v, query only %v, row %d, interval %d", each, cfg.QueryOnly, k, i)
+							if s == nil {
+								continue
+							}
+							assert.Equal(t, w.Bounds, s.Bounds)
+							assert.Equal(t, w.Counts, s.Counts)
+							assert.Equal(t, w.Count, s.Count)
+							assert.True(t, math.IsNaN(s.Sum), "each %v, query only %v: Sum %v", each, cfg.QueryOnly, s.Sum)
+						}
+					}
+				}
+			}
 		})
 	}
 }
