@@ -391,7 +391,7 @@ func diagnoseScope(sc *scope) (*report.Report, error) {
 		rep.AddWarning(w)
 	}
 	for _, w := range result.Warnings {
-		rep.AddWarning(report.Warning{Kind: report.WarnRules, Severity: report.SeverityWarning, Text: w.Error(), Err: w})
+		rep.AddWarning(report.Warning{Kind: report.WarnRules, Severity: snapshot.SeverityWarning, Text: w.Error(), Err: w})
 	}
 	rep.Summary = summary(rep, result, facts)
 	if tl != nil {
@@ -492,14 +492,14 @@ func commonWarnings(ev *snapshot.Evidence, res catalog.Resolution) []report.Warn
 		if p.Severity == snapshot.SeverityInfo {
 			continue // a note of Inputs, not a warning
 		}
-		out = append(out, report.Warning{Kind: report.WarnReading, Severity: p.Severity.String(), Text: "reading: " + p.Error(), Err: p})
+		out = append(out, report.Warning{Kind: report.WarnReading, Severity: p.Severity, Text: "reading: " + p.Error(), Err: p})
 	}
 	for _, w := range res.Warnings {
-		out = append(out, report.Warning{Kind: report.WarnCatalog, Severity: report.SeverityWarning, Text: w.Error(), Err: w})
+		out = append(out, report.Warning{Kind: report.WarnCatalog, Severity: snapshot.SeverityWarning, Text: w.Error(), Err: w})
 	}
 	for _, t := range res.Targets {
 		for _, w := range t.Warnings {
-			out = append(out, report.Warning{Kind: report.WarnCatalog, Severity: report.SeverityWarning, Text: w.Error(), Err: w})
+			out = append(out, report.Warning{Kind: report.WarnCatalog, Severity: snapshot.SeverityWarning, Text: w.Error(), Err: w})
 		}
 	}
 	return out

@@ -98,12 +98,12 @@ func TestWarningsAreTyped(t *testing.T) {
 	for i, w := range rep.WarningDetails {
 		assert.Equal(t, rep.Warnings[i], w.Text)
 		assert.NotEmpty(t, w.Kind, w.Text)
-		assert.Contains(t, []string{report.SeverityError, report.SeverityWarning}, w.Severity)
+		assert.Contains(t, []snapshot.Severity{snapshot.SeverityError, snapshot.SeverityWarning}, w.Severity)
 	}
 	require.GreaterOrEqual(t, len(rep.WarningDetails), 2)
-	assert.Equal(t, report.Warning{Kind: report.WarnReading, Severity: report.SeverityError, Text: rep.Warnings[0], Err: ev.Problems[len(ev.Problems)-2]}, rep.WarningDetails[0])
+	assert.Equal(t, report.Warning{Kind: report.WarnReading, Severity: snapshot.SeverityError, Text: rep.Warnings[0], Err: ev.Problems[len(ev.Problems)-2]}, rep.WarningDetails[0])
 	assert.Contains(t, rep.Warnings[0], "pod-c.prom")
-	assert.Equal(t, report.SeverityWarning, rep.WarningDetails[1].Severity)
+	assert.Equal(t, snapshot.SeverityWarning, rep.WarningDetails[1].Severity)
 	assert.Equal(t, report.WarnReading, rep.WarningDetails[1].Kind)
 	// A warning is the error it reports: errors.Is finds its sentinel,
 	// errors.As its snapshot.Problem; the JSON is as before.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/whyslow/whyslow/report"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // Sentinels of the diagnosis' own warnings. An entry of
@@ -44,5 +45,5 @@ var (
 // warnf returns the diagnosis' warning of the given kind (report.WarnWindow
 // or report.WarnSignal) that unwraps to sentinel, its text formatted.
 func warnf(kind string, sentinel error, format string, args ...any) report.Warning {
-	return report.Warning{Kind: kind, Severity: report.SeverityWarning, Text: fmt.Sprintf(format, args...), Err: sentinel}
+	return report.Warning{Kind: kind, Severity: snapshot.SeverityWarning, Text: fmt.Sprintf(format, args...), Err: sentinel}
 }

@@ -1,5 +1,7 @@
 package report
 
+import "github.com/whyslow/whyslow/snapshot"
+
 // Warning is one non-fatal problem of a report, typed. It is an error
 // whose Unwrap is the problem it reports: a reading warning unwraps to
 // its snapshot.Problem, a catalog warning to the resolution's error, the
@@ -10,10 +12,11 @@ package report
 type Warning struct {
 	// Kind says where it comes from: one of the Warn* kinds.
 	Kind string `json:"kind"`
-	// Severity is "error" (part of the evidence could not be used: the
-	// result is partial) or "warning" (the result stands, with a caveat),
-	// as snapshot grades its problems.
-	Severity string `json:"severity"`
+	// Severity is snapshot.SeverityError (part of the evidence could not
+	// be used: the result is partial) or snapshot.SeverityWarning (the
+	// result stands, with a caveat), as snapshot grades its problems;
+	// JSON holds its name, "error" or "warning".
+	Severity snapshot.Severity `json:"severity"`
 	// Text is the warning as Report.Warnings prints it.
 	Text string `json:"text"`
 	// Err is the problem the warning reports: a snapshot.Problem, a
@@ -43,14 +46,6 @@ const (
 	WarnSignal = "signal"
 	// WarnRules: the decision map's evaluation.
 	WarnRules = "rules"
-)
-
-// Severities of Warning.
-const (
-	// SeverityError: part of the evidence could not be used.
-	SeverityError = "error"
-	// SeverityWarning: the result stands, with a caveat.
-	SeverityWarning = "warning"
 )
 
 // AddWarning appends w to r.WarningDetails and its text to r.Warnings.

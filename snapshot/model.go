@@ -342,6 +342,21 @@ func (s Severity) String() string {
 	return "warning"
 }
 
+// MarshalText returns the severity's name (String): JSON holds
+// "warning", "error" or "info".
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a name String returns.
+func (s *Severity) UnmarshalText(b []byte) error {
+	for _, v := range []Severity{SeverityWarning, SeverityError, SeverityInfo} {
+		if string(b) == v.String() {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("snapshot: severity %q is not warning, error or info", b)
+}
+
 // Problem is a non-fatal problem met while reading evidence. It names the
 // place as precisely as the source allows.
 type Problem struct {

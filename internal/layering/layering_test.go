@@ -91,7 +91,7 @@ func TestImports(t *testing.T) {
 		"snapshot/internal/dumpdir": {},
 		"snapshot/internal/outlier": {},
 		"catalog":                   {"snapshot"},
-		"report":                    {"histogram", "catalog", "rules"},
+		"report":                    {"histogram", "snapshot", "catalog", "rules"}, // snapshot: Warning.Severity is snapshot.Severity
 		"report/html":               {"report"},
 		"diagnose":                  {"histogram", "snapshot", "catalog", "rules", "report"},
 		"alerts":                    {"catalog", "rules"},
