@@ -156,17 +156,25 @@ func prometheus(t testing.TB, dir, config string, flags ...string) (addr, data s
 // pods keeps them).
 func Fleet(t testing.TB, scenario string) (fleetsim.ScenarioSpec, *fleetsim.Fleet) {
 	t.Helper()
+	return FleetOf(t, scenario, 3, 30*time.Second)
+}
+
+// FleetOf simulates a fleet of a scenario of pods pods (0: the scenario's
+// own number), with the load scaled to them, scraped every interval (a
+// scenario that lists its pods keeps them).
+func FleetOf(t testing.TB, scenario string, pods int, interval time.Duration) (fleetsim.ScenarioSpec, *fleetsim.Fleet) {
+	t.Helper()
 	spec, ok := fleetsim.LookupScenario(scenario)
 	require.True(t, ok, scenario)
 	cfg := spec.Config
-	if len(cfg.Pods) == 0 {
-		cfg.NumPods = 3
+	if len(cfg.Pods) == 0 && pods > 0 {
+		cfg.NumPods = pods
 		cfg.Workload.Phases = slices.Clone(cfg.Workload.Phases)
 		for i := range cfg.Workload.Phases {
-			cfg.Workload.Phases[i].Rate *= 3.0 / 8
+			cfg.Workload.Phases[i].Rate *= float64(pods) / 8
 		}
 	}
-	cfg.ScrapeInterval = 30 * time.Second
+	cfg.ScrapeInterval = interval
 	fleet, err := fleetsim.Run(cfg)
 	require.NoError(t, err)
 	return spec, fleet
