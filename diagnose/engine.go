@@ -36,14 +36,18 @@ type pushdown struct {
 	// standing at both edges, as the engine sees them).
 	own, both map[string][]bool
 	whole     map[string]bool
+	// edge marks the intervals every replica is read over from its
+	// samples: where the engine may hold samples the read did not.
+	edge []bool
 	// pending are the targets of the sample reads not yet added.
 	pending map[pendingKey]bool
 	reads   []SampleRead
 }
 
 // A SampleRead is a read a pushdown survey needs of the samples
-// themselves: Metrics of Targets over Window (its start widened by
-// snapshot.Lookback for the edge samples).
+// themselves: Metrics of Targets over Window, its start widened by
+// snapshot.Lookback for the edge samples, both ends kept within the range
+// of the read that fed the Surveyor (the samples it could have held).
 type SampleRead struct {
 	Targets []*snapshot.Target
 	Metrics []string
@@ -86,7 +90,7 @@ func (p *pushdown) rawPass() bool { return p != nil && p.planned && len(p.pendin
 // samples (see pushdown), asking the engine for resets and presence, and
 // lists the sample reads, one per run of a replica's intervals read so.
 // It reports whether there is any.
-func (s *Surveyor) planPush(sc *scope) (bool, error) {
+func (s *Surveyor) planPush(sc *scope, last time.Time) (bool, error) {
 	p := s.push
 	p.planned = true
 	p.own, p.whole, p.pending = map[string][]bool{}, map[string]bool{}, map[pendingKey]bool{}
@@ -168,12 +172,31 @@ func (s *Surveyor) planPush(sc *scope) (bool, error) {
 			}
 		}
 	}
+	// The intervals the engine may see samples in that the read did not
+	// hold (before the start of the range read, or after its end): a
+	// replica the engine sees at an interval's start where whyslow has
+	// no scrape within snapshot.Lookback, and the intervals past the
+	// fleet's last scrape. The engine would count those samples in its
+	// sums; every replica is read from its samples there instead, as a
+	// read of the range holds them.
+	p.edge = make([]bool, len(s.grid))
+	for i, w := range s.grid {
+		p.edge[i] = w.End.After(last)
+	}
+	for name, a := range at {
+		edges := s.lines.edges[name]
+		for i := range s.grid {
+			if a[i] && a[i+1] && edges != nil && !edges[i] {
+				p.edge[i] = true
+			}
+		}
+	}
 	p.both = map[string][]bool{}
 	for name, a := range at {
 		edges := s.lines.edges[name]
 		both := make([]bool, len(s.grid))
 		for i := range both {
-			both[i] = a[i] && a[i+1]
+			both[i] = a[i] && a[i+1] && !p.edge[i]
 			if both[i] && (edges == nil || !edges[i+1]) {
 				p.whole[name] = true
 			}
@@ -341,8 +364,8 @@ func (s *Surveyor) fetchPush(sc *scope) error {
 		f := &s.lines.fleet[pq.spec]
 		f.has = true
 		for i, h := range rows[0] {
-			if h == nil {
-				continue
+			if h == nil || s.push.edge[i] {
+				continue // read from the samples (planPush)
 			}
 			f.hist[i].add(engineIncrease(s.grid[i], *h, pq.scale))
 		}

@@ -633,7 +633,7 @@ func (s *Surveyor) Survey() (sv *Survey, again bool, err error) {
 		}
 		if s.push != nil && !s.push.fetched {
 			if !s.push.planned {
-				more, err := s.planPush(sc)
+				more, err := s.planPush(sc, st.last)
 				if err != nil {
 					return nil, false, err
 				}

@@ -105,27 +105,36 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 		scenario, server string
 		pods             int           // 0: 3
 		interval         time.Duration // 0: 30 s
+		from, span       time.Duration // the range: from the fleet's start (0: 2 h)
 	}{
-		{"kv-preemption", "prometheus", 0, 0},
+		{"kv-preemption", "prometheus", 0, 0, 0, 0},
 		// Eight pods scraped every 2 minutes: Prometheus adds the pods'
 		// _sum differences in another order than the directory's read,
 		// and the change-point search's fleet means move in the last
 		// digit (see exactServer below).
-		{"kv-preemption", "prometheus", 8, 2 * time.Minute},
-		{"restart", "prometheus", 0, 0},
-		{"mixed-versions", "prometheus", 0, 0},
-		{"healthy", "prometheus", 0, 0},
-		{"kv-preemption", "victoria-metrics", 0, 0},
-		{"restart", "victoria-metrics", 0, 0},
-		{"mixed-versions", "victoria-metrics", 0, 0},
-		{"kv-preemption", "thanos", 0, 0},
-		{"restart", "thanos", 0, 0},
-		{"kv-preemption", "mimir", 0, 0},
-		{"restart", "mimir", 0, 0},
+		{"kv-preemption", "prometheus", 8, 2 * time.Minute, 0, 0},
+		// Ranges that start and end amid the samples: the server holds
+		// samples before and after them, which a read of the range does
+		// not, at the edges of the grid's first and last intervals.
+		{"kv-preemption", "prometheus", 0, 15 * time.Second, 23 * time.Minute, 37 * time.Minute},
+		{"restart", "prometheus", 0, time.Minute, 7*time.Minute + 13*time.Second, 91 * time.Minute},
+		{"restart", "prometheus", 0, 0, 0, 0},
+		{"mixed-versions", "prometheus", 0, 0, 0, 0},
+		{"healthy", "prometheus", 0, 0, 0, 0},
+		{"kv-preemption", "victoria-metrics", 0, 0, 0, 0},
+		{"restart", "victoria-metrics", 0, 0, 0, 0},
+		{"mixed-versions", "victoria-metrics", 0, 0, 0, 0},
+		{"kv-preemption", "thanos", 0, 0, 0, 0},
+		{"restart", "thanos", 0, 0, 0, 0},
+		{"kv-preemption", "mimir", 0, 0, 0, 0},
+		{"restart", "mimir", 0, 0, 0, 0},
 	} {
 		name := tc.scenario + "/" + tc.server
-		if tc.pods > 0 {
-			name += fmt.Sprintf("/%d-pods-%s", tc.pods, tc.interval)
+		if tc.pods > 0 || tc.interval > 0 {
+			name += fmt.Sprintf("/%d-pods-%s", cmp.Or(tc.pods, 3), cmp.Or(tc.interval, 30*time.Second))
+		}
+		if tc.span > 0 {
+			name += fmt.Sprintf("/from-%s-for-%s", tc.from, tc.span)
 		}
 		t.Run(name, func(t *testing.T) {
 			spec, fleet := promserver.FleetOf(t, tc.scenario, cmp.Or(tc.pods, 3), cmp.Or(tc.interval, 30*time.Second))
@@ -154,7 +163,7 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 			if start.IsZero() {
 				start = fleetsim.DefaultStart
 			}
-			rng := start.UTC().Format(time.RFC3339) + "/2h"
+			rng := start.Add(tc.from).UTC().Format(time.RFC3339) + "/" + cmp.Or(tc.span, 2*time.Hour).String()
 			report := func(path string, flags ...string) map[string]any {
 				args := append([]string{"diagnose", "--format", "json", "--range", rng}, flags...)
 				code, out, errs := whyslow(t, "", append(args, path)...)
