@@ -235,7 +235,9 @@ const processStart = "process_start_time_seconds"
 // without a restart. A restart is a change of process_start_time_seconds
 // between the two scrapes, or of a sample's OpenMetrics start time; for
 // a target without process_start_time_seconds (vLLM V0 exposes none),
-// every counter of the target dropping at one scrape. Any other decrease
+// every counter of the target dropping at one scrape, which resets too a
+// series whose two samples straddle that scrape (a labelled counter is
+// created again at its first increment after the restart). Any other decrease
 // is inconsistent evidence (scrapes out of order, two processes under one
 // name), and is reported as such instead of being read as a reset.
 func (b *Builder) checkCounters(t *Target) {
@@ -285,12 +287,25 @@ func (b *Builder) checkCounters(t *Target) {
 			}
 		}
 	})
+	// The times at which every counter positive at its previous sample
+	// dropped: the target's restarts, as V0 shows them. A series whose
+	// samples straddle one (a labelled counter that appears again only
+	// when it is next incremented, some scrapes after the restart) was
+	// reset there too.
+	var restarts []int64
+	for ts, c := range together {
+		if c.with > 0 && c.drops == c.with {
+			restarts = append(restarts, ts)
+		}
+	}
+	slices.Sort(restarts)
 	isRestart := func(t1, t2 int64) bool {
 		if r, known := restarted(t1, t2); known {
 			return r
 		}
-		c := together[t2]
-		return c != nil && c.with > 0 && c.drops == c.with
+		// A restart in (t1, t2].
+		i, _ := slices.BinarySearch(restarts, t1+1)
+		return i < len(restarts) && restarts[i] <= t2
 	}
 
 	var (

@@ -125,6 +125,38 @@ func TestV0RestartIsEveryCounterDropping(t *testing.T) {
 	assert.Equal(t, []float64{10, 12, 14}, a1.V, "the inconsistent sample is left out")
 }
 
+// A V0 counter with a label is created at its first increment: after a
+// restart it is absent until then, and its next sample, scrapes later, is
+// below its last before the restart. The restart the other counters show
+// in between is its reset too, not inconsistent evidence.
+func TestV0RestartResetsACounterThatComesBackLater(t *testing.T) {
+	dump := func(a float64, length string) string {
+		out := fmt.Sprintf("# TYPE vllm:a_total counter\nvllm:a_total %g\n", a)
+		if length != "" {
+			out += "# TYPE vllm:request_success_total counter\nvllm:request_success_total{finished_reason=\"length\"} " + length + "\n"
+		}
+		return out
+	}
+	root := t.TempDir()
+	writeFiles(t, root, map[string]string{
+		"vllm-0/2026-09-22T10-00-00Z.prom": dump(10, "5"),
+		"vllm-0/2026-09-22T10-00-15Z.prom": dump(12, "7"),
+		"vllm-0/2026-09-22T10-00-30Z.prom": dump(1, ""), // restart: a drops, length not yet created
+		"vllm-0/2026-09-22T10-00-45Z.prom": dump(3, ""),
+		"vllm-0/2026-09-22T10-01-00Z.prom": dump(5, "1"), // created again
+		"vllm-0/2026-09-22T10-01-15Z.prom": dump(8, "2"),
+	})
+	e, err := snapshot.Read(context.Background(), []string{root}, snapshot.Options{})
+	require.NoError(t, err)
+	assert.Empty(t, e.ProblemsOf(snapshot.ErrInconsistent), "%v", e.Problems)
+	length := e.Target("vllm-0").Family("vllm:request_success_total").Series[0]
+	assert.Equal(t, []float64{5, 7, 1, 2}, length.V, "every sample is kept")
+	inc, err := length.Increase(snapshot.Window{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, inc.Resets)
+	assert.Equal(t, 2+2.0, inc.Value, "2 before the restart, 1 and 1 after")
+}
+
 // A dump named a year ahead, one named a month ahead, and one whose sample
 // timestamps are seconds, among a fleet's dumps: each is named and left
 // out, the evidence spans only the fleet's capture, reading stays quick;
