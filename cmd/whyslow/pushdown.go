@@ -32,25 +32,15 @@ func (f *inputFlags) engine(ctx context.Context, path string, sel snapshot.Optio
 func (f *diagnoseFlags) readSamples(ctx context.Context, e *env, paths []string, sel snapshot.Options, r diagnose.SampleRead) (*snapshot.Evidence, error) {
 	o := sel
 	o.Metrics, o.LabelsOnly = r.Metrics, nil
-	// Within the range read (sel's, and --range): the samples the read
-	// that fed the survey could hold, as a directory's read of the range
-	// holds them.
+	// Within the range of the read that fed the survey (sel's; --range
+	// bounds every read, see serverFlags.apply): the samples it could
+	// hold, as a directory's read of the range holds them.
 	o.Start, o.End = r.Window.Start.Add(-snapshot.Lookback), r.Window.End
-	bounds := []snapshot.Window{{Start: sel.Start, End: sel.End}}
-	if f.server.readRange != "" {
-		w, err := parseWindow(f.server.readRange)
-		if err != nil {
-			return nil, usagef("--range: %v", err)
-		}
-		bounds = append(bounds, w)
+	if !sel.Start.IsZero() && o.Start.Before(sel.Start) {
+		o.Start = sel.Start
 	}
-	for _, b := range bounds {
-		if !b.Start.IsZero() && o.Start.Before(b.Start) {
-			o.Start = b.Start
-		}
-		if !b.End.IsZero() && o.End.After(b.End) {
-			o.End = b.End
-		}
+	if !sel.End.IsZero() && o.End.After(sel.End) {
+		o.End = sel.End
 	}
 	byLabel := map[string][]string{}
 	for _, t := range r.Targets {

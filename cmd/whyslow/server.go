@@ -43,16 +43,29 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.deadline, "server-deadline", promapi.DefaultConfig.Deadline, "server URL: give up on reading the server after `DURATION`, retries included")
 }
 
-// apply sets the time range of --range on opts (unless the command chose
-// one) and, when a path is a server URL, returns ctx carrying the
-// server configuration of the flags.
+// apply bounds opts's time range by --range (sets it, when the command
+// chose none; narrows the one it chose, such as a window widened for
+// its edge samples, to what lies within --range: nothing outside it is
+// read, whatever the source) and, when a path is a server URL, returns
+// ctx carrying the server configuration of the flags.
 func (f *serverFlags) apply(ctx context.Context, paths []string, opts *snapshot.Options, in *inputFlags) (context.Context, error) {
-	if f.readRange != "" && opts.Start.IsZero() && opts.End.IsZero() {
+	if f.readRange != "" {
 		w, err := parseWindow(f.readRange)
 		if err != nil {
 			return ctx, usagef("--range: %v", err)
 		}
-		opts.Start, opts.End = w.Start, w.End
+		start, end := opts.Start, opts.End
+		if start.IsZero() || start.Before(w.Start) {
+			start = w.Start
+		}
+		if end.IsZero() || end.After(w.End) {
+			end = w.End
+		}
+		// A range the command chose wholly outside --range (windows
+		// given apart from it) is read as chosen.
+		if !start.After(end) {
+			opts.Start, opts.End = start, end
+		}
 	}
 	urls := false
 	for _, p := range paths {
