@@ -403,7 +403,7 @@ func Default() Catalog {
 			other("DCGM_FI_DEV_GPU_UTIL_RATIO", 1, true, Unverified, "ratio, exporter >= 4.9 name (unverified)"),
 			other("DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO", 1, true, Unverified, "ratio, exporter >= 4.9 name (unverified)")),
 		gauge(SignalPrefixCacheHitRate, UnitRatio, snapshot.AggregateMean,
-			"V0 only: prefix-cache block hit rate, -1 when unknown; V1 uses the hits/queries counters.",
+			"V0 only: prefix-cache block hit rate over every lookup since the process started, -1 when unknown (the window's rate is recovered weighting it by prompt tokens); V1 uses the hits/queries counters.",
 			src("vllm:gpu_prefix_cache_hit_rate", "")),
 		counter(SignalPreemptions, UnitCount, "",
 			"Scheduler preemptions (recompute); a sustained rate means KV pressure.",

@@ -465,20 +465,68 @@ func (c *factCtx) fleetTotal(id catalog.SignalID, w evalWindow, none string) (to
 	return inc.Value, rules.Fact{}, true
 }
 
-// prefixHitRatio is hits / queries of the prefix cache (tokens), or the V0
-// hit-rate gauge's mean.
+// prefixHitRatio is hits / queries of the prefix cache (tokens), or the
+// window's rate recovered from the V0 hit-rate gauge (prefixHitRatioV0).
 func (c *factCtx) prefixHitRatio(w evalWindow) rules.Fact {
 	if c.sc.has(catalog.SignalPrefixCacheQueries) && c.sc.has(catalog.SignalPrefixCacheHits) {
 		return c.counterRatio(catalog.SignalPrefixCacheHits, catalog.SignalPrefixCacheQueries, w, "no prefix-cache lookup in the window (prefix caching disabled, or no traffic)")
 	}
 	if c.sc.has(catalog.SignalPrefixCacheHitRate) {
-		f := c.gaugeStat(catalog.SignalPrefixCacheHitRate, w, "mean")
-		if f.Known() && f.Incident.Value < 0 {
-			return rules.MissingFact(errors.New("the prefix-cache hit-rate gauge is -1 (unknown)"))
-		}
-		return f
+		return c.prefixHitRatioV0(w)
 	}
 	return rules.MissingFact(c.missingSignal(catalog.SignalPrefixCacheHits))
+}
+
+// prefixHitRatioV0 is the prefix-cache hit ratio over w from vLLM V0's
+// gpu_prefix_cache_hit_rate, a rate over every lookup since the process
+// started (vLLM's CacheMetricData), not over the last ones: its mean over
+// a window hardly moves when the cache stops hitting. The window's hits
+// are recovered replica by replica as R(to)·P(to) - R(from)·P(from), the
+// gauge R at the window's first and last scrapes weighted by the prompt
+// tokens P the process took until then (V0 counts no lookups; a lookup
+// per block of prompt), over the prompt tokens of the window. A replica
+// whose gauge is -1 (unknown), or whose process restarted in the window,
+// is left out.
+func (c *factCtx) prefixHitRatioV0(w evalWindow) rules.Fact {
+	if f, ok := c.need(catalog.SignalPromptTokensTotal); !ok {
+		return f
+	}
+	var hits, queries float64
+	unknown := false
+	for r := range c.sc.replicas {
+		s := c.sc.replicaGauge(catalog.SignalPrefixCacheHitRate, r)
+		if s == nil {
+			continue
+		}
+		g, err := s.Gauge(w.w)
+		if err != nil || g.N < 2 {
+			continue
+		}
+		if g.First < 0 || g.Last < 0 {
+			unknown = true
+			continue
+		}
+		p1, ok1 := c.counterAt(catalog.SignalPromptTokensTotal, r, g.From.UnixMilli())
+		p2, ok2 := c.counterAt(catalog.SignalPromptTokensTotal, r, g.To.UnixMilli())
+		if !ok1 || !ok2 || !(p2 > p1) {
+			continue
+		}
+		inc, err := c.sc.replicaCounter(catalog.SignalPromptTokensTotal, r, snapshot.Window{Start: g.From, End: g.To}, nil)
+		if err != nil || inc.Resets > 0 {
+			continue // the gauge started again with the process
+		}
+		hits += g.Last*p2 - g.First*p1
+		queries += p2 - p1
+	}
+	if !(queries > 0) {
+		if unknown {
+			return rules.MissingFact(errors.New("the prefix-cache hit-rate gauge is -1 (unknown)"))
+		}
+		return rules.MissingFact(rules.TooLittle("no replica with two scrapes of the prefix-cache hit-rate gauge and prompt tokens between them in the window"))
+	}
+	f := rules.Measured(min(max(hits/queries, 0), 1)).WithSource(c.sc.source(catalog.SignalPrefixCacheHitRate) + " weighted by " + c.sc.source(catalog.SignalPromptTokensTotal))
+	f.Incident.Count = queries
+	return f
 }
 
 // gaugeStat is a statistic of the fleet series of gauge id over w.

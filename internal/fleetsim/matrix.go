@@ -102,6 +102,9 @@ type Variant struct {
 	// Length is how long the incident lasts; zero means to the end of
 	// the run. After it the workload and the engines are as before.
 	Length time.Duration
+	// Version is the vLLM generation of the pods that do not set their
+	// own; zero keeps the case's.
+	Version Version
 }
 
 // Span returns when the variant's incident begins and ends.
@@ -124,6 +127,9 @@ func (c MatrixCase) VariantConfig(pods int, seed uint64, knob float64, v Variant
 	cfg.Duration = MatrixDuration
 	cfg.GPUExporter = DCGMPercent
 	cfg.ScrapeInterval = v.ScrapeInterval
+	if v.Version != 0 {
+		cfg.Version = v.Version
+	}
 	return cfg
 }
 
