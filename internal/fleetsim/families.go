@@ -261,6 +261,33 @@ func (b *famBuilder) specFamilies() {
 	b.add(f)
 }
 
+// v0SpecFamilies adds the speculative-decoding metrics of V0's
+// vllm/engine/metrics.py when the engine speculates: the token counters
+// (accepted, draft, emitted: the accepted and one more per draft) and
+// the acceptance rate and efficiency gauges, both over every draft since
+// the process started.
+func (b *famBuilder) v0SpecFamilies() {
+	if len(b.sc.snaps) == 0 || len(b.sc.snaps[0].st.specPerPos) == 0 {
+		return
+	}
+	k := float64(len(b.sc.snaps[0].st.specPerPos))
+	b.counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", func(s *engineStats) float64 { return s.specAccepted })
+	b.counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", func(s *engineStats) float64 { return s.specDraftTok })
+	b.counter("vllm:spec_decode_num_emitted_tokens", "Number of emitted tokens.", func(s *engineStats) float64 { return s.specAccepted + s.specDrafts })
+	b.gauge("vllm:spec_decode_draft_acceptance_rate", "Speulative token acceptance rate.", func(s *engineSnap) float64 {
+		if s.st.specDraftTok == 0 {
+			return math.NaN()
+		}
+		return s.st.specAccepted / s.st.specDraftTok
+	})
+	b.gauge("vllm:spec_decode_efficiency", "Speculative decoding system efficiency.", func(s *engineSnap) float64 {
+		if s.st.specDrafts == 0 {
+			return math.NaN()
+		}
+		return (s.st.specAccepted + s.st.specDrafts) / (s.st.specDrafts * (k + 1))
+	})
+}
+
 // paramHists adds the histograms of the requests' parameters.
 func (b *famBuilder) paramHists() {
 	b.hist("vllm:request_max_num_generation_tokens", "Histogram of maximum number of requested generation tokens.", hMaxGenTokens)
@@ -408,6 +435,7 @@ func (b *famBuilder) v0Families() {
 		series: []series{{labels: []label{{"max_lora", "0"}, {"running_lora_adapters", ""}, {"waiting_lora_adapters", ""}},
 			value: math.Round((float64(b.sc.Time.UnixNano())/1e9-1.7)*1e6) / 1e6}}})
 	b.cacheConfig()
+	b.v0SpecFamilies()
 	b.gauge("vllm:num_requests_running", "Number of requests currently running on GPU.", func(s *engineSnap) float64 { return float64(s.running) })
 	b.gauge("vllm:num_requests_swapped", "Number of requests swapped to CPU.", func(*engineSnap) float64 { return 0 })
 	b.gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", func(s *engineSnap) float64 { return float64(s.waiting) })

@@ -10,19 +10,27 @@ import (
 	"github.com/whyslow/whyslow/internal/fleetsim"
 )
 
-// A fleet of vLLM V0 pods shows its prefix-cache hit rate only as a gauge
-// of every lookup since the process started: a cache that stops hitting
-// moves its mean over a window by a few points. The diagnosis recovers
-// the window's rate (weighted by prompt tokens) and names the cause; the
-// gauge's mean alone named decode-pressure, at high confidence.
-func TestV0PrefixCacheLoss(t *testing.T) {
+// Fleets of vLLM V0 pods, which show some causes otherwise than V1's:
+//   - prefix-cache-loss: the hit rate only as a gauge of every lookup since
+//     the process started, whose mean over a window hardly moves when the
+//     cache stops hitting; the diagnosis recovers the window's rate
+//     (weighted by prompt tokens), where the gauge's mean named
+//     decode-pressure at high confidence;
+//   - spec-decode-acceptance: the draft and accepted token counters beside
+//     V0's acceptance-rate and efficiency gauges (fleetsim exposed none
+//     on V0, and the same cause read as decode-pressure).
+func TestV0Causes(t *testing.T) {
 	smallest := slices.Min(fleetsim.MatrixSizes)
-	k, ok := fleetsim.MatrixKnob("prefix-cache-loss", smallest, "moderate")
-	require.True(t, ok)
-	c := Cell{Case: "prefix-cache-loss", Expect: "prefix-cache-loss", Pods: smallest, Seed: fleetsim.MatrixSeeds[0],
-		Severity: "moderate", Knob: k, Variant: fleetsim.Variant{Version: fleetsim.VersionV0}}
-	r := RunCell(c)
-	require.NoError(t, r.Err)
-	assert.Equal(t, "prefix-cache-loss", r.Verdict, "%s", r.Outcome)
-	assert.True(t, r.OK(), "%s: %s", r.Outcome, r.Verdict)
+	for _, name := range []string{"prefix-cache-loss", "spec-decode-acceptance"} {
+		t.Run(name, func(t *testing.T) {
+			k, ok := fleetsim.MatrixKnob(name, smallest, "moderate")
+			require.True(t, ok)
+			c := Cell{Case: name, Expect: name, Pods: smallest, Seed: fleetsim.MatrixSeeds[0],
+				Severity: "moderate", Knob: k, Variant: fleetsim.Variant{Version: fleetsim.VersionV0}}
+			r := RunCell(c)
+			require.NoError(t, r.Err)
+			assert.Equal(t, name, r.Verdict, "%s", r.Outcome)
+			assert.True(t, r.OK(), "%s: %s", r.Outcome, r.Verdict)
+		})
+	}
 }
