@@ -51,6 +51,7 @@ func engineRules() []Rule {
 				auto("Did completions and generated tokens stay flat over several scrapes (a single scrape cannot show flat counters)?", progress),
 				auto("Do clients keep arriving (waiting grows or a frontend request counter advances)? Without an arrival signal the gauges may be frozen instead (see stale-gauges)", above(StalledReplicas, limAny)),
 				{Text: "Is KV usage low (nothing holds the cache: not a KV shortage)?", When: ptr(below(KVUsageMax, limKVHigh)), Neutral: true},
+				auto("Are the waiting requests waiting for capacity, not deferred at admission? A deferral holds them without running any as a stall does (see admission-deferral); only num_requests_waiting_by_reason tells the two apart", not(deferralHolds())),
 				manual("Does /health still answer 200 (vLLM #45388, #45414)? Alert on waiting > 0 and running == 0 for 10 minutes, not on /health alone"),
 				manual("Read the engine core's log for its last scheduled step, and dump its stack (py-spy dump) before restarting"),
 				manual("Do the stuck requests use structured output (a grammar compilation that never ends) or a KV-offload connector (loads that never complete)?"),
