@@ -24,7 +24,9 @@ import (
 // the whole history of a replica that restarted (process_start_time_seconds
 // took several values, or the engine saw a counter reset), whose bucket
 // layout changed, or that the engine sees where whyslow does not: the
-// engine cannot correct those.
+// engine cannot correct those. Every replica is read from its samples over
+// the grid's intervals at the ends of the range read (edge), where the
+// engine may hold samples the read did not.
 type pushdown struct {
 	engine snapshot.Engine
 	// planned is set once the sample reads are chosen; fetched once the

@@ -35,13 +35,7 @@ func (f *diagnoseFlags) readSamples(ctx context.Context, e *env, paths []string,
 	// Within the range of the read that fed the survey (sel's; --range
 	// bounds every read, see serverFlags.apply): the samples it could
 	// hold, as a directory's read of the range holds them.
-	o.Start, o.End = r.Window.Start.Add(-snapshot.Lookback), r.Window.End
-	if !sel.Start.IsZero() && o.Start.Before(sel.Start) {
-		o.Start = sel.Start
-	}
-	if !sel.End.IsZero() && o.End.After(sel.End) {
-		o.End = sel.End
-	}
+	o.Start, o.End, _ = within(r.Window.Start.Add(-snapshot.Lookback), r.Window.End, snapshot.Window{Start: sel.Start, End: sel.End})
 	byLabel := map[string][]string{}
 	for _, t := range r.Targets {
 		byLabel[t.NameFrom] = append(byLabel[t.NameFrom], regexp.QuoteMeta(t.Name))

@@ -54,16 +54,9 @@ func (f *serverFlags) apply(ctx context.Context, paths []string, opts *snapshot.
 		if err != nil {
 			return ctx, usagef("--range: %v", err)
 		}
-		start, end := opts.Start, opts.End
-		if start.IsZero() || start.Before(w.Start) {
-			start = w.Start
-		}
-		if end.IsZero() || end.After(w.End) {
-			end = w.End
-		}
 		// A range the command chose wholly outside --range (windows
 		// given apart from it) is read as chosen.
-		if !start.After(end) {
+		if start, end, ok := within(opts.Start, opts.End, w); ok {
 			opts.Start, opts.End = start, end
 		}
 	}
@@ -155,4 +148,16 @@ func shownPaths(paths []string) string {
 		out[i] = p
 	}
 	return strings.Join(out, ", ")
+}
+
+// within narrows the range [start, end] to bound, a zero end of either
+// being unbounded, and reports whether anything of it is left.
+func within(start, end time.Time, bound snapshot.Window) (time.Time, time.Time, bool) {
+	if start.IsZero() || (!bound.Start.IsZero() && start.Before(bound.Start)) {
+		start = bound.Start
+	}
+	if end.IsZero() || (!bound.End.IsZero() && end.After(bound.End)) {
+		end = bound.End
+	}
+	return start, end, start.IsZero() || end.IsZero() || !start.After(end)
 }
