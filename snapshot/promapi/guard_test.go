@@ -295,6 +295,11 @@ func TestSecretsLine(t *testing.T) {
 		{"a\n\tb\x00\x1b[0mc  d", "a b [0mc d"},
 		{strings.Repeat("é", 400), strings.Repeat("é", maxMessage) + "…"},
 		{"bad \xff utf8", "bad \uFFFD utf8"},
+		{`remoteAddr: "127.0.0.1:35874"; requestURI: /api/v1/read; unsupported path requested: "/api/v1/read"` + "\n",
+			`unsupported path requested: "/api/v1/read"`},
+		{`remoteAddr: "10.0.0.1:4711, X-Forwarded-For: \"a\" 10.1.1.1"; requestURI: /api/v1/query_range?query=up; error when executing query`,
+			`error when executing query`},
+		{`a remoteAddr: "x"; requestURI: /; stays`, `a remoteAddr: "x"; requestURI: /; stays`},
 	} {
 		assert.Equal(t, tc.want, s.line(tc.in), "%q", tc.in)
 	}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -346,10 +347,19 @@ func (s *secrets) redact(msg string) string {
 	return msg
 }
 
+// echoed is what VictoriaMetrics puts before each of its error messages:
+// the client's own address and the request's path (lib/httpserver's
+// Errorf; the address a JSON string, with any X-Forwarded-For in it).
+// The port changes from run to run, and the path is named
+// beside the message: a report would differ between two runs.
+var echoed = regexp.MustCompile(`^remoteAddr: "(?:[^"\\]|\\.)*"; requestURI: [^;]*; `)
+
 // line is msg, a server's text, as it may be shown: its secrets redacted,
-// on one line of printable characters, at most maxMessage runes.
+// without the request that VictoriaMetrics echoes (echoed), on one line
+// of printable characters, at most maxMessage runes.
 func (s *secrets) line(msg string) string {
 	msg = s.redact(strings.ToValidUTF8(msg, "\uFFFD"))
+	msg = echoed.ReplaceAllLiteralString(strings.TrimSpace(msg), "")
 	var b strings.Builder
 	n, space := 0, false
 	for _, c := range msg {
