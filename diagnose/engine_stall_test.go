@@ -243,3 +243,22 @@ func TestEngineStallOneScrape(t *testing.T) {
 	assert.Contains(t, text, "stall suspected")
 	assert.Contains(t, text, "a single scrape cannot show flat counters")
 }
+
+// A share of the waiting requests is unknown where no scrape saw one
+// waiting (scrapes a minute apart can miss every deferral episode), not
+// 0%: it neither counts against admission-deferral nor for a queue row.
+func TestDeferralSharesWithoutWaiting(t *testing.T) {
+	healthy := engineState{waiting: 0, running: 6, kv: 0.3, awake: 1, done: 20, gen: 4000, prompt: 10000, http: 20}
+	rep := engineRun(t, 0, repeat(16, healthy, func(i int, s *engineState) {
+		s.done, s.gen, s.prompt, s.http = float64(20*(i+1)), float64(4000*(i+1)), float64(10000*(i+1)), float64(20*(i+1))
+	}))
+	for _, id := range []rules.FactID{rules.DeferredShare, rules.DeferralQueueShare} {
+		f := rep.Facts[id]
+		require.Error(t, f.Missing, "%s: %v\n%s", id, f.Incident.Value, factsTable(rep))
+		assert.ErrorIs(t, f.Missing, rules.ErrTooLittle, id)
+		assert.Contains(t, f.Missing.Error(), "no request was waiting at a scrape of the window")
+	}
+	f, ok := findingIn(rep, rules.AdmissionDeferral)
+	require.True(t, ok)
+	assert.NotEqual(t, rules.Contradicted, f.Status, factsTable(rep))
+}

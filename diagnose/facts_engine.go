@@ -368,11 +368,13 @@ func (c *factCtx) deferralFact(w evalWindow, episodes bool) rules.Fact {
 		held = adjacent
 		src = c.sc.source(catalog.SignalWaiting) + ` on replicas whose ` + c.sc.source(catalog.SignalWaitingByReason) + `{reason="deferred"} > 0 at that scrape or the one before / all ` + c.sc.source(catalog.SignalWaiting)
 	}
-	v := 0.0
-	if waiting > 0 {
-		v = math.Min(1, held/waiting)
+	if !(waiting > 0) {
+		// A share of no waiting request is unknown, not 0: scrapes a
+		// minute apart may miss every episode of a deferral that drains
+		// within the minute.
+		return rules.MissingFact(rules.TooLittle("no request was waiting at a scrape of the window"))
 	}
-	f := rules.Measured(v).WithSource(src)
+	f := rules.Measured(math.Min(1, held/waiting)).WithSource(src)
 	f.Incident.Count, f.Incident.Window = waiting, w.text()
 	return f
 }
