@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
+
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/snapshot"
@@ -97,16 +99,18 @@ func (s *Surveyor) planPush(sc *scope, last time.Time) (bool, error) {
 	p.planned = true
 	p.own, p.whole, p.pending = map[string][]bool{}, map[string]bool{}, map[pendingKey]bool{}
 	var metrics []string
-	// Restarts the process start times show, and bucket layouts that
+	// Restarts the process start times show, bucket layouts that
 	// changed or differ between a replica's series (the server would add
-	// counts of different buckets); then the engine's resets.
+	// counts of different buckets), and series of one replica reached at
+	// two addresses (the server keeps apart what its samples join); then
+	// the engine's resets.
 	for r, rp := range sc.replicas {
 		if s.starts[rp.t.Name] > 1 {
 			p.whole[rp.t.Name] = true
 		}
 		for _, spec := range timelineSpecs {
 			if m := sc.match(r, spec.id); spec.stat == "p95" && m.Found() {
-				if _, ok := layoutOf(m.Family, sc.selector(m.Family)); !ok {
+				if _, ok := layoutOf(m.Family, sc.selector(m.Family)); !ok || readdressed(m.Family, sc.selector(m.Family)) {
 					p.whole[rp.t.Name] = true
 				}
 			}
@@ -495,6 +499,29 @@ func pushedSignal(id catalog.SignalID) bool {
 	for _, spec := range timelineSpecs {
 		if spec.id == id {
 			return spec.stat == "p95"
+		}
+	}
+	return false
+}
+
+// readdressed reports whether two histogram series of fam that carry
+// sel's labels differ only in their address labels (snapshot.
+// AddressLabels): a pod reached at a new address, as after a restart
+// under a new IP where no process start time says so (vLLM V0). Read
+// from their samples, the two make one timeline with a counter reset
+// (snapshot.Target.JoinAddresses); an engine keeps them apart, and its
+// sum over the restart's interval counts neither.
+func readdressed(fam *snapshot.Family, sel map[string]string) bool {
+	seen := map[string]labels.Labels{}
+	for _, h := range fam.Histograms {
+		if !matchesSel(h.Labels.Get, sel) {
+			continue
+		}
+		id := labels.NewBuilder(h.Labels).Del(snapshot.AddressLabels...).Labels().String()
+		if first, ok := seen[id]; ok && !labels.Equal(first, h.Labels) {
+			return true
+		} else if !ok {
+			seen[id] = h.Labels
 		}
 	}
 	return false
