@@ -129,3 +129,18 @@ func TestOutageLoadFactor(t *testing.T) {
 		})
 	}
 }
+
+// TestRollingRestartV0: vLLM V0 exposes no process start time, so a
+// StatefulSet pod that restarts shows only as its counters and request
+// histograms reset; the change-point search's segment of the restarts
+// (the two pods left took the third's load: ITL p95 1.9x) is a change of
+// membership all the same, not an incident (it read as decode-pressure,
+// high, on three pods scraped every 30 s or minute).
+func TestRollingRestartV0(t *testing.T) {
+	for _, iv := range []time.Duration{30 * time.Second, time.Minute} {
+		r := matrix.RunCell(matrix.Cell{Case: "rolling-restart-statefulset", Expect: "no-incident", Pods: 3, Seed: fleetsim.MatrixSeeds[0],
+			Variant: fleetsim.Variant{ScrapeInterval: iv, Version: fleetsim.VersionV0}})
+		require.NoError(t, r.Err)
+		assert.Equal(t, "no-incident", r.Verdict, "%s: %s (%v)", iv, r.Summary, r.Top)
+	}
+}

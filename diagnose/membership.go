@@ -8,6 +8,7 @@ import (
 
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/rules"
+	"github.com/whyslow/whyslow/snapshot"
 )
 
 // membership is when one replica joined the evidence, left it, and was
@@ -16,15 +17,35 @@ import (
 // A planned restart, a rollout and a scale-up show as such breaks; the
 // fleet's capacity changes at them whatever the workload does.
 type membership struct {
+	name        string
 	first, last time.Time
 	// breaks are the scrape times either side of each gap or new process.
 	breaks []time.Time
+	// resetsBreak says that a reset of the replica's request histograms
+	// marks a new process too (withResets): it exposes no
+	// process_start_time_seconds (vLLM V0, multiprocess mode), where
+	// only its counters dropping together show a restart.
+	resetsBreak bool
+}
+
+// withResets returns m with a break over each interval of grid (by
+// index, in resets) in which its request histograms were reset, when
+// m.resetsBreak; m itself otherwise.
+func (m membership) withResets(resets []int, grid []snapshot.Window) membership {
+	if !m.resetsBreak || len(resets) == 0 {
+		return m
+	}
+	m.breaks = slices.Clone(m.breaks)
+	for _, i := range resets {
+		m.breaks = append(m.breaks, grid[i].Start, grid[i].End)
+	}
+	return m
 }
 
 // membership reads replica r's scrape times and process start times.
 func (sc *scope) membership(r int) membership {
 	scrapes := sc.replicas[r].t.Scrapes // ascending
-	var m membership
+	m := membership{name: sc.replicas[r].t.Name}
 	if len(scrapes) == 0 {
 		return m
 	}
@@ -43,7 +64,9 @@ func (sc *scope) membership(r int) membership {
 			}
 		}
 	}
-	if s := sc.replicaGauge(catalog.SignalProcessStart, r); s != nil {
+	s := sc.replicaGauge(catalog.SignalProcessStart, r)
+	m.resetsBreak = s == nil
+	if s != nil {
 		prev, prevT := math.NaN(), int64(0)
 		for i, v := range s.V {
 			if math.IsNaN(v) {

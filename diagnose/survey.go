@@ -43,6 +43,10 @@ type lines struct {
 	sparse map[string]*sparseLine
 	// members holds the membership of every serving replica added.
 	members []membership
+	// resets holds, per replica, the intervals in which one of its
+	// request histograms was reset (a restart, where no process start
+	// time says so: see membership.resetsBreak).
+	resets map[string][]int
 	// hist says which timelines add measures: all (nil), or those whose
 	// stat is p95 (true) or not (false), for a pushdown survey.
 	hist *bool
@@ -67,7 +71,7 @@ type fleetLine struct {
 
 func newLines(grid []snapshot.Window, step time.Duration) *lines {
 	l := &lines{grid: grid, step: step, fleet: make([]fleetLine, len(timelineSpecs)),
-		fresh: make([]bool, len(grid)), replicas: map[string][][]float64{}, sparse: map[string]*sparseLine{}}
+		fresh: make([]bool, len(grid)), replicas: map[string][][]float64{}, sparse: map[string]*sparseLine{}, resets: map[string][]int{}}
 	for i, spec := range timelineSpecs {
 		f := &l.fleet[i]
 		switch spec.stat {
@@ -141,6 +145,7 @@ func (l *lines) addOnly(sc *scope, r int, only []bool) {
 				p := histP95(time.Time{}, inc)
 				sl.points = append(sl.points, sparsePoint{si: uint8(si), i: int32(idx[k]), v: [3]float64{float64(p.Value), float64(p.Count), float64(p.Edge)}})
 				f.hist[idx[k]].add(inc)
+				l.noteReset(name, idx[k], inc)
 			})
 			continue
 		}
@@ -161,6 +166,7 @@ func (l *lines) addOnly(sc *scope, r int, only []bool) {
 				i := stride * idx[k]
 				v[i], v[i+1], v[i+2] = float64(p.Value), float64(p.Count), float64(p.Edge)
 				f.hist[idx[k]].add(inc)
+				l.noteReset(name, idx[k], inc)
 			})
 		case "mean":
 			s := sc.replicaGauge(spec.id, r)
@@ -209,6 +215,14 @@ func (l *lines) addOnly(sc *scope, r int, only []bool) {
 	}
 }
 
+// noteReset records that replica name's histogram increase inc over
+// interval i counted a reset.
+func (l *lines) noteReset(name string, i int, inc snapshot.HistogramIncrease) {
+	if inc.Resets > 0 && !slices.Contains(l.resets[name], i) {
+		l.resets[name] = append(l.resets[name], i)
+	}
+}
+
 // histP95 is the point at t of the p95 of an interval's increase: its
 // value, observations and edge (report.QuantilePoint), or NaN and 0 when
 // it holds none.
@@ -241,7 +255,11 @@ func (sc *scope) gaugeAggregation(id catalog.SignalID) snapshot.Aggregation {
 // together and, unlike it, does not depend on how their scrapes are
 // staggered; counter points the summed increase per second.
 func (l *lines) timelines(sc *scope) *timelines {
-	tl := &timelines{step: l.step, grid: l.grid, replicas: l.replicas, sparse: l.sparse, members: l.members, means: map[catalog.SignalID][]float64{}}
+	members := make([]membership, len(l.members))
+	for i, m := range l.members {
+		members[i] = m.withResets(l.resets[m.name], l.grid)
+	}
+	tl := &timelines{step: l.step, grid: l.grid, replicas: l.replicas, sparse: l.sparse, members: members, means: map[catalog.SignalID][]float64{}}
 	for si, spec := range timelineSpecs {
 		f := &l.fleet[si]
 		if !f.has {
