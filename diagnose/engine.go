@@ -510,7 +510,9 @@ func pushedSignal(id catalog.SignalID) bool {
 // under a new IP where no process start time says so (vLLM V0). Read
 // from their samples, the two make one timeline with a counter reset
 // (snapshot.Target.JoinAddresses); an engine keeps them apart, and its
-// sum over the restart's interval counts neither.
+// sum over the restart's interval counts neither. Any instance value
+// counts, a name too, which JoinAddresses would not join: such a
+// replica is only read from its samples without need.
 func readdressed(fam *snapshot.Family, sel map[string]string) bool {
 	seen := map[string]labels.Labels{}
 	for _, h := range fam.Histograms {
