@@ -257,6 +257,10 @@ var factTable = map[rules.FactID]factExpr{
 		return fmt.Sprintf("max by (%s) (%s) / on (%s) %s", g.by, g.quantileBy(catalog.SignalTTFT, 0.95, off, g.byReplica), g.by,
 			g.quantileBy(catalog.SignalTTFT, 0.95, off, g.by))
 	}},
+	rules.ReplicaTTFTMeanMedian: {expr: func(g *gen, off string) string {
+		return fmt.Sprintf("quantile by (%s) (0.5, %s / %s)", g.by,
+			g.rateSumBy(catalog.SignalTTFT, "_sum", "", off, g.byReplica), g.rateSumBy(catalog.SignalTTFT, "_count", "", off, g.byReplica))
+	}},
 	rules.CorrRunningTPOT: {note: "PromQL has no correlation over time of two series; the decode-pressure alert reads running_mean instead"},
 }
 

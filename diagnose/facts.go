@@ -84,6 +84,7 @@ func (sc *scope) computeFacts(base, inc evalWindow, tl *timelines, st scrapeStat
 
 	both(rules.ReplicaShareMax, c.replicaShareMax)
 	both(rules.ReplicaTTFTRatio, c.replicaTTFTRatio)
+	both(rules.ReplicaTTFTMeanMedian, c.replicaTTFTMeanMedian)
 	js.add(rules.CorrRunningTPOT, c.corrRunningTPOT)
 	c.strengthJobs(&js)
 	c.kvJobs(&js)
@@ -809,6 +810,39 @@ func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
 	}
 	f := rules.Measured(worst).WithSource(src)
 	f.Incident.Count = fq.Count
+	return f
+}
+
+// replicaTTFTMeanMedian is the median over the replicas of each one's
+// mean TTFT in w (replica_ttft_mean_median): the replicas with at least
+// Thresholds.MinSamples requests in w, two at the least.
+func (c *factCtx) replicaTTFTMeanMedian(w evalWindow) rules.Fact {
+	if !c.sc.has(catalog.SignalTTFT) {
+		return rules.MissingFact(c.missingSignal(catalog.SignalTTFT))
+	}
+	if _, pd := c.roleGroups(w); pd {
+		return rules.MissingFact(errors.New("prefill and decode replicas: their TTFTs measure different spans, and a median would mix them"))
+	}
+	var means []float64
+	for r := range c.sc.replicas {
+		res := c.sc.replicaHist(catalog.SignalTTFT, r, w.w)
+		if res.err != nil || res.inc.Histogram.Total() < c.sc.set.Thresholds.MinSamples {
+			continue
+		}
+		if m := res.inc.Histogram.Mean(); !math.IsNaN(m) {
+			means = append(means, m)
+		}
+	}
+	if len(means) < 2 {
+		return rules.MissingFact(rules.TooLittle("fewer than two replicas with >= %g requests", c.sc.set.Thresholds.MinSamples))
+	}
+	slices.Sort(means)
+	med := means[len(means)/2]
+	if len(means)%2 == 0 {
+		med = (means[len(means)/2-1] + med) / 2
+	}
+	f := rules.Measured(med).WithSource(fmt.Sprintf("%s _sum / _count per replica, median of %d replicas", c.sc.source(catalog.SignalTTFT), len(means)))
+	f.Incident.Count = float64(len(means))
 	return f
 }
 

@@ -245,3 +245,26 @@ func TestEffectImproved(t *testing.T) {
 	require.NotNil(t, s.Evidence[0].Effect)
 	assert.True(t, s.Evidence[0].Effect.Improved)
 }
+
+// TestMinorityCarries: where the fleet's mean TTFT rose and the median
+// replica's did not (a cause on a minority of the replicas), the rows of
+// causes that reach every replica are contradicted; where the median
+// replica rose with the fleet, or the fact is missing, they stand.
+func TestMinorityCarries(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		median rules.Fact
+		want   rules.Status
+	}{
+		{"median flat", fact(0.34, 0.35), rules.Contradicted},
+		{"median rose a tenth of the fleet's rise", fact(0.455, 0.35), rules.Contradicted},
+		{"median rose with the fleet", fact(1.3, 0.35), rules.Supported},
+		{"median rose a third of the fleet's rise", fact(0.7, 0.35), rules.Supported},
+		{"no median", rules.MissingFact(rules.TooLittle("fewer than two replicas")), rules.Supported},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := rules.Evaluate(with(queueSustained(), rules.ReplicaTTFTMeanMedian, c.median), rules.SLO{}, rules.DefaultThresholds)
+			assert.Equal(t, c.want, finding(t, r, rules.QueueSustained).Status, "%s", r)
+		})
+	}
+}

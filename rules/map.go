@@ -58,6 +58,19 @@ func inFlightRose() Cond {
 	return anyOf(rises(RunningMean), rises(WaitingMean))
 }
 
+// minorityCarries holds when the fleet's mean TTFT rose and the median
+// replica's mean TTFT rose by at most MinorityShare of that rise: a
+// minority of the replicas carries it. Arrivals beyond capacity or in
+// bursts reach every replica the router spreads them over and move the
+// median replica with the fleet; a cause on a few replicas (a stall, a
+// deferral, a slow host) leaves it where it was.
+func minorityCarries() Cond {
+	return allOf(rises(TTFTMean), not(explainsRise(ReplicaTTFTMeanMedian, TTFTMean, limMinorityShare)))
+}
+
+// minorityText is why minorityCarries contradicts the rows of arrivals.
+const minorityText = "a minority of the replicas carries the TTFT rise: the median replica's mean TTFT moved little, while arrivals the router spreads reach every replica (see replica_ttft_ratio)"
+
 // held returns what every experiment keeps the same in both arms
 // (section 12).
 func held() []string {
@@ -90,6 +103,7 @@ func Map() []Rule {
 			Counter: []Counter{
 				{"same inbound rate and no queue growth", allOf(steady(ArrivalRate), flat(WaitingMean), below(WaitingSlope, limAccumulating))},
 				{"arrivals come in bursts around their trend and the queue does not build steadily (see queue-burst)", allOf(bursty(), not(accumulates()))},
+				{minorityText, minorityCarries()},
 			},
 			Checks: []Check{
 				{Text: "Did demand rise (arrival rate up beyond noise)?", When: ptr(rises(ArrivalRate)), Neutral: true},
@@ -155,6 +169,7 @@ func Map() []Rule {
 			},
 			Counter: []Counter{
 				{"waiting builds steadily over the window (sustained, not bursts)", accumulates()},
+				{minorityText, minorityCarries()},
 			},
 			Checks: []Check{
 				auto("Is the mean arrival rate unchanged (a 10 s burst hides in a 5 min mean)?", steady(ArrivalRate)),
@@ -361,6 +376,9 @@ func Map() []Rule {
 			},
 			Counter: []Counter{
 				{"active sequences and TPOT unrelated", allOf(absBelow(CorrRunningTPOT, limCorrWeak), steady(RunningMean))},
+				// A minority's released backlog fills its own batch: the
+				// fleet's ITL tail rises while its mean TPOT does not.
+				{"a minority of the replicas carries the TTFT rise and the fleet's mean time per output token did not rise: the slower tokens are that minority's batch, not concurrency across the fleet", allOf(minorityCarries(), not(rises(TPOTMean)))},
 			},
 			Checks: []Check{
 				auto("Is TTFT normal?", noSymptom(SymptomTTFT)),
@@ -521,6 +539,7 @@ func Map() []Rule {
 			},
 			Counter: []Counter{
 				{"GPU steadily fed with work", allOf(atLeast(GPUUtilWaiting, limGPUSaturated), not(falls(GPUUtilMean)))},
+				{"a minority of the replicas carries the TTFT rise: a gateway, the network or the clients would slow every replica's requests (see replica_ttft_ratio for the replica to look at)", minorityCarries()},
 			},
 			Checks: []Check{
 				auto("Is the load spread over the replicas?", below(ReplicaShareMax, limHotspot)),

@@ -595,7 +595,7 @@ func TestEveryDeclaredFactIsKnown(t *testing.T) {
 		rules.ArrivalRate, rules.CompletionRate, rules.ErrorShare, rules.AbortShare, rules.HTTP5xxShare, rules.TimeoutShare, rules.PromptTokenRate,
 		rules.GenerationTokenRate, rules.PreemptionRate, rules.PrefixHitRatio, rules.WaitingMean, rules.WaitingMax, rules.WaitingSlope, rules.WaitingBurst,
 		rules.RunningMean, rules.RunningMax, rules.MaxNumSeqs, rules.KVUsageMean, rules.KVUsageMax, rules.GPUUtilMean, rules.BacklogEnd,
-		rules.ReplicaShareMax, rules.ReplicaTTFTRatio, rules.CorrRunningTPOT,
+		rules.ReplicaShareMax, rules.ReplicaTTFTRatio, rules.ReplicaTTFTMeanMedian, rules.CorrRunningTPOT,
 		rules.QueueTimeMean, rules.PrefillTimeMean, rules.DecodeTimeMean, rules.TTFTMean, rules.E2EMean,
 		rules.WaitingMedian, rules.WaitingBusyShare, rules.ArrivalDispersion, rules.GPUUtilWaiting,
 		rules.ArrivalDispersionDetrended, rules.WaitingDrainedShare, rules.BacklogSpike,

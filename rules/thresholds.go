@@ -81,6 +81,12 @@ type Thresholds struct {
 	// ArrivalExcess is the arrival/completion rate ratio at and above
 	// which arrivals exceed what the fleet completes.
 	ArrivalExcess float64
+	// MinorityShare is the largest share of the rise of the fleet's mean
+	// TTFT that the median replica's own rise may cover for the rise to be
+	// a minority's (default 0.2): a cause on a few replicas leaves the
+	// median replica where it was (share near 0), arrivals the router
+	// spreads move it with the fleet (share near 1).
+	MinorityShare float64
 	// Explains is the least share of the TTFT p95 increase that a phase
 	// (queue or prefill time p95) increase must cover to "explain" it.
 	Explains float64
@@ -171,6 +177,7 @@ var DefaultThresholds = Thresholds{
 	QueueMin:         1,
 	ArrivalExcess:    1.05,
 	Explains:         0.5,
+	MinorityShare:    0.2,
 	NearCapacity:     0.9,
 	KVHigh:           0.9,
 	Preemption:       0,
@@ -221,6 +228,7 @@ var (
 	limQueueMin        = limit{"QueueMin", func(t Thresholds) float64 { return t.QueueMin }}
 	limArrivalExcess   = limit{"ArrivalExcess", func(t Thresholds) float64 { return t.ArrivalExcess }}
 	limExplains        = limit{"Explains", func(t Thresholds) float64 { return t.Explains }}
+	limMinorityShare   = limit{"MinorityShare", func(t Thresholds) float64 { return t.MinorityShare }}
 	limNearCapacity    = limit{"NearCapacity", func(t Thresholds) float64 { return t.NearCapacity }}
 	limKVHigh          = limit{"KVHigh", func(t Thresholds) float64 { return t.KVHigh }}
 	limPreemption      = limit{"Preemption", func(t Thresholds) float64 { return t.Preemption }}
@@ -257,7 +265,7 @@ func (t *Thresholds) fields() map[string]*float64 {
 		"tail_shape": &t.TailShape, "gpu_saturated": &t.GPUSaturated, "busy_share": &t.BusyShare,
 		"lead": &t.Lead, "preemption_share": &t.PreemptionShare, "preemption_storm": &t.PreemptionStorm, "dispersion": &t.Dispersion, "mean_confirm": &t.MeanConfirm, "sampling_z": &t.SamplingZ,
 		"crash_loop": &t.CrashLoop, "dispersion_detrended": &t.DispersionDetrended, "drained_share": &t.DrainedShare,
-		"backlog_spike": &t.BacklogSpike,
+		"backlog_spike": &t.BacklogSpike, "minority_share": &t.MinorityShare,
 	}
 }
 
