@@ -258,8 +258,9 @@ var factTable = map[rules.FactID]factExpr{
 			g.quantileBy(catalog.SignalTTFT, 0.95, off, g.by))
 	}},
 	rules.ReplicaTTFTMeanMedian: {expr: func(g *gen, off string) string {
-		return fmt.Sprintf("quantile by (%s) (0.5, %s / %s)", g.by,
-			g.rateSumBy(catalog.SignalTTFT, "_sum", "", off, g.byReplica), g.rateSumBy(catalog.SignalTTFT, "_count", "", off, g.byReplica))
+		per := fmt.Sprintf("(%s / %s)", g.rateSumBy(catalog.SignalTTFT, "_sum", "", off, g.byReplica), g.rateSumBy(catalog.SignalTTFT, "_count", "", off, g.byReplica))
+		// The slowest replica left out, as the fact leaves it out.
+		return fmt.Sprintf("quantile by (%s) (0.5, %s unless on (%s) topk by (%s) (1, %s))", g.by, per, g.byReplica, g.by, per)
 	}},
 	rules.CorrRunningTPOT: {note: "PromQL has no correlation over time of two series; the decode-pressure alert reads running_mean instead"},
 }

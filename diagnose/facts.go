@@ -814,8 +814,9 @@ func (c *factCtx) replicaTTFTRatio(w evalWindow) rules.Fact {
 }
 
 // replicaTTFTMeanMedian is the median over the replicas of each one's
-// mean TTFT in w (replica_ttft_mean_median): the replicas with at least
-// Thresholds.MinSamples requests in w, two at the least.
+// mean TTFT in w, the slowest left out (replica_ttft_mean_median): the
+// replicas with at least Thresholds.MinSamples requests in w, two at the
+// least, so that with two replicas the other one speaks.
 func (c *factCtx) replicaTTFTMeanMedian(w evalWindow) rules.Fact {
 	if !c.sc.has(catalog.SignalTTFT) {
 		return rules.MissingFact(c.missingSignal(catalog.SignalTTFT))
@@ -837,11 +838,13 @@ func (c *factCtx) replicaTTFTMeanMedian(w evalWindow) rules.Fact {
 		return rules.MissingFact(rules.TooLittle("fewer than two replicas with >= %g requests", c.sc.set.Thresholds.MinSamples))
 	}
 	slices.Sort(means)
+	means = means[:len(means)-1] // the slowest left out
 	med := means[len(means)/2]
 	if len(means)%2 == 0 {
 		med = (means[len(means)/2-1] + med) / 2
 	}
-	f := rules.Measured(med).WithSource(fmt.Sprintf("%s _sum / _count per replica, median of %d replicas", c.sc.source(catalog.SignalTTFT), len(means)))
+	f := rules.Measured(med).WithSource(fmt.Sprintf("%s _sum / _count per replica, median of %d replicas (the slowest of %d left out)",
+		c.sc.source(catalog.SignalTTFT), len(means), len(means)+1))
 	f.Incident.Count = float64(len(means))
 	return f
 }

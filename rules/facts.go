@@ -370,11 +370,13 @@ const (
 	ReplicaTTFTRatio FactID = "replica_ttft_ratio"
 	// ReplicaTTFTMeanMedian is the median over the replicas of each one's
 	// mean TTFT (s, _sum / _count), of the replicas with at least
-	// Thresholds.MinSamples requests in the window; Count is the number of
-	// those replicas. A cause on the fleet's load (arrivals beyond
-	// capacity, bursts the router spreads) moves it with the fleet's mean
-	// TTFT; a cause on a minority of the replicas leaves it where it was.
-	// Missing for a prefill/decode fleet, whose roles' TTFT differ.
+	// Thresholds.MinSamples requests in the window, the slowest of them
+	// left out (with two replicas, the other one's); Count is the number
+	// of replicas in the median. A cause on the fleet's load (arrivals
+	// beyond capacity, bursts the router spreads) moves it with the
+	// fleet's mean TTFT; a cause on a minority of the replicas leaves it
+	// where it was. Missing for a prefill/decode fleet, whose roles' TTFT
+	// differ.
 	ReplicaTTFTMeanMedian FactID = "replica_ttft_mean_median"
 	// CorrRunningTPOT is the Pearson correlation (-1..1, gonum
 	// stat.Correlation) between running sequences and windowed TPOT (or
@@ -504,7 +506,7 @@ var catalog = []FactInfo{
 	{ReplicaShareMax, KindDerived, "x", Lower, "largest replica's completion share / fair share"},
 	{ReplicaLoadShareMax, KindDerived, "x", Lower, "largest replica's arrivals share / fair share"},
 	{ReplicaTTFTRatio, KindDerived, "x", Lower, "worst replica TTFT p95 / fleet TTFT p95"},
-	{ReplicaTTFTMeanMedian, KindDerived, "s", Lower, "median over the replicas of each replica's mean TTFT"},
+	{ReplicaTTFTMeanMedian, KindDerived, "s", Lower, "median over the replicas but the slowest of each replica's mean TTFT"},
 	{RunningMax, KindGauge, "requests", "", "maximum running sequences"},
 	{RunningMean, KindGauge, "requests", "", "mean running sequences"},
 	{TimeoutShare, KindRate, "ratio", Lower, "share of requests that timed out (gateway or client metric)"},
