@@ -506,7 +506,7 @@ var catalog = []FactInfo{
 	{ReplicaShareMax, KindDerived, "x", Lower, "largest replica's completion share / fair share"},
 	{ReplicaLoadShareMax, KindDerived, "x", Lower, "largest replica's arrivals share / fair share"},
 	{ReplicaTTFTRatio, KindDerived, "x", Lower, "worst replica TTFT p95 / fleet TTFT p95"},
-	{ReplicaTTFTMeanMedian, KindDerived, "s", Lower, "median over the replicas but the slowest of each replica's mean TTFT"},
+	{ReplicaTTFTMeanMedian, KindDerived, "s", Lower, "median of the replicas' mean TTFTs, the slowest left out"},
 	{RunningMax, KindGauge, "requests", "", "maximum running sequences"},
 	{RunningMean, KindGauge, "requests", "", "mean running sequences"},
 	{TimeoutShare, KindRate, "ratio", Lower, "share of requests that timed out (gateway or client metric)"},

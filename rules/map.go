@@ -59,8 +59,9 @@ func inFlightRose() Cond {
 }
 
 // minorityCarries holds when the fleet's mean TTFT rose and the median
-// replica's mean TTFT rose by at most MinorityShare of that rise: a
-// minority of the replicas carries it. Arrivals beyond capacity or in
+// replica's mean TTFT (replica_ttft_mean_median: the slowest replica left
+// out) rose by at most MinorityShare of that rise: a minority of the
+// replicas carries it. Arrivals beyond capacity or in
 // bursts reach every replica the router spreads them over and move the
 // median replica with the fleet; a cause on a few replicas (a stall, a
 // deferral, a slow host) leaves it where it was.
