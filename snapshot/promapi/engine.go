@@ -565,20 +565,55 @@ func (e *Engine) Resets(q snapshot.HistogramQuery) ([]string, error) {
 	return out, nil
 }
 
-// Presence implements snapshot.Engine: "count by (pod) (M_count{SEL})"
-// at the grid's edges.
+// Presence implements snapshot.Engine. Per batch it asks for the number
+// of _count series each target has over the grid, D (an instant query
+// over the grid and twice the lookback before it), and for the edges at
+// which a target has fewer (a range query):
+//
+//	count by (pod) (C) < on (pod) D
+//	or on (pod) (D unless on (pod) C) * 0 - 1
+//
+// where D is "count by (pod) (last_over_time(C[RANGE] @ END))", so the
+// answer holds only the edges where a target's series are not all there
+// (a count, or -1 for none), not one point per target and edge. A series
+// standing for an edge has a sample in D's range, so every other edge
+// has D series: the counts are those of "count by (pod) (C)" at every
+// edge.
 func (e *Engine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
 	if len(q.Grid) == 0 {
 		return nil, nil
 	}
 	step := q.Grid[0].End.Sub(q.Grid[0].Start)
-	first := q.Grid[0].Start
+	first, last := q.Grid[0].Start, q.Grid[len(q.Grid)-1].End
+	// D's range reaches further back than any server's lookback at the
+	// first edge: a series it counts that stands for no edge only makes
+	// the answer longer, never wrong.
+	rng := model.Duration(last.Sub(first) + 2*snapshot.Lookback).String()
+	at := strconv.FormatFloat(float64(last.UnixMilli())/1000, 'f', -1, 64)
 	out := make([][]int, len(q.Targets))
-	for i := range out {
-		out[i] = make([]int, len(q.Grid)+1)
-	}
 	err := e.eachBatch(q, func(b batch) error {
-		m, err := e.queryRange(fmt.Sprintf("count by (%s) (%s)", b.label, e.selector(q.Metric+"_count", q, b)), first, q.Grid[len(q.Grid)-1].End, step)
+		c := e.selector(q.Metric+"_count", q, b)
+		d := fmt.Sprintf("count by (%s) (last_over_time(%s[%s] @ %s))", b.label, c, rng, at)
+		all, err := e.query(d, last)
+		if err != nil {
+			return err
+		}
+		n := map[string]int{}
+		for _, s := range all {
+			n[string(s.Metric[model.LabelName(b.label)])] = int(s.Value)
+		}
+		for k, name := range b.values {
+			row := make([]int, len(q.Grid)+1)
+			for i := range row {
+				row[i] = n[name]
+			}
+			out[b.index[k]] = row
+		}
+		if len(all) == 0 {
+			return nil
+		}
+		fewer := fmt.Sprintf("count by (%[1]s) (%[2]s) < on (%[1]s) %[3]s or on (%[1]s) (%[3]s unless on (%[1]s) %[2]s) * 0 - 1", b.label, c, d)
+		m, err := e.queryRange(fewer, first, last, step)
 		if err != nil {
 			return err
 		}
@@ -590,7 +625,7 @@ func (e *Engine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
 			for _, sp := range ss.Values {
 				d := sp.Timestamp.Time().Sub(first)
 				if d >= 0 && d%step == 0 && int(d/step) <= len(q.Grid) {
-					out[b.index[k]][d/step] = int(sp.Value)
+					out[b.index[k]][d/step] = max(int(sp.Value), 0)
 				}
 			}
 		}

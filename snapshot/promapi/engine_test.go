@@ -58,6 +58,14 @@ func (s *engineServer) handler(start time.Time) http.HandlerFunc {
 			f, _ := strconv.ParseFloat(v, 64)
 			return int((int64(f) - start.Unix()) / 60)
 		}
+		if r.URL.Path == "/api/v1/query" && strings.Contains(q, "last_over_time") { // presence: one series each
+			var res []string
+			for _, p := range names {
+				res = append(res, fmt.Sprintf(`{"metric":{"pod":%q},"value":[0,"1"]}`, p))
+			}
+			fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[%s]}}`, strings.Join(res, ","))
+			return
+		}
 		if r.URL.Path == "/api/v1/query" { // resets: pod b reset
 			if slices.Contains(names, "b") {
 				fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"pod":"b"},"value":[0,"1"]}]}}`)
@@ -83,11 +91,11 @@ func (s *engineServer) handler(start time.Time) http.HandlerFunc {
 				for _, p := range names {
 					var v float64
 					switch {
-					case strings.HasPrefix(q, "count by (pod) ({"): // presence
-						if k < from[p] {
+					case strings.Contains(q, "last_over_time"): // presence: the edges without the pod's series
+						if k >= from[p] {
 							continue
 						}
-						v = 1
+						v = -1
 					case strings.Contains(q, "unless"): // a series on one side only
 						if (k >= from[p]) == (k-1 >= from[p]) {
 							continue
@@ -181,6 +189,13 @@ func TestEngine(t *testing.T) {
 				assert.Contains(t, srv.queries, `sum by (le) ({__name__="vllm:time_to_first_token_seconds_bucket",model_name="m",pod=~"a|b"} - {__name__="vllm:time_to_first_token_seconds_bucket",model_name="m",pod=~"a|b"} offset 1m)`)
 			}
 			assert.Contains(t, srv.queries, `sum by (pod) (resets({__name__="vllm:time_to_first_token_seconds_count",model_name="m",pod=~"a|b"}[8m])) > 0`)
+			if !refuse {
+				at := strconv.FormatInt(start.Add(3*time.Minute).Unix(), 10)
+				d := `count by (pod) (last_over_time({__name__="vllm:time_to_first_token_seconds_count",model_name="m",pod=~"a|b"}[13m] @ ` + at + `))`
+				assert.Contains(t, srv.queries, d)
+				assert.Contains(t, srv.queries, `count by (pod) ({__name__="vllm:time_to_first_token_seconds_count",model_name="m",pod=~"a|b"}) < on (pod) `+d+
+					` or on (pod) (`+d+` unless on (pod) {__name__="vllm:time_to_first_token_seconds_count",model_name="m",pod=~"a|b"}) * 0 - 1`)
+			}
 			if refuse {
 				assert.Contains(t, srv.queries, `sum by (le) ({__name__="vllm:time_to_first_token_seconds_bucket",model_name="m",pod="b"} - {__name__="vllm:time_to_first_token_seconds_bucket",model_name="m",pod="b"} offset 1m)`)
 			}

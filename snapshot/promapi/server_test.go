@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -198,4 +201,93 @@ func TestEngineSamplesAsSums(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEnginePresenceAsCount serves fleets whose pods come, go and
+// restart from a real Prometheus and a real VictoriaMetrics, and checks
+// that an Engine's Presence, which asks only for the edges where a pod
+// lacks some of its series, is what "count by (pod) (M_count)" gives at
+// every edge of the grid, on a grid over the fleet's span and on one that
+// starts and ends amid the samples.
+func TestEnginePresenceAsCount(t *testing.T) {
+	for _, scenario := range []string{"restart", "mixed-versions", "rolling-restart-deployment", "rolling-restart-statefulset"} {
+		t.Run(scenario, func(t *testing.T) {
+			var fleet *fleetsim.Fleet
+			if mc, ok := fleetsim.LookupMatrixCase(scenario); ok {
+				var err error
+				fleet, err = fleetsim.Run(mc.VariantConfig(3, fleetsim.MatrixSeeds[0], 0, fleetsim.Variant{ScrapeInterval: 30 * time.Second}))
+				require.NoError(t, err)
+			} else {
+				_, fleet = promserver.Fleet(t, scenario)
+			}
+			dir := filepath.Join(t.TempDir(), "tsdb")
+			require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+			first, last := span(fleet)
+			grids := [][]snapshot.Window{
+				snapshot.Grid(snapshot.Window{Start: first.Truncate(time.Minute), End: last.Truncate(time.Minute).Add(time.Minute)}, time.Minute),
+				amid(first.Add(17*time.Minute+13*time.Second), last.Add(-9*time.Minute), 2*time.Minute),
+			}
+			for _, srv := range []struct {
+				name  string
+				start func(*testing.T) string
+			}{
+				{"prometheus", func(t *testing.T) string { return promserver.Prometheus(t, dir) }},
+				{"victoria-metrics", func(t *testing.T) string { return promserver.VictoriaMetrics(t, fleet) }},
+			} {
+				t.Run(srv.name, func(t *testing.T) {
+					url := srv.start(t)
+					client, err := api.NewClient(api.Config{Address: url})
+					require.NoError(t, err)
+					ctx := context.Background()
+					eng, err := promapi.Config{TargetsPerQuery: 1}.Engine(ctx, url, snapshot.Options{})
+					require.NoError(t, err)
+					// Every pod the server holds (a Deployment's rollout
+					// names new ones), and one it does not.
+					names, _, _, err := v1.NewAPI(client).LabelValues(ctx, "pod", nil, first.Add(-time.Hour), last.Add(time.Hour))
+					require.NoError(t, err)
+					targets := []*snapshot.Target{{Name: "vllm-none", NameFrom: "pod"}}
+					for _, n := range names {
+						targets = append(targets, &snapshot.Target{Name: string(n), NameFrom: "pod"})
+					}
+					fewer := 0
+					for g, grid := range grids {
+						q := snapshot.HistogramQuery{Metric: "vllm:time_to_first_token_seconds", Targets: targets, Grid: grid}
+						got, err := eng.Presence(q)
+						require.NoError(t, err)
+						require.Len(t, got, len(targets))
+						step := grid[0].End.Sub(grid[0].Start)
+						val, _, _, err := v1.NewAPI(client).QueryRange(ctx, `count by (pod) (vllm:time_to_first_token_seconds_count)`,
+							v1.Range{Start: grid[0].Start, End: grid[len(grid)-1].End, Step: step})
+						require.NoError(t, err)
+						want := make(map[string][]int)
+						for _, tg := range targets {
+							want[tg.Name] = make([]int, len(grid)+1)
+						}
+						for _, s := range val.(model.Matrix) {
+							row := want[string(s.Metric["pod"])]
+							require.NotNil(t, row, "%v", s.Metric)
+							for _, p := range s.Values {
+								row[p.Timestamp.Time().Sub(grid[0].Start)/step] = int(p.Value)
+							}
+						}
+						for k, tg := range targets {
+							assert.Equal(t, want[tg.Name], got[k], "grid %d, %s", g, tg.Name)
+							for _, c := range got[k] {
+								if c < slices.Max(got[k]) {
+									fewer++
+								}
+							}
+						}
+					}
+					assert.Positive(t, fewer, "edges where a pod has fewer series than at others")
+				})
+			}
+		})
+	}
+}
+
+// amid is a grid of windows of length step from start, the last ending at
+// or before end.
+func amid(start, end time.Time, step time.Duration) []snapshot.Window {
+	return snapshot.Grid(snapshot.Window{Start: start, End: start.Add(end.Sub(start).Truncate(step))}, step)
 }
