@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/whyslow/whyslow/snapshot"
@@ -143,10 +142,10 @@ func (r *reader) readGroups(ctx context.Context, whole bool, span func(minT, max
 	if err != nil {
 		return nil, err
 	}
-	listed := make([][]model.LabelSet, nb)
+	listed := make([][]labels.Labels, nb)
 	for _, ss := range sets {
 		for _, ls := range ss {
-			if b, ok := batchOf[string(ls[model.LabelName(p.label)])]; ok || whole {
+			if b, ok := batchOf[ls.Get(p.label)]; ok || whole {
 				listed[b] = append(listed[b], ls)
 			} // else a label value that appeared after the targets were listed
 		}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -35,8 +36,9 @@ import (
 // _sum and _count series of a histogram of that name), or, when it is
 // empty, every metric name the server holds for opts.Matchers (narrowed by
 // c.KeepName); only series matching opts.Matchers. The families of
-// opts.LabelsOnly are listed by their labels (/api/v1/series), without
-// samples. An open opts.End is
+// opts.LabelsOnly are listed by their labels, without samples (by remote
+// read asking for labels only where the server serves it, else
+// /api/v1/series). An open opts.End is
 // now; an open opts.Start is c.DefaultRange before the end, with a
 // warning saying so.
 //
@@ -78,17 +80,20 @@ func (c Config) Read(ctx context.Context, address string, opts snapshot.Options)
 
 // reader is one Read of one server.
 type reader struct {
-	cfg     Config
-	red     string // the redacted address: source, problem file
-	opts    snapshot.Options
-	lim     snapshot.Limits
-	api     v1.API
-	client  api.Client // for what v1.API does not ask (remote read)
-	tr      *transport
-	remote  remoteState
-	start   int64 // ms, inclusive
-	end     int64 // ms, inclusive
-	problem []snapshot.Problem
+	cfg    Config
+	red    string // the redacted address: source, problem file
+	opts   snapshot.Options
+	lim    snapshot.Limits
+	api    v1.API
+	client api.Client // for what v1.API does not ask (remote read)
+	tr     *transport
+	remote remoteState
+	// noListRead says that the server answers a remote read asking for
+	// labels only with samples (listRemote).
+	noListRead atomic.Bool
+	start      int64 // ms, inclusive
+	end        int64 // ms, inclusive
+	problem    []snapshot.Problem
 
 	mu       sync.Mutex
 	done     int
@@ -411,11 +416,12 @@ func (r *reader) nothingRead(read, failed int, problems []snapshot.Problem) erro
 }
 
 // listSeries lists the series of the units by their labels, without
-// samples (Options.LabelsOnly), with /api/v1/series, Concurrency at a
-// time, and returns them in the units' order.
-func (r *reader) listSeries(ctx context.Context, units []unit) ([][]model.LabelSet, error) {
+// samples (Options.LabelsOnly), Concurrency at a time, and returns them in
+// the units' order: by remote read asking for labels only (listRemote)
+// where the server serves it, else with /api/v1/series.
+func (r *reader) listSeries(ctx context.Context, units []unit) ([][]labels.Labels, error) {
 	qfrom := r.start - r.cfg.Overfetch.Milliseconds()
-	sets := make([][]model.LabelSet, len(units))
+	sets := make([][]labels.Labels, len(units))
 	errs := make([]error, len(units))
 	sem := make(chan struct{}, r.cfg.Concurrency)
 	var wg sync.WaitGroup
@@ -424,13 +430,19 @@ func (r *reader) listSeries(ctx context.Context, units []unit) ([][]model.LabelS
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			sel := r.selector(u)
-			errs[i] = r.retry(ctx, "series "+sel, func(ctx context.Context) (v1.Warnings, error) {
-				var w v1.Warnings
-				var err error
-				sets[i], w, _, err = r.api.Series(ctx, []string{sel}, time.UnixMilli(qfrom), time.UnixMilli(r.end))
-				return w, err
-			})
+			ls, ok := r.listRemote(ctx, u, qfrom, r.end)
+			if !ok {
+				sel := r.selector(u)
+				errs[i] = r.retry(ctx, "series "+sel, func(ctx context.Context) (v1.Warnings, error) {
+					set, w, _, err := r.api.Series(ctx, []string{sel}, time.UnixMilli(qfrom), time.UnixMilli(r.end))
+					ls = make([]labels.Labels, len(set))
+					for k, l := range set {
+						ls[k] = labelsOf(l)
+					}
+					return w, err
+				})
+			}
+			sets[i] = ls
 			if errs[i] == nil {
 				r.mu.Lock()
 				r.lookups++
@@ -449,9 +461,9 @@ func (r *reader) listSeries(ctx context.Context, units []unit) ([][]model.LabelS
 
 // addListed adds the series listed by their labels (ls) to cols, without
 // samples.
-func addListed(cols *store.Columns, src string, ls []model.LabelSet) {
+func addListed(cols *store.Columns, src string, ls []labels.Labels) {
 	for _, l := range ls {
-		if c := cols.Series(src, labelsOf(l)); c != nil {
+		if c := cols.Series(src, l); c != nil {
 			c.KeepLabels()
 		}
 	}
@@ -468,7 +480,7 @@ func labelsOf(ls model.LabelSet) labels.Labels {
 }
 
 // listFamilies is how many families one listing of series by their
-// labels (/api/v1/series) asks for.
+// labels asks for.
 const listFamilies = 16
 
 // costNote says what the read cost the server: the queries made, the

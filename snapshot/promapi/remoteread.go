@@ -196,24 +196,11 @@ func (r *reader) readRemote(ctx context.Context, u unit, probe bool) (res result
 	body := snappy.Encode(nil, data)
 	res = result{unit: u}
 	err = r.retry(ctx, what, func(ctx context.Context) (v1.Warnings, error) {
-		hr, err := http.NewRequest(http.MethodPost, r.client.URL("/api/v1/read", nil).String(), bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		hr.Header.Set("Content-Encoding", "snappy")
-		hr.Header.Set("Content-Type", "application/x-protobuf")
-		hr.Header.Set("X-Prometheus-Remote-Read-Version", "0.1.0")
-		resp, b, err := r.client.Do(ctx, hr)
-		if err != nil {
-			return nil, err
-		}
-		ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		ct, b, why, err := r.post(ctx, body, probe)
+		notServed = why
 		switch {
-		case resp.StatusCode/100 != 2 && servesNot(resp.StatusCode, probe):
-			notServed = fmt.Sprintf("HTTP %d at /api/v1/read: %s", resp.StatusCode, r.tr.sec.line(string(b)))
-			return nil, nil
-		case resp.StatusCode/100 != 2:
-			return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		case err != nil || notServed != "":
+			return nil, err
 		case ct == "application/x-streamed-protobuf":
 			res.series, res.problems, err = r.chunkedSeries(b, lo, hi)
 		case ct == "application/x-protobuf":
@@ -233,6 +220,32 @@ func (r *reader) readRemote(ctx context.Context, u unit, probe bool) (res result
 		return result{unit: u, err: err}, ""
 	}
 	return res, ""
+}
+
+// post sends a remote read request (body, snappy-compressed) and returns
+// the media type and body of a 2xx answer; notServed, when not "", says
+// why the server must be read by query instead (servesNot); another
+// error status is an error.
+func (r *reader) post(ctx context.Context, body []byte, probe bool) (ct string, b []byte, notServed string, err error) {
+	hr, err := http.NewRequest(http.MethodPost, r.client.URL("/api/v1/read", nil).String(), bytes.NewReader(body))
+	if err != nil {
+		return "", nil, "", err
+	}
+	hr.Header.Set("Content-Encoding", "snappy")
+	hr.Header.Set("Content-Type", "application/x-protobuf")
+	hr.Header.Set("X-Prometheus-Remote-Read-Version", "0.1.0")
+	resp, b, err := r.client.Do(ctx, hr)
+	if err != nil {
+		return "", nil, "", err
+	}
+	switch {
+	case resp.StatusCode/100 != 2 && servesNot(resp.StatusCode, probe):
+		return "", nil, fmt.Sprintf("HTTP %d at /api/v1/read: %s", resp.StatusCode, r.tr.sec.line(string(b))), nil
+	case resp.StatusCode/100 != 2:
+		return "", nil, "", fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	ct, _, _ = mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return ct, b, "", nil
 }
 
 // servesNot says whether an error status of /api/v1/read means that the
@@ -379,4 +392,93 @@ func protoLabels(ls []prompb.Label) labels.Labels {
 	}
 	b.Sort()
 	return b.Labels()
+}
+
+// listRemote lists u's series with a sample in [lo, hi] by remote read,
+// asking for their labels only: the hint "series", which Prometheus
+// (and Mimir) answer as /api/v1/series does, from the index without
+// reading a chunk, as protocol buffers (a tenth of the bytes of the JSON
+// of /api/v1/series). ok is false where u must be listed with
+// /api/v1/series: remote read is not used (Config.QueryOnly, a server
+// that does not serve it, external labels), the read failed, or the
+// server sent samples, so ignores the hint (every later listing then
+// goes by /api/v1/series too).
+func (r *reader) listRemote(ctx context.Context, u unit, lo, hi int64) (ls []labels.Labels, ok bool) {
+	if r.cfg.QueryOnly || r.noListRead.Load() {
+		return nil, false
+	}
+	use, probe := r.remote.use(ctx)
+	if !use {
+		return nil, false
+	}
+	if probe {
+		if why := r.externalLabels(ctx); why != "" {
+			r.remote.done(remoteOff, why)
+			return nil, false
+		}
+	}
+	ls, notServed, err := r.listRead(ctx, u, lo, hi, probe)
+	if probe {
+		switch {
+		case notServed != "":
+			r.remote.done(remoteOff, notServed)
+		case err != nil:
+			r.remote.done(remoteUnknown, "") // the next read probes again
+		default:
+			r.remote.done(remoteOn, "")
+		}
+	}
+	return ls, notServed == "" && err == nil && ls != nil
+}
+
+// listRead is listRemote's request: the series' labels, nil where the
+// server sent samples (or chunks); notServed says why remote read must
+// not be used.
+func (r *reader) listRead(ctx context.Context, u unit, lo, hi int64, probe bool) (ls []labels.Labels, notServed string, err error) {
+	q := &prompb.Query{StartTimestampMs: lo, EndTimestampMs: hi, Hints: &prompb.ReadHints{Func: "series", StartMs: lo, EndMs: hi}}
+	for _, m := range r.matchers(u) {
+		q.Matchers = append(q.Matchers, &prompb.LabelMatcher{Type: prompb.LabelMatcher_Type(m.Type), Name: m.Name, Value: m.Value})
+	}
+	req := &prompb.ReadRequest{Queries: []*prompb.Query{q}, AcceptedResponseTypes: []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES}}
+	data, err := req.Marshal()
+	if err != nil {
+		return nil, "", err
+	}
+	body := snappy.Encode(nil, data)
+	what := fmt.Sprintf("remote read (/api/v1/read) of the labels of %s over [%s, %s]", r.selector(u), msTime(lo), msTime(hi))
+	err = r.retry(ctx, what, func(ctx context.Context) (v1.Warnings, error) {
+		ct, b, why, err := r.post(ctx, body, probe)
+		notServed = why
+		switch {
+		case err != nil || notServed != "":
+			return nil, err
+		case ct == "application/x-streamed-protobuf": // samples, which were not asked for
+			r.noListRead.Store(true)
+			return nil, nil
+		case ct != "application/x-protobuf":
+			notServed = fmt.Sprintf("/api/v1/read answered %q, not protocol buffers", ct)
+			return nil, nil
+		}
+		raw, err := snappy.Decode(nil, b)
+		if err != nil {
+			return nil, err
+		}
+		var rr prompb.ReadResponse
+		if err := rr.Unmarshal(raw); err != nil {
+			return nil, err
+		}
+		ls = []labels.Labels{}
+		for _, qr := range rr.Results {
+			for _, ts := range qr.Timeseries {
+				if len(ts.Samples) > 0 || len(ts.Histograms) > 0 {
+					r.noListRead.Store(true)
+					ls = nil
+					return nil, nil
+				}
+				ls = append(ls, protoLabels(ts.Labels))
+			}
+		}
+		return nil, nil
+	})
+	return ls, notServed, err
 }

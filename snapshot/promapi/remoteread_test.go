@@ -1,6 +1,7 @@
 package promapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -359,4 +360,91 @@ func FuzzChunkedSeries(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Series listed by their labels (Options.LabelsOnly) are asked for by
+// remote read with the hint "series", labels only; a server that answers
+// it with samples or chunks (it ignores the hint) is asked with
+// /api/v1/series instead, and the evidence is the same.
+func TestListByRemoteRead(t *testing.T) {
+	names := []string{"vllm:num_requests_running", "vllm:num_requests_waiting"}
+	listed := func(t *testing.T, ev *snapshot.Evidence) {
+		t.Helper()
+		require.Len(t, ev.Targets, 2)
+		for _, tg := range ev.Targets {
+			f := tg.Family("vllm:num_requests_running")
+			require.NotNil(t, f, tg.Name)
+			require.Len(t, f.Series, 1)
+			assert.Empty(t, f.Series[0].T, "listed by its labels")
+			assert.Equal(t, tg.Name, f.Series[0].Labels.Get("pod"))
+		}
+	}
+	var want *snapshot.Evidence
+	for _, mode := range []string{"labels", "samples", "chunks"} {
+		t.Run(mode, func(t *testing.T) {
+			var reads, hinted, series atomic.Int64
+			samples := remoteRead(t, &reads, "", names...)
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int64) bool {
+				switch r.URL.Path {
+				case "/api/v1/series":
+					series.Add(1)
+					w.Header().Set("Content-Type", "application/json")
+					fmt.Fprint(w, `{"status":"success","data":[{"__name__":"vllm:num_requests_running","pod":"a"},{"__name__":"vllm:num_requests_running","pod":"b"}]}`)
+					return true
+				case "/api/v1/read":
+					b, err := io.ReadAll(r.Body)
+					require.NoError(t, err)
+					raw, err := snappy.Decode(nil, b)
+					require.NoError(t, err)
+					var req prompb.ReadRequest
+					require.NoError(t, req.Unmarshal(raw))
+					q := req.Queries[0]
+					if q.Hints == nil || q.Hints.Func != "series" {
+						r.Body = io.NopCloser(bytes.NewReader(b))
+						return samples(w, r, n)
+					}
+					hinted.Add(1)
+					assert.Equal(t, []prompb.ReadRequest_ResponseType{prompb.ReadRequest_SAMPLES}, req.AcceptedResponseTypes)
+					if mode == "chunks" {
+						r.Body = io.NopCloser(bytes.NewReader(b))
+						return samples(w, r, n)
+					}
+					var resp prompb.QueryResult
+					for _, pod := range []string{"a", "b"} {
+						ls := map[string]string{"__name__": "vllm:num_requests_running", "pod": pod}
+						if !matches(q.Matchers, ls) {
+							continue
+						}
+						ts := &prompb.TimeSeries{Labels: []prompb.Label{{Name: "__name__", Value: ls["__name__"]}, {Name: "pod", Value: pod}}}
+						if mode == "samples" {
+							ts.Samples = []prompb.Sample{{Timestamp: t0.UnixMilli(), Value: 1}}
+						}
+						resp.Timeseries = append(resp.Timeseries, ts)
+					}
+					out, err := (&prompb.ReadResponse{Results: []*prompb.QueryResult{&resp}}).Marshal()
+					require.NoError(t, err)
+					w.Header().Set("Content-Type", "application/x-protobuf")
+					_, err = w.Write(snappy.Encode(nil, out))
+					require.NoError(t, err)
+					return true
+				}
+				return samples(w, r, n)
+			})
+			opts := window()
+			opts.LabelsOnly = []string{"vllm:num_requests_running"}
+			ev, err := fastConfig.Read(context.Background(), srv.URL, opts)
+			require.NoError(t, err)
+			listed(t, ev)
+			assert.Positive(t, reads.Load(), "the samples by remote read")
+			assert.Positive(t, hinted.Load(), "the labels asked for by remote read")
+			if mode == "labels" {
+				assert.Zero(t, series.Load(), "no /api/v1/series")
+				want = ev
+				return
+			}
+			assert.Positive(t, series.Load(), "a listing answered with samples is asked again")
+			require.NotNil(t, want)
+			assert.Equal(t, want.Targets, ev.Targets)
+		})
+	}
 }

@@ -291,3 +291,44 @@ func TestEnginePresenceAsCount(t *testing.T) {
 func amid(start, end time.Time, step time.Duration) []snapshot.Window {
 	return snapshot.Grid(snapshot.Window{Start: start, End: start.Add(end.Sub(start).Truncate(step))}, step)
 }
+
+// TestListedAsSeries serves fleets from a real Prometheus and checks that
+// the series a read lists by their labels (Options.LabelsOnly: asked for
+// by remote read, labels only) are those /api/v1/series lists
+// (Config.QueryOnly), over the whole span and over a range amid the
+// samples: the same evidence.
+func TestListedAsSeries(t *testing.T) {
+	for _, scenario := range []string{"restart", "mixed-versions"} {
+		t.Run(scenario, func(t *testing.T) {
+			_, fleet := promserver.Fleet(t, scenario)
+			dir := filepath.Join(t.TempDir(), "tsdb")
+			require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+			url := promserver.Prometheus(t, dir)
+			first, last := span(fleet)
+			for _, opts := range []snapshot.Options{
+				{Start: first, End: last},
+				{Start: first.Add(31*time.Minute + 7*time.Second), End: last.Add(-23 * time.Minute)},
+			} {
+				opts.LabelsOnly = []string{"vllm:time_to_first_token_seconds", "vllm:e2e_request_latency_seconds",
+					"vllm:num_requests_waiting", "vllm:request_success", "process_start_time_seconds"}
+				cfg := promapi.Config{TargetsPerQuery: 2}
+				got, err := cfg.Read(context.Background(), url, opts)
+				require.NoError(t, err)
+				cfg.QueryOnly = true
+				want, err := cfg.Read(context.Background(), url, opts)
+				require.NoError(t, err)
+				require.Equal(t, len(want.Targets), len(got.Targets))
+				listed := 0
+				for i, tg := range want.Targets {
+					require.Equal(t, tg, got.Targets[i], "%s", tg.Name)
+					for _, name := range opts.LabelsOnly {
+						if f := tg.Family(name); f != nil {
+							listed += len(f.Series) + len(f.Histograms)
+						}
+					}
+				}
+				assert.GreaterOrEqual(t, listed, 4*len(want.Targets), "series listed by their labels")
+			}
+		})
+	}
+}
