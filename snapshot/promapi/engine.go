@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +51,36 @@ type Engine struct {
 
 	mu      sync.Mutex
 	queries int
+	// seen holds the answers of Presence, by question and target, for
+	// batchIncreases.
+	seen map[presenceKey]map[string]presence
+}
+
+// presenceKey names a Presence question but for its targets.
+type presenceKey struct {
+	metric, match string
+	first         time.Time
+	step          time.Duration
+	n             int
+}
+
+func keyOf(q snapshot.HistogramQuery) presenceKey {
+	var match []string
+	for _, k := range slices.Sorted(maps.Keys(q.Match)) {
+		match = append(match, k+"\xff"+q.Match[k])
+	}
+	k := presenceKey{metric: q.Metric, match: strings.Join(match, "\xff"), n: len(q.Grid)}
+	if len(q.Grid) > 0 {
+		k.first, k.step = q.Grid[0].Start, q.Grid[0].End.Sub(q.Grid[0].Start)
+	}
+	return k
+}
+
+// presence is a target's answer to Presence: its number of _count series
+// at each edge, and over the grid.
+type presence struct {
+	counts []int
+	all    int
 }
 
 // Engine returns the Engine of the server at address, under the
@@ -279,9 +310,10 @@ const maxExact = 16
 // series at every edge of the grid (cheap for the server: an
 // aggregation, no matching of series), and for the intervals at whose
 // edges the set of series differs (a pod that appeared, left or missed a
-// scrape: "count(C unless C offset STEP)"), whose difference of sums
-// would count a series on one side only, for "sum(X - X offset STEP)"
-// there, which leaves such a series out.
+// scrape: "count(C unless C offset STEP)", or from the answers of
+// Presence where it was asked about every target: steady), whose
+// difference of sums would count a series on one side only, for
+// "sum(X - X offset STEP)" there, which leaves such a series out.
 func (e *Engine) batchIncreases(q snapshot.HistogramQuery, b batch, step time.Duration) ([][]*histogram.Histogram, error) {
 	n := len(q.Grid)
 	by, grp := "le", ""
@@ -321,12 +353,15 @@ func (e *Engine) batchIncreases(q snapshot.HistogramQuery, b batch, step time.Du
 		fmt.Sprintf("sum by (%s) (%s)", grp, count),
 		fmt.Sprintf("count by (%s) (%s unless %s offset %s) or count by (%s) (%s offset %s unless %s)", grp, count, count, off, grp, count, off, count),
 	}
+	// Where Presence told where each target's series stand, the
+	// intervals whose set of series may differ follow from it.
+	known, exact, steady := e.steady(q, b, rows)
 	var res [4]model.Matrix
 	var errs [4]error
 	var wg sync.WaitGroup
 	for k, expr := range exprs {
-		if k == 1 && q.SkipSum {
-			continue // res[1] stays nil: Sum is NaN
+		if (k == 1 && q.SkipSum) || (k == 3 && steady) {
+			continue // res[1] stays nil: Sum is NaN; res[3]: see known
 		}
 		wg.Add(1)
 		go func() {
@@ -351,12 +386,17 @@ func (e *Engine) batchIncreases(q snapshot.HistogramQuery, b batch, step time.Du
 		return nil, err
 	}
 	out := make([][]*histogram.Histogram, rows)
-	changed := make([][]bool, rows)
+	changed := known
+	if !steady {
+		changed = make([][]bool, rows)
+	}
 	for r := range out {
 		out[r] = make([]*histogram.Histogram, n)
-		changed[r] = make([]bool, n)
+		if !steady {
+			changed[r] = make([]bool, n)
+		}
 	}
-	var exact []int // the intervals where some row's series changed
+	// exact holds the intervals where some row's series changed.
 	at := index(q.Grid[0].End, n)
 	for _, ss := range res[3] {
 		r := row(ss.Metric)
@@ -610,6 +650,7 @@ func (e *Engine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
 			out[b.index[k]] = row
 		}
 		if len(all) == 0 {
+			e.remember(q, b, out, n)
 			return nil
 		}
 		fewer := fmt.Sprintf("count by (%[1]s) (%[2]s) < on (%[1]s) %[3]s or on (%[1]s) (%[3]s unless on (%[1]s) %[2]s) * 0 - 1", b.label, c, d)
@@ -629,12 +670,74 @@ func (e *Engine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
 				}
 			}
 		}
+		e.remember(q, b, out, n)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// remember keeps the Presence answers of batch b's targets (rows, by
+// q.Targets' index; all, the number of series of each over the grid).
+func (e *Engine) remember(q snapshot.HistogramQuery, b batch, rows [][]int, all map[string]int) {
+	k := keyOf(q)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.seen == nil {
+		e.seen = map[presenceKey]map[string]presence{}
+	}
+	if e.seen[k] == nil {
+		e.seen[k] = map[string]presence{}
+	}
+	for i, name := range b.values {
+		e.seen[k][name] = presence{counts: rows[b.index[i]], all: all[name]}
+	}
+}
+
+// steady returns, per row of batch b's answer (one, or one per target
+// when q.Each is set) and interval of q.Grid, whether the set of _count
+// series may differ between the interval's edges, from the answers of
+// Presence: not where a target has all its series at both edges, or none
+// at either. ok is false where Presence was not asked about every target
+// of b, or where more than maxExact intervals may differ (the set-change
+// query may find fewer).
+func (e *Engine) steady(q snapshot.HistogramQuery, b batch, rows int) (changed [][]bool, exact []int, ok bool) {
+	k := keyOf(q)
+	e.mu.Lock()
+	seen := e.seen[k]
+	e.mu.Unlock()
+	if seen == nil {
+		return nil, nil, false
+	}
+	changed = make([][]bool, rows)
+	for r := range changed {
+		changed[r] = make([]bool, len(q.Grid))
+	}
+	for t, name := range b.values {
+		p, found := seen[name]
+		if !found || len(p.counts) != len(q.Grid)+1 {
+			return nil, nil, false
+		}
+		r := 0
+		if q.Each {
+			r = t
+		}
+		for i := range q.Grid {
+			c0, c1 := p.counts[i], p.counts[i+1]
+			if c0 == c1 && (c0 == 0 || c0 == p.all) {
+				continue
+			}
+			changed[r][i] = true
+			if !slices.Contains(exact, i) {
+				if exact = append(exact, i); len(exact) > maxExact {
+					return nil, nil, false
+				}
+			}
+		}
+	}
+	return changed, exact, true
 }
 
 // eachBatch calls fn with each batch of q's targets (batches), and with

@@ -177,6 +177,20 @@ func TestEngine(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, [][]int{{1, 1, 1, 1}, {0, 1, 1, 1}}, pres)
 
+			// Asked again after Presence, the engine knows where the set
+			// of series changes (b's first minute) and does not ask.
+			srv.mu.Lock()
+			asked := len(srv.queries)
+			srv.mu.Unlock()
+			again, err := eng.HistogramIncreases(q)
+			require.NoError(t, err)
+			assert.Equal(t, rows, again)
+			srv.mu.Lock()
+			for _, sent := range srv.queries[asked:] {
+				assert.NotContains(t, sent, " unless ", "the set-change query")
+			}
+			srv.mu.Unlock()
+
 			names, err := eng.Resets(q)
 			require.NoError(t, err)
 			assert.Equal(t, []string{"b"}, names)
