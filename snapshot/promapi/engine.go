@@ -77,7 +77,7 @@ func keyOf(q snapshot.HistogramQuery) presenceKey {
 }
 
 // presence is a target's answer to Presence: its number of _count series
-// at each edge, and over the grid.
+// at each edge (nil where every edge has all), and over the grid (all).
 type presence struct {
 	counts []int
 	all    int
@@ -692,7 +692,11 @@ func (e *Engine) remember(q snapshot.HistogramQuery, b batch, rows [][]int, all 
 		e.seen[k] = map[string]presence{}
 	}
 	for i, name := range b.values {
-		e.seen[k][name] = presence{counts: rows[b.index[i]], all: all[name]}
+		p := presence{counts: rows[b.index[i]], all: all[name]}
+		if !slices.ContainsFunc(p.counts, func(c int) bool { return c != p.all }) {
+			p.counts = nil // every edge has them all (most targets)
+		}
+		e.seen[k][name] = p
 	}
 }
 
@@ -717,8 +721,11 @@ func (e *Engine) steady(q snapshot.HistogramQuery, b batch, rows int) (changed [
 	}
 	for t, name := range b.values {
 		p, found := seen[name]
-		if !found || len(p.counts) != len(q.Grid)+1 {
+		switch {
+		case !found || (p.counts != nil && len(p.counts) != len(q.Grid)+1):
 			return nil, nil, false
+		case p.counts == nil:
+			continue
 		}
 		r := 0
 		if q.Each {
