@@ -51,8 +51,8 @@ type Engine struct {
 
 	mu      sync.Mutex
 	queries int
-	// seen holds the answers of Presence, by question and target, for
-	// batchIncreases.
+	// seen holds the answers of Presence, by question and target (the
+	// label it is named by and its name), for batchIncreases.
 	seen map[presenceKey]map[string]presence
 }
 
@@ -692,11 +692,11 @@ func (e *Engine) remember(q snapshot.HistogramQuery, b batch, rows [][]int, all 
 		e.seen[k] = map[string]presence{}
 	}
 	for i, name := range b.values {
-		p := presence{counts: rows[b.index[i]], all: all[name]}
+		p := presence{counts: slices.Clone(rows[b.index[i]]), all: all[name]}
 		if !slices.ContainsFunc(p.counts, func(c int) bool { return c != p.all }) {
 			p.counts = nil // every edge has them all (most targets)
 		}
-		e.seen[k][name] = p
+		e.seen[k][b.label+"\xff"+name] = p
 	}
 }
 
@@ -710,8 +710,8 @@ func (e *Engine) remember(q snapshot.HistogramQuery, b batch, rows [][]int, all 
 func (e *Engine) steady(q snapshot.HistogramQuery, b batch, rows int) (changed [][]bool, exact []int, ok bool) {
 	k := keyOf(q)
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	seen := e.seen[k]
-	e.mu.Unlock()
 	if seen == nil {
 		return nil, nil, false
 	}
@@ -720,7 +720,7 @@ func (e *Engine) steady(q snapshot.HistogramQuery, b batch, rows int) (changed [
 		changed[r] = make([]bool, len(q.Grid))
 	}
 	for t, name := range b.values {
-		p, found := seen[name]
+		p, found := seen[b.label+"\xff"+name]
 		switch {
 		case !found || (p.counts != nil && len(p.counts) != len(q.Grid)+1):
 			return nil, nil, false
