@@ -400,9 +400,9 @@ func protoLabels(ls []prompb.Label) labels.Labels {
 // reading a chunk, as protocol buffers (a tenth of the bytes of the JSON
 // of /api/v1/series). ok is false where u must be listed with
 // /api/v1/series: remote read is not used (Config.QueryOnly, a server
-// that does not serve it, external labels), the read failed, or the
-// server sent samples, so ignores the hint (every later listing then
-// goes by /api/v1/series too).
+// that does not serve it, external labels), the read failed, the answer
+// is empty, or the server sent samples, so ignores the hint (every later
+// listing then goes by /api/v1/series too).
 func (r *reader) listRemote(ctx context.Context, u unit, lo, hi int64) (ls []labels.Labels, ok bool) {
 	if r.cfg.QueryOnly || r.noListRead.Load() {
 		return nil, false
@@ -428,7 +428,10 @@ func (r *reader) listRemote(ctx context.Context, u unit, lo, hi int64) (ls []lab
 			r.remote.done(remoteOn, "")
 		}
 	}
-	return ls, notServed == "" && err == nil && ls != nil
+	// An empty answer is asked again of /api/v1/series (cheap where the
+	// listing is empty): a server might honour the hint and then drop the
+	// series it holds no samples of.
+	return ls, notServed == "" && err == nil && len(ls) > 0
 }
 
 // listRead is listRemote's request: the series' labels, nil where the

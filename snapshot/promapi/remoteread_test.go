@@ -364,8 +364,8 @@ func FuzzChunkedSeries(f *testing.F) {
 
 // Series listed by their labels (Options.LabelsOnly) are asked for by
 // remote read with the hint "series", labels only; a server that answers
-// it with samples or chunks (it ignores the hint) is asked with
-// /api/v1/series instead, and the evidence is the same.
+// it with samples or chunks (it ignores the hint), or with no series, is
+// asked with /api/v1/series instead, and the evidence is the same.
 func TestListByRemoteRead(t *testing.T) {
 	names := []string{"vllm:num_requests_running", "vllm:num_requests_waiting"}
 	listed := func(t *testing.T, ev *snapshot.Evidence) {
@@ -380,15 +380,19 @@ func TestListByRemoteRead(t *testing.T) {
 		}
 	}
 	var want *snapshot.Evidence
-	for _, mode := range []string{"labels", "samples", "chunks"} {
+	for _, mode := range []string{"labels", "samples", "chunks", "empty"} {
 		t.Run(mode, func(t *testing.T) {
 			var reads, hinted, series atomic.Int64
 			samples := remoteRead(t, &reads, "", names...)
 			srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int64) bool {
 				switch r.URL.Path {
 				case "/api/v1/series":
-					series.Add(1)
 					w.Header().Set("Content-Type", "application/json")
+					if strings.Contains(r.Form.Get("match[]"), `pod=""`) { // the series without a pod label: none
+						fmt.Fprint(w, `{"status":"success","data":[]}`)
+						return true
+					}
+					series.Add(1)
 					fmt.Fprint(w, `{"status":"success","data":[{"__name__":"vllm:num_requests_running","pod":"a"},{"__name__":"vllm:num_requests_running","pod":"b"}]}`)
 					return true
 				case "/api/v1/read":
@@ -411,6 +415,9 @@ func TestListByRemoteRead(t *testing.T) {
 					}
 					var resp prompb.QueryResult
 					for _, pod := range []string{"a", "b"} {
+						if mode == "empty" { // the hint honoured, the series without samples dropped
+							break
+						}
 						ls := map[string]string{"__name__": "vllm:num_requests_running", "pod": pod}
 						if !matches(q.Matchers, ls) {
 							continue
