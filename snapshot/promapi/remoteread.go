@@ -396,9 +396,8 @@ func protoLabels(ls []prompb.Label) labels.Labels {
 
 // listRemote lists u's series with a sample in [lo, hi] by remote read,
 // asking for their labels only: the hint "series", which Prometheus
-// (and Mimir) answer as /api/v1/series does, from the index without
-// reading a chunk, as protocol buffers (a tenth of the bytes of the JSON
-// of /api/v1/series). ok is false where u must be listed with
+// answers as /api/v1/series does, from the index without reading a
+// chunk, as protocol buffers. ok is false where u must be listed with
 // /api/v1/series: remote read is not used (Config.QueryOnly, a server
 // that does not serve it, external labels), the read failed, the answer
 // is empty, or the server sent samples, so ignores the hint (every later

@@ -398,10 +398,8 @@ func TestListByRemoteRead(t *testing.T) {
 				case "/api/v1/read":
 					b, err := io.ReadAll(r.Body)
 					require.NoError(t, err)
-					raw, err := snappy.Decode(nil, b)
-					require.NoError(t, err)
-					var req prompb.ReadRequest
-					require.NoError(t, req.Unmarshal(raw))
+					r.Body = io.NopCloser(bytes.NewReader(b))
+					req := readRequest(t, r)
 					q := req.Queries[0]
 					if q.Hints == nil || q.Hints.Func != "series" {
 						r.Body = io.NopCloser(bytes.NewReader(b))
