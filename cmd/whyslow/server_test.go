@@ -133,6 +133,11 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 		{"kv-preemption", "victoria-metrics", 0, 0, 0, 0, 0},
 		{"restart", "victoria-metrics", 0, 0, 0, 0, 0},
 		{"mixed-versions", "victoria-metrics", 0, 0, 0, 0, 0},
+		// A Prometheus before 2.33, which refuses the @ modifier: the
+		// engine asks for which pods have their series at every edge,
+		// and the V0 restart under a new instance label is still found.
+		{"restart", "prometheus-without-@", 0, 0, 0, 0, 0},
+		{"rolling-restart-statefulset", "prometheus-without-@", 8, 0, 0, 0, fleetsim.VersionV0},
 		{"kv-preemption", "thanos", 0, 0, 0, 0, 0},
 		{"restart", "thanos", 0, 0, 0, 0, 0},
 		{"kv-preemption", "mimir", 0, 0, 0, 0, 0},
@@ -176,6 +181,8 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 			switch tc.server {
 			case "prometheus":
 				url = promserver.Prometheus(t, dir)
+			case "prometheus-without-@":
+				url, _ = promserver.RefusingAt(t, promserver.Prometheus(t, dir))
 			case "thanos":
 				url = promserver.Thanos(t, dir)
 			case "mimir":
@@ -223,8 +230,12 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 				// whole from their samples by the survey.
 				shown = "(" + shown + ")?"
 			}
+			refusal := ""
+			if tc.server == "prometheus-without-@" {
+				refusal = `; the server refused PromQL's @ modifier, so which pods had their series was asked at every edge of the grid`
+			}
 			read := `^http://127\.0\.0\.1:\d+(/prometheus)?: read with \d+ queries and \d+ label lookups: \d+ HTTP requests, ` + size + ` of responses received` + how + `$`
-			summed := `^http://127\.0\.0\.1:\d+(/prometheus)?: aggregated in the server with [1-9]\d* queries` + shown + `: \d+ HTTP requests, ` + size + ` of responses received$`
+			summed := `^http://127\.0\.0\.1:\d+(/prometheus)?: aggregated in the server with [1-9]\d* queries` + shown + `: \d+ HTTP requests, ` + size + ` of responses received` + refusal + `$`
 			// notes checks that the server's reads say what they cost, in
 			// notes of their own (for the raw pull, the survey's read and
 			// the windows'; for a pushdown, the survey's reads, the

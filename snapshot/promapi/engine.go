@@ -51,6 +51,9 @@ type Engine struct {
 
 	mu      sync.Mutex
 	queries int
+	// noAt is set once the server refused the @ modifier (noAtError):
+	// Presence then asks for every edge's count.
+	noAt bool
 	// seen holds the answers of Presence, by question and target (the
 	// label it is named by and its name), for batchIncreases.
 	seen map[presenceKey]map[string]presence
@@ -112,7 +115,7 @@ type engineCost struct{ e *Engine }
 
 func (c engineCost) Error() string {
 	c.e.mu.Lock()
-	n := c.e.queries
+	n, noAt := c.e.queries, c.e.noAt
 	c.e.mu.Unlock()
 	c.e.r.remote.mu.Lock()
 	reads := c.e.r.remote.reads
@@ -121,8 +124,12 @@ func (c engineCost) Error() string {
 	if reads > 0 {
 		what += fmt.Sprintf(" and %d remote reads of the samples of the replicas shown", reads)
 	}
-	return fmt.Sprintf("aggregated in the server with %s: %d HTTP requests, %s of responses received",
+	msg := fmt.Sprintf("aggregated in the server with %s: %d HTTP requests, %s of responses received",
 		what, c.e.r.tr.requests.Load(), byteSize(c.e.r.tr.received.Load()))
+	if noAt {
+		msg += "; the server refused PromQL's @ modifier, so which pods had their series was asked at every edge of the grid"
+	}
+	return msg
 }
 
 // batch is targets asked for in one query: the label they are named by
@@ -619,6 +626,10 @@ func (e *Engine) Resets(q snapshot.HistogramQuery) ([]string, error) {
 // standing for an edge has a sample in D's range, so every other edge
 // has D series: the counts are those of "count by (pod) (C)" at every
 // edge.
+//
+// A server that does not take PromQL's @ modifier (Prometheus before
+// 2.33 without its feature flag) is asked for "count by (pod) (C)" at
+// every edge instead, then and for every later question; Cost says so.
 func (e *Engine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
 	if len(q.Grid) == 0 {
 		return nil, nil
@@ -633,8 +644,17 @@ func (e *Engine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
 	out := make([][]int, len(q.Targets))
 	err := e.eachBatch(q, func(b batch) error {
 		c := e.selector(q.Metric+"_count", q, b)
+		if e.refusedAt() {
+			return e.presenceEachEdge(q, b, c, out)
+		}
 		d := fmt.Sprintf("count by (%s) (last_over_time(%s[%s] @ %s))", b.label, c, rng, at)
 		all, err := e.query(d, last)
+		if _, ok := errors.AsType[*noAtError](err); ok {
+			e.mu.Lock()
+			e.noAt = true
+			e.mu.Unlock()
+			return e.presenceEachEdge(q, b, c, out)
+		}
 		if err != nil {
 			return err
 		}
@@ -677,6 +697,42 @@ func (e *Engine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// presenceEachEdge answers Presence for batch b of q without the @
+// modifier: "count by (pod) (c)" at every edge of the grid, one point
+// per target and edge. It keeps nothing for steady: equal counts at two
+// edges do not say that the series are the same (a restart that
+// changed the instance label), where D's count over the grid does.
+func (e *Engine) presenceEachEdge(q snapshot.HistogramQuery, b batch, c string, out [][]int) error {
+	first, step := q.Grid[0].Start, q.Grid[0].End.Sub(q.Grid[0].Start)
+	m, err := e.queryRange(fmt.Sprintf("count by (%s) (%s)", b.label, c), first, q.Grid[len(q.Grid)-1].End, step)
+	if err != nil {
+		return err
+	}
+	for _, i := range b.index {
+		out[i] = make([]int, len(q.Grid)+1)
+	}
+	for _, ss := range m {
+		k := slices.Index(b.values, string(ss.Metric[model.LabelName(b.label)]))
+		if k < 0 {
+			continue
+		}
+		for _, sp := range ss.Values {
+			d := sp.Timestamp.Time().Sub(first)
+			if d >= 0 && d%step == 0 && int(d/step) <= len(q.Grid) {
+				out[b.index[k]][d/step] = int(sp.Value)
+			}
+		}
+	}
+	return nil
+}
+
+// refusedAt reports whether the server refused the @ modifier.
+func (e *Engine) refusedAt() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.noAt
 }
 
 // remember keeps the Presence answers of batch b's targets (rows, by

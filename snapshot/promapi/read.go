@@ -804,6 +804,20 @@ func (s *series) keep(lo, hi int64) {
 	s.t, s.v = s.t[:n], s.v[:n]
 }
 
+// noAtError: the server refused PromQL's @ modifier (Prometheus before
+// 2.33 without --enable-feature=promql-at-modifier, before 2.25 at all;
+// Cortex and old Mimir unless the querier enables it).
+type noAtError struct{ why string }
+
+func (e *noAtError) Error() string { return e.why }
+
+// refusesAt reports whether a server's message for a bad query says it
+// does not take the @ modifier: "@ modifier is disabled" (Prometheus
+// 2.25 to 2.32, Cortex, Mimir), or a parse error at the "@" (before 2.25).
+func refusesAt(msg string) bool {
+	return strings.Contains(msg, "@ modifier is disabled") || strings.Contains(msg, "unexpected character: '@'")
+}
+
 // errSplit: the query was too large for the server; split it.
 var errSplit = errors.New("too large")
 
@@ -981,6 +995,10 @@ func (r *reader) retry(ctx context.Context, what string, f func(context.Context)
 			return ferr
 		case tooLarge || status == http.StatusUnprocessableEntity:
 			return &splitError{why: msg}
+		case status == http.StatusBadRequest && refusesAt(msg):
+			// Only Presence asks with @, and it asks otherwise: the
+			// read goes on.
+			return &noAtError{why: msg}
 		case status == http.StatusTooManyRequests || status >= 500 || timedOut || status == 0 && isNetErr(err):
 			if try >= r.cfg.Retries {
 				why := msg

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,12 +228,20 @@ func TestEnginePresenceAsCount(t *testing.T) {
 				snapshot.Grid(snapshot.Window{Start: first.Truncate(time.Minute), End: last.Truncate(time.Minute).Add(time.Minute)}, time.Minute),
 				amid(first.Add(17*time.Minute+13*time.Second), last.Add(-9*time.Minute), 2*time.Minute),
 			}
+			var refused *atomic.Int64 // by the server without @
 			for _, srv := range []struct {
 				name  string
 				start func(*testing.T) string
 			}{
 				{"prometheus", func(t *testing.T) string { return promserver.Prometheus(t, dir) }},
 				{"victoria-metrics", func(t *testing.T) string { return promserver.VictoriaMetrics(t, fleet) }},
+				// A Prometheus before 2.33: Presence asks for every
+				// edge's count instead, after one refusal.
+				{"prometheus-without-@", func(t *testing.T) string {
+					var url string
+					url, refused = promserver.RefusingAt(t, promserver.Prometheus(t, dir))
+					return url
+				}},
 			} {
 				t.Run(srv.name, func(t *testing.T) {
 					url := srv.start(t)
@@ -280,6 +289,12 @@ func TestEnginePresenceAsCount(t *testing.T) {
 						}
 					}
 					assert.Positive(t, fewer, "edges where a pod has fewer series than at others")
+					if srv.name == "prometheus-without-@" {
+						assert.Equal(t, int64(1), refused.Load(), "queries with @ refused")
+						assert.Contains(t, eng.Cost().Error(), "refused PromQL's @ modifier")
+					} else {
+						assert.NotContains(t, eng.Cost().Error(), "@")
+					}
 				})
 			}
 		})
