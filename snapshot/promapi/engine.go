@@ -678,18 +678,7 @@ func (e *Engine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
 		if err != nil {
 			return err
 		}
-		for _, ss := range m {
-			k := slices.Index(b.values, string(ss.Metric[model.LabelName(b.label)]))
-			if k < 0 {
-				continue
-			}
-			for _, sp := range ss.Values {
-				d := sp.Timestamp.Time().Sub(first)
-				if d >= 0 && d%step == 0 && int(d/step) <= len(q.Grid) {
-					out[b.index[k]][d/step] = max(int(sp.Value), 0)
-				}
-			}
-		}
+		edgeCounts(m, b, q.Grid, out)
 		e.remember(q, b, out, n)
 		return nil
 	})
@@ -705,14 +694,22 @@ func (e *Engine) Presence(q snapshot.HistogramQuery) ([][]int, error) {
 // edges do not say that the series are the same (a restart that
 // changed the instance label), where D's count over the grid does.
 func (e *Engine) presenceEachEdge(q snapshot.HistogramQuery, b batch, c string, out [][]int) error {
-	first, step := q.Grid[0].Start, q.Grid[0].End.Sub(q.Grid[0].Start)
-	m, err := e.queryRange(fmt.Sprintf("count by (%s) (%s)", b.label, c), first, q.Grid[len(q.Grid)-1].End, step)
+	m, err := e.queryRange(fmt.Sprintf("count by (%s) (%s)", b.label, c), q.Grid[0].Start, q.Grid[len(q.Grid)-1].End, q.Grid[0].End.Sub(q.Grid[0].Start))
 	if err != nil {
 		return err
 	}
 	for _, i := range b.index {
 		out[i] = make([]int, len(q.Grid)+1)
 	}
+	edgeCounts(m, b, q.Grid, out)
+	return nil
+}
+
+// edgeCounts writes into out (rows by q.Targets' index) the counts of m,
+// a range query's answer by batch b's label over grid's edges: a
+// negative one as 0.
+func edgeCounts(m model.Matrix, b batch, grid []snapshot.Window, out [][]int) {
+	first, step := grid[0].Start, grid[0].End.Sub(grid[0].Start)
 	for _, ss := range m {
 		k := slices.Index(b.values, string(ss.Metric[model.LabelName(b.label)]))
 		if k < 0 {
@@ -720,12 +717,11 @@ func (e *Engine) presenceEachEdge(q snapshot.HistogramQuery, b batch, c string, 
 		}
 		for _, sp := range ss.Values {
 			d := sp.Timestamp.Time().Sub(first)
-			if d >= 0 && d%step == 0 && int(d/step) <= len(q.Grid) {
-				out[b.index[k]][d/step] = int(sp.Value)
+			if d >= 0 && d%step == 0 && int(d/step) <= len(grid) {
+				out[b.index[k]][d/step] = max(int(sp.Value), 0)
 			}
 		}
 	}
-	return nil
 }
 
 // refusedAt reports whether the server refused the @ modifier.
