@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/whyslow/whyslow/snapshot/internal/stream"
 )
 
 // countingReader counts the bytes read through it.
@@ -30,7 +31,7 @@ func (c countingReader) Read(p []byte) (int, error) {
 // maxBinaryRead bounds the bytes read of a file before binary data in
 // it stop the read: the first chunk, and the head read to choose its
 // limit.
-const maxBinaryRead = maxChunk + headSize
+const maxBinaryRead = stream.MaxChunk + headSize
 
 // binaryProblem returns the one ErrNotExposition problem of e.
 func binaryProblem(t *testing.T, e *Evidence) Problem {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/snapshot/internal/dumpdir"
+	"github.com/whyslow/whyslow/snapshot/internal/stream"
 )
 
 // seenFile records a regular file (or a TSDB directory) to be read and
@@ -172,7 +173,7 @@ var testReader func(io.Reader) io.Reader
 // that holds them, and checkContent reports them. A gzip file is inflated
 // as it streams (see inflow), so that a bomb costs its limit, not its
 // inflated size. lm is nil when the data are as found in the file.
-func (b *Builder) readFile(path string, want dumpdir.Listed) ([]byte, *lineMap, time.Time, error) {
+func (b *Builder) readFile(path string, want dumpdir.Listed) ([]byte, *stream.Map, time.Time, error) {
 	f, fi, err := dumpdir.Open(path, want)
 	if err != nil {
 		return nil, nil, time.Time{}, err
@@ -184,12 +185,12 @@ func (b *Builder) readFile(path string, want dumpdir.Listed) ([]byte, *lineMap, 
 	}
 	var magic [2]byte
 	if n, _ := f.ReadAt(magic[:], 0); n == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := openGzip(bufio.NewReaderSize(r, chunkSize))
+		zr, err := openGzip(bufio.NewReaderSize(r, stream.ChunkSize))
 		if err != nil {
 			return nil, nil, fi.ModTime(), err
 		}
 		defer zr.Close()
-		lm := &lineMap{}
+		lm := &stream.Map{}
 		data, err := b.inflow(path, zr, lm, 0)
 		return data, lm, fi.ModTime(), err
 	}
@@ -205,8 +206,8 @@ func (b *Builder) readFile(path string, want dumpdir.Listed) ([]byte, *lineMap, 
 	}
 	// The first chunk is read into a buffer of its own: a file of zeros
 	// behind one good line costs that chunk, not its size.
-	data := make([]byte, 0, min(fi.Size()+1, maxChunk))
-	var bin binaryScan
+	data := make([]byte, 0, min(fi.Size()+1, stream.MaxChunk))
+	var bin stream.BinaryScan
 	for {
 		if len(data) == cap(data) {
 			grow := fi.Size() + 1 - int64(len(data)) // the rest as listed
@@ -215,9 +216,9 @@ func (b *Builder) readFile(path string, want dumpdir.Listed) ([]byte, *lineMap, 
 			}
 			data = slices.Grow(data, int(grow))
 		}
-		n, err := r.Read(data[len(data):min(cap(data), len(data)+maxChunk)])
+		n, err := r.Read(data[len(data):min(cap(data), len(data)+stream.MaxChunk)])
 		data = data[:len(data)+n]
-		if bin.scan(data[len(data)-n:]) {
+		if bin.Scan(data[len(data)-n:]) {
 			break // checkContent reports it; the rest is not read
 		}
 		if err == io.EOF {
@@ -246,7 +247,7 @@ func (b *Builder) addStream(name string, r io.Reader) {
 			modTime, live = fi.ModTime(), false
 		}
 	}
-	br := bufio.NewReaderSize(r, chunkSize)
+	br := bufio.NewReaderSize(r, stream.ChunkSize)
 	var src io.Reader = br
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := openGzip(br)
@@ -258,7 +259,7 @@ func (b *Builder) addStream(name string, r io.Reader) {
 		defer zr.Close()
 		src = zr
 	}
-	lm := &lineMap{}
+	lm := &stream.Map{}
 	data, err := b.inflow(name, src, lm, 0)
 	if err != nil {
 		b.problems = append(b.problems, Problem{Severity: SeverityError, File: name, Offset: -1, Err: err})

@@ -2,10 +2,12 @@
 // before the pods restarted) into one model: targets (replicas), each with
 // a timeline of scrapes and metric families of series. It does not
 // interpret what the metrics mean (no vLLM knowledge: that is package
-// catalog's) and imports no other whyslow package but histogram and
-// snapshot/internal/dumpdir (the files of dump directories); heavier
-// readers live in subpackages that register themselves (snapshot/tsdb), so
-// a program that reads text dumps links no TSDB code.
+// catalog's) and imports no other whyslow package but histogram and its
+// internal packages, one job each: dumpdir (the files of dump
+// directories), stream (a dump's bytes as the parser gets them, and what
+// bytes are that are no exposition) and outlier (times far from the
+// rest); heavier readers live in subpackages that register themselves
+// (snapshot/tsdb), so a program that reads text dumps links no TSDB code.
 //
 // # Sources
 //

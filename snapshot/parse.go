@@ -19,6 +19,7 @@ import (
 	"github.com/whyslow/whyslow/histogram"
 	"github.com/whyslow/whyslow/snapshot/internal/dumpdir"
 	"github.com/whyslow/whyslow/snapshot/internal/outlier"
+	"github.com/whyslow/whyslow/snapshot/internal/stream"
 )
 
 // Content types handed to textparse.
@@ -72,7 +73,7 @@ func (b *Builder) addDump(name string, data []byte, modTime time.Time, inSubdir 
 
 // addPrepared is addDump for data that inflow may already have read:
 // lm is then its line map, and data is not decompressed again.
-func (b *Builder) addPrepared(name string, data []byte, lm *lineMap, modTime time.Time, inSubdir bool) error {
+func (b *Builder) addPrepared(name string, data []byte, lm *stream.Map, modTime time.Time, inSubdir bool) error {
 	n0 := len(b.problems)
 	used := b.parseFile(name, data, lm, modTime, inSubdir)
 	b.sources = append(b.sources, name)
@@ -127,7 +128,7 @@ type fileState struct {
 	noNewline bool
 
 	// lm maps offsets in data to the original file.
-	lm lineMap
+	lm stream.Map
 	// cut: a limit stopped the file in the middle.
 	cut bool
 
@@ -212,7 +213,7 @@ func (b *Builder) problem(sev Severity, off int64, family string, err error) {
 // locate returns the original line number and line start offset of byte
 // off of the current file's kept data.
 func (fs *fileState) locate(off int64) (int, int64) {
-	return fs.lm.orig(lineAt(fs.data, off))
+	return fs.lm.Orig(lineAt(fs.data, off))
 }
 
 // syntaxProblem builds an error-severity Problem for the current file
@@ -227,7 +228,7 @@ func (b *Builder) syntaxProblem(off int64, sentinel error, msg string) Problem {
 // parseFile parses one dump into the Builder and reports whether any
 // sample or family was kept. lm is nil for data as found (perhaps
 // compressed), else the line map of data that inflow prepared.
-func (b *Builder) parseFile(name string, data []byte, lm *lineMap, modTime time.Time, inSubdir bool) bool {
+func (b *Builder) parseFile(name string, data []byte, lm *stream.Map, modTime time.Time, inSubdir bool) bool {
 	fs := &b.fs
 	fs.reset(name, data)
 	b.fileSeq++
@@ -244,7 +245,7 @@ func (b *Builder) parseFile(name string, data []byte, lm *lineMap, modTime time.
 	fs.data = data
 	if len(bytes.TrimSpace(data)) == 0 {
 		msg := "empty file"
-		if len(fs.lm.holes) > 0 {
+		if fs.lm.Dropped() {
 			msg = "no samples, only comments"
 		}
 		b.problems = append(b.problems, Problem{Severity: SeverityError, File: name, Offset: -1,
@@ -255,18 +256,18 @@ func (b *Builder) parseFile(name string, data []byte, lm *lineMap, modTime time.
 		return false
 	}
 	data = fs.data // checkContent may cut binary garbage off the end
-	if fs.lm.bom || fs.lm.crLines > 0 {
+	if fs.lm.BOM || fs.lm.CRLines > 0 {
 		var what []string
-		if fs.lm.bom {
+		if fs.lm.BOM {
 			what = append(what, "a UTF-8 byte order mark removed")
 		}
-		if fs.lm.crLines > 0 {
-			what = append(what, fmt.Sprintf("CRLF line endings of %d lines read as LF", fs.lm.crLines))
+		if fs.lm.CRLines > 0 {
+			what = append(what, fmt.Sprintf("CRLF line endings of %d lines read as LF", fs.lm.CRLines))
 		}
 		b.problems = append(b.problems, Problem{Severity: SeverityWarning, File: name, Offset: -1,
 			Err: fmt.Errorf("%w: %s (a file saved on Windows?)", ErrNormalized, strings.Join(what, "; "))})
 	}
-	fs.noNewline = fs.lm.noNewline
+	fs.noNewline = fs.lm.NoNewline
 
 	ni := dumpdir.ParseName(name, inSubdir)
 	fs.defName, fs.defFrom = ni.Target, "path"
@@ -294,7 +295,7 @@ func (b *Builder) checkContent(data []byte) bool {
 	fs := &b.fs
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	off := int64(len(data) - len(trimmed))
-	if what := utf16Text(data); what != "" {
+	if what := stream.UTF16(data); what != "" {
 		b.problems = append(b.problems, b.syntaxProblem(0, ErrNotExposition, "file is "+what+" text, not UTF-8: convert it to UTF-8 (iconv -f UTF-16 -t UTF-8)"))
 		return false
 	}
@@ -307,19 +308,19 @@ func (b *Builder) checkContent(data []byte) bool {
 		b.problems = append(b.problems, b.syntaxProblem(off, ErrNotExposition, "file is "+what+", not metrics"))
 		return false
 	}
-	if looksLikeJSON(trimmed) {
+	if stream.LooksLikeJSON(trimmed) {
 		b.problems = append(b.problems, b.syntaxProblem(off, ErrNotExposition, "file is JSON, not an exposition (a Prometheus API response? save /metrics or /federate output instead)"))
 		return false
 	}
 	bad := bytes.IndexByte(data, 0)
-	if i := binaryHead(data[:min(len(data), utf8Head)]); i >= 0 && (bad < 0 || i < bad) {
+	if i := stream.BinaryHead(data[:min(len(data), stream.UTF8Head)]); i >= 0 && (bad < 0 || i < bad) {
 		bad = i
 	}
 	if bad < 0 {
 		return true
 	}
 	line, start := lineAt(data, int64(bad))
-	_, origBad := fs.lm.orig(line, int64(bad)) // offset of the byte itself
+	_, origBad := fs.lm.Orig(line, int64(bad)) // offset of the byte itself
 	b.problems = append(b.problems, b.syntaxProblem(int64(bad), ErrNotExposition,
 		fmt.Sprintf("binary data (byte 0x%02x at offset %d)", data[bad], origBad)))
 	if start == 0 {
@@ -327,91 +328,6 @@ func (b *Builder) checkContent(data []byte) bool {
 	}
 	fs.data = data[:start]
 	return true
-}
-
-// binaryHead returns the offset of the first invalid UTF-8 in head, the
-// first bytes of a file, or -1: a multi-byte rune cut at the very end of
-// head is not binary.
-func binaryHead(head []byte) int {
-	if utf8.Valid(head) {
-		return -1
-	}
-	if i := invalidUTF8(head); i >= 0 && i < len(head)-utf8.UTFMax {
-		return i
-	}
-	return -1
-}
-
-// utf16Text returns "UTF-16LE" or "UTF-16BE" when data starts like UTF-16
-// text (a byte order mark, or ASCII with every other byte zero), else "".
-func utf16Text(data []byte) string {
-	switch {
-	case bytes.HasPrefix(data, []byte{0xff, 0xfe}):
-		return "UTF-16LE"
-	case bytes.HasPrefix(data, []byte{0xfe, 0xff}):
-		return "UTF-16BE"
-	}
-	head := data[:min(len(data), 256)&^1]
-	if len(head) < 8 {
-		return ""
-	}
-	var even, odd int
-	for i := 0; i < len(head); i += 2 {
-		if head[i] == 0 && head[i+1] != 0 {
-			even++
-		}
-		if head[i+1] == 0 && head[i] != 0 {
-			odd++
-		}
-	}
-	switch half := len(head) / 2; {
-	case odd >= half*9/10:
-		return "UTF-16LE"
-	case even >= half*9/10:
-		return "UTF-16BE"
-	}
-	return ""
-}
-
-// looksLikeJSON reports whether data (trimmed of leading space) starts
-// like a JSON document: "[", or "{" followed by a quoted key and a colon
-// or by "}". An exposition line may start with "{" too (a quoted UTF-8
-// metric name, {"my.metric",le="1"} 3), but never with a key and colon.
-func looksLikeJSON(data []byte) bool {
-	if len(data) == 0 {
-		return false
-	}
-	switch data[0] {
-	case '[':
-		return true
-	case '{':
-	default:
-		return false
-	}
-	rest := bytes.TrimLeft(data[1:], " \t\r\n")
-	if len(rest) > 0 && rest[0] == '}' {
-		return true
-	}
-	if len(rest) == 0 || rest[0] != '"' {
-		return false
-	}
-	q, err := strconv.QuotedPrefix(string(rest[:min(len(rest), 1024)]))
-	if err != nil {
-		return false
-	}
-	rest = bytes.TrimLeft(rest[len(q):], " \t\r\n")
-	return len(rest) > 0 && rest[0] == ':'
-}
-
-func invalidUTF8(b []byte) int {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return i
-		}
-		i += n
-	}
-	return -1
 }
 
 // isOpenMetrics decides the format of a dump: Options.Format, else
@@ -1196,7 +1112,7 @@ func (b *Builder) prepare(name string, data []byte) ([]byte, bool) {
 		}
 		defer zr.Close()
 		r = zr
-	case needsNormalising(data):
+	case stream.NeedsNormalising(data):
 		r = bytes.NewReader(data)
 	default:
 		if max, what := b.byteLimit(data); int64(len(data)) > max {

@@ -84,12 +84,13 @@ func TestImports(t *testing.T) {
 	allowed := map[string][]string{
 		"histogram":                 {},
 		"rules":                     {"histogram"},
-		"snapshot":                  {"histogram", "snapshot/internal/dumpdir", "snapshot/internal/outlier"},
+		"snapshot":                  {"histogram", "snapshot/internal/dumpdir", "snapshot/internal/outlier", "snapshot/internal/stream"},
 		"snapshot/tsdb":             {"snapshot", "snapshot/internal/store", "snapshot/internal/outlier", "histogram"},
 		"snapshot/promapi":          {"snapshot", "snapshot/internal/store", "histogram"},
 		"snapshot/internal/store":   {"snapshot", "histogram"},
 		"snapshot/internal/dumpdir": {},
 		"snapshot/internal/outlier": {},
+		"snapshot/internal/stream":  {},
 		"catalog":                   {"snapshot"},
 		"report":                    {"histogram", "snapshot", "catalog", "rules"}, // snapshot: Warning.Severity is snapshot.Severity
 		"report/html":               {"report"},
