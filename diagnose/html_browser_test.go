@@ -21,6 +21,7 @@ import (
 
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/reportfixture"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/snapshot"
@@ -52,7 +53,7 @@ func chromium(t *testing.T) string {
 // scenarios (scenarioReports).
 func browserReports(t *testing.T) map[string]*report.Report {
 	t.Helper()
-	out := map[string]*report.Report{"fixture": renderReport()}
+	out := map[string]*report.Report{"fixture": reportfixture.Article()}
 	for name, path := range map[string]string{
 		"sample":   filepath.Join("..", "examples", "postmortem", "evidence", "long-prompts.om.gz"),
 		"realdump": filepath.Join("..", "testdata", "realdata", "vllm", "lora-multitenancy-experiment-0.30.0.prom"),
@@ -68,7 +69,7 @@ func browserReports(t *testing.T) map[string]*report.Report {
 	}
 	// A report split by model (a group column), and two in full detail
 	// (--verbose: counts beside the values).
-	out["split"] = renderSplitReport()
+	out["split"] = reportfixture.Split()
 	out["fixture"+verboseSuffix] = out["fixture"]
 	out["scenario-hot-replica"+verboseSuffix] = out["scenario-hot-replica"]
 	return out

@@ -20,6 +20,7 @@ import (
 
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/internal/golden"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
@@ -50,7 +51,7 @@ const maxScenarioReportLines = 272 // 270, and a line for a finding's driver (kv
 const articleHypotheses = 12
 
 // checkSummary checks a report's default text: the summary block against
-// its golden file (testdata/render/summary/NAME.txt; -update rewrites it),
+// its golden file (testdata/summary/NAME.txt; -update rewrites it),
 // the block's length (at most 15 items' worth of lines, numbers included),
 // that no line of the whole report is wider than report.TextWidth, and,
 // for a fleetsim scenario, the length of the whole report.
@@ -92,7 +93,7 @@ func checkSummary(t *testing.T, name string, rep *report.Report) {
 	block := summaryBlock(t, text)
 	lines := strings.Count(block, "\n") - 5 // title, rule, verdict, blank, heading, rule
 	assert.LessOrEqual(t, lines, 22+2*rivals, "%s: the summary block is short:\n%s", name, block)
-	renderGolden(t, filepath.Join("summary", name+".txt"), []byte(block))
+	golden.Check(t, filepath.Join("testdata", "summary", name+".txt"), []byte(block))
 	checkSummaryClaims(t, name, rep, text, block)
 }
 

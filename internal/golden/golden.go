@@ -17,8 +17,9 @@ var Update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // Check compares got with the golden file at path. Under -update it
 // writes got there (creating the directory) and passes. On a mismatch it
-// writes got to path+".got" and reports an error naming both files; a
-// missing golden file is an error that says how to create it.
+// writes got to path+".got" and reports an error naming both files (a
+// match removes it); a missing golden file is an error that says how to
+// create it.
 func Check(t testing.TB, path string, got []byte) {
 	t.Helper()
 	if *Update {
@@ -37,5 +38,7 @@ func Check(t testing.TB, path string, got []byte) {
 	if string(want) != string(got) {
 		_ = os.WriteFile(path+".got", got, 0o644)
 		t.Errorf("output differs from %s (see %s.got; go test -update rewrites it if the change is intended)", path, path)
+		return
 	}
+	_ = os.Remove(path + ".got") // from an earlier mismatch
 }

@@ -1,10 +1,9 @@
-package diagnose_test
+package html_test
 
 import (
 	"bytes"
-	"fmt"
-	"html/template"
 	"math"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -13,40 +12,22 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/whyslow/whyslow/catalog"
-	"github.com/whyslow/whyslow/internal/fleetsim"
+	"github.com/whyslow/whyslow/internal/golden"
+	"github.com/whyslow/whyslow/internal/reportfixture"
 	"github.com/whyslow/whyslow/report"
-	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/rules"
 )
 
-// svgElement matches one inline SVG plot.
-var svgElement = regexp.MustCompile(`(?s)<svg .*?</svg>`)
-
-// stripSVG replaces the plots, whose coordinates are floating-point
-// output of gonum/plot, with a placeholder: the golden file holds the
-// document around them.
-func stripSVG(html []byte) []byte {
-	return svgElement.ReplaceAll(html, []byte(`<svg><!-- plot drawn by gonum/plot --></svg>`))
-}
-
-func writeHTML(t *testing.T, r *report.Report) string {
-	t.Helper()
-	var b bytes.Buffer
-	require.NoError(t, html.Write(&b, r))
-	return b.String()
-}
-
 func TestWriteHTMLGolden(t *testing.T) {
-	html := writeHTML(t, renderReport())
-	renderGolden(t, "report.html.golden", stripSVG([]byte(html)))
+	html := reportfixture.HTML(t, reportfixture.Article())
+	golden.Check(t, filepath.Join("testdata", "report.html.golden"), reportfixture.StripSVG([]byte(html)))
 	// Keep the self-contained file small enough to mail around.
 	assert.Less(t, len(html), 250_000, "size of the HTML report")
-	t.Logf("HTML report: %d bytes, %d bytes without the plots", len(html), len(stripSVG([]byte(html))))
+	t.Logf("HTML report: %d bytes, %d bytes without the plots", len(html), len(reportfixture.StripSVG([]byte(html))))
 }
 
 func TestWriteHTMLStructure(t *testing.T) {
-	html := writeHTML(t, renderReport())
+	html := reportfixture.HTML(t, reportfixture.Article())
 	require.True(t, strings.HasPrefix(html, "<!DOCTYPE html>"))
 
 	// Self-contained: nothing to fetch.
@@ -61,11 +42,11 @@ func TestWriteHTMLStructure(t *testing.T) {
 	// timelines, the before/after table and the hypotheses (issue 14).
 	order := []string{`<p class="verdict verdict-incident">verdict: prefill-long-prompts`, "<h2>Summary</h2>", "<h2>Timelines</h2>",
 		"<h2>Before and after: p50 and p95 per signal</h2>", "<h2>Hypotheses, ranked</h2>", "<h2>Symptoms</h2>", "<h2>Per replica</h2>"}
-	assertInOrder(t, html, order)
+	reportfixture.InOrder(t, html, order)
 
 	// One plot per timeline signal of the fixture, each with the incident
 	// window shaded (red, translucent) and the baseline lightly (grey).
-	plots := svgElement.FindAllString(html, -1)
+	plots := reportfixture.Plots(html)
 	require.Len(t, plots, 7, "ttft, queue_time, prefill_time, tpot, waiting, running, kv_usage")
 	// Preemptions, zero throughout, take one line.
 	assert.Contains(t, html, `<figure class="plot zero"><figcaption><strong>preemptions (per-second rate)</strong>: all zero over the window, 2026-03-14 09:30–10:30Z (1h): 60 intervals of 1m</figcaption></figure>`)
@@ -102,7 +83,7 @@ func TestWriteHTMLStructure(t *testing.T) {
 // timeline: the fleet's, doubled in the incident.
 func culpritReport(t *testing.T) *report.Report {
 	t.Helper()
-	r := renderReport()
+	r := reportfixture.Article()
 	i := slices.IndexFunc(r.Hypotheses, func(h rules.Finding) bool { return string(h.ID) == string(r.Verdict) })
 	require.GreaterOrEqual(t, i, 0)
 	r.Hypotheses[i].Evidence = append(r.Hypotheses[i].Evidence, rules.Evidence{
@@ -115,7 +96,7 @@ func culpritReport(t *testing.T) *report.Report {
 			tl.Replica = "vllm-2"
 			tl.Points = slices.Clone(tl.Points)
 			for k := range tl.Points {
-				if tl.Points[k].T.After(renderSplit) {
+				if tl.Points[k].T.After(r.Windows.ChangePoint.Time) {
 					tl.Points[k].Value *= 2
 				}
 			}
@@ -131,14 +112,14 @@ func culpritReport(t *testing.T) *report.Report {
 // text and Markdown stay as they were.
 func TestWriteHTMLCulprit(t *testing.T) {
 	r := culpritReport(t)
-	html := writeHTML(t, r)
+	html := reportfixture.HTML(t, r)
 	assert.Contains(t, html, `<tr class="culprit"><td>vllm-2 <span class="tag">culprit</span></td>`)
 	assert.Equal(t, 1, strings.Count(html, `<span class="tag">culprit</span>`), "one row")
 	assert.Contains(t, html, `<tr><td>vllm-0</td>`)
 
-	ttft := figure(t, html, "TTFT p95")
+	ttft := reportfixture.Figure(t, html, "TTFT p95")
 	assert.True(t, strings.Contains(ttft, "stroke:#AD1457"), "the culprit's TTFT line")
-	ttft = string(stripSVG([]byte(ttft)))
+	ttft = string(reportfixture.StripSVG([]byte(ttft)))
 	assert.Contains(t, ttft, `<li class="bold"><span style="border-color: #ad1457"></span>vllm-2 (culprit)</li>`)
 	assert.NotContains(t, ttft, "vllm-0")
 
@@ -157,86 +138,28 @@ func TestWriteHTMLCulprit(t *testing.T) {
 }
 
 func TestWriteHTMLEscapes(t *testing.T) {
-	r := renderReport()
+	r := reportfixture.Article()
 	evil := `<script>alert("x")</script>`
 	r.Summary = evil
 	r.Warnings = append(r.Warnings, evil)
 	r.Timelines[len(r.Timelines)-1].Replica = evil
-	html := writeHTML(t, r)
+	html := reportfixture.HTML(t, r)
 	assert.NotContains(t, html, "<script>")
 	assert.Contains(t, html, "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;")
 }
 
 func TestWriteHTMLWithoutTimelines(t *testing.T) {
-	r := renderReport()
+	r := reportfixture.Article()
 	r.Timelines = nil
-	html := writeHTML(t, r)
+	html := reportfixture.HTML(t, r)
 	assert.NotContains(t, html, "<svg")
 	assert.NotContains(t, html, "<h2>Timelines</h2>")
 	assert.Contains(t, html, "<h2>Symptoms</h2>")
 }
 
 func TestWriteHTMLSplit(t *testing.T) {
-	html := writeHTML(t, renderSplitReport())
+	html := reportfixture.HTML(t, reportfixture.Split())
 	// The first group has timelines, the second none.
 	assert.Equal(t, 1, strings.Count(html, "<h2>Timelines</h2>"))
 	assert.Contains(t, html, "group model_name=qwen-7b: no-incident")
-}
-
-// figure returns the HTML of the plot titled title.
-func figure(t *testing.T, html, title string) string {
-	t.Helper()
-	i := strings.Index(html, "<strong>"+title)
-	require.GreaterOrEqual(t, i, 0, "no plot %q", title)
-	fig := html[i:]
-	return fig[:strings.Index(fig, "</figure>")]
-}
-
-// legend returns the HTML of the plot titled title without its SVG.
-func legend(t *testing.T, html, title string) string {
-	t.Helper()
-	return string(stripSVG([]byte(figure(t, html, title))))
-}
-
-// On the hot-replica scenario the HTML marks the replica the verdict
-// names in the per-replica table and draws its TTFT p95 beside the
-// fleet's; the prefill p95, in the histogram's first bucket, is drawn as
-// the bound the before/after table prints, from the same numbers.
-func TestWriteHTMLHotReplica(t *testing.T) {
-	spec, ok := fleetsim.LookupScenario("hot-replica")
-	require.True(t, ok)
-	rep := scenarioReport(t, spec)
-	c := rep.NamedCulprit()
-	require.NotNil(t, c, factsTable(rep))
-	require.Equal(t, "replica", c.Kind)
-	html := writeHTML(t, rep)
-
-	assert.Contains(t, html, `<tr class="culprit"><td>`+c.Name+` <span class="tag">culprit</span></td>`)
-	assert.Equal(t, 1, strings.Count(html, `<span class="tag">culprit</span>`))
-	assert.Contains(t, legend(t, html, "TTFT p95"), c.Name+" (culprit)</li>")
-
-	// The incident window's prefill p95 is a bound in the table ...
-	q, ok := rep.Quantile(catalog.SignalPrefillTime, 0.95)
-	require.True(t, ok)
-	op, bound := report.QuantileBound(q)
-	require.Equal(t, "<=", op, "the scenario's prefill p95 lies in the first bucket")
-	cell := template.HTMLEscapeString(op + " " + report.FormatValue(bound, "s"))
-	assert.Contains(t, html, `<td>prefill_time</td><td class="num">`+cell+`</td>`)
-	// ... and so is every interval's that lies in the first bucket: drawn
-	// at the bound, not at the interpolated value.
-	n := 0
-	for _, tl := range rep.Timelines {
-		if tl.Signal != "prefill_time" || tl.Replica != "" {
-			continue
-		}
-		for _, p := range tl.Points {
-			if pop, pv := p.Bound(); pop == "<=" {
-				n++
-				assert.Equal(t, bound, pv, "the bucket edge the table prints")
-				assert.Less(t, float64(p.Value), pv, "the interpolated value is below it")
-			}
-		}
-	}
-	require.Positive(t, n)
-	assert.Contains(t, legend(t, html, "prefill time p95"), fmt.Sprintf("fleet: %s (%d intervals; p95 in the first bucket", cell, n))
 }

@@ -1,20 +1,31 @@
-package diagnose_test
+// Package reportfixture builds, by hand, the report that the rendering
+// tests of report, report/html and diagnose render, and holds the checks
+// they share. It is for tests only; no library package imports it.
+package reportfixture
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
+	"strings"
+	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/whyslow/whyslow/report"
+	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/rules"
 )
 
-// This file builds, by hand, the report the golden tests render: the
-// article's section 10 incident (prompt p50 850 -> 870 tokens, p95 2400 ->
-// 6100; queue time p95 120ms -> 130ms; prefill p95 640ms -> 1.9s; TTFT
-// p95 900ms -> 2.2s; TPOT p95 42ms -> 43ms) on three replicas. The
-// findings are real: they come from rules.Evaluate on matching facts.
+// The report the golden tests render: the article's section 10 incident
+// (prompt p50 850 -> 870 tokens, p95 2400 -> 6100; queue time p95 120ms
+// -> 130ms; prefill p95 640ms -> 1.9s; TTFT p95 900ms -> 2.2s; TPOT p95
+// 42ms -> 43ms) on three replicas. The findings are real: they come from
+// rules.Evaluate on matching facts.
 
 var (
 	renderT0       = time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
@@ -275,8 +286,8 @@ func renderTimelines() []report.Timeline {
 	return tls
 }
 
-// renderReport builds the section 10 report.
-func renderReport() *report.Report {
+// Article builds the report of the article's section 10 incident.
+func Article() *report.Report {
 	facts := renderFacts()
 	res := rules.Evaluate(facts, rules.SLO{}, rules.DefaultThresholds)
 	rep := &report.Report{
@@ -311,11 +322,11 @@ func renderReport() *report.Report {
 	return rep
 }
 
-// renderSplitReport is a report split by model_name into two groups: the
+// Split is a report split by model_name into two groups: the
 // section 10 incident, and a small model that served well.
-func renderSplitReport() *report.Report {
-	llama := renderReport()
-	small := renderReport()
+func Split() *report.Report {
+	llama := Article()
+	small := Article()
 	small.Group = map[string]string{"model_name": "qwen-7b"}
 	facts := rules.Facts{}
 	for id, f := range renderFacts() {
@@ -349,4 +360,52 @@ func warningTexts(ws []rules.Warning) []string {
 		out = append(out, w.Text)
 	}
 	return out
+}
+
+// InOrder checks that every part stands in text, in the order given.
+func InOrder(t *testing.T, text string, parts []string) {
+	t.Helper()
+	last := -1
+	for _, s := range parts {
+		i := strings.Index(text, s)
+		require.GreaterOrEqual(t, i, 0, "%q missing", s)
+		assert.Greater(t, i, last, "%q out of order", s)
+		last = i
+	}
+}
+
+// svgElement matches one inline SVG plot.
+var svgElement = regexp.MustCompile(`(?s)<svg .*?</svg>`)
+
+// Plots returns the inline SVG plots of an HTML report, in order.
+func Plots(html string) []string { return svgElement.FindAllString(html, -1) }
+
+// StripSVG replaces the plots, whose coordinates are floating-point
+// output of gonum/plot, with a placeholder: the golden file holds the
+// document around them.
+func StripSVG(html []byte) []byte {
+	return svgElement.ReplaceAll(html, []byte(`<svg><!-- plot drawn by gonum/plot --></svg>`))
+}
+
+// Figure returns the HTML of the plot titled title.
+func Figure(t *testing.T, html, title string) string {
+	t.Helper()
+	i := strings.Index(html, "<strong>"+title)
+	require.GreaterOrEqual(t, i, 0, "no plot %q", title)
+	fig := html[i:]
+	return fig[:strings.Index(fig, "</figure>")]
+}
+
+// Legend returns the HTML of the plot titled title without its SVG.
+func Legend(t *testing.T, html, title string) string {
+	t.Helper()
+	return string(StripSVG([]byte(Figure(t, html, title))))
+}
+
+// HTML writes r as the HTML report (html.Write), failing t on an error.
+func HTML(t testing.TB, r *report.Report) string {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, html.Write(&b, r))
+	return b.String()
 }

@@ -1,10 +1,9 @@
-package diagnose_test
+package report_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,47 +11,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/whyslow/whyslow/internal/golden"
+	"github.com/whyslow/whyslow/internal/reportfixture"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 )
 
-// renderGolden compares got with testdata/render/name, or rewrites the
-// file under -update. On a mismatch it writes name.got next to the golden
-// file for diffing.
-func renderGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "render", name)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file; run go test ./diagnose/ -update")
-	if !bytes.Equal(want, got) {
-		_ = os.WriteFile(path+".got", got, 0o644)
-		t.Errorf("%s differs from the golden file; see %s.got (go test ./diagnose/ -update rewrites it)", name, path)
-		return
-	}
-	_ = os.Remove(path + ".got")
-}
-
-// assertInOrder checks that every part stands in text, in the order given.
-func assertInOrder(t *testing.T, text string, parts []string) {
-	t.Helper()
-	last := -1
-	for _, s := range parts {
-		i := strings.Index(text, s)
-		require.GreaterOrEqual(t, i, 0, "%q missing", s)
-		assert.Greater(t, i, last, "%q out of order", s)
-		last = i
-	}
-}
-
 func TestRenderFixtureIsTheArticleCase(t *testing.T) {
 	// The goldens are only meaningful if the fixture's findings are the
 	// article's: the prefill-long-prompts hypothesis is supported.
-	rep := renderReport()
+	rep := reportfixture.Article()
 	require.Equal(t, rules.Verdict(rules.PrefillLongPrompts), rep.Verdict)
 	require.Equal(t, rules.PrefillLongPrompts, rep.Hypotheses[0].ID)
 	require.Equal(t, rules.Supported, rep.Hypotheses[0].Status)
@@ -64,28 +32,28 @@ func TestRenderGolden(t *testing.T) {
 		rep   func() *report.Report
 		write func(*report.Report, *bytes.Buffer) error
 	}{
-		{"report.txt", renderReport, func(r *report.Report, b *bytes.Buffer) error { return r.WriteText(b) }},
-		{"report.md", renderReport, func(r *report.Report, b *bytes.Buffer) error { return r.WriteMarkdown(b) }},
-		{"report.json", renderReport, func(r *report.Report, b *bytes.Buffer) error { return r.WriteJSON(b) }},
-		{"split.txt", renderSplitReport, func(r *report.Report, b *bytes.Buffer) error { return r.WriteText(b) }},
-		{"split.md", renderSplitReport, func(r *report.Report, b *bytes.Buffer) error { return r.WriteMarkdown(b) }},
-		{"compare.txt", renderReport, func(r *report.Report, b *bytes.Buffer) error {
+		{"report.txt", reportfixture.Article, func(r *report.Report, b *bytes.Buffer) error { return r.WriteText(b) }},
+		{"report.md", reportfixture.Article, func(r *report.Report, b *bytes.Buffer) error { return r.WriteMarkdown(b) }},
+		{"report.json", reportfixture.Article, func(r *report.Report, b *bytes.Buffer) error { return r.WriteJSON(b) }},
+		{"split.txt", reportfixture.Split, func(r *report.Report, b *bytes.Buffer) error { return r.WriteText(b) }},
+		{"split.md", reportfixture.Split, func(r *report.Report, b *bytes.Buffer) error { return r.WriteMarkdown(b) }},
+		{"compare.txt", reportfixture.Article, func(r *report.Report, b *bytes.Buffer) error {
 			return report.WriteCompareText(b, report.CompareTable(r))
 		}},
-		{"compare.md", renderSplitReport, func(r *report.Report, b *bytes.Buffer) error {
+		{"compare.md", reportfixture.Split, func(r *report.Report, b *bytes.Buffer) error {
 			return report.WriteCompareMarkdown(b, report.CompareTable(r))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
 			require.NoError(t, tc.write(tc.rep(), &b))
-			renderGolden(t, tc.name, b.Bytes())
+			golden.Check(t, filepath.Join("testdata", tc.name), b.Bytes())
 		})
 	}
 }
 
 func TestRenderTextContent(t *testing.T) {
-	rep := renderReport()
+	rep := reportfixture.Article()
 	text := rep.String()
 	var b bytes.Buffer
 	require.NoError(t, rep.WriteText(&b))
@@ -99,7 +67,7 @@ func TestRenderTextContent(t *testing.T) {
 	// Sections in the order issue 14 asks for: the summary block, the
 	// before/after table and the hypotheses, then the detail.
 	order := []string{"Summary\n", "Before and after", "Hypotheses, ranked\n", "Windows\n", "Symptoms\n", "Per replica\n", "Signals, fleet-wide\n", "Dimensions\n", "Warnings\n"}
-	assertInOrder(t, text, order)
+	reportfixture.InOrder(t, text, order)
 	// Section 10 numbers with units, bounds and counts.
 	for _, s := range []string{
 		"prompt_tokens", "870 tokens [500–1000]", "6100 tokens [5000–10000]", "2400 tokens [2000–5000]",
@@ -118,7 +86,7 @@ func TestRenderTextContent(t *testing.T) {
 }
 
 func TestCompareTable(t *testing.T) {
-	rows := report.CompareTable(renderReport())
+	rows := report.CompareTable(reportfixture.Article())
 	byID := map[string]report.CompareRow{}
 	for _, r := range rows {
 		byID[r.Signal] = r
@@ -166,14 +134,14 @@ func TestCompareTable(t *testing.T) {
 }
 
 func TestCompareTableLowCountAndGroups(t *testing.T) {
-	rep := renderReport()
+	rep := reportfixture.Article()
 	rep.Signals.Fleet[0].Incident.Quantiles[1].Count = 5 // ttft p95 from 5 requests
 	rows := report.CompareTable(rep)
 	assert.Equal(t, "ttft", rows[0].Signal)
 	assert.True(t, rows[0].LowCount)
 	assert.False(t, rows[0].Moved, "a change judged from 5 observations is not marked")
 
-	split := report.CompareTable(renderSplitReport())
+	split := report.CompareTable(reportfixture.Split())
 	groups := map[string]int{}
 	for _, r := range split {
 		groups[r.Group]++
@@ -184,7 +152,7 @@ func TestCompareTableLowCountAndGroups(t *testing.T) {
 
 func TestWriteJSONSchema(t *testing.T) {
 	var b bytes.Buffer
-	require.NoError(t, renderReport().WriteJSON(&b))
+	require.NoError(t, reportfixture.Article().WriteJSON(&b))
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(b.Bytes(), &doc))
 	assert.Equal(t, float64(report.SchemaVersion), doc["schema_version"])
@@ -207,7 +175,7 @@ func TestWriteJSONSchema(t *testing.T) {
 	var back report.Report
 	require.NoError(t, json.Unmarshal(b.Bytes(), &back))
 	assert.Equal(t, rules.Verdict(rules.PrefillLongPrompts), back.Verdict)
-	assert.Len(t, back.Hypotheses, len(renderReport().Hypotheses))
+	assert.Len(t, back.Hypotheses, len(reportfixture.Article().Hypotheses))
 }
 
 func TestWriteJSONEmptyListsAreNotNull(t *testing.T) {
@@ -233,7 +201,7 @@ func TestWriteJSONEmptyListsAreNotNull(t *testing.T) {
 }
 
 func TestWriteJSONNonFinite(t *testing.T) {
-	rep := renderReport()
+	rep := reportfixture.Article()
 	inf, nan := rules.Number(math.Inf(1)), rules.Number(math.NaN())
 	// p99 in the +Inf bucket: the upper bound is unbounded.
 	rep.Signals.Fleet[0].Incident.Quantiles[2].Upper = inf
@@ -292,7 +260,7 @@ func TestWriteJSONNonFinite(t *testing.T) {
 }
 
 func TestRenderSplitReport(t *testing.T) {
-	text := renderSplitReport().String()
+	text := reportfixture.Split().String()
 	i := strings.Index(text, "Groups\n")
 	j := strings.Index(text, "group model_name=llama-3-70b: prefill-long-prompts")
 	k := strings.Index(text, "group model_name=qwen-7b: no-incident")

@@ -1,4 +1,4 @@
-package diagnose_test
+package report_test
 
 import (
 	"fmt"
