@@ -80,10 +80,24 @@ func keyOf(q snapshot.HistogramQuery) presenceKey {
 }
 
 // presence is a target's answer to Presence: its number of _count series
-// at each edge (nil where every edge has all), and over the grid (all).
+// over the grid (all), and the edges of the grid's edges at which it has
+// fewer (short, ascending; nil where every edge has all: most targets).
 type presence struct {
-	counts []int
-	all    int
+	all   int
+	edges int
+	short []edgeCount
+}
+
+// edgeCount is a target's number of _count series at an edge of a grid.
+type edgeCount struct{ edge, count int }
+
+// at returns the number of series at edge i.
+func (p presence) at(i int) int {
+	k, found := slices.BinarySearchFunc(p.short, i, func(e edgeCount, i int) int { return cmp.Compare(e.edge, i) })
+	if found {
+		return p.short[k].count
+	}
+	return p.all
 }
 
 // Engine returns the Engine of the server at address, under the
@@ -508,8 +522,14 @@ func assemble(buckets, sums, counts model.Matrix, row func(model.Metric) int, in
 	for r := range out {
 		out[r] = make([]*histogram.Histogram, points)
 	}
+	var layouts [][]float64 // the bucket layouts met, shared by the histograms that have them
 	for k, m := range byLe {
 		bounds := slices.Sorted(maps.Keys(m))
+		if i := slices.IndexFunc(layouts, func(l []float64) bool { return slices.Equal(l, bounds) }); i >= 0 {
+			bounds = layouts[i]
+		} else {
+			layouts = append(layouts, bounds)
+		}
 		h := &histogram.Histogram{Bounds: bounds, Counts: make([]float64, len(bounds)), Count: math.NaN(), Sum: math.NaN()}
 		for j, le := range bounds {
 			h.Counts[j] = m[le]
@@ -744,9 +764,12 @@ func (e *Engine) remember(q snapshot.HistogramQuery, b batch, rows [][]int, all 
 		e.seen[k] = map[string]presence{}
 	}
 	for i, name := range b.values {
-		p := presence{counts: slices.Clone(rows[b.index[i]]), all: all[name]}
-		if !slices.ContainsFunc(p.counts, func(c int) bool { return c != p.all }) {
-			p.counts = nil // every edge has them all (most targets)
+		row := rows[b.index[i]]
+		p := presence{all: all[name], edges: len(row)}
+		for j, c := range row {
+			if c != p.all {
+				p.short = append(p.short, edgeCount{j, c})
+			}
 		}
 		e.seen[k][b.label+"\xff"+name] = p
 	}
@@ -774,24 +797,30 @@ func (e *Engine) steady(q snapshot.HistogramQuery, b batch, rows int) (changed [
 	for t, name := range b.values {
 		p, found := seen[b.label+"\xff"+name]
 		switch {
-		case !found || (p.counts != nil && len(p.counts) != len(q.Grid)+1):
+		case !found || (p.short != nil && p.edges != len(q.Grid)+1):
 			return nil, nil, false
-		case p.counts == nil:
+		case p.short == nil:
 			continue
 		}
 		r := 0
 		if q.Each {
 			r = t
 		}
-		for i := range q.Grid {
-			c0, c1 := p.counts[i], p.counts[i+1]
-			if c0 == c1 && (c0 == 0 || c0 == p.all) {
-				continue
-			}
-			changed[r][i] = true
-			if !slices.Contains(exact, i) {
-				if exact = append(exact, i); len(exact) > maxExact {
-					return nil, nil, false
+		// Only the intervals at an edge short of all can differ: the one
+		// it ends and the one it starts, in ascending order.
+		last := -1
+		for _, sc := range p.short {
+			for i := max(sc.edge-1, last+1); i <= sc.edge && i < len(q.Grid); i++ {
+				last = i
+				c0, c1 := p.at(i), p.at(i+1)
+				if c0 == c1 && (c0 == 0 || c0 == p.all) {
+					continue
+				}
+				changed[r][i] = true
+				if !slices.Contains(exact, i) {
+					if exact = append(exact, i); len(exact) > maxExact {
+						return nil, nil, false
+					}
 				}
 			}
 		}
