@@ -200,8 +200,8 @@ func (sv *Survey) reduction() *reduction {
 var errReduced = errors.New("diagnose: the histogram's samples were dropped by Survey.Reduce, and this window was not measured")
 
 // seedReduced takes the measures of Survey.Reduce as the scope's own:
-// each reduced replica's increases over base and inc, and the fleet's
-// over the pieces. It checks that the scope resolves and selects as the
+// each reduced replica's increases over base and inc (seeded), and the
+// fleet's over the pieces (cached). It checks that the scope resolves and selects as the
 // reduction did, and that no replica of the scope with samples in a piece
 // was left unreduced.
 func (sc *scope) seedReduced(base, inc evalWindow) error {
@@ -217,7 +217,7 @@ func (sc *scope) seedReduced(base, inc evalWindow) error {
 	if !slices.Equal(want, r.windows) {
 		return fmt.Errorf("diagnose: the windows %v are not those Survey.Reduce measured (%v)", want, r.windows)
 	}
-	sc.reduced = make([]bool, len(sc.replicas))
+	sc.reduced, sc.seeds = make([]bool, len(sc.replicas)), r.seeds
 	for i, rep := range sc.replicas {
 		seeds, ok := r.seeds[rep.t.Name]
 		if !ok {
@@ -228,7 +228,6 @@ func (sc *scope) seedReduced(base, inc evalWindow) error {
 			if m := sc.match(i, s.id); !m.Found() || m.Metric != s.res.metric {
 				return fmt.Errorf("diagnose: %s: %s resolves to %q, Survey.Reduce measured %q", rep.t.Name, s.id, m.Metric, s.res.metric)
 			}
-			sc.histCache.add(histKey{s.id, i, s.w}, s.res)
 		}
 	}
 	for id, f := range r.folds {

@@ -41,8 +41,10 @@ type scope struct {
 	sources     memo[catalog.SignalID, string] // source's, by signal
 	signalAt    map[catalog.SignalID]int       // the position of a signal's match (see match); read only
 	// reduced marks the replicas whose histogram samples Survey.Reduce
-	// dropped, measured instead (seedReduced); read only.
+	// dropped, measured instead (seedReduced), and seeds holds those
+	// measures by replica name (seeded); read only.
 	reduced []bool
+	seeds   map[string][]histSeed
 }
 
 // isReduced reports whether replica r's histogram samples were dropped
@@ -181,7 +183,33 @@ func (sc *scope) sourceOnce(id catalog.SignalID) string {
 // w, bounds scaled into the signal's unit, cached for the windows the
 // facts and signals read again.
 func (sc *scope) replicaHist(id catalog.SignalID, r int, w snapshot.Window) histResult {
+	if res, ok := sc.seeded(id, r, w); ok {
+		return res
+	}
 	return sc.histCache.get(histKey{id, r, w}, func() histResult { return sc.replicaHistOnce(id, r, w) })
+}
+
+// measured returns replica r's increase of signal id over w where it is
+// known without a measure: Survey.Reduce's (seeded), or one cached.
+func (sc *scope) measured(id catalog.SignalID, r int, w snapshot.Window) (histResult, bool) {
+	if res, ok := sc.seeded(id, r, w); ok {
+		return res, true
+	}
+	return sc.histCache.peek(histKey{id, r, w})
+}
+
+// seeded returns Survey.Reduce's measure of signal id on replica r over
+// w, where it took one (seedReduced).
+func (sc *scope) seeded(id catalog.SignalID, r int, w snapshot.Window) (histResult, bool) {
+	if !sc.isReduced(r) {
+		return histResult{}, false
+	}
+	for _, s := range sc.seeds[sc.replicas[r].t.Name] {
+		if s.id == id && s.w == w {
+			return s.res, true
+		}
+	}
+	return histResult{}, false
 }
 
 // replicaHistOnce is replicaHist, uncached.
@@ -259,7 +287,7 @@ func (sc *scope) fleetHistGrid(id catalog.SignalID, grid []snapshot.Window) {
 			continue
 		}
 		for k, w := range todo {
-			res, ok := sc.histCache.peek(histKey{id, r, w})
+			res, ok := sc.measured(id, r, w)
 			if !ok {
 				res = histResult{inc: steps[r][k].Result, err: steps[r][k].Err}
 			}
@@ -320,7 +348,7 @@ func (sc *scope) fleetHist(id catalog.SignalID, w snapshot.Window) (inc snapshot
 				continue
 			}
 			found[r] = true
-			if res, ok := sc.histCache.peek(histKey{id, r, w}); ok {
+			if res, ok := sc.measured(id, r, w); ok {
 				reps[r] = res
 				continue
 			}
