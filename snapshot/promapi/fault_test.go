@@ -241,6 +241,26 @@ func TestServerErrorThenSuccess(t *testing.T) {
 	readWholeFleet(t, fastConfig, srv.URL)
 }
 
+// An answer cut short after its status (a proxy or a load balancer that
+// drops the connection mid-body) is retried, as a refused connection is.
+func TestAnswerCutShortThenSuccess(t *testing.T) {
+	var cuts atomic.Int64
+	srv := serve(t, onQuery(func(w http.ResponseWriter, r *http.Request) bool {
+		if cuts.Add(1) > 2 {
+			return false
+		}
+		// Fewer bytes than the length said: the server closes the
+		// connection, and the client reads an unexpected EOF.
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[`)
+		return true
+	}))
+	readWholeFleet(t, fastConfig, srv.URL)
+	assert.Greater(t, cuts.Load(), int64(2), "the cut answers were asked again")
+}
+
 func TestTooManyRequestsRetryAfter(t *testing.T) {
 	var first atomic.Int64
 	var firstAt, againAt atomic.Int64

@@ -19,7 +19,7 @@ import (
 var (
 	// ErrServer: the server refused a query for good (4xx: bad
 	// credentials, a bad selector) or kept failing after retries (5xx,
-	// 429, timeouts, refused connections).
+	// 429, timeouts, refused connections, answers cut short).
 	ErrServer = errors.New("server query failed")
 	// ErrTooLarge: one query would exceed the server's sample limit or
 	// Config.MaxResponseBytes even for one pod over Config.MinRange.
@@ -72,8 +72,8 @@ type Config struct {
 	// was done.
 	Deadline time.Duration
 	// Retries is how often a query that failed with a 5xx, a 429, a
-	// timeout or a refused connection is tried again (default 3; a
-	// negative value disables retries).
+	// timeout, a refused connection or an answer cut short is tried
+	// again (default 3; a negative value disables retries).
 	Retries int
 	// Backoff is the wait before the first retry, doubled on each retry
 	// (default 500ms); a Retry-After header is honoured instead, up to

@@ -999,7 +999,9 @@ func (r *reader) retry(ctx context.Context, what string, f func(context.Context)
 			// Only Presence asks with @, and it asks otherwise: the
 			// read goes on.
 			return &noAtError{why: msg}
-		case status == http.StatusTooManyRequests || status >= 500 || timedOut || status == 0 && isNetErr(err):
+		case status == http.StatusTooManyRequests || status >= 500 || timedOut || (status == 0 || status/100 == 2) && isNetErr(err):
+			// A network error before an answer, or in the body of one
+			// (a connection dropped mid-answer), is asked again.
 			if try >= r.cfg.Retries {
 				why := msg
 				if timedOut {
