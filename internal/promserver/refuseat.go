@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -28,18 +27,19 @@ func RefusingAt(t testing.TB, base string) (string, *atomic.Int64) {
 	t.Helper()
 	target, err := url.Parse(base)
 	require.NoError(t, err)
-	proxy := httputil.NewSingleHostReverseProxy(target)
+	// Every other request is asked again of the server, each on a
+	// connection of its own, and its answer passed on whole: a proxy
+	// that streams (httputil.ReverseProxy) now and then broke a remote
+	// read's answer off.
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	refused := new(atomic.Int64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		if strings.HasSuffix(r.URL.Path, "/api/v1/query") || strings.HasSuffix(r.URL.Path, "/api/v1/query_range") {
-			// The client posts the form: read it, and give the proxy
-			// the same body.
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
 			form, _ := url.ParseQuery(string(body))
 			if strings.Contains(r.URL.Query().Get("query")+form.Get("query"), "@") {
 				refused.Add(1)
@@ -49,7 +49,32 @@ func RefusingAt(t testing.TB, base string) (string, *atomic.Int64) {
 				return
 			}
 		}
-		proxy.ServeHTTP(w, r)
+		u := *target
+		u.Path, u.RawQuery = strings.TrimSuffix(target.Path, "/")+r.URL.Path, r.URL.RawQuery
+		req, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		req.Header = r.Header.Clone()
+		resp, err := client.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		for k, vs := range resp.Header {
+			if k != "Content-Length" && k != "Transfer-Encoding" {
+				w.Header()[k] = vs
+			}
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(data)
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL, refused
