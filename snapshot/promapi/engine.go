@@ -80,8 +80,9 @@ func keyOf(q snapshot.HistogramQuery) presenceKey {
 }
 
 // presence is a target's answer to Presence: its number of _count series
-// over the grid (all), and the edges of the grid's edges at which it has
-// fewer (short, ascending; nil where every edge has all: most targets).
+// over the grid (all), the grid's number of edges, and the edges at which
+// it has fewer (short, ascending; nil where every edge has all: most
+// targets).
 type presence struct {
 	all   int
 	edges int
