@@ -201,9 +201,9 @@ var errReduced = errors.New("diagnose: the histogram's samples were dropped by S
 
 // seedReduced takes the measures of Survey.Reduce as the scope's own:
 // each reduced replica's increases over base and inc (seeded), and the
-// fleet's over the pieces (cached). It checks that the scope resolves and selects as the
-// reduction did, and that no replica of the scope with samples in a piece
-// was left unreduced.
+// fleet's over the pieces (cached). It checks that the scope resolves
+// and selects as the reduction did, and that no replica of the scope
+// with samples in a piece was left unreduced.
 func (sc *scope) seedReduced(base, inc evalWindow) error {
 	sv := sc.set.Survey
 	if sv == nil || sv.red == nil || sv.red.n == 0 {
