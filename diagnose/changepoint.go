@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
@@ -408,7 +409,7 @@ func changePointMethod(step, minWindow time.Duration, series []cpSeries, rise, m
 		"and it moves by >= %g waiting, or by >= %gs TTFT, %gs TPOT/ITL or %gs E2E unless its own shift scores >= %g on sides of >= %g requests, "+
 		"on which alone a mean counts; each term capped at %d); "+
 		"proposed when the score is >= %g",
-		strings.Join(names, ", "), report.FormatDuration(step), report.FormatDuration(minWindow), rules.FormatNumber(cpQuantileRatio), rules.FormatNumber(rise),
+		strings.Join(names, ", "), textfmt.Duration(step), textfmt.Duration(minWindow), textfmt.Number(cpQuantileRatio), textfmt.Number(rise),
 		float64(cpMinShiftWaiting), cpMinShiftTTFT, cpMinShiftTPOT, cpMinShiftE2E, ChangePointThreshold, minCount, cpMaxD, ChangePointThreshold)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
@@ -434,9 +435,9 @@ func summary(rep *report.Report, res rules.Result, fs rules.Facts) string {
 	case rules.NoIncident:
 		s := "no incident: every symptom was evaluated and none is present"
 		if f := fs[rules.TTFTP95]; f.Known() {
-			s += fmt.Sprintf(" (TTFT p95 %s over %s requests", report.FormatValue(f.Incident.Value, "s"), rules.ProseNumber(f.Incident.Count))
+			s += fmt.Sprintf(" (TTFT p95 %s over %s requests", rules.UnitSeconds.Format(f.Incident.Value), textfmt.Prose(f.Incident.Count))
 			if f.HasBaseline() {
-				s += fmt.Sprintf(", baseline %s", report.FormatValue(f.Baseline.Value, "s"))
+				s += fmt.Sprintf(", baseline %s", rules.UnitSeconds.Format(f.Baseline.Value))
 			}
 			s += ")"
 		}
@@ -576,7 +577,7 @@ func dimensions(set settings, rep *report.Report, by string, values []string) []
 		models = fmt.Sprintf("%s: %s", by, strings.Join(values, ", "))
 	}
 	ds = append(ds, report.Dimension{Name: "model and replica", Supported: true,
-		How: fmt.Sprintf("model_name label (%s); %s, each with its own signals", models, report.Plural(len(rep.Inputs.Replicas), "replica", "replicas"))})
+		How: fmt.Sprintf("model_name label (%s); %s, each with its own signals", models, textfmt.Plural(len(rep.Inputs.Replicas), "replica", "replicas"))})
 	if set.By != "" && set.By != "model_name" {
 		ds = append(ds, report.Dimension{Name: "workload type", Supported: true, How: fmt.Sprintf("split by the %s label", set.By)})
 	} else {

@@ -12,7 +12,7 @@ import (
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/internal/reportfixture"
-	"github.com/whyslow/whyslow/report"
+	"github.com/whyslow/whyslow/rules"
 )
 
 // On the hot-replica scenario the HTML marks the replica the verdict
@@ -35,9 +35,9 @@ func TestWriteHTMLHotReplica(t *testing.T) {
 	// The incident window's prefill p95 is a bound in the table ...
 	q, ok := rep.Quantile(catalog.SignalPrefillTime, 0.95)
 	require.True(t, ok)
-	op, bound := report.QuantileBound(q)
+	op, bound := q.Bound()
 	require.Equal(t, "<=", op, "the scenario's prefill p95 lies in the first bucket")
-	cell := template.HTMLEscapeString(op + " " + report.FormatValue(bound, "s"))
+	cell := template.HTMLEscapeString(op + " " + rules.UnitSeconds.Format(bound))
 	assert.Contains(t, html, `<td>prefill_time</td><td class="num">`+cell+`</td>`)
 	// ... and so is every interval's that lies in the first bucket: drawn
 	// at the bound, not at the interpolated value.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
@@ -232,7 +233,7 @@ func stabilityWarnings(who string, qs []report.Quantile) []string {
 		case !(float64(q.Count) > 0):
 			return []string{fmt.Sprintf("%s: no observation in the window: quantiles unknown", who)}
 		case !q.Stable:
-			w = append(w, fmt.Sprintf("%s: p%s from %s observations is unstable (need >= %s)", who, report.QuantileLabel(q.Q), report.FormatNumber(float64(q.Count)), report.FormatNumber(math.Round(histogram.MinCount(q.Q)))))
+			w = append(w, fmt.Sprintf("%s: p%s from %s observations is unstable (need >= %s)", who, textfmt.Quantile(q.Q), textfmt.Number(float64(q.Count)), textfmt.Number(math.Round(histogram.MinCount(q.Q)))))
 		}
 	}
 	return w

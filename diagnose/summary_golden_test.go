@@ -21,6 +21,7 @@ import (
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/golden"
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
@@ -194,7 +195,7 @@ func checkReplicaClaims(t *testing.T, name string, rep *report.Report, text stri
 	hot := worstV/med >= th.Hotspot
 	assert.Equal(t, hot, strings.Contains(line[0], ", a hot spot ("), "%s: worst replica %.3gs vs the others' median %.3gs: %s", name, worstV, med, line[0])
 	assert.Equal(t, !hot, strings.Contains(line[0], ", balanced ("), "%s: %s", name, line[0])
-	assert.Contains(t, line[0], rules.FormatMultiple(worstV/med), "%s: the ratio to the others' median", name)
+	assert.Contains(t, line[0], textfmt.Multiple(worstV/med), "%s: the ratio to the others' median", name)
 }
 
 func mustQuantile(t *testing.T, rep *report.Report, replica string) float64 {
@@ -271,7 +272,7 @@ func checkMovedClaims(t *testing.T, name string, rep *report.Report, text, block
 		require.NoError(t, err)
 		order = append(order, m[1])
 		if f, ok := rep.Facts[rules.FactID(m[1])]; ok && f.Missing == nil && float64(f.Baseline.Value) > 0 {
-			assert.Equal(t, rules.FormatMultiple(float64(f.Incident.Value)/float64(f.Baseline.Value)), m[2]+"x",
+			assert.Equal(t, textfmt.Multiple(float64(f.Incident.Value)/float64(f.Baseline.Value)), m[2]+"x",
 				"%s: %s moved by the ratio the fact says", name, m[1])
 		}
 		step := math.Abs(math.Log(r))

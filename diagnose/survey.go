@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
@@ -754,12 +755,12 @@ func (sv *Survey) ReadRanges() []snapshot.Window {
 // String describes the survey: targets, scrapes, grid and passes.
 func (sv *Survey) String() string {
 	s := fmt.Sprintf("survey of %s, %s from %s to %s",
-		report.Plural(len(sv.targets), "target", "targets"), report.Plural(sv.st.times.len(), "scrape", "scrapes"),
+		textfmt.Plural(len(sv.targets), "target", "targets"), textfmt.Plural(sv.st.times.len(), "scrape", "scrapes"),
 		sv.st.first.UTC().Format(time.RFC3339), sv.st.last.UTC().Format(time.RFC3339))
 	if sv.tl != nil {
-		s += fmt.Sprintf(", %s of %v", report.Plural(len(sv.tl.grid), "interval", "intervals"), sv.tl.step)
+		s += fmt.Sprintf(", %s of %v", textfmt.Plural(len(sv.tl.grid), "interval", "intervals"), sv.tl.step)
 	}
-	return s + fmt.Sprintf(", %s over the targets", report.Plural(sv.passes, "pass", "passes"))
+	return s + fmt.Sprintf(", %s over the targets", textfmt.Plural(sv.passes, "pass", "passes"))
 }
 
 // complete returns ev with what the survey saw and the windows' evidence

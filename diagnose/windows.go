@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/snapshot"
 )
@@ -23,12 +24,12 @@ type evalWindow struct {
 	lifetime bool
 }
 
-// text describes the window for facts (see report.WindowText).
+// text describes the window for facts (textfmt.Window).
 func (e evalWindow) text() string {
 	if !e.ok {
 		return ""
 	}
-	return report.WindowText(e.info, e.lifetime)
+	return textfmt.Window(e.info.Start, e.info.End, e.lifetime)
 }
 
 // scrapeStats describes the scrapes of a scope.

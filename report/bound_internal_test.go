@@ -10,8 +10,8 @@ import (
 )
 
 // A quantile in an edge bucket is a bound, in the tables and in the
-// timelines' points alike: one decision (QuantileBound), one number.
-func TestQuantileBound(t *testing.T) {
+// timelines' points alike: one decision (Quantile.Bound), one number.
+func TestBound(t *testing.T) {
 	inf, nan := rules.Number(math.Inf(1)), rules.Number(math.NaN())
 	t0 := time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
 	tests := []struct {
@@ -29,7 +29,7 @@ func TestQuantileBound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			op, v := QuantileBound(tt.q)
+			op, v := tt.q.Bound()
 			assert.Equal(t, tt.op, op)
 			if math.IsNaN(tt.v) {
 				assert.True(t, math.IsNaN(v))

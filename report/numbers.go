@@ -4,11 +4,12 @@ import (
 	"math"
 	"strings"
 
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/rules"
 )
 
 // Counts say what they count; the numbers themselves are written by
-// package rules (FormatNumber for tables, ProseNumber for sentences).
+// internal/textfmt (Number for tables, Prose for sentences).
 
 // countNoun says what the count behind a fact counts: "requests" for
 // latencies and shares of finished requests, "token gaps" for the
@@ -57,9 +58,9 @@ func fmtCountOf(c rules.Number, noun string) string {
 		return "n=?"
 	}
 	v := float64(c)
-	s := "n=" + rules.FormatInteger(v)
+	s := "n=" + textfmt.Integer(v)
 	if v != math.Round(v) {
-		s = "n=" + FormatNumber(math.Round(v*100)/100)
+		s = "n=" + textfmt.Number(math.Round(v*100)/100)
 	}
 	if noun != "" {
 		s += " " + noun

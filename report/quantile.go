@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/rules"
 )
 
@@ -41,12 +42,6 @@ type QuantileReport struct {
 	Warnings []string `json:"warnings"`
 }
 
-// QuantileLabel formats a quantile for a column or a warning: 0.95 as
-// "95" and 0.999 as "99.9".
-func QuantileLabel(q float64) string {
-	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.4f", q*100), "0"), ".")
-}
-
 // String prints the fleet quantiles and the per-replica table, every
 // value with its bucket bounds and the number of observations behind it.
 func (r *QuantileReport) String() string {
@@ -69,7 +64,7 @@ func (r *QuantileReport) String() string {
 	names := slices.Sorted(maps.Keys(r.Replicas))
 	rows := [][]string{{"replica"}}
 	for _, q := range r.Fleet {
-		rows[0] = append(rows[0], "p"+QuantileLabel(q.Q)+" [bucket]")
+		rows[0] = append(rows[0], "p"+textfmt.Quantile(q.Q)+" [bucket]")
 	}
 	rows[0] = append(rows[0], "n")
 	marked := false

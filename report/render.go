@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/rules"
 )
 
@@ -91,8 +91,8 @@ func (r *Report) Layout(o LayoutOptions) *Document {
 	d.heading(2, "Groups")
 	t := &Table{Head: []string{"group", "verdict", "symptoms present", "replicas", "incident window"}}
 	for _, g := range r.Groups {
-		t.Rows = append(t.Rows, []string{GroupLabel(g.Group), string(g.Verdict), presentSymptoms(g),
-			fmt.Sprint(len(g.Inputs.Replicas)), FormatWindowSpan(g.Windows.Incident)})
+		t.Rows = append(t.Rows, []string{textfmt.Selector(g.Group), string(g.Verdict), presentSymptoms(g),
+			fmt.Sprint(len(g.Inputs.Replicas)), g.Windows.Incident.Span()})
 		t.Marks = append(t.Marks, g.Verdict != rules.NoIncident)
 	}
 	d.table("groups", t)
@@ -101,7 +101,7 @@ func (r *Report) Layout(o LayoutOptions) *Document {
 	layoutInputs(d, r)
 	for _, g := range r.Groups {
 		d.shift = 1
-		layoutReport(d, g, o, "group "+GroupLabel(g.Group)+": "+string(g.Verdict))
+		layoutReport(d, g, o, "group "+textfmt.Selector(g.Group)+": "+string(g.Verdict))
 	}
 	d.shift = 0
 	return d
@@ -119,7 +119,7 @@ func presentSymptoms(r *Report) string {
 		}
 		g := ""
 		if len(sy.Group) > 0 {
-			g = GroupLabel(sy.Group)
+			g = textfmt.Selector(sy.Group)
 		}
 		if _, ok := byGroup[g]; !ok {
 			groups = append(groups, g)
@@ -148,7 +148,7 @@ func verdictLine(r *Report) string {
 	}
 	for _, g := range r.Groups {
 		if g != nil && g.Verdict == r.Verdict && len(g.Hypotheses) > 0 {
-			return verdictLine(g) + " in group " + GroupLabel(g.Group)
+			return verdictLine(g) + " in group " + textfmt.Selector(g.Group)
 		}
 	}
 	switch r.Verdict {
@@ -211,7 +211,7 @@ func layoutReport(d *Document, r *Report, o LayoutOptions, title string) {
 	}
 	layoutSummary(d, r)
 	if o.Plots {
-		d.Blocks = append(d.Blocks, Block{Kind: BlockPlots, Text: GroupLabel(r.Group)})
+		d.Blocks = append(d.Blocks, Block{Kind: BlockPlots, Text: textfmt.Selector(r.Group)})
 	}
 	layoutCompare(d, r)
 	layoutHypotheses(d, r, o)
@@ -236,7 +236,7 @@ func layoutWindows(d *Document, r *Report) {
 		if cp.Used {
 			used = "used to choose the windows"
 		}
-		it := Item{Text: fmt.Sprintf("change point: %s, score %s (%s)", cp.Time.UTC().Format("2006-01-02 15:04:05Z"), FormatNumber(cp.Score), used)}
+		it := Item{Text: fmt.Sprintf("change point: %s, score %s (%s)", cp.Time.UTC().Format("2006-01-02 15:04:05Z"), textfmt.Number(cp.Score), used)}
 		if len(cp.Signals) > 0 {
 			it.Sub = append(it.Sub, Item{Text: "moved: " + movedText(r.movedSignals())})
 		}
@@ -255,9 +255,9 @@ func layoutWindows(d *Document, r *Report) {
 func movedText(sigs []ChangeSignal) string {
 	parts := make([]string, len(sigs))
 	for i, c := range sigs {
-		p := fmt.Sprintf("%s %s -> %s", c.Series, FormatValue(float64(c.Before), c.Unit), FormatValue(float64(c.After), c.Unit))
+		p := fmt.Sprintf("%s %s -> %s", c.Series, fmtValue(float64(c.Before), c.Unit), fmtValue(float64(c.After), c.Unit))
 		if b := float64(c.Before); b > 0 {
-			p += " (" + rules.FormatMultiple(float64(c.After)/b) + ")"
+			p += " (" + textfmt.Multiple(float64(c.After)/b) + ")"
 		}
 		parts[i] = p
 	}
@@ -337,26 +337,7 @@ func windowText(w WindowInfo) string {
 	if w.From == "none" || (w.Start.IsZero() && w.End.IsZero()) {
 		return ""
 	}
-	return WindowText(w, w.From == "lifetime")
-}
-
-// WindowText describes a window as facts and reports say it:
-// "2026-09-22 10:00:00–10:30:00Z (30m0s)", or for counters read since
-// process start (lifetime) "lifetime (since process start, to
-// 2026-09-22 10:30:00Z)".
-func WindowText(w WindowInfo, lifetime bool) string {
-	if lifetime {
-		if w.End.IsZero() {
-			return "lifetime (since process start; scrape time unknown)"
-		}
-		return fmt.Sprintf("lifetime (since process start, to %s)", w.End.UTC().Format("2006-01-02 15:04:05Z"))
-	}
-	s, en := w.Start.UTC(), w.End.UTC()
-	endFmt := "15:04:05Z"
-	if s.YearDay() != en.YearDay() || s.Year() != en.Year() {
-		endFmt = "2006-01-02 15:04:05Z"
-	}
-	return fmt.Sprintf("%s–%s (%v)", s.Format("2006-01-02 15:04:05"), en.Format(endFmt), en.Sub(s).Round(time.Second))
+	return textfmt.Window(w.Start, w.End, w.From == "lifetime")
 }
 
 func fmtEvidence(r *Report, e rules.Evidence, verbose bool) string {
@@ -366,7 +347,7 @@ func fmtEvidence(r *Report, e rules.Evidence, verbose bool) string {
 		unit = string(info.Unit)
 	}
 	if !math.IsNaN(e.Fact.Incident.Lower) || !math.IsNaN(e.Fact.Incident.Upper) {
-		extra = append(extra, fmt.Sprintf("in [%s, %s]", FormatValue(e.Fact.Incident.Lower, unit), FormatValue(e.Fact.Incident.Upper, unit)))
+		extra = append(extra, fmt.Sprintf("in [%s, %s]", fmtValue(e.Fact.Incident.Lower, unit), fmtValue(e.Fact.Incident.Upper, unit)))
 	}
 	if !math.IsNaN(e.Fact.Incident.Count) {
 		c := fmtCountOf(rules.Number(e.Fact.Incident.Count), countNoun(e.ID))
@@ -750,15 +731,15 @@ func layoutReplicas(d *Document, r *Report) {
 		m := s.Incident
 		if !d.verbose {
 			// The mean alone (--verbose adds the maximum).
-			return strings.TrimSuffix(FormatValue(float64(m.Mean), s.Unit), " req"), float64(m.Mean)
+			return strings.TrimSuffix(fmtValue(float64(m.Mean), s.Unit), " req"), float64(m.Mean)
 		}
-		return fmt.Sprintf("%s (max %s)", FormatValue(float64(m.Mean), s.Unit), FormatValue(float64(m.Max), s.Unit)), float64(m.Mean)
+		return fmt.Sprintf("%s (max %s)", fmtValue(float64(m.Mean), s.Unit), fmtValue(float64(m.Max), s.Unit)), float64(m.Mean)
 	}
 	rate := func(s Signal) (string, float64) {
 		if s.Incident == nil {
 			return "n/a", math.NaN()
 		}
-		return FormatValue(float64(s.Incident.Rate), rateUnit(s.Unit)), float64(s.Incident.Rate)
+		return fmtValue(float64(s.Incident.Rate), rateUnit(s.Unit)), float64(s.Incident.Rate)
 	}
 	cols := []replicaColumn{
 		{"completions", catalog.SignalRequestSuccess, rate},
@@ -838,7 +819,7 @@ func layoutReplicas(d *Document, r *Report) {
 		}
 		share := "n/a"
 		if total > 0 && len(shares) >= 2 {
-			share = FormatValue(shares[n]/total, "ratio")
+			share = fmtValue(shares[n]/total, "ratio")
 		}
 		t.Rows = append(t.Rows, append(row, share))
 	}
@@ -848,7 +829,7 @@ func layoutReplicas(d *Document, r *Report) {
 		gauges = "gauges are means over the window's scrapes (--verbose adds maxima and counts)"
 	}
 	d.para("", fmt.Sprintf("incident window %s; "+gauges+", rates per second; "+
-		"share is the replica's share of completions", FormatWindowSpan(r.Windows.Incident)))
+		"share is the replica's share of completions", r.Windows.Incident.Span()))
 	d.table("replicas", t)
 	if len(none) > 0 {
 		d.para("", strings.Join(none, "; "))
@@ -881,20 +862,20 @@ func balanceFacts(r *Report, th rules.Thresholds) []string {
 		if !ok || f.Missing != nil || !finite(f.Incident.Value) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s: %s %s, %s (hot spot at %gx; %s)", b.what, rules.FormatMultiple(f.Incident.Value), b.of, verdict(f.Incident.Value), th.Hotspot, b.id))
+		out = append(out, fmt.Sprintf("%s: %s %s, %s (hot spot at %gx; %s)", b.what, textfmt.Multiple(f.Incident.Value), b.of, verdict(f.Incident.Value), th.Hotspot, b.id))
 	}
 	f, fok := r.Facts[rules.ReplicaTTFTRatio]
 	fok = fok && f.Missing == nil && finite(f.Incident.Value)
 	if sp, ok := r.ttftSpread(); ok {
 		line := fmt.Sprintf("worst replica TTFT p95: %s %s, %s %s, %s (hot spot at %gx",
-			sp.Replica, FormatValue(sp.Worst, "s"), rules.FormatMultiple(sp.Ratio()), othersMedian(sp), verdict(sp.Ratio()), th.Hotspot)
+			sp.Replica, fmtValue(sp.Worst, "s"), textfmt.Multiple(sp.Ratio()), othersMedian(sp), verdict(sp.Ratio()), th.Hotspot)
 		if fok {
-			line += fmt.Sprintf("; %s the fleet's, %s", rules.FormatMultiple(f.Incident.Value), rules.ReplicaTTFTRatio)
+			line += fmt.Sprintf("; %s the fleet's, %s", textfmt.Multiple(f.Incident.Value), rules.ReplicaTTFTRatio)
 		}
 		return append(out, line+")")
 	}
 	if fok {
-		out = append(out, fmt.Sprintf("worst replica TTFT p95: %s the fleet's, %s (hot spot at %gx; %s)", rules.FormatMultiple(f.Incident.Value), verdict(f.Incident.Value), th.Hotspot, rules.ReplicaTTFTRatio))
+		out = append(out, fmt.Sprintf("worst replica TTFT p95: %s the fleet's, %s (hot spot at %gx; %s)", textfmt.Multiple(f.Incident.Value), verdict(f.Incident.Value), th.Hotspot, rules.ReplicaTTFTRatio))
 	}
 	return out
 }
@@ -903,9 +884,9 @@ func balanceFacts(r *Report, th rules.Thresholds) []string {
 // replica's 231ms" or "the other 7 replicas' median 231ms".
 func othersMedian(sp replicaSpread) string {
 	if sp.N == 1 {
-		return "the other replica's " + FormatValue(sp.Others, "s")
+		return "the other replica's " + fmtValue(sp.Others, "s")
 	}
-	return fmt.Sprintf("the other %d replicas' median %s", sp.N, FormatValue(sp.Others, "s"))
+	return fmt.Sprintf("the other %d replicas' median %s", sp.N, fmtValue(sp.Others, "s"))
 }
 
 // measureText summarises a measure by the kind of its signal.
@@ -919,14 +900,14 @@ func measureText(s Signal, m *Measure) string {
 		for _, q := range m.Quantiles {
 			parts = append(parts, fmtQ(q.Q)+" "+fmtQuantileValue(q, s.Unit))
 		}
-		parts = append(parts, "mean "+FormatValue(float64(m.Mean), s.Unit), fmtCountOf(m.Count, countNounSignal(s.ID)))
+		parts = append(parts, "mean "+fmtValue(float64(m.Mean), s.Unit), fmtCountOf(m.Count, countNounSignal(s.ID)))
 	case "counter":
-		parts = append(parts, FormatValue(float64(m.Rate), rateUnit(s.Unit)),
-			"+"+FormatValue(float64(m.Count), s.Unit)+" over the window")
+		parts = append(parts, fmtValue(float64(m.Rate), rateUnit(s.Unit)),
+			"+"+fmtValue(float64(m.Count), s.Unit)+" over the window")
 	case "gauge":
-		parts = append(parts, "mean "+FormatValue(float64(m.Mean), s.Unit), "max "+FormatValue(float64(m.Max), s.Unit))
+		parts = append(parts, "mean "+fmtValue(float64(m.Mean), s.Unit), "max "+fmtValue(float64(m.Max), s.Unit))
 		if finiteFloat(m.Slope) {
-			parts = append(parts, "slope "+FormatNumber(float64(m.Slope))+"/s")
+			parts = append(parts, "slope "+textfmt.Number(float64(m.Slope))+"/s")
 		}
 		parts = append(parts, fmtCountOf(m.Count, "samples"))
 	default:
@@ -934,7 +915,7 @@ func measureText(s Signal, m *Measure) string {
 		if !finiteFloat(v) && finiteFloat(m.Rate) {
 			v, u = m.Rate, rateUnit(s.Unit)
 		}
-		parts = append(parts, FormatValue(float64(v), u), fmtCount(m.Count))
+		parts = append(parts, fmtValue(float64(v), u), fmtCount(m.Count))
 	}
 	if m.Resets > 0 {
 		parts = append(parts, fmt.Sprintf("%d reset(s)", m.Resets))
@@ -954,7 +935,7 @@ func layoutSignals(d *Document, r *Report) {
 	}
 	d.heading(2, "Signals, fleet-wide")
 	d.para("", fmt.Sprintf("baseline %s; incident %s; histograms merged across replicas before quantiles are taken",
-		FormatWindowSpan(r.Windows.Baseline), FormatWindowSpan(r.Windows.Incident)))
+		r.Windows.Baseline.Span(), r.Windows.Incident.Span()))
 	var items, missing, warns []Item
 	var missingIDs []string
 	var rows [][]string
@@ -1033,7 +1014,7 @@ func shortMeasure(s Signal, m *Measure) string {
 	// Counts of requests and tokens go without their unit: the signal's
 	// name says it, and the cell stays narrow.
 	val := func(v float64) string {
-		t := FormatValue(v, s.Unit)
+		t := fmtValue(v, s.Unit)
 		return strings.TrimSuffix(strings.TrimSuffix(t, " tokens"), " req")
 	}
 	var parts []string
@@ -1045,7 +1026,7 @@ func shortMeasure(s Signal, m *Measure) string {
 			parts = append(parts, "p99 "+strings.TrimSuffix(strings.TrimSuffix(p, " tokens"), " req"))
 		}
 	case "counter":
-		parts = append(parts, FormatValue(float64(m.Rate), rateUnit(s.Unit)))
+		parts = append(parts, fmtValue(float64(m.Rate), rateUnit(s.Unit)))
 	case "gauge":
 		parts = append(parts, val(float64(m.Mean)), "max "+val(float64(m.Max)))
 	default:
@@ -1053,7 +1034,7 @@ func shortMeasure(s Signal, m *Measure) string {
 		if !finiteFloat(v) && finiteFloat(m.Rate) {
 			v, u = m.Rate, rateUnit(s.Unit)
 		}
-		parts = append(parts, FormatValue(float64(v), u))
+		parts = append(parts, fmtValue(float64(v), u))
 	}
 	if m.Lifetime {
 		parts = append(parts, "lifetime")

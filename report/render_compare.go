@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/rules"
 )
 
@@ -69,7 +70,7 @@ func CompareTable(r *Report) []CompareRow {
 		var rows []CompareRow
 		for _, g := range r.Groups {
 			for _, row := range CompareTable(g) {
-				row.Group = GroupLabel(g.Group)
+				row.Group = textfmt.Selector(g.Group)
 				rows = append(rows, row)
 			}
 		}
@@ -132,7 +133,7 @@ func fmtCompareCell(q Quantile, unit string) string {
 	if edgeBucket(q) || math.IsNaN(float64(q.Lower)) && math.IsNaN(float64(q.Upper)) {
 		return v
 	}
-	lo, hi := FormatValue(float64(q.Lower), unit), FormatValue(float64(q.Upper), unit)
+	lo, hi := fmtValue(float64(q.Lower), unit), fmtValue(float64(q.Upper), unit)
 	if unit == "tokens" {
 		lo, hi = strings.TrimSuffix(lo, " tokens"), strings.TrimSuffix(hi, " tokens")
 	}
@@ -148,7 +149,7 @@ func compareCaption(rows []CompareRow) string {
 	base, inc := "none", "none"
 	for _, r := range rows {
 		if r.Missing == "" {
-			base, inc = FormatWindowSpan(r.BaselineWindow), FormatWindowSpan(r.IncidentWindow)
+			base, inc = r.BaselineWindow.Span(), r.IncidentWindow.Span()
 			break
 		}
 	}

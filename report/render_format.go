@@ -2,13 +2,11 @@ package report
 
 import (
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/rules"
 )
 
@@ -16,21 +14,13 @@ import (
 // Markdown and HTML forms of a report. Every value is printed with its
 // unit; unknown values print as "n/a", never as zero.
 
-// FormatValue formats a value with its unit u (the report units "s",
+// fmtValue formats a value with its unit u (the report units "s",
 // "tokens", "requests", "ratio", "req/s", "1/s", "x", ...): rules.Unit's
 // Format, whyslow's one formatter of values with units.
-func FormatValue(v float64, u string) string { return rules.Unit(u).Format(v) }
+func fmtValue(v float64, u string) string { return rules.Unit(u).Format(v) }
 
 // rateUnit is the unit of a per-second rate of a counter in unit u.
 func rateUnit(u string) string { return string(rules.Unit(u).Rate()) }
-
-// FormatNumber is rules.FormatNumber, whyslow's one number formatter:
-// three significant digits, no exponent from 100 on, NaN "n/a".
-func FormatNumber(v float64) string { return rules.FormatNumber(v) }
-
-// FormatInteger is rules.FormatInteger: a whole number with thousands
-// separators, "55,477".
-func FormatInteger(v float64) string { return rules.FormatInteger(v) }
 
 // fmtCount formats a sample count: "n=4000", or "n=?" when unknown.
 func fmtCount(c rules.Number) string {
@@ -39,9 +29,9 @@ func fmtCount(c rules.Number) string {
 	}
 	v := math.Round(float64(c)*100) / 100
 	if v == math.Round(v) {
-		return "n=" + rules.FormatInteger(v)
+		return "n=" + textfmt.Integer(v)
 	}
-	return "n=" + FormatNumber(v)
+	return "n=" + textfmt.Number(v)
 }
 
 // fmtQuantileValue formats a quantile with its bucket bounds:
@@ -52,7 +42,7 @@ func fmtQuantileValue(q Quantile, u string) string {
 	if edgeBucket(q) || math.IsNaN(float64(q.Lower)) && math.IsNaN(float64(q.Upper)) {
 		return s
 	}
-	return fmt.Sprintf("%s [%s, %s]", s, FormatValue(float64(q.Lower), u), FormatValue(float64(q.Upper), u))
+	return fmt.Sprintf("%s [%s, %s]", s, fmtValue(float64(q.Lower), u), fmtValue(float64(q.Upper), u))
 }
 
 // fmtQuantilePoint formats a quantile's value alone: in the +Inf bucket
@@ -61,19 +51,19 @@ func fmtQuantileValue(q Quantile, u string) string {
 // first bucket [0, b] the value is an interpolation that says nothing
 // beyond the bound, and the value says "<= b".
 func fmtQuantilePoint(q Quantile, u string) string {
-	if op, v := QuantileBound(q); op != "" {
-		return op + " " + FormatValue(v, u)
+	if op, v := q.Bound(); op != "" {
+		return op + " " + fmtValue(v, u)
 	}
-	return FormatValue(float64(q.Value), u)
+	return fmtValue(float64(q.Value), u)
 }
 
-// QuantileBound says what is known of a quantile whose rank lies in an
-// edge bucket of its histogram, as every form of the report says it:
-// "<=" and the first bucket's upper edge b when it lies in [0, b] (the
+// Bound says what is known of a quantile whose rank lies in an edge
+// bucket of its histogram, as every form of the report says it: "<=" and
+// the first bucket's upper edge b when it lies in [0, b] (the
 // interpolated value says nothing beyond the bound), ">=" and the value,
 // the overflow bucket's lower edge, when it lies in the +Inf bucket; ""
 // and the value otherwise.
-func QuantileBound(q Quantile) (op string, v float64) {
+func (q Quantile) Bound() (op string, v float64) {
 	switch {
 	case !edgeBucket(q):
 		return "", float64(q.Value)
@@ -104,9 +94,9 @@ func fmtChange(c rules.Number) string {
 	case math.IsInf(v, 1):
 		return "up from 0"
 	case v+1 >= 10:
-		return rules.FormatMultiple(v + 1)
+		return textfmt.Multiple(v + 1)
 	}
-	s := FormatNumber(100 * v)
+	s := textfmt.Number(100 * v)
 	if v > 0 {
 		s = "+" + s
 	}
@@ -118,23 +108,10 @@ func fmtQ(q float64) string {
 	return "p" + strconv.FormatFloat(100*q, 'f', -1, 64)
 }
 
-// FormatDuration formats a window length without trailing zero units: 30m,
-// 1h30m, 45s.
-func FormatDuration(d time.Duration) string {
-	s := d.Round(time.Second).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
-// FormatWindowSpan formats the time range of a window: "2026-03-14
-// 09:30–10:00Z (30m)"; "lifetime to ..." for values since process start;
-// "none" for a missing window.
-func FormatWindowSpan(w WindowInfo) string {
+// Span writes the time range of the window: "2026-03-14 09:30–10:00Z
+// (30m)"; "lifetime (since process start) to ..." for values since process
+// start; "none" for a missing window.
+func (w WindowInfo) Span() string {
 	if w.From == "lifetime" && w.End.IsZero() {
 		return "lifetime (since process start; scrape time unknown)"
 	}
@@ -145,7 +122,7 @@ func FormatWindowSpan(w WindowInfo) string {
 		return "lifetime (since process start) to " + w.End.UTC().Format("2006-01-02 15:04:05Z")
 	}
 	rng, _ := clockRange(w, true)
-	return rng + " (" + FormatDuration(w.End.Sub(w.Start)) + ")"
+	return rng + " (" + textfmt.Duration(w.End.Sub(w.Start)) + ")"
 }
 
 // clockRange formats the clock times of a window, "2026-03-14
@@ -174,7 +151,7 @@ func clockRange(w WindowInfo, withDate bool) (string, bool) {
 
 // fmtWindow formats a window with its scrape count and how it was chosen.
 func fmtWindow(w WindowInfo) string {
-	span := FormatWindowSpan(w)
+	span := w.Span()
 	if span == "none" {
 		if w.From != "" && w.From != "none" {
 			return "none (" + w.From + ")"
@@ -183,7 +160,7 @@ func fmtWindow(w WindowInfo) string {
 	}
 	var extra []string
 	if w.Scrapes > 0 {
-		extra = append(extra, Plural(w.Scrapes, "scrape", "scrapes"))
+		extra = append(extra, textfmt.Plural(w.Scrapes, "scrape", "scrapes"))
 	}
 	if w.From != "" {
 		extra = append(extra, "from "+w.From)
@@ -199,23 +176,3 @@ func finiteFloat(f rules.Number) bool { return finite(float64(f)) }
 
 // finite reports whether v is neither NaN nor ±Inf.
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-
-// GroupLabel names a group selector (Report.Group): "model_name=llama", or "all".
-func GroupLabel(sel map[string]string) string {
-	if len(sel) == 0 {
-		return "all"
-	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(sel)) {
-		parts = append(parts, k+"="+sel[k])
-	}
-	return strings.Join(parts, ",")
-}
-
-// Plural formats a count with its noun: "1 scrape", "2 scrapes".
-func Plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}

@@ -40,7 +40,7 @@ func TestFmtUnitValue(t *testing.T) {
 		{99999, "requests", "99999 req"},
 		{1234.56, "", "1235"},
 	} {
-		assert.Equal(t, tc.want, FormatValue(tc.v, tc.unit), "%v %s", tc.v, tc.unit)
+		assert.Equal(t, tc.want, fmtValue(tc.v, tc.unit), "%v %s", tc.v, tc.unit)
 	}
 }
 
@@ -49,7 +49,7 @@ func TestFmtWindow(t *testing.T) {
 	w := WindowInfo{Start: t0, End: t0.Add(90 * time.Minute), From: "given", Scrapes: 12}
 	assert.Equal(t, "2026-03-14 09:30–11:00Z (1h30m), 12 scrapes, from given", fmtWindow(w))
 	w.End = t0.Add(24*time.Hour + 15*time.Second)
-	assert.Equal(t, "2026-03-14 09:30:00–2026-03-15 09:30:15Z (24h0m15s)", FormatWindowSpan(w))
+	assert.Equal(t, "2026-03-14 09:30:00–2026-03-15 09:30:15Z (24h0m15s)", w.Span())
 	assert.Equal(t, "none", fmtWindow(WindowInfo{From: "none"}))
 	assert.Contains(t, fmtWindow(WindowInfo{End: t0, From: "lifetime"}), "lifetime (since process start)")
 	// The window text of evidence is recognised as the report's.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/histogram"
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/rules"
 )
 
@@ -278,7 +279,7 @@ type Exporter struct {
 
 // String says "2 DCGM exporter targets (gpu_util, fb_used)".
 func (e Exporter) String() string {
-	s := Plural(len(e.Targets), e.Kind+" target", e.Kind+" targets")
+	s := textfmt.Plural(len(e.Targets), e.Kind+" target", e.Kind+" targets")
 	if len(e.Signals) > 0 {
 		s += " (" + strings.Join(e.Signals, ", ") + ")"
 	}
@@ -317,7 +318,7 @@ type Point struct {
 	Value rules.Number `json:"value"`
 	Count rules.Number `json:"count"`
 	// Edge is set on a quantile point whose quantile lies in an edge
-	// bucket of the histogram (see QuantileBound): the first bucket's
+	// bucket of the histogram (see Quantile.Bound): the first bucket's
 	// upper edge b when it lies in [0, b], +Inf when it lies in the
 	// overflow bucket; zero otherwise and on gauges and rates. Bound reads
 	// it. The JSON form leaves it out.
@@ -328,14 +329,14 @@ type Point struct {
 // with its Edge.
 func QuantilePoint(t time.Time, q Quantile) Point {
 	p := Point{T: t, Value: q.Value, Count: q.Count}
-	if op, _ := QuantileBound(q); op != "" {
+	if op, _ := q.Bound(); op != "" {
 		p.Edge = q.Upper
 	}
 	return p
 }
 
 // Bound says what is known of the point as the tables say it of a
-// quantile (QuantileBound): "<=" and the first bucket's upper edge, ">="
+// quantile (Quantile.Bound): "<=" and the first bucket's upper edge, ">="
 // and the value (the overflow bucket's lower edge), or "" and the value.
 func (p Point) Bound() (op string, v float64) {
 	q := Quantile{Value: p.Value, Lower: rules.Number(math.NaN()), Upper: p.Edge}
@@ -347,7 +348,7 @@ func (p Point) Bound() (op string, v float64) {
 	default:
 		return "", float64(p.Value)
 	}
-	return QuantileBound(q)
+	return q.Bound()
 }
 
 // MarshalJSON writes p as encoding/json writes the struct, in one call: a

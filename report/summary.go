@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/whyslow/whyslow/catalog"
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/rules"
 )
 
@@ -79,16 +80,16 @@ func (r *Report) NamedCulprit() *Culprit {
 		if name == "" || !slices.Contains(r.Inputs.Replicas, name) {
 			continue
 		}
-		why := fmt.Sprintf("takes %s its fair share of arrivals", rules.FormatMultiple(e.Fact.Incident.Value))
+		why := fmt.Sprintf("takes %s its fair share of arrivals", textfmt.Multiple(e.Fact.Incident.Value))
 		if e.ID == rules.ReplicaShareMax {
-			why = fmt.Sprintf("takes %s its fair share of completions", rules.FormatMultiple(e.Fact.Incident.Value))
+			why = fmt.Sprintf("takes %s its fair share of completions", textfmt.Multiple(e.Fact.Incident.Value))
 		}
 		share := rules.Number(e.Fact.Incident.Value)
 		c := &Culprit{Kind: "replica", Name: name, Share: &share, Why: why}
 		if e.ID == rules.ReplicaTTFTRatio {
-			c.Why = fmt.Sprintf("its TTFT p95 is %s the fleet's", rules.FormatMultiple(e.Fact.Incident.Value))
+			c.Why = fmt.Sprintf("its TTFT p95 is %s the fleet's", textfmt.Multiple(e.Fact.Incident.Value))
 			if sp, ok := r.ttftSpread(); ok && sp.Replica == name {
-				c.Why = fmt.Sprintf("its TTFT p95 %s is %s %s", FormatValue(sp.Worst, "s"), rules.FormatMultiple(sp.Ratio()), othersMedian(sp))
+				c.Why = fmt.Sprintf("its TTFT p95 %s is %s %s", fmtValue(sp.Worst, "s"), textfmt.Multiple(sp.Ratio()), othersMedian(sp))
 			}
 			c.Share = nil
 		}
@@ -178,7 +179,7 @@ func windowsLine(r *Report) string {
 			at = w.Incident.End.UTC().Format("2006-01-02 15:04:05Z")
 		}
 		return fmt.Sprintf("none to compare: %s at %s, values since process start",
-			Plural(max(w.Incident.Scrapes, 1), "scrape", "scrapes"), at)
+			textfmt.Plural(max(w.Incident.Scrapes, 1), "scrape", "scrapes"), at)
 	}
 	b, i := w.Baseline, w.Incident
 	sameDay := !b.Start.IsZero() && !i.End.IsZero() && b.From != "lifetime" && i.From != "lifetime" &&
@@ -189,19 +190,19 @@ func windowsLine(r *Report) string {
 		case wi.Scrapes == 1:
 			n = "1 scrape"
 		case wi.Scrapes > 1:
-			n = rules.FormatInteger(float64(wi.Scrapes)) + " scrapes"
+			n = textfmt.Integer(float64(wi.Scrapes)) + " scrapes"
 		}
 		rng, timed := clockRange(wi, !sameDay)
 		switch {
 		case !timed && (sameDay || n == ""):
-			return name + " " + FormatWindowSpan(wi)
+			return name + " " + wi.Span()
 		case !timed:
-			return name + " " + FormatWindowSpan(wi) + ", " + n
+			return name + " " + wi.Span() + ", " + n
 		case sameDay && n != "":
 			// "10:00–10:30Z (121 scrapes)": the date follows once.
 			return name + " " + rng + " (" + n + ")"
 		}
-		paren := FormatDuration(wi.End.Sub(wi.Start))
+		paren := textfmt.Duration(wi.End.Sub(wi.Start))
 		if n != "" {
 			paren += ", " + n
 		}
@@ -229,7 +230,7 @@ func windowsLine(r *Report) string {
 // evidenceLine says what evidence the report read, in one line.
 func evidenceLine(r *Report) string {
 	in := r.Inputs
-	parts := []string{Plural(len(in.Replicas), "replica", "replicas"), strings.Replace(Plural(len(in.Sources), "source", "sources"), strconv.Itoa(len(in.Sources)), rules.FormatInteger(float64(len(in.Sources))), 1)}
+	parts := []string{textfmt.Plural(len(in.Replicas), "replica", "replicas"), strings.Replace(textfmt.Plural(len(in.Sources), "source", "sources"), strconv.Itoa(len(in.Sources)), textfmt.Integer(float64(len(in.Sources))), 1)}
 	for _, e := range in.Exporters {
 		parts = append(parts, e.String())
 	}
@@ -249,7 +250,7 @@ func evidenceLine(r *Report) string {
 		parts = append(parts, "partial: some input could not be read")
 	}
 	if n := len(r.Warnings); n > 0 {
-		parts = append(parts, Plural(n, "warning", "warnings")+" (see Warnings)")
+		parts = append(parts, textfmt.Plural(n, "warning", "warnings")+" (see Warnings)")
 	}
 	return strings.Join(parts, ", ")
 }
@@ -340,7 +341,7 @@ func noteItem(r *Report, n rules.Note) Item {
 	text := "note: replica-slower: one replica is slower under a fair share of the load"
 	if sp, ok := r.ttftSpread(); ok {
 		text = fmt.Sprintf("note: replica-slower: %s's TTFT p95 %s is %s %s under a fair share of the load",
-			sp.Replica, FormatValue(sp.Worst, "s"), rules.FormatMultiple(sp.Ratio()), othersMedian(sp))
+			sp.Replica, fmtValue(sp.Worst, "s"), textfmt.Multiple(sp.Ratio()), othersMedian(sp))
 	}
 	text += ": a local cause on that replica, not a hot spot"
 	if r.Windows.Incident.From == "lifetime" {
@@ -490,7 +491,7 @@ func lifetimeItems(r *Report) []Item {
 		if !ok || sig.Incident == nil || !finiteFloat(sig.Incident.Mean) {
 			continue
 		}
-		phases = append(phases, ph.name+" "+FormatValue(float64(sig.Incident.Mean), "s"))
+		phases = append(phases, ph.name+" "+fmtValue(float64(sig.Incident.Mean), "s"))
 	}
 	if len(phases) > 0 {
 		items = append(items, Item{Text: "lifecycle, mean per request (from _sum / _count): " + strings.Join(phases, ", ")})

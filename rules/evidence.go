@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/whyslow/whyslow/internal/textfmt"
 )
 
 // Evidence is one number behind a symptom or finding: the fact as it was
@@ -68,9 +70,9 @@ func (e Evidence) String() string {
 		extra = append(extra, fmt.Sprintf("in [%s, %s]", fmtValue(e.ID, f.Incident.Lower), fmtValue(e.ID, f.Incident.Upper)))
 	}
 	if !math.IsNaN(f.Incident.Count) {
-		c := "n=" + ProseNumber(f.Incident.Count)
+		c := "n=" + textfmt.Prose(f.Incident.Count)
 		if !math.IsNaN(f.Baseline.Count) {
-			c += " (baseline n=" + ProseNumber(f.Baseline.Count) + ")"
+			c += " (baseline n=" + textfmt.Prose(f.Baseline.Count) + ")"
 		}
 		extra = append(extra, c)
 	}
@@ -138,8 +140,8 @@ func fmtValue(id FactID, v float64) string {
 	return info.Unit.Prose(v)
 }
 
-// fmtNum is ProseNumber.
-func fmtNum(v float64) string { return ProseNumber(v) }
+// fmtNum is textfmt.Prose.
+func fmtNum(v float64) string { return textfmt.Prose(v) }
 
 func fmtRatio(r float64) string {
 	if math.IsInf(r, 1) {
@@ -150,8 +152,8 @@ func fmtRatio(r float64) string {
 	}
 	if math.Abs(math.Round(r*100)) >= 1000 {
 		// From 10x on (as two decimals would print it) a multiple is a
-		// whole number, as FormatMultiple writes it.
-		return FormatInteger(r) + "x"
+		// whole number, as textfmt.Multiple writes it.
+		return textfmt.Integer(r) + "x"
 	}
 	return fmt.Sprintf("%.2fx", r)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/perf/benchmath"
+
+	"github.com/whyslow/whyslow/internal/textfmt"
 )
 
 // Decision is the outcome of judging an experiment (public JSON values).
@@ -514,7 +516,7 @@ func armStats(id FactID, runs []RunFacts, minSamples float64) ArmStats {
 		case math.IsInf(f.Incident.Value, 0):
 			a.Missing = append(a.Missing, fmt.Sprintf("run %s: value %v", r.Name, f.Incident.Value))
 		case isKnown && info.Kind == KindQuantile && !math.IsNaN(f.Incident.Count) && f.Incident.Count < minSamples:
-			a.Missing = append(a.Missing, fmt.Sprintf("run %s: %s observations, need >= %s", r.Name, ProseNumber(f.Incident.Count), ProseNumber(minSamples)))
+			a.Missing = append(a.Missing, fmt.Sprintf("run %s: %s observations, need >= %s", r.Name, textfmt.Prose(f.Incident.Count), textfmt.Prose(minSamples)))
 		default:
 			a.Values[i] = f.Incident.Value
 			ok = append(ok, f.Incident.Value)
@@ -832,7 +834,7 @@ func checkWorkload(baseline, treatment []RunFacts, opts JudgeOptions) []Workload
 func fmtChange(c float64) string {
 	switch {
 	case math.IsNaN(c):
-		return FormatNumber(c)
+		return textfmt.Number(c)
 	case math.IsInf(c, 1):
 		return "up from 0"
 	case math.IsInf(c, -1):

@@ -39,35 +39,15 @@ func FuzzNumberJSON(f *testing.F) {
 	})
 }
 
-// Numbers are written once: FormatNumber for tables, ProseNumber and
-// Unit.Prose for sentences (thousands separators, no exponent, whole
-// multiples from 10x), so that nothing downstream rewrites them.
-func TestNumberFormatting(t *testing.T) {
+// Values with a unit are written once: Unit.Format for tables, Unit.Prose
+// for sentences (thousands separators, no exponent, whole multiples from
+// 10x), so that nothing downstream rewrites them.
+func TestUnitFormatting(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		got  string
 		want string
 	}{
-		{"integer", FormatInteger(55477), "55,477"},
-		{"integer small", FormatInteger(960), "960"},
-		{"integer million", FormatInteger(6.311235e+06), "6,311,235"},
-		{"integer negative", FormatInteger(-1200), "-1,200"},
-		{"integer rounds", FormatInteger(999.6), "1,000"},
-		{"integer NaN", FormatInteger(math.NaN()), "n/a"},
-		{"multiple small", FormatMultiple(2.4001), "2.4x"},
-		{"multiple under 10", FormatMultiple(9.87), "9.87x"},
-		{"multiple at 10", FormatMultiple(10.39), "10x"},
-		{"multiple large", FormatMultiple(23920.86), "23,921x"},
-		{"multiple NaN", FormatMultiple(math.NaN()), "n/ax"},
-		{"table number", FormatNumber(8112), "8112"},
-		{"table tiny", FormatNumber(1.74e-05), "1.74e-05"},
-		{"prose big", ProseNumber(6.311235e+06), "6,311,235"},
-		{"prose four digits", ProseNumber(8112), "8,112"},
-		{"prose rounds from 100", ProseNumber(1234.5), "1,235"},
-		{"prose tiny", ProseNumber(1.234e-7), "0.000000123"},
-		{"prose small", ProseNumber(1.74e-05), "0.0000174"},
-		{"prose plain", ProseNumber(0.0417), "0.0417"},
-		{"prose NaN", ProseNumber(math.NaN()), "n/a"},
 		{"tokens in a table", UnitTokens.Format(8112), "8112 tokens"},
 		{"tokens in a sentence", UnitTokens.Prose(8112), "8,112 tokens"},
 		{"requests in a sentence", UnitRequests.Prose(16512), "16,512 req"},

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/whyslow/whyslow/internal/textfmt"
 )
 
 // Unit is the unit of a fact's or a report value's numbers. Values are in
@@ -30,21 +32,21 @@ const (
 // µs, ms, s or a duration (850µs, 42ms, 1.9s, 2m30s); tokens and requests
 // with a k, M or G suffix from 100 000 on; ratios as percentages; rates
 // per second; multiples with an x. NaN is "n/a", never zero; ±Inf is
-// "+Inf" or "-Inf". Numbers are FormatNumber's.
+// "+Inf" or "-Inf". Numbers are textfmt.Number's (internal/textfmt).
 func (u Unit) Format(v float64) string { return u.format(v, false) }
 
-// Prose is Format for running text: its numbers are ProseNumber's, and a
-// multiple is FormatMultiple's.
+// Prose is Format for running text: its numbers are textfmt.Prose's, and a
+// multiple is textfmt.Multiple's.
 func (u Unit) Prose(v float64) string { return u.format(v, true) }
 
 // format is Format, or Prose when prose is set.
 func (u Unit) format(v float64, prose bool) string {
-	num := FormatNumber
+	num := textfmt.Number
 	if prose {
-		num = ProseNumber
+		num = textfmt.Prose
 	}
 	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return FormatNumber(v)
+		return textfmt.Number(v)
 	}
 	switch u {
 	case UnitSeconds, "seconds":
@@ -65,7 +67,7 @@ func (u Unit) format(v float64, prose bool) string {
 		return num(v) + "/h"
 	case UnitMultiple:
 		if prose {
-			return FormatMultiple(v)
+			return textfmt.Multiple(v)
 		}
 		return num(v) + "x"
 	case UnitNone, UnitCount, "r":
@@ -92,11 +94,11 @@ func formatSeconds(v float64) string {
 	case a == 0:
 		return "0s"
 	case a < 1e-3:
-		return FormatNumber(v*1e6) + "µs"
+		return textfmt.Number(v*1e6) + "µs"
 	case a < 1:
-		return FormatNumber(v*1e3) + "ms"
+		return textfmt.Number(v*1e3) + "ms"
 	case a < 100:
-		return FormatNumber(v) + "s"
+		return textfmt.Number(v) + "s"
 	}
 	return time.Duration(v * float64(time.Second)).Round(time.Second).String()
 }

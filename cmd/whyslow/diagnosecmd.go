@@ -15,6 +15,7 @@ import (
 
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
+	"github.com/whyslow/whyslow/internal/textfmt"
 	wsreport "github.com/whyslow/whyslow/report"
 	"github.com/whyslow/whyslow/report/html"
 	"github.com/whyslow/whyslow/rules"
@@ -274,7 +275,7 @@ func checkVLLM(cat *catalog.Catalog, ev *snapshot.Evidence) error {
 	return fmt.Errorf("no vLLM target in %s: %s read (%s), none with a vllm: metric. "+
 		"whyslow diagnoses vLLM; for renamed metrics give --alias vllm:=PREFIX (e.g. --alias vllm:=ray_vllm:), "+
 		"and see whyslow catalog PATH for what was found",
-		firstFew(ev.Sources, "the evidence"), wsreport.Plural(len(names), "target", "targets"), firstFew(names, ""))
+		firstFew(ev.Sources, "the evidence"), textfmt.Plural(len(names), "target", "targets"), firstFew(names, ""))
 }
 
 // firstFew lists the first four of items, and how many more there are;

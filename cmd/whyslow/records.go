@@ -12,7 +12,7 @@ import (
 	"github.com/whyslow/whyslow/alerts"
 	"github.com/whyslow/whyslow/catalog"
 	"github.com/whyslow/whyslow/diagnose"
-	wsreport "github.com/whyslow/whyslow/report"
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/rules"
 	"github.com/whyslow/whyslow/snapshot"
 	"github.com/whyslow/whyslow/snapshot/promapi"
@@ -156,14 +156,14 @@ func recordsRange(eng *promapi.Engine, red string, rng snapshot.Window, opts dia
 	}
 	if scraped == 0 || float64(both) < recordsCover*float64(scraped) {
 		return snapshot.Window{}, note(snapshot.SeverityInfo, "the recording rules %s have values in %d of the %d %s intervals of %s in which the fleet was scraped (under %.0f%%); %s",
-			strings.Join(read, ", "), both, scraped, wsreport.FormatDuration(step), rng, 100*recordsCover, whole)
+			strings.Join(read, ", "), both, scraped, textfmt.Duration(step), rng, 100*recordsCover, whole)
 	}
 	cp, err := diagnose.LocateChange(grid, series, opts)
 	if err != nil {
 		return snapshot.Window{}, note(snapshot.SeverityWarning, "%v; %s", err, whole)
 	}
 	searched := fmt.Sprintf("the change-point search over %s read the recording rules %s (avg_over_time per %s interval)",
-		rng, strings.Join(read, ", "), wsreport.FormatDuration(step))
+		rng, strings.Join(read, ", "), textfmt.Duration(step))
 	if cp == nil {
 		return snapshot.Window{}, note(snapshot.SeverityInfo, "%s and found no change; %s", searched, whole)
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/report"
 )
 
@@ -96,7 +97,7 @@ func htmlView(r *report.Report, o Options) (*htmlPage, error) {
 			// string it draws; no text of the report enters it.
 			views[i] = htmlPlotView{htmlPlot: p, Inline: template.HTML(p.SVG)} // #nosec G203 -- see above
 		}
-		plots[report.GroupLabel(rep.Group)] = views
+		plots[textfmt.Selector(rep.Group)] = views
 	}
 	for _, b := range d.Blocks {
 		hb := htmlBlock{Block: b}

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/whyslow/whyslow/internal/textfmt"
 	"github.com/whyslow/whyslow/report"
+	"github.com/whyslow/whyslow/rules"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -211,7 +213,7 @@ func segments(t *report.Timeline, scale float64) plotPoints {
 func bounds(points plotter.XYs, scale float64, unit string) string {
 	var out []string
 	for _, p := range points {
-		s := report.FormatValue(p.Y/scale, unit)
+		s := rules.Unit(unit).Format(p.Y / scale)
 		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
@@ -402,7 +404,7 @@ func drawTimeline(r *report.Report, spec plotSpec, fleet *report.Timeline, reps 
 		l.Width = vg.Points(1.5)
 		l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
 		p.Add(l)
-		legend = append(legend, plotLegend{Name: "SLO " + sloName + " " + report.FormatValue(slo, "s") + " (dashed)", Color: cssColor(plotSLOColor)})
+		legend = append(legend, plotLegend{Name: "SLO " + sloName + " " + rules.UnitSeconds.Format(slo) + " (dashed)", Color: cssColor(plotSLOColor)})
 	}
 	if len(legend) == 0 {
 		return nil, nil
@@ -416,7 +418,7 @@ func drawTimeline(r *report.Report, spec plotSpec, fleet *report.Timeline, reps 
 	}
 	title := plotTitle(spec, stat)
 	caption := fmt.Sprintf("per %s interval; shaded: incident window %s (red), baseline %s (grey)",
-		report.FormatDuration(step), report.FormatWindowSpan(r.Windows.Incident), report.FormatWindowSpan(r.Windows.Baseline))
+		textfmt.Duration(step), r.Windows.Incident.Span(), r.Windows.Baseline.Span())
 	return &htmlPlot{Title: title, Caption: caption, SVG: inlineSVG(buf.Bytes()), Legend: legend}, nil
 }
 
@@ -447,13 +449,13 @@ func zeroPlot(spec plotSpec, stat string, step time.Duration, fleet *report.Time
 			count += float64(p.Count)
 		}
 	}
-	span := report.FormatWindowSpan(report.WindowInfo{Start: first.Add(-step), End: last})
-	n := report.FormatInteger(count) + " samples"
+	span := report.WindowInfo{Start: first.Add(-step), End: last}.Span()
+	n := textfmt.Integer(count) + " samples"
 	switch stat {
 	case "p95":
-		n = report.FormatInteger(count) + " observations"
+		n = textfmt.Integer(count) + " observations"
 	case "rate":
-		n = fmt.Sprintf("%s intervals of %s", report.FormatInteger(float64(len(intervals))), report.FormatDuration(step))
+		n = fmt.Sprintf("%s intervals of %s", textfmt.Integer(float64(len(intervals))), textfmt.Duration(step))
 	}
 	return &htmlPlot{Title: plotTitle(spec, stat), Caption: fmt.Sprintf("all zero over the window, %s: %s", span, n)}
 }
@@ -501,7 +503,7 @@ func sloTarget(r *report.Report, signal string) (float64, string) {
 }
 
 // numberTicks labels a numeric axis like the text report: gonum's
-// default tick positions, labels by report.FormatNumber ("750", not
+// default tick positions, labels by textfmt.Number ("750", not
 // "750.00"; "0.5", not "0.50").
 type numberTicks struct{}
 
@@ -510,7 +512,7 @@ func (numberTicks) Ticks(lo, hi float64) []plot.Tick {
 	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
 	for i := range ticks {
 		if ticks[i].Label != "" {
-			ticks[i].Label = report.FormatNumber(ticks[i].Value)
+			ticks[i].Label = textfmt.Number(ticks[i].Value)
 		}
 	}
 	return ticks
