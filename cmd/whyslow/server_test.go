@@ -111,6 +111,19 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 		version fleetsim.Version
 	}{
 		{"kv-preemption", "prometheus", 0, 0, 0, 0, 0},
+		// The other scenarios, on fleets of 3 to 12 pods scraped every
+		// 10 s to 2 min, through both servers.
+		{"hot-replica", "prometheus", 8, 15 * time.Second, 0, 0, 0},
+		{"sustained-overload", "prometheus", 5, 10 * time.Second, 0, 0, 0},
+		{"burst", "victoria-metrics", 6, time.Minute, 0, 0, 0},
+		{"decode-pressure", "prometheus", 4, 20 * time.Second, 17 * time.Minute, 73 * time.Minute, 0},
+		{"prefix-cache-loss", "victoria-metrics", 0, 0, 0, 0, 0},
+		{"outside-gpu", "prometheus", 10, 45 * time.Second, 0, 0, 0},
+		{"low-traffic", "prometheus", 0, 0, 0, 0, 0},
+		{"long-prompts", "victoria-metrics", 7, 15 * time.Second, 0, 0, 0},
+		{"high-kv-healthy", "prometheus-without-@", 5, 0, 0, 0, 0},
+		{"restart", "prometheus", 12, 10 * time.Second, 0, 0, 0},
+		{"kv-preemption", "victoria-metrics", 9, 2 * time.Minute, 0, 0, 0},
 		// Eight pods scraped every 2 minutes: Prometheus adds the pods'
 		// _sum differences in another order than the directory's read,
 		// and the change-point search's fleet means move in the last
