@@ -107,7 +107,8 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 		interval         time.Duration // 0: 30 s
 		from, span       time.Duration // the range: from the fleet's start (0: 2 h)
 		// version, when set, makes scenario a matrix case (fleetsim.
-		// MatrixCases, the first seed) of that vLLM generation.
+		// MatrixCases, the first seed, its moderate knob) of that vLLM
+		// generation.
 		version fleetsim.Version
 	}{
 		{"kv-preemption", "prometheus", 0, 0, 0, 0, 0},
@@ -124,6 +125,25 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 		{"high-kv-healthy", "prometheus-without-@", 5, 0, 0, 0, 0},
 		{"restart", "prometheus", 12, 10 * time.Second, 0, 0, 0},
 		{"kv-preemption", "victoria-metrics", 9, 2 * time.Minute, 0, 0, 0},
+		// Every hypothesis of the matrix and its counter-cases, some on
+		// vLLM V0 or an early V1.
+		{"engine-stall", "prometheus", 8, 15 * time.Second, 0, 0, fleetsim.VersionV1},
+		{"admission-deferral", "prometheus", 0, 0, 0, 0, fleetsim.VersionV1},
+		{"engine-imbalance", "victoria-metrics", 8, 0, 0, 0, fleetsim.VersionV1},
+		{"spec-decode-acceptance", "prometheus", 0, 20 * time.Second, 0, 0, fleetsim.VersionV1},
+		{"pd-kv-transfer", "prometheus", 8, 0, 0, 0, fleetsim.VersionV1},
+		{"preemption-thrash", "victoria-metrics", 0, 0, 0, 0, fleetsim.VersionV1},
+		{"stale-gauges", "prometheus", 8, 0, 0, 0, fleetsim.VersionV1},
+		{"queue-ramp", "prometheus", 0, time.Minute, 0, 0, fleetsim.VersionV1Early},
+		{"admission-rejections", "prometheus", 0, 0, 0, 0, fleetsim.VersionV1},
+		{"sleeping-pod", "prometheus", 8, 0, 0, 0, fleetsim.VersionV1},
+		{"rolling-restart-deployment", "prometheus", 8, 0, 0, 0, fleetsim.VersionV1},
+		{"traffic-growth-10", "victoria-metrics", 0, 0, 0, 0, fleetsim.VersionV1},
+		{"healthy-dp", "prometheus", 0, 0, 0, 0, fleetsim.VersionV1},
+		{"pd-decode-hotspot", "prometheus", 8, 0, 0, 0, fleetsim.VersionV1},
+		{"queue-sustained", "prometheus", 0, 0, 0, 0, fleetsim.VersionV0},
+		{"replica-hotspot", "prometheus-without-@", 0, 0, 0, 0, fleetsim.VersionV1Early},
+		{"idle-pod", "victoria-metrics", 0, 0, 0, 0, fleetsim.VersionV1},
 		// Eight pods scraped every 2 minutes: Prometheus adds the pods'
 		// _sum differences in another order than the directory's read,
 		// and the change-point search's fleet means move in the last
@@ -172,8 +192,13 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 			if tc.version != 0 {
 				mc, ok := fleetsim.LookupMatrixCase(tc.scenario)
 				require.True(t, ok, tc.scenario)
+				knob := 0.0 // a counter-case has none
+				if mc.Incident() {
+					knob, ok = fleetsim.MatrixKnob(tc.scenario, cmp.Or(tc.pods, 3), "moderate")
+					require.True(t, ok, "no moderate knob of %s on %d pods", tc.scenario, cmp.Or(tc.pods, 3))
+				}
 				var err error
-				fleet, err = fleetsim.Run(mc.VariantConfig(cmp.Or(tc.pods, 3), fleetsim.MatrixSeeds[0], 0,
+				fleet, err = fleetsim.Run(mc.VariantConfig(cmp.Or(tc.pods, 3), fleetsim.MatrixSeeds[0], knob,
 					fleetsim.Variant{ScrapeInterval: cmp.Or(tc.interval, 30*time.Second), Version: tc.version}))
 				require.NoError(t, err)
 				expect = mc.Expect
