@@ -84,11 +84,11 @@ type Options struct {
 
 	// Survey, when set, is the survey of the whole history (see
 	// Surveyor), and the evidence given to Diagnose need hold only the
-	// windows the survey chose (Survey.ReadRanges): the scrape
-	// statistics, the timelines and the change point come from the
-	// survey, the window measures from the evidence. Baseline and
-	// Incident must be zero, and the other options those the survey was
-	// made with.
+	// windows the survey chose or was given (Survey.ReadRanges): the
+	// scrape statistics, the timelines and the change point come from
+	// the survey, the window measures from the evidence. The other
+	// options, Baseline and Incident among them, must be those the
+	// survey was made with.
 	Survey *Survey
 }
 
@@ -144,9 +144,6 @@ func (o Options) settings() (settings, error) {
 		if w.w.Start.IsZero() || w.w.End.IsZero() || !w.w.End.After(w.w.Start) {
 			return s, fmt.Errorf("diagnose: %s window %v: needs a start before its end", w.name, w.w)
 		}
-	}
-	if o.Survey != nil && !o.Incident.IsZero() {
-		return s, fmt.Errorf("diagnose: a Survey chooses the windows: Baseline and Incident must be zero")
 	}
 	if !o.Baseline.IsZero() && o.Incident.IsZero() {
 		return s, fmt.Errorf("diagnose: a Baseline window needs an Incident window")

@@ -366,16 +366,13 @@ var surveyed = func() []catalog.SignalID {
 	return ids
 }()
 
-// NewSurveyor returns a Surveyor for a diagnosis under opts. Options that
-// choose windows (Baseline, Incident) are refused: a survey is what
-// chooses them.
+// NewSurveyor returns a Surveyor for a diagnosis under opts. Where opts
+// gives the windows (Baseline, Incident), the Survey keeps them, as
+// Diagnose does, instead of choosing its own.
 func NewSurveyor(opts Options) (*Surveyor, error) {
 	set, err := opts.settings()
 	if err != nil {
 		return nil, err
-	}
-	if !opts.Incident.IsZero() {
-		return nil, errors.New("diagnose: a survey chooses the windows: Options.Baseline and Options.Incident must be zero")
 	}
 	var hist []catalog.SignalID
 	for _, spec := range timelineSpecs {

@@ -108,6 +108,9 @@ func TestSurveyIsTheWholeDiagnosis(t *testing.T) {
 	require.Len(t, ev.Targets, 3)
 	late := *ev
 	late.Targets = append([]*snapshot.Target{lateStart(ev.Targets[0], ev.Targets[0].Scrapes[0].Time.Add(7*time.Minute+20*time.Second))}, ev.Targets[1:]...)
+	first, _ := ev.Span()
+	base := snapshot.Window{Start: first.Add(5 * time.Minute), End: first.Add(20 * time.Minute)}
+	inc := snapshot.Window{Start: first.Add(24 * time.Minute), End: first.Add(39 * time.Minute)}
 
 	for _, tc := range []struct {
 		name   string
@@ -119,6 +122,9 @@ func TestSurveyIsTheWholeDiagnosis(t *testing.T) {
 		{"first replica starts late", &late, diagnose.Options{}, 2},
 		{"timeline step given", ev, diagnose.Options{TimelineStep: 2 * time.Minute}, 1},
 		{"no bound on the windows", ev, diagnose.Options{MaxWindow: -1}, 1},
+		// Windows given are kept, as Diagnose keeps them.
+		{"windows given", ev, diagnose.Options{Baseline: base, Incident: inc}, 1},
+		{"incident given", ev, diagnose.Options{Incident: inc}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ref, err := diagnose.Diagnose(tc.ev, tc.opts)
@@ -140,7 +146,7 @@ func TestSurveyIsTheWholeDiagnosis(t *testing.T) {
 
 // TestSurveyRefusesGroups checks that evidence serving two models, which
 // Diagnose splits, is refused with ErrSurveyGroups (the command then reads
-// it whole), and that given windows are refused.
+// it whole).
 func TestSurveyRefusesGroups(t *testing.T) {
 	a := modelFleet(t, "healthy", "llama", "", 2)
 	b := modelFleet(t, "healthy", "qwen", "", 2)
@@ -155,9 +161,6 @@ func TestSurveyRefusesGroups(t *testing.T) {
 	}
 	_, _, err = s.Survey()
 	require.ErrorIs(t, err, diagnose.ErrSurveyGroups)
-
-	_, err = diagnose.NewSurveyor(diagnose.Options{Incident: snapshot.Window{Start: time.Unix(100, 0), End: time.Unix(200, 0)}})
-	require.Error(t, err)
 }
 
 // TestMaxWindowBoundsChosenWindows checks that the windows either side of

@@ -187,13 +187,22 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 		return err
 	}
 	var ev *snapshot.Evidence
-	if opts.Incident.IsZero() && f.pushdown && len(paths) == 1 && promapi.IsURL(paths[0]) {
+	// A source that streams is surveyed, then read over the windows only
+	// (readSurveyed): the windows the survey chooses, or those given when
+	// one range covers both (given far apart, each is read alone), but
+	// from a server with --pushdown=false, whose samples are read whole.
+	// The survey keeps the memory to a few numbers a replica and interval
+	// where a whole read holds every sample of the windows (figures in
+	// snapshot/tsdb/TSDB_BENCHMARKS.md).
+	given := !opts.Incident.IsZero()
+	surveyed := snapshot.Streams(paths) && (!given || len(opts.ReadRanges()) == 1 && (f.pushdown || !slices.ContainsFunc(paths, promapi.IsURL)))
+	if surveyed && f.pushdown && len(paths) == 1 && promapi.IsURL(paths[0]) {
 		// The server's answers are garbage soon (see serverReadGOGC),
 		// the diagnosis's too.
 		defer lowerGC(serverReadGOGC)()
 	}
 	switch {
-	case opts.Incident.IsZero() && snapshot.Streams(paths):
+	case surveyed:
 		ev, opts, err = f.readSurveyed(ctx, e, paths, opts, trim)
 	default:
 		ev, err = f.readRanges(ctx, e, paths, opts.Selection(), opts.ReadRanges(), trim, nil)
@@ -372,7 +381,8 @@ func parseThresholds(s string) (rules.Thresholds, error) {
 }
 
 // readSurveyed reads a history for a diagnosis that chooses its own
-// windows, from a source that streams (snapshot.Streams: a TSDB, a
+// windows, or over the range of the windows given (opts.Baseline and
+// opts.Incident), from a source that streams (snapshot.Streams: a TSDB, a
 // server), in two steps whose memory does not grow with the history: a
 // survey (diagnose.Surveyor) of the targets read one at a time (a
 // server's, a batch of pods at a time), which keeps per target and
@@ -397,7 +407,8 @@ func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string
 		if eng, err = f.engine(ctx, paths[0], sel); err != nil {
 			return nil, opts, err
 		}
-		if w, note := f.surveyRange(eng, paths[0], opts, sel); !w.IsZero() || note != nil {
+		if opts.Incident.IsZero() { // given windows are read as given
+			w, note := f.surveyRange(eng, paths[0], opts, sel)
 			if note != nil {
 				problems = append(problems, *note)
 			}

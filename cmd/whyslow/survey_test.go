@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"testing"
@@ -75,20 +76,14 @@ func TestDiagnoseTSDBRangesApart(t *testing.T) {
 	fleet, _ := smallFleet(t, "kv-preemption", 0)
 	dir := t.TempDir()
 	require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
-	start := fleet.Config.Start
-	if start.IsZero() {
-		start = fleetsim.DefaultStart
-	}
+	start := cmp.Or(fleet.Config.Start, fleetsim.DefaultStart)
 	opts := diagnose.Options{
 		Baseline: snapshot.Window{Start: start.Add(2 * time.Minute), End: start.Add(12 * time.Minute)},
 		Incident: snapshot.Window{Start: start.Add(42 * time.Minute), End: start.Add(55 * time.Minute)},
 	}
 	ranges := opts.ReadRanges()
 	require.Len(t, ranges, 2, "the windows are read apart")
-	rfc := func(w snapshot.Window) string {
-		return w.Start.UTC().Format(time.RFC3339) + "/" + w.End.UTC().Format(time.RFC3339)
-	}
-	code, out, stderr := whyslow(t, "", "diagnose", "--format", "json", "--baseline", rfc(opts.Baseline), "--incident", rfc(opts.Incident), dir)
+	code, out, stderr := whyslow(t, "", "diagnose", "--format", "json", "--baseline", rfcWindow(opts.Baseline), "--incident", rfcWindow(opts.Incident), dir)
 	require.Equal(t, 0, code, stderr)
 
 	trim, err := opts.Trimmer()
@@ -107,6 +102,50 @@ func TestDiagnoseTSDBRangesApart(t *testing.T) {
 	rep, err := diagnose.Diagnose(snapshot.MergeRanges(evs...), opts)
 	require.NoError(t, err)
 	requireReportJSON(t, rep, out)
+}
+
+// TestDiagnoseTSDBGivenWindowsSurveyed checks the command's path for
+// given windows that one range covers on a TSDB: the range is surveyed
+// target by target and read again with the windows' histograms reduced
+// as read (diagnose.Survey.Reduce), and the JSON report is the one
+// Diagnose gives for the range read whole and trimmed.
+func TestDiagnoseTSDBGivenWindowsSurveyed(t *testing.T) {
+	fleet, expect := smallFleet(t, "kv-preemption", 0)
+	dir := t.TempDir()
+	require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+	start := cmp.Or(fleet.Config.Start, fleetsim.DefaultStart)
+	base := snapshot.Window{Start: start.Add(7 * time.Minute), End: start.Add(22 * time.Minute)}
+	inc := snapshot.Window{Start: start.Add(25 * time.Minute), End: start.Add(40 * time.Minute)}
+	for _, tc := range []struct {
+		name  string
+		opts  diagnose.Options
+		flags []string
+	}{
+		{"baseline-and-incident", diagnose.Options{Baseline: base, Incident: inc}, []string{"--baseline", rfcWindow(base), "--incident", rfcWindow(inc)}},
+		{"incident-alone", diagnose.Options{Incident: inc}, []string{"--incident", rfcWindow(inc)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Len(t, tc.opts.ReadRanges(), 1, "one range covers the windows")
+			code, out, stderr := whyslow(t, "", append(append([]string{"diagnose", "--format", "json"}, tc.flags...), dir)...)
+			require.Equal(t, 0, code, stderr)
+			trim, err := tc.opts.Trimmer()
+			require.NoError(t, err)
+			ev, err := snapshot.Read(context.Background(), []string{dir}, tc.opts.Selection())
+			require.NoError(t, err)
+			for i, tg := range ev.Targets {
+				ev.Targets[i] = trim(tg)
+			}
+			rep, err := diagnose.Diagnose(ev, tc.opts)
+			require.NoError(t, err)
+			assert.Equal(t, expect, string(rep.Verdict))
+			requireReportJSON(t, rep, out)
+		})
+	}
+}
+
+// rfcWindow writes w as the command's window flags take it.
+func rfcWindow(w snapshot.Window) string {
+	return w.Start.UTC().Format(time.RFC3339) + "/" + w.End.UTC().Format(time.RFC3339)
 }
 
 // requireDiagnosedAsWhole runs "diagnose --format json" with flags on
