@@ -108,38 +108,44 @@ func TestDiagnoseTSDBRangesApart(t *testing.T) {
 // given windows that one range covers on a TSDB: the range is surveyed
 // target by target and read again with the windows' histograms reduced
 // as read (diagnose.Survey.Reduce), and the JSON report is the one
-// Diagnose gives for the range read whole and trimmed.
+// Diagnose gives for the range read whole and trimmed: on an incident, a
+// restart (samples before and after a reset), pods of two vLLM versions
+// and an overload.
 func TestDiagnoseTSDBGivenWindowsSurveyed(t *testing.T) {
-	fleet, expect := smallFleet(t, "kv-preemption", 0)
-	dir := t.TempDir()
-	require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
-	start := cmp.Or(fleet.Config.Start, fleetsim.DefaultStart)
-	base := snapshot.Window{Start: start.Add(7 * time.Minute), End: start.Add(22 * time.Minute)}
-	inc := snapshot.Window{Start: start.Add(25 * time.Minute), End: start.Add(40 * time.Minute)}
-	for _, tc := range []struct {
-		name  string
-		opts  diagnose.Options
-		flags []string
-	}{
-		{"baseline-and-incident", diagnose.Options{Baseline: base, Incident: inc}, []string{"--baseline", rfcWindow(base), "--incident", rfcWindow(inc)}},
-		{"incident-alone", diagnose.Options{Incident: inc}, []string{"--incident", rfcWindow(inc)}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			require.Len(t, tc.opts.ReadRanges(), 1, "one range covers the windows")
-			code, out, stderr := whyslow(t, "", append(append([]string{"diagnose", "--format", "json"}, tc.flags...), dir)...)
-			require.Equal(t, 0, code, stderr)
-			trim, err := tc.opts.Trimmer()
-			require.NoError(t, err)
-			ev, err := snapshot.Read(context.Background(), []string{dir}, tc.opts.Selection())
-			require.NoError(t, err)
-			for i, tg := range ev.Targets {
-				ev.Targets[i] = trim(tg)
-			}
-			rep, err := diagnose.Diagnose(ev, tc.opts)
-			require.NoError(t, err)
-			assert.Equal(t, expect, string(rep.Verdict))
-			requireReportJSON(t, rep, out)
-		})
+	for _, scenario := range []string{"kv-preemption", "restart", "mixed-versions", "sustained-overload"} {
+		fleet, expect := smallFleet(t, scenario, 0)
+		dir := t.TempDir()
+		require.NoError(t, simtsdb.Write(fleet, dir, fleetsim.TSDBOptions{HeadSpan: -1}))
+		start := cmp.Or(fleet.Config.Start, fleetsim.DefaultStart)
+		base := snapshot.Window{Start: start.Add(7 * time.Minute), End: start.Add(22 * time.Minute)}
+		inc := snapshot.Window{Start: start.Add(25 * time.Minute), End: start.Add(40 * time.Minute)}
+		for _, tc := range []struct {
+			name  string
+			opts  diagnose.Options
+			flags []string
+		}{
+			{"baseline-and-incident", diagnose.Options{Baseline: base, Incident: inc}, []string{"--baseline", rfcWindow(base), "--incident", rfcWindow(inc)}},
+			{"incident-alone", diagnose.Options{Incident: inc}, []string{"--incident", rfcWindow(inc)}},
+		} {
+			t.Run(scenario+"/"+tc.name, func(t *testing.T) {
+				require.Len(t, tc.opts.ReadRanges(), 1, "one range covers the windows")
+				code, out, stderr := whyslow(t, "", append(append([]string{"diagnose", "--format", "json"}, tc.flags...), dir)...)
+				require.Equal(t, 0, code, stderr)
+				trim, err := tc.opts.Trimmer()
+				require.NoError(t, err)
+				ev, err := snapshot.Read(context.Background(), []string{dir}, tc.opts.Selection())
+				require.NoError(t, err)
+				for i, tg := range ev.Targets {
+					ev.Targets[i] = trim(tg)
+				}
+				rep, err := diagnose.Diagnose(ev, tc.opts)
+				require.NoError(t, err)
+				if scenario == "kv-preemption" {
+					assert.Equal(t, expect, string(rep.Verdict))
+				}
+				requireReportJSON(t, rep, out)
+			})
+		}
 	}
 }
 
