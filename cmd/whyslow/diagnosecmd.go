@@ -195,7 +195,8 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	// where a whole read holds every sample of the windows (figures in
 	// snapshot/tsdb/TSDB_BENCHMARKS.md).
 	given := !opts.Incident.IsZero()
-	surveyed := snapshot.Streams(paths) && (!given || len(opts.ReadRanges()) == 1 && (f.pushdown || !slices.ContainsFunc(paths, promapi.IsURL)))
+	oneRange := len(opts.ReadRanges()) == 1 || (opts.Baseline.IsZero() && opts.MaxWindow < 0) // or all before the incident
+	surveyed := snapshot.Streams(paths) && (!given || oneRange && (f.pushdown || !slices.ContainsFunc(paths, promapi.IsURL)))
 	if surveyed && f.pushdown && len(paths) == 1 && promapi.IsURL(paths[0]) {
 		// The server's answers are garbage soon (see serverReadGOGC),
 		// the diagnosis's too.
@@ -205,7 +206,7 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	case surveyed:
 		ev, opts, err = f.readSurveyed(ctx, e, paths, opts, trim)
 	default:
-		ev, err = f.readRanges(ctx, e, paths, opts.Selection(), opts.ReadRanges(), trim, nil)
+		ev, err = f.readRanges(ctx, e, paths, diagnoseSelection(paths, opts), opts.ReadRanges(), trim, nil)
 	}
 	if err != nil {
 		return err
@@ -380,6 +381,18 @@ func parseThresholds(s string) (rules.Thresholds, error) {
 	return th, nil
 }
 
+// diagnoseSelection is what to read of paths for a diagnosis under opts
+// (diagnose.Options.Selection). A server is read up to the end of an
+// incident given alone with no bound before it (--max-window 0), not up
+// to now: a directory is read whole, a server over a range.
+func diagnoseSelection(paths []string, opts diagnose.Options) snapshot.Options {
+	sel := opts.Selection()
+	if sel.End.IsZero() && !opts.Incident.IsZero() && slices.ContainsFunc(paths, promapi.IsURL) {
+		sel.End = opts.Incident.End.Add(diagnose.ReadMargin)
+	}
+	return sel
+}
+
 // readSurveyed reads a history for a diagnosis that chooses its own
 // windows, or over the range of the windows given (opts.Baseline and
 // opts.Incident), from a source that streams (snapshot.Streams: a TSDB, a
@@ -399,7 +412,7 @@ func parseThresholds(s string) (rules.Thresholds, error) {
 // over a long range the recording rules choose where to survey
 // (--records).
 func (f *diagnoseFlags) readSurveyed(ctx context.Context, e *env, paths []string, opts diagnose.Options, trim func(*snapshot.Target) *snapshot.Target) (*snapshot.Evidence, diagnose.Options, error) {
-	sel := opts.Selection()
+	sel := diagnoseSelection(paths, opts)
 	var eng *promapi.Engine
 	var problems []snapshot.Problem
 	if f.pushdown && promapi.IsURL(paths[0]) {

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/whyslow/whyslow/diagnose"
 	"github.com/whyslow/whyslow/internal/fleetsim"
 	"github.com/whyslow/whyslow/internal/fleetsim/simtsdb"
 	"github.com/whyslow/whyslow/internal/jsondiff"
@@ -318,12 +321,15 @@ func TestDiagnoseURLAsTSDB(t *testing.T) {
 // summing the histograms) and read again with the windows' histograms
 // reduced as read, with --pushdown=false every pod's samples of the
 // range are read whole; either report is the directory's (Prometheus to
-// the bit, VictoriaMetrics to 1e-9), for windows side by side and for an
-// incident alone, compared with the --max-window before it. The survey
+// the bit, VictoriaMetrics to 1e-9), for windows side by side, for an
+// incident alone with the --max-window before it, and for an incident
+// alone with all before it (--max-window 0), which a server reads up to
+// the incident's end (the directory is given that --range, and the
+// server's warning that no start was given is left out). The survey
 // lists VictoriaMetrics's series by whole days (docs/inputs.md): there a
 // family seen only outside the range is listed among the signals with no
 // sample, so the report's verdict, windows, facts and findings are
-// compared.
+// compared. A range without data says so.
 func TestDiagnoseURLGivenWindows(t *testing.T) {
 	promserver.Binary(t, "prometheus") // skip before simulating
 	spec, fleet := promserver.FleetOf(t, "kv-preemption", 4, 15*time.Second)
@@ -334,12 +340,15 @@ func TestDiagnoseURLGivenWindows(t *testing.T) {
 		return start.Add(from).UTC().Format(time.RFC3339) + "/" + start.Add(to).UTC().Format(time.RFC3339)
 	}
 	servers := map[string]string{"prometheus": promserver.Prometheus(t, dir), "victoria-metrics": promserver.VictoriaMetrics(t, fleet)}
-	for _, windows := range [][]string{
-		{"--baseline", rfc(13*time.Minute, 28*time.Minute), "--incident", rfc(31*time.Minute, 47*time.Minute)},
-		{"--incident", rfc(33*time.Minute, 48*time.Minute)},
+	for _, tc := range []struct{ windows, dirOnly []string }{
+		{[]string{"--baseline", rfc(13*time.Minute, 28*time.Minute), "--incident", rfc(31*time.Minute, 47*time.Minute)}, nil},
+		{[]string{"--incident", rfc(33*time.Minute, 48*time.Minute)}, nil},
+		{[]string{"--incident", rfc(33*time.Minute, 48*time.Minute), "--max-window", "0"},
+			[]string{"--range", rfc(-time.Hour, 48*time.Minute+diagnose.ReadMargin)}},
 	} {
+		noStart := regexp.MustCompile(`no start of the time range given: read the 6h up to ` + regexp.QuoteMeta(start.Add(48*time.Minute+diagnose.ReadMargin).UTC().Format(time.RFC3339)))
 		report := func(path string, flags ...string) map[string]any {
-			args := append(append([]string{"diagnose", "--format", "json"}, windows...), flags...)
+			args := append(append([]string{"diagnose", "--format", "json"}, tc.windows...), flags...)
 			code, out, errs := whyslow(t, "", append(args, path)...)
 			require.Equal(t, exitOK, code, errs)
 			var m map[string]any
@@ -347,10 +356,24 @@ func TestDiagnoseURLGivenWindows(t *testing.T) {
 			in := m["inputs"].(map[string]any)
 			delete(in, "sources")
 			delete(in, "notes") // what the reads cost
+			if tc.dirOnly != nil && path != dir {
+				// The warning that no start was given, and only it.
+				drop := func(into map[string]any, key string) {
+					list, _ := into[key].([]any)
+					kept := slices.DeleteFunc(slices.Clone(list), func(w any) bool { return noStart.MatchString(fmt.Sprint(w)) })
+					assert.Len(t, kept, len(list)-1, "%s: the warning that no start was given", key)
+					if into[key] = kept; len(kept) == 0 {
+						delete(into, key) // as the report leaves an empty list out
+					}
+				}
+				drop(in, "problems")
+				drop(m, "warnings")
+				drop(m, "warning_details")
+			}
 			return m
 		}
-		ref := report(dir)
-		assert.Equal(t, spec.Expect, ref["verdict"], "%v", windows)
+		ref := report(dir, tc.dirOnly...)
+		assert.Equal(t, spec.Expect, ref["verdict"], "%v", tc.windows)
 		for name, url := range servers {
 			for _, pushdown := range []bool{true, false} {
 				got := report(url, fmt.Sprintf("--pushdown=%v", pushdown))
@@ -365,10 +388,15 @@ func TestDiagnoseURLGivenWindows(t *testing.T) {
 					}
 					want, got = part(ref), part(got)
 				}
-				assert.Empty(t, jsondiff.Diff(want, got, cmpOpt), "%s %v --pushdown=%v: report differences (directory, server)", name, windows, pushdown)
+				assert.Empty(t, jsondiff.Diff(want, got, cmpOpt), "%s %v --pushdown=%v: report differences (directory, server)", name, tc.windows, pushdown)
 			}
 		}
 	}
+	// A range the server holds nothing of says so.
+	code, _, errs := whyslow(t, "", "diagnose", "--range", "2030-01-01T00:00:00Z/1h", servers["prometheus"])
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errs, "no series of the metrics asked for between 2029-12-31T23:59:00Z and 2030-01-01T01:00:00Z")
+	assert.NotContains(t, errs, "bad_data")
 }
 
 // The command's side of the server guards: --server-deadline ends a read

@@ -105,7 +105,8 @@ func TestDiagnoseTSDBRangesApart(t *testing.T) {
 }
 
 // TestDiagnoseTSDBGivenWindowsSurveyed checks the command's path for
-// given windows that one range covers on a TSDB: the range is surveyed
+// given windows that one range covers on a TSDB (the incident and all
+// before it too, --max-window 0): the range is surveyed
 // target by target and read again with the windows' histograms reduced
 // as read (diagnose.Survey.Reduce), and the JSON report is the one
 // Diagnose gives for the range read whole and trimmed: on an incident, a
@@ -126,9 +127,10 @@ func TestDiagnoseTSDBGivenWindowsSurveyed(t *testing.T) {
 		}{
 			{"baseline-and-incident", diagnose.Options{Baseline: base, Incident: inc}, []string{"--baseline", rfcWindow(base), "--incident", rfcWindow(inc)}},
 			{"incident-alone", diagnose.Options{Incident: inc}, []string{"--incident", rfcWindow(inc)}},
+			{"all-before-incident", diagnose.Options{Incident: inc, MaxWindow: -1}, []string{"--incident", rfcWindow(inc), "--max-window", "0"}},
 		} {
 			t.Run(scenario+"/"+tc.name, func(t *testing.T) {
-				require.Len(t, tc.opts.ReadRanges(), 1, "one range covers the windows")
+				require.LessOrEqual(t, len(tc.opts.ReadRanges()), 1, "one range covers the windows")
 				code, out, stderr := whyslow(t, "", append(append([]string{"diagnose", "--format", "json"}, tc.flags...), dir)...)
 				require.Equal(t, 0, code, stderr)
 				trim, err := tc.opts.Trimmer()

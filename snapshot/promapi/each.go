@@ -87,7 +87,7 @@ func (r *reader) readGroups(ctx context.Context, whole bool, span func(minT, max
 	if err != nil {
 		return nil, err
 	}
-	if !whole {
+	if !whole && len(p.names) > 0 { // no family in the range: nothing to read
 		qfrom := r.start - r.cfg.Overfetch.Milliseconds()
 		exported, err := r.labelValues(ctx, "exported_pod", matchersString(append([]*labels.Matcher{nameMatcher(p.names)}, r.opts.Matchers...)), qfrom)
 		if err != nil {

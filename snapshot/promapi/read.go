@@ -696,6 +696,10 @@ func (r *reader) families(ctx context.Context, qfrom int64) ([]family, error) {
 	for _, base := range order {
 		out = append(out, family{name: base, names: groups[base]})
 	}
+	if len(out) == 0 {
+		r.problem = append(r.problem, snapshot.Problem{Severity: snapshot.SeverityWarning, File: r.red, Offset: -1,
+			Err: fmt.Errorf("no series of the metrics asked for between %s and %s", time.UnixMilli(qfrom).UTC().Format(time.RFC3339), time.UnixMilli(r.end).UTC().Format(time.RFC3339))})
+	}
 	return out, nil
 }
 
