@@ -37,7 +37,9 @@
 // of one target's samples; Survey.ReadRanges then says which windows to
 // read, and Diagnose with Options.Survey set gives the report Diagnose
 // gives for the whole evidence. The command does this for a TSDB
-// directory when no window is given. Neither read decodes what the
+// directory or a server when no window is given, and where one range
+// covers the windows given (Options.Baseline and Options.Incident, which
+// the Survey keeps). Neither read decodes what the
 // diagnosis does not measure: the survey's read lists by their labels the
 // families it does not (Surveyor.LabelsOnly) and, target by target, the
 // candidates the catalog does not match (Surveyor.LabelsOnlyFor); the
