@@ -189,14 +189,14 @@ func diagnoseAndWrite(ctx context.Context, e *env, args []string, name, synopsis
 	var ev *snapshot.Evidence
 	// A source that streams is surveyed, then read over the windows only
 	// (readSurveyed): the windows the survey chooses, or those given when
-	// one range covers both (given far apart, each is read alone), but
-	// from a server with --pushdown=false, whose samples are read whole.
-	// The survey keeps the memory to a few numbers a replica and interval
-	// where a whole read holds every sample of the windows (figures in
+	// one range covers both or the incident and all before it (no range:
+	// opts.ReadRanges); given far apart, each is read alone. A server with
+	// --pushdown=false has its samples read whole. The survey keeps the
+	// memory to a few numbers a replica and interval where a whole read
+	// holds every sample of the windows (figures in
 	// snapshot/tsdb/TSDB_BENCHMARKS.md).
 	given := !opts.Incident.IsZero()
-	oneRange := len(opts.ReadRanges()) == 1 || (opts.Baseline.IsZero() && opts.MaxWindow < 0) // or all before the incident
-	surveyed := snapshot.Streams(paths) && (!given || oneRange && (f.pushdown || !slices.ContainsFunc(paths, promapi.IsURL)))
+	surveyed := snapshot.Streams(paths) && (!given || len(opts.ReadRanges()) < 2 && (f.pushdown || !slices.ContainsFunc(paths, promapi.IsURL)))
 	if surveyed && f.pushdown && len(paths) == 1 && promapi.IsURL(paths[0]) {
 		// The server's answers are garbage soon (see serverReadGOGC),
 		// the diagnosis's too.
